@@ -1,0 +1,25 @@
+//! Runtime of [fprev](https://docs.rs/fprev): everything the `fprev` facade re-exports.
+//!
+//! One module per concept: summation trees ([`tree`]), the float types probes are made of
+//! ([`float`]), black-box targets ([`target`]), the revelation algorithms ([`reveal`]),
+//! operation adapters ([`ops`]), scrambled iteration ([`scramble`]), the schedule-entropy
+//! amplifier ([`amplify`]), accumulation-chain counting ([`chains`]), registered functions
+//! ([`registry`]), exact arithmetic ([`exact`]) and the GPU backend ([`cuda`]).
+
+pub mod amplify;
+pub mod chains;
+pub mod cuda;
+pub mod exact;
+pub mod float;
+pub mod ops;
+pub mod registry;
+pub mod reveal;
+pub mod scramble;
+pub mod target;
+pub mod tree;
+
+pub use float::ProbeFloat;
+pub use reveal::{reveal, Algorithm, Reveal, RevealError, RevealReport};
+pub use target::Target;
+pub use tree::{SumTree, TreeDiff, TreeStats};
+// Re-exports added by the other modules go below this line (one line each).

@@ -1,0 +1,2 @@
+//! Black-box targets (stub; replaced by the engine commit).
+pub trait Target<T> {}

@@ -1,0 +1,10 @@
+//! Not public API. Used by generated code.
+//!
+//! Macro expansions refer only to `::fprev::__private::...`; each runtime module that
+//! generated code needs exposes its own hidden `private` module, re-exported here.
+
+/// Not public API. Used by generated code.
+pub use ::inventory;
+/// Not public API. Used by generated code.
+pub use ::rayon;
+// One line per runtime module's `private` re-export below.
