@@ -1,4 +1,465 @@
-//! Float types that probes are made of (stub; replaced by the engine commit).
-pub trait ProbeFloat: Copy + Send + Sync + 'static {}
-impl ProbeFloat for f32 {}
-impl ProbeFloat for f64 {}
+//! The float types probes are made of, and the mask/unit scale each one needs.
+//!
+//! FPRev feeds a target arrays of units with one `+M` and one `-M`. For the count of
+//! surviving units to be exact, `M` must swamp every partial sum of units (`M + k*e`
+//! rounds back to `M`) and the unit `e` must be a power of two whose multiples are exact.
+//! Low-range types (f16) cannot use `e = 1`, so the unit is moved down the exponent range
+//! (the "modified" algorithm's first half); counts beyond `2^p` are handled by the
+//! revelation engine with windows of zeros (its second half).
+
+use std::fmt::{Debug, Display};
+
+/// A binary floating-point format described as data: what probe scaling and exact
+/// rounding need to know about a type.
+///
+/// ```
+/// use fprev::float::{FloatFormat, ProbeFloat};
+/// assert_eq!(f32::FORMAT.precision, 24);
+/// assert_eq!(fprev::half::f16::FORMAT.max_exp, 15);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FloatFormat {
+    /// Name used in messages and on the command line (`f32`, `bf16`, ...).
+    pub name: &'static str,
+    /// Significand bits including the hidden bit (53 for f64).
+    pub precision: u32,
+    /// Exponent of the smallest normal number (`2^min_exp`).
+    pub min_exp: i32,
+    /// Exponent of the largest finite binade (`2^max_exp <= MAX < 2^(max_exp+1)`).
+    pub max_exp: i32,
+}
+
+impl FloatFormat {
+    /// Largest count `c` such that every integer `0..=c` is exact in this format: `2^p`.
+    ///
+    /// ```
+    /// use fprev::float::ProbeFloat;
+    /// assert_eq!(f32::FORMAT.exact_count_limit(), 1 << 24);
+    /// ```
+    pub fn exact_count_limit(&self) -> u64 {
+        1u64 << self.precision.min(63)
+    }
+
+    /// Exponent of the smallest subnormal number.
+    fn min_subnormal_exp(&self) -> i32 {
+        self.min_exp - (self.precision as i32 - 1)
+    }
+}
+
+/// A float type that can be revealed: `f64`, `f32`, [`half::f16`], [`half::bf16`].
+///
+/// The trait is sealed; its constants describe the format, its methods convert exactly
+/// through `f64` (every supported type embeds in `f64`).
+///
+/// ```
+/// use fprev::ProbeFloat;
+/// let x = fprev::half::bf16::from_f64_round(1.0 / 3.0);
+/// assert_eq!(x.to_f64(), 0.333984375);
+/// ```
+pub trait ProbeFloat:
+    Copy + PartialEq + PartialOrd + Debug + Display + Send + Sync + 'static + private::Sealed
+{
+    /// The format as data.
+    const FORMAT: FloatFormat;
+    /// Positive zero.
+    const ZERO: Self;
+    /// Exact conversion to `f64`.
+    fn to_f64(self) -> f64;
+    /// Conversion from `f64`, rounding to nearest-even (exact when representable).
+    fn from_f64_round(x: f64) -> Self;
+    /// One IEEE addition in this type.
+    fn add(self, other: Self) -> Self;
+    /// The raw bits, widened, so results can be compared bit for bit.
+    fn to_bits_u64(self) -> u64;
+}
+
+mod private {
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for f64 {}
+    impl Sealed for half::f16 {}
+    impl Sealed for half::bf16 {}
+}
+
+impl ProbeFloat for f64 {
+    const FORMAT: FloatFormat = FloatFormat {
+        name: "f64",
+        precision: 53,
+        min_exp: -1022,
+        max_exp: 1023,
+    };
+    const ZERO: Self = 0.0;
+    fn to_f64(self) -> f64 {
+        self
+    }
+    fn from_f64_round(x: f64) -> Self {
+        x
+    }
+    fn add(self, other: Self) -> Self {
+        self + other
+    }
+    fn to_bits_u64(self) -> u64 {
+        self.to_bits()
+    }
+}
+
+impl ProbeFloat for f32 {
+    const FORMAT: FloatFormat = FloatFormat {
+        name: "f32",
+        precision: 24,
+        min_exp: -126,
+        max_exp: 127,
+    };
+    const ZERO: Self = 0.0;
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+    fn from_f64_round(x: f64) -> Self {
+        x as f32
+    }
+    fn add(self, other: Self) -> Self {
+        self + other
+    }
+    fn to_bits_u64(self) -> u64 {
+        self.to_bits() as u64
+    }
+}
+
+impl ProbeFloat for half::f16 {
+    const FORMAT: FloatFormat = FloatFormat {
+        name: "f16",
+        precision: 11,
+        min_exp: -14,
+        max_exp: 15,
+    };
+    const ZERO: Self = half::f16::ZERO;
+    fn to_f64(self) -> f64 {
+        half::f16::to_f64(self)
+    }
+    fn from_f64_round(x: f64) -> Self {
+        half::f16::from_f64(x)
+    }
+    fn add(self, other: Self) -> Self {
+        // f32 holds 2p+2 bits of f16, so rounding the f32 sum once more is exact rounding.
+        self + other
+    }
+    fn to_bits_u64(self) -> u64 {
+        self.to_bits() as u64
+    }
+}
+
+impl ProbeFloat for half::bf16 {
+    const FORMAT: FloatFormat = FloatFormat {
+        name: "bf16",
+        precision: 8,
+        min_exp: -126,
+        max_exp: 127,
+    };
+    const ZERO: Self = half::bf16::ZERO;
+    fn to_f64(self) -> f64 {
+        half::bf16::to_f64(self)
+    }
+    fn from_f64_round(x: f64) -> Self {
+        half::bf16::from_f64(x)
+    }
+    fn add(self, other: Self) -> Self {
+        self + other
+    }
+    fn to_bits_u64(self) -> u64 {
+        self.to_bits() as u64
+    }
+}
+
+/// The mask `M` and unit `e` used to probe `n` summands, both powers of two.
+///
+/// Chosen so that `M + k*e` rounds to `M` and `-M + k*e` to `-M` for every `k <= n`
+/// (strictly below half an ulp on both sides of `M`), with `e = 1` when the format allows
+/// it and the unit moved down the exponent range otherwise (normal numbers first, then
+/// subnormals). Both must be representable in the input format *and* in the accumulator
+/// format, which [`ProbeScale::for_formats`] takes separately for mixed-precision
+/// operations (f16 inputs, f32 accumulation).
+///
+/// ```
+/// use fprev::float::{ProbeScale, ProbeFloat};
+/// let s = ProbeScale::for_type::<f32>(1000).unwrap();
+/// assert_eq!(s.unit, 1.0);
+/// let h = ProbeScale::for_type::<fprev::half::f16>(4096).unwrap();
+/// assert!(h.unit < 1.0 && h.mask <= 65504.0);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ProbeScale {
+    /// The mask `M`.
+    pub mask: f64,
+    /// The unit `e`.
+    pub unit: f64,
+    /// Counts below this are exact in the accumulator (`2^p`).
+    pub exact_counts_below: u64,
+}
+
+impl ProbeScale {
+    /// The scale for a target whose inputs and accumulation are both `T`.
+    ///
+    /// Returns `None` when no power-of-two pair fits (n far too large for the format).
+    pub fn for_type<T: ProbeFloat>(n: usize) -> Option<ProbeScale> {
+        Self::for_formats(T::FORMAT, T::FORMAT, n)
+    }
+
+    /// The scale for inputs in `input` accumulated in `acc` (and returned in `acc`).
+    ///
+    /// ```
+    /// use fprev::float::{ProbeScale, ProbeFloat};
+    /// let s = ProbeScale::for_formats(fprev::half::f16::FORMAT, f32::FORMAT, 512).unwrap();
+    /// assert!(s.mask <= 65504.0);
+    /// assert_eq!(s.exact_counts_below, 1 << 24);
+    /// ```
+    pub fn for_formats(input: FloatFormat, acc: FloatFormat, n: usize) -> Option<ProbeScale> {
+        let n = n.max(2) as u64;
+        let log_n = 64 - (n - 1).leading_zeros() as i32; // ceil(log2 n)
+                                                         // M = 2^E needs k*e < 2^(E-p-1) for k <= n: E - E_e >= p + 1 + log_n + 1.
+        let gap = acc.precision as i32 + 2 + log_n;
+        let max_e_m = input.max_exp.min(acc.max_exp);
+        let lowest_unit = input.min_subnormal_exp().max(acc.min_subnormal_exp());
+        // Prefer e = 1; otherwise put M at the top of the range and the unit `gap` binades
+        // below it (a normal unit when it fits, a subnormal one otherwise).
+        let unit_exp = if gap <= max_e_m {
+            0
+        } else if max_e_m - gap >= lowest_unit {
+            max_e_m - gap
+        } else {
+            return None;
+        };
+        let mask_exp = unit_exp + gap;
+        if mask_exp > max_e_m {
+            return None;
+        }
+        Some(ProbeScale {
+            mask: pow2(mask_exp),
+            unit: pow2(unit_exp),
+            exact_counts_below: acc.exact_count_limit(),
+        })
+    }
+}
+
+/// `2^e` for exponents in f64's normal and subnormal range.
+pub(crate) fn pow2(e: i32) -> f64 {
+    if e >= -1022 {
+        f64::from_bits(((e + 1023) as u64) << 52)
+    } else {
+        f64::from_bits(1u64 << (e + 1074))
+    }
+}
+
+/// The exact sum of `values`, rounded once to `T` (nearest, ties to even).
+///
+/// This is the semantics of a fused multi-term adder in a [`SumTree`](crate::SumTree)
+/// replay. IEEE rules at the edges: any NaN, or `+inf` with `-inf`, gives NaN; one kind of
+/// infinity gives that infinity; an exact result beyond the format overflows to infinity;
+/// an exact zero is `-0.0` only when every input is `-0.0`.
+///
+/// ```
+/// use fprev::float::exact_sum_rounded;
+/// // 2^24 + 1 + 1 is exact (2^24 + 2) when rounded once, 2^24 when added pairwise in f32.
+/// let v = [16777216.0f32, 1.0, 1.0];
+/// assert_eq!(exact_sum_rounded(&v), 16777218.0);
+/// ```
+pub fn exact_sum_rounded<T: ProbeFloat>(values: &[T]) -> T {
+    let fmt = T::FORMAT;
+    let (mut pos_inf, mut neg_inf, mut all_neg_zero) = (false, false, true);
+    for v in values {
+        let x = v.to_f64();
+        if x.is_nan() {
+            return T::from_f64_round(f64::NAN);
+        }
+        if x == f64::INFINITY {
+            pos_inf = true;
+        } else if x == f64::NEG_INFINITY {
+            neg_inf = true;
+        }
+        if !(x == 0.0 && x.is_sign_negative()) {
+            all_neg_zero = false;
+        }
+    }
+    match (pos_inf, neg_inf) {
+        (true, true) => return T::from_f64_round(f64::NAN),
+        (true, false) => return T::from_f64_round(f64::INFINITY),
+        (false, true) => return T::from_f64_round(f64::NEG_INFINITY),
+        _ => {}
+    }
+    let mut acc = FixedSum::default();
+    for v in values {
+        acc.add(v.to_f64());
+    }
+    let r = acc.round(fmt);
+    if r == 0.0 {
+        let z = if all_neg_zero && !values.is_empty() {
+            -0.0
+        } else {
+            0.0
+        };
+        return T::from_f64_round(z);
+    }
+    T::from_f64_round(r)
+}
+
+/// A small exact accumulator over f64's whole range: a two's-complement integer in
+/// 64-bit limbs scaled by `2^-1074`. Simple rather than fast; the fast one is
+/// [`crate::exact`].
+struct FixedSum {
+    limbs: [u64; FIXED_LIMBS],
+}
+
+const FIXED_LIMBS: usize = 34; // 2176 bits >= 1074 + 1024 + carry headroom
+
+impl Default for FixedSum {
+    fn default() -> Self {
+        FixedSum {
+            limbs: [0; FIXED_LIMBS],
+        }
+    }
+}
+
+impl FixedSum {
+    fn add(&mut self, x: f64) {
+        if x == 0.0 {
+            return;
+        }
+        let bits = x.to_bits();
+        let biased = ((bits >> 52) & 0x7ff) as i32;
+        let frac = bits & ((1u64 << 52) - 1);
+        let (mant, shift) = if biased == 0 {
+            (frac, 0)
+        } else {
+            (frac | (1u64 << 52), biased - 1)
+        };
+        // value = mant * 2^(shift - 1074): place mant at bit `shift`.
+        let limb = (shift / 64) as usize;
+        let wide = (mant as u128) << (shift % 64);
+        let parts = [wide as u64, (wide >> 64) as u64];
+        let negative = x < 0.0;
+        let mut carry = false;
+        for k in limb..FIXED_LIMBS {
+            let p = if k - limb < 2 { parts[k - limb] } else { 0 };
+            if k >= limb + 2 && !carry {
+                break;
+            }
+            let slot = &mut self.limbs[k];
+            if negative {
+                let (s1, b1) = slot.overflowing_sub(p);
+                let (s2, b2) = s1.overflowing_sub(carry as u64);
+                *slot = s2;
+                carry = b1 || b2;
+            } else {
+                let (s1, c1) = slot.overflowing_add(p);
+                let (s2, c2) = s1.overflowing_add(carry as u64);
+                *slot = s2;
+                carry = c1 || c2;
+            }
+        }
+    }
+
+    /// Round the exact value to `fmt`, returned as the (exactly representable) f64.
+    fn round(&self, fmt: FloatFormat) -> f64 {
+        let negative = self.limbs[FIXED_LIMBS - 1] >> 63 == 1;
+        let mut mag = self.limbs;
+        if negative {
+            let mut carry = true;
+            for l in mag.iter_mut() {
+                let (s, c) = (!*l).overflowing_add(carry as u64);
+                *l = s;
+                carry = c;
+            }
+        }
+        let Some(top_limb) = mag.iter().rposition(|&l| l != 0) else {
+            return 0.0;
+        };
+        let top_bit = top_limb as i64 * 64 + 63 - mag[top_limb].leading_zeros() as i64;
+        let p = fmt.precision as i64;
+        // lowest kept bit (fixed-point index), no lower than the format's subnormal quantum
+        let min_quantum = (fmt.min_exp as i64 - (p - 1)) + 1074;
+        let low = (top_bit - (p - 1)).max(min_quantum).max(0);
+        let bits = |lo: i64, count: u32| -> u128 {
+            // `count` (<= 64) bits starting at `lo`, which may be negative
+            let mut v: u128 = 0;
+            for k in (0..2).rev() {
+                let idx = lo.div_euclid(64) + k;
+                if (0..FIXED_LIMBS as i64).contains(&idx) {
+                    v = (v << 64) | mag[idx as usize] as u128;
+                } else {
+                    v <<= 64;
+                }
+            }
+            (v >> lo.rem_euclid(64)) & ((1u128 << count) - 1)
+        };
+        let width = (top_bit - low + 1).max(0) as u32;
+        let mut kept = if width == 0 { 0 } else { bits(low, width) };
+        let round_bit = low >= 1 && bits(low - 1, 1) == 1;
+        let sticky = low >= 2 && {
+            let below = low - 1; // bits [0, below) must be checked
+            let full = (below / 64) as usize;
+            mag[..full].iter().any(|&l| l != 0)
+                || (below % 64 != 0 && bits(full as i64 * 64, (below % 64) as u32) != 0)
+        };
+        if round_bit && (sticky || kept & 1 == 1) {
+            kept += 1;
+        }
+        let value = (kept as f64) * pow2((low - 1074) as i32);
+        let limit = pow2(fmt.max_exp) * (2.0 - pow2(1 - fmt.precision as i32));
+        let value = if value > limit { f64::INFINITY } else { value };
+        if negative {
+            -value
+        } else {
+            value
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use half::{bf16, f16};
+
+    #[test]
+    fn scales_swamp_and_fit() {
+        for n in [2usize, 3, 100, 4096, 1 << 20] {
+            let s = ProbeScale::for_type::<f32>(n).unwrap();
+            let m = s.mask as f32;
+            let k = (n as f64 * s.unit) as f32;
+            assert_eq!(m + k, m);
+            assert_eq!(-m + k, -m);
+        }
+        let h = ProbeScale::for_type::<f16>(4096).unwrap();
+        let m = f16::from_f64(h.mask);
+        assert!(m.is_finite());
+        assert_eq!(m + f16::from_f64(4096.0 * h.unit), m);
+        assert!(ProbeScale::for_type::<bf16>(1 << 20).is_some());
+    }
+
+    #[test]
+    fn exact_rounding_once() {
+        assert_eq!(exact_sum_rounded(&[1e16f64, 1.0, 1.0]), 1e16 + 2.0);
+        assert_eq!(exact_sum_rounded(&[1.0f64, 1e-30, -1.0]), 1e-30);
+        assert_eq!(exact_sum_rounded(&[f64::MAX, f64::MAX]), f64::INFINITY);
+        assert_eq!(
+            exact_sum_rounded(&[-f64::MAX, -f64::MAX]),
+            f64::NEG_INFINITY
+        );
+        assert!(exact_sum_rounded(&[f64::INFINITY, f64::NEG_INFINITY]).is_nan());
+        assert!(exact_sum_rounded(&[-0.0f64, -0.0]).is_sign_negative());
+        assert!(exact_sum_rounded(&[-0.0f64, 0.0]).is_sign_positive());
+        let tiny = f64::from_bits(1);
+        assert_eq!(exact_sum_rounded(&[tiny, tiny, -tiny]), tiny);
+        // ties to even in f32: 1 + 2^-24 rounds to 1, 1 + 3*2^-24 rounds up
+        assert_eq!(exact_sum_rounded(&[1.0f32, 2f32.powi(-24)]), 1.0);
+        assert_eq!(
+            exact_sum_rounded(&[1.0f32, 2f32.powi(-24), 2f32.powi(-23)]),
+            1.0 + 2f32.powi(-22)
+        );
+        // f16 subnormal results
+        let t = f16::from_bits(1);
+        assert_eq!(exact_sum_rounded(&[t, t, t]), f16::from_bits(3));
+        assert_eq!(
+            exact_sum_rounded(&[f16::MAX, f16::from_f64(16.0)]),
+            f16::INFINITY
+        );
+    }
+}

@@ -1,2 +1,290 @@
-//! Black-box targets (stub; replaced by the engine commit).
-pub trait Target<T> {}
+//! Black-box targets: whatever accumulation fprev probes.
+//!
+//! The revelation engine asks for *batches* of independent probes that share one
+//! background input (a unit or a zero at every position) and differ only in where `+M`
+//! and `-M` go. A plain `f(&[T]) -> T` answers them one call at a time from one reused
+//! buffer; a thread-safe function answers them in parallel; a matrix product can answer
+//! one probe per output row in a single call (see [`crate::ops`]).
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use rayon::prelude::*;
+
+use crate::float::ProbeFloat;
+
+/// One masked all-one input: `+M` at `plus`, `-M` at `minus`, the background elsewhere.
+///
+/// ```
+/// let p = fprev::target::Probe { plus: 3, minus: 7 };
+/// assert_eq!(p.to_string(), "(+M at 3, -M at 7)");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Probe {
+    /// Index holding `+M`.
+    pub plus: usize,
+    /// Index holding `-M`.
+    pub minus: usize,
+}
+
+impl std::fmt::Display for Probe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "(+M at {}, -M at {})", self.plus, self.minus)
+    }
+}
+
+/// A batch of probes over one background.
+///
+/// ```
+/// use fprev::target::{Probe, ProbeBatch};
+/// let bg = [1.0f32; 4];
+/// let probes = [Probe { plus: 0, minus: 2 }];
+/// let batch = ProbeBatch { background: &bg, probes: &probes, mask: 1024.0 };
+/// let mut input = Vec::new();
+/// batch.fill(0, &mut input);
+/// assert_eq!(input, vec![1024.0, 1.0, -1024.0, 1.0]);
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct ProbeBatch<'a, T> {
+    /// The value of every position that is not masked (a unit or zero).
+    pub background: &'a [T],
+    /// The probes to answer, in order.
+    pub probes: &'a [Probe],
+    /// `M`.
+    pub mask: T,
+}
+
+impl<T: ProbeFloat> ProbeBatch<'_, T> {
+    /// Write probe `k`'s full input into `out` (resized to the background's length).
+    pub fn fill(&self, k: usize, out: &mut Vec<T>) {
+        out.clear();
+        out.extend_from_slice(self.background);
+        let p = self.probes[k];
+        out[p.plus] = self.mask;
+        out[p.minus] = neg(self.mask);
+    }
+}
+
+fn neg<T: ProbeFloat>(x: T) -> T {
+    T::from_f64_round(-x.to_f64())
+}
+
+/// What a target reports when it cannot answer (a crashed program, a panic, a timeout).
+///
+/// ```
+/// let e = fprev::target::TargetError::new("program exited");
+/// assert_eq!(e.to_string(), "program exited");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct TargetError {
+    /// What went wrong, for the user.
+    pub message: String,
+    /// The probe being answered, when known.
+    pub probe: Option<Probe>,
+}
+
+impl TargetError {
+    /// An error with a message and no probe.
+    pub fn new(message: impl Into<String>) -> TargetError {
+        TargetError {
+            message: message.into(),
+            probe: None,
+        }
+    }
+}
+
+/// An accumulation that fprev can probe.
+///
+/// Implement [`call`](Target::call); override [`probe_batch`](Target::probe_batch) when
+/// one evaluation can answer several probes (batched gemm) or when probes can run in
+/// parallel.
+///
+/// ```
+/// use fprev::target::{Target, TargetError};
+/// struct Seq;
+/// impl Target<f32> for Seq {
+///     fn call(&mut self, x: &[f32]) -> Result<f32, TargetError> {
+///         Ok(x.iter().fold(0.0, |a, &b| a + b))
+///     }
+/// }
+/// let tree = fprev::Reveal::new(4).run_target(Seq)?.tree;
+/// assert_eq!(tree.to_string(), "(((0+1)+2)+3)");
+/// # Ok::<(), fprev::RevealError>(())
+/// ```
+pub trait Target<T: ProbeFloat> {
+    /// Evaluate the accumulation on one input.
+    fn call(&mut self, x: &[T]) -> Result<T, TargetError>;
+
+    /// Answer every probe of `batch` into `out` (same length as `batch.probes`).
+    ///
+    /// The default reuses one buffer: set the two masks, call, restore them.
+    fn probe_batch(&mut self, batch: &ProbeBatch<'_, T>, out: &mut [T]) -> Result<(), TargetError> {
+        let mut buf = batch.background.to_vec();
+        for (k, p) in batch.probes.iter().enumerate() {
+            let guard = MaskGuard::set(&mut buf, batch, *p);
+            let r = self.call(guard.buf).map_err(|mut e| {
+                e.probe.get_or_insert(*p);
+                e
+            })?;
+            out[k] = r;
+        }
+        Ok(())
+    }
+}
+
+/// Sets two masks in a reused buffer and puts the background back when dropped, even
+/// when the target panics.
+struct MaskGuard<'b, T: ProbeFloat> {
+    buf: &'b mut [T],
+    probe: Probe,
+    background: (T, T),
+}
+
+impl<'b, T: ProbeFloat> MaskGuard<'b, T> {
+    fn set(buf: &'b mut [T], batch: &ProbeBatch<'_, T>, probe: Probe) -> Self {
+        let background = (buf[probe.plus], buf[probe.minus]);
+        buf[probe.plus] = batch.mask;
+        buf[probe.minus] = neg(batch.mask);
+        MaskGuard {
+            buf,
+            probe,
+            background,
+        }
+    }
+}
+
+impl<T: ProbeFloat> Drop for MaskGuard<'_, T> {
+    fn drop(&mut self) {
+        self.buf[self.probe.plus] = self.background.0;
+        self.buf[self.probe.minus] = self.background.1;
+    }
+}
+
+fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_string()
+    }
+}
+
+/// A `FnMut(&[T]) -> T` as a sequential target; panics become [`TargetError`]s.
+///
+/// ```
+/// use fprev::target::{FnTarget, Target};
+/// let mut t = FnTarget(|x: &[f64]| x.iter().sum::<f64>());
+/// assert_eq!(t.call(&[1.0, 2.0]).unwrap(), 3.0);
+/// ```
+pub struct FnTarget<F>(pub F);
+
+impl<T: ProbeFloat, F: FnMut(&[T]) -> T> Target<T> for FnTarget<F> {
+    fn call(&mut self, x: &[T]) -> Result<T, TargetError> {
+        let f = &mut self.0;
+        catch_unwind(AssertUnwindSafe(|| f(x)))
+            .map_err(|p| TargetError::new(format!("the target panicked: {}", panic_message(p))))
+    }
+}
+
+/// A thread-safe `Fn(&[T]) -> T + Sync` whose probes run in parallel on rayon, one
+/// reused buffer per worker.
+///
+/// ```
+/// use fprev::target::{SyncFnTarget, Target};
+/// let mut t = SyncFnTarget(|x: &[f32]| x.iter().sum::<f32>());
+/// assert_eq!(t.call(&[1.0, 2.0]).unwrap(), 3.0);
+/// ```
+pub struct SyncFnTarget<F>(pub F);
+
+impl<T: ProbeFloat, F: Fn(&[T]) -> T + Sync> Target<T> for SyncFnTarget<F> {
+    fn call(&mut self, x: &[T]) -> Result<T, TargetError> {
+        let f = &self.0;
+        catch_unwind(AssertUnwindSafe(|| f(x)))
+            .map_err(|p| TargetError::new(format!("the target panicked: {}", panic_message(p))))
+    }
+
+    fn probe_batch(&mut self, batch: &ProbeBatch<'_, T>, out: &mut [T]) -> Result<(), TargetError> {
+        let f = &self.0;
+        let threads = rayon::current_num_threads().max(1);
+        if threads == 1 || batch.probes.len() < 4 {
+            return FnTargetRef(f).probe_batch(batch, out);
+        }
+        let chunk = batch.probes.len().div_ceil(threads * 4).max(2);
+        out.par_chunks_mut(chunk)
+            .zip(batch.probes.par_chunks(chunk))
+            .try_for_each(|(out, probes)| {
+                let sub = ProbeBatch {
+                    background: batch.background,
+                    probes,
+                    mask: batch.mask,
+                };
+                FnTargetRef(f).probe_batch(&sub, out)
+            })
+    }
+}
+
+/// Sequential adapter over a shared `Fn`, used by each parallel worker.
+struct FnTargetRef<'f, F>(&'f F);
+
+impl<T: ProbeFloat, F: Fn(&[T]) -> T> Target<T> for FnTargetRef<'_, F> {
+    fn call(&mut self, x: &[T]) -> Result<T, TargetError> {
+        let f = self.0;
+        catch_unwind(AssertUnwindSafe(|| f(x)))
+            .map_err(|p| TargetError::new(format!("the target panicked: {}", panic_message(p))))
+    }
+}
+
+impl<T: ProbeFloat, X: Target<T> + ?Sized> Target<T> for &mut X {
+    fn call(&mut self, x: &[T]) -> Result<T, TargetError> {
+        (**self).call(x)
+    }
+    fn probe_batch(&mut self, batch: &ProbeBatch<'_, T>, out: &mut [T]) -> Result<(), TargetError> {
+        (**self).probe_batch(batch, out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn masks_restored_after_panic() {
+        let bg = vec![1.0f32; 6];
+        let probes = [Probe { plus: 1, minus: 4 }, Probe { plus: 2, minus: 3 }];
+        let batch = ProbeBatch {
+            background: &bg,
+            probes: &probes,
+            mask: 64.0,
+        };
+        let mut calls = 0;
+        let mut t = FnTarget(|x: &[f32]| {
+            calls += 1;
+            if calls == 2 {
+                panic!("boom");
+            }
+            x.iter().sum::<f32>()
+        });
+        let mut out = [0.0f32; 2];
+        let e = t.probe_batch(&batch, &mut out).unwrap_err();
+        assert!(e.message.contains("boom"));
+        assert_eq!(e.probe, Some(probes[1]));
+    }
+
+    #[test]
+    fn parallel_matches_sequential() {
+        let bg = vec![1.0f32; 64];
+        let probes: Vec<Probe> = (1..64).map(|j| Probe { plus: 0, minus: j }).collect();
+        let batch = ProbeBatch {
+            background: &bg,
+            probes: &probes,
+            mask: (1u64 << 40) as f32,
+        };
+        let f = |x: &[f32]| x.iter().fold(0.0f32, |a, &b| a + b);
+        let mut a = vec![0.0f32; probes.len()];
+        let mut b = vec![0.0f32; probes.len()];
+        FnTarget(f).probe_batch(&batch, &mut a).unwrap();
+        SyncFnTarget(f).probe_batch(&batch, &mut b).unwrap();
+        assert_eq!(a, b);
+    }
+}

@@ -1,7 +1,830 @@
-//! Summation trees (stub; replaced by the engine commit).
+//! Summation trees: the order in which an accumulation combines its inputs.
+//!
+//! A [`SumTree`] over `n` inputs has the leaves `0..n` and inner nodes that each stand for
+//! one rounding: a binary node is one IEEE addition, a k-ary node is a fused multi-term
+//! adder that sums its children exactly and rounds once. Trees are stored in canonical
+//! form (children ordered by their smallest leaf, inner nodes in post-order), so equality
+//! ignores the order of children, and every walk is a loop rather than recursion: a
+//! sequential sum of a million values is a tree a million levels deep.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::float::{exact_sum_rounded, ProbeFloat};
+
+/// A summation tree in canonical form.
+///
+/// Node ids: leaves are `0..n`; inner nodes are `n..n + inner_count()` in post-order, the
+/// root last. The canonical text form has no spaces, a leaf is its index, an inner node is
+/// its children joined by `+` in parentheses, children ordered by their smallest leaf:
+///
+/// ```
+/// use fprev::SumTree;
+/// let t: SumTree = "((2+3)+(1+0))".parse()?;
+/// assert_eq!(t.to_string(), "((0+1)+(2+3))");
+/// assert_eq!(SumTree::sequential(4).to_string(), "(((0+1)+2)+3)");
+/// assert_eq!(t.replay(&[1.0f32, 2.0, 3.0, 4.0]), 10.0);
+/// # Ok::<(), fprev::tree::TreeError>(())
+/// ```
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct SumTree {
+    leaves: u32,
+    /// `child_start[k]..child_start[k+1]` indexes `children` for inner node `n + k`.
+    child_start: Vec<u32>,
+    children: Vec<u32>,
+}
+
+/// Why a tree description was rejected.
+///
+/// ```
+/// use fprev::SumTree;
+/// assert!("(0+0)".parse::<SumTree>().is_err());
+/// assert!("(0+2)".parse::<SumTree>().is_err());
+/// ```
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TreeError {
+    /// The text does not follow the canonical grammar.
+    #[error("tree syntax error at byte {at}: {what}")]
+    Syntax {
+        /// Byte offset of the problem.
+        at: usize,
+        /// What was expected.
+        what: &'static str,
+    },
+    /// A leaf index appears twice, or the indices are not exactly `0..n`.
+    #[error("tree leaves must be 0..n, each once: {0}")]
+    Leaves(String),
+    /// An inner node has fewer than two children, or nodes do not form one tree.
+    #[error("not a summation tree: {0}")]
+    Shape(String),
+    /// A JSON description could not be read.
+    #[error("tree JSON: {0}")]
+    Json(String),
+}
+
+impl SumTree {
+    /// Number of inputs (leaves).
+    pub fn leaf_count(&self) -> usize {
+        self.leaves as usize
+    }
+
+    /// Number of inner nodes (roundings).
+    pub fn inner_count(&self) -> usize {
+        self.child_start.len().saturating_sub(1)
+    }
+
+    /// Id of the root: the last inner node, or leaf 0 for a one-input tree.
+    pub fn root(&self) -> usize {
+        if self.inner_count() == 0 {
+            0
+        } else {
+            self.leaf_count() + self.inner_count() - 1
+        }
+    }
+
+    /// Whether `node` is a leaf.
+    pub fn is_leaf(&self, node: usize) -> bool {
+        node < self.leaf_count()
+    }
+
+    /// Children of `node` (empty for a leaf), ordered by smallest leaf.
+    #[inline]
+    pub fn children(&self, node: usize) -> &[u32] {
+        if node < self.leaf_count() {
+            return &[];
+        }
+        let k = node - self.leaf_count();
+        &self.children[self.child_start[k] as usize..self.child_start[k + 1] as usize]
+    }
+
+    /// The tree that adds `x[0]`, `x[1]`, ... one after the other into one accumulator.
+    ///
+    /// ```
+    /// assert_eq!(fprev::SumTree::sequential(3).to_string(), "((0+1)+2)");
+    /// ```
+    pub fn sequential(n: usize) -> SumTree {
+        let mut nodes = Vec::with_capacity(n.saturating_sub(1));
+        for k in 1..n {
+            let left = if k == 1 { 0 } else { n + k - 2 };
+            nodes.push(vec![left as u32, k as u32]);
+        }
+        Self::from_raw(n, nodes)
+    }
+
+    /// Balanced pairwise summation: split at `n/2`, sum both halves, add them.
+    ///
+    /// ```
+    /// assert_eq!(fprev::SumTree::pairwise(4).to_string(), "((0+1)+(2+3))");
+    /// ```
+    pub fn pairwise(n: usize) -> SumTree {
+        let mut nodes: Vec<Vec<u32>> = Vec::new();
+        // iterative: (lo, hi, parent slot) work list resolved bottom-up by post-order
+        let mut stack = vec![(0usize, n, false)];
+        let mut results: Vec<u32> = Vec::new();
+        while let Some((lo, hi, expanded)) = stack.pop() {
+            if hi - lo <= 1 {
+                results.push(lo as u32);
+            } else if !expanded {
+                let mid = lo + (hi - lo) / 2;
+                stack.push((lo, hi, true));
+                stack.push((mid, hi, false));
+                stack.push((lo, mid, false));
+            } else {
+                let b = results.pop().unwrap_or(0);
+                let a = results.pop().unwrap_or(0);
+                nodes.push(vec![a, b]);
+                results.push((n + nodes.len() - 1) as u32);
+            }
+        }
+        Self::from_raw(n, nodes)
+    }
+
+    /// One fused node over all `n` inputs: an exact, order-independent sum.
+    ///
+    /// ```
+    /// assert_eq!(fprev::SumTree::fused(5).to_string(), "(0+1+2+3+4)");
+    /// ```
+    pub fn fused(n: usize) -> SumTree {
+        if n <= 1 {
+            return Self::from_raw(n, vec![]);
+        }
+        Self::from_raw(n, vec![(0..n as u32).collect()])
+    }
+
+    /// Build a tree from inner nodes given as child lists.
+    ///
+    /// Ids `0..n` are leaves; `nodes[k]` becomes node `n + k` and may only name leaves and
+    /// earlier nodes. The node nobody names is the root. This is the JSON form.
+    ///
+    /// ```
+    /// let t = fprev::SumTree::from_nodes(3, vec![vec![2, 1], vec![0, 3]])?;
+    /// assert_eq!(t.to_string(), "(0+(1+2))");
+    /// # Ok::<(), fprev::tree::TreeError>(())
+    /// ```
+    pub fn from_nodes(n: usize, nodes: Vec<Vec<usize>>) -> Result<SumTree, TreeError> {
+        if n == 0 {
+            return Err(TreeError::Leaves("a tree needs at least one leaf".into()));
+        }
+        if n > u32::MAX as usize / 2 {
+            return Err(TreeError::Leaves(format!("{n} leaves is too many")));
+        }
+        let mut used = vec![false; n + nodes.len()];
+        for (k, kids) in nodes.iter().enumerate() {
+            if kids.len() < 2 {
+                return Err(TreeError::Shape(format!(
+                    "node {} has {} child(ren); every rounding combines at least two",
+                    n + k,
+                    kids.len()
+                )));
+            }
+            for &c in kids {
+                if c >= n + k {
+                    return Err(TreeError::Shape(format!(
+                        "node {} names node {c}, which is not a leaf or an earlier node",
+                        n + k
+                    )));
+                }
+                if std::mem::replace(&mut used[c], true) {
+                    return Err(TreeError::Shape(format!("node {c} has two parents")));
+                }
+            }
+        }
+        let roots: Vec<usize> = (0..used.len()).filter(|&i| !used[i]).collect();
+        if roots.len() != 1 {
+            return Err(TreeError::Shape(format!(
+                "expected one root, found {} ({:?}...)",
+                roots.len(),
+                &roots[..roots.len().min(5)]
+            )));
+        }
+        let raw = nodes
+            .into_iter()
+            .map(|k| k.into_iter().map(|c| c as u32).collect())
+            .collect();
+        Ok(Self::from_raw(n, raw))
+    }
+
+    /// Canonicalize a validated raw arena (root = the unnamed node).
+    pub(crate) fn from_raw(n: usize, nodes: Vec<Vec<u32>>) -> SumTree {
+        let total = n + nodes.len();
+        let mut named = vec![false; total];
+        for kids in &nodes {
+            for &c in kids {
+                named[c as usize] = true;
+            }
+        }
+        let root = (0..total).rev().find(|&i| !named[i]).unwrap_or(0);
+        // smallest leaf under each node (children precede parents in raw ids)
+        let mut min_leaf: Vec<u32> = (0..total as u32).collect();
+        for (k, kids) in nodes.iter().enumerate() {
+            min_leaf[n + k] = kids
+                .iter()
+                .map(|&c| min_leaf[c as usize])
+                .min()
+                .unwrap_or(0);
+        }
+        let mut sorted = nodes;
+        for kids in &mut sorted {
+            kids.sort_unstable_by_key(|&c| min_leaf[c as usize]);
+        }
+        // post-order renumbering, iterative
+        let mut new_id = vec![u32::MAX; total];
+        let mut child_start = vec![0u32];
+        let mut children = Vec::with_capacity(total.saturating_sub(1));
+        let mut stack: Vec<(usize, usize)> = vec![(root, 0)];
+        let mut next = n as u32;
+        while let Some(&mut (node, ref mut idx)) = stack.last_mut() {
+            if node < n {
+                new_id[node] = node as u32;
+                stack.pop();
+                continue;
+            }
+            let kids = &sorted[node - n];
+            if *idx < kids.len() {
+                let c = kids[*idx] as usize;
+                *idx += 1;
+                stack.push((c, 0));
+            } else {
+                for &c in kids {
+                    children.push(new_id[c as usize]);
+                }
+                child_start.push(children.len() as u32);
+                new_id[node] = next;
+                next += 1;
+                stack.pop();
+            }
+        }
+        SumTree {
+            leaves: n as u32,
+            child_start,
+            children,
+        }
+    }
+
+    /// Sum `x` in this tree's order: binary nodes add once in `T`, k-ary nodes add their
+    /// children exactly and round once.
+    ///
+    /// # Panics
+    /// If `x.len()` is not [`leaf_count`](Self::leaf_count).
+    ///
+    /// ```
+    /// use fprev::SumTree;
+    /// let x = [1e8f32, 1.0, -1e8, 1.0];
+    /// assert_eq!(SumTree::sequential(4).replay(&x), 1.0);
+    /// assert_eq!(SumTree::fused(4).replay(&x), 2.0);
+    /// ```
+    pub fn replay<T: ProbeFloat>(&self, x: &[T]) -> T {
+        assert_eq!(
+            x.len(),
+            self.leaf_count(),
+            "replay needs one value per leaf"
+        );
+        let n = self.leaf_count();
+        if self.inner_count() == 0 {
+            return x[0];
+        }
+        // one buffer for leaves and inner nodes: node ids index it directly
+        let mut vals: Vec<T> = Vec::with_capacity(n + self.inner_count());
+        vals.extend_from_slice(x);
+        let mut scratch: Vec<T> = Vec::new();
+        for w in self.child_start.windows(2) {
+            let kids = &self.children[w[0] as usize..w[1] as usize];
+            let v = if let [a, b] = kids {
+                vals[*a as usize].add(vals[*b as usize])
+            } else {
+                scratch.clear();
+                scratch.extend(kids.iter().map(|&c| vals[c as usize]));
+                exact_sum_rounded(&scratch)
+            };
+            vals.push(v);
+        }
+        vals[n + self.inner_count() - 1]
+    }
+
+    /// Parent of every node (`u32::MAX` for the root).
+    pub fn parents(&self) -> Vec<u32> {
+        let n = self.leaf_count();
+        let mut parent = vec![u32::MAX; n + self.inner_count()];
+        for k in 0..self.inner_count() {
+            for &c in self.children(n + k) {
+                parent[c as usize] = (n + k) as u32;
+            }
+        }
+        parent
+    }
+
+    /// Number of leaves under every node.
+    pub fn subtree_sizes(&self) -> Vec<u32> {
+        let n = self.leaf_count();
+        let mut size = vec![1u32; n + self.inner_count()];
+        for k in 0..self.inner_count() {
+            size[n + k] = self.children(n + k).iter().map(|&c| size[c as usize]).sum();
+        }
+        size
+    }
+
+    /// Leaves under `node`, ascending.
+    pub fn leaves_under(&self, node: usize) -> Vec<usize> {
+        let mut out = Vec::new();
+        let mut stack = vec![node];
+        while let Some(v) = stack.pop() {
+            if self.is_leaf(v) {
+                out.push(v);
+            } else {
+                stack.extend(self.children(v).iter().map(|&c| c as usize));
+            }
+        }
+        out.sort_unstable();
+        out
+    }
+
+    /// Counts that describe the tree's shape.
+    ///
+    /// ```
+    /// let s = fprev::SumTree::pairwise(8).stats();
+    /// assert_eq!((s.leaves, s.inner_nodes, s.depth, s.max_arity), (8, 7, 3, 2));
+    /// ```
+    pub fn stats(&self) -> TreeStats {
+        let n = self.leaf_count();
+        let mut depth = vec![0u32; n + self.inner_count()];
+        let mut arity = std::collections::BTreeMap::new();
+        for k in 0..self.inner_count() {
+            let kids = self.children(n + k);
+            depth[n + k] = 1 + kids.iter().map(|&c| depth[c as usize]).max().unwrap_or(0);
+            *arity.entry(kids.len()).or_insert(0) += 1;
+        }
+        TreeStats {
+            leaves: n,
+            inner_nodes: self.inner_count(),
+            depth: depth[self.root()] as usize,
+            max_arity: arity.keys().next_back().copied().unwrap_or(0),
+            arity_histogram: arity.into_iter().collect(),
+        }
+    }
+
+    /// Canonical text of the subtree at `node`.
+    pub fn subtree_string(&self, node: usize) -> String {
+        let mut out = String::new();
+        let mut stack: Vec<(usize, usize)> = vec![(node, 0)];
+        while let Some(&mut (v, ref mut idx)) = stack.last_mut() {
+            if self.is_leaf(v) {
+                out.push_str(&v.to_string());
+                stack.pop();
+                continue;
+            }
+            let kids = self.children(v);
+            if *idx == 0 {
+                out.push('(');
+            } else if *idx < kids.len() {
+                out.push('+');
+            }
+            if *idx < kids.len() {
+                let c = kids[*idx] as usize;
+                *idx += 1;
+                stack.push((c, 0));
+            } else {
+                out.push(')');
+                stack.pop();
+            }
+        }
+        out
+    }
+
+    /// The smallest place where two trees disagree, or `None` when they are equal.
+    ///
+    /// The answer names the smallest subtree that both trees have (the same set of
+    /// leaves) but split differently, with both versions.
+    ///
+    /// ```
+    /// use fprev::SumTree;
+    /// let a: SumTree = "(((0+1)+2)+(3+4))".parse()?;
+    /// let b: SumTree = "((0+(1+2))+(3+4))".parse()?;
+    /// let d = a.diff(&b).unwrap();
+    /// assert_eq!(d.leaves, vec![0, 1, 2]);
+    /// assert_eq!((d.left.as_str(), d.right.as_str()), ("((0+1)+2)", "(0+(1+2))"));
+    /// # Ok::<(), fprev::tree::TreeError>(())
+    /// ```
+    pub fn diff(&self, other: &SumTree) -> Option<TreeDiff> {
+        if self == other {
+            return None;
+        }
+        if self.leaf_count() != other.leaf_count() {
+            return Some(TreeDiff {
+                leaves: Vec::new(),
+                left: format!("{} leaves", self.leaf_count()),
+                right: format!("{} leaves", other.leaf_count()),
+                differing_nodes: (self.inner_count(), other.inner_count()),
+            });
+        }
+        let ha = self.cluster_hashes();
+        let hb = other.cluster_hashes();
+        let index_b: HashMap<(u64, u64), usize> =
+            hb.iter().enumerate().map(|(i, &h)| (h, i)).collect();
+        let set_a: std::collections::HashSet<(u64, u64)> = ha.iter().copied().collect();
+        let only_a = ha.iter().filter(|h| !index_b.contains_key(h)).count();
+        let only_b = hb.iter().filter(|h| !set_a.contains(h)).count();
+        let sizes = self.subtree_sizes();
+        let n = self.leaf_count();
+        let mut best: Option<(u32, usize, usize)> = None;
+        for k in 0..self.inner_count() {
+            let v = n + k;
+            let Some(&w) = index_b.get(&ha[v]) else {
+                continue;
+            };
+            let mut ka: Vec<(u64, u64)> =
+                self.children(v).iter().map(|&c| ha[c as usize]).collect();
+            let mut kb: Vec<(u64, u64)> =
+                other.children(w).iter().map(|&c| hb[c as usize]).collect();
+            ka.sort_unstable();
+            kb.sort_unstable();
+            if ka != kb && best.is_none_or(|(s, _, _)| sizes[v] < s) {
+                best = Some((sizes[v], v, w));
+            }
+        }
+        let (_, v, w) = best?;
+        Some(TreeDiff {
+            leaves: self.leaves_under(v),
+            left: self.subtree_string(v),
+            right: other.subtree_string(w),
+            differing_nodes: (only_a, only_b),
+        })
+    }
+
+    /// A fingerprint of each node's leaf set (two independent 64-bit sums of leaf keys).
+    fn cluster_hashes(&self) -> Vec<(u64, u64)> {
+        let n = self.leaf_count();
+        let key = |i: u64, salt: u64| {
+            let mut z = i.wrapping_add(salt).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        };
+        let mut h: Vec<(u64, u64)> = (0..n as u64)
+            .map(|i| (key(i, 1), key(i, 0x5555_5555)))
+            .collect();
+        for k in 0..self.inner_count() {
+            let mut acc = (0u64, 0u64);
+            for &c in self.children(n + k) {
+                acc.0 = acc.0.wrapping_add(h[c as usize].0);
+                acc.1 = acc.1.wrapping_add(h[c as usize].1);
+            }
+            h.push(acc);
+        }
+        h
+    }
+
+    /// Graphviz DOT: leaves as boxes in input order, `+` nodes (labelled `+k` when fused).
+    ///
+    /// ```
+    /// let dot = fprev::SumTree::sequential(3).to_dot();
+    /// assert!(dot.starts_with("digraph") && dot.contains("n3 -> 0"));
+    /// ```
+    pub fn to_dot(&self) -> String {
+        use std::fmt::Write;
+        let n = self.leaf_count();
+        let mut s = String::from("digraph sumtree {\n  node [fontname=\"monospace\"];\n");
+        s.push_str("  { rank=same; ");
+        for i in 0..n {
+            let _ = write!(s, "{i} [shape=box]; ");
+        }
+        s.push_str("}\n");
+        for i in 0..n.saturating_sub(1) {
+            let _ = writeln!(s, "  {i} -> {} [style=invis];", i + 1);
+        }
+        for k in 0..self.inner_count() {
+            let kids = self.children(n + k);
+            let label = if kids.len() == 2 {
+                "+".to_string()
+            } else {
+                format!("+{}", kids.len())
+            };
+            let _ = writeln!(s, "  n{} [shape=circle,label=\"{label}\"];", n + k);
+            for &c in kids {
+                let c = c as usize;
+                if c < n {
+                    let _ = writeln!(s, "  n{} -> {c};", n + k);
+                } else {
+                    let _ = writeln!(s, "  n{} -> n{c};", n + k);
+                }
+            }
+        }
+        s.push_str("}\n");
+        s
+    }
+
+    /// JSON form: `{"format":"fprev-sum-tree/1","leaves":n,"canonical":"...","nodes":[...]}`,
+    /// where `nodes[k]` lists the children of node `n + k` (see [`from_nodes`](Self::from_nodes)).
+    ///
+    /// ```
+    /// let t = fprev::SumTree::pairwise(4);
+    /// let back = fprev::SumTree::from_json(&t.to_json())?;
+    /// assert_eq!(t, back);
+    /// # Ok::<(), fprev::tree::TreeError>(())
+    /// ```
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// Read the JSON form written by [`to_json`](Self::to_json).
+    pub fn from_json(s: &str) -> Result<SumTree, TreeError> {
+        serde_json::from_str(s).map_err(|e| TreeError::Json(e.to_string()))
+    }
+}
+
+impl fmt::Display for SumTree {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.subtree_string(self.root()))
+    }
+}
+
+impl fmt::Debug for SumTree {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SumTree({self})")
+    }
+}
+
+impl FromStr for SumTree {
+    type Err = TreeError;
+
+    fn from_str(s: &str) -> Result<SumTree, TreeError> {
+        let bytes = s.as_bytes();
+        let mut open: Vec<Vec<u32>> = Vec::new();
+        let mut nodes: Vec<Vec<u32>> = Vec::new();
+        let mut leaves: Vec<u32> = Vec::new();
+        // nodes are numbered after parsing; refer to inner node k as u32::MAX - k for now
+        let mut root: Option<u32> = None;
+        let mut i = 0;
+        let mut expect_item = true;
+        let syntax = |at, what| TreeError::Syntax { at, what };
+        while i < bytes.len() {
+            let b = bytes[i];
+            match b {
+                b' ' | b'\t' | b'\n' | b'\r' => {
+                    i += 1;
+                }
+                b'(' => {
+                    if !expect_item || root.is_some() {
+                        return Err(syntax(i, "'(' where '+' or ')' belongs"));
+                    }
+                    open.push(Vec::new());
+                    i += 1;
+                }
+                b'0'..=b'9' => {
+                    if !expect_item || root.is_some() {
+                        return Err(syntax(i, "a leaf where '+' or ')' belongs"));
+                    }
+                    let start = i;
+                    while i < bytes.len() && bytes[i].is_ascii_digit() {
+                        i += 1;
+                    }
+                    let v: u32 = s[start..i]
+                        .parse()
+                        .map_err(|_| syntax(start, "leaf index too large"))?;
+                    if v >= u32::MAX / 4 {
+                        return Err(syntax(start, "leaf index too large"));
+                    }
+                    leaves.push(v);
+                    match open.last_mut() {
+                        Some(top) => top.push(v),
+                        None => root = Some(v),
+                    }
+                    expect_item = false;
+                }
+                b'+' => {
+                    if expect_item || open.is_empty() {
+                        return Err(syntax(i, "'+' must separate two items inside '(...)'"));
+                    }
+                    expect_item = true;
+                    i += 1;
+                }
+                b')' => {
+                    if expect_item {
+                        return Err(syntax(i, "')' after '(' or '+'"));
+                    }
+                    let kids = open.pop().ok_or(syntax(i, "unbalanced ')'"))?;
+                    if kids.len() < 2 {
+                        return Err(syntax(i, "a node needs at least two children"));
+                    }
+                    nodes.push(kids);
+                    let id = u32::MAX - (nodes.len() as u32 - 1);
+                    match open.last_mut() {
+                        Some(top) => top.push(id),
+                        None => root = Some(id),
+                    }
+                    i += 1;
+                }
+                _ => return Err(syntax(i, "unexpected character")),
+            }
+        }
+        if !open.is_empty() || root.is_none() {
+            return Err(syntax(bytes.len(), "unterminated tree"));
+        }
+        let n = leaves.len();
+        let mut seen = vec![false; n];
+        for &l in &leaves {
+            let l = l as usize;
+            if l >= n {
+                return Err(TreeError::Leaves(format!(
+                    "leaf {l} in a tree of {n} leaves"
+                )));
+            }
+            if std::mem::replace(&mut seen[l], true) {
+                return Err(TreeError::Leaves(format!("leaf {l} appears twice")));
+            }
+        }
+        let fix = |c: u32| {
+            if c as usize >= n && c > u32::MAX / 2 {
+                (n as u32) + (u32::MAX - c)
+            } else {
+                c
+            }
+        };
+        let raw = nodes
+            .into_iter()
+            .map(|k| k.into_iter().map(fix).collect())
+            .collect();
+        Ok(SumTree::from_raw(n, raw))
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct TreeRepr {
+    format: String,
+    leaves: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    canonical: Option<String>,
+    nodes: Vec<Vec<usize>>,
+}
+
+const JSON_FORMAT: &str = "fprev-sum-tree/1";
+
+impl Serialize for SumTree {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let n = self.leaf_count();
+        TreeRepr {
+            format: JSON_FORMAT.into(),
+            leaves: n,
+            canonical: Some(self.to_string()),
+            nodes: (0..self.inner_count())
+                .map(|k| self.children(n + k).iter().map(|&c| c as usize).collect())
+                .collect(),
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for SumTree {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<SumTree, D::Error> {
+        let r = TreeRepr::deserialize(d)?;
+        if r.format != JSON_FORMAT {
+            return Err(serde::de::Error::custom(format!(
+                "unknown tree format {:?}, expected {JSON_FORMAT:?}",
+                r.format
+            )));
+        }
+        let t = SumTree::from_nodes(r.leaves, r.nodes).map_err(serde::de::Error::custom)?;
+        if let Some(c) = r.canonical {
+            if c != t.to_string() {
+                return Err(serde::de::Error::custom(
+                    "the canonical text does not match the nodes",
+                ));
+            }
+        }
+        Ok(t)
+    }
+}
+
+/// Shape counts of a [`SumTree`].
+///
+/// ```
+/// let s = fprev::SumTree::fused(5).stats();
+/// assert_eq!(s.arity_histogram, vec![(5, 1)]);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SumTree;
-#[derive(Clone, Debug)]
-pub struct TreeDiff;
-#[derive(Clone, Debug)]
-pub struct TreeStats;
+pub struct TreeStats {
+    /// Inputs.
+    pub leaves: usize,
+    /// Roundings.
+    pub inner_nodes: usize,
+    /// Longest root-to-leaf path, in inner nodes.
+    pub depth: usize,
+    /// Largest number of children of one node (2 for ordinary additions).
+    pub max_arity: usize,
+    /// `(arity, how many nodes)` ascending.
+    pub arity_histogram: Vec<(usize, usize)>,
+}
+
+/// Where two summation trees differ: the smallest subtree both have over the same leaves
+/// but split differently. See [`SumTree::diff`].
+///
+/// ```
+/// use fprev::SumTree;
+/// let d = SumTree::sequential(4).diff(&SumTree::pairwise(4)).unwrap();
+/// assert_eq!(d.leaves, vec![0, 1, 2, 3]);
+/// println!("{d}");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TreeDiff {
+    /// Leaves of the smallest common subtree that differs (empty when the leaf counts differ).
+    pub leaves: Vec<usize>,
+    /// That subtree in the left tree.
+    pub left: String,
+    /// That subtree in the right tree.
+    pub right: String,
+    /// Inner nodes (leaf sets) found only in the left tree and only in the right tree.
+    pub differing_nodes: (usize, usize),
+}
+
+impl fmt::Display for TreeDiff {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let clip = |s: &str| {
+            if s.len() > 240 {
+                format!("{}... ({} chars)", &s[..240], s.len())
+            } else {
+                s.to_string()
+            }
+        };
+        if self.leaves.is_empty() {
+            return write!(
+                f,
+                "the trees have different sizes: {} vs {}",
+                self.left, self.right
+            );
+        }
+        let span = match (self.leaves.first(), self.leaves.last()) {
+            (Some(a), Some(b)) if self.leaves.len() == b - a + 1 => format!("{a}..={b}"),
+            _ => format!("{} leaves from {}", self.leaves.len(), self.leaves[0]),
+        };
+        writeln!(f, "smallest differing subtree covers leaves {span}:")?;
+        writeln!(f, "  left:  {}", clip(&self.left))?;
+        writeln!(f, "  right: {}", clip(&self.right))?;
+        write!(
+            f,
+            "  ({} node(s) only in left, {} only in right)",
+            self.differing_nodes.0, self.differing_nodes.1
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_round_trip() {
+        for s in [
+            "0",
+            "(0+1)",
+            "(((0+1)+2)+3)",
+            "(0+1+2+3+4)",
+            "((0+3)+(1+2+(4+5)))",
+        ] {
+            let t: SumTree = s.parse().unwrap();
+            assert_eq!(t.to_string(), s);
+        }
+        let t: SumTree = "((3+2)+(1+0))".parse().unwrap();
+        assert_eq!(t.to_string(), "((0+1)+(2+3))");
+    }
+
+    #[test]
+    fn rejects_bad_text() {
+        for s in [
+            "", "(", "(0)", "(0+)", "(0+1", "0+1", "(0+1))", "(0+2)", "(1+1)", "(0 1)", "(0+1)(2)",
+        ] {
+            assert!(s.parse::<SumTree>().is_err(), "{s:?} should be rejected");
+        }
+    }
+
+    #[test]
+    fn deep_trees_do_not_recurse() {
+        let n = 200_000;
+        let t = SumTree::sequential(n);
+        let s = t.to_string();
+        let back: SumTree = s.parse().unwrap();
+        assert_eq!(back, t);
+        assert_eq!(t.stats().depth, n - 1);
+        let j = t.to_json();
+        assert_eq!(SumTree::from_json(&j).unwrap(), t);
+        let x = vec![1.0f32; n];
+        assert_eq!(t.replay(&x), n as f32);
+    }
+
+    #[test]
+    fn pairwise_shape() {
+        assert_eq!(SumTree::pairwise(5).to_string(), "((0+1)+(2+(3+4)))");
+        assert_eq!(SumTree::pairwise(1).to_string(), "0");
+    }
+
+    #[test]
+    fn diff_finds_smallest() {
+        let a: SumTree = "((0+1)+(2+(3+4)))".parse().unwrap();
+        let b: SumTree = "((0+1)+((2+3)+4))".parse().unwrap();
+        let d = a.diff(&b).unwrap();
+        assert_eq!(d.leaves, vec![2, 3, 4]);
+        assert!(a.diff(&a.clone()).is_none());
+    }
+}

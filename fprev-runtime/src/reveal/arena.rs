@@ -1,0 +1,165 @@
+//! The tree under construction: inner nodes appended as they are found, with parents,
+//! sizes and a flag for fused nodes that truncate (hardware Tensor-Core style) rather than
+//! round an exact sum once.
+
+use crate::tree::SumTree;
+
+pub(crate) struct Arena {
+    pub n: usize,
+    kids: Vec<Vec<u32>>,
+    /// Fused node whose probes lose every unit under it (aligned-and-truncated adders).
+    pub trunc: Vec<bool>,
+    pub parent: Vec<u32>,
+    pub size: Vec<u32>,
+}
+
+pub(crate) const NONE: u32 = u32::MAX;
+
+impl Arena {
+    pub fn new(n: usize) -> Arena {
+        Arena {
+            n,
+            kids: Vec::new(),
+            trunc: Vec::new(),
+            parent: vec![NONE; n],
+            size: vec![1; n],
+        }
+    }
+
+    pub fn node(&mut self, kids: Vec<u32>, trunc: bool) -> u32 {
+        let id = (self.n + self.kids.len()) as u32;
+        let size = kids.iter().map(|&c| self.size[c as usize]).sum();
+        for &c in &kids {
+            self.parent[c as usize] = id;
+        }
+        self.kids.push(kids);
+        self.trunc.push(trunc);
+        self.parent.push(NONE);
+        self.size.push(size);
+        id
+    }
+
+    /// Add `child` under `node` (growing a fused node).
+    pub fn adopt(&mut self, node: u32, child: u32) {
+        self.parent[child as usize] = node;
+        self.size[node as usize] += self.size[child as usize];
+        self.kids[node as usize - self.n].push(child);
+    }
+
+    /// Move every child of `from` under `into`; `from` is left empty and unreachable.
+    pub fn absorb(&mut self, into: u32, from: u32) {
+        let moved = std::mem::take(&mut self.kids[from as usize - self.n]);
+        for c in moved {
+            self.adopt(into, c);
+        }
+        self.size[from as usize] = 0;
+    }
+
+    pub fn is_trunc(&self, node: u32) -> bool {
+        (node as usize) >= self.n && self.trunc[node as usize - self.n]
+    }
+
+    /// The child of `ancestor` on the path up from `leaf`.
+    pub fn child_towards(&self, ancestor: u32, leaf: usize) -> Option<u32> {
+        let mut v = leaf as u32;
+        loop {
+            let p = self.parent[v as usize];
+            if p == NONE {
+                return None;
+            }
+            if p == ancestor {
+                return Some(v);
+            }
+            v = p;
+        }
+    }
+
+    pub fn leaves_under(&self, node: u32) -> Vec<usize> {
+        let mut out = Vec::new();
+        let mut stack = vec![node];
+        while let Some(v) = stack.pop() {
+            if (v as usize) < self.n {
+                out.push(v as usize);
+            } else {
+                stack.extend_from_slice(&self.kids[v as usize - self.n]);
+            }
+        }
+        out
+    }
+
+    /// Lost count predicted for a probe: `|C_i| + |C_j|` below an exactly rounding LCA,
+    /// the whole LCA below a truncating one (and for binary nodes both agree).
+    pub fn predicted_lost(&self, i: usize, j: usize) -> Option<u32> {
+        let depth = |mut v: u32| {
+            let mut d = 0;
+            while self.parent[v as usize] != NONE {
+                v = self.parent[v as usize];
+                d += 1;
+            }
+            d
+        };
+        let (mut a, mut b) = (i as u32, j as u32);
+        let (mut da, mut db) = (depth(a), depth(b));
+        let (mut ca, mut cb) = (a, b);
+        while da > db {
+            ca = a;
+            a = self.parent[a as usize];
+            da -= 1;
+        }
+        while db > da {
+            cb = b;
+            b = self.parent[b as usize];
+            db -= 1;
+        }
+        while a != b {
+            ca = a;
+            cb = b;
+            a = self.parent[a as usize];
+            b = self.parent[b as usize];
+            if a == NONE || b == NONE {
+                return None;
+            }
+        }
+        if self.is_trunc(a) {
+            Some(self.size[a as usize])
+        } else {
+            Some(self.size[ca as usize] + self.size[cb as usize])
+        }
+    }
+
+    /// The canonical tree hanging from `root` (only reachable nodes).
+    pub fn to_tree(&self, root: u32) -> SumTree {
+        // post-order over reachable inner nodes, renumbered densely
+        let mut order: Vec<u32> = Vec::new();
+        let mut stack: Vec<(u32, usize)> = vec![(root, 0)];
+        while let Some(&mut (v, ref mut idx)) = stack.last_mut() {
+            if (v as usize) < self.n {
+                stack.pop();
+                continue;
+            }
+            let kids = &self.kids[v as usize - self.n];
+            if *idx < kids.len() {
+                let c = kids[*idx];
+                *idx += 1;
+                stack.push((c, 0));
+            } else {
+                order.push(v);
+                stack.pop();
+            }
+        }
+        let mut new_id = std::collections::HashMap::with_capacity(order.len());
+        for (k, &v) in order.iter().enumerate() {
+            new_id.insert(v, (self.n + k) as u32);
+        }
+        let raw = order
+            .iter()
+            .map(|&v| {
+                self.kids[v as usize - self.n]
+                    .iter()
+                    .map(|&c| if (c as usize) < self.n { c } else { new_id[&c] })
+                    .collect()
+            })
+            .collect();
+        SumTree::from_raw(self.n, raw)
+    }
+}

@@ -1,0 +1,161 @@
+//! BasicFPRev: probe every pair, sort by `l`, merge with union-find.
+//!
+//! Pairs are merged in ascending `l`, so both subtrees are complete when their pair comes
+//! up. A pair whose sizes add up to `l` is a binary node (or the first two children of an
+//! exact fused node); a pair whose sizes add up to less than `l` opens a truncating fused
+//! node of `l` leaves; a pair whose sizes add up to more is a further child of an exact
+//! fused node, recognised through the child that holds the pair's leaf.
+
+use std::collections::HashMap;
+
+use super::arena::Arena;
+use super::error::RevealError;
+use super::prober::Prober;
+use crate::float::ProbeFloat;
+use crate::target::Target;
+
+struct Components {
+    parent: Vec<u32>,
+    node: Vec<u32>,
+}
+
+impl Components {
+    fn find(&mut self, mut x: u32) -> u32 {
+        while self.parent[x as usize] != x {
+            let p = self.parent[x as usize];
+            self.parent[x as usize] = self.parent[p as usize];
+            x = p;
+        }
+        x
+    }
+}
+
+pub(crate) fn build<T: ProbeFloat, X: Target<T>>(
+    prober: &mut Prober<T, X>,
+    arena: &mut Arena,
+) -> Result<u32, RevealError> {
+    let n = prober.n;
+    if prober.needs_windows() {
+        return Err(RevealError::PrecisionTooLow {
+            detail: format!(
+                "Basic needs every count exact, and {n} summands exceed 2^{} in {}; use Algorithm::FPRev",
+                T::FORMAT.precision,
+                T::FORMAT.name
+            ),
+        });
+    }
+    let mut pairs: Vec<(u32, u32, u32)> = Vec::with_capacity(n * (n - 1) / 2);
+    for i in 0..n - 1 {
+        let members: Vec<usize> = (i + 1..n).collect();
+        let row = prober.trusted_row(i, &members)?;
+        pairs.extend(
+            members
+                .iter()
+                .zip(row)
+                .map(|(&j, l)| (l, i as u32, j as u32)),
+        );
+    }
+    pairs.sort_unstable();
+    let mut comps = Components {
+        parent: (0..n as u32).collect(),
+        node: (0..n as u32).collect(),
+    };
+    let mut open: HashMap<u32, u32> = HashMap::new();
+    for &(l, i, j) in &pairs {
+        let (ci, cj) = (comps.find(i), comps.find(j));
+        if ci == cj {
+            continue;
+        }
+        let (x, y) = (comps.node[ci as usize], comps.node[cj as usize]);
+        let (sx, sy) = (arena.size[x as usize], arena.size[y as usize]);
+        let (ox, oy) = (open.get(&x).copied(), open.get(&y).copied());
+        let merged = if ox == Some(l) || oy == Some(l) {
+            // a truncating node of l leaves still collecting children
+            if sx + sy > l {
+                return Err(inconsistent(i, j, l, sx, sy));
+            }
+            let (keep, other) = if ox == Some(l) { (x, y) } else { (y, x) };
+            if open.get(&other) == Some(&l) {
+                arena.absorb(keep, other);
+                open.remove(&other);
+            } else {
+                arena.adopt(keep, other);
+            }
+            keep
+        } else if ox.is_some() || oy.is_some() {
+            return Err(inconsistent(i, j, l, sx, sy));
+        } else if sx + sy == l {
+            arena.node(vec![x, y], false)
+        } else if sx + sy < l {
+            let v = arena.node(vec![x, y], true);
+            open.insert(v, l);
+            v
+        } else {
+            let cxi = arena.child_towards(x, i as usize);
+            let cyj = arena.child_towards(y, j as usize);
+            let xi = cxi.map(|c| arena.size[c as usize]);
+            let yj = cyj.map(|c| arena.size[c as usize]);
+            let x_groups = xi.is_some_and(|s| s + sy == l);
+            let y_groups = yj.is_some_and(|s| sx + s == l);
+            // Both readings fit the all-unit answers (an exact fused node over `(a+b), c, d`
+            // probes like one over `a, b, (c+d)`): zero x's other children and ask again.
+            let x_groups = if x_groups && y_groups {
+                let child = cxi.unwrap_or(x);
+                let keep: std::collections::HashSet<usize> =
+                    arena.leaves_under(child).into_iter().collect();
+                let zeros: Vec<usize> = arena
+                    .leaves_under(x)
+                    .into_iter()
+                    .filter(|v| !keep.contains(v))
+                    .collect();
+                let probe = crate::target::Probe {
+                    plus: i as usize,
+                    minus: j as usize,
+                };
+                let lz = prober.probe_with_zeros(probe, &zeros)?;
+                if lz == Some(l) {
+                    true
+                } else if lz == Some(l - (sx - xi.unwrap_or(sx))) {
+                    false
+                } else {
+                    return Err(inconsistent(i, j, l, sx, sy));
+                }
+            } else {
+                x_groups
+            };
+            if x_groups {
+                arena.adopt(x, y);
+                x
+            } else if y_groups {
+                arena.adopt(y, x);
+                y
+            } else if matches!((xi, yj), (Some(a), Some(b)) if a + b == l) {
+                arena.absorb(x, y);
+                x
+            } else {
+                return Err(inconsistent(i, j, l, sx, sy));
+            }
+        };
+        if open.get(&merged) == Some(&arena.size[merged as usize]) {
+            open.remove(&merged);
+        }
+        comps.parent[cj as usize] = ci;
+        comps.node[ci as usize] = merged;
+    }
+    if let Some((&v, &l)) = open.iter().next() {
+        return Err(RevealError::Inconsistent {
+            detail: format!(
+                "a fused node of {l} leaves was left with only {} leaves",
+                arena.size[v as usize]
+            ),
+        });
+    }
+    let root = comps.find(0);
+    Ok(comps.node[root as usize])
+}
+
+fn inconsistent(i: u32, j: u32, l: u32, sx: u32, sy: u32) -> RevealError {
+    RevealError::Inconsistent {
+        detail: format!("l({i},{j}) = {l} cannot join subtrees of {sx} and {sy} leaves"),
+    }
+}

@@ -1,0 +1,120 @@
+//! Why a revelation failed: typed, and worded to say what the target probably is.
+
+use crate::target::Probe;
+
+/// Why a summation tree could not be revealed.
+///
+/// Every variant says which probe answered what and what that likely means; none of them
+/// is ever replaced by a silently wrong tree.
+///
+/// ```
+/// let e = fprev::reveal(8, |x: &[f32]| x.iter().cloned().fold(f32::MIN, f32::max)).unwrap_err();
+/// assert!(matches!(e, fprev::RevealError::OutOfRange { .. }));
+/// println!("{e}");
+/// ```
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum RevealError {
+    /// `n` is zero, or otherwise unusable.
+    #[error("cannot reveal a sum of {n} values: {reason}")]
+    InvalidSize {
+        /// The size asked for.
+        n: usize,
+        /// Why it is unusable.
+        reason: String,
+    },
+    /// No mask and unit of this type can swamp a sum of `n` units.
+    #[error(
+        "{n} summands are too many for {dtype}: no mask M can swamp {n} units (at most {max} here)"
+    )]
+    TooLarge {
+        /// The size asked for.
+        n: usize,
+        /// The float type.
+        dtype: &'static str,
+        /// The largest size this type supports.
+        max: usize,
+    },
+    /// A probe returned NaN or an infinity.
+    #[error("probe {probe} returned {value}: the target produced NaN/inf on finite input (overflow of M, or a NaN source in the target)")]
+    NonFinite {
+        /// The probe.
+        probe: Probe,
+        /// What it returned.
+        value: f64,
+    },
+    /// A probe returned a value that is not a whole number of units.
+    #[error("probe {probe} returned {value}, which is not a whole number of units ({unit}): not a plain summation (scaling, a mean, compensated or fused multiply-add arithmetic?)")]
+    NotInteger {
+        /// The probe.
+        probe: Probe,
+        /// What it returned.
+        value: f64,
+        /// The unit.
+        unit: f64,
+    },
+    /// A probe returned a count outside `[0, units - 2]`.
+    #[error("probe {probe} returned {value} units, outside [0, {max}]: not a summation of its inputs (max/min, a norm, a different length?)")]
+    OutOfRange {
+        /// The probe.
+        probe: Probe,
+        /// What it returned, in units.
+        value: f64,
+        /// The largest valid count.
+        max: usize,
+    },
+    /// The probe answers cannot come from one summation tree.
+    #[error("inconsistent probe answers: {detail} (a compensated or otherwise non-tree summation, or an order that changes between calls)")]
+    Inconsistent {
+        /// Which answers disagree.
+        detail: String,
+    },
+    /// The same probe was answered twice differently.
+    #[error("nondeterministic target: probe {probe} answered {first} and later {second} (the order changes between calls: threads, work stealing, atomics)")]
+    Nondeterministic {
+        /// The probe.
+        probe: Probe,
+        /// First answer, in lost units.
+        first: u64,
+        /// Second answer, in lost units.
+        second: u64,
+    },
+    /// Every probe returned `n - 2`: the result does not depend on order.
+    #[error("order-independent summation: every probe returned n-2 for n = {n}; the target sums exactly or correctly rounded (or in a much wider accumulator), which is one {n}-way fused node; use Reveal::accept_flat(true) to get that node as the tree")]
+    OrderIndependent {
+        /// The size.
+        n: usize,
+    },
+    /// The revealed tree does not reproduce the target's bits on random inputs.
+    #[error("the revealed tree {tree} does not reproduce the target on random input {input_seed} (target {target_bits:#x}, tree {tree_bits:#x}): the target is not a plain summation in this type (compensated/Kahan, a wider accumulator, FMA, or a data-dependent order)")]
+    NotPlainSummation {
+        /// The tree that failed (canonical text, clipped).
+        tree: String,
+        /// Seed of the random input that showed it.
+        input_seed: u64,
+        /// The target's bits.
+        target_bits: u64,
+        /// The replay's bits.
+        tree_bits: u64,
+    },
+    /// Counts could not be made exact even with windows of zeros.
+    #[error("precision too low: {detail}")]
+    PrecisionTooLow {
+        /// Where it happened.
+        detail: String,
+    },
+    /// The target itself failed (panicked, crashed, timed out).
+    #[error("the target failed{}: {message}", probe.map(|p| format!(" on probe {p}")).unwrap_or_default())]
+    Target {
+        /// The probe being answered, when known.
+        probe: Option<Probe>,
+        /// The target's message.
+        message: String,
+    },
+    /// The naive search found no tree, or several, that match the target.
+    #[error("naive search: {detail}")]
+    Naive {
+        /// What happened.
+        detail: String,
+    },
+}

@@ -1,0 +1,253 @@
+//! Revealing a summation tree from a black box, by the FPRev method.
+//!
+//! The target sees inputs with `+M` at one index `i`, `-M` at another `j` and units
+//! elsewhere. Units added into a partial sum holding `±M` vanish; the masks cancel where
+//! `i` and `j` meet; the answer counts the units that survived, so `l(i,j) = n - f(A)`
+//! tells how many leaves the meeting node swallowed. Those counts determine the tree.
+//!
+//! ```
+//! // NumPy-like 2-lane sum: even and odd positions in two accumulators, then combined.
+//! let lanes = |x: &[f32]| {
+//!     let (mut a, mut b) = (0.0f32, 0.0f32);
+//!     for pair in x.chunks(2) {
+//!         a += pair[0];
+//!         b += pair.get(1).copied().unwrap_or(0.0);
+//!     }
+//!     a + b
+//! };
+//! let tree = fprev::reveal(6, lanes)?;
+//! assert_eq!(tree.to_string(), "(((0+2)+4)+((1+3)+5))");
+//! # Ok::<(), fprev::RevealError>(())
+//! ```
+
+mod arena;
+mod basic;
+mod error;
+mod fprev;
+mod naive;
+mod prober;
+mod verify;
+
+pub use error::RevealError;
+pub use naive::NAIVE_MAX_N;
+
+use arena::Arena;
+use prober::Prober;
+
+use crate::float::{ProbeFloat, ProbeScale};
+use crate::target::{FnTarget, SyncFnTarget, Target};
+use crate::tree::SumTree;
+
+/// Which tree-construction algorithm to run.
+///
+/// ```
+/// use fprev::{Algorithm, Reveal};
+/// let t = Reveal::new(5).algorithm(Algorithm::Basic).run(|x: &[f64]| x.iter().sum::<f64>())?;
+/// assert_eq!(t, fprev::SumTree::sequential(5));
+/// # Ok::<(), fprev::RevealError>(())
+/// ```
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Algorithm {
+    /// Enumerate every tree and keep the one whose replay matches (n <= 8; a baseline).
+    Naive,
+    /// Probe all `n(n-1)/2` pairs, then merge with union-find.
+    Basic,
+    /// Probe on demand from a pivot, level by level (the default).
+    #[default]
+    FPRev,
+}
+
+/// How FPRev picks the pivot of each subproblem.
+///
+/// ```
+/// use fprev::reveal::Pivot;
+/// let r = fprev::Reveal::new(64).pivot(Pivot::Smallest);
+/// # let _ = r;
+/// ```
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Pivot {
+    /// A seeded random element: about `2n` probes even for reverse-order sums.
+    #[default]
+    Random,
+    /// The smallest index, as in the papers: `n(n-1)/2` probes for a reverse-order sum.
+    Smallest,
+}
+
+/// A configured revelation. Defaults: FPRev, random pivots from seed 0, verification on,
+/// flat (order-independent) results reported as an error.
+///
+/// ```
+/// use fprev::{Algorithm, Reveal};
+/// let report = Reveal::new(8)
+///     .algorithm(Algorithm::FPRev)
+///     .seed(7)
+///     .run_target(fprev::target::FnTarget(|x: &[f32]| x.iter().sum::<f32>()))?;
+/// assert_eq!(report.tree, fprev::SumTree::sequential(8));
+/// assert!(report.probes >= 7);
+/// # Ok::<(), fprev::RevealError>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Reveal {
+    n: usize,
+    algorithm: Algorithm,
+    verify: bool,
+    pivot: Pivot,
+    seed: u64,
+    accept_flat: bool,
+}
+
+/// A revealed tree with what it cost.
+///
+/// ```
+/// let r = fprev::Reveal::new(4).run_target(fprev::target::FnTarget(|x: &[f64]| x.iter().sum::<f64>()))?;
+/// println!("{} in {} probes", r.tree, r.probes);
+/// # Ok::<(), fprev::RevealError>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct RevealReport {
+    /// The summation tree.
+    pub tree: SumTree,
+    /// Probes answered (for a plain function, calls made), verification included.
+    pub probes: u64,
+    /// Batches the probes were asked in.
+    pub batches: u64,
+    /// Mask and unit used.
+    pub scale: ProbeScale,
+    /// Whether counts needed windows of zeros (n beyond the accumulator's precision).
+    pub windowed: bool,
+}
+
+impl Reveal {
+    /// A revelation of a sum of `n` values.
+    pub fn new(n: usize) -> Reveal {
+        Reveal {
+            n,
+            algorithm: Algorithm::FPRev,
+            verify: true,
+            pivot: Pivot::Random,
+            seed: 0,
+            accept_flat: false,
+        }
+    }
+
+    /// The tree-construction algorithm (default [`Algorithm::FPRev`]).
+    pub fn algorithm(mut self, algorithm: Algorithm) -> Reveal {
+        self.algorithm = algorithm;
+        self
+    }
+
+    /// Re-ask sampled probes and replay the tree against the target (default on).
+    pub fn verify(mut self, on: bool) -> Reveal {
+        self.verify = on;
+        self
+    }
+
+    /// Pivot choice for FPRev (default [`Pivot::Random`]).
+    pub fn pivot(mut self, pivot: Pivot) -> Reveal {
+        self.pivot = pivot;
+        self
+    }
+
+    /// Seed of the pivot choices and the verification inputs (default 0).
+    pub fn seed(mut self, seed: u64) -> Reveal {
+        self.seed = seed;
+        self
+    }
+
+    /// Return a single fused node over all inputs as a tree instead of
+    /// [`RevealError::OrderIndependent`] (default off).
+    pub fn accept_flat(mut self, on: bool) -> Reveal {
+        self.accept_flat = on;
+        self
+    }
+
+    /// Reveal a sequential `FnMut` target.
+    pub fn run<T: ProbeFloat, F: FnMut(&[T]) -> T>(&self, f: F) -> Result<SumTree, RevealError> {
+        Ok(self.run_target(FnTarget(f))?.tree)
+    }
+
+    /// Reveal a thread-safe target, answering each batch of probes in parallel on rayon.
+    ///
+    /// ```
+    /// let t = fprev::Reveal::new(16).run_sync(|x: &[f32]| x.iter().sum::<f32>())?;
+    /// assert_eq!(t, fprev::SumTree::sequential(16));
+    /// # Ok::<(), fprev::RevealError>(())
+    /// ```
+    pub fn run_sync<T: ProbeFloat, F: Fn(&[T]) -> T + Sync>(
+        &self,
+        f: F,
+    ) -> Result<SumTree, RevealError> {
+        Ok(self.run_target(SyncFnTarget(f))?.tree)
+    }
+
+    /// Reveal any [`Target`], with the cost report.
+    pub fn run_target<T: ProbeFloat, X: Target<T>>(
+        &self,
+        target: X,
+    ) -> Result<RevealReport, RevealError> {
+        let n = self.n;
+        if n == 0 {
+            return Err(RevealError::InvalidSize {
+                n,
+                reason: "there is nothing to sum".into(),
+            });
+        }
+        if n >= u32::MAX as usize / 4 {
+            return Err(RevealError::InvalidSize {
+                n,
+                reason: "more summands than fprev indexes".into(),
+            });
+        }
+        let mut prober = Prober::new(target, n, self.seed)?;
+        let mut arena = Arena::new(n);
+        let root = if n == 1 {
+            0
+        } else {
+            match self.algorithm {
+                Algorithm::Naive => naive::build(&mut prober.target, &mut arena, self.seed)?,
+                Algorithm::Basic => basic::build(&mut prober, &mut arena)?,
+                Algorithm::FPRev => fprev::build(&mut prober, &mut arena, self.pivot)?,
+            }
+        };
+        if arena.size[root as usize] as usize != n {
+            return Err(RevealError::Inconsistent {
+                detail: format!(
+                    "the tree covers {} of {n} inputs",
+                    arena.size[root as usize]
+                ),
+            });
+        }
+        let tree = arena.to_tree(root);
+        if n >= 3 && !self.accept_flat && tree.children(tree.root()).len() == n {
+            return Err(RevealError::OrderIndependent { n });
+        }
+        if self.verify && n > 1 && self.algorithm != Algorithm::Naive {
+            verify::check(&mut prober, &arena, &tree, self.seed)?;
+        }
+        Ok(RevealReport {
+            tree,
+            probes: prober.probes,
+            batches: prober.batches,
+            scale: prober.scale,
+            windowed: prober.needs_windows(),
+        })
+    }
+}
+
+/// Reveal the summation tree of `f` over `n` inputs of type `T`, with FPRev and
+/// verification (see [`Reveal`] for the options).
+///
+/// `T` is any of `f32`, `f64`, [`half::f16`], [`half::bf16`]; masks and units are chosen
+/// for `T` and `n`, and windows of zeros keep counts exact when `n` exceeds the type's
+/// precision.
+///
+/// ```
+/// let t = fprev::reveal(4, |x: &[f32]| x.iter().sum::<f32>())?;
+/// assert_eq!(t.to_string(), "(((0+1)+2)+3)");
+/// # Ok::<(), fprev::RevealError>(())
+/// ```
+pub fn reveal<T: ProbeFloat, F: FnMut(&[T]) -> T>(n: usize, f: F) -> Result<SumTree, RevealError> {
+    Reveal::new(n).run(f)
+}

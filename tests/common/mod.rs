@@ -1,0 +1,107 @@
+//! Shared helpers for the integration tests: random trees whose truth is known, and
+//! targets that sum exactly in a given tree's order.
+#![allow(dead_code)]
+
+use fprev::float::ProbeFloat;
+use fprev::SumTree;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// Shapes of random trees.
+#[derive(Clone, Copy, Debug)]
+pub enum Shape {
+    Binary,
+    /// Every node has 2..=17 children.
+    Multiway,
+    /// Mostly binary, some fused nodes of 3..=17.
+    Mixed,
+}
+
+/// A random tree over `n` leaves: repeatedly combine random items of the pool.
+pub fn random_tree(n: usize, shape: Shape, rng: &mut ChaCha8Rng) -> SumTree {
+    let mut pool: Vec<usize> = (0..n).collect();
+    let mut nodes: Vec<Vec<usize>> = Vec::new();
+    while pool.len() > 1 {
+        let k = match shape {
+            Shape::Binary => 2,
+            Shape::Multiway => rng.random_range(2..=17usize),
+            Shape::Mixed => {
+                if rng.random_bool(0.75) {
+                    2
+                } else {
+                    rng.random_range(3..=17usize)
+                }
+            }
+        }
+        .min(pool.len());
+        let mut kids = Vec::with_capacity(k);
+        for _ in 0..k {
+            let idx = rng.random_range(0..pool.len());
+            kids.push(pool.swap_remove(idx));
+        }
+        nodes.push(kids);
+        pool.push(n + nodes.len() - 1);
+    }
+    SumTree::from_nodes(n, nodes).expect("generated trees are valid")
+}
+
+/// Sum `x` in `tree`'s order, fused nodes aligned to their largest child and truncated
+/// below `bits` bits (the Tensor-Core model of the FPRev papers), then rounded to `T`.
+pub fn truncating_replay<T: ProbeFloat>(tree: &SumTree, x: &[T], bits: i32) -> T {
+    let n = tree.leaf_count();
+    let mut vals: Vec<T> = Vec::with_capacity(tree.inner_count());
+    for k in 0..tree.inner_count() {
+        let kids: Vec<T> = tree
+            .children(n + k)
+            .iter()
+            .map(|&c| {
+                let c = c as usize;
+                if c < n {
+                    x[c]
+                } else {
+                    vals[c - n]
+                }
+            })
+            .collect();
+        let v = if kids.len() == 2 {
+            kids[0].add(kids[1])
+        } else {
+            let emax = kids
+                .iter()
+                .map(|v| v.to_f64().abs())
+                .filter(|v| *v > 0.0)
+                .map(|v| v.log2().floor() as i32)
+                .max()
+                .unwrap_or(0);
+            let q = 2f64.powi(emax - bits);
+            let s: f64 = kids.iter().map(|v| (v.to_f64() / q).trunc() * q).sum();
+            T::from_f64_round(s)
+        };
+        vals.push(v);
+    }
+    if vals.is_empty() {
+        x[0]
+    } else {
+        vals[vals.len() - 1]
+    }
+}
+
+/// Number of property cases: `FPREV_PROPTEST_CASES` or `default`.
+pub fn cases(default: u32) -> u32 {
+    std::env::var("FPREV_PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Largest n for the property tests: `FPREV_MAX_N` or `default`.
+pub fn max_n(default: usize) -> usize {
+    std::env::var("FPREV_MAX_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+pub fn rng(seed: u64) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(seed)
+}

@@ -1,0 +1,153 @@
+//! Targets that are not plain summations must give a typed error: never a panic, a hang
+//! or a wrong tree.
+
+use fprev::{Algorithm, Reveal, RevealError};
+use std::cell::Cell;
+
+fn all_algorithms<T: fprev::ProbeFloat>(n: usize, f: impl Fn(&[T]) -> T) -> Vec<RevealError> {
+    [Algorithm::FPRev, Algorithm::Basic, Algorithm::Naive]
+        .into_iter()
+        .filter(|a| *a != Algorithm::Naive || n <= 8)
+        .map(|a| match Reveal::new(n).algorithm(a).run(&f) {
+            Ok(t) => panic!("{a:?} revealed {t} from a target that is not a plain sum"),
+            Err(e) => e,
+        })
+        .collect()
+}
+
+#[test]
+fn nan_output() {
+    for e in all_algorithms(6, |_: &[f32]| f32::NAN) {
+        assert!(
+            matches!(e, RevealError::NonFinite { .. } | RevealError::Naive { .. }),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn max_is_out_of_range() {
+    for e in all_algorithms(8, |x: &[f32]| x.iter().cloned().fold(f32::MIN, f32::max)) {
+        assert!(
+            matches!(
+                e,
+                RevealError::OutOfRange { .. } | RevealError::Naive { .. }
+            ),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn random_answers() {
+    let state = Cell::new(0x1234_5678u64);
+    let noisy = |_: &[f64]| {
+        let s = state
+            .get()
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        state.set(s);
+        (s >> 11) as f64 / (1u64 << 53) as f64 * 10.0
+    };
+    for e in all_algorithms(7, noisy) {
+        println!("{e}");
+    }
+    // whole-number random answers in range
+    let noisy_int = |_: &[f64]| {
+        let s = state
+            .get()
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        state.set(s);
+        ((s >> 33) % 30) as f64
+    };
+    for e in all_algorithms(32, noisy_int) {
+        println!("{e}");
+    }
+}
+
+#[test]
+fn flaky_order() {
+    let calls = Cell::new(0u64);
+    let flaky = |x: &[f32]| {
+        calls.set(calls.get() + 1);
+        if calls.get() % 3 == 0 {
+            x.iter().rev().fold(0.0, |a, &b| a + b)
+        } else {
+            x.iter().fold(0.0, |a, &b| a + b)
+        }
+    };
+    for n in [8usize, 64] {
+        for e in all_algorithms(n, flaky) {
+            println!("{e}");
+        }
+    }
+}
+
+#[test]
+fn kahan_is_not_a_plain_sum() {
+    let kahan = |x: &[f32]| {
+        let (mut s, mut c) = (0.0f32, 0.0f32);
+        for &v in x {
+            let y = v - c;
+            let t = s + y;
+            c = (t - s) - y;
+            s = t;
+        }
+        s
+    };
+    for e in all_algorithms(8, kahan) {
+        println!("{e}");
+    }
+    for e in all_algorithms(100, kahan) {
+        println!("{e}");
+    }
+}
+
+#[test]
+fn order_independent_sum_is_reported() {
+    let e = fprev::reveal(64, |x: &[f64]| fprev::float::exact_sum_rounded(x)).unwrap_err();
+    assert_eq!(e, RevealError::OrderIndependent { n: 64 });
+    // a wider accumulator looks the same to the probes
+    let e = fprev::reveal(64, |x: &[f32]| {
+        x.iter().map(|&v| v as f64).sum::<f64>() as f32
+    })
+    .unwrap_err();
+    assert_eq!(e, RevealError::OrderIndependent { n: 64 });
+}
+
+#[test]
+fn panicking_target_is_an_error() {
+    let e = fprev::reveal(16, |x: &[f32]| {
+        if x[3] < 0.0 {
+            panic!("negative input");
+        }
+        x.iter().sum::<f32>()
+    })
+    .unwrap_err();
+    assert!(matches!(e, RevealError::Target { .. }), "{e}");
+}
+
+#[test]
+fn scaled_sum_is_not_integral() {
+    let e = fprev::reveal(10, |x: &[f64]| x.iter().sum::<f64>() / 3.0).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            RevealError::NotInteger { .. } | RevealError::OutOfRange { .. }
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn zero_and_huge_sizes() {
+    assert!(matches!(
+        fprev::reveal(0, |_: &[f32]| 0.0).unwrap_err(),
+        RevealError::InvalidSize { .. }
+    ));
+    assert!(matches!(
+        fprev::reveal(1 << 29, |_: &[fprev::half::f16]| fprev::half::f16::ZERO).unwrap_err(),
+        RevealError::TooLarge { .. }
+    ));
+}

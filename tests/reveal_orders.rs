@@ -1,0 +1,91 @@
+//! Known orders, the canonical text contract, and the cost of adversarial orders.
+
+use fprev::reveal::Pivot;
+use fprev::target::FnTarget;
+use fprev::{Reveal, SumTree};
+
+#[test]
+fn canonical_text_contract() {
+    let t = fprev::reveal(4, |x: &[f32]| x.iter().fold(0.0, |a, &b| a + b)).unwrap();
+    assert_eq!(t.to_string(), "(((0+1)+2)+3)");
+    let fused = Reveal::new(5)
+        .accept_flat(true)
+        .run(|x: &[f64]| fprev::float::exact_sum_rounded(x))
+        .unwrap();
+    assert_eq!(fused.to_string(), "(0+1+2+3+4)");
+}
+
+#[test]
+fn reverse_order_is_near_linear_with_random_pivots() {
+    let n = 1000;
+    let rev = |x: &[f32]| x.iter().rev().fold(0.0f32, |a, &b| a + b);
+    let r = Reveal::new(n).run_target(FnTarget(rev)).unwrap();
+    assert_eq!(
+        r.tree.to_string().len(),
+        SumTree::sequential(n).to_string().len()
+    );
+    assert!(r.probes < 5000, "reverse order took {} probes", r.probes);
+    // the papers' fixed pivot is quadratic, and must still be right
+    let r = Reveal::new(200)
+        .pivot(Pivot::Smallest)
+        .run_target(FnTarget(rev))
+        .unwrap();
+    assert!(r.probes >= 200 * 199 / 2);
+}
+
+#[test]
+fn numpy_shaped_pairwise() {
+    // NumPy's float32 pairwise sum: 8 lanes per block of <= 128, halves above that.
+    fn pairwise(a: &[f32]) -> f32 {
+        let n = a.len();
+        if n < 8 {
+            let mut s = 0.0f32;
+            for &v in a {
+                s += v;
+            }
+            s
+        } else if n <= 128 {
+            let mut r = [0.0f32; 8];
+            r.copy_from_slice(&a[..8]);
+            let mut i = 8;
+            while i + 8 <= n {
+                for k in 0..8 {
+                    r[k] += a[i + k];
+                }
+                i += 8;
+            }
+            let mut res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+            while i < n {
+                res += a[i];
+                i += 1;
+            }
+            res
+        } else {
+            let mut n2 = n / 2;
+            n2 -= n2 % 8;
+            pairwise(&a[..n2]) + pairwise(&a[n2..])
+        }
+    }
+    let t = fprev::reveal(32, pairwise).unwrap();
+    let lanes: Vec<String> = (0..8)
+        .map(|k| format!("((({}+{})+{})+{})", k, k + 8, k + 16, k + 24))
+        .collect();
+    let expected = format!(
+        "((({}+{})+({}+{}))+(({}+{})+({}+{})))",
+        lanes[0], lanes[1], lanes[2], lanes[3], lanes[4], lanes[5], lanes[6], lanes[7]
+    );
+    assert_eq!(t.to_string(), expected);
+    let big = fprev::Reveal::new(4096).run_sync(pairwise).unwrap();
+    assert_eq!(big.leaf_count(), 4096);
+}
+
+#[test]
+fn parallel_probing_matches_sequential() {
+    let truth = SumTree::pairwise(300);
+    let a = Reveal::new(300).run(|x: &[f32]| truth.replay(x)).unwrap();
+    let b = Reveal::new(300)
+        .run_sync(|x: &[f32]| truth.replay(x))
+        .unwrap();
+    assert_eq!(a, truth);
+    assert_eq!(b, truth);
+}
