@@ -115,6 +115,13 @@ pub trait Target<T: ProbeFloat> {
     /// Evaluate the accumulation on one input.
     fn call(&mut self, x: &[T]) -> Result<T, TargetError>;
 
+    /// The format the target's *inputs* are stored in, when narrower than `T` (f16 or
+    /// bf16 operands accumulated in f32): masks and units are then chosen to be exact in
+    /// both. `None` (the default) means the inputs are `T`.
+    fn input_format(&self) -> Option<crate::float::FloatFormat> {
+        None
+    }
+
     /// Answer every probe of `batch` into `out` (same length as `batch.probes`).
     ///
     /// The default reuses one buffer: set the two masks, call, restore them.
@@ -238,6 +245,9 @@ impl<T: ProbeFloat, F: Fn(&[T]) -> T> Target<T> for FnTargetRef<'_, F> {
 impl<T: ProbeFloat, X: Target<T> + ?Sized> Target<T> for &mut X {
     fn call(&mut self, x: &[T]) -> Result<T, TargetError> {
         (**self).call(x)
+    }
+    fn input_format(&self) -> Option<crate::float::FloatFormat> {
+        (**self).input_format()
     }
     fn probe_batch(&mut self, batch: &ProbeBatch<'_, T>, out: &mut [T]) -> Result<(), TargetError> {
         (**self).probe_batch(batch, out)

@@ -46,11 +46,13 @@ pub(crate) struct Prober<T: ProbeFloat, X: Target<T>> {
 
 impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
     pub fn new(target: X, n: usize, seed: u64) -> Result<Self, RevealError> {
-        let scale = ProbeScale::for_type::<T>(n).ok_or_else(|| RevealError::TooLarge {
-            n,
-            dtype: T::FORMAT.name,
-            max: max_n::<T>(),
-        })?;
+        let input = target.input_format().unwrap_or(T::FORMAT);
+        let scale =
+            ProbeScale::for_formats(input, T::FORMAT, n).ok_or_else(|| RevealError::TooLarge {
+                n,
+                dtype: T::FORMAT.name,
+                max: max_n::<T>(),
+            })?;
         let unit = T::from_f64_round(scale.unit);
         Ok(Prober {
             target,
