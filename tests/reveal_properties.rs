@@ -179,3 +179,64 @@ fn beyond_precision_never_wrong() {
     }
     println!("bf16 mixed trees past 2^8: {right} revealed, {refused} refused as too imprecise");
 }
+
+/// Trees made of shifted blocks: some share a shape (template hits), some differ on the
+/// same shifted leaf set (a template guess must fail and fall back), some are fused.
+#[test]
+fn repeated_blocks_reuse_and_refuse_templates() {
+    for case in 0..cases(24) {
+        let seed = 0x7E57 + case as u64;
+        let mut r = rng(seed);
+        let b = r.random_range(4..=24usize);
+        let blocks = r.random_range(2..=12usize);
+        let n = b * blocks;
+        let shared = random_tree(b, Shape::Binary, &mut r);
+        let mut nodes: Vec<Vec<usize>> = Vec::new();
+        let mut roots = Vec::new();
+        for k in 0..blocks {
+            let shape = match r.random_range(0..4) {
+                0 | 1 => shared.clone(),
+                2 => random_tree(b, Shape::Binary, &mut r),
+                _ => random_tree(b, Shape::Mixed, &mut r),
+            };
+            // copy `shape` over leaves k*b.., appending its inner nodes
+            let base = n + nodes.len();
+            for v in 0..shape.inner_count() {
+                let kids = shape
+                    .children(b + v)
+                    .iter()
+                    .map(|&c| {
+                        let c = c as usize;
+                        if c < b {
+                            k * b + c
+                        } else {
+                            base + (c - b)
+                        }
+                    })
+                    .collect();
+                nodes.push(kids);
+            }
+            roots.push(n + nodes.len() - 1);
+        }
+        // combine blocks pairwise or sequentially
+        while roots.len() > 1 {
+            let (x, y) = if r.random_bool(0.5) {
+                (roots.remove(0), roots.remove(0))
+            } else {
+                let y = roots.pop().unwrap_or(0);
+                (roots.pop().unwrap_or(0), y)
+            };
+            nodes.push(vec![x, y]);
+            roots.push(n + nodes.len() - 1);
+        }
+        let truth = SumTree::from_nodes(n, nodes).expect("valid");
+        for pivot in [Pivot::Random, Pivot::Smallest] {
+            let t = Reveal::new(n)
+                .pivot(pivot)
+                .seed(seed)
+                .run(|x: &[f32]| truth.replay(x))
+                .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+            assert_eq!(t, truth, "seed {seed}");
+        }
+    }
+}

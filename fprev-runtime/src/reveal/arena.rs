@@ -39,6 +39,11 @@ impl Arena {
         id
     }
 
+    /// Children of an inner node.
+    pub fn kids(&self, node: u32) -> &[u32] {
+        &self.kids[node as usize - self.n]
+    }
+
     /// Add `child` under `node` (growing a fused node).
     pub fn adopt(&mut self, node: u32, child: u32) {
         self.parent[child as usize] = node;

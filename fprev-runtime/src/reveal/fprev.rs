@@ -20,6 +20,7 @@
 use super::arena::Arena;
 use super::error::RevealError;
 use super::prober::Prober;
+use super::template::Templates;
 use super::Pivot;
 use crate::float::ProbeFloat;
 use crate::target::{Probe, Target};
@@ -29,6 +30,17 @@ struct Part {
     pivot: usize,
     members: Vec<usize>,
     row: Vec<u32>,
+    /// Already in the arena (verified from a template).
+    prebuilt: Option<u32>,
+}
+
+impl Part {
+    fn size(&self, arena: &Arena) -> usize {
+        match self.prebuilt {
+            Some(node) => arena.size[node as usize] as usize,
+            None => self.members.len() + 1,
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -107,6 +119,7 @@ pub(crate) fn build<T: ProbeFloat, X: Target<T>>(
     let row = prober.trusted_row(first, &members)?;
     let mut stack = vec![Frame::new(first, &members, &row)];
     let mut returned: Option<u32> = None;
+    let mut templates = Templates::default();
     loop {
         let Some(top) = stack.last_mut() else {
             return Err(RevealError::Inconsistent {
@@ -123,9 +136,17 @@ pub(crate) fn build<T: ProbeFloat, X: Target<T>>(
             if p.next < p.parts.len() {
                 let part = &mut p.parts[p.next];
                 p.next += 1;
-                if part.members.is_empty() {
+                if let Some(node) = part.prebuilt {
+                    p.built.push(node);
+                } else if part.members.is_empty() {
                     p.built.push(part.pivot as u32);
                 } else {
+                    let mut leaves = part.members.clone();
+                    leaves.push(part.pivot);
+                    if let Some(node) = templates.try_build(prober, arena, &leaves)? {
+                        p.built.push(node);
+                        continue;
+                    }
                     let frame = Frame::new(part.pivot, &part.members, &part.row);
                     part.row = Vec::new();
                     stack.push(frame);
@@ -158,6 +179,7 @@ pub(crate) fn build<T: ProbeFloat, X: Target<T>>(
                 });
             }
             let done = top.base;
+            templates.record(arena, done);
             stack.pop();
             if stack.is_empty() {
                 return Ok(done);
@@ -225,8 +247,25 @@ pub(crate) fn build<T: ProbeFloat, X: Target<T>>(
             top.close_level(arena);
             l - top.base_size
         };
-        let parts = partition(prober, &group, size, pivot)?;
-        let join = if parts.iter().all(|p| p.members.len() + 1 == size) {
+        let top = stack.last_mut().unwrap_or_else(|| unreachable!());
+        let mut prebuilt = None;
+        if size == count {
+            // A sibling as large as the pivot's side is often its shifted twin.
+            if top.base_size == count {
+                templates.record(arena, top.base);
+            }
+            prebuilt = templates.try_build(prober, arena, &group)?;
+        }
+        let parts = match prebuilt {
+            Some(node) => vec![Part {
+                pivot: group[0],
+                members: Vec::new(),
+                row: Vec::new(),
+                prebuilt: Some(node),
+            }],
+            None => partition(prober, &group, size, pivot)?,
+        };
+        let join = if parts.iter().all(|p| p.size(arena) == size) {
             Join::Siblings
         } else if !same_level && size == count && parts.len() > 1 {
             Join::Truncating
@@ -235,7 +274,7 @@ pub(crate) fn build<T: ProbeFloat, X: Target<T>>(
                 detail: format!(
                     "leaves {:?}... at l = {l} split into parts of sizes {:?}, expected {size} each",
                     &group[..group.len().min(6)],
-                    parts.iter().map(|p| p.members.len() + 1).take(8).collect::<Vec<_>>()
+                    parts.iter().map(|p| p.size(arena)).take(8).collect::<Vec<_>>()
                 ),
             });
         };
@@ -264,6 +303,7 @@ fn partition<T: ProbeFloat, X: Target<T>>(
                 pivot: j,
                 members: Vec::new(),
                 row: Vec::new(),
+                prebuilt: None,
             })
             .collect());
     }
@@ -286,6 +326,7 @@ fn partition<T: ProbeFloat, X: Target<T>>(
             pivot: p,
             members,
             row: inrow,
+            prebuilt: None,
         });
         remaining = rest;
     }

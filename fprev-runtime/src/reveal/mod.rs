@@ -26,6 +26,7 @@ mod error;
 mod fprev;
 mod naive;
 mod prober;
+mod template;
 mod verify;
 
 pub use error::RevealError;

@@ -89,14 +89,23 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
         pivot: usize,
         members: &[usize],
     ) -> Result<Vec<Option<u32>>, RevealError> {
+        let probes: Vec<Probe> = members
+            .iter()
+            .map(|&j| Probe {
+                plus: pivot,
+                minus: j,
+            })
+            .collect();
+        self.ask(&probes)
+    }
+
+    /// Lost counts for arbitrary probes, asked as one batch.
+    pub fn ask(&mut self, probes: &[Probe]) -> Result<Vec<Option<u32>>, RevealError> {
         self.batch.clear();
-        self.batch.extend(members.iter().map(|&j| Probe {
-            plus: pivot,
-            minus: j,
-        }));
+        self.batch.extend_from_slice(probes);
         self.out.clear();
-        self.out.resize(members.len(), T::ZERO);
-        if members.is_empty() {
+        self.out.resize(probes.len(), T::ZERO);
+        if probes.is_empty() {
             return Ok(Vec::new());
         }
         let batch = ProbeBatch {
@@ -110,10 +119,10 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
                 probe: e.probe,
                 message: e.message,
             })?;
-        self.probes += members.len() as u64;
+        self.probes += probes.len() as u64;
         self.batches += 1;
-        let mut row = Vec::with_capacity(members.len());
-        for k in 0..members.len() {
+        let mut row = Vec::with_capacity(probes.len());
+        for k in 0..probes.len() {
             let probe = self.batch[k];
             let l = self.check(probe, self.out[k])?;
             if let Some(lost) = l {

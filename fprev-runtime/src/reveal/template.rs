@@ -1,0 +1,146 @@
+//! Reusing the shape of subtrees already revealed.
+//!
+//! Libraries repeat themselves: every block of a blocked sum, every lane of a strided one,
+//! both halves of a pairwise one have the same tree, shifted. When a subtree is about to be
+//! built over a leaf set that is a shifted copy of one already built, the shifted tree is
+//! guessed and verified with one probe per inner node, all in one batch: for node `v`
+//! with children `L` and `R`, `l(min L, min R)` must be `|v|`. For a binary guess this is
+//! a proof: by induction `L` and `R` are nodes of the true tree, the meeting node of the
+//! two probed leaves contains both, and it has exactly `|L| + |R|` leaves, so it is `v`
+//! (under both fused-node models). Only binary subtrees are kept as templates; a failed
+//! guess costs its probes and the subtree is built normally.
+
+use std::collections::HashMap;
+
+use super::arena::Arena;
+use super::error::RevealError;
+use super::prober::Prober;
+use crate::float::ProbeFloat;
+use crate::target::{Probe, Target};
+
+/// Templates smaller than this are cheaper to build than to look up.
+const MIN_TEMPLATE: usize = 4;
+
+/// Shapes of binary subtrees keyed by their leaf set shifted to start at 0.
+#[derive(Default)]
+pub(crate) struct Templates {
+    /// Inner nodes in post-order; a child `c` is a leaf offset, or `NODE | k` for node `k`.
+    shapes: HashMap<Vec<u32>, Vec<[u32; 2]>>,
+    pub hits: u64,
+    pub misses: u64,
+}
+
+const NODE: u32 = 1 << 31;
+
+fn key(leaves: &mut [usize]) -> Vec<u32> {
+    leaves.sort_unstable();
+    let base = leaves[0];
+    leaves.iter().map(|&l| (l - base) as u32).collect()
+}
+
+impl Templates {
+    /// Remember the subtree at `root` if it is binary and large enough.
+    pub fn record(&mut self, arena: &Arena, root: u32) {
+        let size = arena.size[root as usize] as usize;
+        if size < MIN_TEMPLATE {
+            return;
+        }
+        let mut leaves = arena.leaves_under(root);
+        let base = *leaves.iter().min().unwrap_or(&0) as u32;
+        let k = key(&mut leaves);
+        if self.shapes.contains_key(&k) {
+            return;
+        }
+        // post-order walk, children before parents
+        let mut shape: Vec<[u32; 2]> = Vec::with_capacity(size - 1);
+        let mut index: HashMap<u32, u32> = HashMap::new();
+        let mut stack: Vec<(u32, bool)> = vec![(root, false)];
+        while let Some((v, done)) = stack.pop() {
+            if (v as usize) < arena.n {
+                continue;
+            }
+            let kids = arena.kids(v);
+            if kids.len() != 2 {
+                return;
+            }
+            if done {
+                let enc = |c: u32| {
+                    if (c as usize) < arena.n {
+                        c - base
+                    } else {
+                        NODE | index[&c]
+                    }
+                };
+                shape.push([enc(kids[0]), enc(kids[1])]);
+                index.insert(v, shape.len() as u32 - 1);
+            } else {
+                stack.push((v, true));
+                stack.push((kids[0], false));
+                stack.push((kids[1], false));
+            }
+        }
+        self.shapes.insert(k, shape);
+    }
+
+    /// Try the template for `leaves`; on success the subtree is in the arena.
+    pub fn try_build<T: ProbeFloat, X: Target<T>>(
+        &mut self,
+        prober: &mut Prober<T, X>,
+        arena: &mut Arena,
+        leaves: &[usize],
+    ) -> Result<Option<u32>, RevealError> {
+        if leaves.len() < MIN_TEMPLATE {
+            return Ok(None);
+        }
+        let mut sorted = leaves.to_vec();
+        let k = key(&mut sorted);
+        let Some(shape) = self.shapes.get(&k) else {
+            return Ok(None);
+        };
+        let base = sorted[0] as u32;
+        // per template node: (smallest leaf, size)
+        let mut info: Vec<(u32, u32)> = Vec::with_capacity(shape.len());
+        let mut probes = Vec::with_capacity(shape.len());
+        let mut expected = Vec::with_capacity(shape.len());
+        for kids in shape {
+            let side = |c: u32, info: &Vec<(u32, u32)>| {
+                if c & NODE != 0 {
+                    info[(c & !NODE) as usize]
+                } else {
+                    (c + base, 1)
+                }
+            };
+            let (a, sa) = side(kids[0], &info);
+            let (b, sb) = side(kids[1], &info);
+            probes.push(Probe {
+                plus: a as usize,
+                minus: b as usize,
+            });
+            expected.push(sa + sb);
+            info.push((a.min(b), sa + sb));
+        }
+        let answers = prober.ask(&probes)?;
+        if answers
+            .iter()
+            .zip(&expected)
+            .any(|(got, want)| *got != Some(*want))
+        {
+            self.misses += 1;
+            return Ok(None);
+        }
+        self.hits += 1;
+        let mut ids: Vec<u32> = Vec::with_capacity(shape.len());
+        for kids in shape {
+            let id = |c: u32| {
+                if c & NODE != 0 {
+                    ids[(c & !NODE) as usize]
+                } else {
+                    c + base
+                }
+            };
+            let node = arena.node(vec![id(kids[0]), id(kids[1])], false);
+            ids.push(node);
+        }
+        Ok(ids.last().copied())
+    }
+}
