@@ -18,6 +18,9 @@ use fprev::target::{FnTarget, SyncFnTarget};
 use fprev::{Algorithm, Reveal, SumTree};
 use rand::{Rng, SeedableRng};
 
+/// A summation target as the table calls it.
+type Sum<'a> = &'a (dyn Fn(&[f32]) -> f32 + Sync);
+
 fn sequential(x: &[f32]) -> f32 {
     x.iter().fold(0.0, |a, &b| a + b)
 }
@@ -156,7 +159,7 @@ fn main() {
         }
         let random_tree = SumTree::from_nodes(n, nodes).expect("valid tree");
         let random = |x: &[f32]| random_tree.replay(x);
-        let orders: [(&'static str, &(dyn Fn(&[f32]) -> f32 + Sync)); 5] = [
+        let orders: [(&'static str, Sum); 5] = [
             ("sequential", &sequential),
             ("reverse", &reverse),
             ("numpy-pairwise", &numpy_pairwise),

@@ -1,6 +1,4 @@
-//! fprev makes floating-point non-reproducibility visible, explainable and fixable.
-//!
-//! See the README for the tour; this crate re-exports [`fprev_runtime`] and the macros.
+#![doc = include_str!("../README.md")]
 
 extern crate self as fprev;
 
