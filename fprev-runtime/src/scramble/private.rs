@@ -123,3 +123,27 @@ where
         Some(s) => Either::Right(s.shuffle_vec(range.into_par_iter().collect()).into_par_iter()),
     }
 }
+
+/// Not public API. `(a..b).into_par_iter()` in scrambled order.
+pub trait ParRange: Sized {
+    /// The unscrambled iterator.
+    type Iter: ParallelIterator;
+    /// Not public API.
+    fn __fprev_into_par_iter(
+        self,
+        site: &'static CallSite,
+    ) -> Either<Self::Iter, rayon::vec::IntoIter<<Self::Iter as ParallelIterator>::Item>>;
+}
+
+impl<R: IntoParallelIterator> ParRange for R
+where
+    R::Iter: IndexedParallelIterator,
+{
+    type Iter = R::Iter;
+    fn __fprev_into_par_iter(
+        self,
+        site: &'static CallSite,
+    ) -> Either<Self::Iter, rayon::vec::IntoIter<<Self::Iter as ParallelIterator>::Item>> {
+        into_par_iter(site, self)
+    }
+}
