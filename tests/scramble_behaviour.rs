@@ -69,7 +69,9 @@ twins! {
 }
 
 fn on(seed: u64) -> ScrambleConfig {
-    ScrambleConfig::off().shuffle(Some(Shuffle::FisherYates)).seed(seed)
+    ScrambleConfig::off()
+        .shuffle(Some(Shuffle::FisherYates))
+        .seed(seed)
 }
 
 #[test]
@@ -80,9 +82,10 @@ fn off_is_bit_identical_to_the_plain_code() {
     assert_eq!(plain, off);
     // The scrambled path with the identity order changes nothing either (sequential
     // forms; rayon's own split of a collected Vec may differ, so compare those loosely).
-    let ident = with_config(&on(1).shuffle(Some(Shuffle::Identity)).level(Level::Loops), || {
-        run_all(true, &mut v)
-    });
+    let ident = with_config(
+        &on(1).shuffle(Some(Shuffle::Identity)).level(Level::Loops),
+        || run_all(true, &mut v),
+    );
     assert_eq!(plain[..7], ident[..7]);
 }
 
@@ -179,6 +182,8 @@ fn outer_mode_and_sattolo_override() {
 #[test]
 fn schedule_level_leaves_sequential_loops_alone() {
     let mut v = data(4000);
-    let seq = with_config(&on(3).level(Level::Schedule), || scrambled::range_sum(&mut v));
+    let seq = with_config(&on(3).level(Level::Schedule), || {
+        scrambled::range_sum(&mut v)
+    });
     assert_eq!(seq.to_bits(), plain::range_sum(&mut v).to_bits());
 }

@@ -33,7 +33,7 @@ pub mod launch;
 #[doc(hidden)]
 pub mod private;
 pub mod rng;
-mod state;
+pub(crate) mod state;
 
 pub use config::{vars, Level, ReplayToken, ScrambleConfig, TokenError, ALGORITHM_VERSION};
 pub use launch::{launch, Dim3, ThreadCtx};

@@ -56,7 +56,11 @@ impl Args {
                 if loops_seen.replace(span).is_some() {
                     return Err(meta.error("`outer` / `all` given twice: keep one"));
                 }
-                args.loops = if meta.path.is_ident("outer") { Loops::Outer } else { Loops::All };
+                args.loops = if meta.path.is_ident("outer") {
+                    Loops::Outer
+                } else {
+                    Loops::All
+                };
                 Ok(())
             } else if meta.path.is_ident("force") {
                 args.force = true;
@@ -79,7 +83,9 @@ impl Args {
                 args.krate = lit.parse()?;
                 Ok(())
             } else {
-                Err(meta.error(format!("unknown #[scramble] option: expected one of {FN_OPTIONS}")))
+                Err(meta.error(format!(
+                    "unknown #[scramble] option: expected one of {FN_OPTIONS}"
+                )))
             }
         });
         parser.parse2(tokens)?;
@@ -98,7 +104,10 @@ pub(crate) enum Marker {
 
 /// Whether `attr` is a per-loop marker (`#[scramble(..)]`, `#[fprev::scramble(..)]`).
 pub(crate) fn is_marker(attr: &Attribute) -> bool {
-    attr.path().segments.last().is_some_and(|s| s.ident == "scramble")
+    attr.path()
+        .segments
+        .last()
+        .is_some_and(|s| s.ident == "scramble")
 }
 
 /// Removes the markers from `attrs` and returns what they ask for.

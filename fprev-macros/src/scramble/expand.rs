@@ -36,8 +36,10 @@ pub(crate) fn scramble(args: TokenStream, item: TokenStream) -> syn::Result<Toke
 }
 
 fn not_a_fn(item: &Item) -> syn::Error {
-    let msg = "#[scramble] applies to functions: put it on each `fn` whose loops should be scrambled";
-    let spanned = |kw: &dyn quote::ToTokens, name: &Ident| syn::Error::new_spanned(quote!(#kw #name), msg);
+    let msg =
+        "#[scramble] applies to functions: put it on each `fn` whose loops should be scrambled";
+    let spanned =
+        |kw: &dyn quote::ToTokens, name: &Ident| syn::Error::new_spanned(quote!(#kw #name), msg);
     match item {
         Item::Struct(s) => spanned(&s.struct_token, &s.ident),
         Item::Enum(e) => spanned(&e.enum_token, &e.ident),
@@ -111,7 +113,10 @@ impl Rewriter<'_> {
         self.next_site += 1;
         let shuffle = match &self.args.shuffle {
             Some((name, _)) => {
-                let variant = args::SHUFFLES.iter().find(|(n, _)| n == name).map_or("FisherYates", |(_, v)| v);
+                let variant = args::SHUFFLES
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .map_or("FisherYates", |(_, v)| v);
                 let variant = Ident::new(variant, span);
                 quote_spanned!(span=> ::core::option::Option::Some(#krate::__private::scramble::Shuffle::#variant))
             }
@@ -161,9 +166,8 @@ impl Rewriter<'_> {
             && marker != Some(Marker::Skip)
             && (self.args.loops == Loops::All || self.depth == 0);
         let forced = self.args.force || marker == Some(Marker::Force);
-        let rewrite = eligible
-            && supported
-            && (forced || !validate::exits_early(f.label.as_ref(), &f.body));
+        let rewrite =
+            eligible && supported && (forced || !validate::exits_early(f.label.as_ref(), &f.body));
         self.visit_expr_mut(&mut f.expr);
         if !rewrite {
             self.with_depth(|s| s.visit_block_mut(&mut f.body));
@@ -183,7 +187,13 @@ impl Rewriter<'_> {
         let site = self.site(span, "loop");
         let krate = &self.args.krate;
         let scrambler = Ident::new("__fprev_scrambler", Span::mixed_site());
-        let ExprForLoop { label, pat, expr, body, .. } = &*f;
+        let ExprForLoop {
+            label,
+            pat,
+            expr,
+            body,
+            ..
+        } = &*f;
         *e = Expr::Verbatim(quote_spanned! {span=>
             #(#attrs)*
             match #krate::__private::scramble::loops(#site) {
@@ -195,7 +205,9 @@ impl Rewriter<'_> {
 
     fn par_chain(&mut self, e: &mut Expr) {
         let Expr::MethodCall(call) = e else { return };
-        let Some((source, kind)) = validate::par_chain_source(call) else { return };
+        let Some((source, kind)) = validate::par_chain_source(call) else {
+            return;
+        };
         let span = source.method.span();
         let (name, kind_label) = match kind {
             ParSource::ParIter => ("__fprev_par_iter", "par_iter"),
@@ -206,7 +218,9 @@ impl Rewriter<'_> {
         // `site` borrows self mutably: find the source again afterwards.
         let site: Expr = syn::parse2(self.site(span, kind_label)).expect("site is an expression");
         let Expr::MethodCall(call) = e else { return };
-        let Some((source, _)) = validate::par_chain_source(call) else { return };
+        let Some((source, _)) = validate::par_chain_source(call) else {
+            return;
+        };
         source.method = Ident::new(name, span);
         source.args.insert(0, site);
         self.uses_par = true;

@@ -127,27 +127,59 @@ pub(crate) enum ParSource {
 
 /// Adapters that keep a chain's result independent of item positions.
 const INTERMEDIATE: &[&str] = &[
-    "map", "map_with", "map_init", "filter", "filter_map", "flat_map", "flat_map_iter",
-    "flatten", "copied", "cloned", "inspect", "fold", "fold_with", "with_min_len",
-    "with_max_len", "update",
+    "map",
+    "map_with",
+    "map_init",
+    "filter",
+    "filter_map",
+    "flat_map",
+    "flat_map_iter",
+    "flatten",
+    "copied",
+    "cloned",
+    "inspect",
+    "fold",
+    "fold_with",
+    "with_min_len",
+    "with_max_len",
+    "update",
 ];
 
 /// Consumers whose result depends on the items but not on their positions (unlike
 /// `collect`, `enumerate` or `zip`, which keep their order).
 const TERMINAL: &[&str] = &[
-    "sum", "product", "reduce", "reduce_with", "for_each", "for_each_with",
-    "for_each_init", "count", "min", "max", "min_by", "max_by", "min_by_key",
-    "max_by_key", "any", "all", "find_any", "find_map_any",
+    "sum",
+    "product",
+    "reduce",
+    "reduce_with",
+    "for_each",
+    "for_each_with",
+    "for_each_init",
+    "count",
+    "min",
+    "max",
+    "min_by",
+    "max_by",
+    "min_by_key",
+    "max_by_key",
+    "any",
+    "all",
+    "find_any",
+    "find_map_any",
 ];
 
 /// If `call` ends a rayon chain that can be scrambled, the source call at its bottom.
-pub(crate) fn par_chain_source(call: &mut ExprMethodCall) -> Option<(&mut ExprMethodCall, ParSource)> {
+pub(crate) fn par_chain_source(
+    call: &mut ExprMethodCall,
+) -> Option<(&mut ExprMethodCall, ParSource)> {
     if !TERMINAL.contains(&call.method.to_string().as_str()) {
         return None;
     }
     let mut cur: &mut Expr = &mut call.receiver;
     loop {
-        let Expr::MethodCall(m) = cur else { return None };
+        let Expr::MethodCall(m) = cur else {
+            return None;
+        };
         let name = m.method.to_string();
         let source = match (name.as_str(), m.args.len()) {
             ("par_iter", 0) => Some(ParSource::ParIter),
@@ -191,7 +223,11 @@ mod tests {
         ] {
             assert!(supported_iterable(&e), "{}", quote::quote!(#e));
         }
-        for e in [parse_quote!(0..), parse_quote!(it), parse_quote!(v.iter().zip(w.iter()))] {
+        for e in [
+            parse_quote!(0..),
+            parse_quote!(it),
+            parse_quote!(v.iter().zip(w.iter())),
+        ] {
             assert!(!supported_iterable(&e), "{}", quote::quote!(#e));
         }
     }
@@ -199,12 +235,35 @@ mod tests {
     #[test]
     fn early_exits() {
         let exits = |b: syn::Block| exits_early(None, &b);
-        assert!(exits(parse_quote!({ if x { break; } })));
-        assert!(exits(parse_quote!({ f()?; })));
-        assert!(exits(parse_quote!({ return; })));
-        assert!(!exits(parse_quote!({ loop { break; } })));
-        assert!(!exits(parse_quote!({ let f = || return 1; continue; })));
-        assert!(exits(parse_quote!({ for j in 0..3 { break 'outer; } })));
-        assert!(!exits(parse_quote!({ 'inner: for j in 0..3 { break 'inner; } })));
+        assert!(exits(parse_quote!({
+            if x {
+                break;
+            }
+        })));
+        assert!(exits(parse_quote!({
+            f()?;
+        })));
+        assert!(exits(parse_quote!({
+            return;
+        })));
+        assert!(!exits(parse_quote!({
+            loop {
+                break;
+            }
+        })));
+        assert!(!exits(parse_quote!({
+            let f = || return 1;
+            continue;
+        })));
+        assert!(exits(parse_quote!({
+            for j in 0..3 {
+                break 'outer;
+            }
+        })));
+        assert!(!exits(parse_quote!({
+            'inner: for j in 0..3 {
+                break 'inner;
+            }
+        })));
     }
 }

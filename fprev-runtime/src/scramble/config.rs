@@ -148,7 +148,11 @@ fn parse_mode(s: &str) -> Option<Option<Shuffle>> {
 
 /// Reads and parses `var`; a value that does not parse is reported loudly and `None`
 /// returned so that the caller uses its default.
-pub(crate) fn env_parse<T>(var: &str, default: &str, parse: impl Fn(&str) -> Option<T>) -> Option<T> {
+pub(crate) fn env_parse<T>(
+    var: &str,
+    default: &str,
+    parse: impl Fn(&str) -> Option<T>,
+) -> Option<T> {
     let value = std::env::var(var).ok()?;
     match parse(&value) {
         Some(v) => Some(v),
@@ -210,7 +214,9 @@ impl fmt::Display for ReplayToken {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum TokenError {
     /// Neither `vN-<16 hex digits>` nor a decimal or `0x` number.
-    #[error("{0:?} is not a replay token (expected v{ALGORITHM_VERSION}-<16 hex digits> or a number)")]
+    #[error(
+        "{0:?} is not a replay token (expected v{ALGORITHM_VERSION}-<16 hex digits> or a number)"
+    )]
     Malformed(String),
     /// Printed by another version of the drawing algorithms: its draws cannot be replayed.
     #[error("token version v{0} cannot be replayed by this fprev (draws v{ALGORITHM_VERSION})")]

@@ -20,7 +20,9 @@ pub(crate) fn is_recording() -> bool {
 
 pub(crate) fn record(site: String, order: &[usize]) {
     let h = order_hash(order.iter().copied());
-    LOG.lock().unwrap_or_else(|e| e.into_inner()).push((site, h));
+    LOG.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push((site, h));
 }
 
 /// Orders executed while recording, per site (`label@file:line`).

@@ -119,10 +119,20 @@ pub fn block_permutation(shuffle: Shuffle, seed: u64, launch: u64, grid: Dim3) -
 
 /// The thread permutation of logical block `block_id` in launch number `launch`:
 /// `p[hw]` is the logical linear thread id run by hardware thread `hw`.
-pub fn thread_permutation(shuffle: Shuffle, seed: u64, launch: u64, block_id: u32, block: Dim3) -> Vec<u32> {
+pub fn thread_permutation(
+    shuffle: Shuffle,
+    seed: u64,
+    launch: u64,
+    block_id: u32,
+    block: Dim3,
+) -> Vec<u32> {
     let mut p: Vec<u32> = (0..block.count() as u32).collect();
     let site = BLOCK_SITE ^ rng::splitmix64(launch);
-    rng::shuffle(shuffle, &mut p, &mut rng::stream(seed, site, u64::from(block_id)));
+    rng::shuffle(
+        shuffle,
+        &mut p,
+        &mut rng::stream(seed, site, u64::from(block_id)),
+    );
     p
 }
 
@@ -166,7 +176,11 @@ where
     let st = state::state();
     let scrambled = (st & SCHEDULE != 0).then(|| {
         let cfg = state::current_config();
-        (cfg.shuffle.unwrap_or(Shuffle::FisherYates), cfg.seed, next_launch())
+        (
+            cfg.shuffle.unwrap_or(Shuffle::FisherYates),
+            cfg.seed,
+            next_launch(),
+        )
     });
     let blocks = scrambled.map(|(shuffle, seed, n)| block_permutation(shuffle, seed, n, grid_dim));
     let recording = entropy::is_recording();
@@ -181,7 +195,8 @@ where
         if recording {
             started[ticket.fetch_add(1, Ordering::Relaxed)].store(logical, Ordering::Relaxed);
         }
-        let threads = scrambled.map(|(shuffle, seed, n)| thread_permutation(shuffle, seed, n, logical, block_dim));
+        let threads = scrambled
+            .map(|(shuffle, seed, n)| thread_permutation(shuffle, seed, n, logical, block_dim));
         let block_idx = grid_dim.index(logical as usize);
         for t in 0..block_dim.count() {
             let tid = threads.as_ref().map_or(t, |p| p[t] as usize);
@@ -194,7 +209,10 @@ where
         }
     });
     if recording {
-        let order: Vec<usize> = started.iter().map(|a| a.load(Ordering::Relaxed) as usize).collect();
+        let order: Vec<usize> = started
+            .iter()
+            .map(|a| a.load(Ordering::Relaxed) as usize)
+            .collect();
         entropy::record(format!("launch@{}:{}", site.file(), site.line()), &order);
     }
 }

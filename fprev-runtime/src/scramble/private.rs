@@ -104,7 +104,10 @@ impl<T: Sync, S: ParallelSlice<T> + ?Sized> ParChunks<T> for S {
         let slice = self.as_parallel_slice();
         match schedule(site) {
             None => Either::Left(slice.par_chunks(chunk_size)),
-            Some(s) => Either::Right(s.shuffle_vec(slice.chunks(chunk_size).collect()).into_par_iter()),
+            Some(s) => Either::Right(
+                s.shuffle_vec(slice.chunks(chunk_size).collect())
+                    .into_par_iter(),
+            ),
         }
     }
 }
@@ -120,7 +123,10 @@ where
 {
     match schedule(site) {
         None => Either::Left(range.into_par_iter()),
-        Some(s) => Either::Right(s.shuffle_vec(range.into_par_iter().collect()).into_par_iter()),
+        Some(s) => Either::Right(
+            s.shuffle_vec(range.into_par_iter().collect())
+                .into_par_iter(),
+        ),
     }
 }
 

@@ -78,7 +78,12 @@ fn below_u64(rng: &mut ScrambleRng, n: u64) -> u64 {
 /// Fisher-Yates swaps position `i` (from `n-1` down to 1) with a uniform `j` in `0..=i`;
 /// Sattolo draws `j` in `0..i`, which closes everything into one cycle.
 #[inline]
-pub fn shuffle_with(shuffle: Shuffle, n: usize, rng: &mut ScrambleRng, mut swap: impl FnMut(usize, usize)) {
+pub fn shuffle_with(
+    shuffle: Shuffle,
+    n: usize,
+    rng: &mut ScrambleRng,
+    mut swap: impl FnMut(usize, usize),
+) {
     match shuffle {
         Shuffle::Identity => {}
         Shuffle::FisherYates => {
