@@ -72,11 +72,71 @@ fn below_u64(rng: &mut ScrambleRng, n: u64) -> u64 {
     (m >> 64) as u64
 }
 
+/// The generator's output read 64 bits at a time (little-endian words of its byte
+/// stream), refilled 32 words at once: far fewer calls than one `next_u64` per draw.
+struct Words<'a> {
+    rng: &'a mut ScrambleRng,
+    buf: [u8; 256],
+    pos: usize,
+}
+
+impl<'a> Words<'a> {
+    fn new(rng: &'a mut ScrambleRng) -> Self {
+        Words {
+            rng,
+            buf: [0; 256],
+            pos: 256,
+        }
+    }
+
+    #[inline]
+    fn next_u64(&mut self) -> u64 {
+        if self.pos == 256 {
+            self.rng.fill_bytes(&mut self.buf);
+            self.pos = 0;
+        }
+        let w = u64::from_le_bytes(
+            self.buf[self.pos..self.pos + 8]
+                .try_into()
+                .expect("8 bytes"),
+        );
+        self.pos += 8;
+        w
+    }
+}
+
+/// Uniform draws in `0..bounds[k]` for every `k` from one 64-bit draw, unbiased
+/// (Brackett-Rozinsky and Lemire's batched extension of the multiply-and-reject method).
+/// The product of the bounds must fit in a `u64`.
+#[inline]
+fn below_batch<const K: usize>(rng: &mut Words<'_>, bounds: [u64; K]) -> [usize; K] {
+    let mut out = [0usize; K];
+    let mut draw = |mut low: u64| {
+        for (o, &b) in out.iter_mut().zip(&bounds) {
+            let m = u128::from(low) * u128::from(b);
+            *o = (m >> 64) as usize;
+            low = m as u64;
+        }
+        low
+    };
+    let mut low = draw(rng.next_u64());
+    let product: u64 = bounds.iter().product();
+    if low < product {
+        let threshold = product.wrapping_neg() % product;
+        while low < threshold {
+            low = draw(rng.next_u64());
+        }
+    }
+    out
+}
+
 /// Runs the swaps of `shuffle` on `n` positions, calling `swap(i, j)` for each; every
 /// container that applies the same swaps ends up in the same order.
 ///
 /// Fisher-Yates swaps position `i` (from `n-1` down to 1) with a uniform `j` in `0..=i`;
-/// Sattolo draws `j` in `0..i`, which closes everything into one cycle.
+/// Sattolo draws `j` in `0..i`, which closes everything into one cycle. The draws for
+/// four consecutive positions come from one 64-bit word while their bounds are below
+/// 2^16, for three below 2^21, for two below 2^32.
 #[inline]
 pub fn shuffle_with(
     shuffle: Shuffle,
@@ -84,19 +144,37 @@ pub fn shuffle_with(
     rng: &mut ScrambleRng,
     mut swap: impl FnMut(usize, usize),
 ) {
-    match shuffle {
-        Shuffle::Identity => {}
-        Shuffle::FisherYates => {
-            for i in (1..n).rev() {
-                let j = below(rng, i + 1);
-                swap(i, j);
-            }
-        }
-        Shuffle::Sattolo => {
-            for i in (1..n).rev() {
-                let j = below(rng, i);
-                swap(i, j);
-            }
+    let extra = match shuffle {
+        Shuffle::Identity => return,
+        Shuffle::FisherYates => 1,
+        Shuffle::Sattolo => 0,
+    };
+    let rng = &mut Words::new(rng);
+    // Position i draws in 0..i + extra.
+    let mut i = n.saturating_sub(1);
+    while i >= 1 {
+        let b = (i + extra) as u64;
+        if i >= 4 && b < 1 << 16 {
+            let j = below_batch(rng, [b, b - 1, b - 2, b - 3]);
+            swap(i, j[0]);
+            swap(i - 1, j[1]);
+            swap(i - 2, j[2]);
+            swap(i - 3, j[3]);
+            i -= 4;
+        } else if i >= 3 && b < 1 << 21 {
+            let j = below_batch(rng, [b, b - 1, b - 2]);
+            swap(i, j[0]);
+            swap(i - 1, j[1]);
+            swap(i - 2, j[2]);
+            i -= 3;
+        } else if i >= 2 && b <= u64::from(u32::MAX) {
+            let j = below_batch(rng, [b, b - 1]);
+            swap(i, j[0]);
+            swap(i - 1, j[1]);
+            i -= 2;
+        } else {
+            swap(i, below_batch(rng, [b])[0]);
+            i -= 1;
         }
     }
 }
@@ -169,6 +247,21 @@ mod tests {
         assert!(seen.iter().all(|&c| c > 800), "{seen:?}");
         assert_eq!(below(&mut rng, 1), 0);
         assert!(below(&mut rng, u32::MAX as usize + 10) < u32::MAX as usize + 10);
+    }
+
+    #[test]
+    fn batched_draws_are_in_range_and_spread() {
+        let mut rng = stream(4, 5, 6);
+        let mut rng = Words::new(&mut rng);
+        let mut seen = [[0u32; 7]; 2];
+        for _ in 0..7000 {
+            let [a, b] = below_batch(&mut rng, [7, 6]);
+            assert!(a < 7 && b < 6);
+            seen[0][a] += 1;
+            seen[1][b] += 1;
+        }
+        assert!(seen[0].iter().all(|&c| c > 800), "{seen:?}");
+        assert!(seen[1][..6].iter().all(|&c| c > 950), "{seen:?}");
     }
 
     #[test]
