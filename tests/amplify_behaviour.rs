@@ -1,6 +1,8 @@
 //! The amplifier finds order-dependent results, names the runs that differ, and their
 //! tokens replay the same bits.
 
+#![cfg(not(feature = "off"))] // needs scrambling compiled in; see scramble_off.rs
+
 use fprev::amplify::{amplify, AmplifyConfig, Stage};
 use fprev::assert_reproducible;
 

@@ -1,6 +1,8 @@
 //! Behaviour of `#[fprev::scramble]`: off is the plain code bit for bit; on reorders
 //! order-dependent sums, and the same seed replays the same bits.
 
+#![cfg(not(feature = "off"))] // needs scrambling compiled in; see scramble_off.rs
+
 use fprev::scramble::{with_config, Level, ScrambleConfig, Shuffle};
 use rayon::prelude::*;
 

@@ -43,3 +43,5 @@ pub(crate) fn with_error(item: TokenStream, error: syn::Error) -> TokenStream {
     out.extend(error.into_compile_error());
     out
 }
+#[cfg(test)]
+mod tests;
