@@ -2,6 +2,7 @@
 //! order-dependent sums, and the same seed replays the same bits.
 
 #![cfg(not(feature = "off"))] // needs scrambling compiled in; see scramble_off.rs
+#![allow(clippy::needless_range_loop)] // index loops are among the forms under test
 
 use fprev::scramble::{with_config, Level, ScrambleConfig, Shuffle};
 use rayon::prelude::*;
@@ -21,48 +22,48 @@ macro_rules! twins {
         mod plain { use super::*; $(pub fn $name($($arg: $ty),*) -> $ret $body)* }
         mod scrambled { use super::*; $(#[fprev::scramble] pub fn $name($($arg: $ty),*) -> $ret $body)* }
         const NAMES: &[&str] = &[$(stringify!($name)),*];
-        fn run_all(which: bool, v: &mut Vec<f32>) -> Vec<u32> {
+        fn run_all(which: bool, v: &mut [f32]) -> Vec<u32> {
             let mut out = Vec::new();
-            $( out.push(if which { scrambled::$name(&mut v.clone()) } else { plain::$name(&mut v.clone()) }.to_bits()); )*
+            $( out.push(if which { scrambled::$name(&mut v.to_vec()) } else { plain::$name(&mut v.to_vec()) }.to_bits()); )*
             out
         }
     };
 }
 
 twins! {
-    fn range_sum(v: &mut Vec<f32>) -> f32 { let mut s = 0.0f32; for i in 0..v.len() { s += v[i]; } s }
-    fn inclusive_rev_step(v: &mut Vec<f32>) -> f32 {
+    fn range_sum(v: &mut [f32]) -> f32 { let mut s = 0.0f32; for i in 0..v.len() { s += v[i]; } s }
+    fn inclusive_rev_step(v: &mut [f32]) -> f32 {
         let mut s = 0.0f32;
         for i in (0..=v.len() - 1).rev().step_by(2) { s += v[i]; }
         s
     }
-    fn ref_sum(v: &mut Vec<f32>) -> f32 { let mut s = 0.0f32; for x in &*v { s += *x; } s }
-    fn ref_mut(v: &mut Vec<f32>) -> f32 {
+    fn ref_sum(v: &mut [f32]) -> f32 { let mut s = 0.0f32; for x in &*v { s += *x; } s }
+    fn ref_mut(v: &mut [f32]) -> f32 {
         let mut s = 0.0f32;
         for x in &mut *v { *x *= 1.5; s += *x; }
         s
     }
-    fn iter_enumerate(v: &mut Vec<f32>) -> f32 {
+    fn iter_enumerate(v: &mut [f32]) -> f32 {
         let mut s = 0.0f32;
         for (i, x) in v.iter().enumerate() { s += *x * (i % 3) as f32; }
         s
     }
-    fn iter_mut(v: &mut Vec<f32>) -> f32 {
+    fn iter_mut(v: &mut [f32]) -> f32 {
         let mut s = 0.0f32;
         for x in v.iter_mut() { *x += 1.0; s += *x; }
         s
     }
-    fn chunks_nested(v: &mut Vec<f32>) -> f32 {
+    fn chunks_nested(v: &mut [f32]) -> f32 {
         let mut s = 0.0f32;
         for c in v.chunks(7) { let mut p = 0.0f32; for x in c.iter() { p += *x; } s += p; }
         s
     }
-    fn par_sum(v: &mut Vec<f32>) -> f32 { v.par_iter().map(|x| x * 2.0).sum() }
-    fn par_chunks_sum(v: &mut Vec<f32>) -> f32 {
+    fn par_sum(v: &mut [f32]) -> f32 { v.par_iter().map(|x| x * 2.0).sum() }
+    fn par_chunks_sum(v: &mut [f32]) -> f32 {
         v.par_chunks(64).map(|c| c.iter().sum::<f32>()).reduce(|| 0.0, |a, b| a + b)
     }
-    fn par_range(v: &mut Vec<f32>) -> f32 { (0..v.len()).into_par_iter().map(|i| v[i]).sum() }
-    fn par_iter_mut(v: &mut Vec<f32>) -> f32 {
+    fn par_range(v: &mut [f32]) -> f32 { (0..v.len()).into_par_iter().map(|i| v[i]).sum() }
+    fn par_iter_mut(v: &mut [f32]) -> f32 {
         v.par_iter_mut().for_each(|x| *x *= 3.0);
         let mut s = 0.0f32;
         for x in v.iter() { s += *x; }

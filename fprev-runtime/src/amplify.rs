@@ -35,7 +35,7 @@ use std::sync::atomic::{AtomicI8, Ordering};
 pub use output::Floats;
 pub use report::{AmplifyReport, RunRecord, StageReport};
 
-use crate::scramble::config::{env_parse, random_seed, vars, warn_unknown_vars};
+use crate::scramble::config::{env_parse, random_seed, vars, warn_unknown_vars, MODES, SEEDS};
 use crate::scramble::rng::{order_hash, splitmix64};
 use crate::scramble::state::{apply, Session};
 use crate::scramble::{entropy, Level, ReplayToken, ScrambleConfig, Shuffle};
@@ -146,23 +146,33 @@ impl AmplifyConfig {
         warn_unknown_vars();
         let mut cfg = AmplifyConfig::default();
         let positive = |s: &str| s.trim().parse::<usize>().ok().filter(|&n| n > 0);
-        if let Some(n) = env_parse(vars::FPREV_RUNS, "20", positive) {
+        if let Some(n) = env_parse(vars::FPREV_RUNS, "a positive integer", "20", positive) {
             cfg.runs = n;
         }
-        if let Some(n) = env_parse(vars::FPREV_THREADS, "available cores, at least 4", positive) {
+        if let Some(n) = env_parse(
+            vars::FPREV_THREADS,
+            "a positive integer",
+            "available cores, at least 4",
+            positive,
+        ) {
             cfg.max_threads = n;
         }
-        if let Some(stages) = env_parse(vars::FPREV_STAGES, "all", parse_stages) {
+        if let Some(stages) = env_parse(
+            vars::FPREV_STAGES,
+            "all or a list of repeat, distribution, schedule, loops",
+            "all",
+            parse_stages,
+        ) {
             cfg.stages = stages;
         }
         let shuffle = |s: &str| match s.trim() {
             "off" | "on" | "0" | "1" | "true" | "false" | "" => Some(None),
             other => Shuffle::from_name(other).map(Some),
         };
-        if let Some(Some(s)) = env_parse(vars::FPREV_SCRAMBLE, "fisher-yates", shuffle) {
+        if let Some(Some(s)) = env_parse(vars::FPREV_SCRAMBLE, MODES, "fisher-yates", shuffle) {
             cfg.shuffle = s;
         }
-        cfg.seed = env_parse(vars::FPREV_SEED, "a random seed", |s| {
+        cfg.seed = env_parse(vars::FPREV_SEED, SEEDS, "a random seed", |s| {
             s.parse::<ReplayToken>().ok()
         })
         .map(|t| t.seed);
@@ -369,6 +379,7 @@ where
     AmplifyReport {
         name: name.to_string(),
         campaign: ReplayToken::new(campaign),
+        replay: replay.is_some(),
         len: reference.len(),
         stages,
     }

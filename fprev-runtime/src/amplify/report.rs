@@ -53,8 +53,10 @@ impl StageReport {
 pub struct AmplifyReport {
     /// What was amplified (the test name, for the replay command).
     pub name: String,
-    /// Replays the whole campaign.
+    /// Replays the whole campaign (or, when [`replay`](Self::replay), the one run).
     pub campaign: ReplayToken,
+    /// True when the seed named a single run, which is all that ran.
+    pub replay: bool,
     /// Number of floats in the reference result.
     pub len: usize,
     /// One entry per stage that ran.

@@ -96,8 +96,8 @@ impl ScrambleConfig {
     /// reported on stderr (variable, value, default used) and replaced by the default.
     pub fn from_env() -> Self {
         warn_unknown_vars();
-        let shuffle = env_parse(vars::FPREV_SCRAMBLE, "off", parse_mode).unwrap_or(None);
-        let seed = env_parse(vars::FPREV_SEED, "a random seed", |s| {
+        let shuffle = env_parse(vars::FPREV_SCRAMBLE, MODES, "off", parse_mode).unwrap_or(None);
+        let seed = env_parse(vars::FPREV_SEED, SEEDS, "a random seed", |s| {
             s.parse::<ReplayToken>().ok().map(|t| t.seed)
         })
         .unwrap_or_else(random_seed);
@@ -138,6 +138,9 @@ impl Default for ScrambleConfig {
     }
 }
 
+pub(crate) const MODES: &str = "off, fisher-yates, sattolo or identity";
+pub(crate) const SEEDS: &str = "a replay token v1-<16 hex digits>, a decimal or a 0x number";
+
 fn parse_mode(s: &str) -> Option<Option<Shuffle>> {
     match s.trim().to_ascii_lowercase().as_str() {
         "off" | "0" | "false" | "none" | "" => Some(None),
@@ -146,21 +149,25 @@ fn parse_mode(s: &str) -> Option<Option<Shuffle>> {
     }
 }
 
-/// Reads and parses `var`; a value that does not parse is reported loudly and `None`
-/// returned so that the caller uses its default.
+/// Reads and parses `var`; a value that does not parse is reported loudly (once per
+/// process) and `None` returned so that the caller uses its default.
 pub(crate) fn env_parse<T>(
     var: &str,
+    expected: &str,
     default: &str,
     parse: impl Fn(&str) -> Option<T>,
 ) -> Option<T> {
+    static WARNED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
     let value = std::env::var(var).ok()?;
-    match parse(&value) {
-        Some(v) => Some(v),
-        None => {
-            eprintln!("fprev: warning: ignoring {var}={value:?}: not a valid value; using the default ({default})");
-            None
+    let parsed = parse(&value);
+    if parsed.is_none() {
+        let mut warned = WARNED.lock().unwrap_or_else(|e| e.into_inner());
+        if !warned.iter().any(|w| w == var) {
+            warned.push(var.to_string());
+            eprintln!("fprev: warning: ignoring {var}={value:?}: expected {expected}; using the default ({default})");
         }
     }
+    parsed
 }
 
 /// Warns once per process about `FPREV_*` variables no fprev module reads (typos).

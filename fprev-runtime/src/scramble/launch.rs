@@ -107,7 +107,7 @@ impl ThreadCtx {
 }
 
 const GRID_SITE: u64 = rng::splitmix64(0x6772_6964); // "grid"
-const BLOCK_SITE: u64 = rng::splitmix64(0x626c_6f63_6b); // "block"
+const BLOCK_SITE: u64 = rng::splitmix64(0x0062_6c6f_636b); // "block"
 
 /// The block permutation of launch number `launch` in the run with `seed`:
 /// `p[hw]` is the logical linear block id run by hardware block `hw`.
