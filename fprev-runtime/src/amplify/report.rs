@@ -163,10 +163,14 @@ impl fmt::Display for AmplifyReport {
                 writeln!(f, "      replay: {}", self.replay_command(r.token))?;
             }
         }
-        write!(
-            f,
-            "  replay the campaign: {}",
-            self.replay_command(self.campaign)
-        )
+        if self.replay {
+            write!(f, "  replayed the single run {}", self.campaign)
+        } else {
+            write!(
+                f,
+                "  replay the campaign: {}",
+                self.replay_command(self.campaign)
+            )
+        }
     }
 }
