@@ -96,3 +96,40 @@ fn distribution_stage_varies_pool_size() {
     let stage = &report.stages[0];
     assert!(stage.distinct >= 2, "{report}");
 }
+
+#[fprev::scramble]
+fn row_sums(m: &[Vec<f32>]) -> Vec<f32> {
+    use rayon::prelude::*;
+    // `collect` keeps its order; the loop inside each task is scrambled.
+    m.par_iter()
+        .map(|row| {
+            let mut s = 0.0f32;
+            for x in row.iter() {
+                s += *x;
+            }
+            s
+        })
+        .collect()
+}
+
+#[test]
+fn tokens_replay_loops_entered_inside_rayon_tasks() {
+    let m: Vec<Vec<f32>> = (0..64)
+        .map(|r| data()[r..r + 500 + r % 5].to_vec())
+        .collect();
+    let report = amplify(&quick().stages(&[Stage::LoopOrder]), || row_sums(&m));
+    let stage = &report.stages[0];
+    assert!(stage.distinct > 1, "{report}");
+    for run in stage.differing() {
+        for _ in 0..3 {
+            let replay = amplify(&AmplifyConfig::default().seed(run.token.seed), || {
+                row_sums(&m)
+            });
+            assert_eq!(
+                replay.stages[0].runs[0].hash, run.hash,
+                "token {} replayed other bits",
+                run.token
+            );
+        }
+    }
+}

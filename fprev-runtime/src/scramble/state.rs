@@ -205,12 +205,22 @@ impl CallSite {
 }
 
 /// The random order of one invocation of a scrambled site.
+///
+/// Its stream is keyed by (run seed, site, invocation number) when the loop is entered
+/// outside rayon's workers, where entries come in program order. Inside a rayon task,
+/// entries from different tasks arrive in a timing-dependent order, so the key is
+/// (run seed, site, number of items) instead: every entry with the same length gets the
+/// same order within a run, and a replay token reproduces the same bits.
 #[derive(Debug)]
 pub struct Scrambler {
-    pub(crate) rng: ScrambleRng,
+    pub(crate) seed: u64,
+    pub(crate) invocation: Option<u64>,
     pub(crate) shuffle: Shuffle,
     pub(crate) site: &'static CallSite,
 }
+
+/// Salt that separates the length-keyed streams of loops entered inside rayon tasks.
+const IN_TASK: u64 = 0x7461_736b_6b65_7973;
 
 impl Scrambler {
     /// The scrambler of the next invocation of `site` if `level_bit` is on, else `None`.
@@ -221,12 +231,22 @@ impl Scrambler {
         if st & level_bit == 0 {
             return None;
         }
-        let invocation = site.next_invocation();
+        let invocation = rayon::current_thread_index()
+            .is_none()
+            .then(|| site.next_invocation());
         Some(Scrambler {
-            rng: rng::stream(seed(), site.id, invocation),
+            seed: seed(),
+            invocation,
             shuffle: site.shuffle.unwrap_or(decode_shuffle(st)),
             site,
         })
+    }
+
+    fn rng(&self, len: usize) -> ScrambleRng {
+        match self.invocation {
+            Some(n) => rng::stream(self.seed, self.site.id, n),
+            None => rng::stream(self.seed, self.site.id ^ IN_TASK, len as u64),
+        }
     }
 
     /// Collects `items` and returns them in scrambled order (recorded when
@@ -236,16 +256,17 @@ impl Scrambler {
     }
 
     /// Returns `v` in scrambled order (recorded when recording is on).
-    pub fn shuffle_vec<T>(mut self, mut v: Vec<T>) -> Vec<T> {
+    pub fn shuffle_vec<T>(self, mut v: Vec<T>) -> Vec<T> {
+        let mut rng = self.rng(v.len());
         if super::entropy::is_recording() {
             let mut order: Vec<usize> = (0..v.len()).collect();
-            rng::shuffle_with(self.shuffle, v.len(), &mut self.rng, |i, j| {
+            rng::shuffle_with(self.shuffle, v.len(), &mut rng, |i, j| {
                 v.swap(i, j);
                 order.swap(i, j);
             });
             super::entropy::record(self.site.describe(), &order);
         } else {
-            rng::shuffle(self.shuffle, &mut v, &mut self.rng);
+            rng::shuffle(self.shuffle, &mut v, &mut rng);
         }
         v
     }
