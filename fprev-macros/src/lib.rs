@@ -72,9 +72,36 @@ mod scramble;
 /// - On one loop: `#[scramble(skip)]` keeps its order, `#[scramble(force)]` scrambles it
 ///   despite early exits.
 ///
+/// # Kernels
+///
+/// A kernel for the CPU launch model takes `&fprev::ThreadCtx` and reads its indices
+/// through it; the launch permutes them when the schedule is scrambled, and the
+/// attribute scrambles the kernel's own loops:
+///
+/// ```
+/// use std::sync::atomic::{AtomicU32, Ordering};
+/// use fprev::ThreadCtx;
+///
+/// #[fprev::scramble]
+/// fn add_rows(ctx: &ThreadCtx, m: &[f32], cols: usize, out: &[AtomicU32]) {
+///     let row = ctx.global_x();
+///     let mut s = 0.0f32;
+///     for k in 0..cols {
+///         s += m[row * cols + k];
+///     }
+///     out[row].store(s.to_bits(), Ordering::Relaxed);
+/// }
+///
+/// let m = vec![1.0f32; 8 * 4];
+/// let out: Vec<AtomicU32> = (0..8).map(|_| AtomicU32::new(0)).collect();
+/// fprev::launch(2u32, 4u32, |ctx| add_rows(ctx, &m, 4, &out));
+/// assert!(out.iter().all(|x| f32::from_bits(x.load(Ordering::Relaxed)) == 4.0));
+/// ```
+///
 /// It only applies to functions with a body:
 ///
-/// ```compile_fail
+#[cfg_attr(not(feature = "off"), doc = "```compile_fail")]
+#[cfg_attr(feature = "off", doc = "```ignore")]
 /// #[fprev::scramble]
 /// struct NotAFunction;
 /// ```
