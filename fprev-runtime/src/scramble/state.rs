@@ -137,7 +137,9 @@ impl Drop for Session {
 /// configuration (also when `f` panics). Calls from different threads take turns, so
 /// tests that need a known configuration do not disturb one another; nested calls on the
 /// same thread are allowed. Invocation counters restart, so the same `cfg` replays the
-/// same orders.
+/// same orders. Do not call it from a rayon task of a computation that runs under
+/// another thread's `with_config` or [`amplify`](crate::amplify::amplify): that task
+/// would wait for the session its own computation holds.
 ///
 /// ```
 /// use fprev_runtime::scramble::{current_config, with_config, ScrambleConfig, Shuffle};
