@@ -215,14 +215,10 @@ impl Rewriter<'_> {
             ParSource::ParChunks => ("__fprev_par_chunks", "par_chunks"),
             ParSource::RangeIntoParIter => ("__fprev_into_par_iter", "into_par_iter"),
         };
-        // `site` borrows self mutably: find the source again afterwards.
-        let site: Expr = syn::parse2(self.site(span, kind_label)).expect("site is an expression");
-        let Expr::MethodCall(call) = e else { return };
-        let Some((source, _)) = validate::par_chain_source(call) else {
-            return;
-        };
+        source
+            .args
+            .insert(0, Expr::Verbatim(self.site(span, kind_label)));
         source.method = Ident::new(name, span);
-        source.args.insert(0, site);
         self.uses_par = true;
     }
 }
