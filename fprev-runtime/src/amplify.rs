@@ -1,1 +1,521 @@
-//! (placeholder: filled by its issue)
+//! The schedule-entropy amplifier: run a computation under many legal schedules and
+//! report how much its floating-point result moves (Defour's testing framework).
+//!
+//! Stages, each [`AmplifyConfig::runs`] runs, each compared bit for bit with one
+//! unscrambled reference run:
+//!
+//! 1. [`Stage::Repeat`]: the same configuration again (what a developer does by hand);
+//! 2. [`Stage::Distribution`]: rayon pools of 1..=N threads and chunk sizes from
+//!    [`chunk_len`] scaled by 1/8..8;
+//! 3. [`Stage::Schedule`]: scrambled rayon items/chunks and kernel block/thread ids;
+//! 4. [`Stage::LoopOrder`]: scrambled `for` loops in `#[scramble]` functions.
+//!
+//! Each run's seed carries its stage in the top 4 bits and everything about the run is
+//! derived from it, so its [`ReplayToken`] alone replays it: set `FPREV_SEED` to the
+//! token and the amplifier runs just that run. A campaign token (top bits 0) replays
+//! the whole campaign.
+//!
+//! ```
+//! use fprev_runtime::amplify::{amplify, AmplifyConfig, Stage};
+//!
+//! // A sequential sum has one order: every stage agrees with the reference.
+//! let v: Vec<f32> = (1..1000).map(|i| 1.0 / i as f32).collect();
+//! let cfg = AmplifyConfig::default().runs(3).seed(1);
+//! let report = amplify(&cfg, || v.iter().sum::<f32>());
+//! assert!(report.is_reproducible(), "{report}");
+//! assert_eq!(report.stage(Stage::Repeat).unwrap().distinct, 1);
+//! ```
+
+mod output;
+mod report;
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicI8, Ordering};
+
+pub use output::Floats;
+pub use report::{AmplifyReport, RunRecord, StageReport};
+
+use crate::scramble::config::{env_parse, random_seed, vars, warn_unknown_vars, MODES, SEEDS};
+use crate::scramble::rng::{order_hash, splitmix64};
+use crate::scramble::state::{apply, Session};
+use crate::scramble::{entropy, Level, ReplayToken, ScrambleConfig, Shuffle};
+
+/// One column group of Defour's Table II.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Stage {
+    /// Configuration 1: the same execution configuration, repeated.
+    Repeat,
+    /// Configuration 2: vary the work distribution (pool size, chunk size).
+    Distribution,
+    /// Configuration 3: vary the schedule (scrambled parallel items, blocks, threads).
+    Schedule,
+    /// Configuration 4: vary the loop order (scrambled `for` loops).
+    LoopOrder,
+}
+
+impl Stage {
+    /// All stages, in Table II order.
+    pub const ALL: [Stage; 4] = [
+        Stage::Repeat,
+        Stage::Distribution,
+        Stage::Schedule,
+        Stage::LoopOrder,
+    ];
+
+    /// Table II's configuration number (1..=4), also the top nibble of run seeds.
+    pub const fn number(self) -> u64 {
+        match self {
+            Stage::Repeat => 1,
+            Stage::Distribution => 2,
+            Stage::Schedule => 3,
+            Stage::LoopOrder => 4,
+        }
+    }
+
+    /// Name used by `FPREV_STAGES`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Stage::Repeat => "repeat",
+            Stage::Distribution => "distribution",
+            Stage::Schedule => "schedule",
+            Stage::LoopOrder => "loops",
+        }
+    }
+
+    /// `"<number> <description>"`, as reports show it.
+    pub const fn label(self) -> &'static str {
+        match self {
+            Stage::Repeat => "1 same config",
+            Stage::Distribution => "2 vary distribution",
+            Stage::Schedule => "3 vary schedule",
+            Stage::LoopOrder => "4 vary loop order",
+        }
+    }
+
+    fn from_number(n: u64) -> Option<Stage> {
+        Stage::ALL.into_iter().find(|s| s.number() == n)
+    }
+}
+
+/// Amplifier settings.
+///
+/// ```
+/// use fprev_runtime::amplify::{AmplifyConfig, Stage};
+///
+/// let cfg = AmplifyConfig::default().runs(50).stages(&[Stage::LoopOrder]).max_threads(2);
+/// assert_eq!(cfg.runs, 50);
+/// ```
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AmplifyConfig {
+    /// Runs per stage. Default 20; `FPREV_RUNS` overrides it (nightly campaigns).
+    pub runs: usize,
+    /// Stages to run, in order. Default all four; `FPREV_STAGES` overrides it
+    /// (`repeat,distribution,schedule,loops` or `all`).
+    pub stages: Vec<Stage>,
+    /// Largest pool of the distribution stage. Default: available cores, at least 4;
+    /// `FPREV_THREADS` overrides it.
+    pub max_threads: usize,
+    /// Shuffle of the scrambled stages. Default Fisher-Yates; `FPREV_SCRAMBLE=sattolo`
+    /// or `identity` overrides it.
+    pub shuffle: Shuffle,
+    /// Campaign or run seed. Default random; `FPREV_SEED` overrides it.
+    pub seed: Option<u64>,
+    /// Record executed orders (see [`entropy`]). Default true.
+    pub record_orders: bool,
+}
+
+impl Default for AmplifyConfig {
+    fn default() -> Self {
+        AmplifyConfig {
+            runs: 20,
+            stages: Stage::ALL.to_vec(),
+            max_threads: std::thread::available_parallelism().map_or(4, |n| n.get().max(4)),
+            shuffle: Shuffle::FisherYates,
+            seed: None,
+            record_orders: true,
+        }
+    }
+}
+
+impl AmplifyConfig {
+    /// The defaults overridden by `FPREV_RUNS`, `FPREV_STAGES`, `FPREV_THREADS`,
+    /// `FPREV_SCRAMBLE` and `FPREV_SEED`; bad values are reported and ignored.
+    pub fn from_env() -> Self {
+        warn_unknown_vars();
+        let mut cfg = AmplifyConfig::default();
+        let positive = |s: &str| s.trim().parse::<usize>().ok().filter(|&n| n > 0);
+        if let Some(n) = env_parse(vars::FPREV_RUNS, "a positive integer", "20", positive) {
+            cfg.runs = n;
+        }
+        if let Some(n) = env_parse(
+            vars::FPREV_THREADS,
+            "a positive integer",
+            "available cores, at least 4",
+            positive,
+        ) {
+            cfg.max_threads = n;
+        }
+        if let Some(stages) = env_parse(
+            vars::FPREV_STAGES,
+            "all or a list of repeat, distribution, schedule, loops",
+            "all",
+            parse_stages,
+        ) {
+            cfg.stages = stages;
+        }
+        let shuffle = |s: &str| match s.trim() {
+            "off" | "on" | "0" | "1" | "true" | "false" | "" => Some(None),
+            other => Shuffle::from_name(other).map(Some),
+        };
+        if let Some(Some(s)) = env_parse(vars::FPREV_SCRAMBLE, MODES, "fisher-yates", shuffle) {
+            cfg.shuffle = s;
+        }
+        cfg.seed = env_parse(vars::FPREV_SEED, SEEDS, "a random seed", |s| {
+            s.parse::<ReplayToken>().ok()
+        })
+        .map(|t| t.seed);
+        cfg
+    }
+
+    /// Sets the runs per stage.
+    pub fn runs(mut self, runs: usize) -> Self {
+        self.runs = runs;
+        self
+    }
+    /// Sets the stages.
+    pub fn stages(mut self, stages: &[Stage]) -> Self {
+        self.stages = stages.to_vec();
+        self
+    }
+    /// Sets the largest pool of the distribution stage.
+    pub fn max_threads(mut self, n: usize) -> Self {
+        self.max_threads = n.max(1);
+        self
+    }
+    /// Sets the shuffle of the scrambled stages.
+    pub fn shuffle(mut self, shuffle: Shuffle) -> Self {
+        self.shuffle = shuffle;
+        self
+    }
+    /// Sets the campaign seed, or a run seed (from a run's token) to replay that run.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+    /// Turns order recording on or off.
+    pub fn record_orders(mut self, on: bool) -> Self {
+        self.record_orders = on;
+        self
+    }
+}
+
+fn parse_stages(s: &str) -> Option<Vec<Stage>> {
+    if s.trim() == "all" {
+        return Some(Stage::ALL.to_vec());
+    }
+    s.split(',')
+        .map(|name| {
+            let name = name.trim();
+            Stage::ALL
+                .into_iter()
+                .find(|st| st.name() == name || st.number().to_string() == name)
+        })
+        .collect::<Option<Vec<_>>>()
+        .filter(|v| !v.is_empty())
+}
+
+/// Chunk-size shift of the current distribution run (log2 of the scale).
+static CHUNK_SHIFT: AtomicI8 = AtomicI8::new(0);
+
+/// The chunk size a computation should use: `default`, except during distribution runs
+/// of the amplifier, which scale it by 1/8..=8 (at least 1).
+///
+/// ```
+/// assert_eq!(fprev_runtime::amplify::chunk_len(64), 64);
+/// ```
+pub fn chunk_len(default: usize) -> usize {
+    let shift = CHUNK_SHIFT.load(Ordering::Relaxed);
+    let scaled = if shift >= 0 {
+        default << shift
+    } else {
+        default >> -shift
+    };
+    scaled.max(1)
+}
+
+/// The seed of run `run` of `stage` in the campaign `campaign`.
+pub fn run_seed(campaign: u64, stage: Stage, run: u64) -> u64 {
+    let mixed = splitmix64(campaign ^ splitmix64(stage.number() << 32 | run));
+    (mixed >> 4) | stage.number() << 60
+}
+
+/// Everything a run does differently, derived from its seed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RunSetup {
+    Reference,
+    Distribution { threads: usize, chunk_shift: i8 },
+    Scrambled(ScrambledRun),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct ScrambledRun {
+    shuffle: Shuffle,
+    seed: u64,
+    level: Level,
+}
+
+fn setup(cfg: &AmplifyConfig, seed: u64) -> RunSetup {
+    match Stage::from_number(seed >> 60) {
+        None | Some(Stage::Repeat) => RunSetup::Reference,
+        Some(Stage::Distribution) => RunSetup::Distribution {
+            threads: 1 + (splitmix64(seed) % cfg.max_threads as u64) as usize,
+            chunk_shift: (splitmix64(seed ^ 0xC4A2) % 7) as i8 - 3,
+        },
+        Some(Stage::Schedule) => RunSetup::Scrambled(ScrambledRun {
+            shuffle: cfg.shuffle,
+            seed,
+            level: Level::Schedule,
+        }),
+        Some(Stage::LoopOrder) => RunSetup::Scrambled(ScrambledRun {
+            shuffle: cfg.shuffle,
+            seed,
+            level: Level::Loops,
+        }),
+    }
+}
+
+struct Pools(Vec<Option<rayon::ThreadPool>>);
+
+impl Pools {
+    fn get(&mut self, threads: usize) -> &rayon::ThreadPool {
+        if self.0.len() <= threads {
+            self.0.resize_with(threads + 1, || None);
+        }
+        self.0[threads].get_or_insert_with(|| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .expect("fprev amplify: cannot build a rayon pool")
+        })
+    }
+}
+
+fn run_once<R: Floats, F: Fn() -> R + Sync>(setup: RunSetup, pools: &mut Pools, f: &F) -> Vec<f64> {
+    let mut out = Vec::new();
+    match setup {
+        RunSetup::Reference => {
+            apply(&ScrambleConfig::off());
+            f().push_floats(&mut out);
+        }
+        RunSetup::Distribution {
+            threads,
+            chunk_shift,
+        } => {
+            apply(&ScrambleConfig::off());
+            CHUNK_SHIFT.store(chunk_shift, Ordering::Relaxed);
+            struct Reset;
+            impl Drop for Reset {
+                fn drop(&mut self) {
+                    CHUNK_SHIFT.store(0, Ordering::Relaxed);
+                }
+            }
+            let _reset = Reset;
+            let pool = pools.get(threads);
+            pool.install(|| f().push_floats(&mut out));
+        }
+        RunSetup::Scrambled(s) => {
+            apply(
+                &ScrambleConfig::off()
+                    .shuffle(Some(s.shuffle))
+                    .seed(s.seed)
+                    .level(s.level),
+            );
+            f().push_floats(&mut out);
+        }
+    }
+    out
+}
+
+fn bits_hash(v: &[f64]) -> u64 {
+    order_hash(v.iter().map(|x| x.to_bits() as usize))
+}
+
+/// Runs `f` once unscrambled (the reference), then under every stage's runs, and reports
+/// how the results differ. `name` appears in the report's replay commands.
+///
+/// While it runs, the amplifier owns the process-wide scrambling state (see
+/// [`with_config`](crate::scramble::with_config)).
+pub fn amplify_named<R, F>(config: &AmplifyConfig, name: &str, f: F) -> AmplifyReport
+where
+    R: Floats,
+    F: Fn() -> R + Sync,
+{
+    let _session = Session::enter();
+    let mut pools = Pools(Vec::new());
+    let campaign = config.seed.unwrap_or_else(random_seed);
+    let reference = run_once(RunSetup::Reference, &mut pools, &f);
+    let replay = Stage::from_number(campaign >> 60);
+    let plan: Vec<(Stage, Vec<u64>)> = match replay {
+        Some(stage) => vec![(stage, vec![campaign])],
+        None => config
+            .stages
+            .iter()
+            .map(|&st| {
+                (
+                    st,
+                    (0..config.runs as u64)
+                        .map(|r| run_seed(campaign, st, r))
+                        .collect(),
+                )
+            })
+            .collect(),
+    };
+    let stages = plan
+        .into_iter()
+        .map(|(stage, seeds)| run_stage(config, stage, &seeds, &reference, &mut pools, &f))
+        .collect();
+    AmplifyReport {
+        name: name.to_string(),
+        campaign: ReplayToken::new(campaign),
+        replay: replay.is_some(),
+        len: reference.len(),
+        stages,
+    }
+}
+
+fn run_stage<R: Floats, F: Fn() -> R + Sync>(
+    config: &AmplifyConfig,
+    stage: Stage,
+    seeds: &[u64],
+    reference: &[f64],
+    pools: &mut Pools,
+    f: &F,
+) -> StageReport {
+    let mut report = StageReport {
+        stage,
+        runs: Vec::new(),
+        distinct: 0,
+        max_abs: 0.0,
+        max_rel: 0.0,
+        norm2: 0.0,
+        orders: entropy::OrderLog::default(),
+    };
+    let mut distinct = HashSet::new();
+    for &seed in seeds {
+        let setup = setup(config, seed);
+        let out = if config.record_orders {
+            let (out, log) = entropy::record_orders(|| run_once(setup, pools, f));
+            report.orders.extend(log);
+            out
+        } else {
+            run_once(setup, pools, f)
+        };
+        let hash = bits_hash(&out);
+        distinct.insert(hash);
+        let mut record = RunRecord {
+            token: ReplayToken::new(seed),
+            hash,
+            differs: out.len() != reference.len(),
+            first_difference: None,
+            len: out.len(),
+        };
+        if out.len() == reference.len() {
+            let mut norm2 = 0.0f64;
+            for (k, (&x, &r)) in out.iter().zip(reference).enumerate() {
+                if x.to_bits() == r.to_bits() {
+                    continue;
+                }
+                if !record.differs {
+                    record.differs = true;
+                    record.first_difference = Some((k, x, r));
+                }
+                let abs = (x - r).abs();
+                let rel = if r != 0.0 { abs / r.abs() } else { abs };
+                report.max_abs = report.max_abs.max(abs);
+                report.max_rel = report.max_rel.max(rel);
+                norm2 += rel * rel;
+            }
+            report.norm2 = report.norm2.max(norm2.sqrt());
+        } else {
+            report.max_abs = f64::INFINITY;
+            report.max_rel = f64::INFINITY;
+            report.norm2 = f64::INFINITY;
+        }
+        report.runs.push(record);
+    }
+    report.distinct = distinct.len();
+    report
+}
+
+/// [`amplify_named`] named after the current test (the thread name libtest gives it).
+///
+/// ```
+/// use fprev_runtime::amplify::{amplify, AmplifyConfig};
+///
+/// let report = amplify(&AmplifyConfig::default().runs(2).seed(7), || [1.0f64, 2.0]);
+/// assert!(report.is_reproducible());
+/// ```
+pub fn amplify<R, F>(config: &AmplifyConfig, f: F) -> AmplifyReport
+where
+    R: Floats,
+    F: Fn() -> R + Sync,
+{
+    amplify_named(config, &current_test_name(), f)
+}
+
+/// The running test's name (libtest names its threads after tests), or `<test name>`.
+pub fn current_test_name() -> String {
+    match std::thread::current().name() {
+        Some(name) if name != "main" => name.to_string(),
+        _ => "<test name>".to_string(),
+    }
+}
+
+/// Fails the current test, printing the amplifier's report, when `computation` is not
+/// reproducible under the stages of [`AmplifyConfig::from_env`] (or of the config given
+/// first). Returns the report otherwise.
+///
+/// ```
+/// let v: Vec<f64> = (0..100).map(|i| i as f64).collect();
+/// fprev_runtime::assert_reproducible!(|| v.iter().sum::<f64>());
+/// ```
+///
+/// ```should_panic
+/// use fprev_runtime::amplify::AmplifyConfig;
+/// // Different on every pool size: not reproducible.
+/// let cfg = AmplifyConfig::default().runs(4).max_threads(4).seed(1);
+/// fprev_runtime::assert_reproducible!(&cfg, || rayon::current_num_threads() as f64);
+/// ```
+#[macro_export]
+macro_rules! assert_reproducible {
+    ($config:expr, $computation:expr $(,)?) => {{
+        let report = $crate::amplify::amplify($config, $computation);
+        if !report.is_reproducible() {
+            ::core::panic!("{}", report);
+        }
+        report
+    }};
+    ($computation:expr $(,)?) => {
+        $crate::assert_reproducible!(&$crate::amplify::AmplifyConfig::from_env(), $computation)
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_seeds_carry_their_stage() {
+        for st in Stage::ALL {
+            assert_eq!(Stage::from_number(run_seed(5, st, 3) >> 60), Some(st));
+        }
+        assert_eq!(
+            parse_stages("repeat, loops"),
+            Some(vec![Stage::Repeat, Stage::LoopOrder])
+        );
+        assert_eq!(parse_stages("4"), Some(vec![Stage::LoopOrder]));
+        assert_eq!(parse_stages("bogus"), None);
+    }
+}

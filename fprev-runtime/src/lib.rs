@@ -23,3 +23,5 @@ pub use reveal::{reveal, Algorithm, Reveal, RevealError, RevealReport};
 pub use target::Target;
 pub use tree::{SumTree, TreeDiff, TreeStats};
 // Re-exports added by the other modules go below this line (one line each).
+pub use amplify::{amplify, AmplifyConfig, AmplifyReport, Floats, Stage};
+pub use scramble::{launch, Dim3, ReplayToken, ScrambleConfig, Shuffle, ThreadCtx};

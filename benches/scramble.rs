@@ -1,0 +1,77 @@
+//! Cost of scrambling: permutation generation, compiled in but off, and on.
+
+use std::hint::black_box;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use fprev::scramble::rng::{shuffle_with, stream};
+use fprev::scramble::{permutation, with_config, ScrambleConfig, Shuffle};
+
+mod kernels;
+
+fn permutations(c: &mut Criterion) {
+    let mut g = c.benchmark_group("permutation");
+    for n in [1usize << 10, 1 << 16, 1 << 20] {
+        g.throughput(Throughput::Elements(n as u64));
+        g.bench_with_input(BenchmarkId::new("fisher-yates", n), &n, |b, &n| {
+            let mut rng = stream(1, 2, 3);
+            b.iter(|| permutation(Shuffle::FisherYates, n, &mut rng))
+        });
+        g.bench_with_input(
+            BenchmarkId::new("fisher-yates-u32-in-place", n),
+            &n,
+            |b, &n| {
+                let mut rng = stream(1, 2, 3);
+                let mut p: Vec<u32> = (0..n as u32).collect();
+                b.iter(|| shuffle_with(Shuffle::FisherYates, n, &mut rng, |i, j| p.swap(i, j)))
+            },
+        );
+    }
+    g.finish();
+}
+
+fn loops(c: &mut Criterion) {
+    let small: Vec<f32> = (0..4096).map(|i| i as f32 * 1e-3).collect();
+    let mut big: Vec<f32> = vec![1.0; 1 << 22];
+    let on = ScrambleConfig::off()
+        .shuffle(Some(Shuffle::FisherYates))
+        .seed(1);
+    let mut g = c.benchmark_group("compute-bound");
+    g.throughput(Throughput::Elements(small.len() as u64));
+    g.bench_function("plain", |b| {
+        b.iter(|| kernels::compute_plain(black_box(&small)))
+    });
+    g.bench_function("scramble-off", |b| {
+        with_config(&ScrambleConfig::off(), || {
+            b.iter(|| kernels::compute_scrambled(black_box(&small)))
+        })
+    });
+    g.bench_function("scramble-on", |b| {
+        with_config(&on, || {
+            b.iter(|| kernels::compute_scrambled(black_box(&small)))
+        })
+    });
+    g.finish();
+    let mut g = c.benchmark_group("memory-bound");
+    g.throughput(Throughput::Elements(big.len() as u64));
+    g.bench_function("plain", |b| {
+        b.iter(|| kernels::memory_plain(black_box(&mut big)))
+    });
+    g.bench_function("scramble-off", |b| {
+        with_config(&ScrambleConfig::off(), || {
+            b.iter(|| kernels::memory_scrambled(black_box(&mut big)))
+        })
+    });
+    g.bench_function("scramble-on", |b| {
+        with_config(&on, || {
+            b.iter(|| kernels::memory_scrambled(black_box(&mut big)))
+        })
+    });
+    g.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(10).warm_up_time(std::time::Duration::from_millis(300)).measurement_time(std::time::Duration::from_secs(1));
+    targets = permutations, loops
+}
+criterion_main!(benches);

@@ -1,0 +1,269 @@
+//! Which loops and parallel-iterator chains can be scrambled without changing what the
+//! code means, only the order it visits items in.
+
+use std::collections::HashSet;
+
+use syn::visit::{self, Visit};
+use syn::{Expr, ExprMethodCall, Label};
+
+/// Iterable forms of a `for` loop that are finite and can be collected and reordered:
+/// `a..b`, `a..=b`, `&v`, `&mut v`, `.iter()`, `.iter_mut()`, `.chunks(k)` (and the
+/// `_mut` / `_exact` forms), optionally followed by `.rev()`, `.step_by(k)`,
+/// `.enumerate()`.
+pub(crate) fn supported_iterable(expr: &Expr) -> bool {
+    match expr {
+        Expr::Paren(p) => supported_iterable(&p.expr),
+        Expr::Group(g) => supported_iterable(&g.expr),
+        Expr::Range(r) => r.start.is_some() && r.end.is_some(),
+        Expr::Reference(_) => true,
+        Expr::MethodCall(m) => {
+            let name = m.method.to_string();
+            match (name.as_str(), m.args.len()) {
+                ("rev" | "enumerate", 0) | ("step_by", 1) => supported_iterable(&m.receiver),
+                ("iter" | "iter_mut", 0) => true,
+                ("chunks" | "chunks_mut" | "chunks_exact" | "chunks_exact_mut", 1) => true,
+                _ => false,
+            }
+        }
+        _ => false,
+    }
+}
+
+/// What `for` loops can iterate over, for error messages.
+pub(crate) const SUPPORTED: &str = "`a..b`, `a..=b`, `&v`, `&mut v`, `v.iter()`, `v.iter_mut()`, `v.chunks(k)`, each optionally followed by `.rev()`, `.step_by(k)` or `.enumerate()`";
+
+/// Whether a loop body leaves the loop early (`break` out of it, `return`, `?`, or a
+/// labelled `break`/`continue` to an enclosing loop): the items it visits depend on
+/// their order, so such loops keep their order unless forced.
+pub(crate) fn exits_early(label: Option<&Label>, body: &syn::Block) -> bool {
+    let mut finder = Exits {
+        depth: 0,
+        own: label.map(|l| l.name.ident.to_string()),
+        inner: HashSet::new(),
+        found: false,
+    };
+    finder.visit_block(body);
+    finder.found
+}
+
+struct Exits {
+    depth: usize,
+    own: Option<String>,
+    inner: HashSet<String>,
+    found: bool,
+}
+
+impl Exits {
+    fn nested(&mut self, label: Option<&Label>, f: impl FnOnce(&mut Self)) {
+        if let Some(l) = label {
+            self.inner.insert(l.name.ident.to_string());
+        }
+        self.depth += 1;
+        f(self);
+        self.depth -= 1;
+    }
+}
+
+impl<'ast> Visit<'ast> for Exits {
+    fn visit_expr_break(&mut self, b: &'ast syn::ExprBreak) {
+        match &b.label {
+            None if self.depth == 0 => self.found = true,
+            None => {}
+            Some(l) => {
+                let name = l.ident.to_string();
+                if !self.inner.contains(&name) {
+                    self.found = true;
+                }
+            }
+        }
+        visit::visit_expr_break(self, b);
+    }
+    fn visit_expr_continue(&mut self, c: &'ast syn::ExprContinue) {
+        if let Some(l) = &c.label {
+            let name = l.ident.to_string();
+            if !self.inner.contains(&name) && self.own.as_deref() != Some(name.as_str()) {
+                self.found = true;
+            }
+        }
+    }
+    fn visit_expr_return(&mut self, _: &'ast syn::ExprReturn) {
+        self.found = true;
+    }
+    fn visit_expr_try(&mut self, _: &'ast syn::ExprTry) {
+        self.found = true;
+    }
+    fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {}
+    fn visit_expr_async(&mut self, _: &'ast syn::ExprAsync) {}
+    fn visit_item(&mut self, _: &'ast syn::Item) {}
+    fn visit_expr_for_loop(&mut self, f: &'ast syn::ExprForLoop) {
+        self.visit_expr(&f.expr);
+        self.nested(f.label.as_ref(), |s| s.visit_block(&f.body));
+    }
+    fn visit_expr_while(&mut self, w: &'ast syn::ExprWhile) {
+        self.visit_expr(&w.cond);
+        self.nested(w.label.as_ref(), |s| s.visit_block(&w.body));
+    }
+    fn visit_expr_loop(&mut self, l: &'ast syn::ExprLoop) {
+        self.nested(l.label.as_ref(), |s| s.visit_block(&l.body));
+    }
+    fn visit_expr_block(&mut self, b: &'ast syn::ExprBlock) {
+        // A labelled block can be left with `break 'label`; that stays inside the body.
+        if let Some(l) = &b.label {
+            self.inner.insert(l.name.ident.to_string());
+        }
+        visit::visit_expr_block(self, b);
+    }
+}
+
+/// Rayon sources the rewrite replaces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ParSource {
+    ParIter,
+    ParIterMut,
+    ParChunks,
+    /// `(a..b).into_par_iter()`.
+    RangeIntoParIter,
+}
+
+/// Adapters that keep a chain's result independent of item positions.
+const INTERMEDIATE: &[&str] = &[
+    "map",
+    "map_with",
+    "map_init",
+    "filter",
+    "filter_map",
+    "flat_map",
+    "flat_map_iter",
+    "flatten",
+    "copied",
+    "cloned",
+    "inspect",
+    "fold",
+    "fold_with",
+    "with_min_len",
+    "with_max_len",
+    "update",
+];
+
+/// Consumers whose result depends on the items but not on their positions (unlike
+/// `collect`, `enumerate` or `zip`, which keep their order).
+const TERMINAL: &[&str] = &[
+    "sum",
+    "product",
+    "reduce",
+    "reduce_with",
+    "for_each",
+    "for_each_with",
+    "for_each_init",
+    "count",
+    "min",
+    "max",
+    "min_by",
+    "max_by",
+    "min_by_key",
+    "max_by_key",
+    "any",
+    "all",
+    "find_any",
+    "find_map_any",
+];
+
+/// If `call` ends a rayon chain that can be scrambled, the source call at its bottom.
+pub(crate) fn par_chain_source(
+    call: &mut ExprMethodCall,
+) -> Option<(&mut ExprMethodCall, ParSource)> {
+    if !TERMINAL.contains(&call.method.to_string().as_str()) {
+        return None;
+    }
+    let mut cur: &mut Expr = &mut call.receiver;
+    loop {
+        let Expr::MethodCall(m) = cur else {
+            return None;
+        };
+        let name = m.method.to_string();
+        let source = match (name.as_str(), m.args.len()) {
+            ("par_iter", 0) => Some(ParSource::ParIter),
+            ("par_iter_mut", 0) => Some(ParSource::ParIterMut),
+            ("par_chunks", 1) => Some(ParSource::ParChunks),
+            ("into_par_iter", 0) if is_range(&m.receiver) => Some(ParSource::RangeIntoParIter),
+            _ => None,
+        };
+        if let Some(source) = source {
+            return Some((m, source));
+        }
+        if !INTERMEDIATE.contains(&name.as_str()) {
+            return None;
+        }
+        cur = &mut m.receiver;
+    }
+}
+
+fn is_range(expr: &Expr) -> bool {
+    match expr {
+        Expr::Paren(p) => is_range(&p.expr),
+        Expr::Group(g) => is_range(&g.expr),
+        Expr::Range(r) => r.start.is_some() && r.end.is_some(),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use syn::parse_quote;
+
+    #[test]
+    fn iterables() {
+        for e in [
+            parse_quote!(0..n),
+            parse_quote!((0..=n).rev().step_by(2)),
+            parse_quote!(&v),
+            parse_quote!(v.iter().enumerate()),
+            parse_quote!(v.chunks(4)),
+        ] {
+            assert!(supported_iterable(&e), "{}", quote::quote!(#e));
+        }
+        for e in [
+            parse_quote!(0..),
+            parse_quote!(it),
+            parse_quote!(v.iter().zip(w.iter())),
+        ] {
+            assert!(!supported_iterable(&e), "{}", quote::quote!(#e));
+        }
+    }
+
+    #[test]
+    fn early_exits() {
+        let exits = |b: syn::Block| exits_early(None, &b);
+        assert!(exits(parse_quote!({
+            if x {
+                break;
+            }
+        })));
+        assert!(exits(parse_quote!({
+            f()?;
+        })));
+        assert!(exits(parse_quote!({
+            return;
+        })));
+        assert!(!exits(parse_quote!({
+            loop {
+                break;
+            }
+        })));
+        assert!(!exits(parse_quote!({
+            let f = || return 1;
+            continue;
+        })));
+        assert!(exits(parse_quote!({
+            for j in 0..3 {
+                break 'outer;
+            }
+        })));
+        assert!(!exits(parse_quote!({
+            'inner: for j in 0..3 {
+                break 'inner;
+            }
+        })));
+    }
+}

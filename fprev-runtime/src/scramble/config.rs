@@ -1,0 +1,276 @@
+//! Scrambling settings, their `FPREV_*` overrides and the replay token.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Once;
+
+use super::Shuffle;
+
+/// Version of the drawing algorithms (generator, key derivation, bounded draws, shuffles,
+/// run-seed derivation). It is part of every [`ReplayToken`]; bump it whenever any of
+/// them would draw differently for the same seed.
+pub const ALGORITHM_VERSION: u32 = 1;
+
+/// Names of the environment variables fprev reads, in one place.
+pub mod vars {
+    /// Scrambling mode: `off` (default), `fisher-yates`, `sattolo` or `identity`.
+    pub const FPREV_SCRAMBLE: &str = "FPREV_SCRAMBLE";
+    /// Seed or replay token (`v1-0123456789abcdef`, or a decimal / `0x` number).
+    pub const FPREV_SEED: &str = "FPREV_SEED";
+    /// Runs per amplifier stage (default 20).
+    pub const FPREV_RUNS: &str = "FPREV_RUNS";
+    /// Amplifier stages, comma-separated: `repeat,distribution,schedule,loops` or `all`.
+    pub const FPREV_STAGES: &str = "FPREV_STAGES";
+    /// Largest rayon pool the distribution stage tries (default: available cores, at least 4).
+    pub const FPREV_THREADS: &str = "FPREV_THREADS";
+    /// Read by the golden-file tests of other modules.
+    pub const FPREV_BLESS: &str = "FPREV_BLESS";
+    /// Read by accumulation-chain counting.
+    pub const FPREV_CHAINS: &str = "FPREV_CHAINS";
+    /// Read by the property tests of other modules.
+    pub const FPREV_PROPTEST_CASES: &str = "FPREV_PROPTEST_CASES";
+    /// Read by the revelation engine.
+    pub const FPREV_MAX_N: &str = "FPREV_MAX_N";
+    /// Read by the exact-sum module.
+    pub const FPREV_EXACT_N: &str = "FPREV_EXACT_N";
+
+    /// Every `FPREV_*` variable some fprev module reads; any other one gets a warning.
+    pub const KNOWN: &[&str] = &[
+        FPREV_SCRAMBLE,
+        FPREV_SEED,
+        FPREV_RUNS,
+        FPREV_STAGES,
+        FPREV_THREADS,
+        FPREV_BLESS,
+        FPREV_CHAINS,
+        FPREV_PROPTEST_CASES,
+        FPREV_MAX_N,
+        FPREV_EXACT_N,
+    ];
+}
+
+/// Which index levels are scrambled when scrambling is on.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Level {
+    /// Everything below.
+    All,
+    /// The schedule: parallel-iterator item and chunk order, kernel block and thread ids.
+    Schedule,
+    /// Sequential `for` loops rewritten by `#[scramble]`.
+    Loops,
+}
+
+/// Scrambling settings. [`ScrambleConfig::from_env`] is what `#[scramble]` functions use
+/// unless [`with_config`](super::with_config) or the amplifier sets another one.
+///
+/// ```
+/// use fprev_runtime::scramble::{Level, ScrambleConfig, Shuffle};
+///
+/// let cfg = ScrambleConfig::off().shuffle(Some(Shuffle::Sattolo)).seed(42).level(Level::Loops);
+/// assert_eq!(cfg.token().to_string(), "v1-000000000000002a");
+/// ```
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScrambleConfig {
+    /// The shuffle, or `None` for off. Default off; `FPREV_SCRAMBLE` overrides it.
+    pub shuffle: Option<Shuffle>,
+    /// Run seed. Default: a fresh random seed per process (shown in every token);
+    /// `FPREV_SEED` overrides it.
+    pub seed: u64,
+    /// Which levels are scrambled. Default [`Level::All`].
+    pub level: Level,
+}
+
+impl ScrambleConfig {
+    /// Scrambling off, seed 0.
+    pub const fn off() -> Self {
+        ScrambleConfig {
+            shuffle: None,
+            seed: 0,
+            level: Level::All,
+        }
+    }
+
+    /// The defaults overridden by `FPREV_SCRAMBLE` and `FPREV_SEED`; bad values are
+    /// reported on stderr (variable, value, default used) and replaced by the default.
+    pub fn from_env() -> Self {
+        warn_unknown_vars();
+        let shuffle = env_parse(vars::FPREV_SCRAMBLE, MODES, "off", parse_mode).unwrap_or(None);
+        let seed = env_parse(vars::FPREV_SEED, SEEDS, "a random seed", |s| {
+            s.parse::<ReplayToken>().ok().map(|t| t.seed)
+        })
+        .unwrap_or_else(random_seed);
+        ScrambleConfig {
+            shuffle,
+            seed,
+            level: Level::All,
+        }
+    }
+
+    /// Sets the shuffle (`None`: off).
+    pub fn shuffle(mut self, shuffle: Option<Shuffle>) -> Self {
+        self.shuffle = shuffle;
+        self
+    }
+
+    /// Sets the run seed.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Sets the scrambled levels.
+    pub fn level(mut self, level: Level) -> Self {
+        self.level = level;
+        self
+    }
+
+    /// The token that replays this configuration's draws.
+    pub fn token(&self) -> ReplayToken {
+        ReplayToken::new(self.seed)
+    }
+}
+
+impl Default for ScrambleConfig {
+    fn default() -> Self {
+        Self::off()
+    }
+}
+
+pub(crate) const MODES: &str = "off, fisher-yates, sattolo or identity";
+pub(crate) const SEEDS: &str = "a replay token v1-<16 hex digits>, a decimal or a 0x number";
+
+fn parse_mode(s: &str) -> Option<Option<Shuffle>> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "off" | "0" | "false" | "none" | "" => Some(None),
+        "on" | "1" | "true" => Some(Some(Shuffle::FisherYates)),
+        other => Shuffle::from_name(other).map(Some),
+    }
+}
+
+/// Reads and parses `var`; a value that does not parse is reported loudly (once per
+/// process) and `None` returned so that the caller uses its default.
+pub(crate) fn env_parse<T>(
+    var: &str,
+    expected: &str,
+    default: &str,
+    parse: impl Fn(&str) -> Option<T>,
+) -> Option<T> {
+    static WARNED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let value = std::env::var(var).ok()?;
+    let parsed = parse(&value);
+    if parsed.is_none() {
+        let mut warned = WARNED.lock().unwrap_or_else(|e| e.into_inner());
+        if !warned.iter().any(|w| w == var) {
+            warned.push(var.to_string());
+            eprintln!("fprev: warning: ignoring {var}={value:?}: expected {expected}; using the default ({default})");
+        }
+    }
+    parsed
+}
+
+/// Warns once per process about `FPREV_*` variables no fprev module reads (typos).
+pub fn warn_unknown_vars() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        for (name, _) in std::env::vars_os() {
+            let name = name.to_string_lossy();
+            if name.starts_with("FPREV_") && !vars::KNOWN.contains(&name.as_ref()) {
+                eprintln!(
+                    "fprev: warning: unknown variable {name} is ignored; known ones: {}",
+                    vars::KNOWN.join(", ")
+                );
+            }
+        }
+    });
+}
+
+pub(crate) fn random_seed() -> u64 {
+    // Seeds with a zero top nibble are campaign seeds (see `amplify`).
+    rand::random::<u64>() >> 4
+}
+
+/// A replay token: the algorithm version and a seed, written `v1-0123456789abcdef`.
+/// Set `FPREV_SEED` to it to replay the same draws.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ReplayToken {
+    /// [`ALGORITHM_VERSION`] of the run that printed it.
+    pub version: u32,
+    /// The run seed.
+    pub seed: u64,
+}
+
+impl ReplayToken {
+    /// A token of the current algorithm version.
+    pub const fn new(seed: u64) -> Self {
+        ReplayToken {
+            version: ALGORITHM_VERSION,
+            seed,
+        }
+    }
+}
+
+impl fmt::Display for ReplayToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "v{}-{:016x}", self.version, self.seed)
+    }
+}
+
+/// Why a string is not a usable replay token.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TokenError {
+    /// Neither `vN-<16 hex digits>` nor a decimal or `0x` number.
+    #[error(
+        "{0:?} is not a replay token (expected v{ALGORITHM_VERSION}-<16 hex digits> or a number)"
+    )]
+    Malformed(String),
+    /// Printed by another version of the drawing algorithms: its draws cannot be replayed.
+    #[error("token version v{0} cannot be replayed by this fprev (draws v{ALGORITHM_VERSION})")]
+    Version(u32),
+}
+
+impl FromStr for ReplayToken {
+    type Err = TokenError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let s = s.trim();
+        let malformed = || TokenError::Malformed(s.to_string());
+        if let Some(rest) = s.strip_prefix('v') {
+            let (version, seed) = rest.split_once('-').ok_or_else(malformed)?;
+            let version: u32 = version.parse().map_err(|_| malformed())?;
+            let seed = u64::from_str_radix(seed, 16).map_err(|_| malformed())?;
+            if version != ALGORITHM_VERSION {
+                return Err(TokenError::Version(version));
+            }
+            return Ok(ReplayToken::new(seed));
+        }
+        let seed = match s.strip_prefix("0x") {
+            Some(hex) => u64::from_str_radix(hex, 16),
+            None => s.parse(),
+        };
+        seed.map(ReplayToken::new).map_err(|_| malformed())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_round_trip() {
+        let t = ReplayToken::new(0xdead_beef);
+        assert_eq!(t.to_string().parse::<ReplayToken>(), Ok(t));
+        assert_eq!("0x10".parse::<ReplayToken>(), Ok(ReplayToken::new(16)));
+        assert_eq!("16".parse::<ReplayToken>(), Ok(ReplayToken::new(16)));
+        assert_eq!("v9-00".parse::<ReplayToken>(), Err(TokenError::Version(9)));
+        assert!("v1-zz".parse::<ReplayToken>().is_err());
+    }
+
+    #[test]
+    fn modes_parse() {
+        assert_eq!(parse_mode("off"), Some(None));
+        assert_eq!(parse_mode("Sattolo"), Some(Some(Shuffle::Sattolo)));
+        assert_eq!(parse_mode("shuffled"), None);
+    }
+}

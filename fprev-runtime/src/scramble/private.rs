@@ -1,0 +1,155 @@
+//! Not public API. Used by generated code.
+//!
+//! `#[fprev::scramble]` expands loops into a check of [`loops`] / [`schedule`] (one
+//! relaxed atomic load when off) and, when on, a [`Scrambler`] that reorders the items.
+
+use rayon::iter::{IndexedParallelIterator, IntoParallelIterator, ParallelIterator};
+use rayon::iter::{IntoParallelRefIterator, IntoParallelRefMutIterator};
+use rayon::slice::ParallelSlice;
+
+use super::state::{fast_state, LOOPS, SCHEDULE};
+/// Not public API. Used by generated code.
+pub use super::state::{CallSite, Scrambler};
+/// Not public API. Used by generated code.
+pub use super::Shuffle;
+/// Not public API. Used by generated code.
+pub use rayon::iter::Either;
+
+/// Not public API. The scrambler of a sequential loop entry, `None` when loops are not
+/// scrambled.
+#[inline(always)]
+pub fn loops(site: &'static CallSite) -> Option<Scrambler> {
+    if fast_state() & LOOPS == 0 {
+        None
+    } else {
+        Scrambler::begin(site, LOOPS)
+    }
+}
+
+/// Not public API. The scrambler of a parallel iterator, `None` when the schedule is not
+/// scrambled.
+#[inline(always)]
+pub fn schedule(site: &'static CallSite) -> Option<Scrambler> {
+    if fast_state() & SCHEDULE == 0 {
+        None
+    } else {
+        Scrambler::begin(site, SCHEDULE)
+    }
+}
+
+/// Not public API. `x.par_iter()` in scrambled order.
+pub trait ParRef<'data> {
+    /// The unscrambled iterator.
+    type Iter: ParallelIterator;
+    /// Not public API.
+    fn __fprev_par_iter(
+        &'data self,
+        site: &'static CallSite,
+    ) -> Either<Self::Iter, rayon::vec::IntoIter<<Self::Iter as ParallelIterator>::Item>>;
+}
+
+impl<'data, I: IntoParallelRefIterator<'data> + ?Sized> ParRef<'data> for I {
+    type Iter = I::Iter;
+    fn __fprev_par_iter(
+        &'data self,
+        site: &'static CallSite,
+    ) -> Either<Self::Iter, rayon::vec::IntoIter<<Self::Iter as ParallelIterator>::Item>> {
+        match schedule(site) {
+            None => Either::Left(self.par_iter()),
+            Some(s) => Either::Right(s.shuffle_vec(self.par_iter().collect()).into_par_iter()),
+        }
+    }
+}
+
+/// Not public API. `x.par_iter_mut()` in scrambled order.
+pub trait ParMut<'data> {
+    /// The unscrambled iterator.
+    type Iter: ParallelIterator;
+    /// Not public API.
+    fn __fprev_par_iter_mut(
+        &'data mut self,
+        site: &'static CallSite,
+    ) -> Either<Self::Iter, rayon::vec::IntoIter<<Self::Iter as ParallelIterator>::Item>>;
+}
+
+impl<'data, I: IntoParallelRefMutIterator<'data> + ?Sized> ParMut<'data> for I {
+    type Iter = I::Iter;
+    fn __fprev_par_iter_mut(
+        &'data mut self,
+        site: &'static CallSite,
+    ) -> Either<Self::Iter, rayon::vec::IntoIter<<Self::Iter as ParallelIterator>::Item>> {
+        match schedule(site) {
+            None => Either::Left(self.par_iter_mut()),
+            Some(s) => Either::Right(s.shuffle_vec(self.par_iter_mut().collect()).into_par_iter()),
+        }
+    }
+}
+
+/// Not public API. `x.par_chunks(k)` in scrambled chunk order.
+pub trait ParChunks<T: Sync> {
+    /// Not public API.
+    fn __fprev_par_chunks(
+        &self,
+        site: &'static CallSite,
+        chunk_size: usize,
+    ) -> Either<rayon::slice::Chunks<'_, T>, rayon::vec::IntoIter<&[T]>>;
+}
+
+impl<T: Sync, S: ParallelSlice<T> + ?Sized> ParChunks<T> for S {
+    fn __fprev_par_chunks(
+        &self,
+        site: &'static CallSite,
+        chunk_size: usize,
+    ) -> Either<rayon::slice::Chunks<'_, T>, rayon::vec::IntoIter<&[T]>> {
+        let slice = self.as_parallel_slice();
+        match schedule(site) {
+            None => Either::Left(slice.par_chunks(chunk_size)),
+            Some(s) => Either::Right(
+                s.shuffle_vec(slice.chunks(chunk_size).collect())
+                    .into_par_iter(),
+            ),
+        }
+    }
+}
+
+/// Not public API. `(a..b).into_par_iter()` in scrambled order.
+pub fn into_par_iter<R>(
+    site: &'static CallSite,
+    range: R,
+) -> Either<R::Iter, rayon::vec::IntoIter<R::Item>>
+where
+    R: IntoParallelIterator,
+    R::Iter: IndexedParallelIterator,
+{
+    match schedule(site) {
+        None => Either::Left(range.into_par_iter()),
+        Some(s) => Either::Right(
+            s.shuffle_vec(range.into_par_iter().collect())
+                .into_par_iter(),
+        ),
+    }
+}
+
+/// Not public API. `(a..b).into_par_iter()` in scrambled order.
+pub trait ParRange: Sized {
+    /// The unscrambled iterator.
+    type Iter: ParallelIterator;
+    /// Not public API.
+    fn __fprev_into_par_iter(
+        self,
+        site: &'static CallSite,
+    ) -> Either<Self::Iter, rayon::vec::IntoIter<<Self::Iter as ParallelIterator>::Item>>;
+}
+
+impl<R: IntoParallelIterator> ParRange for R
+where
+    R::Iter: IndexedParallelIterator,
+{
+    type Iter = R::Iter;
+    fn __fprev_into_par_iter(
+        self,
+        site: &'static CallSite,
+    ) -> Either<Self::Iter, rayon::vec::IntoIter<<Self::Iter as ParallelIterator>::Item>> {
+        into_par_iter(site, self)
+    }
+}

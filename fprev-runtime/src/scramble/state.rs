@@ -1,0 +1,275 @@
+//! The process-wide scrambling state read by generated code, and call sites.
+//!
+//! Generated code reads one relaxed `AtomicU8` per loop entry; everything else
+//! (initialisation from the environment, the random stream) is behind that check.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::{Mutex, MutexGuard, Once};
+
+use super::config::{Level, ScrambleConfig};
+use super::rng::{self, ScrambleRng};
+use super::Shuffle;
+
+pub(crate) const SCHEDULE: u8 = 1;
+pub(crate) const LOOPS: u8 = 2;
+const SHUFFLE_SHIFT: u8 = 4;
+/// All level bits set, so that the fast checks fall into the slow path that initialises.
+const UNINIT: u8 = 0xFF;
+
+static STATE: AtomicU8 = AtomicU8::new(UNINIT);
+static SEED: AtomicU64 = AtomicU64::new(0);
+/// Bumped by every configuration change; call sites restart their counters on a new epoch.
+pub(crate) static EPOCH: AtomicU64 = AtomicU64::new(0);
+static INIT: Once = Once::new();
+
+fn encode(cfg: &ScrambleConfig) -> u8 {
+    let Some(shuffle) = cfg.shuffle else { return 0 };
+    let levels = match cfg.level {
+        Level::All => SCHEDULE | LOOPS,
+        Level::Schedule => SCHEDULE,
+        Level::Loops => LOOPS,
+    };
+    let code = match shuffle {
+        Shuffle::FisherYates => 0,
+        Shuffle::Sattolo => 1,
+        Shuffle::Identity => 2,
+    };
+    levels | (code << SHUFFLE_SHIFT)
+}
+
+fn decode_shuffle(state: u8) -> Shuffle {
+    match (state >> SHUFFLE_SHIFT) & 3 {
+        0 => Shuffle::FisherYates,
+        1 => Shuffle::Sattolo,
+        _ => Shuffle::Identity,
+    }
+}
+
+fn ensure_init() {
+    INIT.call_once(|| apply(&ScrambleConfig::from_env()));
+}
+
+/// Installs `cfg` for the whole process (no locking: callers hold the session).
+pub(crate) fn apply(cfg: &ScrambleConfig) {
+    SEED.store(cfg.seed, Ordering::Relaxed);
+    EPOCH.fetch_add(1, Ordering::AcqRel);
+    STATE.store(encode(cfg), Ordering::Release);
+}
+
+/// The raw state byte: one relaxed load, all the off path of generated code costs.
+#[inline(always)]
+pub(crate) fn fast_state() -> u8 {
+    STATE.load(Ordering::Relaxed)
+}
+
+/// The state byte, initialised from the environment on first use.
+#[inline]
+pub(crate) fn state() -> u8 {
+    let st = STATE.load(Ordering::Relaxed);
+    if st == UNINIT {
+        ensure_init();
+        return STATE.load(Ordering::Acquire);
+    }
+    st
+}
+
+pub(crate) fn seed() -> u64 {
+    SEED.load(Ordering::Relaxed)
+}
+
+/// The configuration scrambled code sees now (from the environment unless set).
+pub fn current_config() -> ScrambleConfig {
+    let st = state();
+    let level = match st & (SCHEDULE | LOOPS) {
+        SCHEDULE => Level::Schedule,
+        LOOPS => Level::Loops,
+        _ => Level::All,
+    };
+    ScrambleConfig::off()
+        .shuffle((st & (SCHEDULE | LOOPS) != 0).then(|| decode_shuffle(st)))
+        .seed(seed())
+        .level(level)
+}
+
+static SESSION: Mutex<()> = Mutex::new(());
+thread_local! {
+    static IN_SESSION: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Exclusive use of the process-wide state; reentrant on the thread that holds it.
+pub(crate) struct Session {
+    _guard: Option<MutexGuard<'static, ()>>,
+    previous: Option<(u8, u64)>,
+}
+
+impl Session {
+    pub(crate) fn enter() -> Session {
+        ensure_init();
+        let guard = if IN_SESSION.with(Cell::get) {
+            None
+        } else {
+            let g = SESSION.lock().unwrap_or_else(|e| e.into_inner());
+            IN_SESSION.with(|c| c.set(true));
+            Some(g)
+        };
+        Session {
+            _guard: guard,
+            previous: Some((STATE.load(Ordering::Acquire), seed())),
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if let Some((st, seed)) = self.previous.take() {
+            SEED.store(seed, Ordering::Relaxed);
+            EPOCH.fetch_add(1, Ordering::AcqRel);
+            STATE.store(st, Ordering::Release);
+        }
+        if self._guard.is_some() {
+            IN_SESSION.with(|c| c.set(false));
+        }
+    }
+}
+
+/// Runs `f` with `cfg` installed for the whole process, then restores the previous
+/// configuration (also when `f` panics). Calls from different threads take turns, so
+/// tests that need a known configuration do not disturb one another; nested calls on the
+/// same thread are allowed. Invocation counters restart, so the same `cfg` replays the
+/// same orders. Do not call it from a rayon task of a computation that runs under
+/// another thread's `with_config` or [`amplify`](crate::amplify::amplify): that task
+/// would wait for the session its own computation holds.
+///
+/// ```
+/// use fprev_runtime::scramble::{current_config, with_config, ScrambleConfig, Shuffle};
+///
+/// let cfg = ScrambleConfig::off().shuffle(Some(Shuffle::Sattolo)).seed(3);
+/// assert_eq!(with_config(&cfg, current_config), cfg);
+/// ```
+pub fn with_config<R>(cfg: &ScrambleConfig, f: impl FnOnce() -> R) -> R {
+    let _session = Session::enter();
+    apply(cfg);
+    f()
+}
+
+/// A place in the source that draws scrambled orders: a rewritten loop or a launch.
+/// Its id keys the random stream; its counter numbers invocations within a run.
+#[derive(Debug)]
+pub struct CallSite {
+    pub(crate) label: &'static str,
+    pub(crate) file: &'static str,
+    pub(crate) line: u32,
+    pub(crate) id: u64,
+    pub(crate) shuffle: Option<Shuffle>,
+    counter: AtomicU64,
+    epoch: AtomicU64,
+}
+
+impl CallSite {
+    /// A site named `label` (e.g. `module::function#loop-index`) at `file:line:column`;
+    /// `shuffle` overrides the configured shuffle for this site.
+    pub const fn new(
+        label: &'static str,
+        file: &'static str,
+        line: u32,
+        column: u32,
+        shuffle: Option<Shuffle>,
+    ) -> Self {
+        let h = rng::str_hash(0xcbf2_9ce4_8422_2325, label);
+        let h = rng::str_hash(h, file);
+        let id = rng::splitmix64(h ^ ((line as u64) << 32 | column as u64));
+        CallSite {
+            label,
+            file,
+            line,
+            id,
+            shuffle,
+            counter: AtomicU64::new(0),
+            epoch: AtomicU64::new(u64::MAX),
+        }
+    }
+
+    /// Number of this invocation in the current run (restarts with each configuration).
+    pub(crate) fn next_invocation(&self) -> u64 {
+        let epoch = EPOCH.load(Ordering::Acquire);
+        if self.epoch.load(Ordering::Acquire) != epoch {
+            self.counter.store(0, Ordering::Relaxed);
+            self.epoch.store(epoch, Ordering::Release);
+        }
+        self.counter.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// `label@file:line`, as reports show it.
+    pub fn describe(&self) -> String {
+        format!("{}@{}:{}", self.label, self.file, self.line)
+    }
+}
+
+/// The random order of one invocation of a scrambled site.
+///
+/// Its stream is keyed by (run seed, site, invocation number) when the loop is entered
+/// outside rayon's workers, where entries come in program order. Inside a rayon task,
+/// entries from different tasks arrive in a timing-dependent order, so the key is
+/// (run seed, site, number of items) instead: every entry with the same length gets the
+/// same order within a run, and a replay token reproduces the same bits.
+#[derive(Debug)]
+pub struct Scrambler {
+    pub(crate) seed: u64,
+    pub(crate) invocation: Option<u64>,
+    pub(crate) shuffle: Shuffle,
+    pub(crate) site: &'static CallSite,
+}
+
+/// Salt that separates the length-keyed streams of loops entered inside rayon tasks.
+const IN_TASK: u64 = 0x7461_736b_6b65_7973;
+
+impl Scrambler {
+    /// The scrambler of the next invocation of `site` if `level_bit` is on, else `None`.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn begin(site: &'static CallSite, level_bit: u8) -> Option<Scrambler> {
+        let st = state();
+        if st & level_bit == 0 {
+            return None;
+        }
+        let invocation = rayon::current_thread_index()
+            .is_none()
+            .then(|| site.next_invocation());
+        Some(Scrambler {
+            seed: seed(),
+            invocation,
+            shuffle: site.shuffle.unwrap_or(decode_shuffle(st)),
+            site,
+        })
+    }
+
+    fn rng(&self, len: usize) -> ScrambleRng {
+        match self.invocation {
+            Some(n) => rng::stream(self.seed, self.site.id, n),
+            None => rng::stream(self.seed, self.site.id ^ IN_TASK, len as u64),
+        }
+    }
+
+    /// Collects `items` and returns them in scrambled order (recorded when
+    /// [`entropy`](super::entropy) recording is on).
+    pub fn shuffled<I: IntoIterator>(self, items: I) -> std::vec::IntoIter<I::Item> {
+        self.shuffle_vec(items.into_iter().collect()).into_iter()
+    }
+
+    /// Returns `v` in scrambled order (recorded when recording is on).
+    pub fn shuffle_vec<T>(self, mut v: Vec<T>) -> Vec<T> {
+        let mut rng = self.rng(v.len());
+        if super::entropy::is_recording() {
+            let mut order: Vec<usize> = (0..v.len()).collect();
+            rng::shuffle_with(self.shuffle, v.len(), &mut rng, |i, j| {
+                v.swap(i, j);
+                order.swap(i, j);
+            });
+            super::entropy::record(self.site.describe(), &order);
+        } else {
+            rng::shuffle(self.shuffle, &mut v, &mut rng);
+        }
+        v
+    }
+}
