@@ -23,3 +23,4 @@ pub use reveal::{reveal, Algorithm, Reveal, RevealError, RevealReport};
 pub use target::Target;
 pub use tree::{SumTree, TreeDiff, TreeStats};
 // Re-exports added by the other modules go below this line (one line each).
+pub use cuda::CudaError;

@@ -211,11 +211,12 @@ mod tests {
         // The first launch of seed 0 over 8 blocks: a change here breaks every replay
         // token, so it needs a new SCRAMBLE_ALGORITHM version.
         let p = LaunchScramble::new(0).next_launch(8);
-        let d = device_thread_permutation(p.thread_seed, 0, 8);
-        let mut sorted = d.clone();
-        sorted.sort();
-        assert_eq!(sorted, (0..8).collect::<Vec<u32>>());
-        assert_eq!(p.block_perm.len(), 8);
+        assert_eq!(p.block_perm, vec![7, 2, 1, 6, 0, 4, 3, 5]);
+        assert_eq!(p.thread_seed, 0xe220_a839_7b1d_cdaf);
+        assert_eq!(
+            device_thread_permutation(p.thread_seed, 0, 8),
+            vec![7, 1, 0, 6, 3, 2, 4, 5]
+        );
         assert_eq!(device_thread_permutation(0, 0, 1), vec![0]);
         assert_eq!(device_thread_permutation(0, 0, 0), Vec::<u32>::new());
     }
