@@ -73,6 +73,32 @@ fn error_messages_say_what_to_do() {
     assert!(e.to_string().starts_with("no CUDA device"));
 }
 
+#[test]
+fn kernels_compile_with_nvrtc() {
+    // NVRTC needs no GPU: wherever libnvrtc loads, the CUDA sources are checked.
+    match cuda::kernels_ptx() {
+        Ok(ptx) => {
+            for k in [
+                "fprev_tree_partial",
+                "fprev_tree_final",
+                "fprev_global_sum",
+                "fprev_scramble_ids",
+            ] {
+                assert!(ptx.contains(&format!(".entry {k}")), "{k} missing from PTX");
+            }
+            println!("NVRTC compiled the kernels: {} bytes of PTX", ptx.len());
+        }
+        Err(CudaError::NotCompiled) => {
+            assert!(!cuda::compiled());
+            println!("SKIPPED kernels_compile_with_nvrtc: not compiled with cuda");
+        }
+        Err(e @ CudaError::MissingLibrary { .. }) => {
+            println!("SKIPPED kernels_compile_with_nvrtc: {e}");
+        }
+        Err(e) => panic!("{e}"),
+    }
+}
+
 fn reveal_tree<X: fprev::Target<f32>>(n: usize, target: X) -> Result<SumTree, RevealError> {
     Ok(Reveal::new(n).accept_flat(true).run_target(target)?.tree)
 }

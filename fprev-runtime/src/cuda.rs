@@ -643,6 +643,12 @@ impl Target<f32> for ReductionTarget {
     }
 }
 
+/// [`PRELUDE`] and [`KERNELS`] compiled to PTX by NVRTC: needs `libnvrtc` but no GPU,
+/// so CI can check the CUDA sources on any machine that has the library.
+pub fn kernels_ptx() -> Result<String, CudaError> {
+    imp::kernels_ptx()
+}
+
 /// Run the prelude's `fprev_scramble_ids` kernel under `plan` and return, for every
 /// hardware `(block, thread)`, the logical `(block, thread)` the device computed: the GPU
 /// side of [`LaunchPlan::logical_thread`], for tests.

@@ -161,23 +161,8 @@ impl Device {
         if let Some(k) = slot.as_ref() {
             return Ok(k.clone());
         }
-        if !present(cudarc::nvrtc::sys::is_culib_present) {
-            return Err(CudaError::MissingLibrary { library: "nvrtc" });
-        }
         let k = guarded("compiling the kernels", || {
-            let src = format!("{PRELUDE}\n{KERNELS}");
-            let opts = nvrtc::CompileOptions {
-                name: Some("fprev_kernels.cu".into()),
-                ..Default::default()
-            };
-            let ptx = nvrtc::compile_ptx_with_opts(src, opts).map_err(|e| match e {
-                nvrtc::CompileError::CompileError { log, .. } => CudaError::Compile {
-                    log: log.to_string_lossy().into_owned(),
-                },
-                other => CudaError::Compile {
-                    log: format!("{other:?}"),
-                },
-            })?;
+            let ptx = compile_kernels()?;
             let module = self
                 .0
                 .ctx
@@ -194,6 +179,33 @@ impl Device {
         *slot = Some(k.clone());
         Ok(k)
     }
+}
+
+/// [`PRELUDE`] and [`KERNELS`] compiled by NVRTC (no device needed).
+fn compile_kernels() -> Result<nvrtc::Ptx, CudaError> {
+    if !present(cudarc::nvrtc::sys::is_culib_present) {
+        return Err(CudaError::MissingLibrary { library: "nvrtc" });
+    }
+    guarded("compiling the kernels", || {
+        let src = format!("{PRELUDE}\n{KERNELS}");
+        let opts = nvrtc::CompileOptions {
+            name: Some("fprev_kernels.cu".into()),
+            ..Default::default()
+        };
+        nvrtc::compile_ptx_with_opts(src, opts).map_err(|e| match e {
+            nvrtc::CompileError::CompileError { log, .. } => CudaError::Compile {
+                log: log.to_string_lossy().into_owned(),
+            },
+            other => CudaError::Compile {
+                log: format!("{other:?}"),
+            },
+        })
+    })
+}
+
+/// The PTX of fprev's kernels.
+pub(crate) fn kernels_ptx() -> Result<String, CudaError> {
+    Ok(compile_kernels()?.to_src())
 }
 
 /// Rows of a batched input: probe `k` of `probes` in row `k`, zeros in unused rows.

@@ -89,3 +89,7 @@ pub(crate) fn scramble_ids(
 ) -> Result<Vec<(u32, u32)>, CudaError> {
     match *device {}
 }
+
+pub(crate) fn kernels_ptx() -> Result<String, CudaError> {
+    Err(CudaError::NotCompiled)
+}
