@@ -53,10 +53,16 @@ fn guarded<R>(
     })
 }
 
+/// The error's name (`CUDA_ERROR_NO_DEVICE`): formatting a `DriverError` itself calls
+/// back into the driver, which may be the thing that is broken.
+fn driver_text(e: DriverError) -> String {
+    format!("{:?}", e.0)
+}
+
 fn drv(during: &'static str) -> impl Fn(DriverError) -> CudaError {
     move |e| CudaError::Driver {
         during,
-        message: e.to_string(),
+        message: driver_text(e),
     }
 }
 
@@ -106,13 +112,15 @@ struct Kernels {
 impl Device {
     pub fn count() -> Result<usize, CudaError> {
         driver_present()?;
-        guarded("counting devices", || {
-            CudaContext::device_count()
-                .map(|c| c.max(0) as usize)
-                .map_err(|e| CudaError::NoDevice {
-                    reason: format!("the driver could not start: {e}"),
-                })
-        })
+        // A driver library that cannot even count devices means no usable device.
+        let counted = catch_unwind(CudaContext::device_count).map_err(|p| CudaError::NoDevice {
+            reason: format!("the driver library is unusable: {}", panic_text(p)),
+        })?;
+        counted
+            .map(|c| c.max(0) as usize)
+            .map_err(|e| CudaError::NoDevice {
+                reason: format!("the driver could not start: {}", driver_text(e)),
+            })
     }
 
     pub fn open(ordinal: usize) -> Result<Device, CudaError> {
