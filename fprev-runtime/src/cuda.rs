@@ -73,9 +73,10 @@ pub struct DeviceInfo {
 }
 
 impl DeviceInfo {
-    /// The width of the fused adder f16 Tensor Core gemm is known to use on this
-    /// architecture (products plus the accumulator): 5 on Volta/Turing, 9 on Ampere/Ada,
-    /// 17 on Hopper (FPRev papers; Fasi et al. 2021). `None` when not known.
+    /// The width of the fused adder f16 Tensor Core gemm is measured to use on this
+    /// architecture (products plus the accumulator): 5 on V100 (sm_70), 9 on A100
+    /// (sm_80), 17 on H100 (sm_90), as the FPRev papers and Fasi et al. (2021) report.
+    /// `None` for architectures no one has measured yet: reveal them.
     ///
     /// ```
     /// # use fprev::cuda::DeviceInfo;
@@ -84,9 +85,9 @@ impl DeviceInfo {
     /// ```
     pub fn expected_tensor_core_arity(&self) -> Option<usize> {
         match self.compute_capability {
-            (7, _) => Some(5),
-            (8, _) => Some(9),
-            (9, _) => Some(17),
+            (7, 0) => Some(5),
+            (8, 0) => Some(9),
+            (9, 0) => Some(17),
             _ => None,
         }
     }

@@ -171,11 +171,19 @@ impl Device {
         }
         let k = guarded("compiling the kernels", || {
             let ptx = compile_kernels()?;
-            let module = self
-                .0
-                .ctx
-                .load_module(ptx)
-                .map_err(drv("loading the kernels"))?;
+            let module = self.0.ctx.load_module(ptx).map_err(|e| CudaError::Driver {
+                during: "loading the kernels",
+                message: if e.0 == cudarc::driver::sys::CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION
+                {
+                    format!(
+                        "{}: libnvrtc is newer than the driver; use an NVRTC no newer than \
+                             the driver's CUDA version",
+                        driver_text(e)
+                    )
+                } else {
+                    driver_text(e)
+                },
+            })?;
             let f = |name| module.load_function(name).map_err(drv("finding a kernel"));
             Ok(Kernels {
                 tree_partial: f("fprev_tree_partial")?,
