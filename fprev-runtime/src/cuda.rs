@@ -46,6 +46,21 @@ use crate::target::{ProbeBatch, Target, TargetError};
 /// CUDA source of the scrambling prelude: `FPREV_SCRAMBLE_PARAMS`,
 /// `FPREV_SCRAMBLE_BEGIN()`, `fprev_block_idx()`, `fprev_thread_idx()`. Prepend it to a
 /// kernel's source before NVRTC compiles it; [`LaunchScramble`] fills its parameters.
+///
+/// For a kernel of your own (1-D grid and blocks of at most 1024 threads):
+///
+/// ```text
+/// extern "C" __global__ void k(const float* x, float* out, unsigned n, FPREV_SCRAMBLE_PARAMS) {
+///     FPREV_SCRAMBLE_BEGIN();                       // all threads, before anything else
+///     unsigned i = fprev_block_idx() * blockDim.x + fprev_thread_idx();
+///     ...
+/// }
+/// ```
+///
+/// and per launch, `let plan = scramble.next_launch(blocks)`: upload `plan.block_perm`
+/// (u32, one per block) and pass its device pointer, `plan.thread_seed` (u64) and
+/// `plan.flags` (u32) as the last three arguments; print `scramble.token(plan.launch)`
+/// next to any result that differs, to replay that launch.
 pub const PRELUDE: &str = include_str!("cuda/prelude.cuh");
 
 /// CUDA source of fprev's own reduction kernels (compiled after [`PRELUDE`]).
@@ -664,6 +679,17 @@ pub fn device_scramble_ids(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn same_auto_traits_with_and_without_the_feature() {
+        fn send_sync<T: Send + Sync>() {}
+        fn send<T: Send>() {}
+        send_sync::<Device>();
+        send_sync::<CudaError>();
+        send::<GemmTarget<half::f16>>();
+        send::<GemvTarget>();
+        send::<ReductionTarget>();
+    }
 
     #[test]
     fn configs_validate() {
