@@ -174,6 +174,11 @@ fn shared_tree_reduction_is_deterministic_even_scrambled() {
     let plain = reveal_tree(n, dev.reduction(cfg).unwrap()).unwrap();
     let scrambled = reveal_tree(n, dev.reduction(cfg.scramble(Some(3))).unwrap()).unwrap();
     assert_eq!(plain, scrambled, "logical ids decide every operand");
+    assert_eq!(
+        Some(&plain),
+        cfg.expected_tree().as_ref(),
+        "the kernel's documented order"
+    );
     let s = plain.stats();
     println!(
         "shared-tree reduction n={n}: depth {}, {} inner nodes",

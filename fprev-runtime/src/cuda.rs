@@ -27,6 +27,7 @@
 
 mod error;
 mod launch;
+mod model;
 
 #[cfg(feature = "cuda")]
 #[path = "cuda/backend.rs"]
@@ -42,6 +43,7 @@ pub use launch::{device_thread_permutation, LaunchPlan, LaunchScramble, SCRAMBLE
 
 use crate::float::FloatFormat;
 use crate::target::{ProbeBatch, Target, TargetError};
+use crate::tree::SumTree;
 
 /// CUDA source of the scrambling prelude: `FPREV_SCRAMBLE_PARAMS`,
 /// `FPREV_SCRAMBLE_BEGIN()`, `fprev_block_idx()`, `fprev_thread_idx()`. Prepend it to a
@@ -403,6 +405,25 @@ impl ReductionConfig {
     pub fn scramble(mut self, seed: Option<u64>) -> Self {
         self.scramble = seed;
         self
+    }
+
+    /// The summation tree the [`Reduction::SharedTree`] kernels compute for this
+    /// configuration, scrambled or not (a GPU must reveal exactly this); `None` for
+    /// [`Reduction::AtomicAdd`], which has no single order, or an invalid configuration.
+    ///
+    /// ```
+    /// use fprev::cuda::{Reduction, ReductionConfig};
+    /// let cfg = ReductionConfig::new(8, Reduction::SharedTree).threads(2).blocks(2);
+    /// // Thread t of block b sums b*2 + t and b*2 + t + 4; each block halves; the two
+    /// // partials are added last.
+    /// let tree = cfg.expected_tree().unwrap();
+    /// assert_eq!(tree.to_string(), "(((0+4)+(1+5))+((2+6)+(3+7)))");
+    /// ```
+    pub fn expected_tree(&self) -> Option<SumTree> {
+        if self.kind != Reduction::SharedTree || self.validate().is_err() {
+            return None;
+        }
+        model::shared_tree(self)
     }
 
     /// Why this configuration cannot launch, if it cannot.
