@@ -11,6 +11,18 @@
 //! Targets answer fprev's probes in batches, one probe per output row: a gemm
 //! `C = A * ones` with probe `k` in row `k` of `A` reads its answer from `C[k, 0]`.
 //!
+//! - [`Device::gemm`]: cuBLAS `sgemm` (f32) or `cublasGemmEx` with f16/bf16 operands and
+//!   f32 accumulation (Tensor Cores: multiway trees), under a chosen [`MathMode`].
+//! - [`Device::gemv`]: cuBLAS `sgemv`, either storage order.
+//! - [`Device::reduction`]: fprev's NVRTC kernels, a shared-memory tree reduction
+//!   (deterministic; [`ReductionConfig::expected_tree`] is its order) and Defour's
+//!   atomicAdd `GlobalSum` (nondeterministic: revealing it fails with
+//!   [`RevealError::Nondeterministic`](crate::RevealError::Nondeterministic) or
+//!   [`Inconsistent`](crate::RevealError::Inconsistent)).
+//! - [`Device::amplify`]: run an atomic kernel many times under scrambled launches
+//!   ([`PRELUDE`], [`LaunchScramble`]) and count distinct results ([`variability_table`]).
+//! - [`kernels_ptx`]: check the CUDA sources with NVRTC alone, no GPU needed.
+//!
 //! ```
 //! use fprev::cuda::{CudaError, Device, GemmConfig};
 //! match Device::open(0) {
