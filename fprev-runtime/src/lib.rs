@@ -24,4 +24,5 @@ pub use target::Target;
 pub use tree::{SumTree, TreeDiff, TreeStats};
 // Re-exports added by the other modules go below this line (one line each).
 pub use amplify::{amplify, AmplifyConfig, AmplifyReport, Floats, Stage};
+pub use cuda::CudaError;
 pub use scramble::{launch, Dim3, ReplayToken, ScrambleConfig, Shuffle, ThreadCtx};
