@@ -122,6 +122,9 @@ where
             }
         }
     }
+    if x.is_empty() {
+        return;
+    }
     let all_neg_zero = x
         .iter()
         .zip(y)
