@@ -17,6 +17,9 @@ pub(crate) const NLIMBS: usize = 136;
 /// Weight of bit 0 of limb 0. Products of two subnormals reach down to 2^-2148; products
 /// of two huge values reach 2^2048, so 2^2176 leaves room for 2^128 such terms.
 pub(crate) const LOW_EXP: i32 = -2176;
+/// Length of the scatter path's digit arrays: indices are masked to `0..128` (doubles
+/// only reach limb 99), plus one for the upper digit.
+pub(crate) const SCATTER_LIMBS: usize = 129;
 /// Additions allowed between normalizations. After normalization every limb is below 2^32;
 /// one addition adds less than 2^53 to a limb, so 1000 additions stay below 2^63.
 const CARRY_BUDGET: u32 = 1000;
@@ -78,7 +81,7 @@ impl std::fmt::Debug for Accumulator {
 /// Splits a finite `f64` into (integer significand, position of its lowest bit in the
 /// accumulator, sign as 0 or -1).
 #[inline(always)]
-fn decompose(x: f64) -> (u64, u32, i64) {
+pub(crate) fn decompose(x: f64) -> (u64, u32, i64) {
     let bits = x.to_bits();
     let biased = ((bits >> 52) & 0x7FF) as u32;
     let normal = (biased != 0) as u32;
@@ -105,6 +108,19 @@ impl Accumulator {
             nonempty: false,
             neg_zero_only: true,
         }
+    }
+
+    /// Empties the accumulator so it can be reused without a new allocation of its digits.
+    ///
+    /// ```
+    /// let mut acc = fprev_runtime::exact::Accumulator::new();
+    /// acc.add(f64::NAN);
+    /// acc.clear();
+    /// acc.add(2.5);
+    /// assert_eq!(acc.finish(), 2.5);
+    /// ```
+    pub fn clear(&mut self) {
+        *self = Accumulator::new();
     }
 
     /// Adds one value exactly.
@@ -207,7 +223,7 @@ impl Accumulator {
 
     /// Adds `m * 2^(pos + LOW_EXP)` with the sign `neg` (0 or -1); `m` below 2^110.
     pub(crate) fn add_wide(&mut self, m: u128, pos: u32, neg: i64) {
-        let mut i = (pos / DIGIT_BITS) as usize;
+        let first = (pos / DIGIT_BITS) as usize;
         let r = pos % DIGIT_BITS;
         // Shift by r in two pieces so nothing falls off the top of the u128.
         let lo_part = (m << r) & ((1u128 << 64) - 1);
@@ -218,11 +234,8 @@ impl Accumulator {
         pieces[2] = (hi_part as i64) & DIGIT_MASK;
         pieces[3] = ((hi_part >> 32) as i64) & DIGIT_MASK;
         pieces[4] = ((hi_part >> 64) as i64) & DIGIT_MASK;
-        for piece in pieces {
-            if i < NLIMBS {
-                self.limbs[i] += (piece ^ neg) - neg;
-            }
-            i += 1;
+        for (limb, piece) in self.limbs.iter_mut().skip(first).zip(pieces) {
+            *limb += (piece ^ neg) - neg;
         }
         self.bump();
     }
@@ -301,6 +314,16 @@ impl Accumulator {
     pub fn merged(mut self, other: Accumulator) -> Accumulator {
         self.merge(&other);
         self
+    }
+
+    /// Adds digit arrays filled by the scatter path (same indexing as the limbs). Each
+    /// limb of each array must be below 2^61 in magnitude.
+    pub(crate) fn add_digit_arrays(&mut self, arrays: &[[i64; SCATTER_LIMBS]]) {
+        self.normalize();
+        for (k, limb) in self.limbs[..SCATTER_LIMBS].iter_mut().enumerate() {
+            *limb += arrays.iter().map(|a| a[k]).sum::<i64>();
+        }
+        self.normalize();
     }
 
     /// Propagates all pending carries: afterwards every limb but the top one lies in

@@ -1,25 +1,33 @@
 //! The fast front end of the accumulator: small floating-point expansions that absorb
 //! values with error-free transformations, so that the wide digits are rarely touched.
 //!
-//! Each of [`LANES`] independent lanes keeps a short expansion (a leading sum and the sum
-//! of its rounding errors). Adding a value is two TwoSums; the second one's error is the
-//! part the expansion could not hold. When it is zero in every lane (the common case for a
-//! moderate dynamic range) the group of values is absorbed and nothing else happens, and
-//! the loop vectorizes. Otherwise the leftover errors go to the wide digits; if a lane
-//! overflowed or met a NaN or an infinity, the group is not absorbed at all and its values
-//! take the general path instead. When leftovers are frequent (a huge dynamic range), the
-//! filter is only overhead, so blocks of values go straight to the digits for a while.
+//! Each of [`LANES`] independent lanes keeps a short expansion (a leading sum and the sums
+//! of its rounding errors). Adding a value is a chain of TwoSums; the last one's error is
+//! the part the expansion could not hold. When it is zero in every lane (the common case
+//! for a moderate dynamic range) the group of values is absorbed and nothing else happens,
+//! and the loop vectorizes. Otherwise the leftover errors go to the wide digits; if a lane
+//! overflowed or met a NaN or an infinity, the group is not absorbed and its values take
+//! the general path instead.
+//!
+//! When leftovers are frequent (a huge dynamic range) the filter is only overhead, so
+//! blocks of values go straight to the digits for a while, in two passes: a vectorized one
+//! that turns each value into a limb index and two signed digits, and a scatter that adds
+//! them into four interleaved digit arrays (so consecutive values rarely wait on the same
+//! memory word).
 
-use super::accumulator::{Accumulator, NEG_ZERO_BITS};
+use super::accumulator::{decompose, Accumulator, NEG_ZERO_BITS, SCATTER_LIMBS};
 
 /// Independent expansions, so the loop has no carried dependency and vectorizes.
 const LANES: usize = 8;
 /// Values per block when deciding whether the filter pays off.
 const BLOCK: usize = 1024;
 /// A block with more than this many groups spilling to the digits switches to direct mode.
-const SPILL_LIMIT: usize = BLOCK / LANES / 8;
+const SPILL_LIMIT: usize = BLOCK / LANES / 16;
 /// Blocks to run in direct mode before trying the filter again (doubles on each failure).
 const MAX_DIRECT_BLOCKS: usize = 64;
+/// Interleaved digit arrays of the scatter pass. With [`BLOCK`] values per pass, each gets
+/// 256 additions of less than 2^53: below the 2^61 that `add_digit_arrays` allows.
+const COPIES: usize = 4;
 
 /// Knuth's TwoSum: `s + e == a + b` exactly, `s = fl(a + b)`, when nothing overflows.
 #[inline(always)]
@@ -30,224 +38,407 @@ fn two_sum(a: f64, b: f64) -> (f64, f64) {
     (s, e)
 }
 
-/// Lane state for sums: leading sums start at `-0.0` so that a lane still at `-0.0` at the
-/// end proves every value it absorbed was `-0.0` (IEEE addition keeps `-0.0` only then).
-struct SumLanes {
-    hi: [f64; LANES],
-    lo: [f64; LANES],
+/// A three-component expansion per lane. The leading sums start at `-0.0` so that a lane
+/// still at `-0.0` at the end proves every value it absorbed was `-0.0` (IEEE addition
+/// keeps `-0.0` only then).
+#[derive(Clone, Copy)]
+struct Expansion {
+    parts: [[f64; LANES]; 3],
 }
 
-impl SumLanes {
+impl Expansion {
     fn new() -> Self {
-        SumLanes {
-            hi: [-0.0; LANES],
-            lo: [0.0; LANES],
+        Expansion {
+            parts: [[-0.0; LANES], [0.0; LANES], [0.0; LANES]],
         }
     }
 
-    /// Moves the lanes into the accumulator.
-    fn flush(&self, acc: &mut Accumulator, absorbed_any: bool) {
-        if absorbed_any {
-            let all_neg_zero = self.hi.iter().all(|h| h.to_bits() == NEG_ZERO_BITS);
-            acc.note_many(all_neg_zero);
+    /// The expansion after adding `v`, and what it could not hold.
+    #[inline(always)]
+    fn plus(&self, v: &[f64; LANES]) -> (Expansion, [f64; LANES]) {
+        let mut next = *self;
+        let mut left = [0.0; LANES];
+        for j in 0..LANES {
+            let (a, e1) = two_sum(self.parts[0][j], v[j]);
+            let (b, e2) = two_sum(self.parts[1][j], e1);
+            let (c, e3) = two_sum(self.parts[2][j], e2);
+            next.parts[0][j] = a;
+            next.parts[1][j] = b;
+            next.parts[2][j] = c;
+            left[j] = e3;
         }
-        for &v in self.hi.iter().chain(self.lo.iter()) {
-            if v != 0.0 {
-                acc.add_finite_unflagged(v);
+        (next, left)
+    }
+
+    /// Whether every lane's leading sum is still `-0.0`.
+    fn all_neg_zero(&self) -> bool {
+        self.parts[0].iter().all(|h| h.to_bits() == NEG_ZERO_BITS)
+    }
+
+    /// Moves the (finite) components into the accumulator.
+    fn flush(&self, acc: &mut Accumulator) {
+        for v in self.parts.iter().flatten() {
+            if *v != 0.0 {
+                acc.add_finite_unflagged(*v);
             }
         }
     }
 }
 
-/// Absorbs one group; returns whether it spilled.
+/// Whether any entry is nonzero or NaN.
 #[inline(always)]
-fn sum_group(acc: &mut Accumulator, lanes: &mut SumLanes, group: &[f64; LANES]) -> bool {
-    let mut hi = [0.0; LANES];
-    let mut lo = [0.0; LANES];
-    let mut err = [0.0; LANES];
-    for j in 0..LANES {
-        let (s, e1) = two_sum(lanes.hi[j], group[j]);
-        let (t, e2) = two_sum(lanes.lo[j], e1);
-        hi[j] = s;
-        lo[j] = t;
-        err[j] = e2;
-    }
+fn any_nonzero(v: &[f64; LANES]) -> bool {
     let mut spill = false;
-    for e in err {
-        // NaN compares unequal to zero, so non-finite lanes spill too.
-        spill |= e != 0.0;
+    for e in v {
+        spill |= *e != 0.0;
     }
-    if !spill {
-        lanes.hi = hi;
-        lanes.lo = lo;
-        return false;
-    }
-    sum_spill(acc, lanes, group, hi, lo, err);
-    true
+    spill
 }
 
+/// Absorbs one group; returns whether it spilled. Nothing here takes the state by
+/// reference, so it can stay in registers.
+#[inline(always)]
+fn sum_group(acc: &mut Accumulator, exp: Expansion, group: &[f64; LANES]) -> (Expansion, bool) {
+    let (next, left) = exp.plus(group);
+    if !any_nonzero(&left) {
+        return (next, false);
+    }
+    if all_finite(&left) {
+        spill_errors(acc, left);
+        (next, true)
+    } else {
+        add_general(acc, group);
+        (exp, true)
+    }
+}
+
+#[inline(always)]
+fn all_finite(v: &[f64; LANES]) -> bool {
+    let mut ok = true;
+    for e in v {
+        ok &= e.is_finite();
+    }
+    ok
+}
+
+/// Adds the (finite) leftovers of a group to the digits.
 #[cold]
 #[inline(never)]
-fn sum_spill(
-    acc: &mut Accumulator,
-    lanes: &mut SumLanes,
-    group: &[f64; LANES],
-    hi: [f64; LANES],
-    lo: [f64; LANES],
-    err: [f64; LANES],
-) {
-    if err.iter().all(|e| e.is_finite()) {
-        lanes.hi = hi;
-        lanes.lo = lo;
-        for e in err {
-            if e != 0.0 {
-                acc.add_finite_unflagged(e);
-            }
-        }
-    } else {
-        for &x in group {
-            acc.add(x);
+fn spill_errors(acc: &mut Accumulator, left: [f64; LANES]) {
+    for e in left {
+        if e != 0.0 {
+            acc.add_finite_unflagged(e);
         }
     }
 }
 
+/// Adds a group that overflowed a lane or held NaN/infinity through the general path.
+#[cold]
+#[inline(never)]
+fn add_general(acc: &mut Accumulator, group: &[f64; LANES]) {
+    for &x in group {
+        acc.add(x);
+    }
+}
+
+/// Decides block by block between the filter and direct mode.
+struct Mode {
+    direct_blocks: usize,
+    backoff: usize,
+}
+
+impl Mode {
+    fn new() -> Self {
+        Mode {
+            direct_blocks: 0,
+            backoff: 1,
+        }
+    }
+
+    /// Whether the next block should skip the filter.
+    fn take_direct(&mut self) -> bool {
+        if self.direct_blocks > 0 {
+            self.direct_blocks -= 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn filtered(&mut self, spills: usize) {
+        if spills > SPILL_LIMIT {
+            self.direct_blocks = self.backoff;
+            self.backoff = (self.backoff * 2).min(MAX_DIRECT_BLOCKS);
+        } else {
+            self.backoff = 1;
+        }
+    }
+}
+
+fn as_group(s: &[f64]) -> &[f64; LANES] {
+    s.try_into().unwrap_or(&[0.0; LANES])
+}
+
+/// Runs the filter over a block (a multiple of [`LANES`] long); returns the spill count.
 #[inline(always)]
-fn add_slice_kernel(acc: &mut Accumulator, xs: &[f64]) {
-    let mut lanes = SumLanes::new();
-    let mut direct_blocks = 0usize;
-    let mut backoff = 1usize;
+fn filter_block(acc: &mut Accumulator, exp: &mut Expansion, block: &[f64]) -> usize {
+    let mut state = *exp;
+    let mut spills = 0usize;
+    for group in block.chunks_exact(LANES) {
+        let spilled;
+        (state, spilled) = sum_group(acc, state, as_group(group));
+        spills += spilled as usize;
+    }
+    *exp = state;
+    spills
+}
+
+#[inline(always)]
+fn add_slice_kernel<F>(acc: &mut Accumulator, xs: &[f64], filter: F)
+where
+    F: Fn(&mut Accumulator, &mut Expansion, &[f64]) -> usize,
+{
+    let mut exp = Expansion::new();
+    let mut mode = Mode::new();
     let mut blocks = xs.chunks_exact(BLOCK);
     for block in blocks.by_ref() {
-        if direct_blocks > 0 {
-            direct_blocks -= 1;
+        if mode.take_direct() {
             add_direct(acc, block);
             continue;
         }
-        let mut spills = 0usize;
-        for group in block.chunks_exact(LANES) {
-            let group: &[f64; LANES] = group.try_into().unwrap_or(&[0.0; LANES]);
-            spills += sum_group(acc, &mut lanes, group) as usize;
-        }
-        if spills > SPILL_LIMIT {
-            direct_blocks = backoff;
-            backoff = (backoff * 2).min(MAX_DIRECT_BLOCKS);
-        } else {
-            backoff = 1;
-        }
+        let spills = filter(acc, &mut exp, block);
+        mode.filtered(spills);
     }
     let rest = blocks.remainder();
     let mut groups = rest.chunks_exact(LANES);
     for group in groups.by_ref() {
-        let group: &[f64; LANES] = group.try_into().unwrap_or(&[0.0; LANES]);
-        sum_group(acc, &mut lanes, group);
+        exp = sum_group(acc, exp, as_group(group)).0;
     }
     for &x in groups.remainder() {
         acc.add(x);
     }
-    lanes.flush(acc, xs.len() >= LANES);
+    if xs.len() >= LANES {
+        acc.note_many(exp.all_neg_zero());
+    }
+    exp.flush(acc);
 }
 
-/// Adds values one by one to the digits (the filter would only get in the way).
+/// Adds at most [`BLOCK`] values straight to the digits, vectorized then scattered.
 #[inline(always)]
 fn add_direct(acc: &mut Accumulator, xs: &[f64]) {
+    debug_assert!(xs.len() <= BLOCK);
+    let mut index = [0u32; BLOCK];
+    let mut lo = [0i64; BLOCK];
+    let mut hi = [0i64; BLOCK];
+    let mut special = false;
     let mut all_neg_zero = true;
-    for &x in xs {
-        if x.is_finite() {
-            all_neg_zero &= x.to_bits() == NEG_ZERO_BITS;
-            acc.add_finite_unflagged(x);
-        } else {
+    for (k, &x) in xs.iter().enumerate() {
+        let bits = x.to_bits();
+        special |= (bits >> 52) & 0x7FF == 0x7FF;
+        all_neg_zero &= bits == NEG_ZERO_BITS;
+        let (m, pos, neg) = decompose(x);
+        let r = pos % 32;
+        index[k] = pos / 32;
+        lo[k] = ((((m << r) & 0xFFFF_FFFF) as i64) ^ neg) - neg;
+        hi[k] = (((m >> (32 - r)) as i64) ^ neg) - neg;
+    }
+    if special {
+        // NaN or infinity somewhere: the general path keeps IEEE's rules.
+        for &x in xs {
             acc.add(x);
         }
+        return;
     }
+    let mut arrays = [[0i64; SCATTER_LIMBS]; COPIES];
+    let n = xs.len();
+    let mut k = 0;
+    while k + COPIES <= n {
+        for (c, array) in arrays.iter_mut().enumerate() {
+            let i = index[k + c] as usize & 127;
+            array[i] += lo[k + c];
+            array[i + 1] += hi[k + c];
+        }
+        k += COPIES;
+    }
+    while k < n {
+        let i = index[k] as usize & 127;
+        arrays[0][i] += lo[k];
+        arrays[0][i + 1] += hi[k];
+        k += 1;
+    }
+    acc.add_digit_arrays(&arrays);
     acc.note_many(all_neg_zero);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn add_slice_avx2(acc: &mut Accumulator, xs: &[f64]) {
-    add_slice_kernel(acc, xs)
+    // SAFETY (for the closure): this function only runs where AVX2 is available.
+    add_slice_kernel(acc, xs, |acc, exp, block| unsafe {
+        filter_block_avx2(acc, exp, block)
+    })
+}
+
+/// [`filter_block`] written with AVX2 intrinsics, so the expansion provably lives in
+/// registers (the portable version round-trips it through the stack on every group).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[allow(unused_unsafe)]
+unsafe fn filter_block_avx2(acc: &mut Accumulator, exp: &mut Expansion, block: &[f64]) -> usize {
+    use std::arch::x86_64::*;
+
+    #[inline(always)]
+    unsafe fn two_sum_v(a: __m256d, b: __m256d) -> (__m256d, __m256d) {
+        unsafe {
+            let s = _mm256_add_pd(a, b);
+            let bb = _mm256_sub_pd(s, a);
+            let e = _mm256_add_pd(_mm256_sub_pd(a, _mm256_sub_pd(s, bb)), _mm256_sub_pd(b, bb));
+            (s, e)
+        }
+    }
+
+    let mut spills = 0usize;
+    unsafe {
+        let p = &mut exp.parts;
+        let mut a0 = _mm256_loadu_pd(p[0].as_ptr());
+        let mut a1 = _mm256_loadu_pd(p[0].as_ptr().add(4));
+        let mut b0 = _mm256_loadu_pd(p[1].as_ptr());
+        let mut b1 = _mm256_loadu_pd(p[1].as_ptr().add(4));
+        let mut c0 = _mm256_loadu_pd(p[2].as_ptr());
+        let mut c1 = _mm256_loadu_pd(p[2].as_ptr().add(4));
+        let zero = _mm256_setzero_pd();
+        for group in block.chunks_exact(LANES) {
+            let x0 = _mm256_loadu_pd(group.as_ptr());
+            let x1 = _mm256_loadu_pd(group.as_ptr().add(4));
+            let (na0, e0) = two_sum_v(a0, x0);
+            let (na1, e1) = two_sum_v(a1, x1);
+            let (nb0, e0) = two_sum_v(b0, e0);
+            let (nb1, e1) = two_sum_v(b1, e1);
+            let (nc0, e0) = two_sum_v(c0, e0);
+            let (nc1, e1) = two_sum_v(c1, e1);
+            // Unordered-or-unequal: NaN leftovers count as spills too.
+            let nz = _mm256_or_pd(
+                _mm256_cmp_pd::<_CMP_NEQ_UQ>(e0, zero),
+                _mm256_cmp_pd::<_CMP_NEQ_UQ>(e1, zero),
+            );
+            if _mm256_testz_pd(nz, nz) == 0 {
+                spills += 1;
+                let mut left = [0.0; LANES];
+                _mm256_storeu_pd(left.as_mut_ptr(), e0);
+                _mm256_storeu_pd(left.as_mut_ptr().add(4), e1);
+                if !all_finite(&left) {
+                    add_general(acc, as_group(group));
+                    continue;
+                }
+                spill_errors(acc, left);
+            }
+            (a0, a1, b0, b1, c0, c1) = (na0, na1, nb0, nb1, nc0, nc1);
+        }
+        _mm256_storeu_pd(p[0].as_mut_ptr(), a0);
+        _mm256_storeu_pd(p[0].as_mut_ptr().add(4), a1);
+        _mm256_storeu_pd(p[1].as_mut_ptr(), b0);
+        _mm256_storeu_pd(p[1].as_mut_ptr().add(4), b1);
+        _mm256_storeu_pd(p[2].as_mut_ptr(), c0);
+        _mm256_storeu_pd(p[2].as_mut_ptr().add(4), c1);
+    }
+    spills
+}
+
+/// Whether the CPU runs the AVX2 + FMA builds of the kernels.
+#[cfg(target_arch = "x86_64")]
+fn has_avx2_fma() -> bool {
+    std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
 }
 
 /// Adds every value of `xs` to `acc` exactly, using AVX2 where the CPU has it.
 pub(crate) fn add_slice(acc: &mut Accumulator, xs: &[f64]) {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+    if has_avx2_fma() {
         // SAFETY: the CPU supports the features the function was compiled for.
         unsafe { add_slice_avx2(acc, xs) };
         return;
     }
-    add_slice_kernel(acc, xs)
-}
-
-/// Lane state for dot products: products and their FMA errors in separate expansions.
-struct DotLanes {
-    hi: [f64; LANES],
-    lo: [f64; LANES],
-    err_hi: [f64; LANES],
-    err_lo: [f64; LANES],
+    add_slice_kernel(acc, xs, filter_block)
 }
 
 /// Products at least this large (and finite) have an exactly representable FMA error.
 const SAFE_PRODUCT: f64 = 2.004168360008973e-292; // 2^-968
 
+/// Splits each product exactly: `x*y == p + e`. Returns whether every product was safe
+/// (finite, and large enough that `e` did not underflow).
 #[inline(always)]
-fn dot_group(acc: &mut Accumulator, lanes: &mut DotLanes, x: &[f64; LANES], y: &[f64; LANES]) {
-    let mut next = [[0.0; LANES]; 4];
-    let mut spill_a = [0.0; LANES];
-    let mut spill_b = [0.0; LANES];
-    let mut unsafe_product = false;
+fn two_prod(x: &[f64; LANES], y: &[f64; LANES]) -> ([f64; LANES], [f64; LANES], bool) {
+    let mut p = [0.0; LANES];
+    let mut e = [0.0; LANES];
+    let mut safe = true;
     for j in 0..LANES {
-        let p = x[j] * y[j];
-        let e = x[j].mul_add(y[j], -p);
+        p[j] = x[j] * y[j];
+        e[j] = x[j].mul_add(y[j], -p[j]);
         // Also false for NaN and infinity.
-        unsafe_product |= !(p.abs() >= SAFE_PRODUCT && p.abs() < f64::INFINITY);
-        let (s, e1) = two_sum(lanes.hi[j], p);
-        let (t, e2) = two_sum(lanes.lo[j], e1);
-        let (u, e3) = two_sum(lanes.err_hi[j], e);
-        let (v, e4) = two_sum(lanes.err_lo[j], e3);
-        next[0][j] = s;
-        next[1][j] = t;
-        next[2][j] = u;
-        next[3][j] = v;
-        spill_a[j] = e2;
-        spill_b[j] = e4;
+        safe &= p[j].abs() >= SAFE_PRODUCT && p[j].abs() < f64::INFINITY;
     }
-    let mut spill = unsafe_product;
-    for j in 0..LANES {
-        spill |= spill_a[j] != 0.0;
-        spill |= spill_b[j] != 0.0;
-    }
-    if !spill {
-        [lanes.hi, lanes.lo, lanes.err_hi, lanes.err_lo] = next;
-        return;
-    }
-    dot_spill(acc, lanes, x, y, next, spill_a, spill_b, unsafe_product);
+    (p, e, safe)
 }
 
-#[cold]
-#[inline(never)]
-#[allow(clippy::too_many_arguments)]
-fn dot_spill(
+/// Expansions for the products and for their FMA errors.
+#[derive(Clone, Copy)]
+struct DotLanes {
+    products: Expansion,
+    errors: Expansion,
+}
+
+/// Absorbs one group of products; returns whether it spilled.
+#[inline(always)]
+fn dot_group(
     acc: &mut Accumulator,
-    lanes: &mut DotLanes,
+    lanes: DotLanes,
     x: &[f64; LANES],
     y: &[f64; LANES],
-    next: [[f64; LANES]; 4],
-    spill_a: [f64; LANES],
-    spill_b: [f64; LANES],
-    unsafe_product: bool,
-) {
-    let finite = spill_a.iter().chain(spill_b.iter()).all(|e| e.is_finite());
-    if finite && !unsafe_product {
-        [lanes.hi, lanes.lo, lanes.err_hi, lanes.err_lo] = next;
-        for e in spill_a.into_iter().chain(spill_b) {
-            if e != 0.0 {
-                acc.add_finite_unflagged(e);
-            }
-        }
+) -> (DotLanes, bool) {
+    let (p, e, safe) = two_prod(x, y);
+    let (products, left_p) = lanes.products.plus(&p);
+    let (errors, left_e) = lanes.errors.plus(&e);
+    let next = DotLanes { products, errors };
+    if safe && !any_nonzero(&left_p) && !any_nonzero(&left_e) {
+        return (next, false);
+    }
+    if safe && all_finite(&left_p) && all_finite(&left_e) {
+        spill_errors(acc, left_p);
+        spill_errors(acc, left_e);
+        (next, true)
     } else {
-        for j in 0..LANES {
-            acc.add_product(x[j], y[j]);
+        add_products(acc, x, y);
+        (lanes, true)
+    }
+}
+
+/// Adds a group's products one by one through the general path.
+#[cold]
+#[inline(never)]
+fn add_products(acc: &mut Accumulator, x: &[f64; LANES], y: &[f64; LANES]) {
+    for j in 0..LANES {
+        acc.add_product(x[j], y[j]);
+    }
+}
+
+/// Adds at most `BLOCK / 2` products straight to the digits.
+#[inline(always)]
+fn dot_direct(acc: &mut Accumulator, x: &[f64], y: &[f64]) {
+    let mut parts = [0.0; BLOCK];
+    let mut all_safe = true;
+    let mut k = 0;
+    for (gx, gy) in x.chunks_exact(LANES).zip(y.chunks_exact(LANES)) {
+        let (p, e, safe) = two_prod(as_group(gx), as_group(gy));
+        all_safe &= safe;
+        parts[k..k + LANES].copy_from_slice(&p);
+        parts[k + LANES..k + 2 * LANES].copy_from_slice(&e);
+        k += 2 * LANES;
+    }
+    if all_safe && x.len() % LANES == 0 {
+        add_direct(acc, &parts[..k]);
+    } else {
+        for (&a, &b) in x.iter().zip(y) {
+            acc.add_product(a, b);
         }
     }
 }
@@ -255,32 +446,41 @@ fn dot_spill(
 #[inline(always)]
 fn add_dot_kernel(acc: &mut Accumulator, x: &[f64], y: &[f64]) {
     let mut lanes = DotLanes {
-        hi: [-0.0; LANES],
-        lo: [0.0; LANES],
-        err_hi: [0.0; LANES],
-        err_lo: [0.0; LANES],
+        products: Expansion::new(),
+        errors: Expansion::new(),
     };
-    let mut xs = x.chunks_exact(LANES);
-    let mut ys = y.chunks_exact(LANES);
-    for (gx, gy) in xs.by_ref().zip(ys.by_ref()) {
-        let gx: &[f64; LANES] = gx.try_into().unwrap_or(&[0.0; LANES]);
-        let gy: &[f64; LANES] = gy.try_into().unwrap_or(&[0.0; LANES]);
-        dot_group(acc, &mut lanes, gx, gy);
+    let mut mode = Mode::new();
+    let half = BLOCK / 2;
+    let mut bx = x.chunks_exact(half);
+    let mut by = y.chunks_exact(half);
+    for (cx, cy) in bx.by_ref().zip(by.by_ref()) {
+        if mode.take_direct() {
+            dot_direct(acc, cx, cy);
+            continue;
+        }
+        let mut spills = 0usize;
+        for (gx, gy) in cx.chunks_exact(LANES).zip(cy.chunks_exact(LANES)) {
+            let spilled;
+            (lanes, spilled) = dot_group(acc, lanes, as_group(gx), as_group(gy));
+            spills += spilled as usize;
+        }
+        mode.filtered(2 * spills);
     }
-    for (&a, &b) in xs.remainder().iter().zip(ys.remainder()) {
+    let (rx, ry) = (bx.remainder(), by.remainder());
+    let mut gxs = rx.chunks_exact(LANES);
+    let mut gys = ry.chunks_exact(LANES);
+    for (gx, gy) in gxs.by_ref().zip(gys.by_ref()) {
+        lanes = dot_group(acc, lanes, as_group(gx), as_group(gy)).0;
+    }
+    for (&a, &b) in gxs.remainder().iter().zip(gys.remainder()) {
         acc.add_product(a, b);
     }
     if x.len() >= LANES {
         // Absorbed products are never zero, so a lane left at -0.0 absorbed nothing.
-        let all_neg_zero = lanes.hi.iter().all(|h| h.to_bits() == NEG_ZERO_BITS);
-        acc.note_many(all_neg_zero);
+        acc.note_many(lanes.products.all_neg_zero());
     }
-    let parts = [lanes.hi, lanes.lo, lanes.err_hi, lanes.err_lo];
-    for v in parts.into_iter().flatten() {
-        if v != 0.0 {
-            acc.add_finite_unflagged(v);
-        }
-    }
+    lanes.products.flush(acc);
+    lanes.errors.flush(acc);
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -293,7 +493,7 @@ unsafe fn add_dot_avx2(acc: &mut Accumulator, x: &[f64], y: &[f64]) {
 pub(crate) fn add_dot(acc: &mut Accumulator, x: &[f64], y: &[f64]) {
     debug_assert_eq!(x.len(), y.len());
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+    if has_avx2_fma() {
         // SAFETY: the CPU supports the features the function was compiled for.
         unsafe { add_dot_avx2(acc, x, y) };
         return;
