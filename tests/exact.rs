@@ -405,6 +405,66 @@ fn ieee_special_values() {
 }
 
 #[test]
+fn special_values_inside_long_vectors() {
+    // Long wide-range vectors run in direct mode, long moderate ones through the filter:
+    // specials must be honoured on both paths and at block boundaries.
+    for kind in [Kind::Wide, Kind::Moderate] {
+        for pos in [0, 7, 8, 1023, 1024, 2047, 2500, 4999] {
+            let mut rng = ChaCha8Rng::seed_from_u64(pos as u64);
+            let base = draw(kind, 5000, &mut rng);
+            let with = |vals: &[(usize, f64)]| {
+                let mut v = base.clone();
+                for &(i, x) in vals {
+                    v[i] = x;
+                }
+                v
+            };
+            let inf = f64::INFINITY;
+            let ctx = format!("{kind:?}, position {pos}");
+            assert!(exact::sum(&with(&[(pos, f64::NAN)])).is_nan(), "NaN: {ctx}");
+            assert_eq!(exact::sum(&with(&[(pos, inf)])), inf, "inf: {ctx}");
+            assert_eq!(exact::sum(&with(&[(pos, -inf)])), -inf, "-inf: {ctx}");
+            let both = with(&[(pos, inf), ((pos + 1500) % 5000, -inf)]);
+            assert!(exact::sum(&both).is_nan(), "inf - inf: {ctx}");
+            // Values near the overflow threshold make lanes overflow: still exact.
+            let huge = with(&[(pos, f64::MAX), ((pos + 1) % 5000, f64::MAX)]);
+            let mut reference = huge.clone();
+            reference.retain(|x| x.abs() != f64::MAX);
+            let mut acc = Accumulator::new();
+            acc.add_slice(&reference);
+            acc.add(f64::MAX);
+            acc.add(f64::MAX);
+            assert_eq!(exact::sum(&huge), acc.finish(), "MAX: {ctx}");
+            let x: Vec<f64> = huge.iter().map(|v| v * 0.5).collect();
+            assert_eq!(
+                exact::sum(&x),
+                reference_sum(&x, Format::F64),
+                "MAX/2: {ctx}"
+            );
+        }
+    }
+    // A wide-range stretch (direct mode) followed by a moderate one (back to the filter).
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let mut xs = draw(Kind::Wide, 20_000, &mut rng);
+    xs.extend(draw(Kind::Moderate, 20_000, &mut rng));
+    xs.extend(draw(Kind::Subnormal, 3_000, &mut rng));
+    assert!(same(exact::sum(&xs), reference_sum(&xs, Format::F64)));
+    let ys = draw(Kind::AnyFinite, xs.len(), &mut rng);
+    assert!(same(
+        exact::dot(&xs, &ys).unwrap_or(f64::NAN),
+        reference_dot(&xs, &ys)
+    ));
+    // Only -0.0, long enough to go through the lanes.
+    assert_eq!(exact::sum(&vec![-0.0; 5000]).to_bits(), (-0.0f64).to_bits());
+    assert_eq!(
+        exact::par_sum(&vec![-0.0; 100_000]).to_bits(),
+        (-0.0f64).to_bits()
+    );
+    let zeros = exact::par_dot(&vec![-0.0; 100_000], &vec![3.0; 100_000]);
+    assert_eq!(zeros.map(f64::to_bits), Ok((-0.0f64).to_bits()));
+}
+
+#[test]
 fn dot_special_values() {
     let inf = f64::INFINITY;
     assert!(exact::dot(&[inf, 1.0], &[0.0, 1.0]).unwrap_or(0.0).is_nan());

@@ -500,3 +500,70 @@ pub(crate) fn add_dot(acc: &mut Accumulator, x: &[f64], y: &[f64]) {
     }
     add_dot_kernel(acc, x, y)
 }
+
+#[cfg(test)]
+mod tests {
+    //! The dispatching entry points run the AVX2 kernels on most machines; these tests pin
+    //! the portable kernels to the same bits.
+    use super::*;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    fn vectors() -> Vec<Vec<f64>> {
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        let mut out: Vec<Vec<f64>> = Vec::new();
+        for (lo, hi) in [
+            (-2, 2),
+            (-30, 30),
+            (-1000, 1000),
+            (-1074, -1000),
+            (1000, 1023),
+        ] {
+            for n in [0, 5, 8, 1000, 5000] {
+                out.push(
+                    (0..n)
+                        .map(|_| {
+                            let e = rng.random_range(lo..=hi);
+                            let m = 1.0 + rng.random::<f64>();
+                            let s = if rng.random::<bool>() { -1.0 } else { 1.0 };
+                            s * m * 2f64.powi(e / 2) * 2f64.powi(e - e / 2)
+                        })
+                        .collect(),
+                );
+            }
+        }
+        let mut special = out[3].clone();
+        special[100] = f64::INFINITY;
+        out.push(special);
+        out.push(vec![-0.0; 3000]);
+        out
+    }
+
+    #[test]
+    fn portable_and_dispatched_kernels_agree() {
+        for xs in vectors() {
+            let mut portable = Accumulator::new();
+            add_slice_kernel(&mut portable, &xs, filter_block);
+            let mut dispatched = Accumulator::new();
+            add_slice(&mut dispatched, &xs);
+            let mut one_by_one = Accumulator::new();
+            xs.iter().for_each(|&x| one_by_one.add(x));
+            let want = one_by_one.finish().to_bits();
+            assert_eq!(portable.finish().to_bits(), want, "n = {}", xs.len());
+            assert_eq!(dispatched.finish().to_bits(), want, "n = {}", xs.len());
+
+            let ys: Vec<f64> = xs.iter().rev().map(|v| v * 0.75).collect();
+            let mut portable = Accumulator::new();
+            add_dot_kernel(&mut portable, &xs, &ys);
+            let mut dispatched = Accumulator::new();
+            add_dot(&mut dispatched, &xs, &ys);
+            let mut one_by_one = Accumulator::new();
+            xs.iter()
+                .zip(&ys)
+                .for_each(|(&a, &b)| one_by_one.add_product(a, b));
+            let want = one_by_one.finish().to_bits();
+            assert_eq!(portable.finish().to_bits(), want, "dot n = {}", xs.len());
+            assert_eq!(dispatched.finish().to_bits(), want, "dot n = {}", xs.len());
+        }
+    }
+}
