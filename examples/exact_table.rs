@@ -2,6 +2,7 @@
 //! `accurate` and `xsum` crates, as medians of several runs.
 //!
 //! `cargo run --release --example exact_table` (set `FPREV_EXACT_REPS` for more runs).
+//! Each pair of contenders runs alternately, so background load hits both alike.
 
 #[path = "../benches/common/exact_workloads.rs"]
 mod workloads;
@@ -14,23 +15,37 @@ use std::hint::black_box;
 use std::time::Instant;
 use xsum::{Xsum, XsumLarge};
 
-/// Median wall time of `reps` runs of `f`, in milliseconds.
-fn median_ms<R>(reps: usize, mut f: impl FnMut() -> R) -> f64 {
-    black_box(f()); // warm up caches and the thread pool
-    let mut times: Vec<f64> = (0..reps)
-        .map(|_| {
-            let start = Instant::now();
-            black_box(f());
-            start.elapsed().as_secs_f64() * 1e3
-        })
-        .collect();
-    times.sort_by(f64::total_cmp);
-    times[times.len() / 2]
+fn time_ms<R>(f: &mut impl FnMut() -> R) -> f64 {
+    let start = Instant::now();
+    black_box(f());
+    start.elapsed().as_secs_f64() * 1e3
 }
 
-fn row(name: &str, baseline: &str, ms: f64, base_ms: f64) {
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Medians of `reps` alternating runs of `ours` and `base`, in milliseconds.
+fn duel<A, B>(reps: usize, mut ours: impl FnMut() -> A, mut base: impl FnMut() -> B) -> (f64, f64) {
+    black_box(ours());
+    black_box(base());
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for rep in 0..reps {
+        if rep % 2 == 0 {
+            a.push(time_ms(&mut ours));
+            b.push(time_ms(&mut base));
+        } else {
+            b.push(time_ms(&mut base));
+            a.push(time_ms(&mut ours));
+        }
+    }
+    (median(a), median(b))
+}
+
+fn row(name: &str, baseline: &str, (ms, base_ms): (f64, f64)) {
     println!(
-        "| {name:<34} | {ms:>9.2} | {baseline:<30} | {base_ms:>9.2} | {:>6.2}x |",
+        "| {name:<36} | {ms:>8.2} | {baseline:<31} | {base_ms:>8.2} | {:>6.2}x |",
         ms / base_ms
     );
 }
@@ -39,92 +54,91 @@ fn main() {
     let reps = std::env::var("FPREV_EXACT_REPS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(7);
+        .unwrap_or(9);
     println!(
-        "{} rayon threads, median of {reps} runs\n",
+        "{} rayon threads, median of {reps} alternating runs\n",
         rayon::current_num_threads()
     );
-    println!("| exact                              |   ms      | baseline                       |   ms      | ratio   |");
-    println!("|------------------------------------|-----------|--------------------------------|-----------|---------|");
+    println!("| exact                                | ms       | baseline                        | ms       | ratio   |");
+    println!("|--------------------------------------|----------|---------------------------------|----------|---------|");
 
-    let n = 1 << 26;
-    let xs = workloads::moderate(n, 1);
-    let plain = median_ms(reps, || xs.par_iter().sum::<f64>());
-    let ours = median_ms(reps, || exact::par_sum(&xs));
+    let xs = workloads::moderate(1 << 26, 1);
     row(
-        "par_sum, 2^26, moderate range",
+        "par_sum, 2^26, range 1e-6..1e6",
         "rayon par_iter().sum()",
-        ours,
-        plain,
+        duel(reps, || exact::par_sum(&xs), || xs.par_iter().sum::<f64>()),
     );
-    let plain_seq = median_ms(reps, || xs.iter().sum::<f64>());
-    let ours_seq = median_ms(reps, || exact::sum(&xs));
     row(
-        "sum, 2^26, moderate range",
+        "sum, 2^26, range 1e-6..1e6",
         "iter().sum()",
-        ours_seq,
-        plain_seq,
+        duel(reps, || exact::sum(&xs), || xs.iter().sum::<f64>()),
     );
     drop(xs);
 
-    let n = 1 << 24;
-    let xs = workloads::worst(n, 2);
-    let ours = median_ms(reps, || exact::sum(&xs));
-    let ours_par = median_ms(reps, || exact::par_sum(&xs));
-    let xsum_ms = median_ms(reps, || {
-        let mut acc = XsumLarge::new();
-        acc.add_list(&xs);
-        acc.sum()
-    });
-    let accurate_ms = median_ms(reps.min(3), || {
-        xs.iter()
-            .copied()
-            .sum_with_accumulator::<OnlineExactSum<f64>>()
-    });
-    let accurate_par = median_ms(reps.min(3), || {
-        xs.par_iter()
-            .copied()
-            .parallel_sum_with_accumulator::<OnlineExactSum<f64>>()
-    });
-    let plain_par = median_ms(reps, || xs.par_iter().sum::<f64>());
+    let xs = workloads::worst(1 << 24, 2);
+    let sum = || exact::sum(&xs);
     row(
         "sum, 2^24, range 1e-301..1e301",
         "xsum XsumLarge",
-        ours,
-        xsum_ms,
+        duel(reps, sum, || {
+            let mut acc = XsumLarge::new();
+            acc.add_list(&xs);
+            acc.sum()
+        }),
     );
     row(
         "sum, 2^24, range 1e-301..1e301",
         "accurate OnlineExactSum",
-        ours,
-        accurate_ms,
+        duel(reps.min(5), sum, || {
+            xs.iter()
+                .copied()
+                .sum_with_accumulator::<OnlineExactSum<f64>>()
+        }),
     );
     row(
         "par_sum, 2^24, range 1e-301..1e301",
-        "accurate OnlineExactSum (par)",
-        ours_par,
-        accurate_par,
+        "accurate OnlineExactSum, parallel",
+        duel(
+            reps.min(5),
+            || exact::par_sum(&xs),
+            || {
+                xs.par_iter()
+                    .copied()
+                    .parallel_sum_with_accumulator::<OnlineExactSum<f64>>()
+            },
+        ),
     );
     row(
         "par_sum, 2^24, range 1e-301..1e301",
         "rayon par_iter().sum()",
-        ours_par,
-        plain_par,
+        duel(reps, || exact::par_sum(&xs), || xs.par_iter().sum::<f64>()),
     );
     drop(xs);
 
-    let n = 1_000_000;
-    let x = workloads::moderate(n, 3);
-    let y = workloads::moderate(n, 4);
-    let dot_reps = reps * 5;
-    let plain = median_ms(dot_reps, || workloads::plain_dot(&x, &y));
-    let ours = median_ms(dot_reps, || exact::dot(&x, &y));
-    let ours_par = median_ms(dot_reps, || exact::par_dot(&x, &y));
-    let plain_par = median_ms(dot_reps, || {
-        x.par_iter().zip(&y).map(|(a, b)| a * b).sum::<f64>()
-    });
-    let ozaki = median_ms(reps, || exact::ozaki_dot(&x, &y));
-    row("dot, 1e6", "plain dot (zip/map/sum)", ours, plain);
-    row("par_dot, 1e6", "rayon plain dot", ours_par, plain_par);
-    row("ozaki_dot, 1e6", "plain dot (zip/map/sum)", ozaki, plain);
+    let x = workloads::moderate(1_000_000, 3);
+    let y = workloads::moderate(1_000_000, 4);
+    let many = reps * 5;
+    row(
+        "dot, 1e6",
+        "plain dot (zip/map/sum)",
+        duel(many, || exact::dot(&x, &y), || workloads::plain_dot(&x, &y)),
+    );
+    row(
+        "par_dot, 1e6",
+        "rayon plain dot",
+        duel(
+            many,
+            || exact::par_dot(&x, &y),
+            || x.par_iter().zip(&y).map(|(a, b)| a * b).sum::<f64>(),
+        ),
+    );
+    row(
+        "ozaki_dot, 1e6",
+        "plain dot (zip/map/sum)",
+        duel(
+            reps.min(5),
+            || exact::ozaki_dot(&x, &y),
+            || workloads::plain_dot(&x, &y),
+        ),
+    );
 }
