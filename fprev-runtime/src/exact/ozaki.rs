@@ -33,46 +33,45 @@ fn exponent_above(v: f64) -> i32 {
 fn split(x: &[f64], bits: i32) -> Vec<Slice> {
     let mut rest = x.to_vec();
     let mut slices = Vec::new();
-    loop {
-        let top = rest.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        if top == 0.0 {
-            return slices;
-        }
+    let mut top = max_abs(&rest);
+    while top != 0.0 {
         let scale_exp = (exponent_above(top) - bits).max(-1074);
-        let unit = pow2(scale_exp);
+        // 2^-scale_exp in two factors, each representable, applied one after the other.
+        let up_first = pow2((-scale_exp).clamp(-1022, 1023) / 2);
+        let up_second = pow2(-scale_exp - (-scale_exp).clamp(-1022, 1023) / 2);
+        let mut next_top = 0.0f64;
         let values: Vec<f64> = rest
             .iter_mut()
             .map(|r| {
-                let whole = truncate_to_multiple(*r, scale_exp);
-                *r -= whole * unit; // exact: removes the leading bits of r
-                whole
+                let head = truncate_to(*r, scale_exp);
+                *r -= head; // exact: only the bits below 2^scale_exp remain
+                next_top = next_top.max(r.abs());
+                head * up_first * up_second // an integer below 2^bits, exactly
             })
             .collect();
         slices.push(Slice { values, scale_exp });
+        top = next_top;
     }
+    slices
 }
 
-/// `trunc(v / 2^scale_exp)` for finite `v`, computed on the bits (no rounding, no overflow).
-fn truncate_to_multiple(v: f64, scale_exp: i32) -> f64 {
+fn max_abs(v: &[f64]) -> f64 {
+    v.iter().fold(0.0f64, |m, x| m.max(x.abs()))
+}
+
+/// `v` with every bit below `2^scale_exp` cleared (rounding toward zero), on the bits.
+#[inline(always)]
+fn truncate_to(v: f64, scale_exp: i32) -> f64 {
     let bits = v.to_bits();
     let biased = ((bits >> 52) & 0x7FF) as i32;
-    let mantissa = (bits & ((1 << 52) - 1)) | (((biased != 0) as u64) << 52);
     let lsb_exp = biased.max(1) - 1075;
-    let magnitude = if lsb_exp >= scale_exp {
-        (mantissa << (lsb_exp - scale_exp).min(63)) as f64
+    let clear = (scale_exp - lsb_exp).clamp(0, 64);
+    let kept = if clear >= 53 {
+        bits & NEG_ZERO_BITS // everything is below 2^scale_exp: a signed zero
     } else {
-        let shift = scale_exp - lsb_exp;
-        if shift >= 64 {
-            0.0
-        } else {
-            (mantissa >> shift) as f64
-        }
+        bits & (u64::MAX << clear)
     };
-    if v.is_sign_negative() {
-        -magnitude
-    } else {
-        magnitude
-    }
+    f64::from_bits(kept)
 }
 
 /// Adds `s * 2^k` exactly (for a finite `s`).
@@ -135,6 +134,14 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn truncation_clears_low_bits() {
+        assert_eq!(truncate_to(7.75, 1), 6.0);
+        assert_eq!(truncate_to(-7.75, 0), -7.0);
+        assert_eq!(truncate_to(0.3, 5), 0.0);
+        assert_eq!(truncate_to(5e-324, -1074), 5e-324);
+    }
 
     #[test]
     fn slices_reassemble_the_vector() {
