@@ -316,14 +316,15 @@ impl Accumulator {
         self
     }
 
-    /// Adds digit arrays filled by the scatter path (same indexing as the limbs). Each
-    /// limb of each array must be below 2^61 in magnitude.
+    /// Adds digit arrays filled by the scatter path (same indexing as the limbs). The
+    /// arrays together must stay below 2^62 in magnitude per limb.
     pub(crate) fn add_digit_arrays(&mut self, arrays: &[[i64; SCATTER_LIMBS]]) {
         self.normalize();
         for (k, limb) in self.limbs[..SCATTER_LIMBS].iter_mut().enumerate() {
             *limb += arrays.iter().map(|a| a[k]).sum::<i64>();
         }
-        self.normalize();
+        // Limbs may now be near 2^62: one more addition is safe, then normalize.
+        self.pending = CARRY_BUDGET - 1;
     }
 
     /// Propagates all pending carries: afterwards every limb but the top one lies in

@@ -27,7 +27,8 @@ const SPILL_LIMIT: usize = BLOCK / LANES / 16;
 /// Blocks to run in direct mode before trying the filter again (doubles on each failure).
 const MAX_DIRECT_BLOCKS: usize = 64;
 /// Interleaved digit arrays of the scatter pass. With [`BLOCK`] values per pass, each gets
-/// 256 additions of less than 2^53: below the 2^61 that `add_digit_arrays` allows.
+/// 256 additions of less than 2^52 + 2^32 per limb: together below the 2^62 that
+/// `add_digit_arrays` allows.
 const COPIES: usize = 4;
 
 /// Knuth's TwoSum: `s + e == a + b` exactly, `s = fl(a + b)`, when nothing overflows.
