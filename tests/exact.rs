@@ -259,6 +259,42 @@ fn narrower_formats_round_once() {
 }
 
 #[test]
+fn single_values_round_like_the_standard_conversions() {
+    use fprev::half::{bf16, f16};
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    let mut values: Vec<f64> = (0..2000)
+        .map(|i| with_exponent(&mut rng, -150 + (i % 300), -150 + (i % 300)))
+        .collect();
+    values.extend([
+        65504.0,
+        65519.99,
+        65520.0,
+        2f64.powi(-24),
+        2f64.powi(-25),
+        3.0 * 2f64.powi(-26),
+    ]);
+    values.extend([
+        f32::MAX as f64 * (1.0 + 2f64.powi(-25)),
+        f32::MAX as f64 * (1.0 + 2f64.powi(-24)),
+    ]);
+    for x in values {
+        let mut acc = Accumulator::new();
+        acc.add(x);
+        assert_eq!(acc.round_to(Format::F32), (x as f32) as f64, "f32 {x:e}");
+        assert_eq!(
+            acc.round_to(Format::F16),
+            f16::from_f64(x).to_f64(),
+            "f16 {x:e}"
+        );
+        assert_eq!(
+            acc.round_to(Format::BF16),
+            bf16::from_f64(x).to_f64(),
+            "bf16 {x:e}"
+        );
+    }
+}
+
+#[test]
 fn sum_f32_rounds_the_exact_value_once() {
     for seed in 0..8u64 {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);

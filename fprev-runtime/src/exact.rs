@@ -36,6 +36,11 @@ pub use format::{Format, FormatError};
 const PAR_CHUNK: usize = 1 << 15;
 
 /// The two slices of a dot product have different lengths.
+///
+/// ```
+/// let err = fprev_runtime::exact::dot(&[1.0, 2.0], &[3.0]).unwrap_err();
+/// assert_eq!((err.left, err.right), (2, 1));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("dot product of slices with different lengths: {left} and {right}")]
 pub struct LengthMismatch {

@@ -67,6 +67,45 @@ impl Default for Accumulator {
     }
 }
 
+/// Adds every value of the iterator (through the vectorized path, in batches).
+///
+/// ```
+/// let mut acc = fprev_runtime::exact::Accumulator::new();
+/// acc.extend((1..=3000).map(|i| 1.0 / i as f64));
+/// let values: Vec<f64> = (1..=3000).map(|i| 1.0 / i as f64).collect();
+/// assert_eq!(acc.finish(), fprev_runtime::exact::sum(&values));
+/// ```
+impl Extend<f64> for Accumulator {
+    fn extend<I: IntoIterator<Item = f64>>(&mut self, iter: I) {
+        let mut buf = [0.0f64; 1024];
+        let mut len = 0;
+        for x in iter {
+            buf[len] = x;
+            len += 1;
+            if len == buf.len() {
+                self.add_slice(&buf);
+                len = 0;
+            }
+        }
+        self.add_slice(&buf[..len]);
+    }
+}
+
+/// Collects values into an accumulator.
+///
+/// ```
+/// use fprev_runtime::exact::Accumulator;
+/// let acc: Accumulator = [1e308, 1e308, -1e308].into_iter().collect();
+/// assert_eq!(acc.finish(), 1e308); // no overflow in between
+/// ```
+impl FromIterator<f64> for Accumulator {
+    fn from_iter<I: IntoIterator<Item = f64>>(iter: I) -> Self {
+        let mut acc = Accumulator::new();
+        acc.extend(iter);
+        acc
+    }
+}
+
 impl std::fmt::Debug for Accumulator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Accumulator")

@@ -18,6 +18,11 @@ pub struct Format {
 }
 
 /// Why [`Format::new`] refused its parameters.
+///
+/// ```
+/// let err = fprev_runtime::exact::Format::new(113, -16382, 16383).unwrap_err();
+/// assert_eq!(err.precision_bits, 113); // binary128 is wider than f64
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
     "format with {precision_bits} bits of precision and exponents {min_exp}..={max_exp} \
@@ -79,16 +84,28 @@ impl Format {
     }
 
     /// Significand bits, the implicit leading bit included.
+    ///
+    /// ```
+    /// assert_eq!(fprev_runtime::exact::Format::BF16.precision_bits(), 8);
+    /// ```
     pub fn precision_bits(self) -> u32 {
         self.precision_bits
     }
 
     /// Exponent of the smallest normal number.
+    ///
+    /// ```
+    /// assert_eq!(fprev_runtime::exact::Format::F16.min_exp(), -14);
+    /// ```
     pub fn min_exp(self) -> i32 {
         self.min_exp
     }
 
     /// Exponent of the largest finite numbers.
+    ///
+    /// ```
+    /// assert_eq!(fprev_runtime::exact::Format::F32.max_exp(), 127);
+    /// ```
     pub fn max_exp(self) -> i32 {
         self.max_exp
     }
