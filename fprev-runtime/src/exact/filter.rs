@@ -239,6 +239,9 @@ where
 }
 
 /// Adds at most [`BLOCK`] values straight to the digits, vectorized then scattered.
+///
+/// Direct mode only starts after a block spilled, that is after nonzero values, so the
+/// "only -0.0 so far" flag is already cleared and this path need not track it.
 #[inline(always)]
 fn add_direct(acc: &mut Accumulator, xs: &[f64]) {
     debug_assert!(xs.len() <= BLOCK);
@@ -246,11 +249,8 @@ fn add_direct(acc: &mut Accumulator, xs: &[f64]) {
     let mut lo = [0i64; BLOCK];
     let mut hi = [0i64; BLOCK];
     let mut special = false;
-    let mut all_neg_zero = true;
     for (k, &x) in xs.iter().enumerate() {
-        let bits = x.to_bits();
-        special |= (bits >> 52) & 0x7FF == 0x7FF;
-        all_neg_zero &= bits == NEG_ZERO_BITS;
+        special |= (x.to_bits() >> 52) & 0x7FF == 0x7FF;
         let (m, pos, neg) = decompose(x);
         let r = pos % 32;
         index[k] = pos / 32;
@@ -282,7 +282,7 @@ fn add_direct(acc: &mut Accumulator, xs: &[f64]) {
         k += 1;
     }
     acc.add_digit_arrays(&arrays);
-    acc.note_many(all_neg_zero);
+    acc.note_many(false);
 }
 
 #[cfg(target_arch = "x86_64")]
