@@ -146,21 +146,26 @@ fn add_general(acc: &mut Accumulator, group: &[f64; LANES]) {
     }
 }
 
-/// Decides block by block between the filter and direct mode.
+/// Decides block by block between the narrow filter, the wide one and direct mode: each
+/// falls back to the next when it gives up, and is retried after a backoff.
 struct Mode {
+    wide_blocks: usize,
+    wide_backoff: usize,
     direct_blocks: usize,
-    backoff: usize,
+    direct_backoff: usize,
 }
 
 impl Mode {
     fn new() -> Self {
         Mode {
+            wide_blocks: 0,
+            wide_backoff: 1,
             direct_blocks: 0,
-            backoff: 1,
+            direct_backoff: 1,
         }
     }
 
-    /// Whether the next block should skip the filter.
+    /// Whether the next block should skip the filters.
     fn take_direct(&mut self) -> bool {
         if self.direct_blocks > 0 {
             self.direct_blocks -= 1;
@@ -170,15 +175,101 @@ impl Mode {
         }
     }
 
-    /// Records whether the filter got through a whole block without giving up.
-    fn filtered(&mut self, completed: bool) {
-        if !completed {
-            self.direct_blocks = self.backoff;
-            self.backoff = (self.backoff * 2).min(MAX_DIRECT_BLOCKS);
+    /// Whether the next block should skip the narrow filter.
+    fn take_wide(&mut self) -> bool {
+        if self.wide_blocks > 0 {
+            self.wide_blocks -= 1;
+            true
         } else {
-            self.backoff = 1;
+            false
         }
     }
+
+    /// Records whether the narrow filter got through a whole block.
+    fn narrow(&mut self, completed: bool) {
+        if completed {
+            self.wide_backoff = 1;
+        } else {
+            self.wide_blocks = self.wide_backoff;
+            self.wide_backoff = (self.wide_backoff * 2).min(MAX_DIRECT_BLOCKS);
+        }
+    }
+
+    /// Records whether the wide filter got through (the rest of) a block.
+    fn wide(&mut self, completed: bool) {
+        if completed {
+            self.direct_backoff = 1;
+        } else {
+            self.direct_blocks = self.direct_backoff;
+            self.direct_backoff = (self.direct_backoff * 2).min(MAX_DIRECT_BLOCKS);
+        }
+    }
+}
+
+/// The narrow filter's lanes: two components, flushed after every block so the leading
+/// sums stay small (a block's worth of values) and two components hold them exactly for
+/// a dynamic range of about 2^90.
+#[derive(Clone, Copy)]
+struct Narrow {
+    hi: [f64; LANES],
+    lo: [f64; LANES],
+}
+
+impl Narrow {
+    fn new() -> Self {
+        Narrow {
+            hi: [-0.0; LANES],
+            lo: [0.0; LANES],
+        }
+    }
+
+    /// Moves the lanes into the accumulator, with the `-0.0` bookkeeping.
+    fn flush(&self, acc: &mut Accumulator) {
+        acc.note_many(self.hi.iter().all(|h| h.to_bits() == NEG_ZERO_BITS));
+        for &v in self.hi.iter().chain(&self.lo) {
+            if v != 0.0 {
+                acc.add_finite_unflagged(v);
+            }
+        }
+    }
+}
+
+/// Runs the narrow filter over a block (a multiple of [`LANES`] long), giving up like
+/// [`filter_block`]; returns how many values it consumed.
+#[inline(always)]
+fn narrow_block(acc: &mut Accumulator, block: &[f64]) -> usize {
+    let mut lanes = Narrow::new();
+    let mut spills = 0usize;
+    let mut done = 0;
+    for group in block.chunks_exact(LANES) {
+        let group = as_group(group);
+        let mut next = lanes;
+        let mut left = [0.0; LANES];
+        for j in 0..LANES {
+            let (a, e1) = two_sum(lanes.hi[j], group[j]);
+            let (b, e2) = two_sum(lanes.lo[j], e1);
+            next.hi[j] = a;
+            next.lo[j] = b;
+            left[j] = e2;
+        }
+        done += LANES;
+        if any_nonzero(&left) {
+            spills += 1;
+            if all_finite(&left) {
+                spill_errors(acc, left);
+                lanes = next;
+            } else {
+                add_general(acc, group);
+            }
+            if spills > SPILL_LIMIT {
+                break;
+            }
+        } else {
+            lanes = next;
+        }
+    }
+    lanes.flush(acc);
+    done
 }
 
 fn as_group(s: &[f64]) -> &[f64; LANES] {
@@ -205,10 +296,12 @@ fn filter_block(acc: &mut Accumulator, exp: &mut Expansion, block: &[f64]) -> us
     done
 }
 
+/// The sum kernel, with the filters passed in (portable or AVX2 builds of the same loops).
 #[inline(always)]
-fn add_slice_kernel<F>(acc: &mut Accumulator, xs: &[f64], filter: F)
+fn add_slice_kernel<N, W>(acc: &mut Accumulator, xs: &[f64], narrow: N, wide: W)
 where
-    F: Fn(&mut Accumulator, &mut Expansion, &[f64]) -> usize,
+    N: Fn(&mut Accumulator, &[f64]) -> usize,
+    W: Fn(&mut Accumulator, &mut Expansion, &[f64]) -> usize,
 {
     let mut exp = Expansion::new();
     let mut mode = Mode::new();
@@ -218,11 +311,19 @@ where
             add_direct(acc, block);
             continue;
         }
-        let done = filter(acc, &mut exp, block);
-        if done < block.len() {
-            add_direct(acc, &block[done..]);
+        let mut done = 0;
+        if !mode.take_wide() {
+            done = narrow(acc, block);
+            mode.narrow(done == block.len());
         }
-        mode.filtered(done == block.len());
+        if done < block.len() {
+            let rest = &block[done..];
+            let wide_done = wide(acc, &mut exp, rest);
+            if wide_done < rest.len() {
+                add_direct(acc, &rest[wide_done..]);
+            }
+            mode.wide(wide_done == rest.len());
+        }
     }
     let rest = blocks.remainder();
     let mut groups = rest.chunks_exact(LANES);
@@ -289,9 +390,12 @@ fn add_direct(acc: &mut Accumulator, xs: &[f64]) {
 #[target_feature(enable = "avx2,fma")]
 unsafe fn add_slice_avx2(acc: &mut Accumulator, xs: &[f64]) {
     // SAFETY (for the closure): this function only runs where AVX2 is available.
-    add_slice_kernel(acc, xs, |acc, exp, block| unsafe {
-        avx2::filter_block(acc, exp, block)
-    })
+    add_slice_kernel(
+        acc,
+        xs,
+        |acc, block| unsafe { avx2::narrow_block(acc, block) },
+        |acc, exp, block| unsafe { avx2::filter_block(acc, exp, block) },
+    )
 }
 
 /// Whether the CPU runs the AVX2 + FMA builds of the kernels.
@@ -308,7 +412,7 @@ pub(crate) fn add_slice(acc: &mut Accumulator, xs: &[f64]) {
         unsafe { add_slice_avx2(acc, xs) };
         return;
     }
-    add_slice_kernel(acc, xs, filter_block)
+    add_slice_kernel(acc, xs, narrow_block, filter_block)
 }
 
 /// Products at least this large (and finite) have an exactly representable FMA error.
@@ -435,7 +539,7 @@ where
         if done < cx.len() {
             dot_direct(acc, &cx[done..], &cy[done..]);
         }
-        mode.filtered(done == cx.len());
+        mode.wide(done == cx.len());
     }
     let (rx, ry) = (bx.remainder(), by.remainder());
     let mut gxs = rx.chunks_exact(LANES);
@@ -517,7 +621,7 @@ mod tests {
     fn portable_and_dispatched_kernels_agree() {
         for xs in vectors() {
             let mut portable = Accumulator::new();
-            add_slice_kernel(&mut portable, &xs, filter_block);
+            add_slice_kernel(&mut portable, &xs, narrow_block, filter_block);
             let mut dispatched = Accumulator::new();
             add_slice(&mut dispatched, &xs);
             let mut one_by_one = Accumulator::new();
