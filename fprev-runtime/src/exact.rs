@@ -215,8 +215,9 @@ fn lanes_dot(a: &[f64], b: &[f64]) -> f64 {
 /// that the dot product of two slices is exact in `f64` *whatever order `inner` sums in*:
 /// sequential, reversed, blocked, multithreaded, FMA or not. So a fast vendor kernel that
 /// is not reproducible by itself gives a reproducible, correctly rounded result here.
-/// `inner` is called on equal-length slices and must return their dot product computed
-/// with ordinary `f64` arithmetic (any order). Vectors holding NaN or infinities skip the
+/// `inner` is called on equal-length slices (blocks of a few thousand elements, several
+/// slice pairs per block) and must return their dot product computed with ordinary `f64`
+/// arithmetic, in any order. Vectors holding NaN or infinities skip the
 /// scheme and get [`dot`]'s IEEE semantics.
 ///
 /// ```

@@ -39,18 +39,19 @@ fn split(x: &[f64], bits: i32) -> Vec<Slice> {
         // 2^-scale_exp in two factors, each representable, applied one after the other.
         let up_first = pow2((-scale_exp).clamp(-1022, 1023) / 2);
         let up_second = pow2(-scale_exp - (-scale_exp).clamp(-1022, 1023) / 2);
-        let mut next_top = 0.0f64;
+        // Magnitudes of finite doubles order like their bit patterns without the sign.
+        let mut next_top_bits = 0u64;
         let values: Vec<f64> = rest
             .iter_mut()
             .map(|r| {
                 let head = truncate_to(*r, scale_exp);
                 *r -= head; // exact: only the bits below 2^scale_exp remain
-                next_top = next_top.max(r.abs());
+                next_top_bits = next_top_bits.max(r.to_bits() & !NEG_ZERO_BITS);
                 head * up_first * up_second // an integer below 2^bits, exactly
             })
             .collect();
         slices.push(Slice { values, scale_exp });
-        top = next_top;
+        top = f64::from_bits(next_top_bits);
     }
     slices
 }
@@ -102,15 +103,18 @@ fn slice_bits(n: usize) -> i32 {
     ((53 - log2_n) / 2).max(1)
 }
 
-/// Longest block handled in one Ozaki pass (keeps slices at least a few bits wide).
-const MAX_BLOCK: usize = 1 << 40;
+/// Elements handled in one Ozaki pass. Splitting and all slice products of a block stay in
+/// cache, short blocks allow wider slices (fewer of them), and each block's slices follow
+/// its own largest element. Every block's partial results are exact, so blocking changes
+/// nothing in the result.
+const BLOCK: usize = 1 << 13;
 
 /// The exact dot product of equal-length finite vectors, through `inner`.
 pub(crate) fn dot_into<F>(acc: &mut Accumulator, x: &[f64], y: &[f64], inner: &mut F)
 where
     F: FnMut(&[f64], &[f64]) -> f64,
 {
-    for (bx, by) in x.chunks(MAX_BLOCK).zip(y.chunks(MAX_BLOCK)) {
+    for (bx, by) in x.chunks(BLOCK).zip(y.chunks(BLOCK)) {
         let bits = slice_bits(bx.len());
         let xs = split(bx, bits);
         let ys = split(by, bits);
