@@ -544,6 +544,13 @@ fn bit_identical_across_threads_chunks_and_orders() {
         let ys = draw(Kind::Unit, xs.len(), &mut rng);
         let want = exact::sum(&xs);
         let want_dot = exact::dot(&xs, &ys).unwrap_or(f64::NAN);
+        let reversed_inner = exact::ozaki_dot_with(&xs, &ys, |a, b| {
+            a.iter().zip(b).rev().map(|(p, q)| p * q).sum()
+        });
+        assert!(
+            same(reversed_inner.unwrap_or(f64::NAN), want_dot),
+            "{kind:?} ozaki"
+        );
         for threads in 1..=16 {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(threads)
