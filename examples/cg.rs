@@ -429,6 +429,15 @@ fn svg(curves: &[(String, Arith, Vec<f64>)]) -> String {
             oy + h - pad + 16.0
         );
         for (c, (label, _, history)) in mine.iter().enumerate() {
+            let schedule = label.rsplit_once(" / ").map_or(label.as_str(), |(_, s)| s);
+            let _ = writeln!(
+                out,
+                r#"<text x="{}" y="{}" font-size="9" fill="{}">{}</text>"#,
+                ox + w - 300.0,
+                oy + pad + 12.0 + 11.0 * c as f64,
+                colors[c % colors.len()],
+                schedule
+            );
             let points: Vec<String> = history
                 .iter()
                 .enumerate()
