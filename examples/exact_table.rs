@@ -96,6 +96,15 @@ fn main() {
     drop(xs);
 
     let xs = workloads::worst(1 << 24, 2);
+    let mut large = XsumLarge::new();
+    large.add_list(&xs);
+    let agree = [
+        large.sum(),
+        xs.iter()
+            .copied()
+            .sum_with_accumulator::<OnlineExactSum<f64>>(),
+    ]
+    .map(|v| v.to_bits() == exact::sum(&xs).to_bits());
     let sum = || exact::sum(&xs);
     row(
         "sum, 2^24, range 1e-301..1e301",
@@ -160,5 +169,19 @@ fn main() {
             || exact::ozaki_dot(&x, &y),
             || workloads::plain_dot(&x, &y),
         ),
+    );
+    println!(
+        "\nsame bits as exact::sum on the 1e-301..1e301 input: xsum {}, accurate {}",
+        agree[0], agree[1]
+    );
+    // XsumLarge 0.1.6 goes wrong on long inputs with a moderate range; say so if it does.
+    let xs = workloads::moderate(1 << 22, 1);
+    let mut large = XsumLarge::new();
+    large.add_list(&xs);
+    println!(
+        "same bits on 2^22 values in 1e-6..1e6: xsum XsumLarge {} ({:e} vs exact {:e})",
+        large.sum().to_bits() == exact::sum(&xs).to_bits(),
+        large.sum(),
+        exact::sum(&xs)
     );
 }
