@@ -23,7 +23,11 @@ unsafe fn two_sum_v(a: __m256d, b: __m256d) -> (__m256d, __m256d) {
 /// [`super::narrow_block`] written with AVX2 intrinsics.
 #[target_feature(enable = "avx2,fma")]
 #[allow(unused_unsafe)]
-pub(super) unsafe fn narrow_block(acc: &mut Accumulator, block: &[f64]) -> usize {
+pub(super) unsafe fn narrow_block(
+    acc: &mut Accumulator,
+    exp: &mut Expansion,
+    block: &[f64],
+) -> usize {
     let mut spills = 0usize;
     let mut done = 0;
     let mut lanes = Narrow::new();
@@ -68,7 +72,7 @@ pub(super) unsafe fn narrow_block(acc: &mut Accumulator, block: &[f64]) -> usize
         _mm256_storeu_pd(lanes.lo.as_mut_ptr(), b0);
         _mm256_storeu_pd(lanes.lo.as_mut_ptr().add(4), b1);
     }
-    lanes.flush(acc);
+    lanes.flush_into(acc, exp);
     done
 }
 
