@@ -13,7 +13,7 @@ use fprev::exact;
 use rayon::prelude::*;
 use std::hint::black_box;
 use std::time::Duration;
-use xsum::{Xsum, XsumLarge};
+use xsum::{Xsum, XsumAuto, XsumLarge};
 
 fn quick<'a>(
     c: &'a mut Criterion,
@@ -46,6 +46,14 @@ fn worst_sum(c: &mut Criterion) {
     group.bench_function("exact_par_sum", |b| {
         b.iter(|| exact::par_sum(black_box(&xs)))
     });
+    group.bench_function("xsum_auto", |b| {
+        b.iter(|| {
+            let mut acc = XsumAuto::new();
+            acc.add_list(black_box(&xs));
+            acc.sum()
+        })
+    });
+    // Faster, but its result is wrong on long inputs (see examples/exact_table.rs).
     group.bench_function("xsum_large", |b| {
         b.iter(|| {
             let mut acc = XsumLarge::new();

@@ -16,7 +16,7 @@ use fprev::exact;
 use rayon::prelude::*;
 use std::hint::black_box;
 use std::time::Instant;
-use xsum::{Xsum, XsumLarge};
+use xsum::{Xsum, XsumAuto, XsumLarge};
 
 fn time_ms<R>(f: &mut impl FnMut() -> R) -> f64 {
     let start = Instant::now();
@@ -96,10 +96,17 @@ fn main() {
     drop(xs);
 
     let xs = workloads::worst(1 << 24, 2);
-    let mut large = XsumLarge::new();
-    large.add_list(&xs);
     let agree = [
-        large.sum(),
+        {
+            let mut large = XsumLarge::new();
+            large.add_list(&xs);
+            large.sum()
+        },
+        {
+            let mut auto = XsumAuto::new();
+            auto.add_list(&xs);
+            auto.sum()
+        },
         xs.iter()
             .copied()
             .sum_with_accumulator::<OnlineExactSum<f64>>(),
@@ -108,7 +115,16 @@ fn main() {
     let sum = || exact::sum(&xs);
     row(
         "sum, 2^24, range 1e-301..1e301",
-        "xsum XsumLarge",
+        "xsum XsumAuto",
+        duel(reps.min(5), sum, || {
+            let mut acc = XsumAuto::new();
+            acc.add_list(&xs);
+            acc.sum()
+        }),
+    );
+    row(
+        "sum, 2^24, range 1e-301..1e301",
+        "xsum XsumLarge (wrong bits, below)",
         duel(reps, sum, || {
             let mut acc = XsumLarge::new();
             acc.add_list(&xs);
@@ -171,8 +187,9 @@ fn main() {
         ),
     );
     println!(
-        "\nsame bits as exact::sum on the 1e-301..1e301 input: xsum {}, accurate {}",
-        agree[0], agree[1]
+        "\nsame bits as exact::sum on the 1e-301..1e301 input: xsum XsumLarge {}, XsumAuto {}, \
+         accurate {}",
+        agree[0], agree[1], agree[2]
     );
     // XsumLarge 0.1.6 goes wrong on long inputs with a moderate range; say so if it does.
     let xs = workloads::moderate(1 << 22, 1);
