@@ -281,10 +281,11 @@ impl Accumulator {
 
     /// Adds every value of `xs` exactly.
     ///
-    /// A small floating-point expansion (two components per lane, TwoSum, eight lanes)
-    /// absorbs the values first; only rounding errors it cannot hold exactly reach the
-    /// wide digits. With a moderate dynamic range that almost never happens, so this runs
-    /// near memory speed.
+    /// Small floating-point expansions (two or three components per lane, TwoSum, eight
+    /// lanes, AVX2 where available) absorb the values first; only rounding errors they
+    /// cannot hold exactly reach the wide digits. With a moderate dynamic range that
+    /// almost never happens, so this runs near memory speed; with a huge one, values go
+    /// to the digits directly.
     ///
     /// ```
     /// let mut acc = fprev_runtime::exact::Accumulator::new();

@@ -9,7 +9,13 @@
 //! overflowed or met a NaN or an infinity, the group is not absorbed and its values take
 //! the general path instead.
 //!
-//! When leftovers are frequent (a huge dynamic range) the filter is only overhead, so
+//! Sums try three levels, block by block, each retried after a backoff when it gives up:
+//! a narrow filter (two components, flushed every block so its sums stay small: about
+//! 2^90 of dynamic range, 12 flops a value), a wide one (three components, kept across
+//! blocks), and direct mode. Dot products use the wide filter on products and on their
+//! FMA errors, then direct mode.
+//!
+//! When leftovers are frequent (a huge dynamic range) the filters are only overhead, so
 //! blocks of values go straight to the digits for a while, in two passes: a vectorized one
 //! that turns each value into a limb index and two signed digits, and a scatter that adds
 //! them into four interleaved digit arrays (so consecutive values rarely wait on the same
