@@ -108,6 +108,23 @@ fn kahan_is_not_a_plain_sum() {
 fn order_independent_sum_is_reported() {
     let e = fprev::reveal(64, |x: &[f64]| fprev::float::exact_sum_rounded(x)).unwrap_err();
     assert_eq!(e, RevealError::OrderIndependent { n: 64 });
+    // fprev's own exact sums, sequential and parallel, f64 and f32
+    for n in [3usize, 64, 1000] {
+        let e = fprev::reveal(n, fprev::exact::sum).unwrap_err();
+        assert_eq!(e, RevealError::OrderIndependent { n });
+        let e = fprev::reveal(n, fprev::exact::sum_f32).unwrap_err();
+        assert_eq!(e, RevealError::OrderIndependent { n });
+        let e = fprev::Reveal::new(n)
+            .run_sync(fprev::exact::par_sum)
+            .unwrap_err();
+        assert_eq!(e, RevealError::OrderIndependent { n });
+    }
+    // accepted as a tree, it is one fused node that replays bit for bit
+    let t = fprev::Reveal::new(16)
+        .accept_flat(true)
+        .run(fprev::exact::sum)
+        .unwrap();
+    assert_eq!(t, fprev::SumTree::fused(16));
     // a wider accumulator looks the same to the probes
     let e = fprev::reveal(64, |x: &[f32]| {
         x.iter().map(|&v| v as f64).sum::<f64>() as f32

@@ -4,9 +4,6 @@
 //! Pure Rust, compiled with or without the `cuda` feature, so the permutations can be
 //! inspected and tested anywhere.
 
-use rand::{RngCore, SeedableRng};
-use rand_chacha::ChaCha8Rng;
-
 /// Name and version of the launch-scrambling algorithm: part of every replay token, so
 /// never change what it draws without bumping it.
 pub const SCRAMBLE_ALGORITHM: &str = "fprev-cuda-scramble-v2";
