@@ -23,3 +23,5 @@ pub use reveal::{reveal, Algorithm, Reveal, RevealError, RevealReport};
 pub use target::Target;
 pub use tree::{SumTree, TreeDiff, TreeStats};
 // Re-exports added by the other modules go below this line (one line each).
+pub use chains::Tracked;
+pub use registry::{check_registered, registered};

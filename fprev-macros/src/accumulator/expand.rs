@@ -1,0 +1,152 @@
+//! Code generation for `#[accumulator]`: the rewritten function, its sites and frame,
+//! and the registration.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::visit_mut::VisitMut;
+
+use super::args::Op;
+use super::sites::{Collector, Kind, Rewriter};
+use super::validate::{Plan, Registration};
+
+/// Rewrite `item` according to `plan`. Returns the errors found in the body (`#[acc]`
+/// misuse) beside the code, so the item is always emitted.
+pub fn expand(plan: &Plan, mut item: syn::ItemFn) -> (TokenStream, Option<syn::Error>) {
+    let krate = &plan.krate;
+    let mut collector = Collector::new();
+    collector.visit_block_mut(&mut item.block);
+    let errors = collector.errors.into_iter().reduce(|mut a, b| {
+        a.combine(b);
+        a
+    });
+    let frame = syn::Ident::new("__fprev", Span::mixed_site());
+    let statics = syn::Ident::new("__FPREV_SITES", Span::call_site());
+    let mut rw = Rewriter {
+        krate,
+        sites: collector.sites,
+        vars: collector.vars,
+        frame: frame.clone(),
+        statics: statics.clone(),
+    };
+    rw.visit_block_mut(&mut item.block);
+    let sites = rw.sites;
+
+    let fn_name = item.sig.ident.to_string();
+    let mut prelude = TokenStream::new();
+    if !sites.is_empty() {
+        let n = sites.len();
+        let entries = sites.iter().map(|s| {
+            let kind = match s.kind {
+                Kind::Variable => quote!(Variable),
+                Kind::Place => quote!(Place),
+                Kind::Iterator => quote!(Iterator),
+            };
+            let text = &s.text;
+            let (line, column) = (
+                quote_spanned!(s.span=> ::core::line!()),
+                quote_spanned!(s.span=> ::core::column!()),
+            );
+            quote! {
+                #krate::__private::chains::Site::new(
+                    ::core::concat!(::core::module_path!(), "::", #fn_name),
+                    ::core::file!(), #line, #column, #text,
+                    #krate::__private::chains::SiteKind::#kind,
+                )
+            }
+        });
+        prelude.extend(quote! {
+            #[allow(non_upper_case_globals)]
+            static #statics: [#krate::__private::chains::Site; #n] = [#(#entries),*];
+        });
+        let mut fields = Vec::new();
+        let mut inits = Vec::new();
+        let mut finish = Vec::new();
+        for (k, s) in sites.iter().enumerate() {
+            let st = format_ident!("s{}", k);
+            match s.kind {
+                Kind::Variable => {
+                    let c = format_ident!("c{}", k);
+                    fields.push(quote!(#c: u64, #st: #krate::__private::chains::ChainStats));
+                    inits.push(quote!(#c: 0, #st: #krate::__private::chains::ChainStats::default()));
+                    finish.push(quote!(self.#st.finish(&mut self.#c, &#statics[#k]);));
+                }
+                Kind::Place => {
+                    let (r, a) = (format_ident!("r{}", k), format_ident!("a{}", k));
+                    fields.push(
+                        quote!(#r: u64, #a: usize, #st: #krate::__private::chains::ChainStats),
+                    );
+                    inits.push(
+                        quote!(#r: 0, #a: 0, #st: #krate::__private::chains::ChainStats::default()),
+                    );
+                    finish.push(quote!(self.#st.finish(&mut self.#r, &#statics[#k]);));
+                }
+                Kind::Iterator => {}
+            }
+        }
+        if !fields.is_empty() {
+            prelude.extend(quote! {
+                #[allow(non_camel_case_types, non_snake_case)]
+                struct __FprevFrame { #(#fields),* }
+                impl ::core::ops::Drop for __FprevFrame {
+                    #[inline]
+                    fn drop(&mut self) { #(#finish)* }
+                }
+                #[allow(unused_mut, unused_variables)]
+                let mut #frame = __FprevFrame { #(#inits),* };
+            });
+        }
+    }
+    if !prelude.is_empty() {
+        let block = &item.block;
+        let stmts = &block.stmts;
+        item.block = syn::parse_quote_spanned! {block.brace_token.span.join()=>
+            { #prelude #(#stmts)* }
+        };
+    }
+    let registration = plan
+        .registration
+        .as_ref()
+        .map(|r| register(krate, &item.sig.ident, r));
+    (quote!(#item #registration), errors)
+}
+
+fn register(krate: &TokenStream, ident: &syn::Ident, r: &Registration) -> TokenStream {
+    let (adapter, dtype_fn, op) = match r.op {
+        Op::Sum => (quote!(sum), quote!(sum_dtype), quote!(Sum)),
+        Op::Dot => (quote!(dot), quote!(dot_dtype), quote!(Dot)),
+        Op::Gemv => (quote!(gemv), quote!(gemv_dtype), quote!(Gemv)),
+        Op::Gemm => (quote!(gemm), quote!(gemm_dtype), quote!(Gemm)),
+    };
+    let f = &r.function;
+    let name = ident.to_string();
+    let sizes = &r.sizes;
+    let turbofish = r.dtype.as_ref().map(|d| quote!(::<#d>));
+    let span = ident.span();
+    let call = quote_spanned! {span=>
+        #krate::__private::registry::#adapter #turbofish (#f, n, seed)
+    };
+    let dtype = quote_spanned! {span=>
+        #krate::__private::registry::#dtype_fn #turbofish (#f)
+    };
+    quote! {
+        const _: () = {
+            fn __fprev_reveal(
+                n: usize,
+                seed: u64,
+            ) -> ::core::result::Result<#krate::SumTree, #krate::RevealError> {
+                #call
+            }
+            #krate::__private::inventory::submit! {
+                #krate::__private::registry::Registration::new(
+                    ::core::concat!(::core::module_path!(), "::", #name),
+                    ::core::file!(),
+                    ::core::line!(),
+                    #krate::__private::registry::Op::#op,
+                    &[#(#sizes),*],
+                    #dtype,
+                    __fprev_reveal,
+                )
+            }
+        };
+    }
+}
