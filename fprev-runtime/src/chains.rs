@@ -60,7 +60,7 @@ pub fn reset() {
 /// Not public API. Used by generated code.
 #[doc(hidden)]
 pub mod private {
-    pub use super::site::{ChainStats, CountingIter, Site, SiteKind};
+    pub use super::site::{ChainStats, CountingIter, PlaceChains, Site, SiteKind};
 
     /// Not public API. Used by generated code.
     pub use super::tracked::Tracked;
@@ -87,12 +87,6 @@ pub mod private {
             name,
             "f32" | "f64" | "half::binary16::f16" | "half::bfloat::bf16" | "mut f32" | "mut f64"
         )
-    }
-
-    /// Address of a place, for telling apart the places an indexed site accumulates into.
-    #[inline(always)]
-    pub fn addr<T: ?Sized>(p: *const T) -> usize {
-        p as *const () as usize
     }
 
     /// Autoref dispatch for `.sum()` / `.fold(..)` receivers: an iterator is wrapped in a

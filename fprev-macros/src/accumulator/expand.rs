@@ -71,14 +71,16 @@ pub fn expand(plan: &Plan, mut item: syn::ItemFn) -> (TokenStream, Option<syn::E
                     finish.push(quote!(self.#st.finish(&mut self.#c, &#statics[#k]);));
                 }
                 Kind::Place => {
-                    let (r, a) = (format_ident!("r{}", k), format_ident!("a{}", k));
-                    fields.push(
-                        quote!(#r: u64, #a: usize, #st: #krate::__private::chains::ChainStats),
-                    );
-                    inits.push(
-                        quote!(#r: 0, #a: 0, #st: #krate::__private::chains::ChainStats::default()),
-                    );
-                    finish.push(quote!(self.#st.finish(&mut self.#r, &#statics[#k]);));
+                    let p = format_ident!("p{}", k);
+                    fields.push(quote!(
+                        #p: #krate::__private::chains::PlaceChains,
+                        #st: #krate::__private::chains::ChainStats
+                    ));
+                    inits.push(quote!(
+                        #p: #krate::__private::chains::PlaceChains::default(),
+                        #st: #krate::__private::chains::ChainStats::default()
+                    ));
+                    finish.push(quote!(self.#st.finish_places(&mut self.#p, &#statics[#k]);));
                 }
                 Kind::Iterator => {}
             }

@@ -7,6 +7,9 @@ mod expand;
 mod sites;
 mod validate;
 
+#[cfg(test)]
+mod snapshot_tests;
+
 use proc_macro2::TokenStream;
 use quote::quote;
 use syn::visit_mut::VisitMut;

@@ -4,8 +4,8 @@
 //! - variables (`s += e`, `s -= e`, `s = s + e`, `s = e + s`, `s = s - e`, or a
 //!   `#[acc] let s`): a `u64` chain counter per variable in the frame, updated by
 //!   Defour's rule at every assignment to the variable;
-//! - places (`c[i] += e`, `*out += e`, `self.acc += e`): runs of additions into one
-//!   address;
+//! - places (`c[i] += e`, `*out += e`, `self.acc += e`): chains per address (a small
+//!   direct-mapped table in the frame);
 //! - `.sum()` and `.fold(init, |a, b| a + b)` on a temporary iterator: a counting
 //!   iterator.
 //!
@@ -356,17 +356,13 @@ impl Rewriter<'_> {
     fn rewrite_place(&mut self, e: &Expr, place: &Expr) -> Expr {
         let k = self.new_site(Kind::Place, e);
         let (f, krate) = (&self.frame, self.krate);
-        let (r, a, s) = (
-            format_ident!("r{}", k),
-            format_ident!("a{}", k),
-            format_ident!("s{}", k),
-        );
-        let p = quote_spanned!(Span::mixed_site()=> __fprev_place);
+        let (p, s) = (format_ident!("p{}", k), format_ident!("s{}", k));
+        let ptr = quote_spanned!(Span::mixed_site()=> __fprev_place);
         syn::parse_quote_spanned! {e.span()=>
             {
-                let #p = ::core::ptr::addr_of!(#place);
-                if #krate::__private::chains::is_float(#p) {
-                    #f.#s.place(&mut #f.#r, &mut #f.#a, #krate::__private::chains::addr(#p));
+                let #ptr = ::core::ptr::addr_of!(#place);
+                if #krate::__private::chains::is_float(#ptr) {
+                    #f.#p.add(&mut #f.#s, #ptr);
                 }
                 #e
             }

@@ -13,8 +13,8 @@ pub enum SiteKind {
     /// A local variable accumulated into (`s += e`, `s = s + e`, `#[acc] let s`): its
     /// chains follow Defour's rule through every assignment to it in the function.
     Variable,
-    /// An indexed, field or dereferenced place (`c[i] += e`, `*out += e`): a chain is a
-    /// run of consecutive additions of this site into the same address.
+    /// An indexed, field or dereferenced place (`c[i] += e`, `*out += e`): chains are
+    /// kept per address (see [`PlaceChains`]).
     Place,
     /// `.sum()` or `.fold(init, |a, b| a + b)`: one chain of as many additions as items.
     Iterator,
@@ -156,15 +156,13 @@ impl ChainStats {
         *cur = new;
     }
 
-    /// One addition of a place site into the place at `addr`: extends the run when the
-    /// address is the last one, else ends the run and starts one.
-    #[inline(always)]
-    pub fn place(&mut self, run: &mut u64, last: &mut usize, addr: usize) {
-        if addr != *last {
-            self.end(run);
-            *last = addr;
+    /// End every chain of `places` and merge everything into `site` (the frame's `Drop`).
+    #[inline]
+    pub fn finish_places(&mut self, places: &mut PlaceChains, site: &'static Site) {
+        for c in places.run.iter_mut() {
+            self.end(c);
         }
-        *run += 1;
+        site.merge(self);
     }
 
     /// End `cur` and merge everything into `site` (the frame's `Drop`).
@@ -172,6 +170,32 @@ impl ChainStats {
     pub fn finish(&mut self, cur: &mut u64, site: &'static Site) {
         self.end(cur);
         site.merge(self);
+    }
+}
+
+/// Chains of one place site, per address: a direct-mapped table of 16 addresses, so
+/// up to 16 interleaved accumulators (lanes `acc[i % 8]`, the outputs of an `i-p-j`
+/// matrix product) keep their own chains. A chain ends when its slot is taken by
+/// another address, or when the function returns.
+#[derive(Clone, Debug, Default)]
+pub struct PlaceChains {
+    addr: [usize; PLACE_SLOTS],
+    run: [u64; PLACE_SLOTS],
+}
+
+const PLACE_SLOTS: usize = 16;
+
+impl PlaceChains {
+    /// One addition into the place `p`.
+    #[inline(always)]
+    pub fn add<T>(&mut self, stats: &mut ChainStats, p: *const T) {
+        let a = p as usize;
+        let slot = (a / std::mem::size_of::<T>().max(1)) % PLACE_SLOTS;
+        if self.addr[slot] != a {
+            stats.end(&mut self.run[slot]);
+            self.addr[slot] = a;
+        }
+        self.run[slot] += 1;
     }
 }
 

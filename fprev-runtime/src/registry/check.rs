@@ -118,22 +118,22 @@ impl Check {
                  work stealing change the order between calls)\n{d}"
             ));
         }
-        let stem = self.dir.join(file_stem(r, n));
-        let pin = stem.with_extension("tree");
-        let write = |t: &SumTree, base: &Path| -> Result<(), String> {
+        let path = |suffix: &str| self.dir.join(format!("{}{suffix}", file_stem(r, n)));
+        let (pin, pin_dot) = (path(".tree"), path(".dot"));
+        let (actual, actual_dot) = (path(".actual.tree"), path(".actual.dot"));
+        let write = |t: &SumTree, tree: &Path, dot: &Path| -> Result<(), String> {
             std::fs::create_dir_all(&self.dir)
-                .and_then(|_| std::fs::write(base.with_extension("tree"), format!("{t}\n")))
-                .and_then(|_| std::fs::write(base.with_extension("dot"), t.to_dot()))
-                .map_err(|e| format!("{what}: cannot write {}: {e}", base.display()))
+                .and_then(|_| std::fs::write(tree, format!("{t}\n")))
+                .and_then(|_| std::fs::write(dot, t.to_dot()))
+                .map_err(|e| format!("{what}: cannot write {}: {e}", tree.display()))
         };
-        let actual = self.dir.join(format!("{}.actual", file_stem(r, n)));
         let outcome = match std::fs::read_to_string(&pin) {
             Err(_) | Ok(_) if self.bless => {
-                write(&tree, &stem)?;
+                write(&tree, &pin, &pin_dot)?;
                 CheckOutcome::Blessed
             }
             Err(_) => {
-                write(&tree, &stem)?;
+                write(&tree, &pin, &pin_dot)?;
                 CheckOutcome::Pinned
             }
             Ok(text) => {
@@ -141,17 +141,17 @@ impl Check {
                     format!("{what}: the pin {} does not parse: {e}", pin.display())
                 })?;
                 if let Some(d) = pinned.diff(&tree) {
-                    write(&tree, &actual)?;
+                    write(&tree, &actual, &actual_dot)?;
                     return Err(format!(
                         "{what}: the summation order changed (left: pinned, right: now)\n{d}\n  \
                          pictures: {} (pinned) and {} (now)\n  \
                          accept the new order with {FPREV_BLESS}=1 cargo test",
-                        stem.with_extension("dot").display(),
-                        actual.with_extension("dot").display(),
+                        pin_dot.display(),
+                        actual_dot.display(),
                     ));
                 }
-                let _ = std::fs::remove_file(actual.with_extension("tree"));
-                let _ = std::fs::remove_file(actual.with_extension("dot"));
+                let _ = std::fs::remove_file(&actual);
+                let _ = std::fs::remove_file(&actual_dot);
                 CheckOutcome::Matched
             }
         };
