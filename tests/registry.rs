@@ -84,11 +84,11 @@ fn registrations_are_listed() {
     };
     assert_eq!(find("seq_sum").op, Op::Sum);
     assert_eq!(find("seq_sum").sizes, &[4, 9]);
-    assert_eq!(find("seq_sum").dtype, "f32");
-    assert_eq!(find("lanes_dot").dtype, "f64");
+    assert_eq!(find("seq_sum").dtype(), "f32");
+    assert_eq!(find("lanes_dot").dtype(), "f64");
     assert_eq!(find("gemv").op, Op::Gemv);
     assert_eq!(find("gemm").op, Op::Gemm);
-    assert_eq!(find("generic_pairwise").dtype, "bf16");
+    assert_eq!(find("generic_pairwise").dtype(), "bf16");
     assert!(find("seq_sum").to_string().contains("tests/registry.rs"));
 }
 

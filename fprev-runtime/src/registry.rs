@@ -81,6 +81,9 @@ impl fmt::Display for Op {
 /// Reveals the registered function's tree at one size with one seed.
 pub type RevealFn = fn(n: usize, seed: u64) -> Result<crate::SumTree, crate::RevealError>;
 
+/// Names the registered function's float type.
+pub type DtypeFn = fn() -> &'static str;
+
 /// A function registered by `#[fprev::accumulator(reveal(..))]`.
 pub struct Registration {
     /// `module::path::function`.
@@ -93,8 +96,7 @@ pub struct Registration {
     pub op: Op,
     /// Sizes to reveal (the reduction length).
     pub sizes: &'static [usize],
-    /// The float type's name (`f32`, ...).
-    pub dtype: &'static str,
+    dtype: DtypeFn,
     reveal: RevealFn,
 }
 
@@ -107,7 +109,7 @@ impl Registration {
         line: u32,
         op: Op,
         sizes: &'static [usize],
-        dtype: &'static str,
+        dtype: DtypeFn,
         reveal: RevealFn,
     ) -> Registration {
         Registration {
@@ -119,6 +121,11 @@ impl Registration {
             dtype,
             reveal,
         }
+    }
+
+    /// The float type's name (`f32`, `f64`, `f16`, `bf16`).
+    pub fn dtype(&self) -> &'static str {
+        (self.dtype)()
     }
 
     /// Reveal the function's tree over `n` inputs (seeded pivots and verification).
@@ -133,7 +140,7 @@ impl fmt::Debug for Registration {
             .field("name", &self.name)
             .field("op", &self.op)
             .field("sizes", &self.sizes)
-            .field("dtype", &self.dtype)
+            .field("dtype", &self.dtype())
             .field("file", &self.file)
             .field("line", &self.line)
             .finish()
@@ -145,7 +152,12 @@ impl fmt::Display for Registration {
         write!(
             f,
             "{} ({} over {}, sizes {:?}; {}:{})",
-            self.name, self.op, self.dtype, self.sizes, self.file, self.line
+            self.name,
+            self.op,
+            self.dtype(),
+            self.sizes,
+            self.file,
+            self.line
         )
     }
 }
@@ -188,64 +200,85 @@ pub mod private {
         }
     }
 
-    /// The float type of a `sum` function, for the listing.
-    pub const fn sum_dtype<T: ProbeFloat>(_: fn(&[T]) -> T) -> &'static str {
-        T::FORMAT.name
+    /// A registered function bound to its probing convention.
+    pub trait Adapter {
+        /// Reveal at size `n` with `seed`.
+        fn reveal(&self, n: usize, seed: u64) -> Result<SumTree, RevealError>;
+        /// The float type's name.
+        fn dtype(&self) -> &'static str;
     }
 
-    /// The float type of a `dot` function, for the listing.
-    pub const fn dot_dtype<T: ProbeFloat>(_: fn(&[T], &[T]) -> T) -> &'static str {
-        T::FORMAT.name
-    }
-
-    /// The float type of a `gemv` function, for the listing.
-    pub const fn gemv_dtype<T: ProbeFloat>(_: fn(usize, usize, &[T], &[T]) -> Vec<T>) -> &'static str {
-        T::FORMAT.name
-    }
-
-    /// The float type of a `gemm` function, for the listing.
-    pub const fn gemm_dtype<T: ProbeFloat>(
-        _: fn(usize, usize, usize, &[T], &[T]) -> Vec<T>,
-    ) -> &'static str {
-        T::FORMAT.name
-    }
+    /// `f(x)`.
+    pub struct SumAdapter<T>(fn(&[T]) -> T);
+    /// `f(x, ones)`.
+    pub struct DotAdapter<T>(fn(&[T], &[T]) -> T);
+    /// `f(1, n, x, ones)[0]`.
+    pub struct GemvAdapter<T>(fn(usize, usize, &[T], &[T]) -> Vec<T>);
+    /// `f(1, 1, k, x, ones)[0]`.
+    pub struct GemmAdapter<T>(fn(usize, usize, usize, &[T], &[T]) -> Vec<T>);
 
     /// Probe `f(x)`.
-    pub fn sum<T: ProbeFloat>(f: fn(&[T]) -> T, n: usize, seed: u64) -> Result<SumTree, RevealError> {
-        Reveal::new(n).seed(seed).run_sync(f)
+    pub fn sum<T: ProbeFloat>(f: fn(&[T]) -> T) -> SumAdapter<T> {
+        SumAdapter(f)
     }
 
     /// Probe `f(x, ones)`.
-    pub fn dot<T: ProbeFloat>(
-        f: fn(&[T], &[T]) -> T,
-        n: usize,
-        seed: u64,
-    ) -> Result<SumTree, RevealError> {
-        let y = ones::<T>(n);
-        Reveal::new(n).seed(seed).run_sync(move |x: &[T]| f(x, &y))
+    pub fn dot<T: ProbeFloat>(f: fn(&[T], &[T]) -> T) -> DotAdapter<T> {
+        DotAdapter(f)
     }
 
     /// Probe `f(1, n, x, ones)[0]`.
-    pub fn gemv<T: ProbeFloat>(
-        f: fn(usize, usize, &[T], &[T]) -> Vec<T>,
-        n: usize,
-        seed: u64,
-    ) -> Result<SumTree, RevealError> {
-        let y = ones::<T>(n);
-        Reveal::new(n)
-            .seed(seed)
-            .run_sync(move |a: &[T]| first(f(1, n, a, &y), "gemv"))
+    pub fn gemv<T: ProbeFloat>(f: fn(usize, usize, &[T], &[T]) -> Vec<T>) -> GemvAdapter<T> {
+        GemvAdapter(f)
     }
 
     /// Probe `f(1, 1, k, x, ones)[0]`.
     pub fn gemm<T: ProbeFloat>(
         f: fn(usize, usize, usize, &[T], &[T]) -> Vec<T>,
-        k: usize,
-        seed: u64,
-    ) -> Result<SumTree, RevealError> {
-        let b = ones::<T>(k);
-        Reveal::new(k)
-            .seed(seed)
-            .run_sync(move |a: &[T]| first(f(1, 1, k, a, &b), "gemm"))
+    ) -> GemmAdapter<T> {
+        GemmAdapter(f)
+    }
+
+    impl<T: ProbeFloat> Adapter for SumAdapter<T> {
+        fn reveal(&self, n: usize, seed: u64) -> Result<SumTree, RevealError> {
+            Reveal::new(n).seed(seed).run_sync(self.0)
+        }
+        fn dtype(&self) -> &'static str {
+            T::FORMAT.name
+        }
+    }
+
+    impl<T: ProbeFloat> Adapter for DotAdapter<T> {
+        fn reveal(&self, n: usize, seed: u64) -> Result<SumTree, RevealError> {
+            let (f, y) = (self.0, ones::<T>(n));
+            Reveal::new(n).seed(seed).run_sync(move |x: &[T]| f(x, &y))
+        }
+        fn dtype(&self) -> &'static str {
+            T::FORMAT.name
+        }
+    }
+
+    impl<T: ProbeFloat> Adapter for GemvAdapter<T> {
+        fn reveal(&self, n: usize, seed: u64) -> Result<SumTree, RevealError> {
+            let (f, y) = (self.0, ones::<T>(n));
+            Reveal::new(n)
+                .seed(seed)
+                .run_sync(move |a: &[T]| first(f(1, n, a, &y), "gemv"))
+        }
+        fn dtype(&self) -> &'static str {
+            T::FORMAT.name
+        }
+    }
+
+    impl<T: ProbeFloat> Adapter for GemmAdapter<T> {
+        fn reveal(&self, k: usize, seed: u64) -> Result<SumTree, RevealError> {
+            let (f, b) = (self.0, ones::<T>(k));
+            Reveal::new(k)
+                .seed(seed)
+                .run_sync(move |a: &[T]| first(f(1, 1, k, a, &b), "gemm"))
+        }
+        fn dtype(&self) -> &'static str {
+            T::FORMAT.name
+        }
     }
 }

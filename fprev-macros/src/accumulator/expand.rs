@@ -113,30 +113,34 @@ pub fn expand(plan: &Plan, mut item: syn::ItemFn) -> (TokenStream, Option<syn::E
 }
 
 fn register(krate: &TokenStream, ident: &syn::Ident, r: &Registration) -> TokenStream {
-    let (adapter, dtype_fn, op) = match r.op {
-        Op::Sum => (quote!(sum), quote!(sum_dtype), quote!(Sum)),
-        Op::Dot => (quote!(dot), quote!(dot_dtype), quote!(Dot)),
-        Op::Gemv => (quote!(gemv), quote!(gemv_dtype), quote!(Gemv)),
-        Op::Gemm => (quote!(gemm), quote!(gemm_dtype), quote!(Gemm)),
+    let (adapter, op) = match r.op {
+        Op::Sum => (quote!(sum), quote!(Sum)),
+        Op::Dot => (quote!(dot), quote!(Dot)),
+        Op::Gemv => (quote!(gemv), quote!(Gemv)),
+        Op::Gemm => (quote!(gemm), quote!(Gemm)),
     };
     let f = &r.function;
     let name = ident.to_string();
     let sizes = &r.sizes;
     let turbofish = r.dtype.as_ref().map(|d| quote!(::<#d>));
-    let span = ident.span();
-    let call = quote_spanned! {span=>
-        #krate::__private::registry::#adapter #turbofish (#f, n, seed)
-    };
-    let dtype = quote_spanned! {span=>
-        #krate::__private::registry::#dtype_fn #turbofish (#f)
+    // The only use of the function: a wrong signature is one error, on its name.
+    let adapter = quote_spanned! {ident.span()=>
+        #krate::__private::registry::#adapter #turbofish (#f)
     };
     quote! {
         const _: () = {
+            use #krate::__private::registry::Adapter as _;
+            fn __fprev_adapter() -> impl #krate::__private::registry::Adapter {
+                #adapter
+            }
             fn __fprev_reveal(
                 n: usize,
                 seed: u64,
             ) -> ::core::result::Result<#krate::SumTree, #krate::RevealError> {
-                #call
+                __fprev_adapter().reveal(n, seed)
+            }
+            fn __fprev_dtype() -> &'static str {
+                __fprev_adapter().dtype()
             }
             #krate::__private::inventory::submit! {
                 #krate::__private::registry::Registration::new(
@@ -145,7 +149,7 @@ fn register(krate: &TokenStream, ident: &syn::Ident, r: &Registration) -> TokenS
                     ::core::line!(),
                     #krate::__private::registry::Op::#op,
                     &[#(#sizes),*],
-                    #dtype,
+                    __fprev_dtype,
                     __fprev_reveal,
                 )
             }

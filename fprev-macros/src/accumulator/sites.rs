@@ -230,6 +230,16 @@ impl VisitMut for Collector {
         }
     }
 
+    fn visit_stmt_mut(&mut self, s: &mut Stmt) {
+        visit_mut::visit_stmt_mut(self, s);
+        // Reported above; removed so rustc does not add its own errors about it.
+        if let Stmt::Expr(e, _) = s {
+            if let Some(attrs) = expr_attrs_mut(e) {
+                attrs.retain(|a| !is_acc_attr(a));
+            }
+        }
+    }
+
     fn visit_expr_mut(&mut self, e: &mut Expr) {
         visit_mut::visit_expr_mut(self, e);
         match e {
@@ -246,6 +256,25 @@ impl VisitMut for Collector {
             _ => {}
         }
     }
+}
+
+fn expr_attrs_mut(e: &mut Expr) -> Option<&mut Vec<syn::Attribute>> {
+    Some(match e {
+        Expr::Assign(x) => &mut x.attrs,
+        Expr::Binary(x) => &mut x.attrs,
+        Expr::Block(x) => &mut x.attrs,
+        Expr::Call(x) => &mut x.attrs,
+        Expr::ForLoop(x) => &mut x.attrs,
+        Expr::If(x) => &mut x.attrs,
+        Expr::Loop(x) => &mut x.attrs,
+        Expr::Macro(x) => &mut x.attrs,
+        Expr::MethodCall(x) => &mut x.attrs,
+        Expr::Paren(x) => &mut x.attrs,
+        Expr::Path(x) => &mut x.attrs,
+        Expr::Unary(x) => &mut x.attrs,
+        Expr::While(x) => &mut x.attrs,
+        _ => return None,
+    })
 }
 
 /// Defour's rule for an expression, as a constant plus the chain counters of the
@@ -376,6 +405,7 @@ impl Rewriter<'_> {
         let recv = &m.receiver;
         m.receiver = syn::parse_quote_spanned! {recv.span()=>
             {
+                #[allow(unused_imports)]
                 use #krate::__private::chains::{ViaIterator as _, ViaOther as _};
                 #krate::__private::chains::Wrap(::core::option::Option::Some(#recv))
                     .__fprev_count(&#statics[#k])

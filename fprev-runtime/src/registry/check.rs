@@ -166,7 +166,7 @@ impl Check {
 }
 
 fn file_stem(r: &Registration, n: usize) -> String {
-    format!("{}.{}.{}.n{n}", r.name.replace("::", "."), r.op, r.dtype)
+    format!("{}.{}.{}.n{n}", r.name.replace("::", "."), r.op, r.dtype())
 }
 
 /// What happened to one (function, size).
