@@ -41,7 +41,7 @@ fn matmul(m: usize, n: usize, k: usize, a: &[f32], b: &[f32]) -> Vec<f32> {
 
 fn main() {
     let x: Vec<f64> = (0..10_000).map(|i| (i as f64).sin()).collect();
-    let y: Vec<f32> = (0..4096).map(|i| (i as f32).cos()).collect();
+    let y: Vec<f32> = (0..8192).map(|i| (i as f32).cos()).collect();
     for _ in 0..3 {
         std::hint::black_box(dot(&x, &x));
     }

@@ -27,7 +27,10 @@ fn report_printed_at_exit() {
         .unwrap();
     assert!(out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("fprev chains: 1 accumulation site(s)"), "{err}");
+    assert!(
+        err.contains("fprev chains: 1 accumulation site(s)"),
+        "{err}"
+    );
     assert!(err.contains("accumulator_exit::total"), "{err}");
     assert!(err.contains("sequential"), "{err}");
 }

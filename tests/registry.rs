@@ -101,24 +101,42 @@ fn adapters_reveal_each_op() {
     };
     assert_eq!(tree("seq_sum", 4), "(((0+1)+2)+3)");
     assert_eq!(tree("lanes_dot", 6), "(((0+2)+4)+((1+3)+5))");
-    assert_eq!(tree("gemv", 4), "(((3+2)+1)+0)".parse::<fprev::SumTree>().unwrap().to_string());
+    assert_eq!(
+        tree("gemv", 4),
+        "(((3+2)+1)+0)"
+            .parse::<fprev::SumTree>()
+            .unwrap()
+            .to_string()
+    );
     assert_eq!(tree("gemm", 4), "(((0+1)+2)+3)");
-    assert_eq!(tree("generic_pairwise", 8), fprev::SumTree::pairwise(8).to_string());
+    assert_eq!(
+        tree("generic_pairwise", 8),
+        fprev::SumTree::pairwise(8).to_string()
+    );
 }
 
 #[test]
 fn pin_then_match_then_detect_a_change() {
     let dir = scratch("pin");
-    let check = Check::from_env().dir(&dir).bless(false).filter("registry::seq_sum");
+    let check = Check::from_env()
+        .dir(&dir)
+        .bless(false)
+        .filter("registry::seq_sum");
     let first = check.run().unwrap();
     assert_eq!(first.orders.len(), 2);
-    assert!(first.orders.iter().all(|o| o.outcome == CheckOutcome::Pinned));
+    assert!(first
+        .orders
+        .iter()
+        .all(|o| o.outcome == CheckOutcome::Pinned));
     let pin = dir.join("registry.seq_sum.sum.f32.n4.tree");
     assert_eq!(std::fs::read_to_string(&pin).unwrap(), "(((0+1)+2)+3)\n");
     assert!(dir.join("registry.seq_sum.sum.f32.n4.dot").exists());
 
     let second = check.run().unwrap();
-    assert!(second.orders.iter().all(|o| o.outcome == CheckOutcome::Matched));
+    assert!(second
+        .orders
+        .iter()
+        .all(|o| o.outcome == CheckOutcome::Matched));
 
     // Someone's pin says the sum used to be pairwise: the check fails with the diff.
     std::fs::write(&pin, "((0+1)+(2+3))\n").unwrap();
@@ -126,13 +144,22 @@ fn pin_then_match_then_detect_a_change() {
     let msg = format!("{err:?}");
     assert_eq!(err.problems.len(), 1, "{msg}");
     assert!(msg.contains("summation order changed"), "{msg}");
-    assert!(msg.contains("left:  ((0+1)+(2+3))") && msg.contains("right: (((0+1)+2)+3)"), "{msg}");
-    assert!(msg.contains("registry.seq_sum.sum.f32.n4.actual.dot"), "{msg}");
+    assert!(
+        msg.contains("left:  ((0+1)+(2+3))") && msg.contains("right: (((0+1)+2)+3)"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("registry.seq_sum.sum.f32.n4.actual.dot"),
+        "{msg}"
+    );
     assert!(msg.contains("FPREV_BLESS=1"), "{msg}");
     assert!(dir.join("registry.seq_sum.sum.f32.n4.actual.dot").exists());
 
     let blessed = check.clone().bless(true).run().unwrap();
-    assert!(blessed.orders.iter().all(|o| o.outcome == CheckOutcome::Blessed));
+    assert!(blessed
+        .orders
+        .iter()
+        .all(|o| o.outcome == CheckOutcome::Blessed));
     assert_eq!(std::fs::read_to_string(&pin).unwrap(), "(((0+1)+2)+3)\n");
     assert!(check.run().is_ok());
     assert!(!dir.join("registry.seq_sum.sum.f32.n4.actual.dot").exists());
@@ -158,10 +185,7 @@ fn nondeterministic_function_fails() {
 #[test]
 fn all_pin_in_a_fresh_directory() {
     let dir = scratch("all");
-    let s = Check::from_env()
-        .dir(&dir)
-        .filter("registry::")
-        .run();
+    let s = Check::from_env().dir(&dir).filter("registry::").run();
     let err = s.unwrap_err();
     // Everything but the flaky function pins.
     assert_eq!(err.problems.len(), 1, "{err}");

@@ -81,6 +81,15 @@ impl fmt::Display for Op {
 /// Reveals the registered function's tree at one size with one seed.
 pub type RevealFn = fn(n: usize, seed: u64) -> Result<crate::SumTree, crate::RevealError>;
 
+/// The signature of a registered `sum`.
+pub type SumFn<T> = fn(&[T]) -> T;
+/// The signature of a registered `dot`.
+pub type DotFn<T> = fn(&[T], &[T]) -> T;
+/// The signature of a registered `gemv`: `(m, n, a, x) -> y`, `a` row-major `m x n`.
+pub type GemvFn<T> = fn(usize, usize, &[T], &[T]) -> Vec<T>;
+/// The signature of a registered `gemm`: `(m, n, k, a, b) -> c`, row-major, `a` is `m x k`.
+pub type GemmFn<T> = fn(usize, usize, usize, &[T], &[T]) -> Vec<T>;
+
 /// Names the registered function's float type.
 pub type DtypeFn = fn() -> &'static str;
 
@@ -187,7 +196,7 @@ pub mod private {
     use crate::float::ProbeFloat;
     use crate::{Reveal, RevealError, SumTree};
 
-    pub use super::{Op, Registration};
+    pub use super::{DotFn, GemmFn, GemvFn, Op, Registration, SumFn};
 
     fn ones<T: ProbeFloat>(n: usize) -> Vec<T> {
         vec![T::from_f64_round(1.0); n]
@@ -209,13 +218,13 @@ pub mod private {
     }
 
     /// `f(x)`.
-    pub struct SumAdapter<T>(fn(&[T]) -> T);
+    pub struct SumAdapter<T>(SumFn<T>);
     /// `f(x, ones)`.
-    pub struct DotAdapter<T>(fn(&[T], &[T]) -> T);
+    pub struct DotAdapter<T>(DotFn<T>);
     /// `f(1, n, x, ones)[0]`.
-    pub struct GemvAdapter<T>(fn(usize, usize, &[T], &[T]) -> Vec<T>);
+    pub struct GemvAdapter<T>(GemvFn<T>);
     /// `f(1, 1, k, x, ones)[0]`.
-    pub struct GemmAdapter<T>(fn(usize, usize, usize, &[T], &[T]) -> Vec<T>);
+    pub struct GemmAdapter<T>(GemmFn<T>);
 
     /// Probe `f(x)`.
     pub fn sum<T: ProbeFloat>(f: fn(&[T]) -> T) -> SumAdapter<T> {
@@ -228,14 +237,12 @@ pub mod private {
     }
 
     /// Probe `f(1, n, x, ones)[0]`.
-    pub fn gemv<T: ProbeFloat>(f: fn(usize, usize, &[T], &[T]) -> Vec<T>) -> GemvAdapter<T> {
+    pub fn gemv<T: ProbeFloat>(f: GemvFn<T>) -> GemvAdapter<T> {
         GemvAdapter(f)
     }
 
     /// Probe `f(1, 1, k, x, ones)[0]`.
-    pub fn gemm<T: ProbeFloat>(
-        f: fn(usize, usize, usize, &[T], &[T]) -> Vec<T>,
-    ) -> GemmAdapter<T> {
+    pub fn gemm<T: ProbeFloat>(f: GemmFn<T>) -> GemmAdapter<T> {
         GemmAdapter(f)
     }
 

@@ -14,7 +14,11 @@ fn summation_orders_are_pinned() {
     let summary = fprev::check_registered().unwrap();
     println!("{summary}");
     assert_eq!(summary.orders.len(), 3);
-    let four = summary.orders.iter().find(|o| o.name.ends_with("dot")).unwrap();
+    let four = summary
+        .orders
+        .iter()
+        .find(|o| o.name.ends_with("dot"))
+        .unwrap();
     assert_eq!(
         four.tree.to_string(),
         "(((((0+4)+8)+12)+(((1+5)+9)+13))+((((2+6)+10)+14)+(((3+7)+11)+15)))"

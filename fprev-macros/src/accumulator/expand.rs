@@ -67,7 +67,8 @@ pub fn expand(plan: &Plan, mut item: syn::ItemFn) -> (TokenStream, Option<syn::E
                 Kind::Variable => {
                     let c = format_ident!("c{}", k);
                     fields.push(quote!(#c: u64, #st: #krate::__private::chains::ChainStats));
-                    inits.push(quote!(#c: 0, #st: #krate::__private::chains::ChainStats::default()));
+                    inits
+                        .push(quote!(#c: 0, #st: #krate::__private::chains::ChainStats::default()));
                     finish.push(quote!(self.#st.finish(&mut self.#c, &#statics[#k]);));
                 }
                 Kind::Place => {

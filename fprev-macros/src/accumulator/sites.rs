@@ -47,10 +47,11 @@ fn tidy(s: &str) -> String {
         if c == ' ' {
             let prev = out.chars().last().unwrap_or(' ');
             let next = chars.get(i + 1).copied().unwrap_or(' ');
-            let glue_before = matches!(next, '[' | '(') && (prev.is_alphanumeric() || matches!(prev, '_' | ')' | ']' | '>'))
+            let glue_before = matches!(next, '[' | '(')
+                && (prev.is_alphanumeric() || matches!(prev, '_' | ')' | ']' | '>'))
                 || matches!(next, ']' | ')' | ',' | '.' | ';' | '?' | ':' if next != ':' || chars.get(i + 2) == Some(&':'));
-            let glue_after = matches!(prev, '[' | '(' | '.' | '&' | '!')
-                || (prev == ':' && out.ends_with("::"));
+            let glue_after =
+                matches!(prev, '[' | '(' | '.' | '&' | '!') || (prev == ':' && out.ends_with("::"));
             if glue_before || glue_after {
                 continue;
             }
@@ -136,15 +137,6 @@ fn is_acc_attr(a: &syn::Attribute) -> bool {
 }
 
 /// Names bound by a `let` pattern made of identifiers (tuples and types allowed).
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn tidy() {
-        assert_eq!(super::tidy("s += a [i] * b [i]"), "s += a[i] * b[i]");
-        assert_eq!(super::tidy("row . iter () . map (| x | x * 2.0) . sum :: < f64 > ()"), "row.iter().map(| x | x * 2.0).sum::< f64 >()");
-    }
-}
-
 fn bound_names(p: &Pat, out: &mut Vec<(String, Span)>) -> bool {
     match p {
         Pat::Ident(i) if i.subpat.is_none() => {
@@ -344,8 +336,12 @@ impl Rewriter<'_> {
             },
         };
         let t = self.chain_tokens(&chain);
-        if chain.vars.contains(&k) {
-            quote!(#f.#c = #t;)
+        if let Some(pos) = chain.vars.iter().position(|&v| v == k) {
+            // `s = s + e`: the chain grows by the rest.
+            let mut rest = chain;
+            rest.vars.remove(pos);
+            let t = self.chain_tokens(&rest);
+            quote!(#f.#c += #t;)
         } else {
             quote!(#f.#s.restart(&mut #f.#c, #t);)
         }
@@ -522,5 +518,17 @@ impl VisitMut for Rewriter<'_> {
                 self.rewrite_iterator(m);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn tidy() {
+        assert_eq!(super::tidy("s += a [i] * b [i]"), "s += a[i] * b[i]");
+        assert_eq!(
+            super::tidy("row . iter () . map (| x | x * 2.0) . sum :: < f64 > ()"),
+            "row.iter().map(| x | x * 2.0).sum::< f64 >()"
+        );
     }
 }

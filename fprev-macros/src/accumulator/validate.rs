@@ -55,7 +55,10 @@ pub fn validate(args: Args, item: &syn::ItemFn) -> syn::Result<Plan> {
             None => {
                 errors.push(syn::Error::new(
                     r.span,
-                    format!("reveal(..) needs an operation: add `op = ...` with {}", Op::NAMES),
+                    format!(
+                        "reveal(..) needs an operation: add `op = ...` with {}",
+                        Op::NAMES
+                    ),
                 ));
                 None
             }

@@ -66,6 +66,11 @@ impl<T: fmt::Display> fmt::Display for Tracked<T> {
     }
 }
 
+/// Defour's rule for `+` and `-`: the operands' chains plus this addition.
+fn joined(a: u64, b: u64) -> u64 {
+    a + b + 1
+}
+
 macro_rules! additive {
     ($Op:ident, $op:ident, $OpAssign:ident, $op_assign:ident) => {
         impl<T: $Op<Output = T>> $Op for Tracked<T> {
@@ -74,7 +79,7 @@ macro_rules! additive {
             fn $op(self, rhs: Tracked<T>) -> Tracked<T> {
                 Tracked {
                     value: self.value.$op(rhs.value),
-                    chain: self.chain + rhs.chain + 1,
+                    chain: joined(self.chain, rhs.chain),
                 }
             }
         }
@@ -84,7 +89,7 @@ macro_rules! additive {
             fn $op(self, rhs: T) -> Tracked<T> {
                 Tracked {
                     value: self.value.$op(rhs),
-                    chain: self.chain + 1,
+                    chain: joined(self.chain, 0),
                 }
             }
         }

@@ -45,7 +45,9 @@ impl Check {
             Ok(v) if v == "1" => true,
             Ok(v) if v.is_empty() || v == "0" => false,
             Ok(v) => {
-                eprintln!("fprev: {FPREV_BLESS}={v:?} is not 0 or 1; using the default (0: keep pins)");
+                eprintln!(
+                    "fprev: {FPREV_BLESS}={v:?} is not 0 or 1; using the default (0: keep pins)"
+                );
                 false
             }
             Err(_) => false,
@@ -79,7 +81,11 @@ impl Check {
     pub fn run(&self) -> Result<CheckSummary, CheckError> {
         let regs: Vec<&Registration> = registered()
             .into_iter()
-            .filter(|r| self.filter.as_ref().is_none_or(|f| r.name.contains(f.as_str())))
+            .filter(|r| {
+                self.filter
+                    .as_ref()
+                    .is_none_or(|f| r.name.contains(f.as_str()))
+            })
             .collect();
         if regs.is_empty() {
             eprintln!(
@@ -231,7 +237,11 @@ pub struct CheckError {
 
 impl fmt::Display for CheckError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "{} pinned summation order(s) failed:", self.problems.len())?;
+        writeln!(
+            f,
+            "{} pinned summation order(s) failed:",
+            self.problems.len()
+        )?;
         for p in &self.problems {
             writeln!(f, "- {p}")?;
         }
