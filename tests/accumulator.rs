@@ -1,6 +1,8 @@
 //! Behaviour of `#[fprev::accumulator]`: counts, non-float sites, bit-identical results.
 // `x = x + e` is one of the site forms under test.
 #![allow(clippy::assign_op_pattern)]
+// Counting and registration are compiled out with the `off` feature.
+#![cfg(not(feature = "off"))]
 
 use fprev::chains::{report, Shape, SiteKind};
 

@@ -1,4 +1,6 @@
 //! `FPREV_CHAINS=1` prints the chain report when the test process exits.
+// Counting and registration are compiled out with the `off` feature.
+#![cfg(not(feature = "off"))]
 
 #[fprev::accumulator]
 fn total(x: &[f64]) -> f64 {

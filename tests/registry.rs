@@ -1,4 +1,6 @@
 //! Registration through `#[accumulator(reveal(..))]` and pinned orders.
+// Counting and registration are compiled out with the `off` feature.
+#![cfg(not(feature = "off"))]
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
