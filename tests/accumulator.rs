@@ -33,7 +33,7 @@ fn sequential_dot() {
     assert_eq!(s.max_chain, 1000);
     assert_eq!(s.kind, SiteKind::Variable);
     assert_eq!(s.shape, Shape::Sequential);
-    assert_eq!(s.line, 11);
+    assert_eq!(s.line, 13);
     assert_eq!(s.column, 9);
     assert_eq!(s.expr, "s += a[i] * b[i]");
     println!("{r}");
@@ -213,4 +213,45 @@ fn acc_marker() {
     let s = report();
     let s = s.site("decayed").unwrap();
     assert_eq!(s.max_chain, 6);
+}
+
+/// Closures that must stay `Fn + Sync` (rayon) count in a frame of their own.
+#[fprev::accumulator]
+fn par_rows(m: &[Vec<f64>]) -> (Vec<f64>, Vec<f64>) {
+    use rayon::prelude::*;
+    let sums = m
+        .par_iter()
+        .map(|row| {
+            let mut s = 0.0;
+            for v in row {
+                s += v;
+            }
+            s
+        })
+        .collect();
+    let mut out = vec![0.0; m.len()];
+    out.par_iter_mut().enumerate().for_each(|(i, o)| {
+        for v in &m[i] {
+            *o += v;
+        }
+    });
+    (sums, out)
+}
+
+#[test]
+fn parallel_closures() {
+    let m = vec![vec![0.5; 40]; 6];
+    let (sums, out) = par_rows(&m);
+    assert_eq!(sums, vec![20.0; 6]);
+    assert_eq!(out, vec![20.0; 6]);
+    let r = report();
+    let sites: Vec<_> = r
+        .sites
+        .iter()
+        .filter(|s| s.function.ends_with("par_rows"))
+        .collect();
+    assert_eq!(sites.len(), 2, "{r}");
+    for s in sites {
+        assert_eq!((s.max_chain, s.adds, s.executions), (40, 240, 6), "{r}");
+    }
 }

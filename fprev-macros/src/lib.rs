@@ -61,7 +61,9 @@ pub fn scramble(_args: TokenStream, item: TokenStream) -> TokenStream {
 ///
 /// The counters are plain locals while the function runs and are merged into the site's
 /// atomics once, when the frame drops (returns, early returns, `?` and unwinding alike).
-/// Not rewritten: nested items, `move` closures, `async` blocks and macro invocations.
+/// A closure gets a frame of its own for what it declares, so a `Fn + Sync` closure
+/// (rayon) stays one. Not rewritten: nested items, `move` closures, `async` blocks and
+/// macro invocations.
 ///
 /// # Registration
 ///

@@ -6,7 +6,7 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::visit_mut::VisitMut;
 
 use super::args::Op;
-use super::sites::{Collector, Kind, Rewriter};
+use super::sites::{Collector, Kind, Rewriter, Scope, Site};
 use super::validate::{Plan, Registration};
 
 /// Rewrite `item` according to `plan`. Returns the errors found in the body (`#[acc]`
@@ -19,17 +19,18 @@ pub fn expand(plan: &Plan, mut item: syn::ItemFn) -> (TokenStream, Option<syn::E
         a.combine(b);
         a
     });
-    let frame = syn::Ident::new("__fprev", Span::mixed_site());
     let statics = syn::Ident::new("__FPREV_SITES", Span::call_site());
     let mut rw = Rewriter {
         krate,
         sites: collector.sites,
         vars: collector.vars,
-        frame: frame.clone(),
         statics: statics.clone(),
+        scopes: vec![Scope::new(0, None)],
+        frames: 0,
     };
     rw.visit_block_mut(&mut item.block);
     let sites = rw.sites;
+    let root = rw.scopes.pop().expect("the function's frame");
 
     let fn_name = item.sig.ident.to_string();
     let mut prelude = TokenStream::new();
@@ -58,45 +59,8 @@ pub fn expand(plan: &Plan, mut item: syn::ItemFn) -> (TokenStream, Option<syn::E
             #[allow(non_upper_case_globals)]
             static #statics: [#krate::__private::chains::Site; #n] = [#(#entries),*];
         });
-        let mut fields = Vec::new();
-        let mut inits = Vec::new();
-        let mut finish = Vec::new();
-        for (k, s) in sites.iter().enumerate() {
-            let st = format_ident!("s{}", k);
-            match s.kind {
-                Kind::Variable => {
-                    let c = format_ident!("c{}", k);
-                    fields.push(quote!(#c: u64, #st: #krate::__private::chains::ChainStats));
-                    inits
-                        .push(quote!(#c: 0, #st: #krate::__private::chains::ChainStats::default()));
-                    finish.push(quote!(self.#st.finish(&mut self.#c, &#statics[#k]);));
-                }
-                Kind::Place => {
-                    let p = format_ident!("p{}", k);
-                    fields.push(quote!(
-                        #p: #krate::__private::chains::PlaceChains,
-                        #st: #krate::__private::chains::ChainStats
-                    ));
-                    inits.push(quote!(
-                        #p: #krate::__private::chains::PlaceChains::default(),
-                        #st: #krate::__private::chains::ChainStats::default()
-                    ));
-                    finish.push(quote!(self.#st.finish_places(&mut self.#p, &#statics[#k]);));
-                }
-                Kind::Iterator => {}
-            }
-        }
-        if !fields.is_empty() {
-            prelude.extend(quote! {
-                #[allow(non_camel_case_types, non_snake_case)]
-                struct __FprevFrame { #(#fields),* }
-                impl ::core::ops::Drop for __FprevFrame {
-                    #[inline]
-                    fn drop(&mut self) { #(#finish)* }
-                }
-                #[allow(unused_mut, unused_variables)]
-                let mut #frame = __FprevFrame { #(#inits),* };
-            });
+        if !root.is_empty() {
+            prelude.extend(frame_decl(krate, &statics, &sites, &root));
         }
     }
     if !prelude.is_empty() {
@@ -111,6 +75,50 @@ pub fn expand(plan: &Plan, mut item: syn::ItemFn) -> (TokenStream, Option<syn::E
         .as_ref()
         .map(|r| register(krate, &item.sig.ident, r));
     (quote!(#item #registration), errors)
+}
+
+/// A frame: its struct (one field per counter), the `Drop` that merges the counters into
+/// the sites, and the local holding it.
+pub fn frame_decl(
+    krate: &TokenStream,
+    statics: &syn::Ident,
+    sites: &[Site],
+    scope: &Scope,
+) -> TokenStream {
+    let mut fields = Vec::new();
+    let mut inits = Vec::new();
+    let mut finish = Vec::new();
+    for (k, site) in sites.iter().enumerate() {
+        let st = format_ident!("s{}", k);
+        if site.kind == Kind::Variable && scope.vars.contains(&k) {
+            let c = format_ident!("c{}", k);
+            fields.push(quote!(#c: u64, #st: #krate::__private::chains::ChainStats));
+            inits.push(quote!(#c: 0, #st: #krate::__private::chains::ChainStats::default()));
+            finish.push(quote!(self.#st.finish(&mut self.#c, &#statics[#k]);));
+        } else if site.kind == Kind::Place && scope.places.contains(&k) {
+            let p = format_ident!("p{}", k);
+            fields.push(quote!(
+                #p: #krate::__private::chains::PlaceChains,
+                #st: #krate::__private::chains::ChainStats
+            ));
+            inits.push(quote!(
+                #p: #krate::__private::chains::PlaceChains::default(),
+                #st: #krate::__private::chains::ChainStats::default()
+            ));
+            finish.push(quote!(self.#st.finish_places(&mut self.#p, &#statics[#k]);));
+        }
+    }
+    let (ty, frame) = (&scope.ty, &scope.ident);
+    quote! {
+        #[allow(non_camel_case_types, non_snake_case)]
+        struct #ty { #(#fields),* }
+        impl ::core::ops::Drop for #ty {
+            #[inline]
+            fn drop(&mut self) { #(#finish)* }
+        }
+        #[allow(unused_mut, unused_variables)]
+        let mut #frame = #ty { #(#inits),* };
+    }
 }
 
 fn register(krate: &TokenStream, ident: &syn::Ident, r: &Registration) -> TokenStream {

@@ -9,10 +9,13 @@
 //! - `.sum()` and `.fold(init, |a, b| a + b)` on a temporary iterator: a counting
 //!   iterator.
 //!
-//! Not entered: nested items, `move` closures and `async` blocks (their captures would
-//! move the frame), macro invocations (opaque tokens).
+//! A closure counts the variables it declares and the places it adds into in a frame of
+//! its own, built at the top of its body, so it never captures the function's frame for
+//! them and stays `Fn + Sync` where it was (rayon). Not entered: nested items, `move`
+//! closures and `async` blocks (their captures would move the frame), macro invocations
+//! (opaque tokens).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned, ToTokens};
@@ -273,7 +276,55 @@ fn expr_attrs_mut(e: &mut Expr) -> Option<&mut Vec<syn::Attribute>> {
 /// accumulator variables it adds.
 struct Chain {
     constant: u64,
-    vars: Vec<usize>,
+    vars: Vec<(usize, String)>,
+}
+
+/// The counters of one frame: the function's, or a closure's own (so that a closure
+/// keeps its `Fn`/`Sync`-ness: it never captures the function's frame for variables and
+/// places of its own).
+pub struct Scope {
+    /// The frame's local variable.
+    pub ident: syn::Ident,
+    /// The frame's struct.
+    pub ty: syn::Ident,
+    /// Names declared inside (None: the function, which owns every other name).
+    declared: Option<HashSet<String>>,
+    /// Variable sites counted in this frame.
+    pub vars: BTreeSet<usize>,
+    /// Place sites counted in this frame.
+    pub places: BTreeSet<usize>,
+}
+
+impl Scope {
+    pub fn new(n: usize, declared: Option<HashSet<String>>) -> Scope {
+        let (ident, ty) = if n == 0 {
+            ("__fprev".to_string(), "__FprevFrame".to_string())
+        } else {
+            (format!("__fprev{n}"), format!("__FprevFrame{n}"))
+        };
+        Scope {
+            ident: syn::Ident::new(&ident, Span::mixed_site()),
+            ty: syn::Ident::new(&ty, Span::call_site()),
+            declared,
+            vars: BTreeSet::new(),
+            places: BTreeSet::new(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.vars.is_empty() && self.places.is_empty()
+    }
+}
+
+/// Every name bound by a pattern inside a closure (parameters, `let`s, arms, loops).
+struct Declared(HashSet<String>);
+
+impl VisitMut for Declared {
+    fn visit_pat_ident_mut(&mut self, p: &mut syn::PatIdent) {
+        self.0.insert(p.ident.to_string());
+        visit_mut::visit_pat_ident_mut(self, p);
+    }
+    fn visit_item_mut(&mut self, _: &mut syn::Item) {}
 }
 
 /// Second pass: rewrite every site.
@@ -281,11 +332,29 @@ pub struct Rewriter<'a> {
     pub krate: &'a TokenStream,
     pub sites: Vec<Site>,
     pub vars: HashMap<String, usize>,
-    pub frame: syn::Ident,
     pub statics: syn::Ident,
+    /// The function's frame first, then the closures being visited.
+    pub scopes: Vec<Scope>,
+    /// Frames made so far (names closure frames apart).
+    pub frames: usize,
 }
 
 impl Rewriter<'_> {
+    /// The frame that counts variable `name` (site `k`), recording that it does.
+    fn var_frame(&mut self, k: usize, name: &str) -> syn::Ident {
+        let i = (0..self.scopes.len())
+            .rev()
+            .find(|&i| {
+                self.scopes[i]
+                    .declared
+                    .as_ref()
+                    .is_none_or(|d| d.contains(name))
+            })
+            .unwrap_or(0);
+        self.scopes[i].vars.insert(k);
+        self.scopes[i].ident.clone()
+    }
+
     fn chain(&self, e: &Expr) -> Chain {
         match e {
             Expr::Binary(b) if matches!(b.op, BinOp::Add(_) | BinOp::Sub(_)) => {
@@ -299,10 +368,10 @@ impl Rewriter<'_> {
             Expr::Group(g) => self.chain(&g.expr),
             Expr::Unary(u) if matches!(u.op, syn::UnOp::Neg(_)) => self.chain(&u.expr),
             Expr::Cast(c) => self.chain(&c.expr),
-            _ => match ident_of(e).and_then(|n| self.vars.get(&n)) {
-                Some(&k) => Chain {
+            _ => match ident_of(e).and_then(|n| self.vars.get(&n).map(|&k| (k, n))) {
+                Some(v) => Chain {
                     constant: 0,
-                    vars: vec![k],
+                    vars: vec![v],
                 },
                 None => Chain {
                     constant: 0,
@@ -312,11 +381,18 @@ impl Rewriter<'_> {
         }
     }
 
-    fn chain_tokens(&self, c: &Chain) -> TokenStream {
-        let f = &self.frame;
+    fn chain_tokens(&mut self, c: &Chain) -> TokenStream {
         let constant = c.constant;
-        let vars = c.vars.iter().map(|k| format_ident!("c{}", k));
-        quote!(#constant #( + #f.#vars )*)
+        let terms: Vec<TokenStream> = c
+            .vars
+            .iter()
+            .map(|(k, name)| {
+                let f = self.var_frame(*k, name);
+                let c = format_ident!("c{}", k);
+                quote!(#f.#c)
+            })
+            .collect();
+        quote!(#constant #( + #terms )*)
     }
 
     fn is_float(&self, place: TokenStream) -> TokenStream {
@@ -325,8 +401,8 @@ impl Rewriter<'_> {
     }
 
     /// The update of variable `k` after `name = rhs` (or `let name = rhs`).
-    fn assign_update(&self, k: usize, rhs: Option<&Expr>) -> TokenStream {
-        let f = &self.frame;
+    fn assign_update(&mut self, k: usize, name: &str, rhs: Option<&Expr>) -> TokenStream {
+        let f = self.var_frame(k, name);
         let (c, s) = (format_ident!("c{}", k), format_ident!("s{}", k));
         let chain = match rhs {
             Some(r) => self.chain(r),
@@ -336,7 +412,7 @@ impl Rewriter<'_> {
             },
         };
         let t = self.chain_tokens(&chain);
-        if let Some(pos) = chain.vars.iter().position(|&v| v == k) {
+        if let Some(pos) = chain.vars.iter().position(|v| v.0 == k) {
             // `s = s + e`: the chain grows by the rest.
             let mut rest = chain;
             rest.vars.remove(pos);
@@ -356,8 +432,9 @@ impl Rewriter<'_> {
         self.sites.len() - 1
     }
 
-    fn rewrite_variable(&self, e: &Expr, k: usize, name_expr: &Expr) -> Expr {
-        let f = &self.frame;
+    fn rewrite_variable(&mut self, e: &Expr, k: usize, name_expr: &Expr) -> Expr {
+        let name = ident_of(name_expr).unwrap_or_default();
+        let f = self.var_frame(k, &name);
         let c = format_ident!("c{}", k);
         let update = match e {
             Expr::Binary(b) if matches!(b.op, BinOp::AddAssign(_) | BinOp::SubAssign(_)) => {
@@ -369,7 +446,7 @@ impl Rewriter<'_> {
                 let s = format_ident!("s{}", k);
                 quote!(#f.#s.restart(&mut #f.#c, 0);)
             }
-            Expr::Assign(a) => self.assign_update(k, Some(&a.right)),
+            Expr::Assign(a) => self.assign_update(k, &name, Some(&a.right)),
             _ => return e.clone(),
         };
         let check = self.is_float(name_expr.to_token_stream());
@@ -380,7 +457,9 @@ impl Rewriter<'_> {
 
     fn rewrite_place(&mut self, e: &Expr, place: &Expr) -> Expr {
         let k = self.new_site(Kind::Place, e);
-        let (f, krate) = (&self.frame, self.krate);
+        let scope = self.scopes.last_mut().expect("the function's frame");
+        scope.places.insert(k);
+        let (f, krate) = (scope.ident.clone(), self.krate);
         let (p, s) = (format_ident!("p{}", k), format_ident!("s{}", k));
         let ptr = quote_spanned!(Span::mixed_site()=> __fprev_place);
         syn::parse_quote_spanned! {e.span()=>
@@ -455,8 +534,19 @@ fn iterator_site(m: &syn::ExprMethodCall) -> bool {
 impl VisitMut for Rewriter<'_> {
     fn visit_item_mut(&mut self, _: &mut syn::Item) {}
     fn visit_expr_closure_mut(&mut self, c: &mut syn::ExprClosure) {
-        if c.capture.is_none() {
-            visit_mut::visit_expr_closure_mut(self, c);
+        if c.capture.is_some() {
+            return;
+        }
+        let mut declared = Declared(HashSet::new());
+        declared.visit_expr_closure_mut(&mut c.clone());
+        self.frames += 1;
+        self.scopes.push(Scope::new(self.frames, Some(declared.0)));
+        visit_mut::visit_expr_closure_mut(self, c);
+        let scope = self.scopes.pop().expect("pushed above");
+        if !scope.is_empty() {
+            let decl = super::expand::frame_decl(self.krate, &self.statics, &self.sites, &scope);
+            let body = &c.body;
+            *c.body = syn::parse_quote_spanned! {body.span()=> { #decl #body } };
         }
     }
     fn visit_expr_async_mut(&mut self, _: &mut syn::ExprAsync) {}
@@ -475,7 +565,7 @@ impl VisitMut for Rewriter<'_> {
                         if let Some(&k) = self.vars.get(&name) {
                             let ident = syn::Ident::new(&name, span);
                             let rhs = if single { Some(&*init.expr) } else { None };
-                            let update = self.assign_update(k, rhs);
+                            let update = self.assign_update(k, &name, rhs);
                             let check = self.is_float(quote!(#ident));
                             after.push(syn::parse_quote!(if #check { #update }));
                         }

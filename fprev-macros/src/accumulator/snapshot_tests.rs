@@ -48,6 +48,26 @@ fn every_site_kind() {
 }
 
 #[test]
+fn closure_frame() {
+    insta::assert_snapshot!(expand(
+        quote!(),
+        quote! {
+            fn rows(m: &[Vec<f64>]) -> Vec<f64> {
+                m.par_iter()
+                    .map(|row| {
+                        let mut s = 0.0;
+                        for v in row {
+                            s += v;
+                        }
+                        s
+                    })
+                    .collect()
+            }
+        }
+    ));
+}
+
+#[test]
 fn registration() {
     insta::assert_snapshot!(expand(
         quote!(reveal(op = "dot", sizes = [8, 100], dtype = f32)),
