@@ -255,3 +255,28 @@ fn parallel_closures() {
         assert_eq!((s.max_chain, s.adds, s.executions), (40, 240, 6), "{r}");
     }
 }
+
+/// An in-place pairwise reduction: every address takes one addition per level.
+#[fprev::accumulator]
+fn pairwise_in_place(x: &mut [f32]) -> f32 {
+    let mut stride = 1;
+    while stride < x.len() {
+        let mut i = 0;
+        while i + stride < x.len() {
+            x[i] += x[i + stride];
+            i += 2 * stride;
+        }
+        stride *= 2;
+    }
+    x[0]
+}
+
+#[test]
+fn tree_like() {
+    let mut x = vec![1.0f32; 256];
+    assert_eq!(pairwise_in_place(&mut x), 256.0);
+    let r = report();
+    let s = r.site("pairwise_in_place").unwrap();
+    assert_eq!(s.adds, 255);
+    assert_eq!(s.shape, Shape::TreeLike, "{r}");
+}
