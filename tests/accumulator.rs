@@ -280,3 +280,31 @@ fn tree_like() {
     assert_eq!(s.adds, 255);
     assert_eq!(s.shape, Shape::TreeLike, "{r}");
 }
+
+/// Methods: `self.field += e` is a place site.
+struct Running {
+    sum: f64,
+}
+
+impl Running {
+    #[fprev::accumulator]
+    fn add_all(&mut self, x: &[f64]) -> &mut Self {
+        for v in x {
+            self.sum += v;
+        }
+        self
+    }
+}
+
+#[test]
+fn method_with_self() {
+    let mut r = Running { sum: 0.0 };
+    r.add_all(&[1.0; 12]).add_all(&[2.0; 3]);
+    assert_eq!(r.sum, 18.0);
+    let rep = report();
+    let s = rep.site("add_all").unwrap();
+    assert_eq!(
+        (s.kind, s.max_chain, s.executions),
+        (SiteKind::Place, 12, 2)
+    );
+}
