@@ -5,6 +5,7 @@
 //! ```text
 //! cargo run --release --example reveal_table            # n = 2^4 .. 2^14
 //! FPREV_TABLE_MAX_LOG2=16 cargo run --release --example reveal_table
+//! FPREV_TABLE_ORDERS=numpy-pairwise FPREV_TABLE_LOG2=13,17 cargo run --release --example reveal_table
 //! ```
 //!
 //! Times are medians of several runs; the bare call is the median of many calls of the
@@ -144,9 +145,16 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(14);
+    let only: Option<Vec<String>> = std::env::var("FPREV_TABLE_ORDERS")
+        .ok()
+        .map(|v| v.split(',').map(str::to_string).collect());
+    let sizes: Vec<u32> = match std::env::var("FPREV_TABLE_LOG2") {
+        Ok(v) => v.split(',').filter_map(|s| s.trim().parse().ok()).collect(),
+        Err(_) => (4..=max_log2).step_by(2).collect(),
+    };
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(42);
     let mut rows = Vec::new();
-    for log2 in (4..=max_log2).step_by(2) {
+    for log2 in sizes {
         let n = 1usize << log2;
         // A random binary tree: repeatedly add two random partial sums.
         let mut pool: Vec<usize> = (0..n).collect();
@@ -167,6 +175,9 @@ fn main() {
             ("random", &random),
         ];
         for (name, f) in orders {
+            if only.as_ref().is_some_and(|o| !o.iter().any(|x| x == name)) {
+                continue;
+            }
             let bare = bare_call(f, n);
             rows.push(measure(
                 name,

@@ -9,4 +9,8 @@ pub use ::inventory;
 pub use ::rayon;
 // One line per runtime module's `private` re-export below.
 /// Not public API. Used by generated code.
+pub use fprev_runtime::chains::private as chains;
+/// Not public API. Used by generated code.
+pub use fprev_runtime::registry::private as registry;
+/// Not public API. Used by generated code.
 pub use fprev_runtime::scramble::private as scramble;

@@ -1,1 +1,144 @@
-//! (placeholder: filled by its issue)
+//! Accumulation chains: how many additions were chained into one value (Defour's
+//! accumulator identification), counted by `#[fprev::accumulator]` and by [`Tracked`].
+//!
+//! A long chain of floating-point additions into one accumulator is where summation
+//! order matters most: a sequential loop chains `n` additions, a blocked or strided loop
+//! several shorter chains, a tree `~log2 n`. `#[fprev::accumulator]` rewrites the
+//! accumulation sites of a function so each site records, per call, the chains it built
+//! (kept in plain locals while the function runs and merged into the site's atomic
+//! counters once when it returns); [`report`] lists the sites, longest chain first, with
+//! a guess of the shape.
+//!
+//! ```
+//! #[fprev::accumulator]
+//! fn dot(a: &[f64], b: &[f64]) -> f64 {
+//!     let mut s = 0.0;
+//!     for i in 0..a.len() {
+//!         s += a[i] * b[i];
+//!     }
+//!     s
+//! }
+//!
+//! let x = vec![1.0; 1000];
+//! assert_eq!(dot(&x, &x), 1000.0);
+//! let report = fprev::chains::report();
+//! let site = report.site("dot").unwrap();
+//! assert_eq!(site.max_chain, 1000);
+//! assert_eq!(site.shape, fprev::chains::Shape::Sequential);
+//! println!("{report}");
+//! ```
+//!
+//! Set `FPREV_CHAINS=1` ([`FPREV_CHAINS`]) to have the report printed on standard error
+//! when the process exits (`cargo test` included): the runtime registers a C `atexit`
+//! handler the first time a site records, which runs after `main` (and after the test
+//! harness) returns or calls `std::process::exit`.
+
+mod report;
+mod site;
+mod tracked;
+
+pub use report::{report, ChainReport, Shape, SiteReport, HISTOGRAM_BUCKETS};
+pub use site::{Site, SiteKind};
+pub use tracked::Tracked;
+
+/// Environment variable: when `1`, the chain report is printed on standard error at
+/// process exit. Default: unset (nothing printed). Read at run time, on the first record.
+pub const FPREV_CHAINS: &str = "FPREV_CHAINS";
+
+/// Forget every count recorded so far (for tests that compare reports).
+///
+/// ```
+/// fprev::chains::reset();
+/// assert!(fprev::chains::report().sites.iter().all(|s| s.adds == 0));
+/// ```
+pub fn reset() {
+    for s in site::all_sites() {
+        s.clear();
+    }
+}
+
+/// Not public API. Used by generated code.
+#[doc(hidden)]
+pub mod private {
+    pub use super::site::{ChainStats, CountingIter, PlaceChains, Site, SiteKind};
+
+    /// Not public API. Used by generated code.
+    pub use super::tracked::Tracked;
+
+    /// Whether a value's type is one of the float types whose chains are counted
+    /// (`f32`, `f64`, `half::f16`, `half::bf16`, or a reference to one). Decided per
+    /// monomorphized type, so generic code counts its float instances only; the string
+    /// comparison folds to a constant in optimized builds.
+    #[inline(always)]
+    pub fn is_float<T: ?Sized>(_: *const T) -> bool {
+        is_float_name(core::any::type_name::<T>())
+    }
+
+    /// Whether an iterator over `I` items sums floats.
+    #[inline(always)]
+    pub fn is_float_type<I: ?Sized>() -> bool {
+        is_float_name(core::any::type_name::<I>())
+    }
+
+    #[inline(always)]
+    fn is_float_name(name: &str) -> bool {
+        let name = name.trim_start_matches('&');
+        matches!(
+            name,
+            "f32" | "f64" | "half::binary16::f16" | "half::bfloat::bf16" | "mut f32" | "mut f64"
+        )
+    }
+
+    /// Autoref dispatch for `.sum()` / `.fold(..)` receivers: an iterator is wrapped in a
+    /// [`CountingIter`], anything else is handed back untouched (no trait needed from the
+    /// user's type).
+    pub struct Wrap<T>(pub Option<T>);
+
+    /// Not public API. Used by generated code.
+    pub trait ViaIterator {
+        /// The counting iterator.
+        type Out;
+        /// Wrap the iterator.
+        fn __fprev_count(self, site: &'static Site) -> Self::Out;
+    }
+
+    impl<I: Iterator> ViaIterator for Wrap<I> {
+        type Out = CountingIter<I>;
+        #[inline(always)]
+        fn __fprev_count(mut self, site: &'static Site) -> CountingIter<I> {
+            CountingIter::new(self.0.take().expect("fprev: wrapped twice"), site)
+        }
+    }
+
+    /// Not public API. Used by generated code.
+    pub trait ViaOther {
+        /// The receiver itself.
+        type Out;
+        /// Hand the receiver back.
+        fn __fprev_count(self, site: &'static Site) -> Self::Out;
+    }
+
+    impl<T> ViaOther for &mut Wrap<T> {
+        type Out = T;
+        #[inline(always)]
+        fn __fprev_count(self, _site: &'static Site) -> T {
+            self.0.take().expect("fprev: wrapped twice")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::private::*;
+
+    #[test]
+    fn float_names() {
+        assert!(is_float(&1.0f64 as *const f64));
+        assert!(is_float(&1.0f32 as *const f32));
+        assert!(is_float(&half::f16::ONE as *const half::f16));
+        assert!(is_float(&half::bf16::ONE as *const half::bf16));
+        assert!(is_float_type::<&f64>());
+        assert!(!is_float(&1i32 as *const i32));
+        assert!(!is_float(&String::new() as *const String));
+    }
+}

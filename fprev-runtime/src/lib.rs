@@ -24,5 +24,7 @@ pub use target::Target;
 pub use tree::{SumTree, TreeDiff, TreeStats};
 // Re-exports added by the other modules go below this line (one line each).
 pub use amplify::{amplify, AmplifyConfig, AmplifyReport, Floats, Stage};
+pub use chains::Tracked;
 pub use cuda::CudaError;
+pub use registry::{check_registered, registered};
 pub use scramble::{launch, Dim3, ReplayToken, ScrambleConfig, Shuffle, ThreadCtx};

@@ -1,0 +1,185 @@
+//! Parsing `#[accumulator(...)]` arguments: `crate = "path"` and
+//! `reveal(op = "...", sizes = [..], dtype = ...)`.
+
+use proc_macro2::{Span, TokenStream};
+use syn::parse::Parser;
+use syn::spanned::Spanned;
+
+/// Custom keywords of the argument list.
+mod kw {
+    syn::custom_keyword!(reveal);
+    syn::custom_keyword!(op);
+    syn::custom_keyword!(sizes);
+    syn::custom_keyword!(dtype);
+}
+
+/// The operation a registration probes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    Sum,
+    Dot,
+    Gemv,
+    Gemm,
+}
+
+impl Op {
+    pub const NAMES: &'static str = "\"sum\", \"dot\", \"gemv\" or \"gemm\"";
+
+    fn parse(s: &str) -> Option<Op> {
+        Some(match s {
+            "sum" => Op::Sum,
+            "dot" => Op::Dot,
+            "gemv" => Op::Gemv,
+            "gemm" => Op::Gemm,
+            _ => return None,
+        })
+    }
+
+    /// Number of parameters the registered function takes.
+    pub fn arity(self) -> usize {
+        match self {
+            Op::Sum => 1,
+            Op::Dot => 2,
+            Op::Gemv => 4,
+            Op::Gemm => 5,
+        }
+    }
+
+    /// The signature it needs, for error messages.
+    pub fn signature(self) -> &'static str {
+        match self {
+            Op::Sum => "fn(&[T]) -> T",
+            Op::Dot => "fn(&[T], &[T]) -> T",
+            Op::Gemv => "fn(m: usize, n: usize, a: &[T], x: &[T]) -> Vec<T>",
+            Op::Gemm => "fn(m: usize, n: usize, k: usize, a: &[T], b: &[T]) -> Vec<T>",
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Sum => "sum",
+            Op::Dot => "dot",
+            Op::Gemv => "gemv",
+            Op::Gemm => "gemm",
+        }
+    }
+}
+
+/// `reveal(...)`.
+#[derive(Debug)]
+pub struct RevealArgs {
+    pub span: Span,
+    pub op: Option<(Op, Span)>,
+    pub sizes: Option<(Vec<syn::LitInt>, Span)>,
+    pub dtype: Option<syn::Ident>,
+}
+
+/// Everything between the attribute's parentheses.
+#[derive(Debug, Default)]
+pub struct Args {
+    pub krate: Option<syn::Path>,
+    pub reveal: Option<RevealArgs>,
+}
+
+/// Parse the arguments; every problem found is reported, combined.
+pub fn parse(tokens: TokenStream) -> syn::Result<Args> {
+    let mut args = Args::default();
+    let mut errors: Option<syn::Error> = None;
+    let mut push = |e: syn::Error| match &mut errors {
+        Some(all) => all.combine(e),
+        None => errors = Some(e),
+    };
+    let parser = syn::meta::parser(|meta| {
+        if meta.path.is_ident("crate") {
+            let s: syn::LitStr = meta.value()?.parse()?;
+            args.krate = Some(s.parse().map_err(|_| {
+                syn::Error::new(s.span(), "expected a path, such as `crate = \"my_fprev\"`")
+            })?);
+            Ok(())
+        } else if meta.path.is_ident("reveal") {
+            let mut r = RevealArgs {
+                span: meta.path.span(),
+                op: None,
+                sizes: None,
+                dtype: None,
+            };
+            meta.parse_nested_meta(|inner| {
+                if inner.path.is_ident("op") {
+                    let s: syn::LitStr = inner.value()?.parse()?;
+                    match Op::parse(&s.value()) {
+                        Some(op) => r.op = Some((op, s.span())),
+                        None => push(syn::Error::new(
+                            s.span(),
+                            format!("unknown op `{}`: use {}", s.value(), Op::NAMES),
+                        )),
+                    }
+                    Ok(())
+                } else if inner.path.is_ident("sizes") {
+                    let arr: syn::ExprArray = inner.value()?.parse()?;
+                    let mut sizes = Vec::new();
+                    for e in &arr.elems {
+                        match e {
+                            syn::Expr::Lit(syn::ExprLit {
+                                lit: syn::Lit::Int(i),
+                                ..
+                            }) => sizes.push(i.clone()),
+                            other => push(syn::Error::new_spanned(
+                                other,
+                                "sizes must be integer literals, such as `sizes = [16, 1000]`",
+                            )),
+                        }
+                    }
+                    r.sizes = Some((sizes, arr.span()));
+                    Ok(())
+                } else if inner.path.is_ident("dtype") {
+                    r.dtype = Some(inner.value()?.parse()?);
+                    Ok(())
+                } else {
+                    Err(inner.error(
+                        "unknown reveal option: use `op = \"...\"`, `sizes = [..]` or `dtype = f32`",
+                    ))
+                }
+            })?;
+            args.reveal = Some(r);
+            Ok(())
+        } else {
+            Err(meta.error(
+                "unknown #[accumulator] option: use `reveal(op = \"sum\", sizes = [..])` or `crate = \"...\"`",
+            ))
+        }
+    });
+    if let Err(e) = parser.parse2(tokens) {
+        push(e);
+    }
+    match errors {
+        Some(e) => Err(e),
+        None => Ok(args),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quote::quote;
+
+    #[test]
+    fn parses_reveal() {
+        let a = parse(quote!(reveal(op = "dot", sizes = [4, 8], dtype = f32))).unwrap();
+        let r = a.reveal.unwrap();
+        assert_eq!(r.op.unwrap().0, Op::Dot);
+        assert_eq!(r.sizes.unwrap().0.len(), 2);
+        assert_eq!(r.dtype.unwrap().to_string(), "f32");
+    }
+
+    #[test]
+    fn combines_errors() {
+        let e = parse(quote!(reveal(op = "mean", sizes = [n]))).unwrap_err();
+        assert_eq!(e.into_iter().count(), 2);
+    }
+
+    #[test]
+    fn crate_override() {
+        let a = parse(quote!(crate = "my_fprev")).unwrap();
+        assert!(a.krate.is_some());
+    }
+}

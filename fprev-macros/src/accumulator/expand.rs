@@ -1,0 +1,167 @@
+//! Code generation for `#[accumulator]`: the rewritten function, its sites and frame,
+//! and the registration.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::visit_mut::VisitMut;
+
+use super::args::Op;
+use super::sites::{Collector, Kind, Rewriter, Scope, Site};
+use super::validate::{Plan, Registration};
+
+/// Rewrite `item` according to `plan`. Returns the errors found in the body (`#[acc]`
+/// misuse) beside the code, so the item is always emitted.
+pub fn expand(plan: &Plan, mut item: syn::ItemFn) -> (TokenStream, Option<syn::Error>) {
+    let krate = &plan.krate;
+    let mut collector = Collector::new();
+    collector.visit_block_mut(&mut item.block);
+    let errors = collector.errors.into_iter().reduce(|mut a, b| {
+        a.combine(b);
+        a
+    });
+    let statics = syn::Ident::new("__FPREV_SITES", Span::call_site());
+    let mut rw = Rewriter {
+        krate,
+        sites: collector.sites,
+        vars: collector.vars,
+        statics: statics.clone(),
+        scopes: vec![Scope::new(0, None)],
+        frames: 0,
+    };
+    rw.visit_block_mut(&mut item.block);
+    let sites = rw.sites;
+    let root = rw.scopes.pop().expect("the function's frame");
+
+    let fn_name = item.sig.ident.to_string();
+    let mut prelude = TokenStream::new();
+    if !sites.is_empty() {
+        let n = sites.len();
+        let entries = sites.iter().map(|s| {
+            let kind = match s.kind {
+                Kind::Variable => quote!(Variable),
+                Kind::Place => quote!(Place),
+                Kind::Iterator => quote!(Iterator),
+            };
+            let text = &s.text;
+            let (line, column) = (
+                quote_spanned!(s.span=> ::core::line!()),
+                quote_spanned!(s.span=> ::core::column!()),
+            );
+            quote! {
+                #krate::__private::chains::Site::new(
+                    ::core::concat!(::core::module_path!(), "::", #fn_name),
+                    ::core::file!(), #line, #column, #text,
+                    #krate::__private::chains::SiteKind::#kind,
+                )
+            }
+        });
+        prelude.extend(quote! {
+            #[allow(non_upper_case_globals)]
+            static #statics: [#krate::__private::chains::Site; #n] = [#(#entries),*];
+        });
+        if !root.is_empty() {
+            prelude.extend(frame_decl(krate, &statics, &sites, &root));
+        }
+    }
+    if !prelude.is_empty() {
+        let block = &item.block;
+        let stmts = &block.stmts;
+        item.block = syn::parse_quote_spanned! {block.brace_token.span.join()=>
+            { #prelude #(#stmts)* }
+        };
+    }
+    let registration = plan
+        .registration
+        .as_ref()
+        .map(|r| register(krate, &item.sig.ident, r));
+    (quote!(#item #registration), errors)
+}
+
+/// A frame: its struct (one field per counter), the `Drop` that merges the counters into
+/// the sites, and the local holding it.
+pub fn frame_decl(
+    krate: &TokenStream,
+    statics: &syn::Ident,
+    sites: &[Site],
+    scope: &Scope,
+) -> TokenStream {
+    let mut fields = Vec::new();
+    let mut inits = Vec::new();
+    let mut finish = Vec::new();
+    for (k, site) in sites.iter().enumerate() {
+        let st = format_ident!("s{}", k);
+        if site.kind == Kind::Variable && scope.vars.contains(&k) {
+            let c = format_ident!("c{}", k);
+            fields.push(quote!(#c: u64, #st: #krate::__private::chains::ChainStats));
+            inits.push(quote!(#c: 0, #st: #krate::__private::chains::ChainStats::default()));
+            finish.push(quote!(self.#st.finish(&mut self.#c, &#statics[#k]);));
+        } else if site.kind == Kind::Place && scope.places.contains(&k) {
+            let p = format_ident!("p{}", k);
+            fields.push(quote!(
+                #p: #krate::__private::chains::PlaceChains,
+                #st: #krate::__private::chains::ChainStats
+            ));
+            inits.push(quote!(
+                #p: #krate::__private::chains::PlaceChains::default(),
+                #st: #krate::__private::chains::ChainStats::default()
+            ));
+            finish.push(quote!(self.#st.finish_places(&mut self.#p, &#statics[#k]);));
+        }
+    }
+    let (ty, frame) = (&scope.ty, &scope.ident);
+    quote! {
+        #[allow(non_camel_case_types, non_snake_case)]
+        struct #ty { #(#fields),* }
+        impl ::core::ops::Drop for #ty {
+            #[inline]
+            fn drop(&mut self) { #(#finish)* }
+        }
+        #[allow(unused_mut, unused_variables)]
+        let mut #frame = #ty { #(#inits),* };
+    }
+}
+
+fn register(krate: &TokenStream, ident: &syn::Ident, r: &Registration) -> TokenStream {
+    let (adapter, op) = match r.op {
+        Op::Sum => (quote!(sum), quote!(Sum)),
+        Op::Dot => (quote!(dot), quote!(Dot)),
+        Op::Gemv => (quote!(gemv), quote!(Gemv)),
+        Op::Gemm => (quote!(gemm), quote!(Gemm)),
+    };
+    let f = &r.function;
+    let name = ident.to_string();
+    let sizes = &r.sizes;
+    let turbofish = r.dtype.as_ref().map(|d| quote!(::<#d>));
+    // The only use of the function: a wrong signature is one error, on its name.
+    let adapter = quote_spanned! {ident.span()=>
+        #krate::__private::registry::#adapter #turbofish (#f)
+    };
+    quote! {
+        const _: () = {
+            use #krate::__private::registry::Adapter as _;
+            fn __fprev_adapter() -> impl #krate::__private::registry::Adapter {
+                #adapter
+            }
+            fn __fprev_reveal(
+                n: usize,
+                seed: u64,
+            ) -> ::core::result::Result<#krate::SumTree, #krate::RevealError> {
+                __fprev_adapter().reveal(n, seed)
+            }
+            fn __fprev_dtype() -> &'static str {
+                __fprev_adapter().dtype()
+            }
+            #krate::__private::inventory::submit! {
+                #krate::__private::registry::Registration::new(
+                    ::core::concat!(::core::module_path!(), "::", #name),
+                    ::core::file!(),
+                    ::core::line!(),
+                    #krate::__private::registry::Op::#op,
+                    &[#(#sizes),*],
+                    __fprev_dtype,
+                    __fprev_reveal,
+                )
+            }
+        };
+    }
+}

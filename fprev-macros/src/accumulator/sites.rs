@@ -1,0 +1,230 @@
+//! Finding and rewriting accumulation sites in a function body.
+//!
+//! Three kinds of site (see `fprev::chains::SiteKind`):
+//! - variables (`s += e`, `s -= e`, `s = s + e`, `s = e + s`, `s = s - e`, or a
+//!   `#[acc] let s`): a `u64` chain counter per variable in the frame, updated by
+//!   Defour's rule at every assignment to the variable;
+//! - places (`c[i] += e`, `*out += e`, `self.acc += e`): chains per address (a small
+//!   direct-mapped table in the frame);
+//! - `.sum()` and `.fold(init, |a, b| a + b)` on a temporary iterator: a counting
+//!   iterator.
+//!
+//! A closure counts the variables it declares and the places it adds into in a frame of
+//! its own, built at the top of its body, so it never captures the function's frame for
+//! them and stays `Fn + Sync` where it was (rayon). Not entered: nested items, `move`
+//! closures and `async` blocks (their captures would move the frame), macro invocations
+//! (opaque tokens).
+
+mod collect;
+mod rewrite;
+
+pub use collect::Collector;
+pub use rewrite::{Rewriter, Scope};
+
+use proc_macro2::Span;
+use quote::ToTokens;
+use syn::{BinOp, Expr, Pat, Stmt};
+
+/// What kind of site.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Variable,
+    Place,
+    Iterator,
+}
+
+/// One site found in the body.
+pub struct Site {
+    pub kind: Kind,
+    pub span: Span,
+    pub text: String,
+}
+
+fn text_of(t: &impl ToTokens) -> String {
+    tidy(&t.to_token_stream().to_string())
+}
+
+/// `a [i] . sum ()` -> `a[i].sum()`: the token string with the spaces rustfmt would drop.
+fn tidy(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let chars: Vec<char> = s.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        if c == ' ' {
+            let prev = out.chars().last().unwrap_or(' ');
+            let next = chars.get(i + 1).copied().unwrap_or(' ');
+            let glue_before = matches!(next, '[' | '(')
+                && (prev.is_alphanumeric() || matches!(prev, '_' | ')' | ']' | '>'))
+                || matches!(next, ']' | ')' | ',' | '.' | ';' | '?' | ':' if next != ':' || chars.get(i + 2) == Some(&':'));
+            let glue_after =
+                matches!(prev, '[' | '(' | '.' | '&' | '!') || (prev == ':' && out.ends_with("::"));
+            if glue_before || glue_after {
+                continue;
+            }
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The identifier of a one-segment path expression (`s`), if that is what `e` is.
+fn ident_of(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 && p.attrs.is_empty() => {
+            let seg = &p.path.segments[0];
+            seg.arguments.is_none().then(|| seg.ident.to_string())
+        }
+        Expr::Paren(p) => ident_of(&p.expr),
+        _ => None,
+    }
+}
+
+/// A place whose address can be taken twice without side effects: paths, fields,
+/// dereferences and indexes by such expressions (arithmetic and literals included).
+fn pure_place(e: &Expr) -> bool {
+    match e {
+        Expr::Path(_) => true,
+        Expr::Field(f) => pure_place(&f.base),
+        Expr::Index(i) => pure_place(&i.expr) && pure_value(&i.index),
+        Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => pure_place(&u.expr),
+        Expr::Paren(p) => pure_place(&p.expr),
+        _ => false,
+    }
+}
+
+fn pure_value(e: &Expr) -> bool {
+    match e {
+        Expr::Lit(_) | Expr::Path(_) => true,
+        Expr::Field(f) => pure_value(&f.base),
+        Expr::Binary(b) => !is_assign_op(&b.op) && pure_value(&b.left) && pure_value(&b.right),
+        Expr::Unary(u) => pure_value(&u.expr),
+        Expr::Paren(p) => pure_value(&p.expr),
+        Expr::Cast(c) => pure_value(&c.expr),
+        Expr::Index(i) => pure_value(&i.expr) && pure_value(&i.index),
+        _ => false,
+    }
+}
+
+fn is_assign_op(op: &BinOp) -> bool {
+    matches!(
+        op,
+        BinOp::AddAssign(_)
+            | BinOp::SubAssign(_)
+            | BinOp::MulAssign(_)
+            | BinOp::DivAssign(_)
+            | BinOp::RemAssign(_)
+            | BinOp::BitXorAssign(_)
+            | BinOp::BitAndAssign(_)
+            | BinOp::BitOrAssign(_)
+            | BinOp::ShlAssign(_)
+            | BinOp::ShrAssign(_)
+    )
+}
+
+/// `x = x + e`, `x = e + x` or `x = x - e`: the right side extends the left.
+fn extends(lhs: &Expr, rhs: &Expr) -> bool {
+    let l = lhs.to_token_stream().to_string();
+    match rhs {
+        Expr::Binary(b) => match b.op {
+            BinOp::Add(_) => {
+                b.left.to_token_stream().to_string() == l
+                    || b.right.to_token_stream().to_string() == l
+            }
+            BinOp::Sub(_) => b.left.to_token_stream().to_string() == l,
+            _ => false,
+        },
+        Expr::Paren(p) => extends(lhs, &p.expr),
+        _ => false,
+    }
+}
+
+fn is_acc_attr(a: &syn::Attribute) -> bool {
+    a.path().is_ident("acc")
+}
+
+/// Names bound by a `let` pattern made of identifiers (tuples and types allowed).
+fn bound_names(p: &Pat, out: &mut Vec<(String, Span)>) -> bool {
+    match p {
+        Pat::Ident(i) if i.subpat.is_none() => {
+            out.push((i.ident.to_string(), i.ident.span()));
+            true
+        }
+        Pat::Type(t) => bound_names(&t.pat, out),
+        Pat::Tuple(t) => t.elems.iter().all(|p| bound_names(p, out)),
+        Pat::Paren(p) => bound_names(&p.pat, out),
+        Pat::Wild(_) => true,
+        _ => false,
+    }
+}
+
+fn expr_attrs_mut(e: &mut Expr) -> Option<&mut Vec<syn::Attribute>> {
+    Some(match e {
+        Expr::Assign(x) => &mut x.attrs,
+        Expr::Binary(x) => &mut x.attrs,
+        Expr::Block(x) => &mut x.attrs,
+        Expr::Call(x) => &mut x.attrs,
+        Expr::ForLoop(x) => &mut x.attrs,
+        Expr::If(x) => &mut x.attrs,
+        Expr::Loop(x) => &mut x.attrs,
+        Expr::Macro(x) => &mut x.attrs,
+        Expr::MethodCall(x) => &mut x.attrs,
+        Expr::Paren(x) => &mut x.attrs,
+        Expr::Path(x) => &mut x.attrs,
+        Expr::Unary(x) => &mut x.attrs,
+        Expr::While(x) => &mut x.attrs,
+        _ => return None,
+    })
+}
+
+/// `.sum()` on a temporary, or `.fold(init, |a, b| a + e)`.
+fn iterator_site(m: &syn::ExprMethodCall) -> bool {
+    let temporary = matches!(
+        &*m.receiver,
+        Expr::MethodCall(_) | Expr::Call(_) | Expr::Paren(_)
+    );
+    if !temporary {
+        return false;
+    }
+    if m.method == "sum" && m.args.is_empty() {
+        return true;
+    }
+    if m.method != "fold" || m.args.len() != 2 {
+        return false;
+    }
+    let Expr::Closure(c) = &m.args[1] else {
+        return false;
+    };
+    let mut names = Vec::new();
+    if c.inputs.len() != 2 || !bound_names(&c.inputs[0], &mut names) || names.len() != 1 {
+        return false;
+    }
+    let acc = &names[0].0;
+    let mut body = &*c.body;
+    while let Expr::Block(b) = body {
+        match b.block.stmts.as_slice() {
+            [Stmt::Expr(e, None)] => body = e,
+            _ => return false,
+        }
+    }
+    match body {
+        Expr::Binary(b) => match b.op {
+            BinOp::Add(_) => {
+                ident_of(&b.left).as_ref() == Some(acc) || ident_of(&b.right).as_ref() == Some(acc)
+            }
+            BinOp::Sub(_) => ident_of(&b.left).as_ref() == Some(acc),
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn tidy() {
+        assert_eq!(super::tidy("s += a [i] * b [i]"), "s += a[i] * b[i]");
+        assert_eq!(
+            super::tidy("row . iter () . map (| x | x * 2.0) . sum :: < f64 > ()"),
+            "row.iter().map(| x | x * 2.0).sum::< f64 >()"
+        );
+    }
+}

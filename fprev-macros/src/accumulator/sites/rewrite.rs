@@ -1,0 +1,311 @@
+//! Second pass: rewrite every site, with a frame per function and per closure.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned, ToTokens};
+use syn::spanned::Spanned;
+use syn::visit_mut::{self, VisitMut};
+use syn::{BinOp, Expr, Stmt};
+
+use super::{
+    bound_names, extends, ident_of, is_assign_op, iterator_site, pure_place, text_of, Kind, Site,
+};
+
+/// Defour's rule for an expression, as a constant plus the chain counters of the
+/// accumulator variables it adds.
+struct Chain {
+    constant: u64,
+    vars: Vec<(usize, String)>,
+}
+
+/// The counters of one frame: the function's, or a closure's own (so that a closure
+/// keeps its `Fn`/`Sync`-ness: it never captures the function's frame for variables and
+/// places of its own).
+pub struct Scope {
+    /// The frame's local variable.
+    pub ident: syn::Ident,
+    /// The frame's struct.
+    pub ty: syn::Ident,
+    /// Names declared inside (None: the function, which owns every other name).
+    declared: Option<HashSet<String>>,
+    /// Variable sites counted in this frame.
+    pub vars: BTreeSet<usize>,
+    /// Place sites counted in this frame.
+    pub places: BTreeSet<usize>,
+}
+
+impl Scope {
+    pub fn new(n: usize, declared: Option<HashSet<String>>) -> Scope {
+        let (ident, ty) = if n == 0 {
+            ("__fprev".to_string(), "__FprevFrame".to_string())
+        } else {
+            (format!("__fprev{n}"), format!("__FprevFrame{n}"))
+        };
+        Scope {
+            ident: syn::Ident::new(&ident, Span::mixed_site()),
+            ty: syn::Ident::new(&ty, Span::call_site()),
+            declared,
+            vars: BTreeSet::new(),
+            places: BTreeSet::new(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.vars.is_empty() && self.places.is_empty()
+    }
+}
+
+/// Every name bound by a pattern inside a closure (parameters, `let`s, arms, loops).
+struct Declared(HashSet<String>);
+
+impl VisitMut for Declared {
+    fn visit_pat_ident_mut(&mut self, p: &mut syn::PatIdent) {
+        self.0.insert(p.ident.to_string());
+        visit_mut::visit_pat_ident_mut(self, p);
+    }
+    fn visit_item_mut(&mut self, _: &mut syn::Item) {}
+}
+
+/// Second pass: rewrite every site.
+pub struct Rewriter<'a> {
+    pub krate: &'a TokenStream,
+    pub sites: Vec<Site>,
+    pub vars: HashMap<String, usize>,
+    pub statics: syn::Ident,
+    /// The function's frame first, then the closures being visited.
+    pub scopes: Vec<Scope>,
+    /// Frames made so far (names closure frames apart).
+    pub frames: usize,
+}
+
+impl Rewriter<'_> {
+    /// The frame that counts variable `name` (site `k`), recording that it does.
+    fn var_frame(&mut self, k: usize, name: &str) -> syn::Ident {
+        let i = (0..self.scopes.len())
+            .rev()
+            .find(|&i| {
+                self.scopes[i]
+                    .declared
+                    .as_ref()
+                    .is_none_or(|d| d.contains(name))
+            })
+            .unwrap_or(0);
+        self.scopes[i].vars.insert(k);
+        self.scopes[i].ident.clone()
+    }
+
+    fn chain(&self, e: &Expr) -> Chain {
+        match e {
+            Expr::Binary(b) if matches!(b.op, BinOp::Add(_) | BinOp::Sub(_)) => {
+                let (l, r) = (self.chain(&b.left), self.chain(&b.right));
+                Chain {
+                    constant: l.constant + r.constant + 1,
+                    vars: [l.vars, r.vars].concat(),
+                }
+            }
+            Expr::Paren(p) => self.chain(&p.expr),
+            Expr::Group(g) => self.chain(&g.expr),
+            Expr::Unary(u) if matches!(u.op, syn::UnOp::Neg(_)) => self.chain(&u.expr),
+            Expr::Cast(c) => self.chain(&c.expr),
+            _ => match ident_of(e).and_then(|n| self.vars.get(&n).map(|&k| (k, n))) {
+                Some(v) => Chain {
+                    constant: 0,
+                    vars: vec![v],
+                },
+                None => Chain {
+                    constant: 0,
+                    vars: Vec::new(),
+                },
+            },
+        }
+    }
+
+    fn chain_tokens(&mut self, c: &Chain) -> TokenStream {
+        let constant = c.constant;
+        let terms: Vec<TokenStream> = c
+            .vars
+            .iter()
+            .map(|(k, name)| {
+                let f = self.var_frame(*k, name);
+                let c = format_ident!("c{}", k);
+                quote!(#f.#c)
+            })
+            .collect();
+        quote!(#constant #( + #terms )*)
+    }
+
+    fn is_float(&self, place: TokenStream) -> TokenStream {
+        let k = self.krate;
+        quote!(#k::__private::chains::is_float(::core::ptr::addr_of!(#place)))
+    }
+
+    /// The update of variable `k` after `name = rhs` (or `let name = rhs`).
+    fn assign_update(&mut self, k: usize, name: &str, rhs: Option<&Expr>) -> TokenStream {
+        let f = self.var_frame(k, name);
+        let (c, s) = (format_ident!("c{}", k), format_ident!("s{}", k));
+        let chain = match rhs {
+            Some(r) => self.chain(r),
+            None => Chain {
+                constant: 0,
+                vars: Vec::new(),
+            },
+        };
+        let t = self.chain_tokens(&chain);
+        if let Some(pos) = chain.vars.iter().position(|v| v.0 == k) {
+            // `s = s + e`: the chain grows by the rest.
+            let mut rest = chain;
+            rest.vars.remove(pos);
+            let t = self.chain_tokens(&rest);
+            quote!(#f.#c += #t;)
+        } else {
+            quote!(#f.#s.restart(&mut #f.#c, #t);)
+        }
+    }
+
+    fn new_site(&mut self, kind: Kind, node: &impl ToTokens) -> usize {
+        self.sites.push(Site {
+            kind,
+            span: node.span(),
+            text: text_of(node),
+        });
+        self.sites.len() - 1
+    }
+
+    fn rewrite_variable(&mut self, e: &Expr, k: usize, name_expr: &Expr) -> Expr {
+        let name = ident_of(name_expr).unwrap_or_default();
+        let f = self.var_frame(k, &name);
+        let c = format_ident!("c{}", k);
+        let update = match e {
+            Expr::Binary(b) if matches!(b.op, BinOp::AddAssign(_) | BinOp::SubAssign(_)) => {
+                let t = self.chain_tokens(&self.chain(&b.right));
+                quote!(#f.#c += 1 + #t;)
+            }
+            Expr::Binary(_) => {
+                // *=, /=, %= ...: Defour's rule resets the chain.
+                let s = format_ident!("s{}", k);
+                quote!(#f.#s.restart(&mut #f.#c, 0);)
+            }
+            Expr::Assign(a) => self.assign_update(k, &name, Some(&a.right)),
+            _ => return e.clone(),
+        };
+        let check = self.is_float(name_expr.to_token_stream());
+        syn::parse_quote_spanned! {e.span()=>
+            { #e; if #check { #update } }
+        }
+    }
+
+    fn rewrite_place(&mut self, e: &Expr, place: &Expr) -> Expr {
+        let k = self.new_site(Kind::Place, e);
+        let scope = self.scopes.last_mut().expect("the function's frame");
+        scope.places.insert(k);
+        let (f, krate) = (scope.ident.clone(), self.krate);
+        let (p, s) = (format_ident!("p{}", k), format_ident!("s{}", k));
+        let ptr = quote_spanned!(Span::mixed_site()=> __fprev_place);
+        syn::parse_quote_spanned! {e.span()=>
+            {
+                let #ptr = ::core::ptr::addr_of!(#place);
+                if #krate::__private::chains::is_float(#ptr) {
+                    #f.#p.add(&mut #f.#s, #ptr);
+                }
+                #e
+            }
+        }
+    }
+
+    fn rewrite_iterator(&mut self, m: &mut syn::ExprMethodCall) {
+        let k = self.new_site(Kind::Iterator, &*m);
+        let krate = self.krate;
+        let statics = &self.statics;
+        let recv = &m.receiver;
+        m.receiver = syn::parse_quote_spanned! {recv.span()=>
+            {
+                #[allow(unused_imports)]
+                use #krate::__private::chains::{ViaIterator as _, ViaOther as _};
+                #krate::__private::chains::Wrap(::core::option::Option::Some(#recv))
+                    .__fprev_count(&#statics[#k])
+            }
+        };
+    }
+}
+
+impl VisitMut for Rewriter<'_> {
+    fn visit_item_mut(&mut self, _: &mut syn::Item) {}
+    fn visit_expr_closure_mut(&mut self, c: &mut syn::ExprClosure) {
+        if c.capture.is_some() {
+            return;
+        }
+        let mut declared = Declared(HashSet::new());
+        declared.visit_expr_closure_mut(&mut c.clone());
+        self.frames += 1;
+        self.scopes.push(Scope::new(self.frames, Some(declared.0)));
+        visit_mut::visit_expr_closure_mut(self, c);
+        let scope = self.scopes.pop().expect("pushed above");
+        if !scope.is_empty() {
+            let decl =
+                super::super::expand::frame_decl(self.krate, &self.statics, &self.sites, &scope);
+            let body = &c.body;
+            *c.body = syn::parse_quote_spanned! {body.span()=> { #decl #body } };
+        }
+    }
+    fn visit_expr_async_mut(&mut self, _: &mut syn::ExprAsync) {}
+
+    fn visit_block_mut(&mut self, b: &mut syn::Block) {
+        let stmts = std::mem::take(&mut b.stmts);
+        for mut stmt in stmts {
+            self.visit_stmt_mut(&mut stmt);
+            let mut after = Vec::new();
+            if let Stmt::Local(l) = &stmt {
+                if let Some(init) = &l.init {
+                    let mut names = Vec::new();
+                    bound_names(&l.pat, &mut names);
+                    let single = names.len() == 1;
+                    for (name, span) in names {
+                        if let Some(&k) = self.vars.get(&name) {
+                            let ident = syn::Ident::new(&name, span);
+                            let rhs = if single { Some(&*init.expr) } else { None };
+                            let update = self.assign_update(k, &name, rhs);
+                            let check = self.is_float(quote!(#ident));
+                            after.push(syn::parse_quote!(if #check { #update }));
+                        }
+                    }
+                }
+            }
+            b.stmts.push(stmt);
+            b.stmts.extend(after);
+        }
+    }
+
+    fn visit_expr_mut(&mut self, e: &mut Expr) {
+        visit_mut::visit_expr_mut(self, e);
+        let target = match e {
+            Expr::Binary(b) if is_assign_op(&b.op) => Some((*b.left).clone()),
+            Expr::Assign(a) => Some((*a.left).clone()),
+            _ => None,
+        };
+        if let Some(lhs) = target {
+            let additive = match e {
+                Expr::Binary(b) => matches!(b.op, BinOp::AddAssign(_) | BinOp::SubAssign(_)),
+                Expr::Assign(a) => extends(&a.left, &a.right),
+                _ => false,
+            };
+            if let Some(&k) = ident_of(&lhs).and_then(|n| self.vars.get(&n)) {
+                let is_var_op = matches!(e, Expr::Assign(_))
+                    || matches!(e, Expr::Binary(b) if matches!(b.op,
+                        BinOp::AddAssign(_) | BinOp::SubAssign(_) | BinOp::MulAssign(_)
+                        | BinOp::DivAssign(_) | BinOp::RemAssign(_)));
+                if is_var_op {
+                    *e = self.rewrite_variable(e, k, &lhs);
+                }
+            } else if additive && ident_of(&lhs).is_none() && pure_place(&lhs) {
+                *e = self.rewrite_place(e, &lhs);
+            }
+            return;
+        }
+        if let Expr::MethodCall(m) = e {
+            if iterator_site(m) {
+                self.rewrite_iterator(m);
+            }
+        }
+    }
+}

@@ -1,0 +1,115 @@
+//! Snapshots of what `#[accumulator]` expands to. Review changes with `cargo insta review`
+//! (or `INSTA_UPDATE=always cargo test -p fprev-macros` and read the diff).
+
+use quote::quote;
+
+fn expand(args: proc_macro2::TokenStream, item: proc_macro2::TokenStream) -> String {
+    let out = super::accumulator(args, item);
+    let file: syn::File = syn::parse2(out).expect("the expansion parses as items");
+    prettyplease::unparse(&file)
+}
+
+#[test]
+fn dot_loop() {
+    insta::assert_snapshot!(expand(
+        quote!(),
+        quote! {
+            fn dot(a: &[f64], b: &[f64]) -> f64 {
+                let mut s = 0.0;
+                for i in 0..a.len() {
+                    s += a[i] * b[i];
+                }
+                s
+            }
+        }
+    ));
+}
+
+#[test]
+fn every_site_kind() {
+    insta::assert_snapshot!(expand(
+        quote!(crate = "my_fprev"),
+        quote! {
+            fn mixed(c: &mut [f32], x: &[f32]) -> f32 {
+                #[acc]
+                let mut t = 1.0;
+                let mut s = 0.0;
+                for i in 0..x.len() {
+                    c[i % 4] += x[i];
+                    s = s + x[i];
+                    t = t * 0.5 + s;
+                }
+                let u: f32 = x.iter().map(|v| v * 2.0).sum();
+                let w = x.iter().fold(0.0, |a, b| a + b);
+                s + t + u + w
+            }
+        }
+    ));
+}
+
+#[test]
+fn closure_frame() {
+    insta::assert_snapshot!(expand(
+        quote!(),
+        quote! {
+            fn rows(m: &[Vec<f64>]) -> Vec<f64> {
+                m.par_iter()
+                    .map(|row| {
+                        let mut s = 0.0;
+                        for v in row {
+                            s += v;
+                        }
+                        s
+                    })
+                    .collect()
+            }
+        }
+    ));
+}
+
+#[test]
+fn registration() {
+    insta::assert_snapshot!(expand(
+        quote!(reveal(op = "dot", sizes = [8, 100], dtype = f32)),
+        quote! {
+            pub fn dot<T: Copy>(a: &[T], b: &[T]) -> T {
+                a[0]
+            }
+        }
+    ));
+}
+
+#[test]
+fn errors_keep_the_item() {
+    insta::assert_snapshot!(expand(
+        quote!(reveal(op = "dot", sizes = [8])),
+        quote! {
+            fn total(x: &[f32]) -> f32 {
+                x[0]
+            }
+        }
+    ));
+}
+
+#[test]
+fn off_is_token_for_token() {
+    let item = quote! {
+        fn dot(a: &[f64], b: &[f64]) -> f64 {
+            let mut s = 0.0;
+            for i in 0..a.len() { s += a[i] * b[i]; }
+            s
+        }
+    };
+    let func = syn::parse2(item.clone()).unwrap();
+    assert_eq!(super::off(item.clone(), func).to_string(), item.to_string());
+
+    let marked = quote! {
+        fn total(x: &[f64]) -> f64 { #[acc] let mut s = 0.0; for v in x { s += v; } s }
+    };
+    let func = syn::parse2(marked.clone()).unwrap();
+    assert_eq!(
+        super::off(marked, func).to_string(),
+        quote! { fn total(x: &[f64]) -> f64 { let mut s = 0.0; for v in x { s += v; } s } }
+            .to_string()
+    );
+}

@@ -1,0 +1,224 @@
+//! The chain report: every site that ran, longest chain first, with a shape guess.
+
+use std::fmt;
+use std::sync::atomic::Ordering::Relaxed;
+
+use super::site::{all_sites, SiteKind};
+
+/// Buckets of the chain-length histogram: bucket `b` counts chains of length in
+/// `[2^b, 2^(b+1))`, the last one everything longer.
+pub const HISTOGRAM_BUCKETS: usize = 16;
+
+/// The shape of a site's chains, guessed from its counts per call.
+///
+/// With `A` additions per call, `max` the longest chain and `mean` the mean chain:
+/// sequential when one chain per call takes (nearly) all additions (`mean >= 2A/3`);
+/// tree-like when chains stay logarithmic and many (`max <= log2(A) + 2`, a chain per 4
+/// additions or more, `A >= 8`); blocked or
+/// strided otherwise (several long chains per call: lanes, blocks, one chain per output
+/// as in a matrix product); short when a call makes fewer than 4 additions.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Shape {
+    /// One chain per call: the chain length is the trip count.
+    Sequential,
+    /// Several long chains per call.
+    Blocked,
+    /// Chains of about `log2` of the additions per call.
+    TreeLike,
+    /// Too few additions per call to tell.
+    Short,
+}
+
+impl fmt::Display for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(match self {
+            Shape::Sequential => "sequential",
+            Shape::Blocked => "blocked/strided",
+            Shape::TreeLike => "tree-like",
+            Shape::Short => "short",
+        })
+    }
+}
+
+/// One site's counts.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq)]
+pub struct SiteReport {
+    /// `module::path::function`.
+    pub function: &'static str,
+    /// Source file.
+    pub file: &'static str,
+    /// Line.
+    pub line: u32,
+    /// Column.
+    pub column: u32,
+    /// Source text of the site.
+    pub expr: &'static str,
+    /// What kind of site.
+    pub kind: SiteKind,
+    /// Longest chain seen.
+    pub max_chain: u64,
+    /// Additions counted (floats only).
+    pub adds: u64,
+    /// Chains ended.
+    pub chains: u64,
+    /// Calls of the function in which the site added (its executions).
+    pub executions: u64,
+    /// Chains by length (see [`HISTOGRAM_BUCKETS`]).
+    pub histogram: [u64; HISTOGRAM_BUCKETS],
+    /// The guessed shape.
+    pub shape: Shape,
+}
+
+impl SiteReport {
+    /// Additions per execution.
+    pub fn adds_per_execution(&self) -> f64 {
+        self.adds as f64 / self.executions.max(1) as f64
+    }
+
+    /// Chains per execution.
+    pub fn chains_per_execution(&self) -> f64 {
+        self.chains as f64 / self.executions.max(1) as f64
+    }
+}
+
+fn classify(adds: u64, chains: u64, executions: u64, max: u64) -> Shape {
+    let per_call = adds as f64 / executions.max(1) as f64;
+    let mean = adds as f64 / chains.max(1) as f64;
+    if per_call < 4.0 {
+        Shape::Short
+    } else if mean >= per_call * 2.0 / 3.0 {
+        Shape::Sequential
+    } else if per_call >= 8.0
+        && (max as f64) <= per_call.log2() + 2.0
+        && chains as f64 >= adds as f64 / 4.0
+    {
+        Shape::TreeLike
+    } else {
+        Shape::Blocked
+    }
+}
+
+/// Every site that recorded an addition, longest chain first.
+///
+/// ```
+/// let r = fprev::chains::report();
+/// for s in &r.sites {
+///     println!("{} {}:{} max {}", s.function, s.file, s.line, s.max_chain);
+/// }
+/// ```
+#[non_exhaustive]
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ChainReport {
+    /// The sites, sorted by longest chain (then by location).
+    pub sites: Vec<SiteReport>,
+}
+
+impl ChainReport {
+    /// The first site whose function path ends with `function` (`"dot"`,
+    /// `"my_crate::dot"`).
+    pub fn site(&self, function: &str) -> Option<&SiteReport> {
+        self.sites
+            .iter()
+            .find(|s| s.function == function || s.function.ends_with(&format!("::{function}")))
+    }
+}
+
+/// Snapshot the counts of every site recorded so far.
+pub fn report() -> ChainReport {
+    let mut sites: Vec<SiteReport> = all_sites()
+        .into_iter()
+        .map(|s| {
+            let (max, adds, chains, executions) = (
+                s.max.load(Relaxed),
+                s.adds.load(Relaxed),
+                s.chains.load(Relaxed),
+                s.invocations.load(Relaxed),
+            );
+            SiteReport {
+                function: s.function,
+                file: s.file,
+                line: s.line,
+                column: s.column,
+                expr: s.expr,
+                kind: s.kind,
+                max_chain: max,
+                adds,
+                chains,
+                executions,
+                histogram: std::array::from_fn(|b| s.hist[b].load(Relaxed)),
+                shape: classify(adds, chains, executions, max),
+            }
+        })
+        .filter(|s| s.adds > 0)
+        .collect();
+    sites.sort_by(|a, b| {
+        b.max_chain
+            .cmp(&a.max_chain)
+            .then_with(|| (a.file, a.line, a.column).cmp(&(b.file, b.line, b.column)))
+    });
+    ChainReport { sites }
+}
+
+impl fmt::Display for ChainReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "fprev chains: {} accumulation site(s), longest chain first",
+            self.sites.len()
+        )?;
+        writeln!(
+            f,
+            "{:>10} {:>11} {:>12} {:>10}  {:<15}  site",
+            "max chain", "adds/exec", "chains/exec", "execs", "shape"
+        )?;
+        for s in &self.sites {
+            writeln!(
+                f,
+                "{:>10} {:>11.1} {:>12.1} {:>10}  {:<15}  {} {}:{}:{} `{}` ({})",
+                s.max_chain,
+                s.adds_per_execution(),
+                s.chains_per_execution(),
+                s.executions,
+                s.shape,
+                s.function,
+                s.file,
+                s.line,
+                s.column,
+                s.expr,
+                s.kind
+            )?;
+            let hist: Vec<String> = s
+                .histogram
+                .iter()
+                .enumerate()
+                .filter(|(_, &c)| c > 0)
+                .map(|(b, c)| {
+                    if b + 1 == HISTOGRAM_BUCKETS {
+                        format!(">={}:{c}", 1u64 << b)
+                    } else if b == 0 {
+                        format!("1:{c}")
+                    } else {
+                        format!("{}-{}:{c}", 1u64 << b, (1u64 << (b + 1)) - 1)
+                    }
+                })
+                .collect();
+            writeln!(f, "{:>10} chain lengths {}", "", hist.join(" "))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes() {
+        assert_eq!(classify(1000, 1, 1, 1000), Shape::Sequential);
+        assert_eq!(classify(1024, 512, 1, 10), Shape::TreeLike);
+        assert_eq!(classify(1000, 8, 1, 125), Shape::Blocked);
+        assert_eq!(classify(6, 3, 3, 2), Shape::Short);
+    }
+}

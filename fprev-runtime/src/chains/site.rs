@@ -1,0 +1,301 @@
+//! Accumulation sites: where the counts live while a function runs (frame-local
+//! [`ChainStats`]) and after it returns (the site's atomic counters).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Mutex, Once};
+
+use super::report::HISTOGRAM_BUCKETS;
+
+/// What kind of expression a site is.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SiteKind {
+    /// A local variable accumulated into (`s += e`, `s = s + e`, `#[acc] let s`): its
+    /// chains follow Defour's rule through every assignment to it in the function.
+    Variable,
+    /// An indexed, field or dereferenced place (`c[i] += e`, `*out += e`): chains are
+    /// kept per address (see [`PlaceChains`]).
+    Place,
+    /// `.sum()` or `.fold(init, |a, b| a + b)`: one chain of as many additions as items.
+    Iterator,
+}
+
+impl std::fmt::Display for SiteKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SiteKind::Variable => "variable",
+            SiteKind::Place => "place",
+            SiteKind::Iterator => "iterator",
+        })
+    }
+}
+
+/// One accumulation site: a `static` the macro emits in the annotated function.
+#[derive(Debug)]
+pub struct Site {
+    /// `module::path::function`.
+    pub function: &'static str,
+    /// Source file.
+    pub file: &'static str,
+    /// Line of the site.
+    pub line: u32,
+    /// Column of the site.
+    pub column: u32,
+    /// The site's source text.
+    pub expr: &'static str,
+    /// What kind of site it is.
+    pub kind: SiteKind,
+    pub(super) max: AtomicU64,
+    pub(super) adds: AtomicU64,
+    pub(super) chains: AtomicU64,
+    pub(super) invocations: AtomicU64,
+    pub(super) hist: [AtomicU64; HISTOGRAM_BUCKETS],
+    registered: AtomicBool,
+}
+
+impl Site {
+    /// A site with no counts.
+    pub const fn new(
+        function: &'static str,
+        file: &'static str,
+        line: u32,
+        column: u32,
+        expr: &'static str,
+        kind: SiteKind,
+    ) -> Site {
+        Site {
+            function,
+            file,
+            line,
+            column,
+            expr,
+            kind,
+            max: AtomicU64::new(0),
+            adds: AtomicU64::new(0),
+            chains: AtomicU64::new(0),
+            invocations: AtomicU64::new(0),
+            hist: [const { AtomicU64::new(0) }; HISTOGRAM_BUCKETS],
+            registered: AtomicBool::new(false),
+        }
+    }
+
+    /// Merge one invocation's counts (called once per function return).
+    pub fn merge(&'static self, s: &ChainStats) {
+        if s.adds == 0 {
+            return;
+        }
+        self.register();
+        self.max.fetch_max(s.max, Relaxed);
+        self.adds.fetch_add(s.adds, Relaxed);
+        self.chains.fetch_add(s.chains, Relaxed);
+        self.invocations.fetch_add(1, Relaxed);
+        for (a, &h) in self.hist.iter().zip(&s.hist) {
+            if h != 0 {
+                a.fetch_add(h, Relaxed);
+            }
+        }
+    }
+
+    pub(super) fn clear(&self) {
+        for a in [&self.max, &self.adds, &self.chains, &self.invocations] {
+            a.store(0, Relaxed);
+        }
+        for a in &self.hist {
+            a.store(0, Relaxed);
+        }
+    }
+
+    fn register(&'static self) {
+        if !self.registered.swap(true, Relaxed) {
+            SITES.lock().unwrap_or_else(|e| e.into_inner()).push(self);
+            install_exit_report();
+        }
+    }
+}
+
+static SITES: Mutex<Vec<&'static Site>> = Mutex::new(Vec::new());
+
+pub(super) fn all_sites() -> Vec<&'static Site> {
+    SITES.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+fn bucket(chain: u64) -> usize {
+    ((63 - chain.leading_zeros()) as usize).min(HISTOGRAM_BUCKETS - 1)
+}
+
+/// One site's counts during one function call, held in a local of the annotated function.
+#[derive(Clone, Debug, Default)]
+pub struct ChainStats {
+    /// Longest chain.
+    pub max: u64,
+    /// Additions.
+    pub adds: u64,
+    /// Chains ended.
+    pub chains: u64,
+    /// Chains by length: bucket `b` holds lengths in `[2^b, 2^(b+1))`.
+    pub hist: [u64; HISTOGRAM_BUCKETS],
+}
+
+impl ChainStats {
+    /// End the chain `cur` (if any) and start over at 0.
+    #[inline]
+    pub fn end(&mut self, cur: &mut u64) {
+        let c = std::mem::take(cur);
+        if c > 0 {
+            self.max = self.max.max(c);
+            self.adds += c;
+            self.chains += 1;
+            self.hist[bucket(c)] += 1;
+        }
+    }
+
+    /// End the chain `cur` and set it to `new` (an assignment that does not extend it).
+    #[inline]
+    pub fn restart(&mut self, cur: &mut u64, new: u64) {
+        self.end(cur);
+        *cur = new;
+    }
+
+    /// End every chain of `places` and merge everything into `site` (the frame's `Drop`).
+    #[inline]
+    pub fn finish_places(&mut self, places: &mut PlaceChains, site: &'static Site) {
+        for c in places.run.iter_mut() {
+            self.end(c);
+        }
+        site.merge(self);
+    }
+
+    /// End `cur` and merge everything into `site` (the frame's `Drop`).
+    #[inline]
+    pub fn finish(&mut self, cur: &mut u64, site: &'static Site) {
+        self.end(cur);
+        site.merge(self);
+    }
+}
+
+/// Chains of one place site, per address: a direct-mapped table of 16 addresses, so
+/// up to 16 interleaved accumulators (lanes `acc[i % 8]`, the outputs of an `i-p-j`
+/// matrix product) keep their own chains. A chain ends when its slot is taken by
+/// another address, or when the function returns.
+#[derive(Clone, Debug, Default)]
+pub struct PlaceChains {
+    addr: [usize; PLACE_SLOTS],
+    run: [u64; PLACE_SLOTS],
+}
+
+const PLACE_SLOTS: usize = 16;
+
+impl PlaceChains {
+    /// One addition into the place `p`.
+    #[inline(always)]
+    pub fn add<T>(&mut self, stats: &mut ChainStats, p: *const T) {
+        let a = p as usize;
+        let slot = (a / std::mem::size_of::<T>().max(1)) % PLACE_SLOTS;
+        if self.addr[slot] != a {
+            stats.end(&mut self.run[slot]);
+            self.addr[slot] = a;
+        }
+        self.run[slot] += 1;
+    }
+}
+
+/// An iterator that counts the items a `.sum()` or `.fold(..)` consumes (one chain).
+pub struct CountingIter<I> {
+    inner: I,
+    count: u64,
+    site: &'static Site,
+    float: bool,
+}
+
+impl<I: Iterator> CountingIter<I> {
+    /// Wrap `inner`.
+    #[inline(always)]
+    pub fn new(inner: I, site: &'static Site) -> Self {
+        CountingIter {
+            inner,
+            count: 0,
+            site,
+            float: super::private::is_float_type::<I::Item>(),
+        }
+    }
+}
+
+impl<I: Iterator> Iterator for CountingIter<I> {
+    type Item = I::Item;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<I::Item> {
+        let x = self.inner.next();
+        self.count += x.is_some() as u64;
+        x
+    }
+
+    #[inline(always)]
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.inner.size_hint()
+    }
+
+    #[inline(always)]
+    fn fold<B, F: FnMut(B, Self::Item) -> B>(self, init: B, mut f: F) -> B {
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: `this` is never dropped or used again except for its `Copy` fields, so
+        // the inner iterator is moved out exactly once.
+        let inner = unsafe { std::ptr::read(&this.inner) };
+        let mut count = this.count;
+        let r = inner.fold(init, |acc, x| {
+            count += 1;
+            f(acc, x)
+        });
+        record_iter(this.site, count, this.float);
+        r
+    }
+}
+
+fn record_iter(site: &'static Site, count: u64, float: bool) {
+    if count > 0 && float {
+        let mut s = ChainStats::default();
+        let mut c = count;
+        s.end(&mut c);
+        site.merge(&s);
+    }
+}
+
+impl<I> Drop for CountingIter<I> {
+    fn drop(&mut self) {
+        record_iter(self.site, self.count, self.float);
+    }
+}
+
+static EXIT_HOOK: Once = Once::new();
+
+fn install_exit_report() {
+    EXIT_HOOK.call_once(|| match std::env::var(super::FPREV_CHAINS) {
+        Ok(v) if v == "1" => register_atexit(),
+        Ok(v) if v.is_empty() || v == "0" => {}
+        Ok(v) => eprintln!(
+            "fprev: {}={v:?} is not 0 or 1; using the default (no report at exit)",
+            super::FPREV_CHAINS
+        ),
+        Err(_) => {}
+    });
+}
+
+extern "C" fn print_report_at_exit() {
+    let r = super::report();
+    eprintln!("{r}");
+}
+
+#[cfg(not(target_family = "wasm"))]
+fn register_atexit() {
+    extern "C" {
+        fn atexit(cb: extern "C" fn()) -> std::os::raw::c_int;
+    }
+    // SAFETY: `atexit` is the C library's; the callback is a plain `extern "C" fn` that
+    // only reads atomics and writes to stderr.
+    unsafe {
+        atexit(print_report_at_exit);
+    }
+}
+
+#[cfg(target_family = "wasm")]
+fn register_atexit() {}

@@ -1,0 +1,310 @@
+//! Behaviour of `#[fprev::accumulator]`: counts, non-float sites, bit-identical results.
+// `x = x + e` is one of the site forms under test.
+#![allow(clippy::assign_op_pattern)]
+// Counting and registration are compiled out with the `off` feature.
+#![cfg(not(feature = "off"))]
+
+use fprev::chains::{report, Shape, SiteKind};
+
+#[fprev::accumulator]
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for i in 0..a.len() {
+        s += a[i] * b[i];
+    }
+    s
+}
+
+fn dot_plain(a: &[f64], b: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for i in 0..a.len() {
+        s += a[i] * b[i];
+    }
+    s
+}
+
+#[test]
+fn sequential_dot() {
+    let a: Vec<f64> = (0..1000).map(|i| (i as f64).sin()).collect();
+    let b: Vec<f64> = (0..1000).map(|i| (i as f64 * 0.3).cos()).collect();
+    assert_eq!(dot(&a, &b).to_bits(), dot_plain(&a, &b).to_bits());
+    let r = report();
+    let s = r.site("accumulator::dot").unwrap();
+    assert_eq!(s.max_chain, 1000);
+    assert_eq!(s.kind, SiteKind::Variable);
+    assert_eq!(s.shape, Shape::Sequential);
+    assert_eq!(s.line, 13);
+    assert_eq!(s.column, 9);
+    assert_eq!(s.expr, "s += a[i] * b[i]");
+    println!("{r}");
+}
+
+/// Two lanes, then combined: each lane a chain of n/2, the final add extends one lane.
+#[fprev::accumulator]
+fn two_lanes(x: &[f32]) -> f32 {
+    let (mut a, mut b) = (0.0f32, 0.0f32);
+    for pair in x.chunks(2) {
+        a += pair[0];
+        b = b + pair[1];
+    }
+    a + b
+}
+
+#[test]
+fn lanes() {
+    let x = vec![1.0f32; 64];
+    assert_eq!(two_lanes(&x), 64.0);
+    let r = report();
+    let lanes: Vec<_> = r
+        .sites
+        .iter()
+        .filter(|s| s.function.ends_with("two_lanes"))
+        .collect();
+    assert_eq!(lanes.len(), 2);
+    assert!(lanes.iter().all(|s| s.max_chain == 32));
+}
+
+/// Integers, strings and a user type with `+=`: compile and behave as written.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+struct Meters(f64);
+impl std::ops::AddAssign for Meters {
+    fn add_assign(&mut self, o: Meters) {
+        self.0 += o.0;
+    }
+}
+impl std::ops::Add for Meters {
+    type Output = Meters;
+    fn add(self, o: Meters) -> Meters {
+        Meters(self.0 + o.0)
+    }
+}
+
+#[fprev::accumulator]
+fn non_floats(n: u32) -> (u64, String, Meters, i32) {
+    let mut total = 0u64;
+    let mut text = String::new();
+    let mut m = Meters::default();
+    let mut v = [0i32; 3];
+    for i in 0..n {
+        total += i as u64;
+        text += "ab";
+        text = text + "c";
+        m += Meters(1.5);
+        m = m + Meters(0.5);
+        v[i as usize % 3] += 1;
+    }
+    let count: i32 = v.iter().map(|x| x * 2).sum();
+    (total, text, m, count)
+}
+
+#[test]
+fn non_float_sites_behave_as_written() {
+    let (t, s, m, c) = non_floats(4);
+    assert_eq!(t, 6);
+    assert_eq!(s, "abcabcabcabc");
+    assert_eq!(m, Meters(8.0));
+    assert_eq!(c, 8);
+    let r = report();
+    assert!(r.site("non_floats").is_none(), "{r}");
+}
+
+/// Generic code counts its float instances only.
+#[fprev::accumulator]
+fn generic_sum<T: Copy + Default + std::ops::AddAssign>(xs: &[T]) -> T {
+    let mut s = T::default();
+    for &x in xs {
+        s += x;
+    }
+    s
+}
+
+#[test]
+fn generic() {
+    assert_eq!(generic_sum(&[1i64, 2, 3]), 6);
+    assert_eq!(generic_sum(&[1.0f32; 10]), 10.0);
+    let r = report();
+    assert_eq!(r.site("generic_sum").unwrap().max_chain, 10);
+    assert_eq!(r.site("generic_sum").unwrap().adds, 10);
+}
+
+/// Iterator sums and folds, closures, nested loops, early returns.
+#[fprev::accumulator]
+fn rows(m: &[Vec<f64>], stop_at: usize) -> Vec<f64> {
+    let mut out = Vec::new();
+    let mut grand = 0.0;
+    let mut add = |v: f64| grand += v;
+    for (r, row) in m.iter().enumerate() {
+        if r == stop_at {
+            return out;
+        }
+        let s: f64 = row.iter().map(|x| x * 1.0).sum();
+        let f = row.iter().fold(0.0, |a, b| a + b);
+        add(s + f);
+        let mut inner = 0.0;
+        for x in row {
+            inner -= x;
+        }
+        out.push(inner);
+    }
+    out
+}
+
+#[test]
+fn iterators_closures_nested_early_return() {
+    let m = vec![vec![1.0; 10]; 5];
+    assert_eq!(rows(&m, 3), vec![-10.0; 3]);
+    let r = report();
+    let sites: Vec<_> = r
+        .sites
+        .iter()
+        .filter(|s| s.function.ends_with("rows"))
+        .collect();
+    let by_text = |t: &str| sites.iter().find(|s| s.expr.starts_with(t)).unwrap();
+    assert_eq!(by_text("row.iter().map").kind, SiteKind::Iterator);
+    assert_eq!(by_text("row.iter().map").max_chain, 10);
+    assert_eq!(by_text("row.iter().fold").max_chain, 10);
+    assert_eq!(by_text("inner -= x").max_chain, 10);
+    assert_eq!(by_text("inner -= x").chains, 3);
+    // Inside the closure: one chain across the three calls (s + f counts 1 more each).
+    assert_eq!(by_text("grand += v").max_chain, 3);
+}
+
+/// A matrix product into indexed places: runs of k additions per output.
+#[fprev::accumulator]
+fn gemm(m: usize, n: usize, k: usize, a: &[f32], b: &[f32]) -> Vec<f32> {
+    let mut c = vec![0.0f32; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            for p in 0..k {
+                c[i * n + j] += a[i * k + p] * b[p * n + j];
+            }
+        }
+    }
+    c
+}
+
+#[test]
+fn places() {
+    let c = gemm(3, 4, 5, &[1.0; 15], &[1.0; 20]);
+    assert_eq!(c, vec![5.0; 12]);
+    let r = report();
+    let s = r.site("accumulator::gemm").unwrap();
+    assert_eq!(s.kind, SiteKind::Place);
+    assert_eq!((s.max_chain, s.chains, s.adds), (5, 12, 60));
+    assert_eq!(s.shape, Shape::Blocked);
+}
+
+/// `#[acc]`: Defour's rule through assignments that are not `s = s + e`.
+#[fprev::accumulator]
+fn decayed(x: &[f64]) -> f64 {
+    #[acc]
+    let mut s = 0.0;
+    let mut t = 0.0;
+    for &v in x {
+        s = (s + v) + t;
+        t = 0.5 * v;
+    }
+    s
+}
+
+#[test]
+fn acc_marker() {
+    assert_eq!(decayed(&[1.0, 2.0, 4.0]), 1.0 + 2.0 + 0.5 + 4.0 + 1.0);
+    let s = report();
+    let s = s.site("decayed").unwrap();
+    assert_eq!(s.max_chain, 6);
+}
+
+/// Closures that must stay `Fn + Sync` (rayon) count in a frame of their own.
+#[fprev::accumulator]
+fn par_rows(m: &[Vec<f64>]) -> (Vec<f64>, Vec<f64>) {
+    use rayon::prelude::*;
+    let sums = m
+        .par_iter()
+        .map(|row| {
+            let mut s = 0.0;
+            for v in row {
+                s += v;
+            }
+            s
+        })
+        .collect();
+    let mut out = vec![0.0; m.len()];
+    out.par_iter_mut().enumerate().for_each(|(i, o)| {
+        for v in &m[i] {
+            *o += v;
+        }
+    });
+    (sums, out)
+}
+
+#[test]
+fn parallel_closures() {
+    let m = vec![vec![0.5; 40]; 6];
+    let (sums, out) = par_rows(&m);
+    assert_eq!(sums, vec![20.0; 6]);
+    assert_eq!(out, vec![20.0; 6]);
+    let r = report();
+    let sites: Vec<_> = r
+        .sites
+        .iter()
+        .filter(|s| s.function.ends_with("par_rows"))
+        .collect();
+    assert_eq!(sites.len(), 2, "{r}");
+    for s in sites {
+        assert_eq!((s.max_chain, s.adds, s.executions), (40, 240, 6), "{r}");
+    }
+}
+
+/// An in-place pairwise reduction: every address takes one addition per level.
+#[fprev::accumulator]
+fn pairwise_in_place(x: &mut [f32]) -> f32 {
+    let mut stride = 1;
+    while stride < x.len() {
+        let mut i = 0;
+        while i + stride < x.len() {
+            x[i] += x[i + stride];
+            i += 2 * stride;
+        }
+        stride *= 2;
+    }
+    x[0]
+}
+
+#[test]
+fn tree_like() {
+    let mut x = vec![1.0f32; 256];
+    assert_eq!(pairwise_in_place(&mut x), 256.0);
+    let r = report();
+    let s = r.site("pairwise_in_place").unwrap();
+    assert_eq!(s.adds, 255);
+    assert_eq!(s.shape, Shape::TreeLike, "{r}");
+}
+
+/// Methods: `self.field += e` is a place site.
+struct Running {
+    sum: f64,
+}
+
+impl Running {
+    #[fprev::accumulator]
+    fn add_all(&mut self, x: &[f64]) -> &mut Self {
+        for v in x {
+            self.sum += v;
+        }
+        self
+    }
+}
+
+#[test]
+fn method_with_self() {
+    let mut r = Running { sum: 0.0 };
+    r.add_all(&[1.0; 12]).add_all(&[2.0; 3]);
+    assert_eq!(r.sum, 18.0);
+    let rep = report();
+    let s = rep.site("add_all").unwrap();
+    assert_eq!(
+        (s.kind, s.max_chain, s.executions),
+        (SiteKind::Place, 12, 2)
+    );
+}

@@ -1,0 +1,8 @@
+#[fprev::accumulator(crate = "not a path")]
+fn total(x: &[f64]) -> f64 {
+    x.iter().sum()
+}
+
+fn main() {
+    let _ = total(&[1.0]);
+}

@@ -1,0 +1,4 @@
+#[fprev::accumulator]
+struct Sum(f64);
+
+fn main() {}
