@@ -12,6 +12,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::marker::PhantomData;
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::Duration;
@@ -72,6 +73,8 @@ impl<T: ProbeFloat> Exec<T> {
         let mut child = Command::new("sh")
             .arg("-c")
             .arg(command)
+            // its own process group, so a stalled pipeline can be stopped as a whole
+            .process_group(0)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -174,12 +177,14 @@ impl<T: ProbeFloat> Exec<T> {
         }
     }
 
-    fn receive(&mut self, what: &str) -> Result<T, String> {
+    /// The next answer; `what` names a non-probe input (the engine names probes itself).
+    fn receive(&mut self, what: Option<&str>) -> Result<T, String> {
+        let what = what.map(|w| format!(" {w}")).unwrap_or_default();
         let reply = match self.from_child.recv_timeout(self.timeout) {
             Ok(r) => r,
             Err(RecvTimeoutError::Timeout) => {
                 return Err(format!(
-                    "{:?} gave no answer to {what} within {:.1} s (stalled? raise --timeout)",
+                    "{:?} gave no answer{what} within {:.1} s (stalled? raise --timeout)",
                     self.command,
                     self.timeout.as_secs_f64()
                 ))
@@ -191,7 +196,7 @@ impl<T: ProbeFloat> Exec<T> {
             Reply::Closed => {
                 let status = self.exit_status();
                 return Err(format!(
-                    "{:?} {status} before answering {what}",
+                    "{:?} {status} before answering{what}",
                     self.command
                 ));
             }
@@ -212,7 +217,7 @@ impl<T: ProbeFloat> Exec<T> {
                 let t = text.trim();
                 let v: f64 = t.parse().map_err(|_| {
                     format!(
-                        "{:?} answered {t:?} to {what}, which is not one number",
+                        "{:?} answered {t:?}{what}, which is not one number",
                         self.command
                     )
                 })?;
@@ -227,7 +232,7 @@ impl<T: ProbeFloat> Target<T> for Exec<T> {
         let mut bytes = Vec::new();
         self.encode(x, &mut bytes);
         self.send(bytes);
-        self.receive("a random check input")
+        self.receive(Some("a random check input"))
             .map_err(TargetError::new)
     }
 
@@ -244,12 +249,10 @@ impl<T: ProbeFloat> Target<T> for Exec<T> {
             self.send(bytes);
         }
         for (k, p) in batch.probes.iter().enumerate() {
-            out[k] = self
-                .receive(&format!("probe {p}"))
-                .map_err(|message| TargetError {
-                    message,
-                    probe: Some(*p),
-                })?;
+            out[k] = self.receive(None).map_err(|message| TargetError {
+                message,
+                probe: Some(*p),
+            })?;
         }
         Ok(())
     }
@@ -260,6 +263,13 @@ impl<T> Drop for Exec<T> {
         self.to_child = None; // closes stdin: a well-behaved program exits
         std::thread::sleep(Duration::from_millis(1));
         if let Ok(None) = self.child.try_wait() {
+            // The shell and whatever it started share the group we gave it; the group id
+            // is the shell's pid.
+            let group = format!("-{}", self.child.id());
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &group])
+                .stderr(Stdio::null())
+                .status();
             let _ = self.child.kill();
         }
         let _ = self.child.wait();
