@@ -133,9 +133,8 @@ impl std::fmt::Display for ElementOrders {
 
 /// Reveal the order of every output element of a [`Reduction`].
 ///
-/// Defaults: [`Coverage::Batched`], FPRev with the smallest-index pivot (forward-order
-/// libraries then need one call per tree level, not per probe), seed 0, two random
-/// check calls, at most 16 distinct orders.
+/// Defaults: [`Coverage::Batched`], FPRev (pivots: see [`pivot`](Self::pivot)), seed 0,
+/// two random check calls, at most 16 distinct orders.
 ///
 /// ```
 /// use fprev::ops::{self, ElementReveal};
@@ -153,7 +152,7 @@ impl std::fmt::Display for ElementOrders {
 pub struct ElementReveal {
     coverage: Coverage,
     algorithm: Algorithm,
-    pivot: Pivot,
+    pivot: Option<Pivot>,
     seed: u64,
     accept_flat: bool,
     checks: usize,
@@ -172,7 +171,7 @@ impl ElementReveal {
         ElementReveal {
             coverage: Coverage::Batched,
             algorithm: Algorithm::FPRev,
-            pivot: Pivot::Smallest,
+            pivot: None,
             seed: 0,
             accept_flat: false,
             checks: 2,
@@ -192,9 +191,12 @@ impl ElementReveal {
         self
     }
 
-    /// Pivot choice (default [`Pivot::Smallest`]).
+    /// Pivot choice (default [`Pivot::Smallest`] when a call has several lanes, so
+    /// forward-order libraries take one call per tree level; [`Pivot::Random`] for one
+    /// lane, where probes are calls and random pivots need about `2n` even for
+    /// reverse-order sums).
     pub fn pivot(mut self, p: Pivot) -> Self {
-        self.pivot = p;
+        self.pivot = Some(p);
         self
     }
 
@@ -222,12 +224,18 @@ impl ElementReveal {
         self
     }
 
-    fn engine(&self, k: usize) -> Reveal {
+    fn engine(&self, shape: Shape) -> Reveal {
+        let k = shape.k;
+        let pivot = self.pivot.unwrap_or(if shape.lanes > 1 {
+            Pivot::Smallest
+        } else {
+            Pivot::Random
+        });
         // The engine's own replay check draws inputs in `T`, which a narrower operand
         // format would round; the checks here draw them in the operand format instead.
         Reveal::new(k)
             .algorithm(self.algorithm)
-            .pivot(self.pivot)
+            .pivot(pivot)
             .seed(self.seed)
             .accept_flat(self.accept_flat)
             .verify(false)
@@ -310,7 +318,7 @@ impl ElementReveal {
         rec.mode = Mode::Spread;
         rec.log.clear();
         rec.sources.clear();
-        let tree = self.engine(shape.k).run_target(&mut *rec)?.tree;
+        let tree = self.engine(shape).run_target(&mut *rec)?.tree;
         let first = rec.log.first().cloned();
         // Seeded random inputs, different in every lane.
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed ^ 0xC4EC_0000);
@@ -371,7 +379,7 @@ impl ElementReveal {
         rec.log.clear();
         rec.sources.clear();
         rec.first_broadcast = None;
-        let tree = self.engine(shape.k).run_target(&mut *rec)?.tree;
+        let tree = self.engine(shape).run_target(&mut *rec)?.tree;
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed ^ 0xB40A_DCA5);
         for _ in 0..self.checks.max(1) {
             let x: Vec<T> = random_input::<T, R::Input>(shape.k, &mut rng);
