@@ -181,11 +181,16 @@ impl Layout {
             (4096.0 / n as f64).max(1.0)
         };
         let levels = self.max_level.max(1.0);
-        let dy = (1200.0 / levels).clamp(6.0, 48.0);
+        let span = dx * (n.max(2) - 1) as f64;
+        // tall enough to read slopes in wide pictures, short levels when there are many
+        let tree_h = (levels * 48.0)
+            .max(span * 0.3)
+            .min((levels * 6.0).max(1200.0));
+        let dy = tree_h / levels;
         let big = dx >= 18.0;
         let r = if big { 8.0 } else { (dx * 0.4).clamp(1.5, 4.0) };
         let (left, top) = (30.0, if title.is_some() { 56.0 } else { 24.0 });
-        let width = left * 2.0 + dx * (n.max(2) - 1) as f64;
+        let width = left * 2.0 + span;
         let base = top + levels * dy;
         let height = base + 44.0;
         let px = |v: usize| left + self.x[v] * dx;
@@ -219,6 +224,7 @@ impl Layout {
                 if big { 1.4 } else { 0.8 }
             );
         };
+        let mut labels: Vec<(f64, f64)> = Vec::new();
         // edges
         for v in n..total {
             let kids = t.children(v);
@@ -255,13 +261,20 @@ impl Layout {
                     w = inner;
                 }
                 let (mx, my) = ((x0 + x1) / 2.0, (y0 + y1) / 2.0);
-                let _ = writeln!(
-                    s,
-                    r##"<text x="{mx:.1}" y="{:.1}" font-size="{}" fill="#2b6cb0" text-anchor="middle">{} adds in order</text>"##,
-                    my - 6.0,
-                    if big { 12 } else { 11 },
-                    len
-                );
+                // overlapping chains (interleaved lanes) share one label
+                let crowded = labels
+                    .iter()
+                    .any(|&(lx, ly)| (lx - mx).abs() < 90.0 && (ly - my).abs() < 14.0);
+                if !crowded {
+                    labels.push((mx, my));
+                    let _ = writeln!(
+                        s,
+                        r##"<text x="{mx:.1}" y="{:.1}" font-size="{}" fill="#2b6cb0" text-anchor="middle">{} adds in order</text>"##,
+                        my - 6.0,
+                        if big { 12 } else { 11 },
+                        len
+                    );
+                }
             }
             if self.hidden[v] {
                 continue;

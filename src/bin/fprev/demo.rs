@@ -253,5 +253,28 @@ fn rayon_threads(out: &Path) -> Result<(), Failure> {
             )?;
         }
     }
+    // Larger sums get stolen work: the order changes between calls of the same reveal.
+    let n = 2048;
+    for threads in [1, 2] {
+        let mut trees: Vec<SumTree> = Vec::new();
+        let mut failures = Vec::new();
+        for _ in 0..3 {
+            let cfg = ElementReveal::new();
+            match builtins::reveal::<f32>("rayon-sum", Size::square(n), &cfg, Some(threads)) {
+                Ok(o) => trees.push(o.groups[0].tree.clone()),
+                Err(e) => failures.push(e.to_string()),
+            }
+        }
+        trees.dedup();
+        let first = failures
+            .first()
+            .map(|f| format!(" (first: {})", &f[..f.len().min(110)]));
+        println!(
+            "rayon, n = {n}, {threads} thread(s), 3 reveals: {} distinct tree(s), {} failed{}",
+            trees.len(),
+            failures.len(),
+            first.unwrap_or_default()
+        );
+    }
     Ok(())
 }
