@@ -225,7 +225,10 @@ fn rayon_threads(out: &Path) -> Result<(), Failure> {
                         None => seen.push((t, vec![label])),
                     }
                 }
-                Err(e) => println!("   {label}: {e}"),
+                Err(e) => {
+                    let e = e.to_string();
+                    println!("   {label}: failed, {}...", &e[..e.len().min(60)]);
+                }
             }
         }
     }
