@@ -249,3 +249,16 @@ fn diff_reports_the_smallest_differing_subtree() {
     let o = fprev(&["diff", a.to_str().unwrap_or_default(), "/nonexistent/tree"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn demo_prints_trees_and_writes_pictures() {
+    let out = tmp("demo");
+    let o = fprev(&["demo", "--out", out.to_str().unwrap_or_default()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains("== 1.") && text.contains("all elements share one order"),
+        "{text}"
+    );
+    assert!(out.join("ndarray_sum_32.svg").exists() && out.join("sgemm_k600.svg").exists());
+}

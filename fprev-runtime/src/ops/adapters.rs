@@ -272,6 +272,11 @@ impl<T: ProbeFloat, R: Reduction<T>> Batched<T, R> {
 
     fn eval(&mut self) -> Result<(), TargetError> {
         let s = self.op.shape();
+        if s.elements() == 0 {
+            return Err(TargetError::new(format!(
+                "the operation has no outputs ({s})"
+            )));
+        }
         self.out.clear();
         self.out.resize(s.elements(), T::ZERO);
         self.calls += 1;

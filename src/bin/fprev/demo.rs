@@ -39,7 +39,49 @@ pub const SECTIONS: &[Section] = &[
         title: "rayon: the tree depends on the thread count",
         run: rayon_threads,
     },
+    Section {
+        title: "Any program: numpy.sum through --exec",
+        run: numpy_exec,
+    },
 ];
+
+/// A line-by-line responder (the same as tests/python/numpy_sum.py).
+const NUMPY_SUM: &str = "import sys, numpy as np\nfor line in sys.stdin:\n    x = np.array(line.split(), dtype=np.float64).astype(np.float32)\n    print(repr(float(np.sum(x))), flush=True)\n";
+
+fn numpy_exec(out: &Path) -> Result<(), Failure> {
+    let have_numpy = std::process::Command::new("python3")
+        .args(["-c", "import numpy"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have_numpy {
+        println!("skipped: python3 with numpy not found (pip install numpy)");
+        return Ok(());
+    }
+    let command = format!("python3 -c '{NUMPY_SUM}'");
+    for n in [32usize, 1024] {
+        let target = crate::exec::Exec::<f32>::spawn(
+            &command,
+            crate::exec::Protocol::Text,
+            std::time::Duration::from_secs(30),
+        )
+        .map_err(Failure)?;
+        let start = Instant::now();
+        let r = fprev::Reveal::new(n).run_target(target)?;
+        println!(
+            "numpy.sum, float32, n = {n}: {} probes, {:.2} s",
+            r.probes,
+            start.elapsed().as_secs_f64()
+        );
+        println!("   {}", clip(&r.tree));
+        picture(
+            out,
+            &format!("numpy_sum_{n}.svg"),
+            &format!("numpy.sum, float32, n = {n}"),
+            &r.tree,
+        )?;
+    }
+    Ok(())
+}
 
 /// Run every section.
 pub fn run(out: &Path) -> Result<(), Failure> {
