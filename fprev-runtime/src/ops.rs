@@ -1,1 +1,128 @@
-//! (placeholder: filled by its issue)
+//! Operations as probe targets: dot, gemv, gemm and other k-reductions, answered in
+//! batches, with the summation order of every output element.
+//!
+//! A k-reduction evaluates `lanes` independent inputs of `k` values at once and gives
+//! every lane `outputs` results, each a sum over that lane's `k` values. A gemm
+//! `C = A B` is one with the rows of `A` as lanes and `B` all ones: `C[i, j]` sums row
+//! `i` of `A`. So one gemm call answers one probe *per row* (masks in different places in
+//! different rows), and every column answers it at once: a gemm of size 512 is revealed in
+//! a handful of calls where one probe per call would need a thousand.
+//!
+//! [`ElementReveal`] reveals the order of every output element: it reveals one tree with
+//! probes spread over the lanes, then checks every element's answers against that tree
+//! (each recorded probe and seeded random inputs, bit for bit). Elements that disagree
+//! (edge tiles, remainder rows) are revealed again with every lane answering the same
+//! probe, and grouped by tree.
+//!
+//! ```
+//! use fprev::ops::{self, ElementReveal};
+//! // A 4 x 8 by 8 x 3 product summing each dot product in two halves.
+//! let gemm = ops::gemm(4, 8, 3, |a: &[f32], b: &[f32], c: &mut [f32]| {
+//!     for i in 0..4 {
+//!         for j in 0..3 {
+//!             let half = |r: std::ops::Range<usize>| r.fold(0.0f32, |s, l| s + a[i * 8 + l] * b[l * 3 + j]);
+//!             c[i * 3 + j] = half(0..4) + half(4..8);
+//!         }
+//!     }
+//! });
+//! let orders = ElementReveal::new().run(gemm)?;
+//! assert!(orders.is_uniform());
+//! assert_eq!(orders.groups[0].tree.to_string(), "((((0+1)+2)+3)+(((4+5)+6)+7))");
+//! assert!(orders.calls <= 8);
+//! # Ok::<(), fprev::RevealError>(())
+//! ```
+
+mod adapters;
+mod elements;
+
+pub use adapters::{dot, gemm, gemv, reduction, Batched, Dot, Gemm, Gemv, KReduction};
+pub use elements::{Coverage, Element, ElementOrders, ElementReveal, OrderGroup};
+
+use crate::float::ProbeFloat;
+use crate::target::TargetError;
+
+/// The shape of a k-reduction: `lanes` inputs of `k` values each per call, `outputs`
+/// results per lane.
+///
+/// ```
+/// let s = fprev::ops::Shape { lanes: 4, k: 16, outputs: 2 };
+/// assert_eq!(s.elements(), 8);
+/// assert_eq!(s.to_string(), "4 x 2 outputs over k = 16");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Shape {
+    /// Independent inputs per call (rows of `A` for gemm/gemv, 1 for a dot product).
+    pub lanes: usize,
+    /// Summands per output: the reduction length.
+    pub k: usize,
+    /// Results per lane (columns of `C` for gemm, 1 for gemv and dot).
+    pub outputs: usize,
+}
+
+impl Shape {
+    /// Number of output elements, `lanes * outputs`.
+    pub fn elements(&self) -> usize {
+        self.lanes * self.outputs
+    }
+}
+
+impl std::fmt::Display for Shape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} x {} outputs over k = {}",
+            self.lanes, self.outputs, self.k
+        )
+    }
+}
+
+/// An operation that sums `k` values per output, for many lanes in one call.
+///
+/// `Input` is the operands' format; results are `T` (f16 operands with f32
+/// accumulation: `Input = half::f16`, `T = f32`). Build one with [`gemm`], [`gemv`],
+/// [`dot`] or [`reduction`], or implement it for your own operation.
+///
+/// ```
+/// use fprev::ops::{Reduction, Shape};
+/// use fprev::target::TargetError;
+/// /// Row sums of a 3 x 5 matrix.
+/// struct RowSums;
+/// impl Reduction<f64> for RowSums {
+///     type Input = f64;
+///     fn shape(&self) -> Shape { Shape { lanes: 3, k: 5, outputs: 1 } }
+///     fn eval(&mut self, x: &[f64], out: &mut [f64]) -> Result<(), TargetError> {
+///         for (row, o) in x.chunks(5).zip(out) { *o = row.iter().sum(); }
+///         Ok(())
+///     }
+/// }
+/// let orders = fprev::ops::ElementReveal::new().run(RowSums)?;
+/// assert_eq!(orders.groups[0].tree, fprev::SumTree::sequential(5));
+/// # Ok::<(), fprev::RevealError>(())
+/// ```
+pub trait Reduction<T: ProbeFloat> {
+    /// The operands' format.
+    type Input: ProbeFloat;
+
+    /// Lanes, reduction length and outputs per lane.
+    fn shape(&self) -> Shape;
+
+    /// Evaluate: `input` holds `lanes` rows of `k` values (row-major), `out` receives
+    /// `lanes` rows of `outputs` results.
+    fn eval(&mut self, input: &[Self::Input], out: &mut [T]) -> Result<(), TargetError>;
+}
+
+impl<T: ProbeFloat, R: Reduction<T> + ?Sized> Reduction<T> for &mut R {
+    type Input = R::Input;
+    fn shape(&self) -> Shape {
+        (**self).shape()
+    }
+    fn eval(&mut self, input: &[Self::Input], out: &mut [T]) -> Result<(), TargetError> {
+        (**self).eval(input, out)
+    }
+}
+
+/// Convert between probe formats; exact for every value the engine puts in a probe
+/// (masks and units are chosen representable in both formats).
+pub(crate) fn convert<A: ProbeFloat, B: ProbeFloat>(x: A) -> B {
+    B::from_f64_round(x.to_f64())
+}

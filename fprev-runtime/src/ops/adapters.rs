@@ -1,0 +1,328 @@
+//! dot, gemv, gemm and user k-reductions as [`Reduction`]s, and [`Batched`], which makes
+//! any reduction a [`Target`] answering one probe per lane per call.
+
+use std::marker::PhantomData;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use super::{convert, Reduction, Shape};
+use crate::float::{FloatFormat, ProbeFloat};
+use crate::target::{ProbeBatch, Target, TargetError};
+
+fn guarded<R>(f: impl FnOnce() -> R) -> Result<R, TargetError> {
+    catch_unwind(AssertUnwindSafe(f)).map_err(|p| {
+        let msg = if let Some(s) = p.downcast_ref::<&str>() {
+            (*s).to_string()
+        } else if let Some(s) = p.downcast_ref::<String>() {
+            s.clone()
+        } else {
+            "non-string panic payload".to_string()
+        };
+        TargetError::new(format!("the operation panicked: {msg}"))
+    })
+}
+
+/// A row-major `m x k` by `k x n` product; see [`gemm`].
+pub struct Gemm<I, T, F> {
+    shape: Shape,
+    ones: Vec<I>,
+    f: F,
+    _t: PhantomData<fn() -> T>,
+}
+
+/// A gemm `C = A B` as a reduction: `A` is `m x k`, `B` is `k x n`, `C` is `m x n`, all
+/// row-major slices. The closure computes `C` (overwriting it) from `A` and `B`; fprev
+/// puts probes in the rows of `A` and ones in `B`, so `C[i, j]` sums row `i` of `A` in
+/// element `(i, j)`'s order.
+///
+/// ```
+/// let g = fprev::ops::gemm(2, 3, 2, |a: &[f64], b: &[f64], c: &mut [f64]| {
+///     for i in 0..2 { for j in 0..2 {
+///         c[i * 2 + j] = (0..3).map(|l| a[i * 3 + l] * b[l * 2 + j]).sum();
+///     } }
+/// });
+/// let t = fprev::ops::ElementReveal::new().run(g)?.groups[0].tree.clone();
+/// assert_eq!(t.to_string(), "((0+1)+2)");
+/// # Ok::<(), fprev::RevealError>(())
+/// ```
+pub fn gemm<I, T, F>(m: usize, k: usize, n: usize, f: F) -> Gemm<I, T, F>
+where
+    I: ProbeFloat,
+    T: ProbeFloat,
+    F: FnMut(&[I], &[I], &mut [T]),
+{
+    Gemm {
+        shape: Shape {
+            lanes: m,
+            k,
+            outputs: n,
+        },
+        ones: vec![convert::<f64, I>(1.0); k * n],
+        f,
+        _t: PhantomData,
+    }
+}
+
+impl<I: ProbeFloat, T: ProbeFloat, F: FnMut(&[I], &[I], &mut [T])> Reduction<T> for Gemm<I, T, F> {
+    type Input = I;
+    fn shape(&self) -> Shape {
+        self.shape
+    }
+    fn eval(&mut self, a: &[I], c: &mut [T]) -> Result<(), TargetError> {
+        let (ones, f) = (&self.ones, &mut self.f);
+        guarded(|| f(a, ones, c))
+    }
+}
+
+/// A matrix-vector product `y = A x`; see [`gemv`].
+pub struct Gemv<I, T, F> {
+    shape: Shape,
+    ones: Vec<I>,
+    f: F,
+    _t: PhantomData<fn() -> T>,
+}
+
+/// A gemv `y = A x` as a reduction: `A` is `m x k` row-major, `x` has `k` values, `y` has
+/// `m`. Probes go in the rows of `A`, ones in `x`.
+///
+/// ```
+/// let g = fprev::ops::gemv(3, 4, |a: &[f32], x: &[f32], y: &mut [f32]| {
+///     for (row, yi) in a.chunks(4).zip(y.iter_mut()) {
+///         *yi = row.iter().zip(x).fold(0.0, |s, (a, b)| s + a * b);
+///     }
+/// });
+/// let o = fprev::ops::ElementReveal::new().run(g)?;
+/// assert_eq!(o.groups[0].tree, fprev::SumTree::sequential(4));
+/// # Ok::<(), fprev::RevealError>(())
+/// ```
+pub fn gemv<I, T, F>(m: usize, k: usize, f: F) -> Gemv<I, T, F>
+where
+    I: ProbeFloat,
+    T: ProbeFloat,
+    F: FnMut(&[I], &[I], &mut [T]),
+{
+    Gemv {
+        shape: Shape {
+            lanes: m,
+            k,
+            outputs: 1,
+        },
+        ones: vec![convert::<f64, I>(1.0); k],
+        f,
+        _t: PhantomData,
+    }
+}
+
+impl<I: ProbeFloat, T: ProbeFloat, F: FnMut(&[I], &[I], &mut [T])> Reduction<T> for Gemv<I, T, F> {
+    type Input = I;
+    fn shape(&self) -> Shape {
+        self.shape
+    }
+    fn eval(&mut self, a: &[I], y: &mut [T]) -> Result<(), TargetError> {
+        let (ones, f) = (&self.ones, &mut self.f);
+        guarded(|| f(a, ones, y))
+    }
+}
+
+/// A dot product; see [`dot`].
+pub struct Dot<I, T, F> {
+    shape: Shape,
+    ones: Vec<I>,
+    f: F,
+    _t: PhantomData<fn() -> T>,
+}
+
+/// A dot product `x . y` of `k` values as a reduction (one lane, one output): probes in
+/// `x`, ones in `y`.
+///
+/// ```
+/// let d = fprev::ops::dot(5, |x: &[f64], y: &[f64]| x.iter().zip(y).map(|(a, b)| a * b).sum::<f64>());
+/// let o = fprev::ops::ElementReveal::new().run(d)?;
+/// assert_eq!(o.groups[0].tree, fprev::SumTree::sequential(5));
+/// # Ok::<(), fprev::RevealError>(())
+/// ```
+pub fn dot<I, T, F>(k: usize, f: F) -> Dot<I, T, F>
+where
+    I: ProbeFloat,
+    T: ProbeFloat,
+    F: FnMut(&[I], &[I]) -> T,
+{
+    Dot {
+        shape: Shape {
+            lanes: 1,
+            k,
+            outputs: 1,
+        },
+        ones: vec![convert::<f64, I>(1.0); k],
+        f,
+        _t: PhantomData,
+    }
+}
+
+impl<I: ProbeFloat, T: ProbeFloat, F: FnMut(&[I], &[I]) -> T> Reduction<T> for Dot<I, T, F> {
+    type Input = I;
+    fn shape(&self) -> Shape {
+        self.shape
+    }
+    fn eval(&mut self, x: &[I], out: &mut [T]) -> Result<(), TargetError> {
+        let (ones, f) = (&self.ones, &mut self.f);
+        out[0] = guarded(|| f(x, ones))?;
+        Ok(())
+    }
+}
+
+/// A user k-reduction; see [`reduction`].
+pub struct KReduction<I, T, F> {
+    shape: Shape,
+    f: F,
+    _t: PhantomData<fn(I) -> T>,
+}
+
+/// Any operation that reduces `lanes` rows of `k` values into `outputs` results per row,
+/// in one call: `f(input, out)` with `input` `lanes x k` and `out` `lanes x outputs`,
+/// both row-major.
+///
+/// ```
+/// // Every row summed twice: forward and backward.
+/// let r = fprev::ops::reduction(2, 6, 2, |x: &[f64], out: &mut [f64]| {
+///     for (row, o) in x.chunks(6).zip(out.chunks_mut(2)) {
+///         o[0] = row.iter().fold(0.0, |s, v| s + v);
+///         o[1] = row.iter().rev().fold(0.0, |s, v| s + v);
+///     }
+/// });
+/// let orders = fprev::ops::ElementReveal::new().run(r)?;
+/// assert_eq!(orders.groups.len(), 2);
+/// # Ok::<(), fprev::RevealError>(())
+/// ```
+pub fn reduction<I, T, F>(lanes: usize, k: usize, outputs: usize, f: F) -> KReduction<I, T, F>
+where
+    I: ProbeFloat,
+    T: ProbeFloat,
+    F: FnMut(&[I], &mut [T]),
+{
+    KReduction {
+        shape: Shape { lanes, k, outputs },
+        f,
+        _t: PhantomData,
+    }
+}
+
+impl<I: ProbeFloat, T: ProbeFloat, F: FnMut(&[I], &mut [T])> Reduction<T> for KReduction<I, T, F> {
+    type Input = I;
+    fn shape(&self) -> Shape {
+        self.shape
+    }
+    fn eval(&mut self, x: &[I], out: &mut [T]) -> Result<(), TargetError> {
+        let f = &mut self.f;
+        guarded(|| f(x, out))
+    }
+}
+
+/// A reduction as a [`Target`] for one output element: probe `k` of a batch goes into
+/// lane `k`, so one call answers up to `lanes` probes; spare lanes repeat the batch. The
+/// answer is read from output `output` of the probe's lane, so this assumes every lane
+/// sums in the same order ([`ElementReveal`](super::ElementReveal) checks that).
+///
+/// With operands narrower than `T` (f16 into f32), run the engine with `.verify(false)`
+/// or use [`ElementReveal`](super::ElementReveal): the engine's replay check draws its
+/// random inputs in `T`, which the operand format cannot hold.
+///
+/// ```
+/// use fprev::ops::{self, Batched};
+/// let g = ops::gemv(64, 64, |a: &[f32], x: &[f32], y: &mut [f32]| {
+///     for (row, yi) in a.chunks(64).zip(y.iter_mut()) {
+///         *yi = row.iter().zip(x).fold(0.0, |s, (a, b)| s + a * b);
+///     }
+/// });
+/// let mut t = Batched::new(g, 0);
+/// let r = fprev::Reveal::new(64).pivot(fprev::reveal::Pivot::Smallest).run_target(&mut t)?;
+/// assert_eq!(r.tree, fprev::SumTree::sequential(64));
+/// assert!(t.calls() < r.probes);
+/// # Ok::<(), fprev::RevealError>(())
+/// ```
+pub struct Batched<T: ProbeFloat, R: Reduction<T>> {
+    op: R,
+    output: usize,
+    input: Vec<R::Input>,
+    out: Vec<T>,
+    calls: u64,
+}
+
+impl<T: ProbeFloat, R: Reduction<T>> Batched<T, R> {
+    /// Read output `output` (a column of `C`) of each lane; clamped to the last output.
+    pub fn new(op: R, output: usize) -> Self {
+        let s = op.shape();
+        Batched {
+            op,
+            output: output.min(s.outputs.saturating_sub(1)),
+            input: Vec::new(),
+            out: Vec::new(),
+            calls: 0,
+        }
+    }
+
+    /// Calls of the underlying operation so far.
+    pub fn calls(&self) -> u64 {
+        self.calls
+    }
+
+    /// The wrapped operation.
+    pub fn into_inner(self) -> R {
+        self.op
+    }
+
+    fn eval(&mut self) -> Result<(), TargetError> {
+        let s = self.op.shape();
+        if s.elements() == 0 {
+            return Err(TargetError::new(format!(
+                "the operation has no outputs ({s})"
+            )));
+        }
+        self.out.clear();
+        self.out.resize(s.elements(), T::ZERO);
+        self.calls += 1;
+        self.op.eval(&self.input, &mut self.out)
+    }
+}
+
+impl<T: ProbeFloat, R: Reduction<T>> Target<T> for Batched<T, R> {
+    fn call(&mut self, x: &[T]) -> Result<T, TargetError> {
+        let s = self.op.shape();
+        self.input.clear();
+        for _ in 0..s.lanes {
+            self.input
+                .extend(x.iter().map(|&v| convert::<T, R::Input>(v)));
+        }
+        self.eval()?;
+        Ok(self.out[self.output])
+    }
+
+    fn input_format(&self) -> Option<FloatFormat> {
+        (R::Input::FORMAT != T::FORMAT).then_some(R::Input::FORMAT)
+    }
+
+    fn probe_batch(&mut self, batch: &ProbeBatch<'_, T>, out: &mut [T]) -> Result<(), TargetError> {
+        let s = self.op.shape();
+        let lanes = s.lanes.max(1);
+        let background: Vec<R::Input> = batch.background.iter().map(|&v| convert(v)).collect();
+        let mask: R::Input = convert(batch.mask);
+        let neg: R::Input = convert::<f64, R::Input>(-batch.mask.to_f64());
+        for (chunk_no, chunk) in batch.probes.chunks(lanes).enumerate() {
+            self.input.clear();
+            for lane in 0..s.lanes {
+                let p = chunk[lane % chunk.len()];
+                let start = self.input.len();
+                self.input.extend_from_slice(&background);
+                self.input[start + p.plus] = mask;
+                self.input[start + p.minus] = neg;
+            }
+            self.eval().map_err(|mut e| {
+                e.probe.get_or_insert(chunk[0]);
+                e
+            })?;
+            for k in 0..chunk.len() {
+                out[chunk_no * lanes + k] = self.out[k * s.outputs + self.output];
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,325 @@
+//! `fprev demo`: reveal real targets, print their trees, draw them.
+//!
+//! The demo is a list of [`Section`]s run in order; each prints a heading, what it found,
+//! and may write pictures. New parts (scrambling, exact sums) are added as sections.
+
+use std::path::Path;
+use std::time::Instant;
+
+use fprev::ops::ElementReveal;
+use fprev::picture::Picture;
+use fprev::SumTree;
+
+use crate::builtins::{self, Size};
+use crate::Failure;
+
+/// One part of the demo.
+pub struct Section {
+    /// Heading.
+    pub title: &'static str,
+    /// Runs the section, writing pictures under the given folder.
+    pub run: fn(&Path) -> Result<(), Failure>,
+}
+
+/// The demo's sections, in order.
+pub const SECTIONS: &[Section] = &[
+    Section {
+        title: "Plain Rust loops",
+        run: plain_loops,
+    },
+    Section {
+        title: "ndarray: sum and dot unroll into 8 lanes",
+        run: ndarray_lanes,
+    },
+    Section {
+        title: "Matrix products: one probe per row, every element checked",
+        run: matrix_products,
+    },
+    Section {
+        title: "rayon: the tree depends on the thread count",
+        run: rayon_threads,
+    },
+    Section {
+        title: "Any program: numpy.sum through --exec",
+        run: numpy_exec,
+    },
+];
+
+/// A line-by-line responder (the same as tests/python/numpy_sum.py).
+const NUMPY_SUM: &str = "import sys, numpy as np\nfor line in sys.stdin:\n    x = np.array(line.split(), dtype=np.float64).astype(np.float32)\n    print(repr(float(np.sum(x))), flush=True)\n";
+
+fn numpy_exec(out: &Path) -> Result<(), Failure> {
+    let have_numpy = std::process::Command::new("python3")
+        .args(["-c", "import numpy"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have_numpy {
+        println!("skipped: python3 with numpy not found (pip install numpy)");
+        return Ok(());
+    }
+    let command = format!("python3 -c '{NUMPY_SUM}'");
+    for n in [32usize, 1024] {
+        let target = crate::exec::Exec::<f32>::spawn(
+            &command,
+            crate::exec::Protocol::Text,
+            std::time::Duration::from_secs(30),
+        )
+        .map_err(Failure)?;
+        let start = Instant::now();
+        let r = fprev::Reveal::new(n).run_target(target)?;
+        println!(
+            "numpy.sum, float32, n = {n}: {} probes, {:.2} s",
+            r.probes,
+            start.elapsed().as_secs_f64()
+        );
+        println!("   {}", clip(&r.tree));
+        picture(
+            out,
+            &format!("numpy_sum_{n}.svg"),
+            &format!("numpy.sum, float32, n = {n}"),
+            &r.tree,
+        )?;
+    }
+    Ok(())
+}
+
+/// Run every section.
+pub fn run(out: &Path) -> Result<(), Failure> {
+    std::fs::create_dir_all(out).map_err(|e| Failure(format!("{}: {e}", out.display())))?;
+    let start = Instant::now();
+    for (i, s) in SECTIONS.iter().enumerate() {
+        println!("\n== {}. {} ==", i + 1, s.title);
+        (s.run)(out)?;
+    }
+    println!(
+        "\ndone in {:.1} s; pictures in {}/",
+        start.elapsed().as_secs_f64(),
+        out.display()
+    );
+    Ok(())
+}
+
+fn clip(t: &SumTree) -> String {
+    let s = t.to_string();
+    if s.len() <= 160 {
+        s
+    } else {
+        format!(
+            "{}... ({} leaves, depth {})",
+            &s[..150],
+            t.leaf_count(),
+            t.stats().depth
+        )
+    }
+}
+
+fn picture(out: &Path, file: &str, title: &str, t: &SumTree) -> Result<(), Failure> {
+    let path = out.join(file);
+    std::fs::write(&path, Picture::new().title(title).render(t))
+        .map_err(|e| Failure(format!("{}: {e}", path.display())))?;
+    println!("   picture: {}", path.display());
+    Ok(())
+}
+
+fn one(name: &str, n: usize) -> Result<SumTree, Failure> {
+    let o = builtins::reveal::<f32>(name, Size::square(n), &ElementReveal::new(), None)?;
+    Ok(o.groups[0].tree.clone())
+}
+
+fn plain_loops(out: &Path) -> Result<(), Failure> {
+    let t = one("iter-sum", 16)?;
+    println!(
+        "Iterator::sum, f32, n = 16 (sequential: {}):",
+        t == SumTree::sequential(16)
+    );
+    println!("   {}", clip(&t));
+    let t = one("unrolled4", 18)?;
+    println!("hand-unrolled, 4 accumulators, n = 18:");
+    println!("   {}", clip(&t));
+    picture(
+        out,
+        "unrolled4_18.svg",
+        "hand-unrolled loop, 4 accumulators, n = 18",
+        &t,
+    )
+}
+
+fn ndarray_lanes(out: &Path) -> Result<(), Failure> {
+    let t = one("ndarray-sum", 32)?;
+    println!("ndarray sum, f32, n = 32:");
+    println!("   {}", clip(&t));
+    picture(
+        out,
+        "ndarray_sum_32.svg",
+        "ndarray Array1::sum, f32, n = 32",
+        &t,
+    )?;
+    let t = one("ndarray-dot", 37)?;
+    println!("ndarray dot, f32, n = 37 (5 leftovers added at the end):");
+    println!("   {}", clip(&t));
+    Ok(())
+}
+
+fn matrix_products(out: &Path) -> Result<(), Failure> {
+    for (name, size) in [
+        (
+            "matrixmultiply-gemm",
+            Size {
+                n: 600,
+                rows: 64,
+                cols: 64,
+            },
+        ),
+        (
+            "nalgebra-matmul",
+            Size {
+                n: 300,
+                rows: 16,
+                cols: 16,
+            },
+        ),
+        (
+            "ndarray-matmul",
+            Size {
+                n: 300,
+                rows: 16,
+                cols: 16,
+            },
+        ),
+    ] {
+        let start = Instant::now();
+        let o = builtins::reveal::<f32>(name, size, &ElementReveal::new(), None)?;
+        let t = &o.groups[0].tree;
+        let blocks: Vec<usize> = t
+            .children(t.root())
+            .iter()
+            .map(|&c| t.leaves_under(c as usize).len())
+            .collect();
+        println!(
+            "{name}, f32, {} x {} by {} x {}: {} in {} calls ({:.2} s); root adds blocks of {:?}",
+            size.rows,
+            size.n,
+            size.n,
+            size.cols,
+            if o.is_uniform() {
+                "all elements share one order"
+            } else {
+                "SEVERAL ORDERS"
+            },
+            o.calls,
+            start.elapsed().as_secs_f64(),
+            blocks
+        );
+        if name == "matrixmultiply-gemm" {
+            picture(
+                out,
+                "sgemm_k600.svg",
+                "matrixmultiply sgemm, f32, k = 600 (kc = 256 blocks)",
+                t,
+            )?;
+        }
+    }
+    let start = Instant::now();
+    let o = builtins::reveal::<f32>(
+        "matrixmultiply-gemm",
+        Size::square(512),
+        &ElementReveal::new(),
+        None,
+    )?;
+    println!(
+        "matrixmultiply sgemm 512 x 512 x 512: {} elements, {} order(s), {} calls, {:.2} s",
+        o.shape.elements(),
+        o.groups.len(),
+        o.calls,
+        start.elapsed().as_secs_f64()
+    );
+    let o = builtins::reveal_f16_operands(
+        Size {
+            n: 64,
+            rows: 8,
+            cols: 8,
+        },
+        &ElementReveal::new(),
+    )?;
+    println!(
+        "f16 operands, f32 accumulation (sgemm), k = 64: sequential = {}",
+        o.groups[0].tree == SumTree::sequential(64)
+    );
+    Ok(())
+}
+
+fn rayon_threads(out: &Path) -> Result<(), Failure> {
+    let n = 64;
+    let mut seen: Vec<(SumTree, Vec<String>)> = Vec::new();
+    for threads in [1, 2, 4] {
+        for run in 0..3 {
+            let label = format!("{threads} thread(s), run {run}");
+            match builtins::reveal::<f32>(
+                "rayon-sum",
+                Size::square(n),
+                &ElementReveal::new(),
+                Some(threads),
+            ) {
+                Ok(o) => {
+                    let t = o.groups[0].tree.clone();
+                    match seen.iter_mut().find(|(s, _)| *s == t) {
+                        Some((_, labels)) => labels.push(label),
+                        None => seen.push((t, vec![label])),
+                    }
+                }
+                Err(e) => {
+                    let e = e.to_string();
+                    println!("   {label}: failed, {}...", &e[..e.len().min(60)]);
+                }
+            }
+        }
+    }
+    println!(
+        "rayon par_iter().sum(), f32, n = {n}: {} distinct trees",
+        seen.len()
+    );
+    for (i, (t, labels)) in seen.iter().enumerate() {
+        let top: Vec<usize> = t
+            .children(t.root())
+            .iter()
+            .map(|&c| t.leaves_under(c as usize).len())
+            .collect();
+        println!(
+            "   tree {i}: root halves {top:?}, depth {}; seen with {}",
+            t.stats().depth,
+            labels.join("; ")
+        );
+        if i < 2 {
+            picture(
+                out,
+                &format!("rayon_sum_{i}.svg"),
+                &format!("rayon par_iter().sum(), f32, n = {n}: {}", labels[0]),
+                t,
+            )?;
+        }
+    }
+    // Larger sums get stolen work: the order changes between calls of the same reveal.
+    let n = 2048;
+    for threads in [1, 2] {
+        let mut trees: Vec<SumTree> = Vec::new();
+        let mut failures = Vec::new();
+        for _ in 0..3 {
+            let cfg = ElementReveal::new();
+            match builtins::reveal::<f32>("rayon-sum", Size::square(n), &cfg, Some(threads)) {
+                Ok(o) => trees.push(o.groups[0].tree.clone()),
+                Err(e) => failures.push(e.to_string()),
+            }
+        }
+        trees.dedup();
+        let first = failures
+            .first()
+            .map(|f| format!(" (first: {})", &f[..f.len().min(110)]));
+        println!(
+            "rayon, n = {n}, {threads} thread(s), 3 reveals: {} distinct tree(s), {} failed{}",
+            trees.len(),
+            failures.len(),
+            first.unwrap_or_default()
+        );
+    }
+    Ok(())
+}

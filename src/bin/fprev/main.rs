@@ -1,0 +1,358 @@
+//! The `fprev` command-line tool: reveal the summation order of built-in library targets
+//! or of any program, compare trees, draw them, and run the demo.
+
+mod builtins;
+mod demo;
+mod exec;
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::{Parser, Subcommand, ValueEnum};
+use fprev::ops::{ElementOrders, ElementReveal};
+use fprev::reveal::Pivot;
+use fprev::{Algorithm, ProbeFloat, Reveal, SumTree};
+
+#[derive(Parser)]
+#[command(
+    name = "fprev",
+    version,
+    about = "Reveal the order in which floating-point sums are computed (FPRev)"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Reveal the summation tree of a built-in target or of a program (--exec).
+    Reveal(RevealArgs),
+    /// List the built-in targets.
+    Targets,
+    /// Compare two trees (canonical text or JSON files); exit 1 when they differ.
+    Diff {
+        /// First tree file.
+        a: PathBuf,
+        /// Second tree file.
+        b: PathBuf,
+    },
+    /// Reveal several real targets, print their trees and write pictures.
+    Demo {
+        /// Where the SVG pictures go.
+        #[arg(long, default_value = "fprev-out")]
+        out: PathBuf,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Dtype {
+    F32,
+    F64,
+    F16,
+    Bf16,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Format {
+    Text,
+    Dot,
+    Json,
+    Svg,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum AlgorithmArg {
+    Fprev,
+    Basic,
+}
+
+#[derive(clap::Args)]
+struct RevealArgs {
+    /// A built-in target (see `fprev targets`); omit with --exec.
+    target: Option<String>,
+    /// Number of summands (k of a matrix product).
+    #[arg(long)]
+    n: usize,
+    /// Float type of the summands.
+    #[arg(long, value_enum, default_value = "f32")]
+    dtype: Dtype,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+    /// Tree-construction algorithm.
+    #[arg(long, value_enum, default_value = "fprev")]
+    algorithm: AlgorithmArg,
+    /// Seed of pivots and check inputs.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Rows of A for matrix targets (default n).
+    #[arg(long)]
+    rows: Option<usize>,
+    /// Columns of B for matrix targets (default n).
+    #[arg(long)]
+    cols: Option<usize>,
+    /// rayon threads for rayon-sum.
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Probe a program instead: it reads one probe per line and answers one number per line.
+    #[arg(long, conflicts_with = "target")]
+    exec: Option<String>,
+    /// Encoding of probes for --exec.
+    #[arg(long, value_enum, default_value = "text")]
+    protocol: exec::Protocol,
+    /// Seconds to wait for each answer of --exec.
+    #[arg(long, default_value_t = 10.0)]
+    timeout: f64,
+    /// Write the result to this file instead of stdout.
+    #[arg(long, short)]
+    output: Option<PathBuf>,
+}
+
+/// A failure, printed as `fprev: <message>` with exit code 2.
+struct Failure(String);
+
+impl<E: std::fmt::Display> From<E> for Failure {
+    fn from(e: E) -> Self {
+        Failure(e.to_string())
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Cmd::Reveal(args) => reveal(&args),
+        Cmd::Targets => {
+            for b in builtins::BUILTINS {
+                println!("{:<22} {:<16} {}", b.name, b.dtypes.join(","), b.about);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Diff { a, b } => diff(&a, &b),
+        Cmd::Demo { out } => demo::run(&out).map(|_| ExitCode::SUCCESS),
+    };
+    match result {
+        Ok(code) => code,
+        Err(Failure(msg)) => {
+            eprintln!("fprev: {msg}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn read_tree(path: &PathBuf) -> Result<SumTree, Failure> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| Failure(format!("{}: {e}", path.display())))?;
+    let t = text.trim();
+    let parsed = if t.starts_with('{') || t.starts_with('[') {
+        SumTree::from_json(t)
+    } else {
+        t.parse()
+    };
+    parsed.map_err(|e| Failure(format!("{}: {e}", path.display())))
+}
+
+fn diff(a: &PathBuf, b: &PathBuf) -> Result<ExitCode, Failure> {
+    let (ta, tb) = (read_tree(a)?, read_tree(b)?);
+    match ta.diff(&tb) {
+        None => {
+            println!("same tree ({} leaves)", ta.leaf_count());
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(d) => {
+            if d.leaves.is_empty() {
+                println!("different sizes: {} vs {}", d.left, d.right);
+            } else {
+                let shown: Vec<String> = d.leaves.iter().take(16).map(|l| l.to_string()).collect();
+                let more = if d.leaves.len() > 16 { ",..." } else { "" };
+                println!(
+                    "trees differ; smallest differing subtree covers leaves {{{}{more}}} ({} leaves)",
+                    shown.join(","),
+                    d.leaves.len()
+                );
+                println!("{}: {}", a.display(), d.left);
+                println!("{}: {}", b.display(), d.right);
+            }
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
+fn config(args: &RevealArgs) -> ElementReveal {
+    let algorithm = match args.algorithm {
+        AlgorithmArg::Fprev => Algorithm::FPRev,
+        AlgorithmArg::Basic => Algorithm::Basic,
+    };
+    ElementReveal::new().algorithm(algorithm).seed(args.seed)
+}
+
+fn reveal(args: &RevealArgs) -> Result<ExitCode, Failure> {
+    let start = Instant::now();
+    if let Some(cmd) = &args.exec {
+        let (tree, probes) = match args.dtype {
+            Dtype::F32 => reveal_exec::<f32>(cmd, args)?,
+            Dtype::F64 => reveal_exec::<f64>(cmd, args)?,
+            Dtype::F16 => reveal_exec::<fprev::half::f16>(cmd, args)?,
+            Dtype::Bf16 => reveal_exec::<fprev::half::bf16>(cmd, args)?,
+        };
+        eprintln!(
+            "revealed {cmd:?}: n = {}, {probes} probes in {:.2} s",
+            args.n,
+            start.elapsed().as_secs_f64()
+        );
+        let title = format!("{cmd}, {}, n = {}", dtype_name(args.dtype), args.n);
+        emit(args, &tree, None, &title)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let Some(name) = args.target.as_deref() else {
+        return Err(Failure(
+            "name a built-in target (see `fprev targets`) or pass --exec \"<command>\"".into(),
+        ));
+    };
+    let Some(b) = builtins::find(name) else {
+        return Err(Failure(format!(
+            "no built-in target {name:?}; `fprev targets` lists them"
+        )));
+    };
+    let dt = dtype_name(args.dtype);
+    if !b.dtypes.contains(&dt) {
+        return Err(Failure(format!(
+            "{name} supports --dtype {}",
+            b.dtypes.join(", ")
+        )));
+    }
+    let size = builtins::Size {
+        n: args.n,
+        rows: args.rows.unwrap_or(args.n),
+        cols: args.cols.unwrap_or(args.n),
+    };
+    let cfg = config(args);
+    let orders = match (name, args.dtype) {
+        ("matrixmultiply-f16", _) => builtins::reveal_f16_operands(size, &cfg)?,
+        ("unrolled4", Dtype::F16) => builtins::reveal_unrolled::<fprev::half::f16>(args.n, &cfg)?,
+        ("unrolled4", Dtype::Bf16) => builtins::reveal_unrolled::<fprev::half::bf16>(args.n, &cfg)?,
+        (_, Dtype::F64) => builtins::reveal::<f64>(name, size, &cfg, args.threads)?,
+        _ => builtins::reveal::<f32>(name, size, &cfg, args.threads)?,
+    };
+    let shape = if b.matrix {
+        format!("{} x {} by {} x {}", size.rows, size.n, size.n, size.cols)
+    } else {
+        format!("n = {}", size.n)
+    };
+    eprintln!(
+        "revealed {name} ({dt}, {shape}): {} probes in {} calls, {:.3} s",
+        orders.probes,
+        orders.calls,
+        start.elapsed().as_secs_f64()
+    );
+    if b.matrix {
+        let summary = orders.to_string();
+        eprintln!("{}", summary.lines().next().unwrap_or_default());
+    }
+    let title = format!("{name}, {dt}, {shape}");
+    emit(args, &orders.groups[0].tree, Some(&orders), &title)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn dtype_name(d: Dtype) -> &'static str {
+    match d {
+        Dtype::F32 => "f32",
+        Dtype::F64 => "f64",
+        Dtype::F16 => "f16",
+        Dtype::Bf16 => "bf16",
+    }
+}
+
+fn emit(
+    args: &RevealArgs,
+    tree: &SumTree,
+    orders: Option<&ElementOrders>,
+    title: &str,
+) -> Result<(), Failure> {
+    let groups = orders.filter(|o| !o.is_uniform());
+    let text = match (args.format, groups) {
+        (Format::Text, None) => format!("{tree}\n"),
+        (Format::Text, Some(o)) => {
+            eprint!("{o}");
+            o.groups.iter().map(|g| format!("{}\n", g.tree)).collect()
+        }
+        (Format::Dot, _) => tree.to_dot(),
+        (Format::Json, None) => format!("{}\n", tree.to_json()),
+        (Format::Json, Some(o)) => {
+            let groups: Vec<String> = o
+                .groups
+                .iter()
+                .map(|g| {
+                    let el: Vec<String> = g
+                        .elements
+                        .iter()
+                        .map(|e| format!("[{},{}]", e.lane, e.output))
+                        .collect();
+                    format!(
+                        "{{\"elements\":[{}],\"tree\":{}}}",
+                        el.join(","),
+                        g.tree.to_json()
+                    )
+                })
+                .collect();
+            format!("{{\"groups\":[{}]}}\n", groups.join(","))
+        }
+        (Format::Svg, _) => fprev::picture::Picture::new().title(title).render(tree),
+    };
+    match &args.output {
+        Some(p) => std::fs::write(p, text).map_err(|e| Failure(format!("{}: {e}", p.display()))),
+        None => {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            out.write_all(text.as_bytes())?;
+            Ok(())
+        }
+    }
+}
+
+fn reveal_exec<T: ProbeFloat>(cmd: &str, args: &RevealArgs) -> Result<(SumTree, u64), Failure> {
+    if !(args.timeout > 0.0 && args.timeout.is_finite()) {
+        return Err(Failure(format!(
+            "--timeout {} must be a positive number of seconds",
+            args.timeout
+        )));
+    }
+    let mut target =
+        exec::Exec::<T>::spawn(cmd, args.protocol, Duration::from_secs_f64(args.timeout))
+            .map_err(Failure)?;
+    if std::io::stderr().is_terminal() {
+        let bar = indicatif::ProgressBar::new_spinner();
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} {pos} probes answered ({per_sec})")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+        );
+        let b = bar.clone();
+        target.on_answer(move |k| {
+            if k % 64 == 0 {
+                b.set_position(k);
+            }
+        });
+        let r = run_engine(&mut target, args);
+        bar.finish_and_clear();
+        return r;
+    }
+    run_engine(&mut target, args)
+}
+
+fn run_engine<T: ProbeFloat>(
+    target: &mut exec::Exec<T>,
+    args: &RevealArgs,
+) -> Result<(SumTree, u64), Failure> {
+    let algorithm = match args.algorithm {
+        AlgorithmArg::Fprev => Algorithm::FPRev,
+        AlgorithmArg::Basic => Algorithm::Basic,
+    };
+    let r = Reveal::new(args.n)
+        .algorithm(algorithm)
+        .pivot(Pivot::Random)
+        .seed(args.seed)
+        .run_target(target)?;
+    Ok((r.tree, r.probes))
+}

@@ -1,0 +1,264 @@
+//! The `fprev` binary, run as users run it.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use fprev::SumTree;
+
+fn fprev(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fprev"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run fprev")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn python() -> Option<&'static str> {
+    let ok = Command::new("python3")
+        .arg("-c")
+        .arg("pass")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    ok.then_some("python3")
+}
+
+fn has_numpy() -> bool {
+    Command::new("python3")
+        .args(["-c", "import numpy"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli");
+    std::fs::create_dir_all(&dir).expect("tmp dir");
+    dir.join(name)
+}
+
+#[test]
+fn targets_lists_every_builtin() {
+    let o = fprev(&["targets"]);
+    assert!(o.status.success());
+    for name in [
+        "iter-sum",
+        "ndarray-sum",
+        "matrixmultiply-gemm",
+        "nalgebra-matmul",
+        "rayon-sum",
+    ] {
+        assert!(stdout(&o).contains(name), "{name} missing");
+    }
+}
+
+#[test]
+fn text_format_prints_only_the_tree() {
+    let o = fprev(&["reveal", "iter-sum", "--n", "8"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "(((((((0+1)+2)+3)+4)+5)+6)+7)\n");
+    let o = fprev(&["reveal", "unrolled4", "--n", "8", "--dtype", "f16"]);
+    assert_eq!(stdout(&o), "(((0+4)+(1+5))+((2+6)+(3+7)))\n");
+}
+
+#[test]
+fn other_formats() {
+    let o = fprev(&["reveal", "ndarray-sum", "--n", "64", "--format", "svg"]);
+    let svg = stdout(&o);
+    assert!(
+        svg.starts_with("<svg") && svg.contains("ndarray-sum"),
+        "{}",
+        stderr(&o)
+    );
+    let o = fprev(&["reveal", "iter-sum", "--n", "4", "--format", "json"]);
+    let t = SumTree::from_json(stdout(&o).trim()).expect("json tree");
+    assert_eq!(t, SumTree::sequential(4));
+    let o = fprev(&[
+        "reveal",
+        "iter-sum",
+        "--n",
+        "4",
+        "--format",
+        "dot",
+        "--algorithm",
+        "basic",
+    ]);
+    assert!(stdout(&o).contains("digraph"));
+}
+
+#[test]
+fn matrix_targets_report_every_element() {
+    let o = fprev(&[
+        "reveal",
+        "matrixmultiply-gemm",
+        "--n",
+        "300",
+        "--rows",
+        "5",
+        "--cols",
+        "7",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("all 5 x 7 elements share one order"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn bad_input_is_a_clear_error() {
+    let o = fprev(&["reveal", "no-such-target", "--n", "8"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("fprev targets"));
+    let o = fprev(&["reveal", "iter-sum", "--n", "8", "--dtype", "f16"]);
+    assert!(stderr(&o).contains("supports --dtype f32, f64"));
+    let o = fprev(&["reveal", "iter-sum", "--n", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+/// numpy.sum on float32, n = 32, as the FPRev paper publishes it: eight lanes, lane k
+/// summing a[k], a[k+8], a[k+16], a[k+24] in order, the lanes combined pairwise.
+#[test]
+fn numpy_sum_float32_order() {
+    if python().is_none() || !has_numpy() {
+        eprintln!(
+            "SKIPPED numpy_sum_float32_order: python3 cannot import numpy (pip install numpy)"
+        );
+        return;
+    }
+    let lane = |k: usize| format!("((({k}+{})+{})+{})", k + 8, k + 16, k + 24);
+    let pair = |a: String, b: String| format!("({a}+{b})");
+    let l: Vec<String> = (0..8).map(lane).collect();
+    let expected = pair(
+        pair(
+            pair(l[0].clone(), l[1].clone()),
+            pair(l[2].clone(), l[3].clone()),
+        ),
+        pair(
+            pair(l[4].clone(), l[5].clone()),
+            pair(l[6].clone(), l[7].clone()),
+        ),
+    );
+    let expected: SumTree = expected.parse().expect("expected tree");
+    let o = fprev(&[
+        "reveal",
+        "--exec",
+        "python3 tests/python/numpy_sum.py float32",
+        "--n",
+        "32",
+        "--dtype",
+        "f32",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let got: SumTree = stdout(&o)
+        .trim()
+        .parse()
+        .expect("stdout is one canonical tree");
+    assert_eq!(got, expected);
+}
+
+#[test]
+fn exec_text_and_binary_protocols() {
+    if python().is_none() {
+        eprintln!("SKIPPED exec_text_and_binary_protocols: no python3");
+        return;
+    }
+    let o = fprev(&[
+        "reveal",
+        "--exec",
+        "python3 tests/python/sum_lines.py",
+        "--n",
+        "20",
+        "--dtype",
+        "f64",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o).trim().parse::<SumTree>().ok(),
+        Some(SumTree::sequential(20))
+    );
+    let o = fprev(&[
+        "reveal",
+        "--exec",
+        "python3 tests/python/binary_sum.py 20",
+        "--n",
+        "20",
+        "--protocol",
+        "binary",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o).trim().parse::<SumTree>().ok(),
+        Some(SumTree::sequential(20))
+    );
+}
+
+#[test]
+fn exec_failures_name_the_probe() {
+    if python().is_none() {
+        eprintln!("SKIPPED exec_failures_name_the_probe: no python3");
+        return;
+    }
+    // Python may take seconds to start on a loaded machine: only the stall waits briefly.
+    for (mode, says, timeout) in [
+        ("exit", "exited", "30"),
+        ("garbage", "not one number", "30"),
+        ("stall", "no answer", "3"),
+    ] {
+        let cmd = format!("python3 tests/python/misbehave.py {mode} 3");
+        let o = fprev(&["reveal", "--exec", &cmd, "--n", "12", "--timeout", timeout]);
+        assert_eq!(o.status.code(), Some(2), "{mode}");
+        let e = stderr(&o);
+        assert!(
+            e.contains("on probe (+M at") && e.contains(says),
+            "{mode}: {e}"
+        );
+        assert!(stdout(&o).is_empty());
+    }
+    let o = fprev(&["reveal", "--exec", "true", "--n", "8"]);
+    assert!(stderr(&o).contains("exited"), "{}", stderr(&o));
+}
+
+#[test]
+fn diff_reports_the_smallest_differing_subtree() {
+    let (a, b) = (tmp("a.txt"), tmp("b.json"));
+    std::fs::write(&a, "((((0+1)+2)+3)+(4+5))\n").expect("write");
+    let other: SumTree = "(((0+(1+2))+3)+(4+5))".parse().expect("tree");
+    std::fs::write(&b, other.to_json()).expect("write");
+    let o = fprev(&[
+        "diff",
+        a.to_str().unwrap_or_default(),
+        b.to_str().unwrap_or_default(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).contains("{0,1,2}"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("((0+1)+2)") && stdout(&o).contains("(0+(1+2))"));
+    let o = fprev(&[
+        "diff",
+        a.to_str().unwrap_or_default(),
+        a.to_str().unwrap_or_default(),
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let o = fprev(&["diff", a.to_str().unwrap_or_default(), "/nonexistent/tree"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn demo_prints_trees_and_writes_pictures() {
+    let out = tmp("demo");
+    let o = fprev(&["demo", "--out", out.to_str().unwrap_or_default()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains("== 1.") && text.contains("all elements share one order"),
+        "{text}"
+    );
+    assert!(out.join("ndarray_sum_32.svg").exists() && out.join("sgemm_k600.svg").exists());
+}
