@@ -89,3 +89,42 @@ fn parallel_probing_matches_sequential() {
     assert_eq!(a, truth);
     assert_eq!(b, truth);
 }
+
+/// f16 operands accumulated in f32 (a mixed-precision op): masks, units and the
+/// verification's random inputs must all be exact in f16.
+#[test]
+fn mixed_precision_operands_verify() {
+    use fprev::float::{FloatFormat, ProbeFloat};
+    use fprev::half::f16;
+    use fprev::target::{Target, TargetError};
+    struct F16Dot(usize);
+    impl Target<f32> for F16Dot {
+        fn call(&mut self, x: &[f32]) -> Result<f32, TargetError> {
+            // operands stored as f16, products with 1.0 and sums in f32, 2 lanes
+            let (mut a, mut b) = (0.0f32, 0.0f32);
+            for (i, v) in x.iter().enumerate() {
+                let h = f16::from_f32(*v).to_f32();
+                if i % 2 == 0 {
+                    a += h;
+                } else {
+                    b += h;
+                }
+            }
+            Ok(a + b)
+        }
+        fn input_format(&self) -> Option<FloatFormat> {
+            Some(f16::FORMAT)
+        }
+    }
+    for n in [7usize, 64, 300] {
+        let r = Reveal::new(n).run_target(F16Dot(n)).unwrap();
+        let evens: Vec<usize> = (0..n).step_by(2).collect();
+        assert_eq!(r.tree.children(r.tree.root()).len(), 2, "n={n}: {}", r.tree);
+        assert!(r.scale.mask <= 65504.0, "mask must fit f16");
+        assert_eq!(
+            r.tree
+                .leaves_under(r.tree.children(r.tree.root())[0] as usize),
+            evens
+        );
+    }
+}

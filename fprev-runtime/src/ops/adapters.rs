@@ -222,9 +222,9 @@ impl<I: ProbeFloat, T: ProbeFloat, F: FnMut(&[I], &mut [T])> Reduction<T> for KR
 /// answer is read from output `output` of the probe's lane, so this assumes every lane
 /// sums in the same order ([`ElementReveal`](super::ElementReveal) checks that).
 ///
-/// With operands narrower than `T` (f16 into f32), run the engine with `.verify(false)`
-/// or use [`ElementReveal`](super::ElementReveal): the engine's replay check draws its
-/// random inputs in `T`, which the operand format cannot hold.
+/// Operands narrower than `T` (f16 into f32) are declared through
+/// [`Target::input_format`]: masks, units and the engine's verification inputs are then
+/// all exact in the operand format.
 ///
 /// ```
 /// use fprev::ops::{self, Batched};

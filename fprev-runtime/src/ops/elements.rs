@@ -231,8 +231,8 @@ impl ElementReveal {
         } else {
             Pivot::Random
         });
-        // The engine's own replay check draws inputs in `T`, which a narrower operand
-        // format would round; the checks here draw them in the operand format instead.
+        // Every element is checked below against its tree on random operand-format
+        // inputs, which covers what the engine's replay of one element would.
         Reveal::new(k)
             .algorithm(self.algorithm)
             .pivot(pivot)

@@ -10,7 +10,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::arena::Arena;
 use super::error::RevealError;
-use crate::float::{exact_sum_rounded, ProbeFloat};
+use crate::float::{exact_sum_rounded, FloatFormat, ProbeFloat};
 use crate::target::Target;
 
 /// Largest `n` the naive search accepts.
@@ -113,20 +113,32 @@ fn enumerate(n: usize, k: usize, cand: &mut Cand, visit: &mut dyn FnMut(&Cand)) 
 /// disagree often), in three binades, or spread over the precision (absorption), by seed,
 /// scaled so the type can sum them without overflow.
 pub(crate) fn random_input<T: ProbeFloat>(n: usize, seed: u64) -> Vec<T> {
+    random_input_in::<T>(T::FORMAT, n, seed)
+}
+
+/// [`random_input`] whose values are also exact in `input` (the target's operand format,
+/// when narrower than `T`): f16 operands of an f32 accumulation get f16 values.
+pub(crate) fn random_input_in<T: ProbeFloat>(input: FloatFormat, n: usize, seed: u64) -> Vec<T> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let fmt = T::FORMAT;
+    let p = input.precision.min(fmt.precision) as i32;
+    let max_exp = input.max_exp.min(fmt.max_exp);
+    let min_exp = input.min_exp.max(fmt.min_exp);
     let headroom = (usize::BITS - n.leading_zeros()) as i32 + 2;
-    let top = (fmt.max_exp - headroom).min(fmt.precision as i32);
-    let wide = (fmt.precision as i32 + 2).min(top - fmt.min_exp);
+    let top = (max_exp - headroom).min(p);
+    let wide = (p + 2).min(top - min_exp);
     let spread = match seed % 3 {
         0 => wide,
         1 => 1,
         _ => 3.min(wide),
     };
+    let step = crate::float::pow2(p - 1);
     (0..n)
         .map(|_| {
             let e = top - rng.random_range(0..spread.max(1));
-            let m: f64 = 1.0 + rng.random::<f64>();
+            // p significant bits: exact in both formats
+            let m = (1.0 + rng.random::<f64>()) * step;
+            let m = m.floor() / step;
             let sign = if rng.random::<bool>() { -1.0 } else { 1.0 };
             T::from_f64_round(sign * m * crate::float::pow2(e))
         })

@@ -6,7 +6,7 @@
 
 use super::arena::Arena;
 use super::error::RevealError;
-use super::naive::random_input;
+use super::naive::random_input_in;
 use super::prober::Prober;
 use crate::float::ProbeFloat;
 use crate::target::Target;
@@ -54,7 +54,8 @@ pub(crate) fn replay_matches<T: ProbeFloat, X: Target<T>>(
 ) -> Result<(), RevealError> {
     for k in 0..REPLAYS {
         let input_seed = seed ^ 0x5EED_0000_0000 ^ k;
-        let x = random_input::<T>(tree.leaf_count(), input_seed);
+        let input = target.input_format().unwrap_or(T::FORMAT);
+        let x = random_input_in::<T>(input, tree.leaf_count(), input_seed);
         let want = target.call(&x).map_err(|e| RevealError::Target {
             probe: None,
             message: e.message,
