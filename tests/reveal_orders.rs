@@ -97,7 +97,7 @@ fn mixed_precision_operands_verify() {
     use fprev::float::{FloatFormat, ProbeFloat};
     use fprev::half::f16;
     use fprev::target::{Target, TargetError};
-    struct F16Dot(usize);
+    struct F16Dot;
     impl Target<f32> for F16Dot {
         fn call(&mut self, x: &[f32]) -> Result<f32, TargetError> {
             // operands stored as f16, products with 1.0 and sums in f32, 2 lanes
@@ -117,7 +117,7 @@ fn mixed_precision_operands_verify() {
         }
     }
     for n in [7usize, 64, 300] {
-        let r = Reveal::new(n).run_target(F16Dot(n)).unwrap();
+        let r = Reveal::new(n).run_target(F16Dot).unwrap();
         let evens: Vec<usize> = (0..n).step_by(2).collect();
         assert_eq!(r.tree.children(r.tree.root()).len(), 2, "n={n}: {}", r.tree);
         assert!(r.scale.mask <= 65504.0, "mask must fit f16");

@@ -43,7 +43,83 @@ pub const SECTIONS: &[Section] = &[
         title: "Any program: numpy.sum through --exec",
         run: numpy_exec,
     },
+    Section {
+        title: "Amplify: #[scramble] catches an order-dependent sum",
+        run: scramble_catches,
+    },
+    Section {
+        title: "Fix: exact sums give the same bits in every order",
+        run: exact_fixes,
+    },
 ];
+
+/// A plain f32 accumulation whose loop `#[scramble]` may reorder.
+#[fprev::scramble]
+fn plain_total(v: &[f32]) -> f32 {
+    let mut s = 0.0f32;
+    for x in v.iter() {
+        s += x;
+    }
+    s
+}
+
+/// The same loop accumulating exactly, rounded once to f32.
+#[fprev::scramble]
+fn exact_total(v: &[f32]) -> f32 {
+    let mut acc = fprev::exact::Accumulator::new();
+    for x in v.iter() {
+        acc.add(f64::from(*x));
+    }
+    acc.round_to(fprev::exact::Format::F32) as f32
+}
+
+fn demo_values() -> Vec<f32> {
+    (0..20_000)
+        .map(|i| ((i as f32) * 0.618).sin() * 1e3 + 1e-3)
+        .collect()
+}
+
+fn amplify_config() -> fprev::AmplifyConfig {
+    fprev::AmplifyConfig::default().runs(12).seed(2026)
+}
+
+fn scramble_catches(_out: &Path) -> Result<(), Failure> {
+    let v = demo_values();
+    let report =
+        fprev::amplify::amplify_named(&amplify_config(), "demo::plain_total", || plain_total(&v));
+    println!("{report}");
+    println!(
+        "-> {}",
+        if report.is_reproducible() {
+            "no order dependence found"
+        } else {
+            "order-dependent: every differing run above prints the seed that replays it"
+        }
+    );
+    Ok(())
+}
+
+fn exact_fixes(_out: &Path) -> Result<(), Failure> {
+    let v = demo_values();
+    let report =
+        fprev::amplify::amplify_named(&amplify_config(), "demo::exact_total", || exact_total(&v));
+    println!("{report}");
+    println!(
+        "-> exact::Accumulator: {}",
+        if report.is_reproducible() {
+            "one result under every schedule"
+        } else {
+            "STILL NOT REPRODUCIBLE (a bug: please report)"
+        }
+    );
+    match fprev::reveal(64, fprev::exact::sum) {
+        Err(e @ fprev::RevealError::OrderIndependent { .. }) => {
+            println!("-> fprev::reveal(64, exact::sum): {e}")
+        }
+        other => println!("-> fprev::reveal(64, exact::sum): unexpected {other:?}"),
+    }
+    Ok(())
+}
 
 /// A line-by-line responder (the same as tests/python/numpy_sum.py).
 const NUMPY_SUM: &str = "import sys, numpy as np\nfor line in sys.stdin:\n    x = np.array(line.split(), dtype=np.float64).astype(np.float32)\n    print(repr(float(np.sum(x))), flush=True)\n";
