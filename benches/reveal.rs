@@ -4,58 +4,16 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use fprev::reveal::Pivot;
-use fprev::{Algorithm, Reveal};
-
-fn sequential(x: &[f32]) -> f32 {
-    x.iter().fold(0.0, |a, &b| a + b)
-}
-
-fn reverse(x: &[f32]) -> f32 {
-    x.iter().rev().fold(0.0, |a, &b| a + b)
-}
-
-fn balanced(x: &[f32]) -> f32 {
-    if x.len() == 1 {
-        return x[0];
-    }
-    let (a, b) = x.split_at(x.len() / 2);
-    balanced(a) + balanced(b)
-}
-
-/// NumPy's float32 pairwise sum shape: 8 lanes per block of at most 128, halves above.
-fn numpy_pairwise(a: &[f32]) -> f32 {
-    let n = a.len();
-    if n < 8 {
-        return a.iter().fold(0.0, |s, &v| s + v);
-    }
-    if n <= 128 {
-        let mut r = [0.0f32; 8];
-        r.copy_from_slice(&a[..8]);
-        let mut chunks = a[8..].chunks_exact(8);
-        for c in &mut chunks {
-            for k in 0..8 {
-                r[k] += c[k];
-            }
-        }
-        let mut res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
-        for &v in chunks.remainder() {
-            res += v;
-        }
-        return res;
-    }
-    let mut n2 = n / 2;
-    n2 -= n2 % 8;
-    numpy_pairwise(&a[..n2]) + numpy_pairwise(&a[n2..])
-}
+use fprev::{orders, Algorithm, Reveal};
 
 type Order = (&'static str, fn(&[f32]) -> f32);
 
 fn bench(c: &mut Criterion) {
     let orders: [Order; 4] = [
-        ("sequential", sequential),
-        ("reverse", reverse),
-        ("numpy-pairwise", numpy_pairwise),
-        ("balanced", balanced),
+        ("sequential", orders::sequential::<f32>),
+        ("reverse", orders::reverse::<f32>),
+        ("numpy-pairwise", orders::numpy_pairwise::<f32>),
+        ("balanced", orders::balanced::<f32>),
     ];
     let mut g = c.benchmark_group("reveal-f32");
     g.sample_size(10);

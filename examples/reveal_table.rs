@@ -16,60 +16,11 @@ use std::time::{Duration, Instant};
 
 use fprev::reveal::Pivot;
 use fprev::target::{FnTarget, SyncFnTarget};
-use fprev::{Algorithm, Reveal, SumTree};
+use fprev::{orders, Algorithm, Reveal, SumTree};
 use rand::{Rng, SeedableRng};
 
 /// A summation target as the table calls it.
 type Sum<'a> = &'a (dyn Fn(&[f32]) -> f32 + Sync);
-
-fn sequential(x: &[f32]) -> f32 {
-    x.iter().fold(0.0, |a, &b| a + b)
-}
-
-fn reverse(x: &[f32]) -> f32 {
-    x.iter().rev().fold(0.0, |a, &b| a + b)
-}
-
-fn balanced(x: &[f32]) -> f32 {
-    if x.len() == 1 {
-        return x[0];
-    }
-    let (a, b) = x.split_at(x.len() / 2);
-    balanced(a) + balanced(b)
-}
-
-/// NumPy's float32 pairwise sum (numpy/_core/src/umath/loops_utils.h.src, pairwise_sum):
-/// 8 lanes per block of at most 128, blocks split in halves rounded to multiples of 8.
-fn numpy_pairwise(a: &[f32]) -> f32 {
-    let n = a.len();
-    if n < 8 {
-        let mut s = 0.0f32;
-        for &v in a {
-            s += v;
-        }
-        s
-    } else if n <= 128 {
-        let mut r = [0.0f32; 8];
-        r.copy_from_slice(&a[..8]);
-        let mut i = 8;
-        while i + 8 <= n {
-            for k in 0..8 {
-                r[k] += a[i + k];
-            }
-            i += 8;
-        }
-        let mut res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
-        while i < n {
-            res += a[i];
-            i += 1;
-        }
-        res
-    } else {
-        let mut n2 = n / 2;
-        n2 -= n2 % 8;
-        numpy_pairwise(&a[..n2]) + numpy_pairwise(&a[n2..])
-    }
-}
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -168,10 +119,10 @@ fn main() {
         let random_tree = SumTree::from_nodes(n, nodes).expect("valid tree");
         let random = |x: &[f32]| random_tree.replay(x);
         let orders: [(&'static str, Sum); 5] = [
-            ("sequential", &sequential),
-            ("reverse", &reverse),
-            ("numpy-pairwise", &numpy_pairwise),
-            ("balanced", &balanced),
+            ("sequential", &orders::sequential::<f32>),
+            ("reverse", &orders::reverse::<f32>),
+            ("numpy-pairwise", &orders::numpy_pairwise::<f32>),
+            ("balanced", &orders::balanced::<f32>),
             ("random", &random),
         ];
         for (name, f) in orders {

@@ -35,37 +35,9 @@ fn reverse_order_is_near_linear_with_random_pivots() {
 
 #[test]
 fn numpy_shaped_pairwise() {
-    // NumPy's float32 pairwise sum: 8 lanes per block of <= 128, halves above that.
-    fn pairwise(a: &[f32]) -> f32 {
-        let n = a.len();
-        if n < 8 {
-            let mut s = 0.0f32;
-            for &v in a {
-                s += v;
-            }
-            s
-        } else if n <= 128 {
-            let mut r = [0.0f32; 8];
-            r.copy_from_slice(&a[..8]);
-            let mut i = 8;
-            while i + 8 <= n {
-                for k in 0..8 {
-                    r[k] += a[i + k];
-                }
-                i += 8;
-            }
-            let mut res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
-            while i < n {
-                res += a[i];
-                i += 1;
-            }
-            res
-        } else {
-            let mut n2 = n / 2;
-            n2 -= n2 % 8;
-            pairwise(&a[..n2]) + pairwise(&a[n2..])
-        }
-    }
+    // NumPy's float32 pairwise sum (fprev::orders::numpy_pairwise): the order published
+    // in the FPRev paper for n = 32, written out here from that description.
+    let pairwise = fprev::orders::numpy_pairwise::<f32>;
     let t = fprev::reveal(32, pairwise).unwrap();
     let lanes: Vec<String> = (0..8)
         .map(|k| format!("((({}+{})+{})+{})", k, k + 8, k + 16, k + 24))

@@ -12,6 +12,7 @@ pub mod cuda;
 pub mod exact;
 pub mod float;
 pub mod ops;
+pub mod orders;
 pub mod picture;
 pub mod registry;
 pub mod reveal;
