@@ -38,6 +38,20 @@ impl<T: Floats> Floats for [T] {
     }
 }
 
+/// ndarray arrays of any dimension, in logical (row-major) order; with the `ndarray`
+/// feature (on with the facade's default `cli` feature).
+#[cfg(feature = "ndarray")]
+impl<S, D> Floats for ndarray::ArrayBase<S, D>
+where
+    S: ndarray::Data,
+    S::Elem: Floats,
+    D: ndarray::Dimension,
+{
+    fn push_floats(&self, out: &mut Vec<f64>) {
+        self.iter().for_each(|x| x.push_floats(out));
+    }
+}
+
 impl<T: Floats, const N: usize> Floats for [T; N] {
     fn push_floats(&self, out: &mut Vec<f64>) {
         self[..].push_floats(out);
