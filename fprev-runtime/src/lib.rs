@@ -1,9 +1,9 @@
 //! Runtime of [fprev](https://docs.rs/fprev): everything the `fprev` facade re-exports.
 //!
 //! One module per concept: summation trees ([`tree`]), the float types probes are made of
-//! ([`float`]), black-box targets ([`target`]), the revelation algorithms ([`reveal`]),
+//! ([`float`]), black-box targets ([`target`]), the revelation algorithms ([`reveal`](mod@reveal)),
 //! operation adapters ([`ops`]), scrambled iteration ([`scramble`]), the schedule-entropy
-//! amplifier ([`amplify`]), accumulation-chain counting ([`chains`]), registered functions
+//! amplifier ([`amplify`](mod@amplify)), accumulation-chain counting ([`chains`]), registered functions
 //! ([`registry`]), exact arithmetic ([`exact`]) and the GPU backend ([`cuda`]).
 
 pub mod amplify;
