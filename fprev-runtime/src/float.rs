@@ -240,8 +240,9 @@ impl ProbeScale {
     }
 }
 
-/// `2^e` for exponents in f64's normal and subnormal range.
+/// `2^e` for `e` in `-1074..=1023` (f64's subnormal and normal range).
 pub(crate) fn pow2(e: i32) -> f64 {
+    debug_assert!((-1074..=1023).contains(&e));
     if e >= -1022 {
         f64::from_bits(((e + 1023) as u64) << 52)
     } else {

@@ -167,6 +167,12 @@ impl<T: ProbeFloat> Drop for MaskGuard<'_, T> {
     }
 }
 
+/// Runs `f`, turning a panic into a [`TargetError`] that carries its message.
+pub(crate) fn caught<R>(what: &str, f: impl FnOnce() -> R) -> Result<R, TargetError> {
+    catch_unwind(AssertUnwindSafe(f))
+        .map_err(|p| TargetError::new(format!("{what} panicked: {}", panic_message(p))))
+}
+
 fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
     if let Some(s) = p.downcast_ref::<&str>() {
         (*s).to_string()
@@ -189,8 +195,7 @@ pub struct FnTarget<F>(pub F);
 impl<T: ProbeFloat, F: FnMut(&[T]) -> T> Target<T> for FnTarget<F> {
     fn call(&mut self, x: &[T]) -> Result<T, TargetError> {
         let f = &mut self.0;
-        catch_unwind(AssertUnwindSafe(|| f(x)))
-            .map_err(|p| TargetError::new(format!("the target panicked: {}", panic_message(p))))
+        caught("the target", || f(x))
     }
 }
 
@@ -207,8 +212,7 @@ pub struct SyncFnTarget<F>(pub F);
 impl<T: ProbeFloat, F: Fn(&[T]) -> T + Sync> Target<T> for SyncFnTarget<F> {
     fn call(&mut self, x: &[T]) -> Result<T, TargetError> {
         let f = &self.0;
-        catch_unwind(AssertUnwindSafe(|| f(x)))
-            .map_err(|p| TargetError::new(format!("the target panicked: {}", panic_message(p))))
+        caught("the target", || f(x))
     }
 
     fn probe_batch(&mut self, batch: &ProbeBatch<'_, T>, out: &mut [T]) -> Result<(), TargetError> {
@@ -237,8 +241,7 @@ struct FnTargetRef<'f, F>(&'f F);
 impl<T: ProbeFloat, F: Fn(&[T]) -> T> Target<T> for FnTargetRef<'_, F> {
     fn call(&mut self, x: &[T]) -> Result<T, TargetError> {
         let f = self.0;
-        catch_unwind(AssertUnwindSafe(|| f(x)))
-            .map_err(|p| TargetError::new(format!("the target panicked: {}", panic_message(p))))
+        caught("the target", || f(x))
     }
 }
 

@@ -141,12 +141,12 @@ fn thread_seed(seed: u64, launch: u64) -> u64 {
     splitmix64(&mut s)
 }
 
+/// SplitMix64 as a generator: advance the state, return the scramble module's finalizer
+/// of the old state (the device prelude computes exactly this).
 fn splitmix64(state: &mut u64) -> u64 {
+    let out = crate::scramble::rng::splitmix64(*state);
     *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+    out
 }
 
 /// The thread permutation the prelude's `fprev_scramble_begin` draws in shared memory for

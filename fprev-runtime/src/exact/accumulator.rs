@@ -7,7 +7,8 @@
 //! merge, and before rounding. Because the representation is exact, the order in which
 //! values arrive cannot change the result: that is the whole point.
 
-use super::format::{pow2, Format};
+use super::format::Format;
+use crate::float::pow2;
 
 /// Bits per digit. Every limb holds one digit plus the carries not yet propagated.
 const DIGIT_BITS: u32 = 32;

@@ -110,13 +110,3 @@ impl Format {
         self.max_exp
     }
 }
-
-/// `2^e` for `e` in `-1074..=1023`.
-pub(crate) fn pow2(e: i32) -> f64 {
-    debug_assert!((-1074..=1023).contains(&e));
-    if e >= -1022 {
-        f64::from_bits(((e + 1023) as u64) << 52)
-    } else {
-        f64::from_bits(1u64 << (e + 1074))
-    }
-}

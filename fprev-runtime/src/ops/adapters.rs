@@ -1,24 +1,13 @@
 //! dot, gemv, gemm and user k-reductions as [`Reduction`]s, and [`Batched`], which makes
 //! any reduction a [`Target`] answering one probe per lane per call.
 
-use std::marker::PhantomData;
-use std::panic::{catch_unwind, AssertUnwindSafe};
-
 use super::{convert, Reduction, Shape};
 use crate::float::{FloatFormat, ProbeFloat};
 use crate::target::{ProbeBatch, Target, TargetError};
+use std::marker::PhantomData;
 
 fn guarded<R>(f: impl FnOnce() -> R) -> Result<R, TargetError> {
-    catch_unwind(AssertUnwindSafe(f)).map_err(|p| {
-        let msg = if let Some(s) = p.downcast_ref::<&str>() {
-            (*s).to_string()
-        } else if let Some(s) = p.downcast_ref::<String>() {
-            s.clone()
-        } else {
-            "non-string panic payload".to_string()
-        };
-        TargetError::new(format!("the operation panicked: {msg}"))
-    })
+    crate::target::caught("the operation", f)
 }
 
 /// A row-major `m x k` by `k x n` product; see [`gemm`].

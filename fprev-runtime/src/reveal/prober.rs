@@ -89,23 +89,27 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
         pivot: usize,
         members: &[usize],
     ) -> Result<Vec<Option<u32>>, RevealError> {
-        let probes: Vec<Probe> = members
-            .iter()
-            .map(|&j| Probe {
-                plus: pivot,
-                minus: j,
-            })
-            .collect();
-        self.ask(&probes)
+        self.batch.clear();
+        self.batch.extend(members.iter().map(|&j| Probe {
+            plus: pivot,
+            minus: j,
+        }));
+        self.ask_batch()
     }
 
     /// Lost counts for arbitrary probes, asked as one batch.
     pub fn ask(&mut self, probes: &[Probe]) -> Result<Vec<Option<u32>>, RevealError> {
         self.batch.clear();
         self.batch.extend_from_slice(probes);
+        self.ask_batch()
+    }
+
+    /// Answer the probes in `self.batch`.
+    fn ask_batch(&mut self) -> Result<Vec<Option<u32>>, RevealError> {
+        let count = self.batch.len();
         self.out.clear();
-        self.out.resize(probes.len(), T::ZERO);
-        if probes.is_empty() {
+        self.out.resize(count, T::ZERO);
+        if count == 0 {
             return Ok(Vec::new());
         }
         let batch = ProbeBatch {
@@ -119,10 +123,10 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
                 probe: e.probe,
                 message: e.message,
             })?;
-        self.probes += probes.len() as u64;
+        self.probes += count as u64;
         self.batches += 1;
-        let mut row = Vec::with_capacity(probes.len());
-        for k in 0..probes.len() {
+        let mut row = Vec::with_capacity(count);
+        for k in 0..count {
             let probe = self.batch[k];
             let l = self.check(probe, self.out[k])?;
             if let Some(lost) = l {
