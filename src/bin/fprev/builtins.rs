@@ -118,55 +118,39 @@ pub trait Real:
     fn gemm(m: usize, k: usize, n: usize, a: &[Self], b: &[Self], c: &mut [Self]);
 }
 
-impl Real for f32 {
-    fn gemm(m: usize, k: usize, n: usize, a: &[f32], b: &[f32], c: &mut [f32]) {
-        assert!(a.len() >= m * k && b.len() >= k * n && c.len() >= m * n);
-        // SAFETY: the slices hold the row-major matrices the strides describe.
-        unsafe {
-            matrixmultiply::sgemm(
-                m,
-                k,
-                n,
-                1.0,
-                a.as_ptr(),
-                k as isize,
-                1,
-                b.as_ptr(),
-                n as isize,
-                1,
-                0.0,
-                c.as_mut_ptr(),
-                n as isize,
-                1,
-            )
+/// `Real` for a float type through its matrixmultiply routine (`sgemm` / `dgemm`).
+macro_rules! real_via {
+    ($t:ty, $gemm:path) => {
+        impl Real for $t {
+            fn gemm(m: usize, k: usize, n: usize, a: &[$t], b: &[$t], c: &mut [$t]) {
+                assert!(a.len() >= m * k && b.len() >= k * n && c.len() >= m * n);
+                let (k_i, n_i) = (k as isize, n as isize);
+                // SAFETY: the slices hold the row-major matrices the strides describe.
+                unsafe {
+                    $gemm(
+                        m,
+                        k,
+                        n,
+                        1.0,
+                        a.as_ptr(),
+                        k_i,
+                        1,
+                        b.as_ptr(),
+                        n_i,
+                        1,
+                        0.0,
+                        c.as_mut_ptr(),
+                        n_i,
+                        1,
+                    )
+                }
+            }
         }
-    }
+    };
 }
 
-impl Real for f64 {
-    fn gemm(m: usize, k: usize, n: usize, a: &[f64], b: &[f64], c: &mut [f64]) {
-        assert!(a.len() >= m * k && b.len() >= k * n && c.len() >= m * n);
-        // SAFETY: the slices hold the row-major matrices the strides describe.
-        unsafe {
-            matrixmultiply::dgemm(
-                m,
-                k,
-                n,
-                1.0,
-                a.as_ptr(),
-                k as isize,
-                1,
-                b.as_ptr(),
-                n as isize,
-                1,
-                0.0,
-                c.as_mut_ptr(),
-                n as isize,
-                1,
-            )
-        }
-    }
-}
+real_via!(f32, matrixmultiply::sgemm);
+real_via!(f64, matrixmultiply::dgemm);
 
 /// A hand-unrolled sum: four accumulators over `x[4i..4i+4]`, combined as
 /// `(a0 + a1) + (a2 + a3)`, then the tail added in order.
