@@ -21,9 +21,14 @@ fn bench(c: &mut Criterion) {
         for log2 in [6u32, 10, 13] {
             let n = 1usize << log2;
             g.bench_with_input(
-                BenchmarkId::new(format!("{name}/fprev-random"), n),
+                BenchmarkId::new(format!("{name}/default"), n),
                 &n,
                 |b, &n| b.iter(|| Reveal::new(n).run(f).expect("reveal")),
+            );
+            g.bench_with_input(
+                BenchmarkId::new(format!("{name}/fprev-random"), n),
+                &n,
+                |b, &n| b.iter(|| Reveal::new(n).known_orders(false).run(f).expect("reveal")),
             );
             if log2 <= 10 {
                 g.bench_with_input(
@@ -32,6 +37,7 @@ fn bench(c: &mut Criterion) {
                     |b, &n| {
                         b.iter(|| {
                             Reveal::new(n)
+                                .known_orders(false)
                                 .pivot(Pivot::Smallest)
                                 .run(f)
                                 .expect("reveal")

@@ -1,6 +1,7 @@
-//! The revelation engine's cost table: wall time, probes, and the ratio of wall time to
-//! (calls x one bare call), for several orders and sizes, FPRev (random and smallest
-//! pivot) and Basic, f32.
+//! The revelation engine's cost table: wall time, calls, and the ratio of wall time to
+//! (calls x one bare call), for several orders and sizes, f32. Methods: `default` (guess
+//! a known order and prove it, else search), FPRev's search alone with random or smallest
+//! pivots, and Basic.
 //!
 //! ```text
 //! cargo run --release --example reveal_table            # n = 2^4 .. 2^14
@@ -9,8 +10,9 @@
 //! ```
 //!
 //! Times are medians of several runs; the bare call is the median of many calls of the
-//! target on one input. A ratio near 1.0 means the engine adds nothing to the target's
-//! own cost. `par` reveals with `run_sync` (probes of a row answered on both cores).
+//! target on one input; calls are probes plus the replay checks. A ratio near 1.0 means
+//! the engine adds nothing to the target's own cost. `par` reveals with `run_sync`
+//! (probes of a batch answered on every core).
 
 use std::time::{Duration, Instant};
 
@@ -44,27 +46,40 @@ fn bare_call(f: &dyn Fn(&[f32]) -> f32, n: usize) -> Duration {
 struct Row {
     order: &'static str,
     n: usize,
-    how: String,
+    how: &'static str,
     wall: Duration,
-    probes: u64,
+    calls: u64,
     bare: Duration,
     par: bool,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Method {
+    /// The defaults: known orders guessed and proved, else FPRev with random pivots.
+    Default,
+    /// FPRev's search alone.
+    Search(Pivot),
+    Basic,
 }
 
 fn measure(
     order: &'static str,
     n: usize,
     f: &(dyn Fn(&[f32]) -> f32 + Sync),
-    algorithm: Algorithm,
-    pivot: Pivot,
+    method: Method,
     par: bool,
     bare: Duration,
 ) -> Row {
     let runs = if n >= 1 << 14 { 3 } else { 5 };
     let mut walls = Vec::new();
-    let mut probes = 0;
+    let mut calls = 0;
     for run in 0..runs {
-        let r = Reveal::new(n).algorithm(algorithm).pivot(pivot).seed(run);
+        let r = match method {
+            Method::Default => Reveal::new(n),
+            Method::Search(pivot) => Reveal::new(n).known_orders(false).pivot(pivot),
+            Method::Basic => Reveal::new(n).algorithm(Algorithm::Basic),
+        }
+        .seed(run);
         let t = Instant::now();
         let report = if par {
             r.run_target(SyncFnTarget(f))
@@ -73,19 +88,20 @@ fn measure(
         };
         walls.push(t.elapsed());
         let report = report.unwrap_or_else(|e| panic!("{order} n={n}: {e}"));
-        probes = report.probes;
+        calls = report.probes + report.replays;
     }
-    let how = match (algorithm, pivot) {
-        (Algorithm::Basic, _) => "basic".to_string(),
-        (_, Pivot::Smallest) => "fprev/smallest".to_string(),
-        _ => "fprev/random".to_string(),
+    let how = match method {
+        Method::Default => "default",
+        Method::Search(Pivot::Smallest) => "search/smallest",
+        Method::Search(_) => "search/random",
+        Method::Basic => "basic",
     };
     Row {
         order,
         n,
         how,
         wall: median(walls),
-        probes,
+        calls,
         bare,
         par,
     }
@@ -130,56 +146,29 @@ fn main() {
                 continue;
             }
             let bare = bare_call(f, n);
-            rows.push(measure(
-                name,
-                n,
-                f,
-                Algorithm::FPRev,
-                Pivot::Random,
-                false,
-                bare,
-            ));
+            let mut methods = vec![
+                (Method::Default, false),
+                (Method::Search(Pivot::Random), false),
+            ];
             if name == "numpy-pairwise" {
-                rows.push(measure(
-                    name,
-                    n,
-                    f,
-                    Algorithm::FPRev,
-                    Pivot::Random,
-                    true,
-                    bare,
-                ));
+                methods.push((Method::Default, true));
+                methods.push((Method::Search(Pivot::Random), true));
             }
             if n <= 1 << 11 || name == "sequential" {
-                rows.push(measure(
-                    name,
-                    n,
-                    f,
-                    Algorithm::FPRev,
-                    Pivot::Smallest,
-                    false,
-                    bare,
-                ));
+                methods.push((Method::Search(Pivot::Smallest), false));
             }
             if n <= 1 << 10 {
-                rows.push(measure(
-                    name,
-                    n,
-                    f,
-                    Algorithm::Basic,
-                    Pivot::Random,
-                    false,
-                    bare,
-                ));
+                methods.push((Method::Basic, false));
+            }
+            for (method, par) in methods {
+                rows.push(measure(name, n, f, method, par, bare));
             }
         }
     }
-    println!(
-        "| order | n | algorithm | wall (median) | probes | bare call | wall / (probes x bare) |"
-    );
+    println!("| order | n | method | wall (median) | calls | bare call | wall / (calls x bare) |");
     println!("|---|---:|---|---:|---:|---:|---:|");
     for r in rows {
-        let ideal = r.bare.as_secs_f64() * (r.probes + 8) as f64;
+        let ideal = r.bare.as_secs_f64() * r.calls as f64;
         println!(
             "| {} | {} | {}{} | {:.3} ms | {} | {:.2} us | {:.2} |",
             r.order,
@@ -187,7 +176,7 @@ fn main() {
             r.how,
             if r.par { " (par)" } else { "" },
             r.wall.as_secs_f64() * 1e3,
-            r.probes,
+            r.calls,
             r.bare.as_secs_f64() * 1e6,
             r.wall.as_secs_f64() / ideal
         );

@@ -240,3 +240,45 @@ fn repeated_blocks_reuse_and_refuse_templates() {
         }
     }
 }
+
+/// Guess-then-prove: a right binary hint is proved in `n - 1` probes (plus the
+/// verification's re-asks), a wrong one never changes the result, on every type.
+fn check_hint<T: ProbeFloat>(seed: u64, n: usize) {
+    let mut r = rng(seed);
+    let truth = random_tree(n, Shape::Binary, &mut r);
+    let wrong = random_tree(n, Shape::Binary, &mut r);
+    let flat = random_tree(n, Shape::Mixed, &mut r);
+    for (hint, right) in [
+        (truth.clone(), true),
+        (wrong.clone(), wrong == truth),
+        (flat, false),
+    ] {
+        let report = Reveal::new(n)
+            .seed(seed)
+            .hint(hint)
+            .known_orders(seed % 2 == 0)
+            .run_target(fprev::target::FnTarget(|x: &[T]| truth.replay(x)))
+            .unwrap_or_else(|e| panic!("seed {seed}: {} n={n}: {e}", T::FORMAT.name));
+        assert_eq!(report.tree, truth, "seed {seed}: {} n={n}", T::FORMAT.name);
+        if right && !report.windowed && n >= 2 {
+            assert_eq!(report.recognized.as_deref(), Some("hint"), "seed {seed}");
+            assert!(
+                report.probes <= (n - 1) as u64 + 32,
+                "seed {seed}: {} probes",
+                report.probes
+            );
+        }
+    }
+}
+
+#[test]
+fn hints_are_proved_or_refuted() {
+    for case in 0..cases(10) {
+        let seed = 0x4141_0000 + case as u64 * 104_729;
+        let n = rng(seed).random_range(2..=max_n(512));
+        check_hint::<f32>(seed, n);
+        check_hint::<f64>(seed + 1, n);
+        check_hint::<f16>(seed + 2, n);
+        check_hint::<bf16>(seed + 3, n);
+    }
+}

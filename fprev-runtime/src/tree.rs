@@ -15,6 +15,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::float::{exact_sum_rounded, ProbeFloat};
 
+mod shapes;
+
 /// A summation tree in canonical form.
 ///
 /// Node ids: leaves are `0..n`; inner nodes are `n..n + inner_count()` in post-order, the
@@ -107,12 +109,13 @@ impl SumTree {
     /// assert_eq!(fprev::SumTree::sequential(3).to_string(), "((0+1)+2)");
     /// ```
     pub fn sequential(n: usize) -> SumTree {
-        let mut nodes = Vec::with_capacity(n.saturating_sub(1));
+        let mut kids = Vec::with_capacity(2 * n);
         for k in 1..n {
             let left = if k == 1 { 0 } else { n + k - 2 };
-            nodes.push(vec![left as u32, k as u32]);
+            kids.extend([left as u32, k as u32]);
         }
-        Self::from_raw(n, nodes)
+        let starts = (0..=kids.len() as u32).step_by(2).collect();
+        Self::from_flat(n, starts, kids)
     }
 
     /// Balanced pairwise summation: split at `n/2`, sum both halves, add them.
@@ -121,7 +124,7 @@ impl SumTree {
     /// assert_eq!(fprev::SumTree::pairwise(4).to_string(), "((0+1)+(2+3))");
     /// ```
     pub fn pairwise(n: usize) -> SumTree {
-        let mut nodes: Vec<Vec<u32>> = Vec::new();
+        let mut kids: Vec<u32> = Vec::with_capacity(2 * n);
         // iterative: (lo, hi, parent slot) work list resolved bottom-up by post-order
         let mut stack = vec![(0usize, n, false)];
         let mut results: Vec<u32> = Vec::new();
@@ -136,11 +139,12 @@ impl SumTree {
             } else {
                 let b = results.pop().unwrap_or(0);
                 let a = results.pop().unwrap_or(0);
-                nodes.push(vec![a, b]);
-                results.push((n + nodes.len() - 1) as u32);
+                kids.extend([a, b]);
+                results.push((n + kids.len() / 2 - 1) as u32);
             }
         }
-        Self::from_raw(n, nodes)
+        let starts = (0..=kids.len() as u32).step_by(2).collect();
+        Self::from_flat(n, starts, kids)
     }
 
     /// One fused node over all `n` inputs: an exact, order-independent sum.
@@ -210,31 +214,52 @@ impl SumTree {
 
     /// Canonicalize a validated raw arena (root = the unnamed node).
     pub(crate) fn from_raw(n: usize, nodes: Vec<Vec<u32>>) -> SumTree {
-        let total = n + nodes.len();
+        let mut starts = Vec::with_capacity(nodes.len() + 1);
+        starts.push(0u32);
+        let mut kids = Vec::with_capacity(nodes.len() * 2);
+        for k in nodes {
+            kids.extend_from_slice(&k);
+            starts.push(kids.len() as u32);
+        }
+        Self::from_flat(n, starts, kids)
+    }
+
+    /// [`from_raw`](Self::from_raw) with the child lists flat: node `n + k` has children
+    /// `kids[starts[k]..starts[k + 1]]`.
+    pub(crate) fn from_flat(n: usize, starts: Vec<u32>, mut kids: Vec<u32>) -> SumTree {
+        let inner = starts.len() - 1;
+        let total = n + inner;
+        let range = |k: usize| starts[k] as usize..starts[k + 1] as usize;
         let mut named = vec![false; total];
-        for kids in &nodes {
-            for &c in kids {
-                named[c as usize] = true;
-            }
+        for &c in &kids {
+            named[c as usize] = true;
         }
         let root = (0..total).rev().find(|&i| !named[i]).unwrap_or(0);
         // smallest leaf under each node (children precede parents in raw ids)
         let mut min_leaf: Vec<u32> = (0..total as u32).collect();
-        for (k, kids) in nodes.iter().enumerate() {
-            min_leaf[n + k] = kids
+        for k in 0..inner {
+            min_leaf[n + k] = kids[range(k)]
                 .iter()
                 .map(|&c| min_leaf[c as usize])
                 .min()
                 .unwrap_or(0);
         }
-        let mut sorted = nodes;
-        for kids in &mut sorted {
-            kids.sort_unstable_by_key(|&c| min_leaf[c as usize]);
+        for k in 0..inner {
+            let r = range(k);
+            let node = &mut kids[r];
+            if let [a, b] = node {
+                if min_leaf[*b as usize] < min_leaf[*a as usize] {
+                    std::mem::swap(a, b);
+                }
+            } else {
+                node.sort_unstable_by_key(|&c| min_leaf[c as usize]);
+            }
         }
         // post-order renumbering, iterative
         let mut new_id = vec![u32::MAX; total];
-        let mut child_start = vec![0u32];
-        let mut children = Vec::with_capacity(total.saturating_sub(1));
+        let mut child_start = Vec::with_capacity(inner + 1);
+        child_start.push(0u32);
+        let mut children = Vec::with_capacity(kids.len());
         let mut stack: Vec<(usize, usize)> = vec![(root, 0)];
         let mut next = n as u32;
         while let Some(&mut (node, ref mut idx)) = stack.last_mut() {
@@ -243,13 +268,13 @@ impl SumTree {
                 stack.pop();
                 continue;
             }
-            let kids = &sorted[node - n];
-            if *idx < kids.len() {
-                let c = kids[*idx] as usize;
+            let r = range(node - n);
+            if *idx < r.len() {
+                let c = kids[r.start + *idx] as usize;
                 *idx += 1;
                 stack.push((c, 0));
             } else {
-                for &c in kids {
+                for &c in &kids[r] {
                     children.push(new_id[c as usize]);
                 }
                 child_start.push(children.len() as u32);

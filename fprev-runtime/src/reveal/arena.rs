@@ -152,16 +152,22 @@ impl Arena {
                 stack.pop();
             }
         }
-        let mut new_id = std::collections::HashMap::with_capacity(order.len());
+        let mut new_id = vec![0u32; self.kids.len()];
         for (k, &v) in order.iter().enumerate() {
-            new_id.insert(v, (self.n + k) as u32);
+            new_id[v as usize - self.n] = (self.n + k) as u32;
         }
         let raw = order
             .iter()
             .map(|&v| {
                 self.kids[v as usize - self.n]
                     .iter()
-                    .map(|&c| if (c as usize) < self.n { c } else { new_id[&c] })
+                    .map(|&c| {
+                        if (c as usize) < self.n {
+                            c
+                        } else {
+                            new_id[c as usize - self.n]
+                        }
+                    })
                     .collect()
             })
             .collect();

@@ -24,6 +24,7 @@ mod arena;
 mod basic;
 mod error;
 mod fprev;
+mod known;
 mod naive;
 mod prober;
 mod template;
@@ -97,6 +98,8 @@ pub struct Reveal {
     pivot: Pivot,
     seed: u64,
     accept_flat: bool,
+    known_orders: bool,
+    hints: Vec<(String, SumTree)>,
 }
 
 /// A revealed tree with what it cost.
@@ -118,6 +121,11 @@ pub struct RevealReport {
     pub scale: ProbeScale,
     /// Whether counts needed windows of zeros (n beyond the accumulator's precision).
     pub windowed: bool,
+    /// Plain calls on seeded random inputs (the replay checks), besides the probes.
+    pub replays: u64,
+    /// The guessed order that was proved (`"numpy-pairwise"`, `"hint"`, ...), or `None`
+    /// when the tree was found by search.
+    pub recognized: Option<String>,
 }
 
 impl Reveal {
@@ -130,6 +138,8 @@ impl Reveal {
             pivot: Pivot::Random,
             seed: 0,
             accept_flat: false,
+            known_orders: true,
+            hints: Vec::new(),
         }
     }
 
@@ -161,6 +171,43 @@ impl Reveal {
     /// [`RevealError::OrderIndependent`] (default off).
     pub fn accept_flat(mut self, on: bool) -> Reveal {
         self.accept_flat = on;
+        self
+    }
+
+    /// Before searching, try the orders of plain loops and well-known libraries
+    /// (sequential, NumPy's pairwise, balanced pairwise, reverse): one replay filters
+    /// them, and the one that matches is proved with one probe per inner node, about half
+    /// the probes of a search (default on; FPRev only).
+    ///
+    /// ```
+    /// let r = fprev::Reveal::new(4096)
+    ///     .run_target(fprev::target::FnTarget(fprev::orders::numpy_pairwise::<f32>))?;
+    /// assert_eq!(r.recognized.as_deref(), Some("numpy-pairwise"));
+    /// assert!(r.probes < 4200);
+    /// # Ok::<(), fprev::RevealError>(())
+    /// ```
+    pub fn known_orders(mut self, on: bool) -> Reveal {
+        self.known_orders = on;
+        self
+    }
+
+    /// Try `tree` first (an order pinned earlier, or one a library documents): if the
+    /// target replays it and the proof (one probe per inner node) holds, no search runs.
+    /// A wrong hint costs its probes and changes no result. Only binary hints can be
+    /// proved this way; others are ignored. FPRev only.
+    ///
+    /// ```
+    /// use fprev::SumTree;
+    /// let pinned: SumTree = "(((0+1)+(2+3))+((4+5)+(6+7)))".parse()?;
+    /// let r = fprev::Reveal::new(8)
+    ///     .hint(pinned.clone())
+    ///     .run_target(fprev::target::FnTarget(fprev::orders::balanced::<f64>))?;
+    /// assert_eq!(r.tree, pinned);
+    /// assert_eq!(r.recognized.as_deref(), Some("hint"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn hint(mut self, tree: SumTree) -> Reveal {
+        self.hints.push(("hint".to_string(), tree));
         self
     }
 
@@ -202,14 +249,37 @@ impl Reveal {
             });
         }
         let mut prober = Prober::new(target, n, self.seed)?;
+        if let Some((_, hint)) = self.hints.iter().find(|(_, t)| t.leaf_count() != n) {
+            return Err(RevealError::InvalidSize {
+                n,
+                reason: format!("a hint has {} leaves", hint.leaf_count()),
+            });
+        }
         let mut arena = Arena::new(n);
+        let mut recognized = None;
+        let mut proved = None;
         let root = if n == 1 {
             0
         } else {
             match self.algorithm {
                 Algorithm::Naive => naive::build(&mut prober.target, &mut arena, self.seed)?,
                 Algorithm::Basic => basic::build(&mut prober, &mut arena)?,
-                Algorithm::FPRev => fprev::build(&mut prober, &mut arena, self.pivot)?,
+                Algorithm::FPRev => {
+                    match known::recognize(
+                        &mut prober,
+                        &mut arena,
+                        &self.hints,
+                        self.known_orders,
+                        self.seed,
+                    )? {
+                        Some(known) => {
+                            recognized = Some(known.name);
+                            proved = Some(known.tree);
+                            known.root
+                        }
+                        None => fprev::build(&mut prober, &mut arena, self.pivot)?,
+                    }
+                }
             }
         };
         if arena.size[root as usize] as usize != n {
@@ -220,7 +290,7 @@ impl Reveal {
                 ),
             });
         }
-        let tree = arena.to_tree(root);
+        let tree = proved.unwrap_or_else(|| arena.to_tree(root));
         if n >= 3 && !self.accept_flat && tree.children(tree.root()).len() == n {
             return Err(RevealError::OrderIndependent { n });
         }
@@ -233,6 +303,8 @@ impl Reveal {
             batches: prober.batches,
             scale: prober.scale,
             windowed: prober.needs_windows(),
+            replays: prober.replays,
+            recognized,
         })
     }
 }

@@ -5,12 +5,10 @@
 //! way (as an extra child of an inner node, or as the sibling of any node), which yields
 //! each tree exactly once (1, 1, 4, 26, 236, 2752, 39208, 660032 trees).
 
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
-
 use super::arena::Arena;
 use super::error::RevealError;
 use crate::float::{exact_sum_rounded, FloatFormat, ProbeFloat};
+use crate::scramble::rng::splitmix64;
 use crate::target::Target;
 
 /// Largest `n` the naive search accepts.
@@ -119,7 +117,6 @@ pub(crate) fn random_input<T: ProbeFloat>(n: usize, seed: u64) -> Vec<T> {
 /// [`random_input`] whose values are also exact in `input` (the target's operand format,
 /// when narrower than `T`): f16 operands of an f32 accumulation get f16 values.
 pub(crate) fn random_input_in<T: ProbeFloat>(input: FloatFormat, n: usize, seed: u64) -> Vec<T> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let fmt = T::FORMAT;
     let p = input.precision.min(fmt.precision) as i32;
     let max_exp = input.max_exp.min(fmt.max_exp);
@@ -132,15 +129,22 @@ pub(crate) fn random_input_in<T: ProbeFloat>(input: FloatFormat, n: usize, seed:
         1 => 1,
         _ => 3.min(wide),
     };
-    let step = crate::float::pow2(p - 1);
-    (0..n)
-        .map(|_| {
-            let e = top - rng.random_range(0..spread.max(1));
-            // p significant bits: exact in both formats
-            let m = (1.0 + rng.random::<f64>()) * step;
-            let m = m.floor() / step;
-            let sign = if rng.random::<bool>() { -1.0 } else { 1.0 };
-            T::from_f64_round(sign * m * crate::float::pow2(e))
+    // SplitMix64 over a counter (cheap, and replays are only as good as their inputs'
+    // spread): one word gives the sign and p - 1 fraction bits, the next the binade.
+    let binades: Vec<f64> = (0..spread.max(1))
+        .map(|k| crate::float::pow2(top - k))
+        .collect();
+    let frac_bits = (p - 1) as u32;
+    let frac_scale = crate::float::pow2(-(p - 1));
+    let key = splitmix64(seed);
+    (0..n as u64)
+        .map(|k| {
+            let w = splitmix64(key.wrapping_add(2 * k));
+            let b = splitmix64(key.wrapping_add(2 * k + 1)) >> 32;
+            let m = 1.0 + (w >> (64 - frac_bits)) as f64 * frac_scale;
+            let sign: f64 = if w & 1 == 0 { -1.0 } else { 1.0 };
+            let e = ((b * binades.len() as u64) >> 32) as usize;
+            T::from_f64_round(sign * m * binades[e])
         })
         .collect()
 }

@@ -37,6 +37,8 @@ pub(crate) struct Prober<T: ProbeFloat, X: Target<T>> {
     windows: Vec<Vec<usize>>,
     pub probes: u64,
     pub batches: u64,
+    /// Plain calls on other inputs (replay checks), not probes.
+    pub replays: u64,
     pub rng: ChaCha8Rng,
     pub samples: Vec<Sample>,
     seen_full: u64,
@@ -65,6 +67,7 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
             windows: Vec::new(),
             probes: 0,
             batches: 0,
+            replays: 0,
             rng: ChaCha8Rng::seed_from_u64(seed),
             samples: Vec::new(),
             seen_full: 0,
@@ -135,6 +138,15 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
             row.push(l);
         }
         Ok(row)
+    }
+
+    /// One plain call of the target on `x` (a replay check), counted in `replays`.
+    pub fn call(&mut self, x: &[T]) -> Result<T, RevealError> {
+        self.replays += 1;
+        self.target.call(x).map_err(|e| RevealError::Target {
+            probe: None,
+            message: e.message,
+        })
     }
 
     /// One probe against the current background.

@@ -44,22 +44,19 @@ pub(crate) fn check<T: ProbeFloat, X: Target<T>>(
     if (0..arena.trunc.len()).any(|k| arena.trunc[k]) {
         return Ok(());
     }
-    replay_matches(&mut prober.target, tree, seed)
+    replay_matches(prober, tree, seed)
 }
 
 pub(crate) fn replay_matches<T: ProbeFloat, X: Target<T>>(
-    target: &mut X,
+    prober: &mut Prober<T, X>,
     tree: &SumTree,
     seed: u64,
 ) -> Result<(), RevealError> {
     for k in 0..REPLAYS {
         let input_seed = seed ^ 0x5EED_0000_0000 ^ k;
-        let input = target.input_format().unwrap_or(T::FORMAT);
+        let input = prober.target.input_format().unwrap_or(T::FORMAT);
         let x = random_input_in::<T>(input, tree.leaf_count(), input_seed);
-        let want = target.call(&x).map_err(|e| RevealError::Target {
-            probe: None,
-            message: e.message,
-        })?;
+        let want = prober.call(&x)?;
         let got = tree.replay(&x);
         let same = want.to_bits_u64() == got.to_bits_u64()
             || (want.to_f64().is_nan() && got.to_f64().is_nan());

@@ -106,6 +106,13 @@ struct RevealArgs {
     /// Seconds to wait for each answer of --exec.
     #[arg(long, default_value_t = 10.0)]
     timeout: f64,
+    /// With --exec: a tree to prove first (canonical text, or a file holding text or
+    /// JSON), such as an order pinned earlier; a wrong hint only costs its probes.
+    #[arg(long, requires = "exec")]
+    hint: Option<String>,
+    /// With --exec: search from scratch, without first trying the known library orders.
+    #[arg(long, requires = "exec")]
+    no_guess: bool,
     /// Write the result to this file instead of stdout.
     #[arg(long, short)]
     output: Option<PathBuf>,
@@ -349,10 +356,36 @@ fn run_engine<T: ProbeFloat>(
         AlgorithmArg::Fprev => Algorithm::FPRev,
         AlgorithmArg::Basic => Algorithm::Basic,
     };
-    let r = Reveal::new(args.n)
+    let mut reveal = Reveal::new(args.n)
         .algorithm(algorithm)
         .pivot(Pivot::Random)
         .seed(args.seed)
-        .run_target(target)?;
+        .known_orders(!args.no_guess);
+    if let Some(hint) = &args.hint {
+        reveal = reveal.hint(read_hint(hint)?);
+    }
+    let r = reveal.run_target(target)?;
+    if let Some(name) = &r.recognized {
+        eprintln!("recognized the {name} order (proved with one probe per inner node)");
+    }
     Ok((r.tree, r.probes))
+}
+
+/// A hint given as canonical text, or as a file holding canonical text or JSON.
+fn read_hint(hint: &str) -> Result<SumTree, Failure> {
+    let text = if hint.trim_start().starts_with('(') || hint.trim().parse::<usize>().is_ok() {
+        hint.to_string()
+    } else {
+        std::fs::read_to_string(hint).map_err(|e| {
+            Failure(format!(
+                "--hint {hint}: not a tree and not a readable file: {e}"
+            ))
+        })?
+    };
+    let parsed = if text.trim_start().starts_with('{') {
+        SumTree::from_json(&text).map_err(|e| e.to_string())
+    } else {
+        text.trim().parse::<SumTree>().map_err(|e| e.to_string())
+    };
+    parsed.map_err(|e| Failure(format!("--hint {hint}: {e}")))
 }

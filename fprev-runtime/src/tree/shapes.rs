@@ -1,0 +1,150 @@
+//! Trees of well-known library orders, built directly (no probing), for comparing a
+//! revealed tree against them and for proving a guessed order cheaply.
+
+use super::SumTree;
+
+/// Binary inner nodes appended in post-order, flat, as [`SumTree::from_flat`] takes them.
+struct Nodes {
+    n: usize,
+    kids: Vec<u32>,
+}
+
+impl Nodes {
+    fn new(n: usize) -> Nodes {
+        Nodes {
+            n,
+            kids: Vec::with_capacity(2 * n),
+        }
+    }
+
+    fn add(&mut self, a: u32, b: u32) -> u32 {
+        self.kids.extend([a, b]);
+        (self.n + self.kids.len() / 2 - 1) as u32
+    }
+
+    fn finish(self) -> SumTree {
+        let starts = (0..=self.kids.len() as u32).step_by(2).collect();
+        SumTree::from_flat(self.n, starts, self.kids)
+    }
+
+    fn chain(&mut self, leaves: impl IntoIterator<Item = usize>) -> Option<u32> {
+        leaves.into_iter().fold(None, |acc, leaf| {
+            let leaf = leaf as u32;
+            Some(acc.map_or(leaf, |s| self.add(s, leaf)))
+        })
+    }
+}
+
+impl SumTree {
+    /// One accumulator from the last input to the first: `x[n-1] + x[n-2]`, then `x[n-3]`, ...
+    ///
+    /// ```
+    /// assert_eq!(fprev::SumTree::reverse(4).to_string(), "(0+(1+(2+3)))");
+    /// ```
+    pub fn reverse(n: usize) -> SumTree {
+        let mut b = Nodes::new(n);
+        b.chain((0..n).rev());
+        b.finish()
+    }
+
+    /// NumPy's pairwise sum of a contiguous array, the order of
+    /// [`orders::numpy_pairwise`](crate::orders::numpy_pairwise): under 8 values in order;
+    /// up to 128 values in 8 strided lanes combined as `((l0+l1)+(l2+l3))+((l4+l5)+(l6+l7))`
+    /// with the remainder added after; above 128, halves rounded down to a multiple of 8.
+    ///
+    /// ```
+    /// use fprev::{orders, SumTree};
+    /// let x: Vec<f32> = (0..300).map(|i| 1.0 / (i as f32 + 1.0)).collect();
+    /// assert_eq!(SumTree::numpy_pairwise(300).replay(&x), orders::numpy_pairwise(&x));
+    /// ```
+    pub fn numpy_pairwise(n: usize) -> SumTree {
+        let mut b = Nodes::new(n);
+        // Post-order over the halving recursion (depth log2(n / 128): a plain stack).
+        enum Step {
+            Visit(usize, usize),
+            Join,
+        }
+        let mut todo = vec![Step::Visit(0, n)];
+        let mut done: Vec<u32> = Vec::new();
+        while let Some(step) = todo.pop() {
+            match step {
+                Step::Visit(lo, len) if len < 8 => {
+                    if let Some(s) = b.chain(lo..lo + len) {
+                        done.push(s);
+                    }
+                }
+                Step::Visit(lo, len) if len <= 128 => {
+                    let full = len - len % 8;
+                    let lanes: Vec<u32> = (0..8)
+                        .filter_map(|k| b.chain((lo + k..lo + full).step_by(8)))
+                        .collect();
+                    let (l01, l23) = (b.add(lanes[0], lanes[1]), b.add(lanes[2], lanes[3]));
+                    let (l45, l67) = (b.add(lanes[4], lanes[5]), b.add(lanes[6], lanes[7]));
+                    let (lo4, hi4) = (b.add(l01, l23), b.add(l45, l67));
+                    let mut res = b.add(lo4, hi4);
+                    for leaf in lo + full..lo + len {
+                        res = b.add(res, leaf as u32);
+                    }
+                    done.push(res);
+                }
+                Step::Visit(lo, len) => {
+                    let half = len / 2 - (len / 2) % 8;
+                    todo.push(Step::Join);
+                    todo.push(Step::Visit(lo + half, len - half));
+                    todo.push(Step::Visit(lo, half));
+                }
+                Step::Join => {
+                    let right = done.pop().unwrap_or(0);
+                    let left = done.pop().unwrap_or(0);
+                    done.push(b.add(left, right));
+                }
+            }
+        }
+        b.finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{orders, SumTree};
+    use rand::{Rng, SeedableRng};
+
+    #[test]
+    fn shapes_replay_like_the_reference_code() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        for n in (1..300).chain([1000, 4096, 8191, 8192, 10_000]) {
+            let x: Vec<f32> = (0..n)
+                .map(|_| rng.random_range(-1.0f32..1.0) * 2f32.powi(rng.random_range(-20..20)))
+                .collect();
+            let t = SumTree::numpy_pairwise(n);
+            assert_eq!(t.leaf_count(), n);
+            assert_eq!(
+                t.replay(&x).to_bits(),
+                orders::numpy_pairwise(&x).to_bits(),
+                "numpy n={n}"
+            );
+            let t = SumTree::reverse(n);
+            assert_eq!(
+                t.replay(&x).to_bits(),
+                orders::reverse(&x).to_bits(),
+                "reverse n={n}"
+            );
+        }
+    }
+
+    #[test]
+    fn shapes_are_what_the_revealer_finds() {
+        for n in [1, 2, 7, 8, 9, 17, 129, 300] {
+            let t = crate::Reveal::new(n)
+                .known_orders(false)
+                .run(orders::numpy_pairwise::<f64>)
+                .unwrap();
+            assert_eq!(t, SumTree::numpy_pairwise(n), "n={n}");
+            let t = crate::Reveal::new(n)
+                .known_orders(false)
+                .run(orders::reverse::<f64>)
+                .unwrap();
+            assert_eq!(t, SumTree::reverse(n), "n={n}");
+        }
+    }
+}
