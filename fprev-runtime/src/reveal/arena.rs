@@ -156,21 +156,19 @@ impl Arena {
         for (k, &v) in order.iter().enumerate() {
             new_id[v as usize - self.n] = (self.n + k) as u32;
         }
-        let raw = order
-            .iter()
-            .map(|&v| {
-                self.kids[v as usize - self.n]
-                    .iter()
-                    .map(|&c| {
-                        if (c as usize) < self.n {
-                            c
-                        } else {
-                            new_id[c as usize - self.n]
-                        }
-                    })
-                    .collect()
-            })
-            .collect();
-        SumTree::from_raw(self.n, raw)
+        let mut starts = Vec::with_capacity(order.len() + 1);
+        starts.push(0u32);
+        let mut kids = Vec::with_capacity(2 * order.len());
+        for &v in &order {
+            for &c in &self.kids[v as usize - self.n] {
+                kids.push(if (c as usize) < self.n {
+                    c
+                } else {
+                    new_id[c as usize - self.n]
+                });
+            }
+            starts.push(kids.len() as u32);
+        }
+        SumTree::from_flat(self.n, starts, kids)
     }
 }

@@ -11,6 +11,7 @@
 //! guess costs its probes and the subtree is built normally.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use super::arena::Arena;
 use super::error::RevealError;
@@ -21,11 +22,43 @@ use crate::target::{Probe, Target};
 /// Templates smaller than this are cheaper to build than to look up.
 const MIN_TEMPLATE: usize = 4;
 
+/// FxHash's multiply-rotate mix: the keys are fprev's own offsets, not attacker input,
+/// and SipHash over every leaf set was a visible share of a cheap target's reveal.
+#[derive(Default, Clone, Copy)]
+struct Mix(u64);
+
+impl Mix {
+    fn mix(&mut self, w: u64) {
+        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+impl Hasher for Mix {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for c in bytes.chunks(8) {
+            let mut w = [0u8; 8];
+            w[..c.len()].copy_from_slice(c);
+            self.mix(u64::from_le_bytes(w));
+        }
+    }
+    fn write_u32(&mut self, x: u32) {
+        self.mix(u64::from(x));
+    }
+    fn write_usize(&mut self, x: usize) {
+        self.mix(x as u64);
+    }
+}
+
+type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<Mix>>;
+
 /// Shapes of binary subtrees keyed by their leaf set shifted to start at 0.
 #[derive(Default)]
 pub(crate) struct Templates {
     /// Inner nodes in post-order; a child `c` is a leaf offset, or `NODE | k` for node `k`.
-    shapes: HashMap<Vec<u32>, Vec<[u32; 2]>>,
+    shapes: FastMap<Vec<u32>, Vec<[u32; 2]>>,
     pub hits: u64,
     pub misses: u64,
 }
@@ -53,7 +86,7 @@ impl Templates {
         }
         // post-order walk, children before parents
         let mut shape: Vec<[u32; 2]> = Vec::with_capacity(size - 1);
-        let mut index: HashMap<u32, u32> = HashMap::new();
+        let mut index: FastMap<u32, u32> = FastMap::default();
         let mut stack: Vec<(u32, bool)> = vec![(root, false)];
         while let Some((v, done)) = stack.pop() {
             if (v as usize) < arena.n {
