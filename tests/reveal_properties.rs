@@ -282,3 +282,50 @@ fn hints_are_proved_or_refuted() {
         check_hint::<bf16>(seed + 3, n);
     }
 }
+
+/// A fused (exact, rounded once) target given a binary refinement of its own tree as a
+/// hint: every sibling relation agrees. The target even answers the guess's replay
+/// filter (its first two calls) as the hint would, so the probe proof alone must refute it.
+fn check_refined_hint<T: ProbeFloat>(seed: u64, n: usize) {
+    let mut r = rng(seed);
+    let truth = random_tree(n, Shape::Mixed, &mut r);
+    let hint = common::binary_refinement(&truth, &mut r);
+    let mut calls = 0;
+    let deceptive = |x: &[T]| {
+        calls += 1;
+        if calls <= 2 {
+            hint.replay(x)
+        } else {
+            truth.replay(x)
+        }
+    };
+    let report = Reveal::new(n)
+        .seed(seed)
+        .hint(hint.clone())
+        .known_orders(false)
+        .accept_flat(true)
+        .run_target(fprev::target::FnTarget(deceptive))
+        .unwrap_or_else(|e| panic!("seed {seed}: {} n={n}: {e}", T::FORMAT.name));
+    assert_eq!(
+        report.tree,
+        truth,
+        "seed {seed}: {} n={n}: a refined hint was accepted for {truth}",
+        T::FORMAT.name
+    );
+    if hint != truth {
+        assert_eq!(report.recognized, None, "seed {seed}");
+    }
+}
+
+#[test]
+fn refined_hints_of_fused_targets_are_refuted() {
+    for case in 0..cases(40) {
+        let seed = 0x5151_0000 + case as u64 * 7_919;
+        // at most 256: no windows even in bf16, so the first two calls are the filter
+        let n = rng(seed).random_range(3..=256);
+        check_refined_hint::<f32>(seed, n);
+        check_refined_hint::<f64>(seed + 1, n);
+        check_refined_hint::<f16>(seed + 2, n);
+        check_refined_hint::<bf16>(seed + 3, n);
+    }
+}

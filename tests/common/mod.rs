@@ -105,3 +105,25 @@ pub fn max_n(default: usize) -> usize {
 pub fn rng(seed: u64) -> ChaCha8Rng {
     ChaCha8Rng::seed_from_u64(seed)
 }
+
+/// `tree` with every fused node split into a random binary tree over its children: the
+/// nastiest wrong guess for a fused target, since it keeps every sibling relation.
+pub fn binary_refinement(tree: &SumTree, rng: &mut ChaCha8Rng) -> SumTree {
+    let n = tree.leaf_count();
+    let mut nodes: Vec<Vec<usize>> = Vec::new();
+    let mut id = vec![0usize; n + tree.inner_count()];
+    for (leaf, slot) in id.iter_mut().enumerate().take(n) {
+        *slot = leaf;
+    }
+    for v in n..n + tree.inner_count() {
+        let mut pool: Vec<usize> = tree.children(v).iter().map(|&c| id[c as usize]).collect();
+        while pool.len() > 1 {
+            let a = pool.swap_remove(rng.random_range(0..pool.len()));
+            let b = pool.swap_remove(rng.random_range(0..pool.len()));
+            nodes.push(vec![a, b]);
+            pool.push(n + nodes.len() - 1);
+        }
+        id[v] = pool[0];
+    }
+    SumTree::from_nodes(n, nodes).expect("refinements are valid")
+}
