@@ -2,13 +2,18 @@
 //! binary tree is proved with one probe per inner node (`n - 1`), about half of what
 //! searching costs.
 //!
-//! A candidate is first filtered by one replay on a seeded random input (one call of the
-//! target for all candidates); the survivor's inner nodes are then all probed in one
-//! batch: for node `v` with children `L` and `R`, `l(min L, min R)` must be `|v|`. By
-//! induction from the leaves `L` and `R` are nodes of the true tree, the meeting node of
-//! the two probed leaves contains both and has exactly `|L| + |R|` leaves, so it is `v`,
-//! under either fused-node model. A failed proof costs its probes and the search runs as
-//! if nothing had been guessed.
+//! A candidate is first filtered by replays on two seeded random inputs (two calls of the
+//! target for all candidates); the survivor's inner nodes are then probed, a sample of
+//! 32 first: for node `v` with children `L` and `R`, `l(min L, min R)` must be `|v|`. Where
+//! `l` is the size of the meeting node (binary and truncating fused nodes) this is a proof
+//! by induction from the leaves: `L` and `R` are nodes of the true tree, the meeting node
+//! contains both and has exactly `|L| + |R|` leaves, so it is `v`. Below a fused node that
+//! rounds once, `l` only shows that `L` and `R` are siblings; a binary split of such a
+//! node is refuted by the check of the node above it, whose answer then falls short (the
+//! property tests feed every fused target binary refinements of its own tree, with the
+//! replay filter fooled, and the probes alone refute them all), and the replays that
+//! follow every reveal check the bits again. A failed proof costs its probes and the
+//! search runs as if nothing had been guessed.
 
 use super::arena::Arena;
 use super::error::RevealError;
