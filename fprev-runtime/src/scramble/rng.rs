@@ -4,7 +4,7 @@
 //! invalidate replay tokens; everything here is written out so that a token keeps its
 //! meaning for as long as [`ALGORITHM_VERSION`](super::ALGORITHM_VERSION) does.
 
-use rand::{RngCore, SeedableRng};
+use rand::{Rng, RngCore, SeedableRng};
 
 use super::Shuffle;
 
@@ -103,13 +103,10 @@ impl<'a> Words<'a> {
     }
 
     /// Out of line: the draw loop stays small, and one call per 32 words costs nothing.
+    /// (`fill` on `u64`s is `fill_bytes` on their bytes, read little-endian.)
     #[inline(never)]
     fn refill(&mut self) {
-        let mut bytes = [0u8; 256];
-        self.rng.fill_bytes(&mut bytes);
-        for (w, b) in self.buf.iter_mut().zip(bytes.chunks_exact(8)) {
-            *w = u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
-        }
+        self.rng.fill(&mut self.buf[..]);
         self.pos = 0;
     }
 }
@@ -156,7 +153,10 @@ fn accepted<const K: usize>(
     product: u64,
 ) -> u64 {
     let bounds: [u64; K] = std::array::from_fn(|k| b - k as u64);
-    let threshold = product.wrapping_neg() % product;
+    let threshold = match rejection_bound(product) {
+        exact if exact < product => exact,
+        _ => product.wrapping_neg() % product,
+    };
     while low < threshold {
         word = rng.next_u64();
         low = split(word, &bounds).1;
@@ -167,7 +167,8 @@ fn accepted<const K: usize>(
 /// An upper bound of the rejection threshold `2^64 mod p`, equal to it where `p` is so
 /// large that the low word often falls below `p`: then the slow path, with its branch
 /// miss and 64-bit division, is taken only to reject (about one batch in nine for a
-/// 2^16-element shuffle, instead of one in five). Below 2^58 the bound is `p` itself.
+/// 2^16-element shuffle, instead of one in five). Below 2^58 the bound is `p` itself;
+/// a bound below `p` is always the threshold.
 #[inline(always)]
 fn rejection_bound(p: u64) -> u64 {
     if p >= 1 << 63 {
@@ -460,6 +461,7 @@ mod tests {
         for p in others.into_iter().filter(|&p| p >= 1) {
             let bound = rejection_bound(p);
             assert!(exact(p) <= bound && bound <= p, "p = {p}: bound {bound}");
+            assert!(bound == p || bound == exact(p), "p = {p}: bound {bound}");
         }
     }
 
