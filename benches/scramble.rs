@@ -4,7 +4,7 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use fprev::scramble::rng::{shuffle_with, stream};
-use fprev::scramble::{permutation, with_config, ScrambleConfig, Shuffle};
+use fprev::scramble::{permutation, shuffle, with_config, ScrambleConfig, Shuffle};
 
 mod kernels;
 
@@ -16,8 +16,20 @@ fn permutations(c: &mut Criterion) {
             let mut rng = stream(1, 2, 3);
             b.iter(|| permutation(Shuffle::FisherYates, n, &mut rng))
         });
+        for (name, sh) in [
+            ("fisher-yates-u32-in-place", Shuffle::FisherYates),
+            ("sattolo-u32-in-place", Shuffle::Sattolo),
+        ] {
+            g.bench_with_input(BenchmarkId::new(name, n), &n, |b, &n| {
+                let mut rng = stream(1, 2, 3);
+                let mut p: Vec<u32> = (0..n as u32).collect();
+                b.iter(|| shuffle(sh, &mut p, &mut rng))
+            });
+        }
+        // The generic entry point: the same swaps through a callback, which cannot
+        // prefetch an unknown container.
         g.bench_with_input(
-            BenchmarkId::new("fisher-yates-u32-in-place", n),
+            BenchmarkId::new("fisher-yates-u32-swap-callback", n),
             &n,
             |b, &n| {
                 let mut rng = stream(1, 2, 3);

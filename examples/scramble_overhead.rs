@@ -12,7 +12,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use fprev::scramble::rng::{shuffle_with, stream};
-use fprev::scramble::{with_config, ScrambleConfig, Shuffle};
+use fprev::scramble::{shuffle, with_config, ScrambleConfig, Shuffle};
 
 /// Best of `reps` timings of `f` (the least disturbed by the other jobs on the machine).
 fn best(reps: usize, mut f: impl FnMut()) -> Duration {
@@ -26,16 +26,6 @@ fn best(reps: usize, mut f: impl FnMut()) -> Duration {
         .unwrap()
 }
 
-/// Plain and off interleaved, best of many rounds each, so drift hits both alike.
-fn paired(rounds: usize, mut plain: impl FnMut(), mut off: impl FnMut()) -> (Duration, Duration) {
-    let (mut p, mut o) = (Duration::MAX, Duration::MAX);
-    for _ in 0..rounds {
-        p = p.min(best(1, &mut plain));
-        o = o.min(best(1, &mut off));
-    }
-    (p, o)
-}
-
 /// CPU seconds this process has used (utime + stime from /proc, 10 ms ticks): on a
 /// shared machine it counts only the time we actually had a core.
 fn cpu_seconds() -> Option<f64> {
@@ -45,36 +35,127 @@ fn cpu_seconds() -> Option<f64> {
     Some(ticks / 100.0)
 }
 
-fn permutation_rate(n: usize) {
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    if v.len() % 2 == 0 {
+        (v[m - 1] + v[m]) / 2.0
+    } else {
+        v[m]
+    }
+}
+
+/// Seconds per call of the plain and the compiled-in-but-off kernel, one sample of each
+/// per round.
+struct Paired {
+    plain: Vec<f64>,
+    off: Vec<f64>,
+}
+
+/// Plain and off alternate on the same `data` (so that page placement cannot favour
+/// one), in the order ABBA within each round so that drift and neighbours on the
+/// machine hit both alike; each sample runs `calls` calls, tens of milliseconds, far
+/// above the timer's resolution and a scheduler tick's noise.
+fn paired<D>(
+    rounds: usize,
+    calls: usize,
+    data: &mut D,
+    mut plain: impl FnMut(&mut D),
+    mut off: impl FnMut(&mut D),
+) -> Paired {
+    let mut sample = |f: &mut dyn FnMut(&mut D)| {
+        let t = Instant::now();
+        for _ in 0..calls {
+            f(data);
+        }
+        t.elapsed().as_secs_f64() / calls as f64
+    };
+    // One untimed round: caches, pages and branch predictors warm for both.
+    sample(&mut plain);
+    sample(&mut off);
+    let mut p = Paired {
+        plain: Vec::new(),
+        off: Vec::new(),
+    };
+    for round in 0..rounds {
+        if round % 2 == 0 {
+            p.plain.push(sample(&mut plain));
+            p.off.push(sample(&mut off));
+        } else {
+            p.off.push(sample(&mut off));
+            p.plain.push(sample(&mut plain));
+        }
+    }
+    p
+}
+
+impl Paired {
+    /// Medians of both, the difference of the medians and the median of the per-round
+    /// ratios off/plain (with its quartiles): the ratio of two samples taken a few
+    /// milliseconds apart is far less disturbed than either time alone.
+    fn report(&self) -> String {
+        let (plain, off) = (median(&self.plain), median(&self.off));
+        let mut ratios: Vec<f64> = self
+            .off
+            .iter()
+            .zip(&self.plain)
+            .map(|(o, p)| o / p - 1.0)
+            .collect();
+        ratios.sort_by(f64::total_cmp);
+        let q = |f: f64| ratios[((ratios.len() - 1) as f64 * f).round() as usize] * 100.0;
+        format!(
+            "plain {:.2?}, off {:.2?} (medians {:+.2}%; per-round off/plain {:+.2}%, quartiles {:+.2}% .. {:+.2}%, {} rounds)",
+            Duration::from_secs_f64(plain),
+            Duration::from_secs_f64(off),
+            (off / plain - 1.0) * 100.0,
+            median(&ratios) * 100.0,
+            q(0.25),
+            q(0.75),
+            ratios.len()
+        )
+    }
+
+    fn plain_median(&self) -> f64 {
+        median(&self.plain)
+    }
+}
+
+/// In-place generation rate of `shuffle` on `n` u32: best of 20 single shuffles (wall),
+/// and about half a CPU second of back-to-back shuffles (by CPU time).
+fn permutation_rate(sh: Shuffle, n: usize) {
     let mut rng = stream(1, 2, 3);
     let mut p: Vec<u32> = (0..n as u32).collect();
-    let wall = best(20, || {
-        shuffle_with(Shuffle::FisherYates, n, &mut rng, |i, j| p.swap(i, j))
-    });
-    // About two CPU seconds of shuffling, timed by CPU time.
-    let reps = (400_000_000 / n).max(1);
+    let wall = best(20, || shuffle(sh, &mut p, &mut rng));
+    let callback = best(20, || shuffle_with(sh, n, &mut rng, |i, j| p.swap(i, j)));
+    let reps = (100_000_000 / n).max(1);
     let (c0, t0) = (cpu_seconds(), Instant::now());
     for _ in 0..reps {
-        shuffle_with(Shuffle::FisherYates, n, &mut rng, |i, j| p.swap(i, j));
+        shuffle(sh, &mut p, &mut rng);
     }
     let (c1, elapsed) = (cpu_seconds(), t0.elapsed());
     let cpu = match (c0, c1) {
         (Some(a), Some(b)) if b > a => format!("{:.0}", (reps * n) as f64 / (b - a) / 1e6),
         _ => "?".to_string(),
     };
+    let rate = |t: Duration| n as f64 / t.as_secs_f64() / 1e6;
     println!(
-        "  n = 2^{:<2}: {:>4} M indices/s per CPU second, {:>4.0} wall best-of-20, {:>4.0} wall sustained",
+        "  {:<12} n = 2^{:<2}: {:>4.0} wall best-of-20, {:>4} per CPU second, {:>4.0} wall sustained; shuffle_with (swap callback) {:>4.0} best-of-20",
+        sh.name(),
         n.trailing_zeros(),
+        rate(wall),
         cpu,
-        n as f64 / wall.as_secs_f64() / 1e6,
-        (reps * n) as f64 / elapsed.as_secs_f64() / 1e6
+        (reps * n) as f64 / elapsed.as_secs_f64() / 1e6,
+        rate(callback)
     );
 }
 
 fn main() {
-    println!("permutation generation (Fisher-Yates in place on u32, one thread):");
-    for n in [1 << 10, 1 << 16, 1 << 20] {
-        permutation_rate(n);
+    println!("permutation generation (shuffle() in place on u32, one thread; M indices/s):");
+    for sh in [Shuffle::FisherYates, Shuffle::Sattolo] {
+        for n in [1 << 10, 1 << 16, 1 << 20] {
+            permutation_rate(sh, n);
+        }
     }
     let n = 1 << 16;
     let mut rng = stream(1, 2, 3);
@@ -90,44 +171,49 @@ fn main() {
         n as f64 / t.as_secs_f64() / 1e6
     );
 
-    let small: Vec<f32> = (0..4096).map(|i| i as f32 * 1e-3).collect();
-    let (mut big, mut big2) = (vec![1.0f32; 1 << 22], vec![1.0f32; 1 << 22]);
+    let mut small: Vec<f32> = (0..4096).map(|i| i as f32 * 1e-3).collect();
+    let mut big = vec![1.0f32; 1 << 22];
     let on = ScrambleConfig::off()
         .shuffle(Some(Shuffle::FisherYates))
         .seed(1);
-    let reps = 200;
     with_config(&ScrambleConfig::off(), || {
-        let (plain, off) = paired(
-            reps,
-            || {
-                black_box(kernels::compute_plain(black_box(&small)));
+        // About 10 ms per sample (4096 sin*cos take some 40 µs).
+        let compute = paired(
+            40,
+            250,
+            &mut small,
+            |v| {
+                black_box(kernels::compute_plain(black_box(v)));
             },
-            || {
-                black_box(kernels::compute_scrambled(black_box(&small)));
+            |v| {
+                black_box(kernels::compute_scrambled(black_box(v)));
             },
         );
         let on_t = with_config(&on, || {
-            best(reps, || {
+            best(200, || {
                 black_box(kernels::compute_scrambled(black_box(&small)));
             })
         });
         println!(
-            "compute-bound loop (4096 x sin*cos): plain {plain:.2?}, off {off:.2?} ({:+.2}%), on {on_t:.2?} (x{:.2})",
-            (off.as_secs_f64() / plain.as_secs_f64() - 1.0) * 100.0,
-            on_t.as_secs_f64() / plain.as_secs_f64()
+            "compute-bound loop (4096 x sin*cos): {}; on x{:.2}",
+            compute.report(),
+            on_t.as_secs_f64() / compute.plain_median()
         );
-        let (plain, off) = paired(
-            reps / 4,
-            || kernels::memory_plain(black_box(&mut big)),
-            || kernels::memory_scrambled(black_box(&mut big2)),
+        // About 30 ms per sample (a 16 MiB streaming pass takes some 2 ms), on one array.
+        let memory = paired(
+            30,
+            16,
+            &mut big,
+            |v| kernels::memory_plain(black_box(v)),
+            |v| kernels::memory_scrambled(black_box(v)),
         );
         let on_t = with_config(&on, || {
             best(5, || kernels::memory_scrambled(black_box(&mut big)))
         });
         println!(
-            "memory-bound loop (2^22 f32 streaming update): plain {plain:.2?}, off {off:.2?} ({:+.2}%), on {on_t:.2?} (x{:.1})",
-            (off.as_secs_f64() / plain.as_secs_f64() - 1.0) * 100.0,
-            on_t.as_secs_f64() / plain.as_secs_f64()
+            "memory-bound loop (2^22 f32 streaming update): {}; on x{:.1}",
+            memory.report(),
+            on_t.as_secs_f64() / memory.plain_median()
         );
     });
 }
