@@ -201,6 +201,67 @@ fn exec_text_and_binary_protocols() {
 }
 
 #[test]
+fn exec_hint_and_no_guess() {
+    if python().is_none() {
+        eprintln!("SKIPPED exec_hint_and_no_guess: no python3");
+        return;
+    }
+    let cmd = "python3 tests/python/sum_lines.py";
+    // A known order is recognized and proved by default.
+    let o = fprev(&["reveal", "--exec", cmd, "--n", "20", "--dtype", "f64"]);
+    assert!(
+        stderr(&o).contains("recognized the sequential order"),
+        "{}",
+        stderr(&o)
+    );
+    // --no-guess searches; a hint (text, or a file holding text or JSON) is proved first.
+    let o = fprev(&[
+        "reveal",
+        "--exec",
+        cmd,
+        "--n",
+        "20",
+        "--dtype",
+        "f64",
+        "--no-guess",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("recognized"), "{}", stderr(&o));
+    let file = tmp("hint.json");
+    std::fs::write(&file, SumTree::sequential(20).to_json()).unwrap();
+    for hint in [
+        SumTree::sequential(20).to_string(),
+        file.display().to_string(),
+    ] {
+        let o = fprev(&[
+            "reveal",
+            "--exec",
+            cmd,
+            "--n",
+            "20",
+            "--dtype",
+            "f64",
+            "--no-guess",
+            "--hint",
+            &hint,
+        ]);
+        assert!(
+            stderr(&o).contains("recognized the hint order"),
+            "{}",
+            stderr(&o)
+        );
+        assert_eq!(
+            stdout(&o).trim().parse::<SumTree>().ok(),
+            Some(SumTree::sequential(20))
+        );
+    }
+    // A hint of the wrong size is a clear error.
+    let o = fprev(&["reveal", "--exec", cmd, "--n", "20", "--hint", "((0+1)+2)"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("a hint has 3 leaves"), "{}", stderr(&o));
+}
+
+#[test]
 fn exec_failures_name_the_probe() {
     if python().is_none() {
         eprintln!("SKIPPED exec_failures_name_the_probe: no python3");

@@ -152,13 +152,17 @@ fn main() -> ExitCode {
 fn read_tree(path: &PathBuf) -> Result<SumTree, Failure> {
     let text =
         std::fs::read_to_string(path).map_err(|e| Failure(format!("{}: {e}", path.display())))?;
+    parse_tree(&text).map_err(|e| Failure(format!("{}: {e}", path.display())))
+}
+
+/// A tree in canonical text or JSON.
+fn parse_tree(text: &str) -> Result<SumTree, String> {
     let t = text.trim();
-    let parsed = if t.starts_with('{') || t.starts_with('[') {
-        SumTree::from_json(t)
+    if t.starts_with('{') || t.starts_with('[') {
+        SumTree::from_json(t).map_err(|e| e.to_string())
     } else {
-        t.parse()
-    };
-    parsed.map_err(|e| Failure(format!("{}: {e}", path.display())))
+        t.parse().map_err(|e: fprev::tree::TreeError| e.to_string())
+    }
 }
 
 fn diff(a: &PathBuf, b: &PathBuf) -> Result<ExitCode, Failure> {
@@ -373,19 +377,9 @@ fn run_engine<T: ProbeFloat>(
 
 /// A hint given as canonical text, or as a file holding canonical text or JSON.
 fn read_hint(hint: &str) -> Result<SumTree, Failure> {
-    let text = if hint.trim_start().starts_with('(') || hint.trim().parse::<usize>().is_ok() {
-        hint.to_string()
-    } else {
-        std::fs::read_to_string(hint).map_err(|e| {
-            Failure(format!(
-                "--hint {hint}: not a tree and not a readable file: {e}"
-            ))
-        })?
-    };
-    let parsed = if text.trim_start().starts_with('{') {
-        SumTree::from_json(&text).map_err(|e| e.to_string())
-    } else {
-        text.trim().parse::<SumTree>().map_err(|e| e.to_string())
-    };
-    parsed.map_err(|e| Failure(format!("--hint {hint}: {e}")))
+    let t = hint.trim();
+    if t.starts_with('(') || t.parse::<usize>().is_ok() {
+        return parse_tree(t).map_err(|e| Failure(format!("--hint {hint}: {e}")));
+    }
+    read_tree(&PathBuf::from(hint))
 }
