@@ -114,8 +114,7 @@ impl SumTree {
             let left = if k == 1 { 0 } else { n + k - 2 };
             kids.extend([left as u32, k as u32]);
         }
-        let starts = (0..=kids.len() as u32).step_by(2).collect();
-        Self::from_flat(n, starts, kids)
+        Self::from_pairs(n, kids)
     }
 
     /// Balanced pairwise summation: split at `n/2`, sum both halves, add them.
@@ -143,8 +142,7 @@ impl SumTree {
                 results.push((n + kids.len() / 2 - 1) as u32);
             }
         }
-        let starts = (0..=kids.len() as u32).step_by(2).collect();
-        Self::from_flat(n, starts, kids)
+        Self::from_pairs(n, kids)
     }
 
     /// One fused node over all `n` inputs: an exact, order-independent sum.
@@ -221,6 +219,13 @@ impl SumTree {
             kids.extend_from_slice(&k);
             starts.push(kids.len() as u32);
         }
+        Self::from_flat(n, starts, kids)
+    }
+
+    /// [`from_flat`](Self::from_flat) for binary nodes: node `n + k` adds
+    /// `kids[2k]` and `kids[2k + 1]`.
+    pub(crate) fn from_pairs(n: usize, kids: Vec<u32>) -> SumTree {
+        let starts = (0..=kids.len() as u32).step_by(2).collect();
         Self::from_flat(n, starts, kids)
     }
 

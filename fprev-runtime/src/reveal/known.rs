@@ -19,16 +19,14 @@ use super::arena::Arena;
 use super::error::RevealError;
 use super::naive::random_input_in;
 use super::prober::Prober;
+use super::template::{prove_shape, NODE};
 use crate::float::ProbeFloat;
 use crate::orders;
-use crate::target::{Probe, Target};
+use crate::target::Target;
 use crate::tree::SumTree;
 
 /// Below this many inputs a search costs about as little as a proof.
 pub(crate) const MIN_N: usize = 16;
-
-/// Nodes proved before the rest.
-const SAMPLE: usize = 32;
 
 /// A known order: its name, the order as code (a fast filter) and its tree.
 type Known<T> = (&'static str, fn(&[T]) -> T, fn(usize) -> SumTree);
@@ -118,59 +116,21 @@ fn prove<T: ProbeFloat, X: Target<T>>(
     tree: &SumTree,
 ) -> Result<Option<u32>, RevealError> {
     let n = tree.leaf_count();
-    let inner = tree.inner_count();
-    // per inner node: (smallest leaf, size); children come before parents
-    let mut info: Vec<(u32, u32)> = Vec::with_capacity(inner);
-    let mut probes = Vec::with_capacity(inner);
-    let mut expected = Vec::with_capacity(inner);
-    let side = |c: u32, info: &[(u32, u32)]| {
+    let enc = |c: u32| {
         if (c as usize) < n {
-            (c, 1)
+            c
         } else {
-            info[c as usize - n]
+            NODE | (c - n as u32)
         }
     };
-    for k in 0..inner {
+    let mut shape = Vec::with_capacity(tree.inner_count());
+    for k in 0..tree.inner_count() {
         let [a, b] = tree.children(n + k) else {
             return Ok(None);
         };
-        let ((la, sa), (lb, sb)) = (side(*a, &info), side(*b, &info));
-        probes.push(Probe {
-            plus: la as usize,
-            minus: lb as usize,
-        });
-        expected.push(sa + sb);
-        info.push((la.min(lb), sa + sb));
+        shape.push([enc(*a), enc(*b)]);
     }
-    // A sample first, so a guess that slipped through the filter costs few probes.
-    let step = (inner / SAMPLE).max(1);
-    let (sample, rest): (Vec<usize>, Vec<usize>) = (0..inner).partition(|k| k % step == 0);
-    for part in [sample, rest] {
-        let asked: Vec<Probe> = part.iter().map(|&k| probes[k]).collect();
-        let answers = prober.ask(&asked)?;
-        if part
-            .iter()
-            .zip(&answers)
-            .any(|(&k, got)| *got != Some(expected[k]))
-        {
-            return Ok(None);
-        }
-    }
-    // Arena ids follow the same post-order: tree node `n + k` becomes arena node `base + k`.
-    let base = arena.size.len();
-    let mut root = 0;
-    for k in 0..inner {
-        let kids = tree.children(n + k);
-        let id = |c: u32| {
-            if (c as usize) < n {
-                c
-            } else {
-                (base + c as usize - n) as u32
-            }
-        };
-        root = arena.node(vec![id(kids[0]), id(kids[1])], false);
-    }
-    Ok(Some(root))
+    prove_shape(prober, arena, &shape, 0)
 }
 
 #[cfg(test)]

@@ -3,12 +3,13 @@
 //! Libraries repeat themselves: every block of a blocked sum, every lane of a strided one,
 //! both halves of a pairwise one have the same tree, shifted. When a subtree is about to be
 //! built over a leaf set that is a shifted copy of one already built, the shifted tree is
-//! guessed and verified with one probe per inner node, all in one batch: for node `v`
-//! with children `L` and `R`, `l(min L, min R)` must be `|v|`. For a binary guess this is
-//! a proof: by induction `L` and `R` are nodes of the true tree, the meeting node of the
-//! two probed leaves contains both, and it has exactly `|L| + |R|` leaves, so it is `v`
-//! (under both fused-node models). Only binary subtrees are kept as templates; a failed
-//! guess costs its probes and the subtree is built normally.
+//! guessed and verified with one probe per inner node (a sample first): for node `v`
+//! with children `L` and `R`, `l(min L, min R)` must be `|v|`. Where `l` is the size of
+//! the meeting node (binary and truncating fused nodes) this is a proof by induction; below
+//! a fused node that rounds once a binary split is refuted by the check above it (see the
+//! `known` module, which proves whole guessed trees the same way, with [`prove_shape`]).
+//! Only binary subtrees are kept as templates; a failed guess costs its probes and the
+//! subtree is built normally.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -63,7 +64,7 @@ pub(crate) struct Templates {
     pub misses: u64,
 }
 
-const NODE: u32 = 1 << 31;
+pub(crate) const NODE: u32 = 1 << 31;
 
 fn key(leaves: &mut [usize]) -> Vec<u32> {
     leaves.sort_unstable();
@@ -131,49 +132,72 @@ impl Templates {
             return Ok(None);
         };
         let base = sorted[0] as u32;
-        // per template node: (smallest leaf, size)
-        let mut info: Vec<(u32, u32)> = Vec::with_capacity(shape.len());
-        let mut probes = Vec::with_capacity(shape.len());
-        let mut expected = Vec::with_capacity(shape.len());
-        for kids in shape {
-            let side = |c: u32, info: &Vec<(u32, u32)>| {
-                if c & NODE != 0 {
-                    info[(c & !NODE) as usize]
-                } else {
-                    (c + base, 1)
-                }
-            };
-            let (a, sa) = side(kids[0], &info);
-            let (b, sb) = side(kids[1], &info);
-            probes.push(Probe {
-                plus: a as usize,
-                minus: b as usize,
-            });
-            expected.push(sa + sb);
-            info.push((a.min(b), sa + sb));
+        let proved = prove_shape(prober, arena, shape, base)?;
+        match proved {
+            Some(_) => self.hits += 1,
+            None => self.misses += 1,
         }
-        let answers = prober.ask(&probes)?;
-        if answers
+        Ok(proved)
+    }
+}
+
+/// Nodes proved before the rest, so a wrong guess costs few probes.
+const SAMPLE: usize = 32;
+
+/// Prove the binary `shape` (post-order; a child is a leaf offset from `base`, or
+/// `NODE | k` for inner node `k`) against the target with one probe per inner node, a
+/// sample first; on success its nodes are added to `arena` and the root is returned.
+pub(crate) fn prove_shape<T: ProbeFloat, X: Target<T>>(
+    prober: &mut Prober<T, X>,
+    arena: &mut Arena,
+    shape: &[[u32; 2]],
+    base: u32,
+) -> Result<Option<u32>, RevealError> {
+    // per inner node: (smallest leaf, size)
+    let mut info: Vec<(u32, u32)> = Vec::with_capacity(shape.len());
+    let mut probes = Vec::with_capacity(shape.len());
+    let mut expected = Vec::with_capacity(shape.len());
+    for kids in shape {
+        let side = |c: u32, info: &Vec<(u32, u32)>| {
+            if c & NODE != 0 {
+                info[(c & !NODE) as usize]
+            } else {
+                (c + base, 1)
+            }
+        };
+        let (a, sa) = side(kids[0], &info);
+        let (b, sb) = side(kids[1], &info);
+        probes.push(Probe {
+            plus: a as usize,
+            minus: b as usize,
+        });
+        expected.push(sa + sb);
+        info.push((a.min(b), sa + sb));
+    }
+    let step = (shape.len() / SAMPLE).max(1);
+    let (sample, rest): (Vec<usize>, Vec<usize>) = (0..shape.len()).partition(|k| k % step == 0);
+    for part in [sample, rest] {
+        let asked: Vec<Probe> = part.iter().map(|&k| probes[k]).collect();
+        let answers = prober.ask(&asked)?;
+        if part
             .iter()
-            .zip(&expected)
-            .any(|(got, want)| *got != Some(*want))
+            .zip(&answers)
+            .any(|(&k, got)| *got != Some(expected[k]))
         {
-            self.misses += 1;
             return Ok(None);
         }
-        self.hits += 1;
-        let mut ids: Vec<u32> = Vec::with_capacity(shape.len());
-        for kids in shape {
-            let id = |c: u32| {
-                if c & NODE != 0 {
-                    ids[(c & !NODE) as usize]
-                } else {
-                    c + base
-                }
-            };
-            let node = arena.node(vec![id(kids[0]), id(kids[1])], false);
-            ids.push(node);
-        }
-        Ok(ids.last().copied())
     }
+    let mut ids: Vec<u32> = Vec::with_capacity(shape.len());
+    for kids in shape {
+        let id = |c: u32| {
+            if c & NODE != 0 {
+                ids[(c & !NODE) as usize]
+            } else {
+                c + base
+            }
+        };
+        let node = arena.node(vec![id(kids[0]), id(kids[1])], false);
+        ids.push(node);
+    }
+    Ok(ids.last().copied())
 }

@@ -3,7 +3,7 @@
 
 use super::SumTree;
 
-/// Binary inner nodes appended in post-order, flat, as [`SumTree::from_flat`] takes them.
+/// Binary inner nodes appended in post-order, flat, as [`SumTree::from_pairs`] takes them.
 struct Nodes {
     n: usize,
     kids: Vec<u32>,
@@ -23,8 +23,7 @@ impl Nodes {
     }
 
     fn finish(self) -> SumTree {
-        let starts = (0..=self.kids.len() as u32).step_by(2).collect();
-        SumTree::from_flat(self.n, starts, self.kids)
+        SumTree::from_pairs(self.n, self.kids)
     }
 
     fn chain(&mut self, leaves: impl IntoIterator<Item = usize>) -> Option<u32> {
