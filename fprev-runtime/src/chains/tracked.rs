@@ -71,6 +71,24 @@ fn joined(a: u64, b: u64) -> u64 {
     a + b + 1
 }
 
+/// `a op= b` as `a = a op b`, for tracked and plain right-hand sides.
+macro_rules! assign {
+    ($Op:ident, $op:ident, $OpAssign:ident, $op_assign:ident) => {
+        impl<T: $Op<Output = T> + Copy> $OpAssign for Tracked<T> {
+            #[inline]
+            fn $op_assign(&mut self, rhs: Tracked<T>) {
+                *self = (*self).$op(rhs);
+            }
+        }
+        impl<T: $Op<Output = T> + Copy> $OpAssign<T> for Tracked<T> {
+            #[inline]
+            fn $op_assign(&mut self, rhs: T) {
+                *self = (*self).$op(rhs);
+            }
+        }
+    };
+}
+
 macro_rules! additive {
     ($Op:ident, $op:ident, $OpAssign:ident, $op_assign:ident) => {
         impl<T: $Op<Output = T>> $Op for Tracked<T> {
@@ -93,18 +111,7 @@ macro_rules! additive {
                 }
             }
         }
-        impl<T: $Op<Output = T> + Copy> $OpAssign for Tracked<T> {
-            #[inline]
-            fn $op_assign(&mut self, rhs: Tracked<T>) {
-                *self = (*self).$op(rhs);
-            }
-        }
-        impl<T: $Op<Output = T> + Copy> $OpAssign<T> for Tracked<T> {
-            #[inline]
-            fn $op_assign(&mut self, rhs: T) {
-                *self = (*self).$op(rhs);
-            }
-        }
+        assign!($Op, $op, $OpAssign, $op_assign);
     };
 }
 
@@ -124,18 +131,7 @@ macro_rules! multiplicative {
                 Tracked::new(self.value.$op(rhs))
             }
         }
-        impl<T: $Op<Output = T> + Copy> $OpAssign for Tracked<T> {
-            #[inline]
-            fn $op_assign(&mut self, rhs: Tracked<T>) {
-                *self = (*self).$op(rhs);
-            }
-        }
-        impl<T: $Op<Output = T> + Copy> $OpAssign<T> for Tracked<T> {
-            #[inline]
-            fn $op_assign(&mut self, rhs: T) {
-                *self = (*self).$op(rhs);
-            }
-        }
+        assign!($Op, $op, $OpAssign, $op_assign);
     };
 }
 
