@@ -9,9 +9,10 @@
 //! FPREV_TABLE_ORDERS=numpy-pairwise FPREV_TABLE_LOG2=13,17 cargo run --release --example reveal_table
 //! ```
 //!
-//! Times are medians of several runs; the bare call is the median of many calls of the
-//! target on one input; calls are probes plus the replay checks. A ratio near 1.0 means
-//! the engine adds nothing to the target's own cost. `par` reveals with `run_sync`
+//! Times are medians of several runs; calls are probes plus the replay checks. Before each
+//! run the bare call is timed over as many back-to-back calls on one input (the machine's
+//! speed drifts), and the ratio is the median over runs of wall / (calls x bare): near 1.0
+//! means the engine adds nothing to the target's own cost. `par` reveals with `run_sync`
 //! (probes of a batch answered on every core).
 
 use std::time::{Duration, Instant};
@@ -29,18 +30,16 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v[v.len() / 2]
 }
 
-fn bare_call(f: &dyn Fn(&[f32]) -> f32, n: usize) -> Duration {
+/// Time of one bare call, from a block of `calls` back-to-back calls on one input (at
+/// most about 0.2 s of them).
+fn bare_call(f: &dyn Fn(&[f32]) -> f32, n: usize, calls: u64) -> Duration {
     let x = vec![1.0f32; n];
-    let reps = (2_000_000 / n).clamp(20, 20_000);
-    let mut samples = Vec::new();
-    for _ in 0..7 {
-        let t = Instant::now();
-        for _ in 0..reps {
-            std::hint::black_box(f(std::hint::black_box(&x)));
-        }
-        samples.push(t.elapsed() / reps as u32);
+    let reps = calls.clamp(20, (200_000_000 / n as u64).max(20));
+    let t = Instant::now();
+    for _ in 0..reps {
+        std::hint::black_box(f(std::hint::black_box(&x)));
     }
-    median(samples)
+    t.elapsed() / reps as u32
 }
 
 struct Row {
@@ -50,6 +49,8 @@ struct Row {
     wall: Duration,
     calls: u64,
     bare: Duration,
+    /// Median over runs of wall / (calls x bare), each bare timed right before its run.
+    ratio: f64,
     par: bool,
 }
 
@@ -68,12 +69,9 @@ fn measure(
     f: &(dyn Fn(&[f32]) -> f32 + Sync),
     method: Method,
     par: bool,
-    bare: Duration,
 ) -> Row {
-    let runs = if n >= 1 << 14 { 3 } else { 5 };
-    let mut walls = Vec::new();
-    let mut calls = 0;
-    for run in 0..runs {
+    let runs = if n >= 1 << 14 { 3 } else { 7 };
+    let reveal = |run: u64| {
         let r = match method {
             Method::Default => Reveal::new(n),
             Method::Search(pivot) => Reveal::new(n).known_orders(false).pivot(pivot),
@@ -86,10 +84,23 @@ fn measure(
         } else {
             r.run_target(FnTarget(f))
         };
-        walls.push(t.elapsed());
+        let wall = t.elapsed();
         let report = report.unwrap_or_else(|e| panic!("{order} n={n}: {e}"));
-        calls = report.probes + report.replays;
+        (wall, report.probes + report.replays)
+    };
+    // The machine's speed drifts: time the bare calls right before each run, so every
+    // ratio compares times taken moments apart. A first run warms up and counts calls.
+    let (_, mut calls) = reveal(0);
+    let (mut walls, mut bares, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for run in 0..runs {
+        let bare = bare_call(f, n, calls);
+        let (wall, c) = reveal(run);
+        calls = c;
+        ratios.push(wall.as_secs_f64() / (bare.as_secs_f64() * c as f64));
+        walls.push(wall);
+        bares.push(bare);
     }
+    ratios.sort_by(f64::total_cmp);
     let how = match method {
         Method::Default => "default",
         Method::Search(Pivot::Smallest) => "search/smallest",
@@ -102,7 +113,8 @@ fn measure(
         how,
         wall: median(walls),
         calls,
-        bare,
+        bare: median(bares),
+        ratio: ratios[ratios.len() / 2],
         par,
     }
 }
@@ -145,7 +157,6 @@ fn main() {
             if only.as_ref().is_some_and(|o| !o.iter().any(|x| x == name)) {
                 continue;
             }
-            let bare = bare_call(f, n);
             let mut methods = vec![
                 (Method::Default, false),
                 (Method::Search(Pivot::Random), false),
@@ -161,14 +172,13 @@ fn main() {
                 methods.push((Method::Basic, false));
             }
             for (method, par) in methods {
-                rows.push(measure(name, n, f, method, par, bare));
+                rows.push(measure(name, n, f, method, par));
             }
         }
     }
     println!("| order | n | method | wall (median) | calls | bare call | wall / (calls x bare) |");
     println!("|---|---:|---|---:|---:|---:|---:|");
     for r in rows {
-        let ideal = r.bare.as_secs_f64() * r.calls as f64;
         println!(
             "| {} | {} | {}{} | {:.3} ms | {} | {:.2} us | {:.2} |",
             r.order,
@@ -178,7 +188,7 @@ fn main() {
             r.wall.as_secs_f64() * 1e3,
             r.calls,
             r.bare.as_secs_f64() * 1e6,
-            r.wall.as_secs_f64() / ideal
+            r.ratio
         );
     }
 }

@@ -114,7 +114,7 @@ impl SumTree {
             let left = if k == 1 { 0 } else { n + k - 2 };
             kids.extend([left as u32, k as u32]);
         }
-        Self::from_pairs(n, kids)
+        Self::from_canonical_pairs(n, kids)
     }
 
     /// Balanced pairwise summation: split at `n/2`, sum both halves, add them.
@@ -142,7 +142,7 @@ impl SumTree {
                 results.push((n + kids.len() / 2 - 1) as u32);
             }
         }
-        Self::from_pairs(n, kids)
+        Self::from_canonical_pairs(n, kids)
     }
 
     /// One fused node over all `n` inputs: an exact, order-independent sum.
@@ -229,28 +229,36 @@ impl SumTree {
         Self::from_flat(n, starts, kids)
     }
 
+    /// Binary nodes already canonical (ids in post-order, children ordered by smallest
+    /// leaf), as the shape builders emit them: no renumbering, which costs more than a
+    /// cheap target's call per node. Debug builds check the claim.
+    pub(crate) fn from_canonical_pairs(n: usize, kids: Vec<u32>) -> SumTree {
+        let tree = SumTree {
+            leaves: n as u32,
+            child_start: (0..=kids.len() as u32).step_by(2).collect(),
+            children: kids,
+        };
+        debug_assert!({
+            let canonical = Self::from_pairs(n, tree.children.clone());
+            canonical.children == tree.children && canonical.child_start == tree.child_start
+        });
+        tree
+    }
+
     /// [`from_raw`](Self::from_raw) with the child lists flat: node `n + k` has children
     /// `kids[starts[k]..starts[k + 1]]`.
     pub(crate) fn from_flat(n: usize, starts: Vec<u32>, mut kids: Vec<u32>) -> SumTree {
         let inner = starts.len() - 1;
         let total = n + inner;
-        let range = |k: usize| starts[k] as usize..starts[k + 1] as usize;
-        let mut named = vec![false; total];
-        for &c in &kids {
-            named[c as usize] = true;
-        }
-        let root = (0..total).rev().find(|&i| !named[i]).unwrap_or(0);
-        // smallest leaf under each node (children precede parents in raw ids)
+        // Arrays indexed by raw id, leaves included, so the passes below run without
+        // branching on leaf or node (they were a visible cost for cheap targets).
+        // Bottom-up (raw ids put children before parents, the root last): the smallest
+        // leaf orders the children; inner nodes and child slots per subtree come along.
         let mut min_leaf: Vec<u32> = (0..total as u32).collect();
+        let mut sub_inner = vec![0u32; total];
+        let mut sub_slots = vec![0u32; total];
         for k in 0..inner {
-            min_leaf[n + k] = kids[range(k)]
-                .iter()
-                .map(|&c| min_leaf[c as usize])
-                .min()
-                .unwrap_or(0);
-        }
-        for k in 0..inner {
-            let r = range(k);
+            let r = starts[k] as usize..starts[k + 1] as usize;
             let node = &mut kids[r];
             if let [a, b] = node {
                 if min_leaf[*b as usize] < min_leaf[*a as usize] {
@@ -259,33 +267,46 @@ impl SumTree {
             } else {
                 node.sort_unstable_by_key(|&c| min_leaf[c as usize]);
             }
-        }
-        // post-order renumbering, iterative
-        let mut new_id = vec![u32::MAX; total];
-        let mut child_start = Vec::with_capacity(inner + 1);
-        child_start.push(0u32);
-        let mut children = Vec::with_capacity(kids.len());
-        let mut stack: Vec<(usize, usize)> = vec![(root, 0)];
-        let mut next = n as u32;
-        while let Some(&mut (node, ref mut idx)) = stack.last_mut() {
-            if node < n {
-                new_id[node] = node as u32;
-                stack.pop();
-                continue;
+            let (mut nodes, mut slots) = (1, node.len() as u32);
+            for &c in node.iter() {
+                nodes += sub_inner[c as usize];
+                slots += sub_slots[c as usize];
             }
-            let r = range(node - n);
-            if *idx < r.len() {
-                let c = kids[r.start + *idx] as usize;
-                *idx += 1;
-                stack.push((c, 0));
-            } else {
-                for &c in &kids[r] {
-                    children.push(new_id[c as usize]);
+            min_leaf[n + k] = min_leaf[node[0] as usize];
+            sub_inner[n + k] = nodes;
+            sub_slots[n + k] = slots;
+        }
+        // Top-down: in post-order a subtree's inner nodes and child slots are contiguous,
+        // its children's first and its own last, so offsets place every node.
+        let mut first = vec![(0u32, 0u32); total];
+        for k in (0..inner).rev() {
+            let (mut node, mut slot) = first[n + k];
+            for &c in &kids[starts[k] as usize..starts[k + 1] as usize] {
+                first[c as usize] = (node, slot);
+                node += sub_inner[c as usize];
+                slot += sub_slots[c as usize];
+            }
+            // now the node's own post-order index and the start of its own child list
+            first[n + k] = (node, slot);
+        }
+        let new_id: Vec<u32> = (0..total)
+            .map(|v| {
+                if v < n {
+                    v as u32
+                } else {
+                    n as u32 + first[v].0
                 }
-                child_start.push(children.len() as u32);
-                new_id[node] = next;
-                next += 1;
-                stack.pop();
+            })
+            .collect();
+        let mut child_start = vec![0u32; inner + 1];
+        let mut children = vec![0u32; kids.len()];
+        child_start[inner] = kids.len() as u32;
+        for k in 0..inner {
+            let (q, slot) = first[n + k];
+            child_start[q as usize] = slot;
+            let own = &kids[starts[k] as usize..starts[k + 1] as usize];
+            for (d, &c) in own.iter().enumerate() {
+                children[slot as usize + d] = new_id[c as usize];
             }
         }
         SumTree {
@@ -320,6 +341,14 @@ impl SumTree {
         // one buffer for leaves and inner nodes: node ids index it directly
         let mut vals: Vec<T> = Vec::with_capacity(n + self.inner_count());
         vals.extend_from_slice(x);
+        if self.children.len() == 2 * self.inner_count() {
+            // all binary: node n + k adds slots 2k and 2k + 1
+            for pair in self.children.chunks_exact(2) {
+                let v = vals[pair[0] as usize].add(vals[pair[1] as usize]);
+                vals.push(v);
+            }
+            return vals[n + self.inner_count() - 1];
+        }
         let mut scratch: Vec<T> = Vec::new();
         for w in self.child_start.windows(2) {
             let kids = &self.children[w[0] as usize..w[1] as usize];

@@ -6,7 +6,7 @@ use crate::tree::SumTree;
 
 pub(crate) struct Arena {
     pub n: usize,
-    kids: Vec<Vec<u32>>,
+    kids: Vec<Kids>,
     /// Fused node whose probes lose every unit under it (aligned-and-truncated adders).
     pub trunc: Vec<bool>,
     pub parent: Vec<u32>,
@@ -14,6 +14,22 @@ pub(crate) struct Arena {
 }
 
 pub(crate) const NONE: u32 = u32::MAX;
+
+/// Children of one inner node: most nodes are binary, and keeping those inline spares an
+/// allocation per node (a visible share of a cheap target's reveal).
+enum Kids {
+    Pair([u32; 2]),
+    Many(Vec<u32>),
+}
+
+impl Kids {
+    fn as_slice(&self) -> &[u32] {
+        match self {
+            Kids::Pair(p) => p,
+            Kids::Many(v) => v,
+        }
+    }
+}
 
 impl Arena {
     pub fn new(n: usize) -> Arena {
@@ -26,13 +42,16 @@ impl Arena {
         }
     }
 
-    pub fn node(&mut self, kids: Vec<u32>, trunc: bool) -> u32 {
+    pub fn node(&mut self, kids: &[u32], trunc: bool) -> u32 {
         let id = (self.n + self.kids.len()) as u32;
         let size = kids.iter().map(|&c| self.size[c as usize]).sum();
-        for &c in &kids {
+        for &c in kids {
             self.parent[c as usize] = id;
         }
-        self.kids.push(kids);
+        self.kids.push(match *kids {
+            [a, b] => Kids::Pair([a, b]),
+            _ => Kids::Many(kids.to_vec()),
+        });
         self.trunc.push(trunc);
         self.parent.push(NONE);
         self.size.push(size);
@@ -41,20 +60,27 @@ impl Arena {
 
     /// Children of an inner node.
     pub fn kids(&self, node: u32) -> &[u32] {
-        &self.kids[node as usize - self.n]
+        self.kids[node as usize - self.n].as_slice()
     }
 
     /// Add `child` under `node` (growing a fused node).
     pub fn adopt(&mut self, node: u32, child: u32) {
         self.parent[child as usize] = node;
         self.size[node as usize] += self.size[child as usize];
-        self.kids[node as usize - self.n].push(child);
+        let kids = &mut self.kids[node as usize - self.n];
+        match kids {
+            Kids::Pair([a, b]) => *kids = Kids::Many(vec![*a, *b, child]),
+            Kids::Many(v) => v.push(child),
+        }
     }
 
     /// Move every child of `from` under `into`; `from` is left empty and unreachable.
     pub fn absorb(&mut self, into: u32, from: u32) {
-        let moved = std::mem::take(&mut self.kids[from as usize - self.n]);
-        for c in moved {
+        let moved = std::mem::replace(
+            &mut self.kids[from as usize - self.n],
+            Kids::Many(Vec::new()),
+        );
+        for &c in moved.as_slice() {
             self.adopt(into, c);
         }
         self.size[from as usize] = 0;
@@ -86,7 +112,7 @@ impl Arena {
             if (v as usize) < self.n {
                 out.push(v as usize);
             } else {
-                stack.extend_from_slice(&self.kids[v as usize - self.n]);
+                stack.extend_from_slice(self.kids(v));
             }
         }
         out
@@ -142,7 +168,7 @@ impl Arena {
                 stack.pop();
                 continue;
             }
-            let kids = &self.kids[v as usize - self.n];
+            let kids = self.kids(v);
             if *idx < kids.len() {
                 let c = kids[*idx];
                 *idx += 1;
@@ -160,7 +186,7 @@ impl Arena {
         starts.push(0u32);
         let mut kids = Vec::with_capacity(2 * order.len());
         for &v in &order {
-            for &c in &self.kids[v as usize - self.n] {
+            for &c in self.kids(v) {
                 kids.push(if (c as usize) < self.n {
                     c
                 } else {

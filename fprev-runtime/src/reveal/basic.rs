@@ -85,9 +85,9 @@ pub(crate) fn build<T: ProbeFloat, X: Target<T>>(
         } else if ox.is_some() || oy.is_some() {
             return Err(inconsistent(i, j, l, sx, sy));
         } else if sx + sy == l {
-            arena.node(vec![x, y], false)
+            arena.node(&[x, y], false)
         } else if sx + sy < l {
-            let v = arena.node(vec![x, y], true);
+            let v = arena.node(&[x, y], true);
             open.insert(v, l);
             v
         } else {

@@ -100,7 +100,7 @@ impl Frame {
         if !self.open.is_empty() {
             let mut kids = vec![self.base];
             kids.append(&mut self.open);
-            self.base = arena.node(kids, false);
+            self.base = arena.node(&kids, false);
             self.base_size += self.open_size;
             self.open_size = 0;
         }
@@ -162,7 +162,7 @@ pub(crate) fn build<T: ProbeFloat, X: Target<T>>(
                 Join::Truncating => {
                     let mut kids = vec![top.base];
                     kids.extend(p.built);
-                    top.base = arena.node(kids, true);
+                    top.base = arena.node(&kids, true);
                     top.base_size += p.size;
                 }
             }

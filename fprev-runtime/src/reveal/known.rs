@@ -15,11 +15,11 @@
 //! follow every reveal check the bits again. A failed proof costs its probes and the
 //! search runs as if nothing had been guessed.
 
-use super::arena::Arena;
 use super::error::RevealError;
 use super::naive::random_input_in;
 use super::prober::Prober;
 use super::template::{prove_shape, NODE};
+use super::verify::Answered;
 use crate::float::ProbeFloat;
 use crate::orders;
 use crate::target::Target;
@@ -46,75 +46,88 @@ fn catalogue<T: ProbeFloat>() -> [Known<T>; 4] {
     ]
 }
 
-/// A proved guess: its name, its root in the arena, and the tree itself.
+/// A proved guess: its name and the tree itself.
 pub(crate) struct Recognized {
     pub name: String,
-    pub root: u32,
     pub tree: SumTree,
+}
+
+/// What the guesses found: the proved one, if any, and the filter's random inputs with
+/// the target's answers (the verification replays reuse them).
+pub(crate) struct Guesses<T> {
+    pub recognized: Option<Recognized>,
+    pub answered: Vec<Answered<T>>,
 }
 
 /// The first guess (the hints, then the catalogue when `known`) whose replay matches the
 /// target and whose proof holds.
 pub(crate) fn recognize<T: ProbeFloat, X: Target<T>>(
     prober: &mut Prober<T, X>,
-    arena: &mut Arena,
     hints: &[(String, SumTree)],
     known: bool,
     seed: u64,
-) -> Result<Option<Recognized>, RevealError> {
+) -> Result<Guesses<T>, RevealError> {
     let n = prober.n;
     let known = known && n >= MIN_N;
+    let mut guesses = Guesses {
+        recognized: None,
+        answered: Vec::new(),
+    };
     if prober.needs_windows() || (hints.is_empty() && !known) {
-        return Ok(None);
+        return Ok(guesses);
     }
     let input = prober.target.input_format().unwrap_or(T::FORMAT);
     // Two inputs, exponents spread wide (`seed % 3 == 0`) and narrow (`== 2`, more
     // cancellation): different orders rarely agree on both.
     let base = (seed ^ 0x6E55_0000) / 3 * 3;
-    let xs = [base, base + 2].map(|s| random_input_in::<T>(input, n, s));
-    let mut want = [0u64; 2];
-    for (w, x) in want.iter_mut().zip(&xs) {
-        *w = prober.call(x)?.to_bits_u64();
+    for input_seed in [base, base + 2] {
+        let x = random_input_in::<T>(input, n, input_seed);
+        let answer = prober.call(&x)?;
+        guesses.answered.push(Answered {
+            seed: input_seed,
+            input: x,
+            answer,
+        });
     }
+    let answered = &guesses.answered;
     let matches = |sum: &dyn Fn(&[T]) -> T| {
-        xs.iter()
-            .zip(&want)
-            .all(|(x, w)| sum(x).to_bits_u64() == *w)
+        answered
+            .iter()
+            .all(|a| sum(&a.input).to_bits_u64() == a.answer.to_bits_u64())
     };
+    let mut found = None;
     for (name, tree) in hints {
-        if matches(&|x| tree.replay(x)) {
-            if let Some(root) = prove(prober, arena, tree)? {
-                return Ok(Some(Recognized {
-                    name: name.clone(),
-                    root,
-                    tree: tree.clone(),
-                }));
-            }
+        if matches(&|x| tree.replay(x)) && prove(prober, tree)? {
+            found = Some(Recognized {
+                name: name.clone(),
+                tree: tree.clone(),
+            });
+            break;
         }
     }
-    if known {
+    if known && found.is_none() {
         for (name, order, tree) in catalogue::<T>() {
             if matches(&order) {
                 let tree = tree(n);
-                if let Some(root) = prove(prober, arena, &tree)? {
-                    return Ok(Some(Recognized {
+                if prove(prober, &tree)? {
+                    found = Some(Recognized {
                         name: name.to_string(),
-                        root,
                         tree,
-                    }));
+                    });
+                    break;
                 }
             }
         }
     }
-    Ok(None)
+    guesses.recognized = found;
+    Ok(guesses)
 }
 
-/// Probe every inner node of the binary `tree`; on success its nodes are in `arena`.
+/// Probe every inner node of the binary `tree` (`false` for a k-ary one).
 fn prove<T: ProbeFloat, X: Target<T>>(
     prober: &mut Prober<T, X>,
-    arena: &mut Arena,
     tree: &SumTree,
-) -> Result<Option<u32>, RevealError> {
+) -> Result<bool, RevealError> {
     let n = tree.leaf_count();
     let enc = |c: u32| {
         if (c as usize) < n {
@@ -126,11 +139,11 @@ fn prove<T: ProbeFloat, X: Target<T>>(
     let mut shape = Vec::with_capacity(tree.inner_count());
     for k in 0..tree.inner_count() {
         let [a, b] = tree.children(n + k) else {
-            return Ok(None);
+            return Ok(false);
         };
         shape.push([enc(*a), enc(*b)]);
     }
-    prove_shape(prober, arena, &shape, 0)
+    prove_shape(prober, &shape, 0)
 }
 
 #[cfg(test)]
@@ -161,28 +174,46 @@ mod tests {
         assert_eq!(r.recognized, None);
     }
 
-    #[test]
-    fn a_hint_that_replays_right_but_is_wrong_is_refuted_by_its_proof() {
-        // All-equal inputs never tell orders apart, so make the target ignore its input
-        // values for the filter: a sum that is exact for the random input but not a tree.
-        let n = 32;
+    /// A target whose first two calls (the filter's) answer as sequential summation
+    /// would, and every later one as pairwise summation.
+    fn deceptive(n: usize) -> impl FnMut(&[f64]) -> f64 {
         let truth = SumTree::pairwise(n);
         let mut calls = 0u32;
-        let target = |x: &[f64]| {
+        move |x: &[f64]| {
             calls += 1;
-            // The first call is the filter: answer what the hint predicts.
-            if calls == 1 {
+            if calls <= 2 {
                 SumTree::sequential(n).replay(x)
             } else {
                 truth.replay(x)
             }
-        };
+        }
+    }
+
+    #[test]
+    fn a_hint_that_replays_right_but_is_wrong_is_refuted_by_its_proof() {
+        let n = 32;
         let r = Reveal::new(n)
             .hint(SumTree::sequential(n))
             .known_orders(false)
-            .run_target(crate::target::FnTarget(target))
+            .verify(false)
+            .run_target(crate::target::FnTarget(deceptive(n)))
             .unwrap();
-        assert_eq!(r.tree, truth);
+        assert_eq!(r.tree, SumTree::pairwise(n));
         assert_eq!(r.recognized, None);
+    }
+
+    #[test]
+    fn the_filters_answers_are_replayed_by_the_verification() {
+        // The same target, verified: the tree it is found to sum in does not reproduce
+        // its answers to the filter's inputs, so it is no plain summation.
+        let n = 32;
+        let e = Reveal::new(n)
+            .hint(SumTree::sequential(n))
+            .run_target(crate::target::FnTarget(deceptive(n)))
+            .unwrap_err();
+        assert!(
+            matches!(e, crate::RevealError::NotPlainSummation { .. }),
+            "{e}"
+        );
     }
 }

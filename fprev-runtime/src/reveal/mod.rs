@@ -258,6 +258,7 @@ impl Reveal {
         let mut arena = Arena::new(n);
         let mut recognized = None;
         let mut proved = None;
+        let mut answered = Vec::new();
         let root = if n == 1 {
             0
         } else {
@@ -265,24 +266,22 @@ impl Reveal {
                 Algorithm::Naive => naive::build(&mut prober.target, &mut arena, self.seed)?,
                 Algorithm::Basic => basic::build(&mut prober, &mut arena)?,
                 Algorithm::FPRev => {
-                    match known::recognize(
-                        &mut prober,
-                        &mut arena,
-                        &self.hints,
-                        self.known_orders,
-                        self.seed,
-                    )? {
+                    let guesses =
+                        known::recognize(&mut prober, &self.hints, self.known_orders, self.seed)?;
+                    answered = guesses.answered;
+                    match guesses.recognized {
                         Some(known) => {
                             recognized = Some(known.name);
                             proved = Some(known.tree);
-                            known.root
+                            0
                         }
                         None => fprev::build(&mut prober, &mut arena, self.pivot)?,
                     }
                 }
             }
         };
-        if arena.size[root as usize] as usize != n {
+        // A proved guess covers every input by construction; a built tree must be checked.
+        if proved.is_none() && arena.size[root as usize] as usize != n {
             return Err(RevealError::Inconsistent {
                 detail: format!(
                     "the tree covers {} of {n} inputs",
@@ -290,12 +289,20 @@ impl Reveal {
                 ),
             });
         }
-        let tree = proved.unwrap_or_else(|| arena.to_tree(root));
+        let tree = match proved {
+            Some(tree) => tree,
+            None => arena.to_tree(root),
+        };
         if n >= 3 && !self.accept_flat && tree.children(tree.root()).len() == n {
             return Err(RevealError::OrderIndependent { n });
         }
         if self.verify && n > 1 && self.algorithm != Algorithm::Naive {
-            verify::check(&mut prober, &arena, &tree, self.seed)?;
+            if recognized.is_some() {
+                let shape = verify::BinaryTree::new(&tree);
+                verify::check(&mut prober, &shape, &tree, self.seed, &answered)?;
+            } else {
+                verify::check(&mut prober, &arena, &tree, self.seed, &answered)?;
+            }
         }
         Ok(RevealReport {
             tree,

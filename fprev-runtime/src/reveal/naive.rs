@@ -117,11 +117,22 @@ pub(crate) fn random_input<T: ProbeFloat>(n: usize, seed: u64) -> Vec<T> {
 /// [`random_input`] whose values are also exact in `input` (the target's operand format,
 /// when narrower than `T`): f16 operands of an f32 accumulation get f16 values.
 pub(crate) fn random_input_in<T: ProbeFloat>(input: FloatFormat, n: usize, seed: u64) -> Vec<T> {
+    let mut x = vec![T::ZERO; n];
+    fill_random_input(input, seed, &mut x);
+    x
+}
+
+/// The bits of `1.0f64`.
+const ONE_BITS: u64 = 0x3FF0_0000_0000_0000;
+
+/// [`random_input_in`] into a buffer the caller reuses (the checks replay several inputs
+/// of the same length).
+pub(crate) fn fill_random_input<T: ProbeFloat>(input: FloatFormat, seed: u64, x: &mut [T]) {
     let fmt = T::FORMAT;
     let p = input.precision.min(fmt.precision) as i32;
     let max_exp = input.max_exp.min(fmt.max_exp);
     let min_exp = input.min_exp.max(fmt.min_exp);
-    let headroom = (usize::BITS - n.leading_zeros()) as i32 + 2;
+    let headroom = (usize::BITS - x.len().leading_zeros()) as i32 + 2;
     let top = (max_exp - headroom).min(p);
     let wide = (p + 2).min(top - min_exp);
     let spread = match seed % 3 {
@@ -129,24 +140,23 @@ pub(crate) fn random_input_in<T: ProbeFloat>(input: FloatFormat, n: usize, seed:
         1 => 1,
         _ => 3.min(wide),
     };
-    // SplitMix64 over a counter (cheap, and replays are only as good as their inputs'
-    // spread): one word gives the sign and p - 1 fraction bits, the next the binade.
+    // SplitMix64 over a counter, one word per value (cheap: replays are only as good as
+    // their inputs' spread): the top p - 1 bits are the fraction, bit 0 the sign, bits
+    // 1..=10 the binade (p <= 53 leaves them disjoint).
     let binades: Vec<f64> = (0..spread.max(1))
         .map(|k| crate::float::pow2(top - k))
         .collect();
     let frac_bits = (p - 1) as u32;
-    let frac_scale = crate::float::pow2(-(p - 1));
+    debug_assert!((1..=52).contains(&frac_bits));
     let key = splitmix64(seed);
-    (0..n as u64)
-        .map(|k| {
-            let w = splitmix64(key.wrapping_add(2 * k));
-            let b = splitmix64(key.wrapping_add(2 * k + 1)) >> 32;
-            let m = 1.0 + (w >> (64 - frac_bits)) as f64 * frac_scale;
-            let sign: f64 = if w & 1 == 0 { -1.0 } else { 1.0 };
-            let e = ((b * binades.len() as u64) >> 32) as usize;
-            T::from_f64_round(sign * m * binades[e])
-        })
-        .collect()
+    for (k, v) in x.iter_mut().enumerate() {
+        let w = splitmix64(key.wrapping_add((k as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)));
+        // 1.fraction in [1, 2), built from bits; sign and binade without branches
+        let m = f64::from_bits(ONE_BITS | ((w >> (64 - frac_bits)) << (52 - frac_bits)));
+        let e = ((((w >> 1) & 0x3FF) * binades.len() as u64) >> 10) as usize;
+        let value = f64::from_bits((m * binades[e]).to_bits() ^ ((w & 1) << 63));
+        *v = T::from_f64_round(value);
+    }
 }
 
 /// Copy a candidate into the arena, children before parents; returns its root.
@@ -170,11 +180,11 @@ fn to_arena(c: &Cand, n: usize, arena: &mut Arena) -> u32 {
     }
     let mut root = c.root as u32;
     for v in order {
-        let kids = c.kids[v as usize - n]
+        let kids: Vec<u32> = c.kids[v as usize - n]
             .iter()
             .map(|&k| ids[k as usize])
             .collect();
-        root = arena.node(kids, false);
+        root = arena.node(&kids, false);
         ids[v as usize] = root;
     }
     root

@@ -13,6 +13,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::error::RevealError;
 use crate::float::{ProbeFloat, ProbeScale};
+use crate::scramble::rng::splitmix64;
 use crate::target::{Probe, ProbeBatch, Target};
 
 /// A recorded full-window answer, kept for the determinism and consistency checks.
@@ -30,6 +31,8 @@ pub(crate) struct Prober<T: ProbeFloat, X: Target<T>> {
     pub scale: ProbeScale,
     mask: T,
     unit: T,
+    /// `1 / scale.unit`, exact (a power of two).
+    inv_unit: f64,
     background: Vec<T>,
     /// Positions that currently hold a unit.
     units: usize,
@@ -42,6 +45,7 @@ pub(crate) struct Prober<T: ProbeFloat, X: Target<T>> {
     pub rng: ChaCha8Rng,
     pub samples: Vec<Sample>,
     seen_full: u64,
+    sample_key: u64,
     out: Vec<T>,
     batch: Vec<Probe>,
 }
@@ -62,6 +66,7 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
             scale,
             mask: T::from_f64_round(scale.mask),
             unit,
+            inv_unit: 1.0 / scale.unit,
             background: vec![unit; n],
             units: n,
             windows: Vec::new(),
@@ -71,6 +76,7 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
             rng: ChaCha8Rng::seed_from_u64(seed),
             samples: Vec::new(),
             seen_full: 0,
+            sample_key: splitmix64(seed ^ 0x5A4D_0000),
             out: Vec::new(),
             batch: Vec::new(),
         })
@@ -159,8 +165,11 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
         if !v.is_finite() {
             return Err(RevealError::NonFinite { probe, value: v });
         }
-        let f = v / self.scale.unit;
-        if f.fract() != 0.0 {
+        // `unit` is a power of two: the product is exact. Beyond 2^53 every float is a
+        // whole number (and out of range below); under it the integer cast is exact,
+        // which is cheaper than `fract` (a libm call on baseline x86-64).
+        let f = v * self.inv_unit;
+        if f.abs() < 9_007_199_254_740_992.0 && (f as i64) as f64 != f {
             return Err(RevealError::NotInteger {
                 probe,
                 value: v,
@@ -194,9 +203,12 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
         if self.samples.len() < RESERVOIR {
             self.samples.push(s);
         } else {
-            let k = self.rng.random_range(0..self.seen_full);
-            if (k as usize) < RESERVOIR {
-                self.samples[k as usize] = s;
+            // uniform in 0..seen_full by multiply-high of a SplitMix64 word: a ChaCha draw
+            // per answer was a visible cost for cheap targets
+            let w = splitmix64(self.sample_key ^ self.seen_full);
+            let k = ((u128::from(w) * u128::from(self.seen_full)) >> 64) as usize;
+            if k < RESERVOIR {
+                self.samples[k] = s;
             }
         }
     }

@@ -132,12 +132,24 @@ impl Templates {
             return Ok(None);
         };
         let base = sorted[0] as u32;
-        let proved = prove_shape(prober, arena, shape, base)?;
-        match proved {
-            Some(_) => self.hits += 1,
-            None => self.misses += 1,
+        if !prove_shape(prober, shape, base)? {
+            self.misses += 1;
+            return Ok(None);
         }
-        Ok(proved)
+        self.hits += 1;
+        let mut ids: Vec<u32> = Vec::with_capacity(shape.len());
+        for kids in shape {
+            let id = |c: u32| {
+                if c & NODE != 0 {
+                    ids[(c & !NODE) as usize]
+                } else {
+                    c + base
+                }
+            };
+            let node = arena.node(&[id(kids[0]), id(kids[1])], false);
+            ids.push(node);
+        }
+        Ok(ids.last().copied())
     }
 }
 
@@ -146,13 +158,12 @@ const SAMPLE: usize = 32;
 
 /// Prove the binary `shape` (post-order; a child is a leaf offset from `base`, or
 /// `NODE | k` for inner node `k`) against the target with one probe per inner node, a
-/// sample first; on success its nodes are added to `arena` and the root is returned.
+/// sample first.
 pub(crate) fn prove_shape<T: ProbeFloat, X: Target<T>>(
     prober: &mut Prober<T, X>,
-    arena: &mut Arena,
     shape: &[[u32; 2]],
     base: u32,
-) -> Result<Option<u32>, RevealError> {
+) -> Result<bool, RevealError> {
     // per inner node: (smallest leaf, size)
     let mut info: Vec<(u32, u32)> = Vec::with_capacity(shape.len());
     let mut probes = Vec::with_capacity(shape.len());
@@ -175,29 +186,22 @@ pub(crate) fn prove_shape<T: ProbeFloat, X: Target<T>>(
         info.push((a.min(b), sa + sb));
     }
     let step = (shape.len() / SAMPLE).max(1);
-    let (sample, rest): (Vec<usize>, Vec<usize>) = (0..shape.len()).partition(|k| k % step == 0);
-    for part in [sample, rest] {
-        let asked: Vec<Probe> = part.iter().map(|&k| probes[k]).collect();
+    for sample in [true, false] {
+        let (asked, want): (Vec<Probe>, Vec<u32>) = (0..shape.len())
+            .step_by(step)
+            .flat_map(|s| {
+                if sample {
+                    s..s + 1
+                } else {
+                    s + 1..(s + step).min(shape.len())
+                }
+            })
+            .map(|k| (probes[k], expected[k]))
+            .unzip();
         let answers = prober.ask(&asked)?;
-        if part
-            .iter()
-            .zip(&answers)
-            .any(|(&k, got)| *got != Some(expected[k]))
-        {
-            return Ok(None);
+        if answers.iter().zip(&want).any(|(got, w)| *got != Some(*w)) {
+            return Ok(false);
         }
     }
-    let mut ids: Vec<u32> = Vec::with_capacity(shape.len());
-    for kids in shape {
-        let id = |c: u32| {
-            if c & NODE != 0 {
-                ids[(c & !NODE) as usize]
-            } else {
-                c + base
-            }
-        };
-        let node = arena.node(vec![id(kids[0]), id(kids[1])], false);
-        ids.push(node);
-    }
-    Ok(ids.last().copied())
+    Ok(true)
 }

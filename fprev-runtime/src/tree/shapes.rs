@@ -7,6 +7,8 @@ use super::SumTree;
 struct Nodes {
     n: usize,
     kids: Vec<u32>,
+    /// Smallest leaf under each node, so children are stored in canonical order.
+    min_leaf: Vec<u32>,
 }
 
 impl Nodes {
@@ -14,16 +16,21 @@ impl Nodes {
         Nodes {
             n,
             kids: Vec::with_capacity(2 * n),
+            min_leaf: (0..n as u32).collect(),
         }
     }
 
     fn add(&mut self, a: u32, b: u32) -> u32 {
-        self.kids.extend([a, b]);
+        let (ma, mb) = (self.min_leaf[a as usize], self.min_leaf[b as usize]);
+        self.kids.extend(if ma <= mb { [a, b] } else { [b, a] });
+        self.min_leaf.push(ma.min(mb));
         (self.n + self.kids.len() / 2 - 1) as u32
     }
 
+    /// The tree; the builders add nodes in canonical post-order (each subtree right after
+    /// the subtrees of smaller leaves), so no renumbering is needed.
     fn finish(self) -> SumTree {
-        SumTree::from_pairs(self.n, self.kids)
+        SumTree::from_canonical_pairs(self.n, self.kids)
     }
 
     fn chain(&mut self, leaves: impl IntoIterator<Item = usize>) -> Option<u32> {
@@ -74,12 +81,19 @@ impl SumTree {
                 }
                 Step::Visit(lo, len) if len <= 128 => {
                     let full = len - len % 8;
-                    let lanes: Vec<u32> = (0..8)
-                        .filter_map(|k| b.chain((lo + k..lo + full).step_by(8)))
-                        .collect();
-                    let (l01, l23) = (b.add(lanes[0], lanes[1]), b.add(lanes[2], lanes[3]));
-                    let (l45, l67) = (b.add(lanes[4], lanes[5]), b.add(lanes[6], lanes[7]));
-                    let (lo4, hi4) = (b.add(l01, l23), b.add(l45, l67));
+                    // lanes built and joined in post-order: ((l0+l1)+(l2+l3))+((l4+l5)+(l6+l7))
+                    let lane = |b: &mut Nodes, k: usize| {
+                        b.chain((lo + k..lo + full).step_by(8)).unwrap_or(0)
+                    };
+                    let quad = |b: &mut Nodes, k: usize| {
+                        let (l0, l1) = (lane(b, k), lane(b, k + 1));
+                        let low = b.add(l0, l1);
+                        let (l2, l3) = (lane(b, k + 2), lane(b, k + 3));
+                        let high = b.add(l2, l3);
+                        b.add(low, high)
+                    };
+                    let lo4 = quad(&mut b, 0);
+                    let hi4 = quad(&mut b, 4);
                     let mut res = b.add(lo4, hi4);
                     for leaf in lo + full..lo + len {
                         res = b.add(res, leaf as u32);
