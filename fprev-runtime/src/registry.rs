@@ -46,12 +46,12 @@ pub use check::{check_registered, Check, CheckError, CheckOutcome, CheckSummary,
 
 /// Environment variable: `1` rewrites every pinned order with the one revealed now.
 /// Default: unset (pin only orders that have no file yet).
-pub const FPREV_BLESS: &str = "FPREV_BLESS";
+pub const FPREV_BLESS: &str = crate::scramble::vars::FPREV_BLESS;
 
 /// Environment variable: the directory pinned orders live in. Default:
 /// `$CARGO_MANIFEST_DIR/fprev-orders` (the package whose test runs), else
 /// `./fprev-orders`.
-pub const FPREV_ORDERS_DIR: &str = "FPREV_ORDERS_DIR";
+pub const FPREV_ORDERS_DIR: &str = crate::scramble::vars::FPREV_ORDERS_DIR;
 
 /// The operation a registered function computes, which decides how it is probed.
 #[non_exhaustive]

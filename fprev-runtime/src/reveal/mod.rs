@@ -150,6 +150,11 @@ impl Reveal {
     }
 
     /// Re-ask sampled probes and replay the tree against the target (default on).
+    ///
+    /// The replays sum seeded random inputs in the tree's order and compare bits with the
+    /// target: at least 4096 values in all, over 2 to 8 inputs (8 for `n <= 512`, 2 from
+    /// `n = 2048`). The known-order filter's two inputs, already answered by the target,
+    /// are replayed first, so a recognized order with `n >= 2048` needs no further call.
     pub fn verify(mut self, on: bool) -> Reveal {
         self.verify = on;
         self

@@ -33,6 +33,22 @@ pub mod vars {
     pub const FPREV_MAX_N: &str = "FPREV_MAX_N";
     /// Read by the exact-sum module.
     pub const FPREV_EXACT_N: &str = "FPREV_EXACT_N";
+    /// Where pinned orders live (read by the registry checks).
+    pub const FPREV_ORDERS_DIR: &str = "FPREV_ORDERS_DIR";
+    /// Makes the CUDA tests fail instead of skipping when no GPU or driver is found.
+    pub const FPREV_CUDA_REQUIRED: &str = "FPREV_CUDA_REQUIRED";
+    /// Runs of the `exact_table` example.
+    pub const FPREV_EXACT_REPS: &str = "FPREV_EXACT_REPS";
+    /// Sizes and orders of the `reveal_table` example.
+    pub const FPREV_TABLE_MAX_LOG2: &str = "FPREV_TABLE_MAX_LOG2";
+    /// Sizes of the `reveal_table` example, as log2 values.
+    pub const FPREV_TABLE_LOG2: &str = "FPREV_TABLE_LOG2";
+    /// Orders of the `reveal_table` example.
+    pub const FPREV_TABLE_ORDERS: &str = "FPREV_TABLE_ORDERS";
+    /// Set by a test for the child process it spawns.
+    pub const FPREV_TEST_CHILD: &str = "FPREV_TEST_CHILD";
+    /// Set by the fake-driver CUDA test for the library it loads.
+    pub const FPREV_TEST_FAKE_DRIVER_EXPECT: &str = "FPREV_TEST_FAKE_DRIVER_EXPECT";
 
     /// Every `FPREV_*` variable some fprev module reads; any other one gets a warning.
     pub const KNOWN: &[&str] = &[
@@ -46,6 +62,14 @@ pub mod vars {
         FPREV_PROPTEST_CASES,
         FPREV_MAX_N,
         FPREV_EXACT_N,
+        FPREV_ORDERS_DIR,
+        FPREV_CUDA_REQUIRED,
+        FPREV_EXACT_REPS,
+        FPREV_TABLE_MAX_LOG2,
+        FPREV_TABLE_LOG2,
+        FPREV_TABLE_ORDERS,
+        FPREV_TEST_CHILD,
+        FPREV_TEST_FAKE_DRIVER_EXPECT,
     ];
 }
 
