@@ -85,32 +85,31 @@ impl Templates {
         if self.shapes.contains_key(&k) {
             return;
         }
-        // post-order walk, children before parents
+        // post-order walk, children before parents; each finished child leaves its
+        // encoding on `done`, so a node finds its children's there (no id map)
         let mut shape: Vec<[u32; 2]> = Vec::with_capacity(size - 1);
-        let mut index: FastMap<u32, u32> = FastMap::default();
+        let mut done: Vec<u32> = Vec::with_capacity(size);
         let mut stack: Vec<(u32, bool)> = vec![(root, false)];
-        while let Some((v, done)) = stack.pop() {
+        while let Some((v, expanded)) = stack.pop() {
             if (v as usize) < arena.n {
+                done.push(v - base);
                 continue;
             }
             let kids = arena.kids(v);
             if kids.len() != 2 {
                 return;
             }
-            if done {
-                let enc = |c: u32| {
-                    if (c as usize) < arena.n {
-                        c - base
-                    } else {
-                        NODE | index[&c]
-                    }
+            if expanded {
+                let (Some(b), Some(a)) = (done.pop(), done.pop()) else {
+                    return;
                 };
-                shape.push([enc(kids[0]), enc(kids[1])]);
-                index.insert(v, shape.len() as u32 - 1);
+                shape.push([a, b]);
+                done.push(NODE | (shape.len() as u32 - 1));
             } else {
+                // kids[0] is finished first, so its encoding sits below kids[1]'s
                 stack.push((v, true));
-                stack.push((kids[0], false));
                 stack.push((kids[1], false));
+                stack.push((kids[0], false));
             }
         }
         self.shapes.insert(k, shape);
