@@ -71,6 +71,14 @@ pub trait ProbeFloat:
     fn add(self, other: Self) -> Self;
     /// The raw bits, widened, so results can be compared bit for bit.
     fn to_bits_u64(self) -> u64;
+    /// The value with these raw bits (the low ones; the inverse of
+    /// [`to_bits_u64`](Self::to_bits_u64)).
+    ///
+    /// ```
+    /// use fprev::ProbeFloat;
+    /// assert_eq!(f32::from_bits_u64(1.5f32.to_bits_u64()), 1.5);
+    /// ```
+    fn from_bits_u64(bits: u64) -> Self;
 }
 
 mod private {
@@ -101,6 +109,9 @@ impl ProbeFloat for f64 {
     fn to_bits_u64(self) -> u64 {
         self.to_bits()
     }
+    fn from_bits_u64(bits: u64) -> Self {
+        f64::from_bits(bits)
+    }
 }
 
 impl ProbeFloat for f32 {
@@ -122,6 +133,9 @@ impl ProbeFloat for f32 {
     }
     fn to_bits_u64(self) -> u64 {
         self.to_bits() as u64
+    }
+    fn from_bits_u64(bits: u64) -> Self {
+        f32::from_bits(bits as u32)
     }
 }
 
@@ -146,6 +160,9 @@ impl ProbeFloat for half::f16 {
     fn to_bits_u64(self) -> u64 {
         self.to_bits() as u64
     }
+    fn from_bits_u64(bits: u64) -> Self {
+        half::f16::from_bits(bits as u16)
+    }
 }
 
 impl ProbeFloat for half::bf16 {
@@ -167,6 +184,9 @@ impl ProbeFloat for half::bf16 {
     }
     fn to_bits_u64(self) -> u64 {
         self.to_bits() as u64
+    }
+    fn from_bits_u64(bits: u64) -> Self {
+        half::bf16::from_bits(bits as u16)
     }
 }
 

@@ -127,8 +127,9 @@ pub trait Target<T: ProbeFloat> {
     /// The default reuses one buffer: set the two masks, call, restore them.
     fn probe_batch(&mut self, batch: &ProbeBatch<'_, T>, out: &mut [T]) -> Result<(), TargetError> {
         let mut buf = batch.background.to_vec();
+        let masks = (batch.mask, neg(batch.mask));
         for (k, p) in batch.probes.iter().enumerate() {
-            let guard = MaskGuard::set(&mut buf, batch, *p);
+            let guard = MaskGuard::set(&mut buf, masks, *p);
             let r = self.call(guard.buf).map_err(|mut e| {
                 e.probe.get_or_insert(*p);
                 e
@@ -148,10 +149,11 @@ struct MaskGuard<'b, T: ProbeFloat> {
 }
 
 impl<'b, T: ProbeFloat> MaskGuard<'b, T> {
-    fn set(buf: &'b mut [T], batch: &ProbeBatch<'_, T>, probe: Probe) -> Self {
+    /// `masks` is `(M, -M)`.
+    fn set(buf: &'b mut [T], masks: (T, T), probe: Probe) -> Self {
         let background = (buf[probe.plus], buf[probe.minus]);
-        buf[probe.plus] = batch.mask;
-        buf[probe.minus] = neg(batch.mask);
+        buf[probe.plus] = masks.0;
+        buf[probe.minus] = masks.1;
         MaskGuard {
             buf,
             probe,

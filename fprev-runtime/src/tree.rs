@@ -103,6 +103,11 @@ impl SumTree {
         &self.children[self.child_start[k] as usize..self.child_start[k + 1] as usize]
     }
 
+    /// For an all-binary tree, the children of inner node `n + k` at `2k` and `2k + 1`.
+    pub(crate) fn binary_pairs(&self) -> Option<&[u32]> {
+        (self.children.len() == 2 * self.inner_count()).then_some(&self.children[..])
+    }
+
     /// The tree that adds `x[0]`, `x[1]`, ... one after the other into one accumulator.
     ///
     /// ```
@@ -235,7 +240,7 @@ impl SumTree {
     pub(crate) fn from_canonical_pairs(n: usize, kids: Vec<u32>) -> SumTree {
         let tree = SumTree {
             leaves: n as u32,
-            child_start: (0..=kids.len() as u32).step_by(2).collect(),
+            child_start: (0..=kids.len() as u32 / 2).map(|k| 2 * k).collect(),
             children: kids,
         };
         debug_assert!({
@@ -341,9 +346,9 @@ impl SumTree {
         // one buffer for leaves and inner nodes: node ids index it directly
         let mut vals: Vec<T> = Vec::with_capacity(n + self.inner_count());
         vals.extend_from_slice(x);
-        if self.children.len() == 2 * self.inner_count() {
+        if let Some(pairs) = self.binary_pairs() {
             // all binary: node n + k adds slots 2k and 2k + 1
-            for pair in self.children.chunks_exact(2) {
+            for pair in pairs.chunks_exact(2) {
                 let v = vals[pair[0] as usize].add(vals[pair[1] as usize]);
                 vals.push(v);
             }

@@ -18,7 +18,7 @@
 use super::error::RevealError;
 use super::naive::random_input_in;
 use super::prober::Prober;
-use super::template::{prove_shape, NODE};
+use super::template::Proof;
 use super::verify::Answered;
 use crate::float::ProbeFloat;
 use crate::orders;
@@ -46,16 +46,18 @@ fn catalogue<T: ProbeFloat>() -> [Known<T>; 4] {
     ]
 }
 
-/// A proved guess: its name and the tree itself.
-pub(crate) struct Recognized {
+/// A proved guess: its name, the tree itself, and for a catalogue order the order as
+/// code (the replays' fast path: the tests pin each to its tree's replay, bit for bit).
+pub(crate) struct Recognized<T> {
     pub name: String,
     pub tree: SumTree,
+    pub order: Option<fn(&[T]) -> T>,
 }
 
 /// What the guesses found: the proved one, if any, and the filter's random inputs with
 /// the target's answers (the verification replays reuse them).
 pub(crate) struct Guesses<T> {
-    pub recognized: Option<Recognized>,
+    pub recognized: Option<Recognized<T>>,
     pub answered: Vec<Answered<T>>,
 }
 
@@ -97,12 +99,15 @@ pub(crate) fn recognize<T: ProbeFloat, X: Target<T>>(
     };
     let mut found = None;
     for (name, tree) in hints {
-        if matches(&|x| tree.replay(x)) && prove(prober, tree)? {
-            found = Some(Recognized {
-                name: name.clone(),
-                tree: tree.clone(),
-            });
-            break;
+        if matches(&|x| tree.replay(x)) {
+            if prove(prober, tree)? {
+                found = Some(Recognized {
+                    name: name.clone(),
+                    tree: tree.clone(),
+                    order: None,
+                });
+                break;
+            }
         }
     }
     if known && found.is_none() {
@@ -113,6 +118,7 @@ pub(crate) fn recognize<T: ProbeFloat, X: Target<T>>(
                     found = Some(Recognized {
                         name: name.to_string(),
                         tree,
+                        order: Some(order),
                     });
                     break;
                 }
@@ -128,22 +134,10 @@ fn prove<T: ProbeFloat, X: Target<T>>(
     prober: &mut Prober<T, X>,
     tree: &SumTree,
 ) -> Result<bool, RevealError> {
-    let n = tree.leaf_count();
-    let enc = |c: u32| {
-        if (c as usize) < n {
-            c
-        } else {
-            NODE | (c - n as u32)
-        }
-    };
-    let mut shape = Vec::with_capacity(tree.inner_count());
-    for k in 0..tree.inner_count() {
-        let [a, b] = tree.children(n + k) else {
-            return Ok(false);
-        };
-        shape.push([enc(*a), enc(*b)]);
+    match Proof::of_tree(tree) {
+        Some(proof) => proof.holds(prober),
+        None => Ok(false),
     }
-    prove_shape(prober, &shape, 0)
 }
 
 #[cfg(test)]

@@ -262,7 +262,6 @@ impl Reveal {
         }
         let mut arena = Arena::new(n);
         let mut recognized = None;
-        let mut proved = None;
         let mut answered = Vec::new();
         let root = if n == 1 {
             0
@@ -274,19 +273,16 @@ impl Reveal {
                     let guesses =
                         known::recognize(&mut prober, &self.hints, self.known_orders, self.seed)?;
                     answered = guesses.answered;
-                    match guesses.recognized {
-                        Some(known) => {
-                            recognized = Some(known.name);
-                            proved = Some(known.tree);
-                            0
-                        }
+                    recognized = guesses.recognized;
+                    match recognized {
+                        Some(_) => 0,
                         None => fprev::build(&mut prober, &mut arena, self.pivot)?,
                     }
                 }
             }
         };
         // A proved guess covers every input by construction; a built tree must be checked.
-        if proved.is_none() && arena.size[root as usize] as usize != n {
+        if recognized.is_none() && arena.size[root as usize] as usize != n {
             return Err(RevealError::Inconsistent {
                 detail: format!(
                     "the tree covers {} of {n} inputs",
@@ -294,20 +290,19 @@ impl Reveal {
                 ),
             });
         }
-        let tree = match proved {
-            Some(tree) => tree,
-            None => arena.to_tree(root),
+        let (tree, order, recognized) = match recognized {
+            Some(known) => (known.tree, known.order, Some(known.name)),
+            None => (arena.to_tree(root), None, None),
         };
         if n >= 3 && !self.accept_flat && tree.children(tree.root()).len() == n {
             return Err(RevealError::OrderIndependent { n });
         }
         if self.verify && n > 1 && self.algorithm != Algorithm::Naive {
-            if recognized.is_some() {
-                let shape = verify::BinaryTree::new(&tree);
-                verify::check(&mut prober, &shape, &tree, self.seed, &answered)?;
-            } else {
-                verify::check(&mut prober, &arena, &tree, self.seed, &answered)?;
-            }
+            // A proved guess's sampled answers are its proof's, equal to its predictions
+            // already; a built tree predicts its samples from the arena.
+            let built = recognized.is_none().then_some(&arena);
+            let replay = verify::Replay { tree: &tree, order };
+            verify::check(&mut prober, built, &replay, self.seed, &answered)?;
         }
         Ok(RevealReport {
             tree,

@@ -122,9 +122,6 @@ pub(crate) fn random_input_in<T: ProbeFloat>(input: FloatFormat, n: usize, seed:
     x
 }
 
-/// The bits of `1.0f64`.
-const ONE_BITS: u64 = 0x3FF0_0000_0000_0000;
-
 /// [`random_input_in`] into a buffer the caller reuses (the checks replay several inputs
 /// of the same length).
 pub(crate) fn fill_random_input<T: ProbeFloat>(input: FloatFormat, seed: u64, x: &mut [T]) {
@@ -140,22 +137,46 @@ pub(crate) fn fill_random_input<T: ProbeFloat>(input: FloatFormat, seed: u64, x:
         1 => 1,
         _ => 3.min(wide),
     };
-    // SplitMix64 over a counter, one word per value (cheap: replays are only as good as
-    // their inputs' spread): the top p - 1 bits are the fraction, bit 0 the sign, bits
-    // 1..=10 the binade (p <= 53 leaves them disjoint).
-    let binades: Vec<f64> = (0..spread.max(1))
-        .map(|k| crate::float::pow2(top - k))
-        .collect();
     let frac_bits = (p - 1) as u32;
     debug_assert!((1..=52).contains(&frac_bits));
-    let key = splitmix64(seed);
-    for (k, v) in x.iter_mut().enumerate() {
-        let w = splitmix64(key.wrapping_add((k as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)));
-        // 1.fraction in [1, 2), built from bits; sign and binade without branches
-        let m = f64::from_bits(ONE_BITS | ((w >> (64 - frac_bits)) << (52 - frac_bits)));
-        let e = ((((w >> 1) & 0x3FF) * binades.len() as u64) >> 10) as usize;
-        let value = f64::from_bits((m * binades[e]).to_bits() ^ ((w & 1) << 63));
-        *v = T::from_f64_round(value);
+    // The value `(-1)^s * 1.f * 2^(top - e)` as `T`'s bits, from `bits` random bits of
+    // `r`: the top `frac_bits` are the fraction, bit 0 the sign, bits 1..=8 pick the
+    // binade `e` by multiply-high (disjoint while `frac_bits + 9 <= bits`), so no branch,
+    // table, float multiply or conversion.
+    let width = 8 * std::mem::size_of::<T>() as u32;
+    let t_frac = fmt.precision - 1;
+    let top_field = (fmt.max_exp + top) as u64;
+    let spread = spread.max(1) as u64;
+    let value = |r: u64, bits: u32| -> T {
+        let frac = r >> (bits - frac_bits);
+        let e = (((r >> 1) & 0xFF) * spread) >> 8;
+        T::from_bits_u64(
+            ((r & 1) << (width - 1)) | ((top_field - e) << t_frac) | (frac << (t_frac - frac_bits)),
+        )
+    };
+    // wyrand (one 64x64->128 product a word: replays are only as good as their inputs'
+    // spread, and SplitMix64 cost more than some targets' calls), two values a word
+    // where 32 bits hold one (every type but f64).
+    let mut state = splitmix64(seed);
+    let mut word = || {
+        state = state.wrapping_add(0xA076_1D64_78BD_642F);
+        let t = u128::from(state) * u128::from(state ^ 0xE703_7ED1_A0B4_28DB);
+        (t >> 64) as u64 ^ t as u64
+    };
+    if frac_bits + 9 <= 32 {
+        let mut pairs = x.chunks_exact_mut(2);
+        for pair in pairs.by_ref() {
+            let w = word();
+            pair[0] = value(w & 0xFFFF_FFFF, 32);
+            pair[1] = value(w >> 32, 32);
+        }
+        if let [last] = pairs.into_remainder() {
+            *last = value(word() & 0xFFFF_FFFF, 32);
+        }
+    } else {
+        for v in x.iter_mut() {
+            *v = value(word(), 64);
+        }
     }
 }
 

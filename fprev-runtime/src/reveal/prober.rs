@@ -25,6 +25,49 @@ pub(crate) struct Sample {
 
 const RESERVOIR: usize = 24;
 
+/// A uniform sample of [`RESERVOIR`] answers from a stream of unknown length
+/// (Algorithm R), drawing from a 64-bit LCG's high half: a ChaCha or SplitMix draw per
+/// answer, or Algorithm L's logarithms per kept one, were visible costs for cheap targets.
+struct Reservoir {
+    samples: Vec<Sample>,
+    seen: u64,
+    state: u64,
+}
+
+impl Reservoir {
+    fn new(seed: u64) -> Reservoir {
+        Reservoir {
+            samples: Vec::with_capacity(RESERVOIR),
+            seen: 0,
+            state: splitmix64(seed ^ 0x5A4D_0000),
+        }
+    }
+
+    /// Uniform in `0..bound` (`bound < 2^32`): the LCG's high 32 bits, scaled.
+    #[inline]
+    fn below(&mut self, bound: u64) -> u64 {
+        // Knuth's MMIX constants
+        self.state = self
+            .state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        ((self.state >> 32) * bound) >> 32
+    }
+
+    #[inline]
+    fn offer(&mut self, s: Sample) {
+        self.seen += 1;
+        if self.samples.len() < RESERVOIR {
+            self.samples.push(s);
+            return;
+        }
+        let k = self.below(self.seen);
+        if k < RESERVOIR as u64 {
+            self.samples[k as usize] = s;
+        }
+    }
+}
+
 pub(crate) struct Prober<T: ProbeFloat, X: Target<T>> {
     pub target: X,
     pub n: usize,
@@ -43,11 +86,11 @@ pub(crate) struct Prober<T: ProbeFloat, X: Target<T>> {
     /// Plain calls on other inputs (replay checks), not probes.
     pub replays: u64,
     pub rng: ChaCha8Rng,
-    pub samples: Vec<Sample>,
-    seen_full: u64,
-    sample_key: u64,
+    reservoir: Reservoir,
     out: Vec<T>,
     batch: Vec<Probe>,
+    /// Answers of the last batch.
+    answers: Vec<Option<u32>>,
 }
 
 impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
@@ -74,11 +117,10 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
             batches: 0,
             replays: 0,
             rng: ChaCha8Rng::seed_from_u64(seed),
-            samples: Vec::new(),
-            seen_full: 0,
-            sample_key: splitmix64(seed ^ 0x5A4D_0000),
+            reservoir: Reservoir::new(seed),
             out: Vec::new(),
             batch: Vec::new(),
+            answers: Vec::new(),
         })
     }
 
@@ -103,27 +145,69 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
             plus: pivot,
             minus: j,
         }));
-        self.ask_batch()
+        self.ask_batch()?;
+        Ok(self.answers.clone())
     }
 
     /// Lost counts for arbitrary probes, asked as one batch.
     pub fn ask(&mut self, probes: &[Probe]) -> Result<Vec<Option<u32>>, RevealError> {
         self.batch.clear();
         self.batch.extend_from_slice(probes);
-        self.ask_batch()
+        self.ask_batch()?;
+        Ok(self.answers.clone())
     }
 
-    /// Answer the probes in `self.batch`.
-    fn ask_batch(&mut self) -> Result<Vec<Option<u32>>, RevealError> {
-        let count = self.batch.len();
+    /// Ask `probes` as one batch; whether every one lost exactly its count in `lost`.
+    ///
+    /// A proof's answers are compared as they come, without classifying each: an answer
+    /// equal to the expected whole count (and below the trusted cap) is valid by
+    /// construction, and the first other one is checked (a bad answer is still an error)
+    /// and ends the proof. Nothing is sampled: see [`sample_from`](Self::sample_from).
+    pub fn expect(&mut self, probes: &[Probe], lost: &[u32]) -> Result<bool, RevealError> {
+        self.answer(probes)?;
+        let units = self.units as f64;
+        let cap = self.scale.exact_counts_below as f64;
+        for ((&probe, &lost), &v) in probes.iter().zip(lost).zip(&self.out) {
+            let want = units - f64::from(lost);
+            if v.to_f64() * self.inv_unit != want || !(0.0..cap).contains(&want) {
+                self.check(probe, v)?;
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Offer a uniform sample of answered probes (with the counts they lost) to the
+    /// re-check, instead of every one of them.
+    pub fn sample_from(&mut self, probes: &[Probe], lost: &[u32]) {
+        if !self.full_window() || probes.is_empty() {
+            return;
+        }
+        for _ in 0..RESERVOIR.min(probes.len()) {
+            let k = self.reservoir.below(probes.len() as u64) as usize;
+            self.reservoir.offer(Sample {
+                probe: probes[k],
+                lost: lost[k],
+            });
+        }
+    }
+
+    /// Full-window answers sampled uniformly (at most 24), for the later re-check.
+    pub fn samples(&self) -> &[Sample] {
+        &self.reservoir.samples
+    }
+
+    /// Ask the target `probes` over the current background; raw answers in `self.out`.
+    fn answer(&mut self, probes: &[Probe]) -> Result<(), RevealError> {
+        let count = probes.len();
         self.out.clear();
         self.out.resize(count, T::ZERO);
         if count == 0 {
-            return Ok(Vec::new());
+            return Ok(());
         }
         let batch = ProbeBatch {
             background: &self.background,
-            probes: &self.batch,
+            probes,
             mask: self.mask,
         };
         self.target
@@ -134,16 +218,25 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
             })?;
         self.probes += count as u64;
         self.batches += 1;
-        let mut row = Vec::with_capacity(count);
-        for k in 0..count {
-            let probe = self.batch[k];
-            let l = self.check(probe, self.out[k])?;
-            if let Some(lost) = l {
-                self.record(probe, lost);
+        Ok(())
+    }
+
+    /// Answer the probes in `self.batch` into `self.answers`, each checked.
+    fn ask_batch(&mut self) -> Result<(), RevealError> {
+        let batch = std::mem::take(&mut self.batch);
+        let answered = self.answer(&batch);
+        self.batch = batch;
+        answered?;
+        self.answers.clear();
+        let full = self.full_window();
+        for (&probe, &v) in self.batch.iter().zip(&self.out) {
+            let l = self.check(probe, v)?;
+            if let (Some(lost), true) = (l, full) {
+                self.reservoir.offer(Sample { probe, lost });
             }
-            row.push(l);
+            self.answers.push(l);
         }
-        Ok(row)
+        Ok(())
     }
 
     /// One plain call of the target on `x` (a replay check), counted in `replays`.
@@ -160,15 +253,33 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
         Ok(self.row(probe.plus, &[probe.minus])?[0])
     }
 
+    #[inline]
     fn check(&self, probe: Probe, v: T) -> Result<Option<u32>, RevealError> {
         let v = v.to_f64();
+        // `unit` is a power of two: the product is exact.
+        let f = v * self.inv_unit;
+        // The common case in one range test and one integer round trip (NaN fails the
+        // range test): a whole count below both the trusted cap and `units - 2`.
+        let fast_max = (self.units.saturating_sub(2) as u64)
+            .min(self.scale.exact_counts_below.saturating_sub(1)) as f64;
+        if (0.0..=fast_max).contains(&f) {
+            let c = f as u64;
+            if c as f64 == f {
+                return Ok(Some((self.units as u64 - c) as u32));
+            }
+        }
+        self.check_slow(probe, v, f)
+    }
+
+    /// Classify an answer outside the fast path: an error, or an untrusted count.
+    #[cold]
+    fn check_slow(&self, probe: Probe, v: f64, f: f64) -> Result<Option<u32>, RevealError> {
         if !v.is_finite() {
             return Err(RevealError::NonFinite { probe, value: v });
         }
-        // `unit` is a power of two: the product is exact. Beyond 2^53 every float is a
-        // whole number (and out of range below); under it the integer cast is exact,
-        // which is cheaper than `fract` (a libm call on baseline x86-64).
-        let f = v * self.inv_unit;
+        // Beyond 2^53 every float is a whole number (and out of range below); under it
+        // the integer cast is exact, which is cheaper than `fract` (a libm call on
+        // baseline x86-64).
         if f.abs() < 9_007_199_254_740_992.0 && (f as i64) as f64 != f {
             return Err(RevealError::NotInteger {
                 probe,
@@ -191,26 +302,6 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
             });
         }
         Ok(Some((self.units - f as usize) as u32))
-    }
-
-    /// Reservoir-sample full-window answers for the later re-check.
-    fn record(&mut self, probe: Probe, lost: u32) {
-        if !self.full_window() {
-            return;
-        }
-        self.seen_full += 1;
-        let s = Sample { probe, lost };
-        if self.samples.len() < RESERVOIR {
-            self.samples.push(s);
-        } else {
-            // uniform in 0..seen_full by multiply-high of a SplitMix64 word: a ChaCha draw
-            // per answer was a visible cost for cheap targets
-            let w = splitmix64(self.sample_key ^ self.seen_full);
-            let k = ((u128::from(w) * u128::from(self.seen_full)) >> 64) as usize;
-            if k < RESERVOIR {
-                self.samples[k] = s;
-            }
-        }
     }
 
     /// Like [`row`](Self::row), re-asking untrusted entries in shrinking windows until

@@ -19,6 +19,7 @@ use super::error::RevealError;
 use super::prober::Prober;
 use crate::float::ProbeFloat;
 use crate::target::{Probe, Target};
+use crate::tree::SumTree;
 
 /// Templates smaller than this are cheaper to build than to look up.
 const MIN_TEMPLATE: usize = 4;
@@ -155,6 +156,47 @@ impl Templates {
 /// Nodes proved before the rest, so a wrong guess costs few probes.
 const SAMPLE: usize = 32;
 
+/// Where the proof of inner node `k` goes among `len`: every `step`-th node first (the
+/// sample, [`SAMPLE`] of them), the others after in order.
+struct SampleFirst {
+    step: usize,
+    sampled: usize,
+    k: usize,
+    /// `k / step` and `k % step`, kept incrementally (a division per node was visible).
+    q: usize,
+    r: usize,
+}
+
+impl SampleFirst {
+    fn new(len: usize) -> SampleFirst {
+        let step = (len / SAMPLE).max(1);
+        SampleFirst {
+            step,
+            sampled: len.div_ceil(step),
+            k: 0,
+            q: 0,
+            r: 0,
+        }
+    }
+
+    /// The slot of the next node.
+    #[inline]
+    fn next_slot(&mut self) -> usize {
+        let slot = if self.r == 0 {
+            self.q
+        } else {
+            self.sampled + self.k - self.q - 1
+        };
+        self.k += 1;
+        self.r += 1;
+        if self.r == self.step {
+            self.r = 0;
+            self.q += 1;
+        }
+        slot
+    }
+}
+
 /// Prove the binary `shape` (post-order; a child is a leaf offset from `base`, or
 /// `NODE | k` for inner node `k`) against the target with one probe per inner node, a
 /// sample first.
@@ -163,44 +205,90 @@ pub(crate) fn prove_shape<T: ProbeFloat, X: Target<T>>(
     shape: &[[u32; 2]],
     base: u32,
 ) -> Result<bool, RevealError> {
-    // per inner node: (smallest leaf, size)
-    let mut info: Vec<(u32, u32)> = Vec::with_capacity(shape.len());
-    let mut probes = Vec::with_capacity(shape.len());
-    let mut expected = Vec::with_capacity(shape.len());
-    for kids in shape {
-        let side = |c: u32, info: &Vec<(u32, u32)>| {
-            if c & NODE != 0 {
-                info[(c & !NODE) as usize]
-            } else {
-                (c + base, 1)
-            }
-        };
-        let (a, sa) = side(kids[0], &info);
-        let (b, sb) = side(kids[1], &info);
-        probes.push(Probe {
-            plus: a as usize,
-            minus: b as usize,
-        });
-        expected.push(sa + sb);
-        info.push((a.min(b), sa + sb));
-    }
-    let step = (shape.len() / SAMPLE).max(1);
-    for sample in [true, false] {
-        let (asked, want): (Vec<Probe>, Vec<u32>) = (0..shape.len())
-            .step_by(step)
-            .flat_map(|s| {
-                if sample {
-                    s..s + 1
-                } else {
-                    s + 1..(s + step).min(shape.len())
-                }
-            })
-            .map(|k| (probes[k], expected[k]))
-            .unzip();
-        let answers = prober.ask(&asked)?;
-        if answers.iter().zip(&want).any(|(got, w)| *got != Some(*w)) {
-            return Ok(false);
+    Proof::of_shape(shape, base).holds(prober)
+}
+
+/// One probe per inner node of a binary tree, with the count it must lose, a sample of
+/// [`SAMPLE`] first: for node `v` with children `L` and `R`, `l(min L, min R) = |v|`.
+/// Probes and counts are kept apart, so each batch is a slice the target reads in place.
+pub(crate) struct Proof {
+    probes: Vec<Probe>,
+    lost: Vec<u32>,
+    slots: SampleFirst,
+}
+
+impl Proof {
+    fn new(len: usize) -> Proof {
+        Proof {
+            probes: vec![Probe { plus: 0, minus: 0 }; len],
+            lost: vec![0; len],
+            slots: SampleFirst::new(len),
         }
     }
-    Ok(true)
+
+    /// Add the next inner node's probe (post-order) in its slot.
+    #[inline]
+    fn push(&mut self, a: u32, b: u32, lost: u32) {
+        let slot = self.slots.next_slot();
+        self.probes[slot] = Probe {
+            plus: a as usize,
+            minus: b as usize,
+        };
+        self.lost[slot] = lost;
+    }
+
+    /// The proof of a template `shape` placed at `base`.
+    fn of_shape(shape: &[[u32; 2]], base: u32) -> Proof {
+        // per inner node: (smallest leaf, size)
+        let mut info: Vec<(u32, u32)> = Vec::with_capacity(shape.len());
+        let mut proof = Proof::new(shape.len());
+        for kids in shape {
+            let side = |c: u32, info: &Vec<(u32, u32)>| {
+                if c & NODE != 0 {
+                    info[(c & !NODE) as usize]
+                } else {
+                    (c + base, 1)
+                }
+            };
+            let (a, sa) = side(kids[0], &info);
+            let (b, sb) = side(kids[1], &info);
+            proof.push(a, b, sa + sb);
+            info.push((a.min(b), sa + sb));
+        }
+        proof
+    }
+
+    /// The proof of a whole tree; `None` when a node is not binary.
+    pub fn of_tree(tree: &SumTree) -> Option<Proof> {
+        let n = tree.leaf_count();
+        let m = tree.inner_count();
+        let pairs = tree.binary_pairs()?;
+        // per node, leaves first: (smallest leaf, size), so no branch on leaf or node
+        let mut info: Vec<(u32, u32)> = Vec::with_capacity(n + m);
+        info.extend((0..n as u32).map(|i| (i, 1)));
+        let mut proof = Proof::new(m);
+        for pair in pairs.chunks_exact(2) {
+            let (a, sa) = info[pair[0] as usize];
+            let (b, sb) = info[pair[1] as usize];
+            proof.push(a, b, sa + sb);
+            info.push((a.min(b), sa + sb));
+        }
+        Some(proof)
+    }
+
+    /// Ask the sample as one batch, then the rest as another; whether every probe lost
+    /// exactly its count. A proof that holds lends the re-check a uniform sample of its
+    /// answers (all equal to their counts).
+    pub fn holds<T: ProbeFloat, X: Target<T>>(
+        &self,
+        prober: &mut Prober<T, X>,
+    ) -> Result<bool, RevealError> {
+        let s = self.slots.sampled.min(self.probes.len());
+        let holds = prober.expect(&self.probes[..s], &self.lost[..s])?
+            && prober.expect(&self.probes[s..], &self.lost[s..])?;
+        if holds {
+            prober.sample_from(&self.probes, &self.lost);
+        }
+        Ok(holds)
+    }
 }

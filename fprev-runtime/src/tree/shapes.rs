@@ -20,6 +20,7 @@ impl Nodes {
         }
     }
 
+    #[inline]
     fn add(&mut self, a: u32, b: u32) -> u32 {
         let (ma, mb) = (self.min_leaf[a as usize], self.min_leaf[b as usize]);
         self.kids.extend(if ma <= mb { [a, b] } else { [b, a] });
