@@ -99,15 +99,13 @@ pub(crate) fn recognize<T: ProbeFloat, X: Target<T>>(
     };
     let mut found = None;
     for (name, tree) in hints {
-        if matches(&|x| tree.replay(x)) {
-            if prove(prober, tree)? {
-                found = Some(Recognized {
-                    name: name.clone(),
-                    tree: tree.clone(),
-                    order: None,
-                });
-                break;
-            }
+        if matches(&|x| tree.replay(x)) && prove(prober, tree)? {
+            found = Some(Recognized {
+                name: name.clone(),
+                tree: tree.clone(),
+                order: None,
+            });
+            break;
         }
     }
     if known && found.is_none() {
