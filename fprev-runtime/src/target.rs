@@ -199,6 +199,35 @@ impl<T: ProbeFloat, F: FnMut(&[T]) -> T> Target<T> for FnTarget<F> {
         let f = &mut self.0;
         caught("the target", || f(x))
     }
+
+    fn probe_batch(&mut self, batch: &ProbeBatch<'_, T>, out: &mut [T]) -> Result<(), TargetError> {
+        probe_each(&mut self.0, batch, out)
+    }
+}
+
+/// Answer a batch with a plain function from one reused buffer, the whole loop under one
+/// panic guard (per call it was a visible share of a cheap target's reveal); a panic
+/// names the probe being answered, and the masks are restored as it unwinds.
+fn probe_each<T: ProbeFloat>(
+    f: &mut impl FnMut(&[T]) -> T,
+    batch: &ProbeBatch<'_, T>,
+    out: &mut [T],
+) -> Result<(), TargetError> {
+    let mut buf = batch.background.to_vec();
+    let masks = (batch.mask, neg(batch.mask));
+    let mut k = 0;
+    caught("the target", || {
+        while k < batch.probes.len() {
+            let guard = MaskGuard::set(&mut buf, masks, batch.probes[k]);
+            out[k] = f(guard.buf);
+            drop(guard);
+            k += 1;
+        }
+    })
+    .map_err(|mut e| {
+        e.probe = batch.probes.get(k).copied();
+        e
+    })
 }
 
 /// A thread-safe `Fn(&[T]) -> T + Sync` whose probes run in parallel on rayon, one
@@ -244,6 +273,10 @@ impl<T: ProbeFloat, F: Fn(&[T]) -> T> Target<T> for FnTargetRef<'_, F> {
     fn call(&mut self, x: &[T]) -> Result<T, TargetError> {
         let f = self.0;
         caught("the target", || f(x))
+    }
+
+    fn probe_batch(&mut self, batch: &ProbeBatch<'_, T>, out: &mut [T]) -> Result<(), TargetError> {
+        probe_each(&mut self.0, batch, out)
     }
 }
 

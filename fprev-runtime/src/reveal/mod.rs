@@ -301,7 +301,11 @@ impl Reveal {
             // A proved guess's sampled answers are its proof's, equal to its predictions
             // already; a built tree predicts its samples from the arena.
             let built = recognized.is_none().then_some(&arena);
-            let replay = verify::Replay { tree: &tree, order };
+            let replay = verify::Replay {
+                tree: &tree,
+                order,
+                filtered: recognized.is_some(),
+            };
             verify::check(&mut prober, built, &replay, self.seed, &answered)?;
         }
         Ok(RevealReport {

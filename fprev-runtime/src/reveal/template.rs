@@ -18,6 +18,7 @@ use super::arena::Arena;
 use super::error::RevealError;
 use super::prober::Prober;
 use crate::float::ProbeFloat;
+use crate::scramble::rng::splitmix64;
 use crate::target::{Probe, Target};
 use crate::tree::SumTree;
 
@@ -60,17 +61,38 @@ type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<Mix>>;
 #[derive(Default)]
 pub(crate) struct Templates {
     /// Inner nodes in post-order; a child `c` is a leaf offset, or `NODE | k` for node `k`.
-    shapes: FastMap<Vec<u32>, Vec<[u32; 2]>>,
+    shapes: FastMap<Key, Vec<[u32; 2]>>,
     pub hits: u64,
     pub misses: u64,
 }
 
 pub(crate) const NODE: u32 = 1 << 31;
 
-fn key(leaves: &mut [usize]) -> Vec<u32> {
-    leaves.sort_unstable();
-    let base = leaves[0];
-    leaves.iter().map(|&l| (l - base) as u32).collect()
+/// A leaf set shifted to start at 0, as a fingerprint: its size, its span and a
+/// commutative hash of its offsets, in one pass without sorting (sorting every subtree's
+/// leaves was a visible cost). Sets that collide only cost a failed proof: a template is
+/// never used unproved, and the span keeps its offsets inside `base..=max`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct Key {
+    size: u32,
+    span: u32,
+    mix: u64,
+}
+
+/// The key of `leaves` (non-empty) and their smallest leaf.
+fn key(leaves: &[usize]) -> (Key, u32) {
+    let (lo, hi) = leaves
+        .iter()
+        .fold((usize::MAX, 0), |(lo, hi), &l| (lo.min(l), hi.max(l)));
+    let mix = leaves
+        .iter()
+        .fold(0u64, |m, &l| m.wrapping_add(splitmix64((l - lo) as u64)));
+    let key = Key {
+        size: leaves.len() as u32,
+        span: (hi - lo) as u32,
+        mix,
+    };
+    (key, lo as u32)
 }
 
 impl Templates {
@@ -80,9 +102,7 @@ impl Templates {
         if size < MIN_TEMPLATE {
             return;
         }
-        let mut leaves = arena.leaves_under(root);
-        let base = *leaves.iter().min().unwrap_or(&0) as u32;
-        let k = key(&mut leaves);
+        let (k, base) = key(&arena.leaves_under(root));
         if self.shapes.contains_key(&k) {
             return;
         }
@@ -126,12 +146,10 @@ impl Templates {
         if leaves.len() < MIN_TEMPLATE {
             return Ok(None);
         }
-        let mut sorted = leaves.to_vec();
-        let k = key(&mut sorted);
+        let (k, base) = key(leaves);
         let Some(shape) = self.shapes.get(&k) else {
             return Ok(None);
         };
-        let base = sorted[0] as u32;
         if !prove_shape(prober, shape, base)? {
             self.misses += 1;
             return Ok(None);

@@ -7,8 +7,22 @@ use super::SumTree;
 struct Nodes {
     n: usize,
     kids: Vec<u32>,
-    /// Smallest leaf under each node, so children are stored in canonical order.
-    min_leaf: Vec<u32>,
+}
+
+/// A finished subtree: its id and its smallest leaf, carried along by the builders so
+/// that ordering children canonically reads no memory (a table of smallest leaves made
+/// every addition wait on the store of the one before).
+#[derive(Clone, Copy)]
+struct Sub {
+    id: u32,
+    least: u32,
+}
+
+fn leaf(i: usize) -> Sub {
+    Sub {
+        id: i as u32,
+        least: i as u32,
+    }
 }
 
 impl Nodes {
@@ -16,16 +30,17 @@ impl Nodes {
         Nodes {
             n,
             kids: Vec::with_capacity(2 * n),
-            min_leaf: (0..n as u32).collect(),
         }
     }
 
     #[inline]
-    fn add(&mut self, a: u32, b: u32) -> u32 {
-        let (ma, mb) = (self.min_leaf[a as usize], self.min_leaf[b as usize]);
-        self.kids.extend(if ma <= mb { [a, b] } else { [b, a] });
-        self.min_leaf.push(ma.min(mb));
-        (self.n + self.kids.len() / 2 - 1) as u32
+    fn add(&mut self, a: Sub, b: Sub) -> Sub {
+        let (a, b) = if a.least <= b.least { (a, b) } else { (b, a) };
+        self.kids.extend([a.id, b.id]);
+        Sub {
+            id: (self.n + self.kids.len() / 2 - 1) as u32,
+            least: a.least,
+        }
     }
 
     /// The tree; the builders add nodes in canonical post-order (each subtree right after
@@ -34,10 +49,9 @@ impl Nodes {
         SumTree::from_canonical_pairs(self.n, self.kids)
     }
 
-    fn chain(&mut self, leaves: impl IntoIterator<Item = usize>) -> Option<u32> {
-        leaves.into_iter().fold(None, |acc, leaf| {
-            let leaf = leaf as u32;
-            Some(acc.map_or(leaf, |s| self.add(s, leaf)))
+    fn chain(&mut self, leaves: impl IntoIterator<Item = usize>) -> Option<Sub> {
+        leaves.into_iter().fold(None, |acc, i| {
+            Some(acc.map_or(leaf(i), |s| self.add(s, leaf(i))))
         })
     }
 }
@@ -72,7 +86,7 @@ impl SumTree {
             Join,
         }
         let mut todo = vec![Step::Visit(0, n)];
-        let mut done: Vec<u32> = Vec::new();
+        let mut done: Vec<Sub> = Vec::new();
         while let Some(step) = todo.pop() {
             match step {
                 Step::Visit(lo, len) if len < 8 => {
@@ -84,7 +98,7 @@ impl SumTree {
                     let full = len - len % 8;
                     // lanes built and joined in post-order: ((l0+l1)+(l2+l3))+((l4+l5)+(l6+l7))
                     let lane = |b: &mut Nodes, k: usize| {
-                        b.chain((lo + k..lo + full).step_by(8)).unwrap_or(0)
+                        b.chain((lo + k..lo + full).step_by(8)).unwrap_or(leaf(0))
                     };
                     let quad = |b: &mut Nodes, k: usize| {
                         let (l0, l1) = (lane(b, k), lane(b, k + 1));
@@ -96,8 +110,8 @@ impl SumTree {
                     let lo4 = quad(&mut b, 0);
                     let hi4 = quad(&mut b, 4);
                     let mut res = b.add(lo4, hi4);
-                    for leaf in lo + full..lo + len {
-                        res = b.add(res, leaf as u32);
+                    for i in lo + full..lo + len {
+                        res = b.add(res, leaf(i));
                     }
                     done.push(res);
                 }
@@ -108,8 +122,8 @@ impl SumTree {
                     todo.push(Step::Visit(lo, half));
                 }
                 Step::Join => {
-                    let right = done.pop().unwrap_or(0);
-                    let left = done.pop().unwrap_or(0);
+                    let right = done.pop().unwrap_or(leaf(0));
+                    let left = done.pop().unwrap_or(leaf(0));
                     done.push(b.add(left, right));
                 }
             }
