@@ -180,3 +180,25 @@ fn inconsistent(i: u32, j: u32, l: u32, sx: u32, sy: u32) -> RevealError {
         detail: format!("l({i},{j}) = {l} cannot join subtrees of {sx} and {sy} leaves"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::sort_by_count;
+    use rand::{Rng, SeedableRng};
+
+    #[test]
+    fn counting_sort_orders_pairs_like_sorting_the_triples() {
+        for seed in 0..20u64 {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+            let n = rng.random_range(2..200usize);
+            // made in (i, j) order, as `build` makes them
+            let pairs: Vec<(u32, u32, u32)> = (0..n as u32)
+                .flat_map(|i| (i + 1..n as u32).map(move |j| (i, j)))
+                .map(|(i, j)| (rng.random_range(2..=n as u32), i, j))
+                .collect();
+            let mut want = pairs.clone();
+            want.sort_unstable();
+            assert_eq!(sort_by_count(pairs, n), want, "seed {seed}");
+        }
+    }
+}

@@ -72,7 +72,7 @@ pub(crate) const NODE: u32 = 1 << 31;
 /// commutative hash of its offsets, in one pass without sorting (sorting every subtree's
 /// leaves was a visible cost). Sets that collide only cost a failed proof: a template is
 /// never used unproved, and the span keeps its offsets inside `base..=max`.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct Key {
     size: u32,
     span: u32,
@@ -308,5 +308,21 @@ impl Proof {
             prober.sample_from(&self.probes, &self.lost);
         }
         Ok(holds)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::key;
+
+    #[test]
+    fn keys_see_leaf_sets_shifted_to_zero_in_any_order() {
+        let (a, base_a) = key(&[7, 3, 5, 9]);
+        let (b, base_b) = key(&[103, 105, 107, 109]);
+        assert_eq!((base_a, base_b), (3, 103));
+        assert_eq!(a, b);
+        // same size and span, other offsets
+        assert_ne!(key(&[3, 4, 5, 9]).0, a);
+        assert_ne!(key(&[3, 5, 7]).0, a);
     }
 }
