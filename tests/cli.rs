@@ -207,24 +207,21 @@ fn exec_hint_and_no_guess() {
         return;
     }
     let cmd = "python3 tests/python/sum_lines.py";
+    // `fprev reveal` of the f64 sum of 20 lines, with extra flags.
+    let reveal = |extra: &[&str]| {
+        let mut args = vec!["reveal", "--exec", cmd, "--n", "20", "--dtype", "f64"];
+        args.extend_from_slice(extra);
+        fprev(&args)
+    };
     // A known order is recognized and proved by default.
-    let o = fprev(&["reveal", "--exec", cmd, "--n", "20", "--dtype", "f64"]);
+    let o = reveal(&[]);
     assert!(
         stderr(&o).contains("recognized the sequential order"),
         "{}",
         stderr(&o)
     );
     // --no-guess searches; a hint (text, or a file holding text or JSON) is proved first.
-    let o = fprev(&[
-        "reveal",
-        "--exec",
-        cmd,
-        "--n",
-        "20",
-        "--dtype",
-        "f64",
-        "--no-guess",
-    ]);
+    let o = reveal(&["--no-guess"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(!stderr(&o).contains("recognized"), "{}", stderr(&o));
     let file = tmp("hint.json");
@@ -233,18 +230,7 @@ fn exec_hint_and_no_guess() {
         SumTree::sequential(20).to_string(),
         file.display().to_string(),
     ] {
-        let o = fprev(&[
-            "reveal",
-            "--exec",
-            cmd,
-            "--n",
-            "20",
-            "--dtype",
-            "f64",
-            "--no-guess",
-            "--hint",
-            &hint,
-        ]);
+        let o = reveal(&["--no-guess", "--hint", &hint]);
         assert!(
             stderr(&o).contains("recognized the hint order"),
             "{}",

@@ -43,7 +43,8 @@ impl Reservoir {
         }
     }
 
-    /// Uniform in `0..bound` (`bound < 2^32`): the LCG's high 32 bits, scaled.
+    /// Uniform in `0..bound`: the LCG's state (its high bits are the good ones) scaled
+    /// by a 64x64 product's high half, so no bound overflows.
     #[inline]
     fn below(&mut self, bound: u64) -> u64 {
         // Knuth's MMIX constants
@@ -51,7 +52,7 @@ impl Reservoir {
             .state
             .wrapping_mul(6_364_136_223_846_793_005)
             .wrapping_add(1_442_695_040_888_963_407);
-        ((self.state >> 32) * bound) >> 32
+        ((u128::from(self.state) * u128::from(bound)) >> 64) as u64
     }
 
     #[inline]

@@ -50,6 +50,9 @@ impl Hasher for Mix {
     fn write_u32(&mut self, x: u32) {
         self.mix(u64::from(x));
     }
+    fn write_u64(&mut self, x: u64) {
+        self.mix(x);
+    }
     fn write_usize(&mut self, x: usize) {
         self.mix(x as u64);
     }
