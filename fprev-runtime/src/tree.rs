@@ -227,24 +227,24 @@ impl SumTree {
         Self::from_flat(n, starts, kids)
     }
 
-    /// [`from_flat`](Self::from_flat) for binary nodes: node `n + k` adds
-    /// `kids[2k]` and `kids[2k + 1]`.
-    pub(crate) fn from_pairs(n: usize, kids: Vec<u32>) -> SumTree {
-        let starts = (0..=kids.len() as u32).step_by(2).collect();
-        Self::from_flat(n, starts, kids)
-    }
-
     /// Binary nodes already canonical (ids in post-order, children ordered by smallest
     /// leaf), as the shape builders emit them: no renumbering, which costs more than a
     /// cheap target's call per node. Debug builds check the claim.
     pub(crate) fn from_canonical_pairs(n: usize, kids: Vec<u32>) -> SumTree {
+        let starts = (0..=kids.len() as u32 / 2).map(|k| 2 * k).collect();
+        Self::from_canonical(n, starts, kids)
+    }
+
+    /// Nodes of any arity already canonical, child lists flat as in
+    /// [`from_flat`](Self::from_flat). Debug builds check the claim.
+    pub(crate) fn from_canonical(n: usize, child_start: Vec<u32>, children: Vec<u32>) -> SumTree {
         let tree = SumTree {
             leaves: n as u32,
-            child_start: (0..=kids.len() as u32 / 2).map(|k| 2 * k).collect(),
-            children: kids,
+            child_start,
+            children,
         };
         debug_assert!({
-            let canonical = Self::from_pairs(n, tree.children.clone());
+            let canonical = Self::from_flat(n, tree.child_start.clone(), tree.children.clone());
             canonical.children == tree.children && canonical.child_start == tree.child_start
         });
         tree

@@ -11,6 +11,66 @@ pub(crate) struct Arena {
     pub trunc: Vec<bool>,
     pub parent: Vec<u32>,
     pub size: Vec<u32>,
+    /// Smallest leaf under every node, which orders children canonically.
+    pub least: Vec<u32>,
+    /// Largest leaf under every node.
+    pub most: Vec<u32>,
+    /// Whether every node under (and at) a node is binary.
+    pub binary: Vec<bool>,
+    /// With [`hash_leaf_sets`](Self::hash_leaf_sets): every node's [`LeafHash`].
+    pub hash: Vec<u64>,
+    /// `r^-i` for every leaf `i`, with the hashes.
+    pub unshift: Vec<u64>,
+}
+
+/// A hash of leaf sets that moves with a shift: leaf `i` hashes to `r^i` modulo the
+/// Mersenne prime `2^61 - 1`, a set to the sum of its leaves', so a node's is the sum of
+/// its children's (kept by [`Arena::node`], no leaf walk) and multiplying by `r^-lo`
+/// gives the set's hash shifted to start at 0. Two different sets of at most `n` leaves
+/// agree with probability at most `n / 2^61` over `r`; the template keys built on it only
+/// ever cost a failed proof when they collide.
+pub(crate) struct LeafHash;
+
+impl LeafHash {
+    const P: u64 = (1 << 61) - 1;
+    /// A fixed base (any residue away from 0 and 1 works; keys are fprev's own offsets).
+    const R: u64 = 0x0A5C_93E1_7B24_D6F1 % Self::P;
+
+    pub fn add(a: u64, b: u64) -> u64 {
+        let s = a + b;
+        if s >= Self::P {
+            s - Self::P
+        } else {
+            s
+        }
+    }
+
+    pub fn mul(a: u64, b: u64) -> u64 {
+        let x = u128::from(a) * u128::from(b);
+        Self::add((x as u64) & Self::P, (x >> 61) as u64)
+    }
+
+    /// `(r^i, r^-i)` for `i` in `0..n`.
+    fn powers(n: usize) -> (Vec<u64>, Vec<u64>) {
+        // r^-1 = r^(P - 2) (Fermat)
+        let (mut inv, mut base, mut e) = (1u64, Self::R, Self::P - 2);
+        while e > 0 {
+            if e & 1 == 1 {
+                inv = Self::mul(inv, base);
+            }
+            base = Self::mul(base, base);
+            e >>= 1;
+        }
+        let (mut up, mut down) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        let (mut u, mut d) = (1u64, 1u64);
+        for _ in 0..n {
+            up.push(u);
+            down.push(d);
+            u = Self::mul(u, Self::R);
+            d = Self::mul(d, inv);
+        }
+        (up, down)
+    }
 }
 
 pub(crate) const NONE: u32 = u32::MAX;
@@ -33,18 +93,59 @@ impl Kids {
 
 impl Arena {
     pub fn new(n: usize) -> Arena {
+        // room for a binary tree's n - 1 inner nodes up front: no copies while growing
+        let per_node = |leaf: &dyn Fn(usize) -> u32| {
+            let mut v = Vec::with_capacity(2 * n);
+            v.extend((0..n).map(leaf));
+            v
+        };
+        let mut binary = Vec::with_capacity(2 * n);
+        binary.resize(n, true);
         Arena {
             n,
-            kids: Vec::new(),
-            trunc: Vec::new(),
-            parent: vec![NONE; n],
-            size: vec![1; n],
+            kids: Vec::with_capacity(n),
+            trunc: Vec::with_capacity(n),
+            parent: per_node(&|_| NONE),
+            size: per_node(&|_| 1),
+            least: per_node(&|i| i as u32),
+            most: per_node(&|i| i as u32),
+            binary,
+            hash: Vec::new(),
+            unshift: Vec::new(),
         }
     }
 
+    /// Keep a [`LeafHash`] of every node's leaf set from now on (the search's templates
+    /// key on it).
+    pub fn hash_leaf_sets(&mut self) {
+        let (mut up, down) = LeafHash::powers(self.n);
+        up.reserve(self.n);
+        for k in 0..self.kids.len() {
+            let h = self.kids[k]
+                .as_slice()
+                .iter()
+                .fold(0, |h, &c| LeafHash::add(h, up[c as usize]));
+            up.push(h);
+        }
+        self.hash = up;
+        self.unshift = down;
+    }
+
     pub fn node(&mut self, kids: &[u32], trunc: bool) -> u32 {
+        if let [a, b] = *kids {
+            return self.pair(a, b, trunc);
+        }
         let id = (self.n + self.kids.len()) as u32;
         let size = kids.iter().map(|&c| self.size[c as usize]).sum();
+        let least = kids.iter().map(|&c| self.least[c as usize]).min();
+        let most = kids.iter().map(|&c| self.most[c as usize]).max();
+        let binary = kids.len() == 2 && kids.iter().all(|&c| self.binary[c as usize]);
+        if !self.hash.is_empty() {
+            let h = kids
+                .iter()
+                .fold(0, |h, &c| LeafHash::add(h, self.hash[c as usize]));
+            self.hash.push(h);
+        }
         for &c in kids {
             self.parent[c as usize] = id;
         }
@@ -55,6 +156,28 @@ impl Arena {
         self.trunc.push(trunc);
         self.parent.push(NONE);
         self.size.push(size);
+        self.least.push(least.unwrap_or(NONE));
+        self.most.push(most.unwrap_or(0));
+        self.binary.push(binary);
+        id
+    }
+
+    /// [`node`](Self::node) for two children, the common case, without the loops.
+    fn pair(&mut self, a: u32, b: u32, trunc: bool) -> u32 {
+        let id = (self.n + self.kids.len()) as u32;
+        let (x, y) = (a as usize, b as usize);
+        if !self.hash.is_empty() {
+            self.hash.push(LeafHash::add(self.hash[x], self.hash[y]));
+        }
+        self.parent[x] = id;
+        self.parent[y] = id;
+        self.kids.push(Kids::Pair([a, b]));
+        self.trunc.push(trunc);
+        self.parent.push(NONE);
+        self.size.push(self.size[x] + self.size[y]);
+        self.least.push(self.least[x].min(self.least[y]));
+        self.most.push(self.most[x].max(self.most[y]));
+        self.binary.push(self.binary[x] && self.binary[y]);
         id
     }
 
@@ -67,6 +190,13 @@ impl Arena {
     pub fn adopt(&mut self, node: u32, child: u32) {
         self.parent[child as usize] = node;
         self.size[node as usize] += self.size[child as usize];
+        let (v, c) = (node as usize, child as usize);
+        self.least[v] = self.least[v].min(self.least[c]);
+        self.most[v] = self.most[v].max(self.most[c]);
+        self.binary[v] = false;
+        if !self.hash.is_empty() {
+            self.hash[v] = LeafHash::add(self.hash[v], self.hash[c]);
+        }
         let kids = &mut self.kids[node as usize - self.n];
         match kids {
             Kids::Pair([a, b]) => *kids = Kids::Many(vec![*a, *b, child]),
@@ -158,43 +288,55 @@ impl Arena {
         }
     }
 
-    /// The canonical tree hanging from `root` (only reachable nodes).
+    /// The canonical tree hanging from `root` (only reachable nodes), emitted directly in
+    /// canonical order: a post-order walk visiting children by smallest leaf numbers nodes
+    /// as [`SumTree`] does, so nothing is renumbered or re-sorted afterwards (that took
+    /// as long as 150 calls of a cheap target at n = 1024).
     pub fn to_tree(&self, root: u32) -> SumTree {
-        // post-order over reachable inner nodes, renumbered densely
+        let n = self.n;
+        let mut child_start = Vec::with_capacity(self.kids.len() + 1);
+        child_start.push(0u32);
+        let mut children: Vec<u32> = Vec::with_capacity(2 * self.kids.len());
+        // canonical ids of finished subtrees, a node's children on top when it finishes
+        let mut done: Vec<u32> = Vec::new();
+        // children of the nodes on the path, in canonical order; a stack entry is
+        // (node, where its children start in `order`, how many were visited)
         let mut order: Vec<u32> = Vec::new();
-        let mut stack: Vec<(u32, usize)> = vec![(root, 0)];
-        while let Some(&mut (v, ref mut idx)) = stack.last_mut() {
-            if (v as usize) < self.n {
-                stack.pop();
+        let mut stack: Vec<(u32, usize, usize)> = Vec::new();
+        let enter = |v: u32, order: &mut Vec<u32>, stack: &mut Vec<(u32, usize, usize)>| {
+            let start = order.len();
+            order.extend_from_slice(self.kids(v));
+            let kids = &mut order[start..];
+            if let [a, b] = kids {
+                if self.least[*b as usize] < self.least[*a as usize] {
+                    std::mem::swap(a, b);
+                }
+            } else {
+                kids.sort_unstable_by_key(|&c| self.least[c as usize]);
+            }
+            stack.push((v, start, 0));
+        };
+        if (root as usize) >= n {
+            enter(root, &mut order, &mut stack);
+        }
+        while let Some(&mut (_, start, ref mut seen)) = stack.last_mut() {
+            if start + *seen < order.len() {
+                let c = order[start + *seen];
+                *seen += 1;
+                if (c as usize) < n {
+                    done.push(c);
+                } else {
+                    enter(c, &mut order, &mut stack);
+                }
                 continue;
             }
-            let kids = self.kids(v);
-            if *idx < kids.len() {
-                let c = kids[*idx];
-                *idx += 1;
-                stack.push((c, 0));
-            } else {
-                order.push(v);
-                stack.pop();
-            }
+            let k = order.len() - start;
+            children.extend(done.drain(done.len() - k..));
+            child_start.push(children.len() as u32);
+            done.push((n + child_start.len() - 2) as u32);
+            order.truncate(start);
+            stack.pop();
         }
-        let mut new_id = vec![0u32; self.kids.len()];
-        for (k, &v) in order.iter().enumerate() {
-            new_id[v as usize - self.n] = (self.n + k) as u32;
-        }
-        let mut starts = Vec::with_capacity(order.len() + 1);
-        starts.push(0u32);
-        let mut kids = Vec::with_capacity(2 * order.len());
-        for &v in &order {
-            for &c in self.kids(v) {
-                kids.push(if (c as usize) < self.n {
-                    c
-                } else {
-                    new_id[c as usize - self.n]
-                });
-            }
-            starts.push(kids.len() as u32);
-        }
-        SumTree::from_flat(self.n, starts, kids)
+        SumTree::from_canonical(n, child_start, children)
     }
 }

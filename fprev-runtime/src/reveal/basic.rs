@@ -45,14 +45,15 @@ pub(crate) fn build<T: ProbeFloat, X: Target<T>>(
         });
     }
     let mut pairs: Vec<(u32, u32, u32)> = Vec::with_capacity(n * (n - 1) / 2);
+    let (all, mut row): (Vec<usize>, _) = ((0..n).collect(), Vec::with_capacity(n));
     for i in 0..n - 1 {
-        let members: Vec<usize> = (i + 1..n).collect();
-        let row = prober.trusted_row(i, &members)?;
+        let members = &all[i + 1..];
+        prober.trusted_row(i, members, &mut row)?;
         pairs.extend(
             members
                 .iter()
-                .zip(row)
-                .map(|(&j, l)| (l, i as u32, j as u32)),
+                .zip(&row)
+                .map(|(&j, &l)| (l, i as u32, j as u32)),
         );
     }
     // Counting sort by `l` (at most n): pairs were made in (i, j) order, which the stable

@@ -25,11 +25,23 @@ use super::Pivot;
 use crate::float::ProbeFloat;
 use crate::target::{Probe, Target};
 
-/// A complete sibling subtree to build: its pivot, the other leaves, and their `l` to it.
+/// `(l, leaf)` in one word: sorting plain integers, not indices through a key, was a
+/// visible cost for cheap targets (indices fit in 32 bits: see `Reveal::run_target`).
+fn pack(l: u32, leaf: usize) -> u64 {
+    (u64::from(l) << 32) | leaf as u64
+}
+
+fn leaf_of(key: u64) -> usize {
+    (key & 0xFFFF_FFFF) as usize
+}
+
+/// A complete sibling subtree to build: its pivot, and the other leaves with their `l`
+/// to it packed by [`pack`] (one buffer a part, sorted in place when its frame opens:
+/// separate leaf and count vectors, copied into the frame, were a visible cost for
+/// targets with many small parts).
 struct Part {
     pivot: usize,
-    members: Vec<usize>,
-    row: Vec<u32>,
+    keys: Vec<u64>,
     /// Already in the arena (verified from a template).
     prebuilt: Option<u32>,
 }
@@ -38,8 +50,12 @@ impl Part {
     fn size(&self, arena: &Arena) -> usize {
         match self.prebuilt {
             Some(node) => arena.size[node as usize] as usize,
-            None => self.members.len() + 1,
+            None => self.keys.len() + 1,
         }
+    }
+
+    fn leaves(&self) -> impl Iterator<Item = usize> + '_ {
+        std::iter::once(self.pivot).chain(self.keys.iter().map(|&k| leaf_of(k)))
     }
 }
 
@@ -51,19 +67,23 @@ enum Join {
     Truncating,
 }
 
+/// The parts of one group, built one after the other; each finished part goes onto the
+/// frame's `open` list, from `mark` on.
 struct Parts {
     join: Join,
     size: usize,
     parts: Vec<Part>,
-    built: Vec<u32>,
     next: usize,
+    mark: usize,
 }
 
 /// Building the complete subtree around one pivot.
 struct Frame {
     total: usize,
-    groups: Vec<(u32, Vec<usize>)>,
-    next_group: usize,
+    /// The other leaves with their `l` to the pivot, sorted: a group is a run of equal `l`.
+    keys: Vec<u64>,
+    /// Start of the next group in `keys`.
+    next: usize,
     /// Complete subtree containing the pivot, closed levels only.
     base: u32,
     base_size: usize,
@@ -74,28 +94,12 @@ struct Frame {
 }
 
 impl Frame {
-    fn new(pivot: usize, members: &[usize], row: &[u32]) -> Frame {
-        // (l, member) packed in one word: sorting plain integers, not indices through
-        // a key, was a visible cost for cheap targets (indices fit in 32 bits: see
-        // `Reveal::run_target`)
-        let mut keys: Vec<u64> = row
-            .iter()
-            .zip(members)
-            .map(|(&l, &j)| (u64::from(l) << 32) | j as u64)
-            .collect();
+    fn new(pivot: usize, mut keys: Vec<u64>) -> Frame {
         keys.sort_unstable();
-        let mut groups: Vec<(u32, Vec<usize>)> = Vec::new();
-        for key in keys {
-            let (l, j) = ((key >> 32) as u32, (key & 0xFFFF_FFFF) as usize);
-            match groups.last_mut() {
-                Some((g_l, g)) if *g_l == l => g.push(j),
-                _ => groups.push((l, vec![j])),
-            }
-        }
         Frame {
-            total: members.len() + 1,
-            groups,
-            next_group: 0,
+            total: keys.len() + 1,
+            keys,
+            next: 0,
             base: pivot as u32,
             base_size: 1,
             open: Vec::new(),
@@ -104,15 +108,40 @@ impl Frame {
         }
     }
 
-    fn close_level(&mut self, arena: &mut Arena) {
-        if !self.open.is_empty() {
-            let mut kids = vec![self.base];
-            kids.append(&mut self.open);
-            self.base = arena.node(&kids, false);
-            self.base_size += self.open_size;
-            self.open_size = 0;
-        }
+    /// The next group's `l`, its leaves into `group`; `None` when every group is done.
+    fn next_group(&mut self, group: &mut Vec<usize>) -> Option<u32> {
+        let first = *self.keys.get(self.next)?;
+        let l = (first >> 32) as u32;
+        let run = self.keys[self.next..]
+            .iter()
+            .take_while(|&&k| (k >> 32) as u32 == l);
+        group.clear();
+        group.extend(run.map(|&k| leaf_of(k)));
+        self.next += group.len();
+        Some(l)
     }
+
+    fn close_level(&mut self, arena: &mut Arena) {
+        if let [only] = self.open[..] {
+            self.base = arena.node(&[self.base, only], false);
+        } else if !self.open.is_empty() {
+            let mut kids = Vec::with_capacity(self.open.len() + 1);
+            kids.push(self.base);
+            kids.extend_from_slice(&self.open);
+            self.base = arena.node(&kids, false);
+        }
+        self.open.clear();
+        self.base_size += self.open_size;
+        self.open_size = 0;
+    }
+}
+
+/// Buffers the search reuses from part to part.
+#[derive(Default)]
+struct Scratch {
+    group: Vec<usize>,
+    remaining: Vec<usize>,
+    row: Vec<u32>,
 }
 
 pub(crate) fn build<T: ProbeFloat, X: Target<T>>(
@@ -121,11 +150,20 @@ pub(crate) fn build<T: ProbeFloat, X: Target<T>>(
     pivot: Pivot,
 ) -> Result<u32, RevealError> {
     let n = prober.n;
-    let all: Vec<usize> = (0..n).collect();
-    let first = choose(prober, &all, pivot);
-    let members: Vec<usize> = all.into_iter().filter(|&j| j != first).collect();
-    let row = prober.trusted_row(first, &members)?;
-    let mut stack = vec![Frame::new(first, &members, &row)];
+    let mut scratch = Scratch::default();
+    arena.hash_leaf_sets();
+    let mut members: Vec<usize> = (0..n).collect();
+    let k = choose(prober, &members, pivot);
+    let first = members.remove(k);
+    prober.trusted_row(first, &members, &mut scratch.row)?;
+    let keys = scratch
+        .row
+        .iter()
+        .zip(&members)
+        .map(|(&l, &j)| pack(l, j))
+        .collect();
+    scratch.remaining = members;
+    let mut stack = vec![Frame::new(first, keys)];
     let mut returned: Option<u32> = None;
     let mut templates = Templates::default();
     loop {
@@ -135,9 +173,7 @@ pub(crate) fn build<T: ProbeFloat, X: Target<T>>(
             });
         };
         if let Some(node) = returned.take() {
-            if let Some(p) = top.parts.as_mut() {
-                p.built.push(node);
-            }
+            top.open.push(node);
         }
         // Build the next part of the group in hand, or attach the finished group.
         if let Some(p) = top.parts.as_mut() {
@@ -145,38 +181,35 @@ pub(crate) fn build<T: ProbeFloat, X: Target<T>>(
                 let part = &mut p.parts[p.next];
                 p.next += 1;
                 if let Some(node) = part.prebuilt {
-                    p.built.push(node);
-                } else if part.members.is_empty() {
-                    p.built.push(part.pivot as u32);
+                    top.open.push(node);
+                } else if part.keys.is_empty() {
+                    top.open.push(part.pivot as u32);
                 } else {
-                    let mut leaves = part.members.clone();
-                    leaves.push(part.pivot);
-                    if let Some(node) = templates.try_build(prober, arena, &leaves)? {
-                        p.built.push(node);
+                    let len = part.keys.len() + 1;
+                    if let Some(node) = templates.try_build(prober, arena, len, part.leaves())? {
+                        top.open.push(node);
                         continue;
                     }
-                    let frame = Frame::new(part.pivot, &part.members, &part.row);
-                    part.row = Vec::new();
+                    let frame = Frame::new(part.pivot, std::mem::take(&mut part.keys));
                     stack.push(frame);
                 }
                 continue;
             }
             let p = top.parts.take().unwrap_or_else(|| unreachable!());
             match p.join {
-                Join::Siblings => {
-                    top.open_size += p.size * p.built.len();
-                    top.open.extend(p.built);
-                }
+                Join::Siblings => top.open_size += p.size * (top.open.len() - p.mark),
                 Join::Truncating => {
-                    let mut kids = vec![top.base];
-                    kids.extend(p.built);
+                    let mut kids = Vec::with_capacity(top.open.len() - p.mark + 1);
+                    kids.push(top.base);
+                    kids.extend(top.open.drain(p.mark..));
                     top.base = arena.node(&kids, true);
                     top.base_size += p.size;
                 }
             }
             continue;
         }
-        if top.next_group == top.groups.len() {
+        let group = &mut scratch.group;
+        let Some(l) = top.next_group(group) else {
             top.close_level(arena);
             if top.base_size != top.total {
                 return Err(RevealError::Inconsistent {
@@ -194,9 +227,7 @@ pub(crate) fn build<T: ProbeFloat, X: Target<T>>(
             }
             returned = Some(done);
             continue;
-        }
-        let (l, group) = std::mem::take(&mut top.groups[top.next_group]);
-        top.next_group += 1;
+        };
         let l = l as usize;
         let (r, a, count) = (top.base_size, top.open_size, group.len());
         let s_next = l.checked_sub(r + a).filter(|&s| s >= 1 && count % s == 0);
@@ -215,7 +246,7 @@ pub(crate) fn build<T: ProbeFloat, X: Target<T>>(
                 // Units only on the open siblings and the group (the pivot's subtree and
                 // everything else zero): both candidate lost sets lie inside.
                 let mut window: Vec<usize> = top.open.iter().flat_map(|&c| arena.leaves_under(c)).collect();
-                window.extend_from_slice(&group);
+                window.extend_from_slice(group);
                 let probe = Probe {
                     plus: q,
                     minus: group[0],
@@ -255,23 +286,22 @@ pub(crate) fn build<T: ProbeFloat, X: Target<T>>(
             top.close_level(arena);
             l - top.base_size
         };
-        let top = stack.last_mut().unwrap_or_else(|| unreachable!());
         let mut prebuilt = None;
         if size == count {
             // A sibling as large as the pivot's side is often its shifted twin.
             if top.base_size == count {
                 templates.record(arena, top.base);
             }
-            prebuilt = templates.try_build(prober, arena, &group)?;
+            let leaves = scratch.group.iter().copied();
+            prebuilt = templates.try_build(prober, arena, count, leaves)?;
         }
         let parts = match prebuilt {
             Some(node) => vec![Part {
-                pivot: group[0],
-                members: Vec::new(),
-                row: Vec::new(),
+                pivot: scratch.group[0],
+                keys: Vec::new(),
                 prebuilt: Some(node),
             }],
-            None => partition(prober, &group, size, pivot)?,
+            None => partition(prober, &mut scratch, size, pivot)?,
         };
         let join = if parts.iter().all(|p| p.size(arena) == size) {
             Join::Siblings
@@ -281,7 +311,7 @@ pub(crate) fn build<T: ProbeFloat, X: Target<T>>(
             return Err(RevealError::Inconsistent {
                 detail: format!(
                     "leaves {:?}... at l = {l} split into parts of sizes {:?}, expected {size} each",
-                    &group[..group.len().min(6)],
+                    &scratch.group[..count.min(6)],
                     parts.iter().map(|p| p.size(arena)).take(8).collect::<Vec<_>>()
                 ),
             });
@@ -291,63 +321,71 @@ pub(crate) fn build<T: ProbeFloat, X: Target<T>>(
             join,
             size,
             parts,
-            built: Vec::new(),
             next: 0,
+            mark: top.open.len(),
         });
     }
 }
 
-/// Split `group` into the complete subtrees of (at most) `size` leaves it consists of.
+/// Split the group in `scratch.group` into the complete subtrees of (at most) `size`
+/// leaves it consists of.
 fn partition<T: ProbeFloat, X: Target<T>>(
     prober: &mut Prober<T, X>,
-    group: &[usize],
+    scratch: &mut Scratch,
     size: usize,
     pivot: Pivot,
 ) -> Result<Vec<Part>, RevealError> {
+    let Scratch {
+        group,
+        remaining,
+        row,
+    } = scratch;
     if size == 1 {
         return Ok(group
             .iter()
             .map(|&j| Part {
                 pivot: j,
-                members: Vec::new(),
-                row: Vec::new(),
+                keys: Vec::new(),
                 prebuilt: None,
             })
             .collect());
     }
     let mut parts = Vec::new();
-    let mut remaining: Vec<usize> = group.to_vec();
+    remaining.clear();
+    remaining.extend_from_slice(group);
     while !remaining.is_empty() {
-        let p = choose(prober, &remaining, pivot);
-        let others: Vec<usize> = remaining.iter().copied().filter(|&j| j != p).collect();
-        let row = prober.trusted_row(p, &others)?;
-        let (mut members, mut inrow, mut rest) = (Vec::new(), Vec::new(), Vec::new());
-        for (k, &j) in others.iter().enumerate() {
-            if row[k] as usize <= size {
-                members.push(j);
-                inrow.push(row[k]);
-            } else {
-                rest.push(j);
+        // the others keep their order (the next pivot is drawn by position)
+        let k = choose(prober, remaining, pivot);
+        let p = remaining.remove(k);
+        prober.trusted_row(p, remaining, row)?;
+        let inside = row.iter().filter(|&&l| l as usize <= size).count();
+        let mut keys = Vec::with_capacity(inside);
+        let mut at = 0;
+        remaining.retain(|&j| {
+            let l = row[at];
+            at += 1;
+            if l as usize <= size {
+                keys.push(pack(l, j));
             }
-        }
+            l as usize > size
+        });
         parts.push(Part {
             pivot: p,
-            members,
-            row: inrow,
+            keys,
             prebuilt: None,
         });
-        remaining = rest;
     }
     Ok(parts)
 }
 
+/// The position in `set` (non-empty) of the next pivot.
 fn choose<T: ProbeFloat, X: Target<T>>(
     prober: &mut Prober<T, X>,
     set: &[usize],
     pivot: Pivot,
 ) -> usize {
     match pivot {
-        Pivot::Smallest => set.iter().copied().min().unwrap_or(0),
-        Pivot::Random => prober.pick(set),
+        Pivot::Smallest => (0..set.len()).min_by_key(|&k| set[k]).unwrap_or(0),
+        Pivot::Random => prober.pick_index(set.len()),
     }
 }

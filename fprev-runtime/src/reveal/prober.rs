@@ -306,14 +306,26 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
     }
 
     /// Like [`row`](Self::row), re-asking untrusted entries in shrinking windows until
-    /// every count is exact.
+    /// every count is exact; the counts go into `row` (a buffer the caller reuses: a row
+    /// per part, each allocated, was a visible cost for targets with many small parts).
     pub fn trusted_row(
         &mut self,
         pivot: usize,
         members: &[usize],
-    ) -> Result<Vec<u32>, RevealError> {
-        let mut row = self.row(pivot, members)?;
-        let mut pending: Vec<usize> = (0..members.len()).filter(|&k| row[k].is_none()).collect();
+        row: &mut Vec<u32>,
+    ) -> Result<(), RevealError> {
+        self.batch.clear();
+        self.batch.extend(members.iter().map(|&j| Probe {
+            plus: pivot,
+            minus: j,
+        }));
+        self.ask_batch()?;
+        row.clear();
+        row.extend(self.answers.iter().map(|l| l.unwrap_or(u32::MAX)));
+        if !self.answers.iter().any(Option::is_none) {
+            return Ok(());
+        }
+        let mut pending: Vec<usize> = (0..members.len()).filter(|&k| row[k] == u32::MAX).collect();
         let mut pushed = 0;
         let result = loop {
             if pending.is_empty() {
@@ -344,7 +356,7 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
             let mut still = Vec::new();
             for (idx, &k) in pending.iter().enumerate() {
                 match sub[idx] {
-                    Some(l) => row[k] = Some(l),
+                    Some(l) => row[k] = l,
                     None => still.push(k),
                 }
             }
@@ -353,8 +365,7 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
         for _ in 0..pushed {
             self.pop_window();
         }
-        result?;
-        Ok(row.into_iter().map(|l| l.unwrap_or(0)).collect())
+        result
     }
 
     /// Units only on `set`, zeros elsewhere.
@@ -407,9 +418,9 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
         r
     }
 
-    /// A uniformly random element of `set` (non-empty).
-    pub fn pick(&mut self, set: &[usize]) -> usize {
-        set[self.rng.random_range(0..set.len())]
+    /// A uniformly random position in `0..len` (`len > 0`).
+    pub fn pick_index(&mut self, len: usize) -> usize {
+        self.rng.random_range(0..len)
     }
 }
 

@@ -7,18 +7,17 @@
 //! with children `L` and `R`, `l(min L, min R)` must be `|v|`. Where `l` is the size of
 //! the meeting node (binary and truncating fused nodes) this is a proof by induction; below
 //! a fused node that rounds once a binary split is refuted by the check above it (see the
-//! `known` module, which proves whole guessed trees the same way, with [`prove_shape`]).
+//! `known` module, which proves whole guessed trees the same way, with [`Proof`]).
 //! Only binary subtrees are kept as templates; a failed guess costs its probes and the
 //! subtree is built normally.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use super::arena::Arena;
+use super::arena::{Arena, LeafHash};
 use super::error::RevealError;
 use super::prober::Prober;
 use crate::float::ProbeFloat;
-use crate::scramble::rng::splitmix64;
 use crate::target::{Probe, Target};
 use crate::tree::SumTree;
 
@@ -60,21 +59,25 @@ impl Hasher for Mix {
 
 type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<Mix>>;
 
-/// Shapes of binary subtrees keyed by their leaf set shifted to start at 0.
+/// Binary subtrees already built, by their leaf set shifted to start at 0.
 #[derive(Default)]
 pub(crate) struct Templates {
-    /// Inner nodes in post-order; a child `c` is a leaf offset, or `NODE | k` for node `k`.
-    shapes: FastMap<Key, Vec<[u32; 2]>>,
+    /// The root of one subtree in the arena per leaf set.
+    shapes: FastMap<Key, u32>,
     pub hits: u64,
     pub misses: u64,
+    /// Buffers reused from guess to guess: a template's inner nodes in pre-order, the
+    /// walk's stack, and template node to new node.
+    pre: Vec<u32>,
+    stack: Vec<u32>,
+    map: Vec<u32>,
 }
 
-pub(crate) const NODE: u32 = 1 << 31;
-
-/// A leaf set shifted to start at 0, as a fingerprint: its size, its span and a
-/// commutative hash of its offsets, in one pass without sorting (sorting every subtree's
-/// leaves was a visible cost). Sets that collide only cost a failed proof: a template is
-/// never used unproved, and the span keeps its offsets inside `base..=max`.
+/// A leaf set shifted to start at 0, as a fingerprint: its size, its span and its
+/// [`LeafHash`] shifted to 0. A subtree's comes from its root in the arena without a
+/// leaf walk, a group's from one pass (sorting, or walking, every subtree's leaves was a
+/// visible cost). Sets that collide only cost a failed proof: a template is never used
+/// unproved, and the span keeps its offsets inside `base..=max`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct Key {
     size: u32,
@@ -82,152 +85,116 @@ struct Key {
     mix: u64,
 }
 
-/// The key of `leaves` (non-empty) and their smallest leaf.
-fn key(leaves: &[usize]) -> (Key, u32) {
-    let (lo, hi) = leaves
-        .iter()
-        .fold((usize::MAX, 0), |(lo, hi), &l| (lo.min(l), hi.max(l)));
-    let mix = leaves
-        .iter()
-        .fold(0u64, |m, &l| m.wrapping_add(splitmix64((l - lo) as u64)));
-    let key = Key {
-        size: leaves.len() as u32,
-        span: (hi - lo) as u32,
-        mix,
-    };
-    (key, lo as u32)
+impl Key {
+    /// The key of the leaves under `node`, and their smallest leaf.
+    fn of_node(arena: &Arena, node: u32) -> (Key, u32) {
+        let v = node as usize;
+        let lo = arena.least[v];
+        let key = Key {
+            size: arena.size[v],
+            span: arena.most[v] - lo,
+            mix: LeafHash::mul(arena.hash[v], arena.unshift[lo as usize]),
+        };
+        (key, lo)
+    }
+
+    /// The key of `leaves` (non-empty), and their smallest leaf.
+    fn of_leaves(arena: &Arena, leaves: impl Iterator<Item = usize>) -> (Key, u32) {
+        let (lo, hi, size, hash) = leaves.fold((usize::MAX, 0, 0u32, 0), |(lo, hi, size, h), l| {
+            (
+                lo.min(l),
+                hi.max(l),
+                size + 1,
+                LeafHash::add(h, arena.hash[l]),
+            )
+        });
+        let key = Key {
+            size,
+            span: (hi - lo) as u32,
+            mix: LeafHash::mul(hash, arena.unshift[lo]),
+        };
+        (key, lo as u32)
+    }
 }
 
 impl Templates {
-    /// Remember the subtree at `root` if it is binary and large enough.
+    /// Remember the subtree at `root` if it is binary and large enough. The arena only
+    /// grows, so the template is the root's id: its shape is read when a shifted twin
+    /// turns up (walking every finished subtree into a shape was a visible cost).
     pub fn record(&mut self, arena: &Arena, root: u32) {
-        let size = arena.size[root as usize] as usize;
-        if size < MIN_TEMPLATE {
+        let v = root as usize;
+        if (arena.size[v] as usize) < MIN_TEMPLATE || !arena.binary[v] {
             return;
         }
-        let (k, base) = key(&arena.leaves_under(root));
-        if self.shapes.contains_key(&k) {
-            return;
-        }
-        // post-order walk, children before parents; each finished child leaves its
-        // encoding on `done`, so a node finds its children's there (no id map)
-        let mut shape: Vec<[u32; 2]> = Vec::with_capacity(size - 1);
-        let mut done: Vec<u32> = Vec::with_capacity(size);
-        let mut stack: Vec<(u32, bool)> = vec![(root, false)];
-        while let Some((v, expanded)) = stack.pop() {
-            if (v as usize) < arena.n {
-                done.push(v - base);
-                continue;
-            }
-            let kids = arena.kids(v);
-            if kids.len() != 2 {
-                return;
-            }
-            if expanded {
-                let (Some(b), Some(a)) = (done.pop(), done.pop()) else {
-                    return;
-                };
-                shape.push([a, b]);
-                done.push(NODE | (shape.len() as u32 - 1));
-            } else {
-                // kids[0] is finished first, so its encoding sits below kids[1]'s
-                stack.push((v, true));
-                stack.push((kids[1], false));
-                stack.push((kids[0], false));
-            }
-        }
-        self.shapes.insert(k, shape);
+        let (k, _) = Key::of_node(arena, root);
+        self.shapes.entry(k).or_insert(root);
     }
 
-    /// Try the template for `leaves`; on success the subtree is in the arena.
+    /// Try the template for `leaves` (`len` of them); on success the subtree is in the
+    /// arena.
     pub fn try_build<T: ProbeFloat, X: Target<T>>(
         &mut self,
         prober: &mut Prober<T, X>,
         arena: &mut Arena,
-        leaves: &[usize],
+        len: usize,
+        leaves: impl Iterator<Item = usize>,
     ) -> Result<Option<u32>, RevealError> {
-        if leaves.len() < MIN_TEMPLATE {
+        if len < MIN_TEMPLATE || self.shapes.is_empty() {
             return Ok(None);
         }
-        let (k, base) = key(leaves);
-        let Some(shape) = self.shapes.get(&k) else {
+        let (k, base) = Key::of_leaves(arena, leaves);
+        let Some(&root) = self.shapes.get(&k) else {
             return Ok(None);
         };
-        if !prove_shape(prober, shape, base)? {
+        // leaf `i` of the template is leaf `i + shift` here (mod 2^32: the shift may be
+        // negative; equal keys keep every shifted leaf in range)
+        let shift = base.wrapping_sub(arena.least[root as usize]);
+        // the template's inner nodes, parents before children
+        let n = arena.n as u32;
+        self.pre.clear();
+        self.stack.clear();
+        self.stack.push(root);
+        while let Some(v) = self.stack.pop() {
+            if v >= n {
+                self.pre.push(v);
+                self.stack.extend_from_slice(arena.kids(v));
+            }
+        }
+        let mut proof = Proof::new(self.pre.len());
+        for &v in &self.pre {
+            let &[a, b] = arena.kids(v) else {
+                return Ok(None);
+            };
+            let least = |c: u32| arena.least[c as usize].wrapping_add(shift);
+            proof.push(least(a), least(b), arena.size[v as usize]);
+        }
+        if !proof.holds(prober)? {
             self.misses += 1;
             return Ok(None);
         }
         self.hits += 1;
-        let mut ids: Vec<u32> = Vec::with_capacity(shape.len());
-        for kids in shape {
+        // children before parents: the pre-order reversed
+        self.map.resize(arena.size.len(), 0);
+        for &v in self.pre.iter().rev() {
+            let &[a, b] = arena.kids(v) else {
+                return Ok(None);
+            };
             let id = |c: u32| {
-                if c & NODE != 0 {
-                    ids[(c & !NODE) as usize]
+                if c < n {
+                    c.wrapping_add(shift)
                 } else {
-                    c + base
+                    self.map[c as usize]
                 }
             };
-            let node = arena.node(&[id(kids[0]), id(kids[1])], false);
-            ids.push(node);
+            let kids = [id(a), id(b)];
+            self.map[v as usize] = arena.node(&kids, false);
         }
-        Ok(ids.last().copied())
+        Ok(Some(self.map[root as usize]))
     }
 }
 
 /// Nodes proved before the rest, so a wrong guess costs few probes.
 const SAMPLE: usize = 32;
-
-/// Where the proof of inner node `k` goes among `len`: every `step`-th node first (the
-/// sample, [`SAMPLE`] of them), the others after in order.
-struct SampleFirst {
-    step: usize,
-    sampled: usize,
-    k: usize,
-    /// `k / step` and `k % step`, kept incrementally (a division per node was visible).
-    q: usize,
-    r: usize,
-}
-
-impl SampleFirst {
-    fn new(len: usize) -> SampleFirst {
-        let step = (len / SAMPLE).max(1);
-        SampleFirst {
-            step,
-            sampled: len.div_ceil(step),
-            k: 0,
-            q: 0,
-            r: 0,
-        }
-    }
-
-    /// The slot of the next node.
-    #[inline]
-    fn next_slot(&mut self) -> usize {
-        let slot = if self.r == 0 {
-            self.q
-        } else {
-            self.sampled + self.k - self.q - 1
-        };
-        self.k += 1;
-        self.r += 1;
-        if self.r == self.step {
-            self.r = 0;
-            self.q += 1;
-        }
-        slot
-    }
-}
-
-/// Prove the binary `shape` (post-order; a child is a leaf offset from `base`, or
-/// `NODE | k` for inner node `k`) against the target with one probe per inner node, a
-/// sample first.
-pub(crate) fn prove_shape<T: ProbeFloat, X: Target<T>>(
-    prober: &mut Prober<T, X>,
-    shape: &[[u32; 2]],
-    base: u32,
-) -> Result<bool, RevealError> {
-    Proof::of_shape(shape, base).holds(prober)
-}
 
 /// One probe per inner node of a binary tree, with the count it must lose, a sample of
 /// [`SAMPLE`] first: for node `v` with children `L` and `R`, `l(min L, min R) = |v|`.
@@ -235,48 +202,24 @@ pub(crate) fn prove_shape<T: ProbeFloat, X: Target<T>>(
 pub(crate) struct Proof {
     probes: Vec<Probe>,
     lost: Vec<u32>,
-    slots: SampleFirst,
 }
 
 impl Proof {
     fn new(len: usize) -> Proof {
         Proof {
-            probes: vec![Probe { plus: 0, minus: 0 }; len],
-            lost: vec![0; len],
-            slots: SampleFirst::new(len),
+            probes: Vec::with_capacity(len),
+            lost: Vec::with_capacity(len),
         }
     }
 
-    /// Add the next inner node's probe (post-order) in its slot.
+    /// Add the next inner node's probe.
     #[inline]
     fn push(&mut self, a: u32, b: u32, lost: u32) {
-        let slot = self.slots.next_slot();
-        self.probes[slot] = Probe {
+        self.probes.push(Probe {
             plus: a as usize,
             minus: b as usize,
-        };
-        self.lost[slot] = lost;
-    }
-
-    /// The proof of a template `shape` placed at `base`.
-    fn of_shape(shape: &[[u32; 2]], base: u32) -> Proof {
-        // per inner node: (smallest leaf, size)
-        let mut info: Vec<(u32, u32)> = Vec::with_capacity(shape.len());
-        let mut proof = Proof::new(shape.len());
-        for kids in shape {
-            let side = |c: u32, info: &Vec<(u32, u32)>| {
-                if c & NODE != 0 {
-                    info[(c & !NODE) as usize]
-                } else {
-                    (c + base, 1)
-                }
-            };
-            let (a, sa) = side(kids[0], &info);
-            let (b, sb) = side(kids[1], &info);
-            proof.push(a, b, sa + sb);
-            info.push((a.min(b), sa + sb));
-        }
-        proof
+        });
+        self.lost.push(lost);
     }
 
     /// The proof of a whole tree; `None` when a node is not binary.
@@ -297,14 +240,30 @@ impl Proof {
         Some(proof)
     }
 
+    /// Move every `step`-th probe to the front, [`SAMPLE`] of them (any order proves the
+    /// same; a sample spread over the tree refutes a wrong guess early). Swapping them
+    /// in place, after pushing in walk order, spares placing each probe in a slot.
+    /// Returns the sample's length.
+    fn sample_first(&mut self) -> usize {
+        let len = self.probes.len();
+        let step = (len / SAMPLE).max(1);
+        let sampled = len.div_ceil(step);
+        // position k * step is untouched by the swaps before it (k * step > j for j < k)
+        for k in 1..sampled {
+            self.probes.swap(k, k * step);
+            self.lost.swap(k, k * step);
+        }
+        sampled
+    }
+
     /// Ask the sample as one batch, then the rest as another; whether every probe lost
     /// exactly its count. A proof that holds lends the re-check a uniform sample of its
     /// answers (all equal to their counts).
     pub fn holds<T: ProbeFloat, X: Target<T>>(
-        &self,
+        mut self,
         prober: &mut Prober<T, X>,
     ) -> Result<bool, RevealError> {
-        let s = self.slots.sampled.min(self.probes.len());
+        let s = self.sample_first();
         let holds = prober.expect(&self.probes[..s], &self.lost[..s])?
             && prober.expect(&self.probes[s..], &self.lost[s..])?;
         if holds {
@@ -316,10 +275,19 @@ impl Proof {
 
 #[cfg(test)]
 mod tests {
-    use super::key;
+    use super::super::arena::Arena;
+    use super::Key;
+
+    fn arena() -> Arena {
+        let mut arena = Arena::new(200);
+        arena.hash_leaf_sets();
+        arena
+    }
 
     #[test]
     fn keys_see_leaf_sets_shifted_to_zero_in_any_order() {
+        let arena = arena();
+        let key = |leaves: &[usize]| Key::of_leaves(&arena, leaves.iter().copied());
         let (a, base_a) = key(&[7, 3, 5, 9]);
         let (b, base_b) = key(&[103, 105, 107, 109]);
         assert_eq!((base_a, base_b), (3, 103));
@@ -327,5 +295,31 @@ mod tests {
         // same size and span, other offsets
         assert_ne!(key(&[3, 4, 5, 9]).0, a);
         assert_ne!(key(&[3, 5, 7]).0, a);
+    }
+
+    #[test]
+    fn node_keys_equal_their_leaf_sets_keys() {
+        let mut arena = arena();
+        // ((10+12)+(11+13)), children out of order, and a fused node grown by adoption
+        let left = arena.node(&[10, 12], false);
+        let right = arena.node(&[13, 11], false);
+        let top = arena.node(&[right, left], false);
+        let fused = arena.node(&[50, 52, 51], false);
+        arena.adopt(fused, 53);
+        for (node, leaves) in [(top, [10, 11, 12, 13]), (fused, [50, 51, 52, 53])] {
+            assert_eq!(
+                Key::of_node(&arena, node),
+                Key::of_leaves(&arena, leaves.into_iter())
+            );
+        }
+        assert_eq!(Key::of_node(&arena, top).0, Key::of_node(&arena, fused).0);
+        let mut late = Arena::new(20);
+        let v = late.node(&[3, 4], false);
+        late.hash_leaf_sets();
+        let w = late.node(&[v, 5], false);
+        assert_eq!(
+            Key::of_node(&late, w),
+            Key::of_leaves(&late, [3, 4, 5].into_iter())
+        );
     }
 }

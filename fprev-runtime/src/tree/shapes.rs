@@ -3,7 +3,7 @@
 
 use super::SumTree;
 
-/// Binary inner nodes appended in post-order, flat, as [`SumTree::from_pairs`] takes them.
+/// Binary inner nodes appended in post-order, flat, as [`SumTree::from_canonical_pairs`] takes them.
 struct Nodes {
     n: usize,
     kids: Vec<u32>,
