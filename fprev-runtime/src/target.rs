@@ -356,11 +356,28 @@ mod tests {
             probes: &probes,
             mask: (1u64 << 40) as f32,
         };
-        let f = |x: &[f32]| x.iter().fold(0.0f32, |a, &b| a + b);
-        let mut a = vec![0.0f32; probes.len()];
-        let mut b = vec![0.0f32; probes.len()];
-        FnTarget(f).probe_batch(&batch, &mut a).unwrap();
-        SyncFnTarget(f).probe_batch(&batch, &mut b).unwrap();
-        assert_eq!(a, b);
+        let on_pool = std::sync::atomic::AtomicBool::new(false);
+        let sum = |x: &[f32]| x.iter().fold(0.0f32, |a, &b| a + b);
+        // 63 probes of at least 20 us: over PARALLEL_MIN_WORK, so the pool answers them
+        let slow = |x: &[f32]| {
+            std::thread::sleep(std::time::Duration::from_micros(20));
+            if rayon::current_thread_index().is_some() {
+                on_pool.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+            sum(x)
+        };
+        let mut want = vec![0.0f32; probes.len()];
+        FnTarget(sum).probe_batch(&batch, &mut want).unwrap();
+        for f in [&sum as &(dyn Fn(&[f32]) -> f32 + Sync), &slow] {
+            let mut got = vec![0.0f32; probes.len()];
+            SyncFnTarget(f).probe_batch(&batch, &mut got).unwrap();
+            assert_eq!(got, want);
+        }
+        if rayon::current_num_threads() > 1 {
+            assert!(
+                on_pool.into_inner(),
+                "a slow batch ran on the calling thread only"
+            );
+        }
     }
 }

@@ -139,7 +139,6 @@ impl Arena {
         let size = kids.iter().map(|&c| self.size[c as usize]).sum();
         let least = kids.iter().map(|&c| self.least[c as usize]).min();
         let most = kids.iter().map(|&c| self.most[c as usize]).max();
-        let binary = kids.len() == 2 && kids.iter().all(|&c| self.binary[c as usize]);
         if !self.hash.is_empty() {
             let h = kids
                 .iter()
@@ -149,16 +148,13 @@ impl Arena {
         for &c in kids {
             self.parent[c as usize] = id;
         }
-        self.kids.push(match *kids {
-            [a, b] => Kids::Pair([a, b]),
-            _ => Kids::Many(kids.to_vec()),
-        });
+        self.kids.push(Kids::Many(kids.to_vec()));
         self.trunc.push(trunc);
         self.parent.push(NONE);
         self.size.push(size);
         self.least.push(least.unwrap_or(NONE));
         self.most.push(most.unwrap_or(0));
-        self.binary.push(binary);
+        self.binary.push(false);
         id
     }
 

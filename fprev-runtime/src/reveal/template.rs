@@ -64,11 +64,9 @@ type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<Mix>>;
 pub(crate) struct Templates {
     /// The root of one subtree in the arena per leaf set.
     shapes: FastMap<Key, u32>,
-    pub hits: u64,
-    pub misses: u64,
-    /// Buffers reused from guess to guess: a template's inner nodes in pre-order, the
-    /// walk's stack, and template node to new node.
-    pre: Vec<u32>,
+    /// Buffers reused from guess to guess: a template's inner nodes in pre-order with
+    /// their two children, the walk's stack, and template node to new node.
+    pre: Vec<(u32, [u32; 2])>,
     stack: Vec<u32>,
     map: Vec<u32>,
 }
@@ -156,29 +154,25 @@ impl Templates {
         self.stack.push(root);
         while let Some(v) = self.stack.pop() {
             if v >= n {
-                self.pre.push(v);
-                self.stack.extend_from_slice(arena.kids(v));
+                // recorded templates are binary all the way down
+                let &[a, b] = arena.kids(v) else {
+                    return Ok(None);
+                };
+                self.pre.push((v, [a, b]));
+                self.stack.extend([a, b]);
             }
         }
         let mut proof = Proof::new(self.pre.len());
-        for &v in &self.pre {
-            let &[a, b] = arena.kids(v) else {
-                return Ok(None);
-            };
+        for &(v, [a, b]) in &self.pre {
             let least = |c: u32| arena.least[c as usize].wrapping_add(shift);
             proof.push(least(a), least(b), arena.size[v as usize]);
         }
         if !proof.holds(prober)? {
-            self.misses += 1;
             return Ok(None);
         }
-        self.hits += 1;
         // children before parents: the pre-order reversed
         self.map.resize(arena.size.len(), 0);
-        for &v in self.pre.iter().rev() {
-            let &[a, b] = arena.kids(v) else {
-                return Ok(None);
-            };
+        for &(v, [a, b]) in self.pre.iter().rev() {
             let id = |c: u32| {
                 if c < n {
                     c.wrapping_add(shift)
