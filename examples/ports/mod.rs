@@ -171,8 +171,9 @@ pub fn mri_q(voxels: &[f32], k: &[f32], phi: &[f32]) -> Vec<f32> {
 }
 
 /// 7-point stencil on an `n`^3 grid: a fixed expression per point, no accumulation
-/// across iterations, so no order can change it.
-#[fprev::scramble]
+/// across iterations, so no order can change it. Its loops are order-free by
+/// declaration (as an OpenMP `parallel for` would say), so they are scrambled whole.
+#[fprev::scramble(loops)]
 pub fn stencil(input: &[f32], n: usize) -> Vec<f32> {
     let mut out = vec![0.0f32; n * n * n];
     let at = |i: usize, j: usize, k: usize| input[(i * n + j) * n + k];

@@ -35,9 +35,11 @@ use std::sync::atomic::{AtomicI8, Ordering};
 pub use output::Floats;
 pub use report::{AmplifyReport, RunRecord, StageReport};
 
-use crate::scramble::config::{env_parse, random_seed, vars, warn_unknown_vars, MODES, SEEDS};
+use crate::scramble::config::{
+    env_parse, parse_mode, random_seed, vars, warn_unknown_vars, MODES, SEEDS,
+};
 use crate::scramble::rng::{order_hash, splitmix64};
-use crate::scramble::state::{apply, Session};
+use crate::scramble::state::{apply, reached_total, Session};
 use crate::scramble::{entropy, Level, ReplayToken, ScrambleConfig, Shuffle};
 
 /// One column group of Defour's Table II.
@@ -89,7 +91,7 @@ impl Stage {
             Stage::Repeat => "1 same config",
             Stage::Distribution => "2 vary distribution",
             Stage::Schedule => "3 vary schedule",
-            Stage::LoopOrder => "4 vary loop order",
+            Stage::LoopOrder => "4 vary reductions",
         }
     }
 
@@ -124,6 +126,10 @@ pub struct AmplifyConfig {
     pub seed: Option<u64>,
     /// Record executed orders (see [`entropy`]). Default true.
     pub record_orders: bool,
+    /// Reductions combine in a mix of shapes (see
+    /// [`Shape`](crate::scramble::Shape)) in the scrambled stages. Default true;
+    /// `FPREV_SCRAMBLE=fisher-yates` or `sattolo` switches to permuted sequential orders.
+    pub shapes: bool,
 }
 
 impl Default for AmplifyConfig {
@@ -135,6 +141,7 @@ impl Default for AmplifyConfig {
             shuffle: Shuffle::FisherYates,
             seed: None,
             record_orders: true,
+            shapes: true,
         }
     }
 }
@@ -165,12 +172,11 @@ impl AmplifyConfig {
         ) {
             cfg.stages = stages;
         }
-        let shuffle = |s: &str| match s.trim() {
-            "off" | "on" | "0" | "1" | "true" | "false" | "" => Some(None),
-            other => Shuffle::from_name(other).map(Some),
-        };
-        if let Some(Some(s)) = env_parse(vars::FPREV_SCRAMBLE, MODES, "fisher-yates", shuffle) {
+        if let Some((Some(s), shapes)) =
+            env_parse(vars::FPREV_SCRAMBLE, MODES, "shapes", parse_mode)
+        {
             cfg.shuffle = s;
+            cfg.shapes = shapes;
         }
         cfg.seed = env_parse(vars::FPREV_SEED, SEEDS, "a random seed", |s| {
             s.parse::<ReplayToken>().ok()
@@ -197,6 +203,11 @@ impl AmplifyConfig {
     /// Sets the shuffle of the scrambled stages.
     pub fn shuffle(mut self, shuffle: Shuffle) -> Self {
         self.shuffle = shuffle;
+        self
+    }
+    /// Sets whether reductions combine in a mix of shapes in the scrambled stages.
+    pub fn shapes(mut self, shapes: bool) -> Self {
+        self.shapes = shapes;
         self
     }
     /// Sets the campaign seed, or a run seed (from a run's token) to replay that run.
@@ -262,6 +273,7 @@ enum RunSetup {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct ScrambledRun {
     shuffle: Shuffle,
+    shapes: bool,
     seed: u64,
     level: Level,
 }
@@ -275,11 +287,13 @@ fn setup(cfg: &AmplifyConfig, seed: u64) -> RunSetup {
         },
         Some(Stage::Schedule) => RunSetup::Scrambled(ScrambledRun {
             shuffle: cfg.shuffle,
+            shapes: cfg.shapes,
             seed,
             level: Level::Schedule,
         }),
         Some(Stage::LoopOrder) => RunSetup::Scrambled(ScrambledRun {
             shuffle: cfg.shuffle,
+            shapes: cfg.shapes,
             seed,
             level: Level::Loops,
         }),
@@ -329,6 +343,7 @@ fn run_once<R: Floats, F: Fn() -> R + Sync>(setup: RunSetup, pools: &mut Pools, 
             apply(
                 &ScrambleConfig::off()
                     .shuffle(Some(s.shuffle))
+                    .shapes(s.shapes)
                     .seed(s.seed)
                     .level(s.level),
             );
@@ -401,7 +416,9 @@ fn run_stage<R: Floats, F: Fn() -> R + Sync>(
         max_rel: 0.0,
         norm2: 0.0,
         orders: entropy::OrderLog::default(),
+        sites_reached: 0,
     };
+    let reached_before = reached_total();
     let mut distinct = HashSet::new();
     for &seed in seeds {
         let setup = setup(config, seed);
@@ -446,6 +463,7 @@ fn run_stage<R: Floats, F: Fn() -> R + Sync>(
         report.runs.push(record);
     }
     report.distinct = distinct.len();
+    report.sites_reached = reached_total() - reached_before;
     report
 }
 
@@ -475,11 +493,16 @@ pub fn current_test_name() -> String {
 
 /// Fails the current test, printing the amplifier's report, when `computation` is not
 /// reproducible under the stages of [`AmplifyConfig::from_env`] (or of the config given
-/// first). Returns the report otherwise.
+/// first), or when a scrambled stage ran but no scramble site was reached (then nothing
+/// was reordered, and "reproducible" would mean nothing). Returns the report otherwise.
 ///
 /// ```
-/// let v: Vec<f64> = (0..100).map(|i| i as f64).collect();
-/// fprev_runtime::assert_reproducible!(|| v.iter().sum::<f64>());
+/// #[fprev::scramble]
+/// fn total(v: &[i64]) -> i64 {
+///     v.iter().sum() // integers: scrambling cannot change them
+/// }
+/// let v: Vec<i64> = (0..100).collect();
+/// fprev_runtime::assert_reproducible!(|| total(&v) as f64);
 /// ```
 ///
 /// ```should_panic
@@ -492,7 +515,7 @@ pub fn current_test_name() -> String {
 macro_rules! assert_reproducible {
     ($config:expr, $computation:expr $(,)?) => {{
         let report = $crate::amplify::amplify($config, $computation);
-        if !report.is_reproducible() {
+        if !report.is_reproducible() || !report.reached_a_site() {
             ::core::panic!("{}", report);
         }
         report

@@ -28,17 +28,23 @@
 //! ```
 
 pub mod config;
+mod context;
 pub mod entropy;
 pub mod launch;
 #[doc(hidden)]
 pub mod private;
+pub mod reduce;
+mod replay;
 pub mod rng;
+mod sites;
 pub(crate) mod state;
 
 pub use config::{vars, Level, ReplayToken, ScrambleConfig, TokenError, ALGORITHM_VERSION};
 pub use launch::{launch, Dim3, ThreadCtx};
+pub use reduce::Shape;
 pub use rng::{permutation, shuffle, ScrambleRng};
-pub use state::{current_config, with_config};
+pub use sites::{sites, Coverage, LeftAlone, SiteReport};
+pub use state::{current_config, with_config, CallSite, SiteKind};
 
 /// The shuffle algorithm. It is part of the replay token: a variant never changes what
 /// it draws without a bump of [`ALGORITHM_VERSION`].

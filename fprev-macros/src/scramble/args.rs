@@ -10,20 +10,23 @@ pub(crate) mod kw {
     syn::custom_keyword!(force);
     syn::custom_keyword!(skip);
     syn::custom_keyword!(shuffle);
+    syn::custom_keyword!(loops);
 }
 
-/// Which `for` loops the attribute rewrites.
+/// Which `for` loops the function declares order-free (whole-loop scrambling).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Loops {
-    /// Only loops not nested in another `for` loop.
+    /// `outer`: only loops not nested in another `for` loop.
     Outer,
-    /// Every loop (the default).
+    /// `loops` (or `all`): every loop of a supported form.
     All,
 }
 
 /// The options of `#[scramble(...)]` on a function.
 pub(crate) struct Args {
-    pub loops: Loops,
+    /// Whole-loop scrambling declared on the function; `None` (the default): only
+    /// reductions are reassociated, loops keep their order.
+    pub loops: Option<Loops>,
     /// A shuffle name checked against [`SHUFFLES`], with its span.
     pub shuffle: Option<(String, Span)>,
     /// Rewrite loops with early exits too.
@@ -39,28 +42,31 @@ pub(crate) const SHUFFLES: &[(&str, &str)] = &[
     ("identity", "Identity"),
 ];
 
-const FN_OPTIONS: &str = "`outer`, `all`, `force`, `shuffle = \"fisher-yates\" | \"sattolo\" | \"identity\"`, `crate = \"path\"`";
+const FN_OPTIONS: &str = "`loops`, `outer`, `force`, `shuffle = \"fisher-yates\" | \"sattolo\" | \"identity\"`, `crate = \"path\"`";
 
 impl Args {
     pub(crate) fn parse(tokens: TokenStream) -> syn::Result<Args> {
         let mut args = Args {
-            loops: Loops::All,
+            loops: None,
             shuffle: None,
             force: false,
             krate: syn::parse_quote!(::fprev),
         };
         let mut loops_seen: Option<Span> = None;
         let parser = syn::meta::parser(|meta| {
-            if meta.path.is_ident("outer") || meta.path.is_ident("all") {
+            if meta.path.is_ident("outer")
+                || meta.path.is_ident("all")
+                || meta.path.is_ident("loops")
+            {
                 let span = syn::spanned::Spanned::span(&meta.path);
                 if loops_seen.replace(span).is_some() {
-                    return Err(meta.error("`outer` / `all` given twice: keep one"));
+                    return Err(meta.error("`loops` / `outer` / `all` given twice: keep one"));
                 }
-                args.loops = if meta.path.is_ident("outer") {
+                args.loops = Some(if meta.path.is_ident("outer") {
                     Loops::Outer
                 } else {
                     Loops::All
-                };
+                });
                 Ok(())
             } else if meta.path.is_ident("force") {
                 args.force = true;
@@ -98,8 +104,9 @@ impl Args {
 pub(crate) enum Marker {
     /// `#[scramble(skip)]`: keep this loop's order.
     Skip,
-    /// `#[scramble(force)]`: scramble it even though it exits early.
-    Force,
+    /// `#[scramble(loop)]` (or `force`): the user declares this loop order-free; scramble
+    /// its order even if it exits early or carries state.
+    Loop,
 }
 
 /// Whether `attr` is a per-loop marker (`#[scramble(..)]`, `#[fprev::scramble(..)]`).
@@ -124,9 +131,12 @@ pub(crate) fn take_markers(attrs: &mut Vec<Attribute>) -> syn::Result<Option<Mar
                 Ok(Marker::Skip)
             } else if input.peek(kw::force) {
                 input.parse::<kw::force>()?;
-                Ok(Marker::Force)
+                Ok(Marker::Loop)
+            } else if input.peek(syn::Token![loop]) {
+                input.parse::<syn::Token![loop]>()?;
+                Ok(Marker::Loop)
             } else {
-                Err(input.error("on a loop, #[scramble] takes `skip` (keep this loop's order) or `force` (scramble it despite early exits)"))
+                Err(input.error("on a loop, #[scramble] takes `skip` (keep this loop's order and its reductions' association) or `loop` (declare its iterations order-free and scramble their order)"))
             }
         });
         match parsed {

@@ -1,11 +1,17 @@
-//! Code generation: the function with its loops and rayon chains rewritten.
+//! Code generation: the function with its reductions, declared loops and rayon chains
+//! rewritten. Nothing is duplicated: a loop body is emitted once, so items inside it stay
+//! unique and the expansion grows linearly with the function.
+
+use std::collections::{BTreeMap, HashSet};
 
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
 use syn::visit_mut::{self, VisitMut};
-use syn::{Expr, ExprForLoop, Ident, Item, ItemFn};
+use syn::{Expr, Ident, Item, ItemFn};
 
 use super::args::{self, Args, Loops, Marker};
+use super::classify::{self, Form};
 use super::validate::{self, ParSource};
 
 /// `#[scramble(args)] item`: the rewritten function, or the errors to show beside the
@@ -28,7 +34,7 @@ pub(crate) fn scramble(args: TokenStream, item: TokenStream) -> syn::Result<Toke
     if let Some(c) = func.sig.constness {
         return Err(syn::Error::new_spanned(
             c,
-            "#[scramble] cannot rewrite a `const fn`: scrambled loops call the runtime; remove `const` or the attribute",
+            "#[scramble] cannot rewrite a `const fn`: scrambled reductions call the runtime; remove `const` or the attribute",
         ));
     }
     rewrite_fn(&args, &mut func)?;
@@ -37,7 +43,7 @@ pub(crate) fn scramble(args: TokenStream, item: TokenStream) -> syn::Result<Toke
 
 fn not_a_fn(item: &Item) -> syn::Error {
     let msg =
-        "#[scramble] applies to functions: put it on each `fn` whose loops should be scrambled";
+        "#[scramble] applies to functions: put it on each `fn` whose reductions should be scrambled";
     let spanned =
         |kw: &dyn quote::ToTokens, name: &Ident| syn::Error::new_spanned(quote!(#kw #name), msg);
     match item {
@@ -45,7 +51,7 @@ fn not_a_fn(item: &Item) -> syn::Error {
         Item::Enum(e) => spanned(&e.enum_token, &e.ident),
         Item::Impl(i) => syn::Error::new(
             i.impl_token.span,
-            "#[scramble] applies to functions, not impl blocks: put it on the methods inside whose loops should be scrambled",
+            "#[scramble] applies to functions, not impl blocks: put it on the methods inside whose reductions should be scrambled",
         ),
         Item::Mod(m) => spanned(&m.mod_token, &m.ident),
         Item::Trait(t) => spanned(&t.trait_token, &t.ident),
@@ -62,55 +68,85 @@ pub(crate) fn rewrite_fn(args: &Args, func: &mut ItemFn) -> syn::Result<()> {
     let mut rewriter = Rewriter {
         args,
         fn_name: func.sig.ident.to_string(),
-        loops_on: true,
-        report: true,
         depth: 0,
-        next_site: 0,
+        sites: Vec::new(),
+        left: Vec::new(),
+        active: BTreeMap::new(),
+        next_reducer: 0,
         uses_par: false,
         errors: Ok(()),
     };
     rewriter.visit_block_mut(&mut func.block);
     rewriter.errors?;
+    let krate = &args.krate;
+    let mut prelude: Vec<syn::Stmt> = Vec::new();
     if rewriter.uses_par {
-        let krate = &args.krate;
-        func.block.stmts.insert(
-            0,
-            syn::parse_quote! {
-                #[allow(unused_imports)]
-                use #krate::__private::scramble::{ParChunks as _, ParMut as _, ParRange as _, ParRef as _};
-            },
-        );
+        prelude.push(syn::parse_quote! {
+            #[allow(unused_imports)]
+            use #krate::__private::scramble::{ParChunks as _, ParMut as _, ParRange as _, ParRef as _};
+        });
     }
+    if rewriter.sites.is_empty() && rewriter.left.is_empty() {
+        let span = func.sig.ident.span();
+        let label = format!("{}#fn", rewriter.fn_name);
+        rewriter.left.push(quote_spanned! {span=>
+            #krate::__private::scramble::LeftAlone::new(
+                ::core::concat!(::core::module_path!(), "::", #label),
+                ::core::file!(), ::core::line!(),
+                "no float reduction, declared loop or rayon chain found: nothing to scramble",
+            )
+        });
+    }
+    let (sites, left) = (&rewriter.sites, &rewriter.left);
+    let (ns, nl) = (sites.len(), left.len());
+    let sites_ident = sites_ident();
+    prelude.push(syn::parse_quote! {
+        static #sites_ident: [#krate::__private::scramble::CallSite; #ns] = [#(#sites),*];
+    });
+    prelude.push(syn::parse_quote! {
+        #krate::__private::inventory::submit! {
+            #krate::__private::scramble::FnSites::new(&#sites_ident, {
+                static LEFT: [#krate::__private::scramble::LeftAlone; #nl] = [#(#left),*];
+                &LEFT
+            })
+        }
+    });
+    let body = std::mem::take(&mut func.block.stmts);
+    func.block.stmts = prelude;
+    func.block.stmts.extend(body);
     Ok(())
+}
+
+fn sites_ident() -> Ident {
+    Ident::new("__FPREV_SCRAMBLE_SITES", Span::call_site())
 }
 
 struct Rewriter<'a> {
     args: &'a Args,
     fn_name: String,
-    /// False while generating the unscrambled copy of a loop: inner `for` loops stay
-    /// as written there (rayon chains are still rewritten, they check their own level).
-    loops_on: bool,
-    /// False in that copy too, so that marker errors are reported once.
-    report: bool,
     /// Number of enclosing `for` loops.
     depth: usize,
-    next_site: usize,
+    /// `CallSite` constructors, indexed by site number.
+    sites: Vec<TokenStream>,
+    /// `LeftAlone` constructors.
+    left: Vec<TokenStream>,
+    /// Reductions owned by enclosing loops: place key -> reducer variable.
+    active: BTreeMap<String, Ident>,
+    next_reducer: usize,
     uses_par: bool,
     errors: syn::Result<()>,
 }
 
 impl Rewriter<'_> {
     fn error(&mut self, e: syn::Error) {
-        if self.report {
-            args::combine(&mut self.errors, e);
-        }
+        args::combine(&mut self.errors, e);
     }
 
-    /// A `&'static CallSite` expression for a site at `span`.
-    fn site(&mut self, span: Span, kind: &str) -> TokenStream {
+    /// A `&'static CallSite` expression for a new site of `kind` at `span`.
+    fn site(&mut self, span: Span, kind: &str, variant: &str) -> TokenStream {
         let krate = &self.args.krate;
-        let label = format!("{}#{}{}", self.fn_name, kind, self.next_site);
-        self.next_site += 1;
+        let index = self.sites.len();
+        let label = format!("{}#{}{}", self.fn_name, kind, index);
         let shuffle = match &self.args.shuffle {
             Some((name, _)) => {
                 let variant = args::SHUFFLES
@@ -122,19 +158,30 @@ impl Rewriter<'_> {
             }
             None => quote_spanned!(span=> ::core::option::Option::None),
         };
-        quote_spanned! {span=>
-            {
-                static __FPREV_SITE: #krate::__private::scramble::CallSite =
-                    #krate::__private::scramble::CallSite::new(
-                        ::core::concat!(::core::module_path!(), "::", #label),
-                        ::core::file!(),
-                        ::core::line!(),
-                        ::core::column!(),
-                        #shuffle,
-                    );
-                &__FPREV_SITE
-            }
-        }
+        let kind = Ident::new(variant, span);
+        self.sites.push(quote_spanned! {span=>
+            #krate::__private::scramble::CallSite::with_kind(
+                ::core::concat!(::core::module_path!(), "::", #label),
+                ::core::file!(),
+                ::core::line!(),
+                ::core::column!(),
+                #shuffle,
+                #krate::__private::scramble::SiteKind::#kind,
+            )
+        });
+        let sites = sites_ident();
+        quote_spanned!(span=> &#sites[#index])
+    }
+
+    fn left_alone(&mut self, span: Span, what: &str, reason: &str) {
+        let krate = &self.args.krate;
+        let label = format!("{}#{}", self.fn_name, what);
+        self.left.push(quote_spanned! {span=>
+            #krate::__private::scramble::LeftAlone::new(
+                ::core::concat!(::core::module_path!(), "::", #label),
+                ::core::file!(), ::core::line!(), #reason,
+            )
+        });
     }
 
     fn with_depth(&mut self, f: impl FnOnce(&mut Self)) {
@@ -143,64 +190,201 @@ impl Rewriter<'_> {
         self.depth -= 1;
     }
 
-    fn for_loop(&mut self, e: &mut Expr) {
-        let Expr::ForLoop(f) = e else { return };
-        let marker = match args::take_markers(&mut f.attrs) {
+    /// `for` and `while` loops: reductions they own, then (for `for`) whole-loop
+    /// scrambling where declared.
+    fn a_loop(&mut self, e: &mut Expr) {
+        let (attrs, span) = match e {
+            Expr::ForLoop(f) => (&mut f.attrs, f.for_token.span),
+            Expr::While(w) => (&mut w.attrs, w.while_token.span),
+            _ => return,
+        };
+        let marker = match args::take_markers(attrs) {
             Ok(m) => m,
             Err(err) => {
                 self.error(err);
                 None
             }
         };
+        if marker == Some(Marker::Skip) {
+            // Keeps its order and owns no reduction; updates of places that an
+            // enclosing loop owns are still that loop's.
+            self.with_depth(|s| visit_mut::visit_expr_mut(s, e));
+            return;
+        }
+        let claimed: HashSet<String> = self.active.keys().cloned().collect();
+        let plan = match &*e {
+            Expr::ForLoop(f) => {
+                let exits = validate::exits_early(f.label.as_ref(), &f.body);
+                classify::plan(Some(&f.pat), None, &f.body, exits, &claimed)
+            }
+            Expr::While(w) => {
+                let exits = validate::exits_early(w.label.as_ref(), &w.body);
+                classify::plan(None, Some(&w.cond), &w.body, exits, &claimed)
+            }
+            _ => return,
+        };
+        for reason in &plan.left_alone {
+            self.left_alone(span, "loop", reason);
+        }
+        // Whole-loop scrambling, where declared.
+        if let Expr::ForLoop(f) = e {
+            self.declared_loop(f, marker);
+        }
+        // Reductions: a reducer per owned place, alive around the loop.
+        let krate = self.args.krate.clone();
+        let mut setup = Vec::new();
+        let mut finish = Vec::new();
+        let mut owned = Vec::new();
+        for (key, place) in &plan.reductions {
+            let r = Ident::new(
+                &format!("__fprev_reduction{}", self.next_reducer),
+                Span::mixed_site(),
+            );
+            self.next_reducer += 1;
+            let site = self.site(place.span(), "reduction", "Reduction");
+            setup.push(quote_spanned! {span=>
+                let mut #r = #krate::__private::scramble::Reduction::begin(#site, || &#place);
+                if #r.on() { #r.init(&#place); }
+            });
+            finish.push(quote_spanned! {span=>
+                if #r.on() { #r.write(&mut #place); }
+            });
+            self.active.insert(key.clone(), r);
+            owned.push(key.clone());
+        }
+        match e {
+            Expr::ForLoop(f) => {
+                self.visit_expr_mut(&mut f.expr);
+                self.with_depth(|s| s.visit_block_mut(&mut f.body));
+            }
+            Expr::While(w) => {
+                self.visit_expr_mut(&mut w.cond);
+                self.with_depth(|s| s.visit_block_mut(&mut w.body));
+            }
+            _ => {}
+        }
+        for key in owned {
+            self.active.remove(&key);
+        }
+        if !setup.is_empty() {
+            let the_loop = e.clone();
+            *e = Expr::Verbatim(quote_spanned! {span=>
+                {
+                    #(#setup)*
+                    #the_loop;
+                    #(#finish)*
+                }
+            });
+        }
+    }
+
+    /// `#[scramble(loop)]` / `force` on the loop, or `loops` / `outer` on the fn: the
+    /// loop visits its items in a scrambled order (collected first, so only finite
+    /// iterables of the supported forms).
+    fn declared_loop(&mut self, f: &mut syn::ExprForLoop, marker: Option<Marker>) {
         let supported = validate::supported_iterable(&f.expr);
-        if marker == Some(Marker::Force) && !supported {
+        let marked = marker == Some(Marker::Loop);
+        if marked && !supported {
             self.error(syn::Error::new_spanned(
                 &f.expr,
                 format!(
-                    "#[scramble(force)]: cannot scramble a loop over this iterable; supported: {}. Collect it into a Vec and loop over `&v`, or remove the marker",
+                    "#[scramble(loop)]: cannot scramble a loop over this iterable (it is collected first, so it must be finite and of a known form); supported: {}. Collect it into a Vec and loop over `&v`, or remove the marker",
                     validate::SUPPORTED
                 ),
             ));
-        }
-        let eligible = self.loops_on
-            && marker != Some(Marker::Skip)
-            && (self.args.loops == Loops::All || self.depth == 0);
-        let forced = self.args.force || marker == Some(Marker::Force);
-        let rewrite =
-            eligible && supported && (forced || !validate::exits_early(f.label.as_ref(), &f.body));
-        self.visit_expr_mut(&mut f.expr);
-        if !rewrite {
-            self.with_depth(|s| s.visit_block_mut(&mut f.body));
             return;
         }
-        let attrs = std::mem::take(&mut f.attrs);
-        let mut off: ExprForLoop = f.clone();
-        let (loops_on, report) = (self.loops_on, self.report);
-        self.loops_on = false;
-        self.report = false;
-        self.with_depth(|s| s.visit_block_mut(&mut off.body));
-        self.loops_on = loops_on;
-        self.report = report;
-        self.with_depth(|s| s.visit_block_mut(&mut f.body));
-
+        let by_fn = match self.args.loops {
+            Some(Loops::All) => true,
+            Some(Loops::Outer) => self.depth == 0,
+            None => false,
+        };
+        let forced = marked || self.args.force;
+        let eligible = marked
+            || (by_fn
+                && supported
+                && (forced || !validate::exits_early(f.label.as_ref(), &f.body)));
+        if !eligible {
+            return;
+        }
         let span = f.for_token.span;
-        let site = self.site(span, "loop");
+        let site = self.site(span, "loop", "Loop");
         let krate = &self.args.krate;
-        let scrambler = Ident::new("__fprev_scrambler", Span::mixed_site());
-        let ExprForLoop {
-            label,
-            pat,
-            expr,
-            body,
-            ..
-        } = &*f;
-        *e = Expr::Verbatim(quote_spanned! {span=>
-            #(#attrs)*
-            match #krate::__private::scramble::loops(#site) {
-                ::core::option::Option::None => #off,
-                ::core::option::Option::Some(#scrambler) => #label for #pat in #scrambler.shuffled(#expr) #body
+        let iterable = &f.expr;
+        f.expr = Box::new(Expr::Verbatim(quote_spanned! {span=>
+            #krate::__private::scramble::Scrambler::maybe_shuffled(
+                #krate::__private::scramble::loops(#site),
+                #iterable,
+            )
+        }));
+    }
+
+    /// An update of a place owned by an enclosing loop's reducer.
+    fn update(&mut self, e: &mut Expr) -> bool {
+        let Some(u) = classify::update_of(e) else {
+            return false;
+        };
+        let Some(r) = self.active.get(&u.key).cloned() else {
+            return false;
+        };
+        let form = u.form;
+        // Rewrite nested sites in the term first (an iterator sum inside it, say).
+        let mut term = u.term.clone();
+        self.visit_expr_mut(&mut term);
+        let span = e.span();
+        let method = match form {
+            Form::AddAssign => "add_assign",
+            Form::SubAssign => "sub_assign",
+            Form::AddRight => "add_right",
+            Form::AddLeft => "add_left",
+            Form::SubRight => "sub_right",
+        };
+        let method = Ident::new(method, span);
+        // The original update, its term rewritten the same way.
+        let mut original = e.clone();
+        match &mut original {
+            Expr::Binary(b) => *b.right = term.clone(),
+            Expr::Assign(a) => {
+                if let Expr::Binary(b) = &mut *a.right {
+                    match form {
+                        Form::AddLeft => *b.left = term.clone(),
+                        _ => *b.right = term.clone(),
+                    }
+                } else if let Expr::Paren(p) = &mut *a.right {
+                    if let Expr::Binary(b) = &mut *p.expr {
+                        match form {
+                            Form::AddLeft => *b.left = term.clone(),
+                            _ => *b.right = term.clone(),
+                        }
+                    }
+                }
             }
+            _ => {}
+        }
+        *e = Expr::Verbatim(quote_spanned! {span=>
+            if #r.on() { #r.#method(#term) } else { #original }
         });
+        true
+    }
+
+    /// `.sum()` / `.fold(init, additive closure)` on a temporary iterator.
+    fn iterator_reduction(&mut self, e: &mut Expr) {
+        let Expr::MethodCall(m) = e else { return };
+        if !validate::iterator_reduction(m) {
+            return;
+        }
+        let span = m.method.span();
+        let site = self.site(span, "sum", "IterReduction");
+        let krate = &self.args.krate;
+        let recv = &m.receiver;
+        m.receiver = Box::new(Expr::Verbatim(quote_spanned! {span=>
+            {
+                #[allow(unused_imports)]
+                use #krate::__private::scramble::{ViaIter as _, ViaValue as _};
+                (&mut #krate::__private::scramble::Wrap(::core::option::Option::Some(#recv)))
+                    .__fprev_reduce(#site)
+            }
+        }));
     }
 
     fn par_chain(&mut self, e: &mut Expr) {
@@ -209,15 +393,14 @@ impl Rewriter<'_> {
             return;
         };
         let span = source.method.span();
-        let (name, kind_label) = match kind {
-            ParSource::ParIter => ("__fprev_par_iter", "par_iter"),
-            ParSource::ParIterMut => ("__fprev_par_iter_mut", "par_iter_mut"),
-            ParSource::ParChunks => ("__fprev_par_chunks", "par_chunks"),
-            ParSource::RangeIntoParIter => ("__fprev_into_par_iter", "into_par_iter"),
+        let name = match kind {
+            ParSource::ParIter => "__fprev_par_iter",
+            ParSource::ParIterMut => "__fprev_par_iter_mut",
+            ParSource::ParChunks => "__fprev_par_chunks",
+            ParSource::RangeIntoParIter => "__fprev_into_par_iter",
         };
-        source
-            .args
-            .insert(0, Expr::Verbatim(self.site(span, kind_label)));
+        let site = self.site(span, "par", "Parallel");
+        source.args.insert(0, Expr::Verbatim(site));
         source.method = Ident::new(name, span);
         self.uses_par = true;
     }
@@ -226,22 +409,37 @@ impl Rewriter<'_> {
 impl VisitMut for Rewriter<'_> {
     fn visit_expr_mut(&mut self, e: &mut Expr) {
         match e {
-            Expr::ForLoop(_) => self.for_loop(e),
+            Expr::ForLoop(_) | Expr::While(_) => self.a_loop(e),
+            Expr::Binary(_) | Expr::Assign(_) => {
+                if !self.update(e) {
+                    visit_mut::visit_expr_mut(self, e);
+                }
+            }
             Expr::MethodCall(_) => {
                 visit_mut::visit_expr_mut(self, e);
                 self.par_chain(e);
+                self.iterator_reduction(e);
+            }
+            Expr::Loop(l) => {
+                let body = &mut l.body;
+                self.with_depth(|s| s.visit_block_mut(body));
             }
             _ => visit_mut::visit_expr_mut(self, e),
         }
     }
 
-    fn visit_expr_while_mut(&mut self, w: &mut syn::ExprWhile) {
-        self.visit_expr_mut(&mut w.cond);
-        self.with_depth(|s| s.visit_block_mut(&mut w.body));
+    // Updates inside closures and `async` blocks are not the loop's (the classifier
+    // counted them as reads), so reducers do not reach in there.
+    fn visit_expr_closure_mut(&mut self, c: &mut syn::ExprClosure) {
+        let active = std::mem::take(&mut self.active);
+        visit_mut::visit_expr_closure_mut(self, c);
+        self.active = active;
     }
 
-    fn visit_expr_loop_mut(&mut self, l: &mut syn::ExprLoop) {
-        self.with_depth(|s| s.visit_block_mut(&mut l.body));
+    fn visit_expr_async_mut(&mut self, a: &mut syn::ExprAsync) {
+        let active = std::mem::take(&mut self.active);
+        visit_mut::visit_expr_async_mut(self, a);
+        self.active = active;
     }
 
     // Nested items are not part of this function: they take their own attribute.

@@ -138,10 +138,22 @@ fn loops_that_exit_early_are_left_alone() {
             None
         }
     };
-    let out = expand::scramble(quote!(), item.clone()).unwrap();
-    assert_eq!(out.to_string(), item.to_string());
-    let forced = expand::scramble(quote!(force), item).unwrap();
-    assert!(forced.to_string().contains("loops"));
+    let out = expand::scramble(quote!(), item.clone())
+        .unwrap()
+        .to_string();
+    assert!(
+        !out.contains("maybe_shuffled") && !out.contains("Reduction"),
+        "{out}"
+    );
+    assert!(out.contains("nothing to scramble"), "{out}");
+    let declared = expand::scramble(quote!(loops), item.clone())
+        .unwrap()
+        .to_string();
+    assert!(!declared.contains("maybe_shuffled"), "{declared}");
+    let forced = expand::scramble(quote!(loops, force), item)
+        .unwrap()
+        .to_string();
+    assert!(forced.contains("maybe_shuffled"), "{forced}");
 }
 
 #[test]

@@ -115,6 +115,107 @@ impl<'ast> Visit<'ast> for Exits {
     }
 }
 
+/// Whether `m` is an iterator reduction to reassociate: `.sum()` (turbofish allowed) or
+/// `.fold(init, f)` with `f` an additive closure (`|a, t| a + e`, `|a, t| e + a`,
+/// `|a, t| a - e`, `e` free of `a`) or `Add::add`, on a temporary receiver (a call, a
+/// method call, a macro, or a parenthesised range): a named variable may be a
+/// non-iterator with a `sum(&self)` of its own. Rayon chains are left to
+/// [`par_chain_source`].
+pub(crate) fn iterator_reduction(m: &ExprMethodCall) -> bool {
+    if !temporary(&m.receiver) || on_par_chain(&m.receiver) {
+        return false;
+    }
+    match (m.method.to_string().as_str(), m.args.len()) {
+        ("sum", 0) => true,
+        ("fold", 2) => additive(&m.args[1]),
+        _ => false,
+    }
+}
+
+fn temporary(e: &Expr) -> bool {
+    match e {
+        Expr::MethodCall(_) | Expr::Call(_) | Expr::Macro(_) => true,
+        Expr::Paren(p) => matches!(
+            &*p.expr,
+            Expr::Range(_) | Expr::MethodCall(_) | Expr::Call(_)
+        ),
+        Expr::Group(g) => temporary(&g.expr),
+        _ => false,
+    }
+}
+
+fn on_par_chain(e: &Expr) -> bool {
+    let mut cur = e;
+    while let Expr::MethodCall(m) = cur {
+        let name = m.method.to_string();
+        if name.starts_with("par_")
+            || name.starts_with("into_par")
+            || name == "par_bridge"
+            || name.starts_with("__fprev_")
+        {
+            return true;
+        }
+        cur = &m.receiver;
+    }
+    false
+}
+
+fn additive(f: &Expr) -> bool {
+    match f {
+        Expr::Path(p) => {
+            let segs: Vec<String> = p
+                .path
+                .segments
+                .iter()
+                .map(|s| s.ident.to_string())
+                .collect();
+            let n = segs.len();
+            n >= 2 && segs[n - 2] == "Add" && segs[n - 1] == "add"
+        }
+        Expr::Closure(c) => {
+            if c.inputs.len() != 2 {
+                return false;
+            }
+            let syn::Pat::Ident(acc) = strip_type(&c.inputs[0]) else {
+                return false;
+            };
+            let acc = acc.ident.to_string();
+            let mut body = &*c.body;
+            while let Expr::Block(b) = body {
+                match b.block.stmts.as_slice() {
+                    [syn::Stmt::Expr(e, None)] => body = e,
+                    _ => return false,
+                }
+            }
+            while let Expr::Paren(p) = body {
+                body = &p.expr;
+            }
+            let Expr::Binary(b) = body else { return false };
+            let is_acc = |e: &Expr| {
+                super::classify::root_of(e).as_deref() == Some(acc.as_str())
+                    && matches!(e, Expr::Path(_))
+            };
+            let mentions = |e: &Expr| super::classify::key_of(e).contains(acc.as_str());
+            match b.op {
+                syn::BinOp::Add(_) => {
+                    (is_acc(&b.left) && !mentions(&b.right))
+                        || (is_acc(&b.right) && !mentions(&b.left))
+                }
+                syn::BinOp::Sub(_) => is_acc(&b.left) && !mentions(&b.right),
+                _ => false,
+            }
+        }
+        _ => false,
+    }
+}
+
+fn strip_type(p: &syn::Pat) -> &syn::Pat {
+    match p {
+        syn::Pat::Type(t) => strip_type(&t.pat),
+        other => other,
+    }
+}
+
 /// Rayon sources the rewrite replaces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ParSource {

@@ -39,6 +39,9 @@ pub struct StageReport {
     pub norm2: f64,
     /// Orders executed by scrambled loops and launches during this stage.
     pub orders: OrderLog,
+    /// Scrambled executions of scramble sites (reductions, declared loops, rayon sources)
+    /// during this stage; 0 in a scrambled stage means it varied nothing.
+    pub sites_reached: u64,
 }
 
 impl StageReport {
@@ -69,6 +72,17 @@ impl AmplifyReport {
         self.stages.iter().all(|s| s.differing().next().is_none())
     }
 
+    /// False when a scrambled stage (schedule or loop/reduction order) ran and reached no
+    /// scramble site: nothing was reordered, so its agreement proves nothing.
+    pub fn reached_a_site(&self) -> bool {
+        let scrambled: Vec<_> = self
+            .stages
+            .iter()
+            .filter(|s| matches!(s.stage, Stage::Schedule | Stage::LoopOrder))
+            .collect();
+        scrambled.is_empty() || scrambled.iter().any(|s| s.sites_reached > 0)
+    }
+
     /// The stage report of `stage`, if it ran.
     pub fn stage(&self, stage: Stage) -> Option<&StageReport> {
         self.stages.iter().find(|s| s.stage == stage)
@@ -90,10 +104,12 @@ fn sci(x: f64) -> String {
 
 impl fmt::Display for AmplifyReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let verdict = if self.is_reproducible() {
-            "reproducible"
-        } else {
+        let verdict = if !self.is_reproducible() {
             "NOT reproducible"
+        } else if !self.reached_a_site() {
+            "no scramble site was reached (nothing was reordered: annotate the functions that accumulate with #[fprev::scramble])"
+        } else {
+            "reproducible"
         };
         writeln!(
             f,
@@ -117,6 +133,12 @@ impl fmt::Display for AmplifyReport {
                 sci(s.max_rel),
                 sci(s.norm2)
             )?;
+            if matches!(s.stage, Stage::Schedule | Stage::LoopOrder) && s.sites_reached == 0 {
+                writeln!(
+                    f,
+                    "    (no scramble site reached: this stage varied nothing)"
+                )?;
+            }
         }
         let sites: std::collections::BTreeSet<&String> = self
             .stages

@@ -9,13 +9,14 @@ use super::Shuffle;
 /// Version of the drawing algorithms (generator, key derivation, bounded draws, shuffles,
 /// run-seed derivation). It is part of every [`ReplayToken`]; bump it whenever any of
 /// them would draw differently for the same seed.
-pub const ALGORITHM_VERSION: u32 = 1;
+pub const ALGORITHM_VERSION: u32 = 2;
 
 /// Names of the environment variables fprev reads, in one place.
 pub mod vars {
-    /// Scrambling mode: `off` (default), `fisher-yates`, `sattolo` or `identity`.
+    /// Scrambling mode: `off` (default), `shapes` (or `on`: reductions in a mix of shapes),
+    /// `fisher-yates`, `sattolo` (reductions in a permuted order) or `identity`.
     pub const FPREV_SCRAMBLE: &str = "FPREV_SCRAMBLE";
-    /// Seed or replay token (`v1-0123456789abcdef`, or a decimal / `0x` number).
+    /// Seed or replay token (`v2-0123456789abcdef`, or a decimal / `0x` number).
     pub const FPREV_SEED: &str = "FPREV_SEED";
     /// Runs per amplifier stage (default 20).
     pub const FPREV_RUNS: &str = "FPREV_RUNS";
@@ -92,7 +93,7 @@ pub enum Level {
 /// use fprev_runtime::scramble::{Level, ScrambleConfig, Shuffle};
 ///
 /// let cfg = ScrambleConfig::off().shuffle(Some(Shuffle::Sattolo)).seed(42).level(Level::Loops);
-/// assert_eq!(cfg.token().to_string(), "v1-000000000000002a");
+/// assert_eq!(cfg.token().to_string(), "v2-000000000000002a");
 /// ```
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -104,6 +105,10 @@ pub struct ScrambleConfig {
     pub seed: u64,
     /// Which levels are scrambled. Default [`Level::All`].
     pub level: Level,
+    /// Reductions combine in a shape drawn from a mix (lanes, blocks, pairwise, thread
+    /// splits, random trees, permuted) rather than in the shuffle's permuted order.
+    /// Default false; `FPREV_SCRAMBLE=shapes` (or `on`) sets it.
+    pub shapes: bool,
 }
 
 impl ScrambleConfig {
@@ -113,6 +118,7 @@ impl ScrambleConfig {
             shuffle: None,
             seed: 0,
             level: Level::All,
+            shapes: false,
         }
     }
 
@@ -120,7 +126,8 @@ impl ScrambleConfig {
     /// reported on stderr (variable, value, default used) and replaced by the default.
     pub fn from_env() -> Self {
         warn_unknown_vars();
-        let shuffle = env_parse(vars::FPREV_SCRAMBLE, MODES, "off", parse_mode).unwrap_or(None);
+        let (shuffle, shapes) =
+            env_parse(vars::FPREV_SCRAMBLE, MODES, "off", parse_mode).unwrap_or((None, false));
         let seed = env_parse(vars::FPREV_SEED, SEEDS, "a random seed", |s| {
             s.parse::<ReplayToken>().ok().map(|t| t.seed)
         })
@@ -129,7 +136,14 @@ impl ScrambleConfig {
             shuffle,
             seed,
             level: Level::All,
+            shapes,
         }
+    }
+
+    /// Sets whether reductions combine in a mix of shapes.
+    pub fn shapes(mut self, shapes: bool) -> Self {
+        self.shapes = shapes;
+        self
     }
 
     /// Sets the shuffle (`None`: off).
@@ -162,14 +176,15 @@ impl Default for ScrambleConfig {
     }
 }
 
-pub(crate) const MODES: &str = "off, fisher-yates, sattolo or identity";
-pub(crate) const SEEDS: &str = "a replay token v1-<16 hex digits>, a decimal or a 0x number";
+pub(crate) const MODES: &str = "off, shapes (or on), fisher-yates, sattolo or identity";
+pub(crate) const SEEDS: &str = "a replay token v2-<16 hex digits>, a decimal or a 0x number";
 
-fn parse_mode(s: &str) -> Option<Option<Shuffle>> {
+/// `(shuffle, shapes)` of an `FPREV_SCRAMBLE` value.
+pub(crate) fn parse_mode(s: &str) -> Option<(Option<Shuffle>, bool)> {
     match s.trim().to_ascii_lowercase().as_str() {
-        "off" | "0" | "false" | "none" | "" => Some(None),
-        "on" | "1" | "true" => Some(Some(Shuffle::FisherYates)),
-        other => Shuffle::from_name(other).map(Some),
+        "off" | "0" | "false" | "none" | "" => Some((None, false)),
+        "on" | "1" | "true" | "shapes" => Some((Some(Shuffle::FisherYates), true)),
+        other => Shuffle::from_name(other).map(|s| (Some(s), false)),
     }
 }
 
@@ -215,7 +230,7 @@ pub(crate) fn random_seed() -> u64 {
     rand::random::<u64>() >> 4
 }
 
-/// A replay token: the algorithm version and a seed, written `v1-0123456789abcdef`.
+/// A replay token: the algorithm version and a seed, written `v2-0123456789abcdef`.
 /// Set `FPREV_SEED` to it to replay the same draws.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ReplayToken {
@@ -293,8 +308,12 @@ mod tests {
 
     #[test]
     fn modes_parse() {
-        assert_eq!(parse_mode("off"), Some(None));
-        assert_eq!(parse_mode("Sattolo"), Some(Some(Shuffle::Sattolo)));
+        assert_eq!(parse_mode("off"), Some((None, false)));
+        assert_eq!(parse_mode("Sattolo"), Some((Some(Shuffle::Sattolo), false)));
+        assert_eq!(
+            parse_mode("shapes"),
+            Some((Some(Shuffle::FisherYates), true))
+        );
         assert_eq!(parse_mode("shuffled"), None);
     }
 }

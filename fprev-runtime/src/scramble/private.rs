@@ -1,15 +1,20 @@
 //! Not public API. Used by generated code.
 //!
-//! `#[fprev::scramble]` expands loops into a check of [`loops`] / [`schedule`] (one
-//! relaxed atomic load when off) and, when on, a [`Scrambler`] that reorders the items.
+//! `#[fprev::scramble]` expands float reductions into a [`Reduction`] (one relaxed atomic
+//! load when off), declared loops into a check of [`loops`] and rayon sources into one of
+//! [`schedule`]; when on, a [`Scrambler`] reorders the items.
 
 use rayon::iter::{IndexedParallelIterator, IntoParallelIterator, ParallelIterator};
 use rayon::iter::{IntoParallelRefIterator, IntoParallelRefMutIterator};
 use rayon::slice::ParallelSlice;
 
+/// Not public API. Used by generated code.
+pub use super::reduce::{Reduction, ViaIter, ViaValue, Wrap};
+/// Not public API. Used by generated code.
+pub use super::sites::{FnSites, LeftAlone};
 use super::state::{fast_state, LOOPS, SCHEDULE};
 /// Not public API. Used by generated code.
-pub use super::state::{CallSite, Scrambler};
+pub use super::state::{CallSite, Scrambler, SiteKind};
 /// Not public API. Used by generated code.
 pub use super::Shuffle;
 /// Not public API. Used by generated code.

@@ -12,7 +12,10 @@ use super::rng::{self, ScrambleRng};
 use super::Shuffle;
 
 pub(crate) const SCHEDULE: u8 = 1;
+/// Reductions and declared loops.
 pub(crate) const LOOPS: u8 = 2;
+/// Reductions combine in a mix of shapes rather than the shuffle's permuted order.
+pub(crate) const SHAPES: u8 = 8;
 const SHUFFLE_SHIFT: u8 = 4;
 /// All level bits set, so that the fast checks fall into the slow path that initialises.
 const UNINIT: u8 = 0xFF;
@@ -35,10 +38,11 @@ fn encode(cfg: &ScrambleConfig) -> u8 {
         Shuffle::Sattolo => 1,
         Shuffle::Identity => 2,
     };
-    levels | (code << SHUFFLE_SHIFT)
+    let shapes = if cfg.shapes { SHAPES } else { 0 };
+    levels | shapes | (code << SHUFFLE_SHIFT)
 }
 
-fn decode_shuffle(state: u8) -> Shuffle {
+pub(crate) fn decode_shuffle(state: u8) -> Shuffle {
     match (state >> SHUFFLE_SHIFT) & 3 {
         0 => Shuffle::FisherYates,
         1 => Shuffle::Sattolo,
@@ -47,7 +51,13 @@ fn decode_shuffle(state: u8) -> Shuffle {
 }
 
 fn ensure_init() {
-    INIT.call_once(|| apply(&ScrambleConfig::from_env()));
+    INIT.call_once(|| {
+        let cfg = ScrambleConfig::from_env();
+        if cfg.shuffle.is_some() {
+            super::replay::install(&cfg);
+        }
+        apply(&cfg);
+    });
 }
 
 /// Installs `cfg` for the whole process (no locking: callers hold the session).
@@ -88,6 +98,7 @@ pub fn current_config() -> ScrambleConfig {
     };
     ScrambleConfig::off()
         .shuffle((st & (SCHEDULE | LOOPS) != 0).then(|| decode_shuffle(st)))
+        .shapes(st & SHAPES != 0)
         .seed(seed())
         .level(level)
 }
@@ -153,8 +164,35 @@ pub fn with_config<R>(cfg: &ScrambleConfig, f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// A place in the source that draws scrambled orders: a rewritten loop or a launch.
-/// Its id keys the random stream; its counter numbers invocations within a run.
+/// What a scrambled site reorders.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SiteKind {
+    /// A float reduction in a loop (`s += e`, `c[i] += e`): its terms are reassociated,
+    /// the loop keeps its order.
+    Reduction,
+    /// An iterator reduction (`.sum()`, `.fold(init, |a, t| a + t)`).
+    IterReduction,
+    /// A whole loop the user declared order-free (`#[scramble(loop)]`, `#[scramble(loops)]`).
+    Loop,
+    /// A rayon chain ending in a position-independent consumer.
+    Parallel,
+}
+
+impl SiteKind {
+    /// A short name for reports.
+    pub const fn name(self) -> &'static str {
+        match self {
+            SiteKind::Reduction => "reduction",
+            SiteKind::IterReduction => "iterator reduction",
+            SiteKind::Loop => "declared loop",
+            SiteKind::Parallel => "rayon chain",
+        }
+    }
+}
+
+/// A place in the source that draws scrambled orders: a reduction, a declared loop, a
+/// rayon chain or a launch. Its id keys the random stream.
 #[derive(Debug)]
 pub struct CallSite {
     pub(crate) label: &'static str,
@@ -162,8 +200,8 @@ pub struct CallSite {
     pub(crate) line: u32,
     pub(crate) id: u64,
     pub(crate) shuffle: Option<Shuffle>,
-    counter: AtomicU64,
-    epoch: AtomicU64,
+    pub(crate) kind: SiteKind,
+    reached: AtomicU64,
 }
 
 impl CallSite {
@@ -176,6 +214,18 @@ impl CallSite {
         column: u32,
         shuffle: Option<Shuffle>,
     ) -> Self {
+        Self::with_kind(label, file, line, column, shuffle, SiteKind::Loop)
+    }
+
+    /// [`CallSite::new`] for a site of `kind`.
+    pub const fn with_kind(
+        label: &'static str,
+        file: &'static str,
+        line: u32,
+        column: u32,
+        shuffle: Option<Shuffle>,
+        kind: SiteKind,
+    ) -> Self {
         let h = rng::str_hash(0xcbf2_9ce4_8422_2325, label);
         let h = rng::str_hash(h, file);
         let id = rng::splitmix64(h ^ ((line as u64) << 32 | column as u64));
@@ -185,19 +235,35 @@ impl CallSite {
             line,
             id,
             shuffle,
-            counter: AtomicU64::new(0),
-            epoch: AtomicU64::new(u64::MAX),
+            kind,
+            reached: AtomicU64::new(0),
         }
     }
 
-    /// Number of this invocation in the current run (restarts with each configuration).
-    pub(crate) fn next_invocation(&self) -> u64 {
-        let epoch = EPOCH.load(Ordering::Acquire);
-        if self.epoch.load(Ordering::Acquire) != epoch {
-            self.counter.store(0, Ordering::Relaxed);
-            self.epoch.store(epoch, Ordering::Release);
-        }
-        self.counter.fetch_add(1, Ordering::Relaxed)
+    /// Counts one scrambled execution of this site (and one for the process).
+    pub(crate) fn mark_reached(&self) {
+        self.reached.fetch_add(1, Ordering::Relaxed);
+        REACHED.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Scrambled executions of this site so far in this process.
+    pub fn reached(&self) -> u64 {
+        self.reached.load(Ordering::Relaxed)
+    }
+
+    /// What the site reorders.
+    pub fn kind(&self) -> SiteKind {
+        self.kind
+    }
+
+    /// `module::function#kindN`.
+    pub fn label(&self) -> &'static str {
+        self.label
+    }
+
+    /// Source file and line.
+    pub fn location(&self) -> (&'static str, u32) {
+        (self.file, self.line)
     }
 
     /// `label@file:line`, as reports show it.
@@ -206,23 +272,24 @@ impl CallSite {
     }
 }
 
-/// The random order of one invocation of a scrambled site.
-///
-/// Its stream is keyed by (run seed, site, invocation number) when the loop is entered
-/// outside rayon's workers, where entries come in program order. Inside a rayon task,
-/// entries from different tasks arrive in a timing-dependent order, so the key is
-/// (run seed, site, number of items) instead: every entry with the same length gets the
-/// same order within a run, and a replay token reproduces the same bits.
+/// Scrambled site executions in this process (all sites).
+static REACHED: AtomicU64 = AtomicU64::new(0);
+
+/// Scrambled site executions in this process so far: the amplifier compares it before and
+/// after a campaign to tell whether any site was reached.
+pub(crate) fn reached_total() -> u64 {
+    REACHED.load(Ordering::Relaxed)
+}
+
+/// The random order of one invocation of a scrambled site (a declared loop or a rayon
+/// source); its stream is keyed as [`context`](super::context) describes.
 #[derive(Debug)]
 pub struct Scrambler {
     pub(crate) seed: u64,
-    pub(crate) invocation: Option<u64>,
+    pub(crate) key: (u64, u64),
     pub(crate) shuffle: Shuffle,
     pub(crate) site: &'static CallSite,
 }
-
-/// Salt that separates the length-keyed streams of loops entered inside rayon tasks.
-const IN_TASK: u64 = 0x7461_736b_6b65_7973;
 
 impl Scrambler {
     /// The scrambler of the next invocation of `site` if `level_bit` is on, else `None`.
@@ -233,21 +300,31 @@ impl Scrambler {
         if st & level_bit == 0 {
             return None;
         }
-        let invocation = rayon::current_thread_index()
-            .is_none()
-            .then(|| site.next_invocation());
+        site.mark_reached();
         Some(Scrambler {
             seed: seed(),
-            invocation,
+            key: super::context::next_key(site.id),
             shuffle: site.shuffle.unwrap_or(decode_shuffle(st)),
             site,
         })
     }
 
     fn rng(&self, len: usize) -> ScrambleRng {
-        match self.invocation {
-            Some(n) => rng::stream(self.seed, self.site.id, n),
-            None => rng::stream(self.seed, self.site.id ^ IN_TASK, len as u64),
+        let (key, invocation) = self.key;
+        // Inside rayon tasks the invocation is 0: key by length so that entries of
+        // different lengths still differ.
+        rng::stream(self.seed, key, invocation ^ (len as u64).rotate_left(40))
+    }
+
+    /// `iter` in scrambled order, or as is: one iterator type either way, so the loop
+    /// body is written once.
+    pub fn maybe_shuffled<I: IntoIterator>(
+        this: Option<Scrambler>,
+        items: I,
+    ) -> rayon::iter::Either<I::IntoIter, std::vec::IntoIter<I::Item>> {
+        match this {
+            None => rayon::iter::Either::Left(items.into_iter()),
+            Some(s) => rayon::iter::Either::Right(s.shuffled(items)),
         }
     }
 

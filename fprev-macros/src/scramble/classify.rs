@@ -1,0 +1,515 @@
+//! Which accumulations in a loop are float *reductions* whose terms may be reassociated,
+//! and why the others are left alone.
+//!
+//! A loop `L` owns a reduction into a place `P` (a variable `s`, or `c[i * n + j]`,
+//! `self.acc`, `*out`) when, inside `L` (its body, and a `while` loop's condition):
+//! - every mention of `P`'s root variable is the left side of an update `P += e`,
+//!   `P -= e`, `P = P + e`, `P = e + P` or `P = P - e` of that same place;
+//! - no term `e` mentions the root (the running value is never read);
+//! - the root is not bound inside `L` (it is declared outside), and a place's index
+//!   mentions nothing bound or written inside `L`, and calls nothing;
+//! - `L` does not leave early to outside itself (`return`, `?`, a labelled `break` or
+//!   `continue` to an enclosing loop): the value is written back after the loop.
+//!
+//! Mentions inside closures, `async` blocks and macro invocations count as reads. When
+//! unsure, a loop is order-carrying: it runs as written.
+
+use std::collections::{BTreeMap, HashSet};
+
+use proc_macro2::{TokenStream, TokenTree};
+use quote::ToTokens;
+use syn::visit::{self, Visit};
+use syn::{BinOp, Expr, Pat};
+
+/// How an update adds its term.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Form {
+    /// `P += e`
+    AddAssign,
+    /// `P -= e`
+    SubAssign,
+    /// `P = P + e`
+    AddRight,
+    /// `P = e + P`
+    AddLeft,
+    /// `P = P - e`
+    SubRight,
+}
+
+/// An update expression: its place's key, root and form, and the term.
+pub(crate) struct Update<'a> {
+    pub key: String,
+    pub root: String,
+    pub form: Form,
+    pub place: &'a Expr,
+    pub term: &'a Expr,
+}
+
+/// The key of a place expression: its tokens without spaces.
+pub(crate) fn key_of(place: &Expr) -> String {
+    place
+        .to_token_stream()
+        .to_string()
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect()
+}
+
+fn strip(e: &Expr) -> &Expr {
+    match e {
+        Expr::Paren(p) => strip(&p.expr),
+        Expr::Group(g) => strip(&g.expr),
+        _ => e,
+    }
+}
+
+/// The root variable of a place: `s`, `c` of `c[i]`, `self` of `self.acc`, `out` of
+/// `*out`; `None` for anything else (calls, method calls, paths with `::`).
+pub(crate) fn root_of(place: &Expr) -> Option<String> {
+    match strip(place) {
+        Expr::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {
+            let seg = &p.path.segments[0];
+            seg.arguments.is_none().then(|| seg.ident.to_string())
+        }
+        Expr::Field(f) => root_of(&f.base),
+        Expr::Index(i) => root_of(&i.expr),
+        Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => root_of(&u.expr),
+        _ => None,
+    }
+}
+
+/// Identifiers an index expression reads, or `None` when it calls anything.
+fn index_idents(place: &Expr, out: &mut Vec<String>) -> bool {
+    match strip(place) {
+        Expr::Path(_) => true,
+        Expr::Field(f) => index_idents(&f.base, out),
+        Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => index_idents(&u.expr, out),
+        Expr::Index(i) => index_idents(&i.expr, out) && pure_value(&i.index, out),
+        _ => false,
+    }
+}
+
+fn pure_value(e: &Expr, out: &mut Vec<String>) -> bool {
+    match strip(e) {
+        Expr::Lit(_) => true,
+        Expr::Path(p) => {
+            if let Some(id) = p.path.get_ident() {
+                out.push(id.to_string());
+            }
+            true
+        }
+        Expr::Field(f) => pure_value(&f.base, out),
+        Expr::Binary(b) => {
+            !is_assign(&b.op) && pure_value(&b.left, out) && pure_value(&b.right, out)
+        }
+        Expr::Unary(u) => pure_value(&u.expr, out),
+        Expr::Cast(c) => pure_value(&c.expr, out),
+        Expr::Index(i) => pure_value(&i.expr, out) && pure_value(&i.index, out),
+        _ => false,
+    }
+}
+
+fn is_assign(op: &BinOp) -> bool {
+    !matches!(
+        op,
+        BinOp::Add(_)
+            | BinOp::Sub(_)
+            | BinOp::Mul(_)
+            | BinOp::Div(_)
+            | BinOp::Rem(_)
+            | BinOp::And(_)
+            | BinOp::Or(_)
+            | BinOp::BitXor(_)
+            | BinOp::BitAnd(_)
+            | BinOp::BitOr(_)
+            | BinOp::Shl(_)
+            | BinOp::Shr(_)
+            | BinOp::Eq(_)
+            | BinOp::Lt(_)
+            | BinOp::Le(_)
+            | BinOp::Ne(_)
+            | BinOp::Ge(_)
+            | BinOp::Gt(_)
+    )
+}
+
+/// If `e` is an update of a place, the update.
+pub(crate) fn update_of(e: &Expr) -> Option<Update<'_>> {
+    let (place, form, term) = match e {
+        Expr::Binary(b) => match b.op {
+            BinOp::AddAssign(_) => (&*b.left, Form::AddAssign, &*b.right),
+            BinOp::SubAssign(_) => (&*b.left, Form::SubAssign, &*b.right),
+            _ => return None,
+        },
+        Expr::Assign(a) => {
+            let key = key_of(&a.left);
+            let Expr::Binary(b) = strip(&a.right) else {
+                return None;
+            };
+            match b.op {
+                BinOp::Add(_) if key_of(&b.left) == key => (&*a.left, Form::AddRight, &*b.right),
+                BinOp::Add(_) if key_of(&b.right) == key => (&*a.left, Form::AddLeft, &*b.left),
+                BinOp::Sub(_) if key_of(&b.left) == key => (&*a.left, Form::SubRight, &*b.right),
+                _ => return None,
+            }
+        }
+        _ => return None,
+    };
+    let root = root_of(place)?;
+    Some(Update {
+        key: key_of(place),
+        root,
+        form,
+        place,
+        term,
+    })
+}
+
+/// What one loop's analysis found.
+#[derive(Default)]
+pub(crate) struct LoopPlan {
+    /// Places whose updates this loop owns (keys), with their place expressions.
+    pub reductions: BTreeMap<String, Expr>,
+    /// Accumulations left alone, with the reason ("order-carrying: reads `s`").
+    pub left_alone: Vec<String>,
+}
+
+/// Analyses loop `body` (and a `while` loop's `cond`); `pat` is a `for` loop's pattern,
+/// `exits` whether it leaves early; keys in `claimed` belong to an enclosing loop.
+pub(crate) fn plan(
+    pat: Option<&Pat>,
+    cond: Option<&Expr>,
+    body: &syn::Block,
+    exits: bool,
+    claimed: &HashSet<String>,
+) -> LoopPlan {
+    let mut scan = Scan::default();
+    if let Some(p) = pat {
+        scan.visit_pat(p);
+    }
+    if let Some(c) = cond {
+        scan.visit_expr(c);
+    }
+    scan.visit_block(body);
+    let mut plan = LoopPlan::default();
+    let mut by_key: BTreeMap<String, (String, Expr, usize, Option<String>)> = BTreeMap::new();
+    for u in &scan.updates {
+        let entry = by_key
+            .entry(u.key.clone())
+            .or_insert_with(|| (u.root.clone(), u.place.clone(), 0, None));
+        entry.2 += u.mentions;
+        if u.term_reads_root && entry.3.is_none() {
+            entry.3 = Some(format!("a term reads `{}`", u.root));
+        }
+    }
+    let mut roots: BTreeMap<&str, usize> = BTreeMap::new();
+    for (root, ..) in by_key.values() {
+        *roots.entry(root.as_str()).or_default() += 1;
+    }
+    for (key, (root, place, update_mentions, bad_term)) in &by_key {
+        if claimed.contains(key) || scan.bound.contains(root) {
+            continue;
+        }
+        let reason = if let Some(r) = bad_term {
+            Some(format!("order-carrying: {r}"))
+        } else if scan.mentions.get(root).copied().unwrap_or(0) > *update_mentions
+            || roots[root.as_str()] > 1
+        {
+            Some(format!(
+                "order-carrying: reads `{root}` besides adding to `{key}`"
+            ))
+        } else if root
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c == '_' || c.is_ascii_digit())
+        {
+            Some(format!("`{root}` looks like a static or constant"))
+        } else if exits {
+            Some(format!(
+                "leaves early (return, `?` or a break to an outer loop): `{key}` keeps its order"
+            ))
+        } else {
+            let mut idents = Vec::new();
+            if !index_idents(place, &mut idents) {
+                Some(format!("the index of `{key}` calls code"))
+            } else if let Some(id) = idents
+                .iter()
+                .find(|i| scan.bound.contains(*i) || scan.written.contains(*i))
+            {
+                Some(format!("the index of `{key}` changes in the loop (`{id}`)"))
+            } else {
+                None
+            }
+        };
+        match reason {
+            Some(r) => plan.left_alone.push(r),
+            None => {
+                plan.reductions.insert(key.clone(), place.clone());
+            }
+        }
+    }
+    plan
+}
+
+struct Found {
+    key: String,
+    root: String,
+    place: Expr,
+    mentions: usize,
+    term_reads_root: bool,
+}
+
+/// Mentions, bindings, writes and updates inside one loop.
+#[derive(Default)]
+struct Scan {
+    updates: Vec<Found>,
+    mentions: BTreeMap<String, usize>,
+    bound: HashSet<String>,
+    written: HashSet<String>,
+    /// Inside a closure, `async` block: updates there count as plain mentions.
+    opaque: usize,
+}
+
+fn mentions_in(e: &Expr, root: &str) -> usize {
+    let mut s = Scan::default();
+    s.visit_expr(e);
+    s.mentions.get(root).copied().unwrap_or(0)
+}
+
+fn tokens_mention(tokens: TokenStream, out: &mut BTreeMap<String, usize>) {
+    for t in tokens {
+        match t {
+            TokenTree::Ident(i) => *out.entry(i.to_string()).or_default() += 1,
+            TokenTree::Group(g) => tokens_mention(g.stream(), out),
+            _ => {}
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for Scan {
+    fn visit_item(&mut self, _: &'ast syn::Item) {}
+
+    fn visit_expr_path(&mut self, p: &'ast syn::ExprPath) {
+        if let Some(id) = p.path.get_ident() {
+            *self.mentions.entry(id.to_string()).or_default() += 1;
+        }
+        visit::visit_expr_path(self, p);
+    }
+
+    fn visit_macro(&mut self, m: &'ast syn::Macro) {
+        tokens_mention(m.tokens.clone(), &mut self.mentions);
+    }
+
+    fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
+        self.bound.insert(p.ident.to_string());
+        visit::visit_pat_ident(self, p);
+    }
+
+    fn visit_expr_closure(&mut self, c: &'ast syn::ExprClosure) {
+        self.opaque += 1;
+        visit::visit_expr_closure(self, c);
+        self.opaque -= 1;
+    }
+
+    fn visit_expr_async(&mut self, a: &'ast syn::ExprAsync) {
+        self.opaque += 1;
+        visit::visit_expr_async(self, a);
+        self.opaque -= 1;
+    }
+
+    fn visit_expr_reference(&mut self, r: &'ast syn::ExprReference) {
+        if r.mutability.is_some() {
+            if let Some(root) = root_of(&r.expr) {
+                self.written.insert(root);
+            }
+        }
+        visit::visit_expr_reference(self, r);
+    }
+
+    fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
+        if let Some(root) = root_of(&m.receiver) {
+            self.written.insert(root);
+        }
+        visit::visit_expr_method_call(self, m);
+    }
+
+    fn visit_expr(&mut self, e: &'ast Expr) {
+        let lhs = match e {
+            Expr::Assign(a) => Some(&*a.left),
+            Expr::Binary(b) if is_assign(&b.op) => Some(&*b.left),
+            _ => None,
+        };
+        if let Some(root) = lhs.and_then(root_of) {
+            self.written.insert(root);
+        }
+        if self.opaque == 0 {
+            if let Some(u) = update_of(e) {
+                let before = self.mentions.get(&u.root).copied().unwrap_or(0);
+                visit::visit_expr(self, e);
+                let after = self.mentions.get(&u.root).copied().unwrap_or(0);
+                let in_term = mentions_in(u.term, &u.root);
+                self.updates.push(Found {
+                    key: u.key.clone(),
+                    root: u.root.clone(),
+                    place: u.place.clone(),
+                    mentions: after - before - in_term,
+                    term_reads_root: in_term > 0,
+                });
+                return;
+            }
+        }
+        visit::visit_expr(self, e);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use syn::parse_quote;
+
+    fn owned(body: syn::Block) -> (Vec<String>, Vec<String>) {
+        let exits = super::super::validate::exits_early(None, &body);
+        let pat: Pat = parse_quote!(i);
+        let p = plan(Some(&pat), None, &body, exits, &HashSet::new());
+        (p.reductions.into_keys().collect(), p.left_alone)
+    }
+
+    #[test]
+    fn pure_reductions_are_owned() {
+        assert_eq!(
+            owned(parse_quote!({
+                s += x[i];
+            }))
+            .0,
+            ["s"]
+        );
+        assert_eq!(
+            owned(parse_quote!({
+                s = s + x[i] * y[i];
+            }))
+            .0,
+            ["s"]
+        );
+        assert_eq!(
+            owned(parse_quote!({
+                s = x[i] + s;
+            }))
+            .0,
+            ["s"]
+        );
+        assert_eq!(
+            owned(parse_quote!({
+                if x[i] > 0.0 {
+                    s -= x[i];
+                }
+            }))
+            .0,
+            ["s"]
+        );
+        assert_eq!(
+            owned(parse_quote!({
+                c[r * n + k] += a[i];
+            }))
+            .0,
+            ["c[r*n+k]"]
+        );
+        assert_eq!(
+            owned(parse_quote!({
+                self.acc += a[i];
+            }))
+            .0,
+            ["self.acc"]
+        );
+        assert_eq!(
+            owned(parse_quote!({
+                *out += a[i];
+                t += 1.0;
+            }))
+            .0,
+            ["*out", "t"]
+        );
+        assert_eq!(
+            owned(parse_quote!({
+                for j in 0..m {
+                    s += a[i * m + j];
+                }
+            }))
+            .0,
+            ["s"]
+        );
+    }
+
+    #[test]
+    fn order_carrying_loops_are_left_alone() {
+        for body in [
+            parse_quote!({
+                s += x[i];
+                out[i] = s;
+            }),
+            parse_quote!({
+                s += x[i];
+                println!("{}", s);
+            }),
+            parse_quote!({
+                s = s * 0.5 + x[i];
+            }),
+            parse_quote!({
+                s += s * x[i];
+            }),
+            parse_quote!({
+                c[i] += x[i];
+            }),
+            parse_quote!({
+                a[k] += a[k - 1];
+            }),
+            parse_quote!({
+                s += x[i];
+                if s > 1.0 {
+                    return;
+                }
+            }),
+            parse_quote!({
+                s += x[i];
+                f(&mut s);
+            }),
+            parse_quote!({
+                let g = || s += 1.0;
+                g();
+            }),
+            parse_quote!({
+                c[j] += x[i];
+                j += 1;
+            }),
+            parse_quote!({
+                c[idx()] += x[i];
+            }),
+            parse_quote!({
+                TOTAL += x[i];
+            }),
+            parse_quote!({
+                s += x[i];
+                s.push(1.0);
+            }),
+        ] {
+            let (owned, why) = owned(body);
+            assert!(owned.is_empty(), "{owned:?}");
+            let _ = why;
+        }
+        let (_, why) = owned(parse_quote!({
+            s += x[i];
+            out[i] = s;
+        }));
+        assert_eq!(why, ["order-carrying: reads `s` besides adding to `s`"]);
+    }
+
+    #[test]
+    fn variables_declared_inside_belong_to_the_inner_loop() {
+        let (o, why) = owned(parse_quote!({
+            let mut p = 0.0;
+            for x in r {
+                p += x;
+            }
+            s += p;
+        }));
+        assert_eq!((o, why.len()), (vec!["s".to_string()], 0));
+    }
+}

@@ -1,0 +1,722 @@
+//! Reassociated reductions: a float reduction keeps its loop order, only the order in
+//! which its terms are *combined* changes.
+//!
+//! This is what `#[fprev::scramble]` does by default. A `for` loop declares nothing about
+//! the order of its iterations, so reordering them can change what a program means (a
+//! prefix sum, a recurrence, a two-pointer walk). The association of a float reduction
+//! (`s += e` where nothing else reads `s`) is different: a compiler with fast-math, a SIMD
+//! library, a BLAS or a thread pool may combine its terms in another shape, and the
+//! result then differs by rounding only. [`Shape`] lists the shapes fprev draws from:
+//! the orders real libraries use.
+//!
+//! ```
+//! use fprev_runtime::scramble::reduce::{combine, Shape};
+//! use fprev_runtime::scramble::rng::stream;
+//!
+//! let terms = [1e8f32, 1.0, -1e8, 1.0];
+//! let seq = combine(Shape::Sequential, &terms, &mut stream(0, 0, 0));
+//! let lanes = combine(Shape::Lanes { lanes: 2, pairwise: false }, &terms, &mut stream(0, 0, 0));
+//! assert_eq!((seq, lanes), (1.0, 2.0)); // ((1e8+1)-1e8)+1 vs (1e8-1e8)+(1+1)
+//! ```
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::ops::{Add, AddAssign, Sub, SubAssign};
+
+use half::{bf16, f16};
+
+use super::rng::{self, below, ScrambleRng};
+use super::state::{self, CallSite, LOOPS, SHAPES};
+use super::Shuffle;
+use crate::float::ProbeFloat;
+
+/// How a reduction's terms (its initial value first) are combined.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Shape {
+    /// One accumulator, terms in loop order: what the plain code does.
+    Sequential,
+    /// One accumulator, terms in a permuted order (buffered).
+    Permuted(Shuffle),
+    /// `lanes` accumulators, term `i` into lane `i % lanes` (SIMD, ndarray, NumPy's
+    /// inner loop), the lanes then combined in order or pairwise.
+    Lanes {
+        /// Number of lanes, 2..=32.
+        lanes: u8,
+        /// Combine the lanes pairwise (a tree) rather than one after another.
+        pairwise: bool,
+    },
+    /// Blocks of `block` terms summed in order, block sums added to a running total
+    /// (BLAS `kc` blocking).
+    Blocked {
+        /// Terms per block.
+        block: u32,
+    },
+    /// Pairwise summation in a binary counter (NumPy-like, O(log n) state).
+    Pairwise,
+    /// A rayon-like split over `threads` contiguous parts, each summed in order, the
+    /// parts combined as the join tree does (buffered).
+    Threads {
+        /// Number of parts, 1..=64.
+        threads: u8,
+    },
+    /// A random binary tree over the terms in order (buffered).
+    RandomTree,
+}
+
+impl fmt::Display for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Shape::Sequential => f.write_str("sequential"),
+            Shape::Permuted(s) => write!(f, "{s}-permuted"),
+            Shape::Lanes { lanes, pairwise } => {
+                let how = if pairwise { "pairwise" } else { "in order" };
+                write!(f, "{lanes} lanes, combined {how}")
+            }
+            Shape::Blocked { block } => write!(f, "blocks of {block}"),
+            Shape::Pairwise => f.write_str("pairwise"),
+            Shape::Threads { threads } => write!(f, "{threads}-way split"),
+            Shape::RandomTree => f.write_str("random tree"),
+        }
+    }
+}
+
+impl Shape {
+    /// Draws a shape: with `mix`, uniformly among the kinds above (parameters drawn too);
+    /// otherwise the `shuffle`-permuted sequential order ([`Shuffle::Identity`]: the plain
+    /// sequential order).
+    pub fn draw(mix: bool, shuffle: Shuffle, rng: &mut ScrambleRng) -> Shape {
+        if !mix {
+            return match shuffle {
+                Shuffle::Identity => Shape::Sequential,
+                s => Shape::Permuted(s),
+            };
+        }
+        match below(rng, 6) {
+            0 => Shape::Permuted(Shuffle::FisherYates),
+            1 => Shape::Lanes {
+                lanes: 2 + below(rng, 31) as u8,
+                pairwise: below(rng, 2) == 1,
+            },
+            2 => Shape::Blocked {
+                block: 1 << (2 + below(rng, 8)),
+            },
+            3 => Shape::Pairwise,
+            4 => Shape::Threads {
+                threads: 2 + below(rng, 15) as u8,
+            },
+            _ => Shape::RandomTree,
+        }
+    }
+
+    fn code(self) -> usize {
+        match self {
+            Shape::Sequential => 1,
+            Shape::Permuted(s) => 2 + s as usize,
+            Shape::Lanes { lanes, pairwise } => 16 + 2 * lanes as usize + pairwise as usize,
+            Shape::Blocked { block } => 128 + block as usize,
+            Shape::Pairwise => 8,
+            Shape::Threads { threads } => 1 << 20 | threads as usize,
+            Shape::RandomTree => 9,
+        }
+    }
+}
+
+/// Buffered shapes hold at most this many terms; a longer reduction is combined in
+/// chunks of this size (each in the drawn shape), the chunk results added in order, so
+/// memory stays bounded whatever the trip count.
+pub const BUFFER_CAP: usize = 1 << 20;
+
+fn opt_add<F: ProbeFloat>(acc: Option<F>, t: F) -> F {
+    match acc {
+        Some(a) => a.add(t),
+        None => t,
+    }
+}
+
+/// Combines `terms` (non-empty) in `shape`; buffered shapes draw from `rng`.
+///
+/// ```
+/// use fprev_runtime::scramble::reduce::{combine, Shape};
+/// use fprev_runtime::scramble::rng::stream;
+/// let x = [1.0f64, 2.0, 3.0, 4.0];
+/// assert_eq!(combine(Shape::Pairwise, &x, &mut stream(1, 2, 3)), 10.0);
+/// ```
+pub fn combine<F: ProbeFloat>(shape: Shape, terms: &[F], rng: &mut ScrambleRng) -> F {
+    let mut c = Combiner::new(shape);
+    for &t in terms {
+        c.push(t, rng);
+    }
+    c.finish(rng).unwrap_or(F::ZERO)
+}
+
+/// Streaming state of one reduction in one shape.
+struct Combiner<F: ProbeFloat> {
+    shape: Shape,
+    acc: Option<F>,
+    lanes: [Option<F>; 32],
+    count: usize,
+    block: Option<F>,
+    stack: Vec<(u32, F)>,
+    buf: Vec<F>,
+}
+
+impl<F: ProbeFloat> Combiner<F> {
+    fn new(shape: Shape) -> Self {
+        Combiner {
+            shape,
+            acc: None,
+            lanes: [None; 32],
+            count: 0,
+            block: None,
+            stack: Vec::new(),
+            buf: Vec::new(),
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, t: F, rng: &mut ScrambleRng) {
+        match self.shape {
+            Shape::Sequential => self.acc = Some(opt_add(self.acc, t)),
+            Shape::Lanes { lanes, .. } => {
+                let k = self.count % lanes as usize;
+                self.lanes[k] = Some(opt_add(self.lanes[k], t));
+            }
+            Shape::Blocked { block } => {
+                self.block = Some(opt_add(self.block, t));
+                if (self.count + 1) % block as usize == 0 {
+                    if let Some(b) = self.block.take() {
+                        self.acc = Some(opt_add(self.acc, b));
+                    }
+                }
+            }
+            Shape::Pairwise => {
+                let mut node = (0u32, t);
+                while let Some(&(level, v)) = self.stack.last() {
+                    if level != node.0 {
+                        break;
+                    }
+                    self.stack.pop();
+                    node = (level + 1, v.add(node.1));
+                }
+                self.stack.push(node);
+            }
+            Shape::Permuted(_) | Shape::Threads { .. } | Shape::RandomTree => {
+                self.buf.push(t);
+                if self.buf.len() == BUFFER_CAP {
+                    let chunk = self.combine_buffer(rng);
+                    self.acc = Some(opt_add(self.acc, chunk));
+                }
+            }
+        }
+        self.count += 1;
+    }
+
+    fn combine_buffer(&mut self, rng: &mut ScrambleRng) -> F {
+        let buf = &mut self.buf;
+        let out = match self.shape {
+            Shape::Permuted(s) => {
+                rng::shuffle(s, buf, rng);
+                sequential(buf)
+            }
+            Shape::Threads { threads } => split(buf, threads as usize),
+            _ => random_tree(buf, rng),
+        };
+        buf.clear();
+        out
+    }
+
+    fn finish(mut self, rng: &mut ScrambleRng) -> Option<F> {
+        match self.shape {
+            Shape::Sequential => self.acc,
+            Shape::Lanes { lanes, pairwise } => {
+                let used: Vec<F> = self.lanes[..lanes as usize]
+                    .iter()
+                    .flatten()
+                    .copied()
+                    .collect();
+                if used.is_empty() {
+                    None
+                } else if pairwise {
+                    Some(split(&used, used.len()))
+                } else {
+                    Some(sequential(&used))
+                }
+            }
+            Shape::Blocked { .. } => match self.block {
+                Some(b) => Some(opt_add(self.acc, b)),
+                None => self.acc,
+            },
+            Shape::Pairwise => {
+                let mut acc: Option<F> = None;
+                while let Some((_, v)) = self.stack.pop() {
+                    acc = Some(match acc {
+                        Some(a) => v.add(a),
+                        None => v,
+                    });
+                }
+                acc
+            }
+            _ => {
+                if !self.buf.is_empty() {
+                    let chunk = self.combine_buffer(rng);
+                    self.acc = Some(opt_add(self.acc, chunk));
+                }
+                self.acc
+            }
+        }
+    }
+}
+
+fn sequential<F: ProbeFloat>(x: &[F]) -> F {
+    let mut it = x.iter().copied();
+    let first = it.next().unwrap_or(F::ZERO);
+    it.fold(first, |a, b| a.add(b))
+}
+
+/// The halving split of rayon's join: `parts` contiguous pieces, each summed in order.
+fn split<F: ProbeFloat>(x: &[F], parts: usize) -> F {
+    if parts <= 1 || x.len() <= 1 {
+        return sequential(x);
+    }
+    let mid = x.len() / 2;
+    let (l, r) = x.split_at(mid);
+    let lp = parts / 2;
+    split(l, lp.max(1)).add(split(r, parts - lp))
+}
+
+/// Rounds of random merges of neighbours until one value is left: a random binary tree
+/// of depth O(log n) over the terms in order.
+fn random_tree<F: ProbeFloat>(x: &mut Vec<F>, rng: &mut ScrambleRng) -> F {
+    while x.len() > 1 {
+        let (mut read, mut write) = (0, 0);
+        let mut bits = 0u64;
+        let mut left = 0;
+        while read < x.len() {
+            if left == 0 {
+                bits = rand::RngCore::next_u64(rng);
+                left = 64;
+            }
+            let merge = bits & 1 == 1 && read + 1 < x.len();
+            bits >>= 1;
+            left -= 1;
+            x[write] = if merge {
+                x[read].add(x[read + 1])
+            } else {
+                x[read]
+            };
+            read += if merge { 2 } else { 1 };
+            write += 1;
+        }
+        if write == x.len() {
+            // No merge this round (possible for tiny inputs): merge the first pair.
+            x[0] = x[0].add(x[1]);
+            x.remove(1);
+        } else {
+            x.truncate(write);
+        }
+    }
+    x.first().copied().unwrap_or(F::ZERO)
+}
+
+/// The float format behind a generic `T`, by type name (decided per monomorphized type).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    F32,
+    F64,
+    F16,
+    BF16,
+}
+
+fn kind_of<T>() -> Option<Kind> {
+    let size = std::mem::size_of::<T>();
+    match (std::any::type_name::<T>(), size) {
+        ("f32", 4) => Some(Kind::F32),
+        ("f64", 8) => Some(Kind::F64),
+        ("half::binary16::f16", 2) => Some(Kind::F16),
+        ("half::bfloat::bf16", 2) => Some(Kind::BF16),
+        _ => None,
+    }
+}
+
+/// Reads a `T` that [`kind_of`] identified as `F`.
+///
+/// # Safety
+/// `T` and `F` must be the same type.
+unsafe fn cast<T, F>(x: &T) -> F {
+    // SAFETY: same type, per the caller.
+    unsafe { std::mem::transmute_copy::<T, F>(x) }
+}
+
+enum Active {
+    F32(Combiner<f32>),
+    F64(Combiner<f64>),
+    F16(Combiner<f16>),
+    BF16(Combiner<bf16>),
+}
+
+struct On {
+    active: Active,
+    rng: ScrambleRng,
+}
+
+/// Not public API. One execution of a reduction site: off (the code runs as written)
+/// unless reductions are scrambled and the accumulator is a float.
+pub struct Reduction<T> {
+    on: Option<Box<On>>,
+    _t: PhantomData<fn(T) -> T>,
+}
+
+macro_rules! each_kind {
+    ($on:expr, $c:ident => $body:expr) => {
+        match $on {
+            Active::F32($c) => $body,
+            Active::F64($c) => $body,
+            Active::F16($c) => $body,
+            Active::BF16($c) => $body,
+        }
+    };
+}
+
+impl<T> Reduction<T> {
+    /// Starts a reduction into the place `_place` returns (the closure is never called:
+    /// it only names the accumulator's type, so the place is not evaluated).
+    #[inline(always)]
+    pub fn begin<'a, P: FnOnce() -> &'a T>(site: &'static CallSite, _place: P) -> Self
+    where
+        T: 'a,
+    {
+        if state::fast_state() & LOOPS == 0 {
+            return Reduction {
+                on: None,
+                _t: PhantomData,
+            };
+        }
+        Reduction {
+            on: Self::start(site),
+            _t: PhantomData,
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn start(site: &'static CallSite) -> Option<Box<On>> {
+        let st = state::state();
+        if st & LOOPS == 0 {
+            return None;
+        }
+        let kind = kind_of::<T>()?;
+        site.mark_reached();
+        let (key, invocation) = super::context::next_key(site.id);
+        let mut rng = rng::stream(state::seed(), key, invocation);
+        let shuffle = site.shuffle.unwrap_or(state::decode_shuffle(st));
+        let shape = Shape::draw(st & SHAPES != 0, shuffle, &mut rng);
+        if super::entropy::is_recording() {
+            super::entropy::record(site.describe(), &[shape.code()]);
+        }
+        let active = match kind {
+            Kind::F32 => Active::F32(Combiner::new(shape)),
+            Kind::F64 => Active::F64(Combiner::new(shape)),
+            Kind::F16 => Active::F16(Combiner::new(shape)),
+            Kind::BF16 => Active::BF16(Combiner::new(shape)),
+        };
+        Some(Box::new(On { active, rng }))
+    }
+
+    /// Whether terms go to the reduction (true) or the code runs as written (false).
+    #[inline(always)]
+    pub fn on(&self) -> bool {
+        self.on.is_some()
+    }
+
+    #[inline]
+    fn push(&mut self, t: T) {
+        let Some(on) = self.on.as_deref_mut() else {
+            return;
+        };
+        let rng = &mut on.rng;
+        // SAFETY: `start` chose the variant from `T`'s type.
+        unsafe {
+            each_kind!(&mut on.active, c => c.push(cast(&t), rng));
+        }
+    }
+
+    fn neg_zero() -> T {
+        // SAFETY (each arm): `T` is that type, per `kind_of`.
+        match kind_of::<T>() {
+            Some(Kind::F32) => unsafe { cast(&-0.0f32) },
+            Some(Kind::F64) => unsafe { cast(&-0.0f64) },
+            Some(Kind::F16) => unsafe { cast(&f16::NEG_ZERO) },
+            Some(Kind::BF16) => unsafe { cast(&bf16::NEG_ZERO) },
+            None => unreachable!("fprev: a reduction is on only for float accumulators"),
+        }
+    }
+
+    /// The accumulator's value before the loop: the first term.
+    #[inline]
+    pub fn init(&mut self, place: &T) {
+        if self.on() {
+            // SAFETY: a float `T` (on), copied bit for bit.
+            self.push(unsafe { std::ptr::read(place) });
+        }
+    }
+
+    /// `place += e`: the term is `-0.0 + e` through the same `AddAssign` (exact).
+    #[inline]
+    pub fn add_assign<R>(&mut self, e: R)
+    where
+        T: AddAssign<R>,
+    {
+        let mut t = Self::neg_zero();
+        t += e;
+        self.push(t);
+    }
+
+    /// `place -= e`: the term is `-0.0 - e` (exact).
+    #[inline]
+    pub fn sub_assign<R>(&mut self, e: R)
+    where
+        T: SubAssign<R>,
+    {
+        let mut t = Self::neg_zero();
+        t -= e;
+        self.push(t);
+    }
+
+    /// `place = place + e`.
+    #[inline]
+    pub fn add_right<R>(&mut self, e: R)
+    where
+        T: Add<R, Output = T>,
+    {
+        self.push(Self::neg_zero() + e);
+    }
+
+    /// `place = e + place`.
+    #[inline]
+    pub fn add_left<R>(&mut self, e: R)
+    where
+        R: Add<T, Output = T>,
+    {
+        self.push(e + Self::neg_zero());
+    }
+
+    /// `place = place - e`.
+    #[inline]
+    pub fn sub_right<R>(&mut self, e: R)
+    where
+        T: Sub<R, Output = T>,
+    {
+        self.push(Self::neg_zero() - e);
+    }
+
+    /// Writes the combined value into the accumulator (after the loop).
+    #[inline]
+    pub fn write(&mut self, place: &mut T) {
+        let Some(on) = self.on.take() else { return };
+        let On { active, mut rng } = *on;
+        // SAFETY: `start` chose the variant from `T`'s type; `init` pushed a first term.
+        unsafe {
+            each_kind!(active, c => {
+                if let Some(v) = c.finish(&mut rng) {
+                    *place = cast(&v);
+                }
+            });
+        }
+    }
+
+    /// Combines the terms without an accumulator to write to (iterator reductions).
+    fn finish(mut self) -> Option<T> {
+        let on = self.on.take()?;
+        let On { active, mut rng } = *on;
+        // SAFETY: as in `write`.
+        unsafe { each_kind!(active, c => c.finish(&mut rng).map(|v| cast(&v))) }
+    }
+}
+
+/// Not public API. An iterator whose `sum` / `fold` are reassociated reductions when
+/// reductions are scrambled (inherent methods, so they win over `Iterator`'s).
+pub struct ReduceIter<I> {
+    iter: I,
+    site: &'static CallSite,
+}
+
+impl<I: Iterator> ReduceIter<I> {
+    /// Not public API.
+    pub fn new(iter: I, site: &'static CallSite) -> Self {
+        ReduceIter { iter, site }
+    }
+
+    /// `iter.sum()`: each item becomes the term `S::sum(once(item))` (exact), the terms are
+    /// combined in the drawn shape.
+    pub fn sum<S: std::iter::Sum<I::Item>>(self) -> S {
+        let mut r = Reduction::<S>::begin(self.site, || unreachable_ref());
+        if !r.on() {
+            return self.iter.sum();
+        }
+        let mut any = false;
+        for item in self.iter {
+            any = true;
+            r.push(S::sum(std::iter::once(item)));
+        }
+        match (any, r.finish()) {
+            (true, Some(v)) => v,
+            _ => S::sum(std::iter::empty::<I::Item>()),
+        }
+    }
+
+    /// `iter.fold(init, f)` where the macro checked that `f` is `|a, t| a + e`,
+    /// `|a, t| e + a`, `|a, t| a - e` (with `e` free of `a`) or `Add::add`: the term of
+    /// an item is `f(-0.0, item)`, exactly `e` (or `-e`).
+    pub fn fold<B, F: FnMut(B, I::Item) -> B>(self, init: B, mut f: F) -> B {
+        let mut r = Reduction::<B>::begin(self.site, || unreachable_ref());
+        if !r.on() {
+            return self.iter.fold(init, f);
+        }
+        r.push(init);
+        for item in self.iter {
+            let t = f(Reduction::<B>::neg_zero(), item);
+            r.push(t);
+        }
+        match r.finish() {
+            Some(v) => v,
+            None => unreachable!("fprev: a fold reduction has its initial value"),
+        }
+    }
+}
+
+/// Names a type for [`Reduction::begin`] without a value; never called.
+fn unreachable_ref<'a, T>() -> &'a T {
+    unreachable!("fprev: the place closure is never called")
+}
+
+impl<I: Iterator> Iterator for ReduceIter<I> {
+    type Item = I::Item;
+    fn next(&mut self) -> Option<I::Item> {
+        self.iter.next()
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.iter.size_hint()
+    }
+}
+
+/// Not public API. Autoref dispatch for `.sum()` / `.fold(..)` receivers: an iterator
+/// becomes a [`ReduceIter`], anything else is handed back untouched.
+pub struct Wrap<T>(pub Option<T>);
+
+/// Not public API. The iterator case of [`Wrap`].
+pub trait ViaIter {
+    /// The reducing iterator.
+    type Out;
+    /// Not public API.
+    fn __fprev_reduce(&mut self, site: &'static CallSite) -> Self::Out;
+}
+
+impl<I: Iterator> ViaIter for Wrap<I> {
+    type Out = ReduceIter<I>;
+    #[inline(always)]
+    fn __fprev_reduce(&mut self, site: &'static CallSite) -> ReduceIter<I> {
+        match self.0.take() {
+            Some(it) => ReduceIter::new(it, site),
+            None => unreachable!("fprev: wrapped once"),
+        }
+    }
+}
+
+/// Not public API. The fallback case of [`Wrap`]: not an iterator, returned as is.
+pub trait ViaValue {
+    /// The receiver.
+    type Out;
+    /// Not public API.
+    fn __fprev_reduce(&mut self, site: &'static CallSite) -> Self::Out;
+}
+
+impl<T> ViaValue for &mut Wrap<T> {
+    type Out = T;
+    #[inline(always)]
+    fn __fprev_reduce(&mut self, _: &'static CallSite) -> T {
+        match self.0.take() {
+            Some(v) => v,
+            None => unreachable!("fprev: wrapped once"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scramble::rng::stream;
+
+    fn exact(x: &[f64]) -> f64 {
+        crate::float::exact_sum_rounded(x)
+    }
+
+    #[test]
+    fn every_shape_sums_every_term_once() {
+        // Integers: every order gives the exact sum, so a lost or doubled term shows.
+        let x: Vec<f64> = (1..=1000).map(f64::from).collect();
+        let shapes = [
+            Shape::Sequential,
+            Shape::Permuted(Shuffle::FisherYates),
+            Shape::Permuted(Shuffle::Sattolo),
+            Shape::Lanes {
+                lanes: 7,
+                pairwise: true,
+            },
+            Shape::Lanes {
+                lanes: 32,
+                pairwise: false,
+            },
+            Shape::Blocked { block: 64 },
+            Shape::Pairwise,
+            Shape::Threads { threads: 5 },
+            Shape::RandomTree,
+        ];
+        for shape in shapes {
+            for n in [1usize, 2, 3, 31, 1000] {
+                let got = combine(shape, &x[..n], &mut stream(1, 2, 3));
+                assert_eq!(got, (n * (n + 1) / 2) as f64, "{shape} n = {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn drawn_shapes_differ_from_plain_by_rounding_only() {
+        let x: Vec<f64> = (0..5000)
+            .map(|i| ((i * 7919) % 1009) as f64 * 10f64.powi((i % 13) as i32 - 6) - 3.0)
+            .collect();
+        let truth = exact(&x);
+        let bound = x.iter().map(|v| v.abs()).sum::<f64>() * x.len() as f64 * f64::EPSILON;
+        let mut seen = std::collections::HashSet::new();
+        for seed in 0..64u64 {
+            let mut rng = stream(seed, 9, 0);
+            let shape = Shape::draw(true, Shuffle::FisherYates, &mut rng);
+            let got = combine(shape, &x, &mut rng);
+            assert!(
+                (got - truth).abs() <= bound,
+                "seed {seed}: {shape} gave {got}"
+            );
+            seen.insert(got.to_bits());
+        }
+        assert!(
+            seen.len() > 8,
+            "64 drawn shapes gave {} results",
+            seen.len()
+        );
+    }
+
+    #[test]
+    fn long_buffered_reductions_are_chunked() {
+        let x = vec![1.0f32; BUFFER_CAP + 5];
+        let got = combine(Shape::RandomTree, &x, &mut stream(0, 0, 0));
+        assert_eq!(got, (BUFFER_CAP + 5) as f32);
+    }
+
+    #[test]
+    fn kinds_by_type() {
+        assert_eq!(kind_of::<f32>(), Some(Kind::F32));
+        assert_eq!(kind_of::<bf16>(), Some(Kind::BF16));
+        assert_eq!(kind_of::<i32>(), None);
+        assert_eq!(kind_of::<&f32>(), None);
+    }
+}

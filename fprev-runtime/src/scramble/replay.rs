@@ -1,0 +1,52 @@
+//! When scrambling is switched on from the environment, every failure says how to replay
+//! it: a panic hook prints the token and the command, and the process prints its site
+//! coverage when it exits.
+
+use std::sync::Once;
+
+use super::config::{vars, ScrambleConfig};
+use super::sites::Coverage;
+
+static HOOK: Once = Once::new();
+
+/// Installs the panic hook and the exit report for `cfg` (once per process).
+pub(crate) fn install(cfg: &ScrambleConfig) {
+    let mode = std::env::var(vars::FPREV_SCRAMBLE).unwrap_or_default();
+    let token = cfg.token();
+    HOOK.call_once(move || {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            previous(info);
+            let test = std::thread::current()
+                .name()
+                .filter(|n| *n != "main")
+                .map_or_else(String::new, |n| format!(" {n} -- --exact"));
+            eprintln!(
+                "fprev: scrambling was on ({}={mode}); replay: {}={mode} {}={token} cargo test{test}",
+                vars::FPREV_SCRAMBLE,
+                vars::FPREV_SCRAMBLE,
+                vars::FPREV_SEED,
+            );
+        }));
+        register_atexit();
+    });
+}
+
+extern "C" fn print_coverage_at_exit() {
+    eprintln!("fprev scramble: {}", Coverage::now());
+}
+
+#[cfg(not(target_family = "wasm"))]
+fn register_atexit() {
+    extern "C" {
+        fn atexit(cb: extern "C" fn()) -> std::os::raw::c_int;
+    }
+    // SAFETY: `atexit` is the C library's; the callback only reads statics and writes to
+    // stderr.
+    unsafe {
+        atexit(print_coverage_at_exit);
+    }
+}
+
+#[cfg(target_family = "wasm")]
+fn register_atexit() {}
