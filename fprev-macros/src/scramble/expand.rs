@@ -244,7 +244,7 @@ impl Rewriter<'_> {
             let site = self.site(place.span(), "reduction", "Reduction");
             setup.push(quote_spanned! {span=>
                 let mut #r = #krate::__private::scramble::Reduction::begin(#site, || &#place);
-                if #r.on() { #r.init(&#place); }
+                if #r.on() { #r.init(&mut #place); }
             });
             finish.push(quote_spanned! {span=>
                 if #r.on() { #r.write(&mut #place); }

@@ -452,12 +452,13 @@ impl<T> Reduction<T> {
         }
     }
 
-    /// The accumulator's value before the loop: the first term.
+    /// The accumulator's value before the loop: the first term. The place is taken as
+    /// `&mut`, through the same `IndexMut` the update itself would call.
     #[inline]
-    pub fn init(&mut self, place: &T) {
+    pub fn init(&mut self, place: &mut T) {
         if self.on() {
             // SAFETY: a float `T` (on), copied bit for bit.
-            self.push(unsafe { std::ptr::read(place) });
+            self.push(unsafe { std::ptr::read(&*place) });
         }
     }
 

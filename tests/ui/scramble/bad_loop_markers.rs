@@ -5,7 +5,7 @@ fn sums(v: &[f32]) -> f32 {
     for x in v.iter() {
         s += x;
     }
-    #[scramble(force)]
+    #[scramble(loop)]
     for x in v.iter().zip(v.iter()) {
         s += x.0 * x.1;
     }
