@@ -36,3 +36,22 @@ pub fn memory_scrambled(v: &mut [f32]) {
         *x = *x * 0.5 + 1.0;
     }
 }
+
+/// Memory-bound reduction: a sum of a large `f64` array (1e6 terms, 8 MB).
+pub fn reduction_plain(v: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for x in v {
+        s += x;
+    }
+    s
+}
+
+/// [`reduction_plain`] under `#[scramble]`: a reassociated reduction when on.
+#[fprev::scramble]
+pub fn reduction_scrambled(v: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for x in v {
+        s += x;
+    }
+    s
+}

@@ -79,6 +79,24 @@ fn loops(c: &mut Criterion) {
         })
     });
     g.finish();
+    let terms: Vec<f64> = (0..1_000_000).map(|i| (i % 1000) as f64 * 1e-3).collect();
+    let mut g = c.benchmark_group("reduction-1e6-f64");
+    g.throughput(Throughput::Elements(terms.len() as u64));
+    g.bench_function("plain", |b| {
+        b.iter(|| kernels::reduction_plain(black_box(&terms)))
+    });
+    g.bench_function("scramble-off", |b| {
+        with_config(&ScrambleConfig::off(), || {
+            b.iter(|| kernels::reduction_scrambled(black_box(&terms)))
+        })
+    });
+    // Each iteration draws the next invocation's shape: the mix of the default.
+    g.bench_function("scramble-on-shapes", |b| {
+        with_config(&on.clone().shapes(true), || {
+            b.iter(|| kernels::reduction_scrambled(black_box(&terms)))
+        })
+    });
+    g.finish();
 }
 
 criterion_group! {

@@ -11,6 +11,7 @@ mod kernels;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+use fprev::scramble::reduce::{combine, Shape};
 use fprev::scramble::rng::{shuffle_with, stream};
 use fprev::scramble::{shuffle, with_config, ScrambleConfig, Shuffle};
 
@@ -211,9 +212,83 @@ fn main() {
             best(5, || kernels::memory_scrambled(black_box(&mut big)))
         });
         println!(
-            "memory-bound loop (2^22 f32 streaming update): {}; on x{:.1}",
+            "memory-bound loop (2^22 f32 streaming update, no reduction: never rewritten): {}; on x{:.2}",
             memory.report(),
             on_t.as_secs_f64() / memory.plain_median()
         );
+        reduction();
     });
+}
+
+/// The anchor: a memory-bound 1e6-term f64 reduction, plain vs compiled in but
+/// off vs on with the default shapes, and the combining cost of each shape alone.
+fn reduction() {
+    let mut terms: Vec<f64> = (0..1_000_000).map(|i| (i % 1000) as f64 * 1e-3).collect();
+    let paired = paired(
+        30,
+        20,
+        &mut terms,
+        |v| {
+            black_box(kernels::reduction_plain(black_box(v)));
+        },
+        |v| {
+            black_box(kernels::reduction_scrambled(black_box(v)));
+        },
+    );
+    let plain = paired.plain_median();
+    println!(
+        "memory-bound reduction (1e6 f64, `s += x`): {}",
+        paired.report()
+    );
+    // On: each call draws the next shape of the mix; median over 60 calls.
+    let shapes = ScrambleConfig::off()
+        .shuffle(Some(Shuffle::FisherYates))
+        .shapes(true)
+        .seed(1);
+    let mut on: Vec<f64> = with_config(&shapes, || {
+        (0..60)
+            .map(|_| {
+                let t = Instant::now();
+                black_box(kernels::reduction_scrambled(black_box(&terms)));
+                t.elapsed().as_secs_f64()
+            })
+            .collect()
+    });
+    on.sort_by(f64::total_cmp);
+    println!(
+        "  on, default shapes (60 calls, one drawn shape each): median x{:.2}, fastest x{:.2}, slowest x{:.2} of plain",
+        median(&on) / plain,
+        on[0] / plain,
+        on[on.len() - 1] / plain
+    );
+    println!(
+        "  combining cost of each shape alone (reduce::combine over the same terms, best of 7):"
+    );
+    for shape in [
+        Shape::Sequential,
+        Shape::Lanes {
+            lanes: 8,
+            pairwise: true,
+        },
+        Shape::Lanes {
+            lanes: 32,
+            pairwise: false,
+        },
+        Shape::Blocked { block: 256 },
+        Shape::Pairwise,
+        Shape::Permuted(Shuffle::FisherYates),
+        Shape::Permuted(Shuffle::Sattolo),
+        Shape::Threads { threads: 8 },
+        Shape::RandomTree,
+    ] {
+        let mut rng = stream(1, 2, 3);
+        let t = best(7, || {
+            black_box(combine(shape, black_box(&terms), &mut rng));
+        });
+        println!(
+            "    {:<28} x{:.2}",
+            shape.to_string(),
+            t.as_secs_f64() / plain
+        );
+    }
 }

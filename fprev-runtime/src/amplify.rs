@@ -415,6 +415,8 @@ fn run_stage<R: Floats, F: Fn() -> R + Sync>(
         max_abs: 0.0,
         max_rel: 0.0,
         norm2: 0.0,
+        max_ulps: 0,
+        max_elements: 0,
         orders: entropy::OrderLog::default(),
         sites_reached: 0,
     };
@@ -440,10 +442,13 @@ fn run_stage<R: Floats, F: Fn() -> R + Sync>(
         };
         if out.len() == reference.len() {
             let mut norm2 = 0.0f64;
+            let mut elements = 0;
             for (k, (&x, &r)) in out.iter().zip(reference).enumerate() {
                 if x.to_bits() == r.to_bits() {
                     continue;
                 }
+                elements += 1;
+                report.max_ulps = report.max_ulps.max(ulps(x, r));
                 if !record.differs {
                     record.differs = true;
                     record.first_difference = Some((k, x, r));
@@ -455,7 +460,10 @@ fn run_stage<R: Floats, F: Fn() -> R + Sync>(
                 norm2 += rel * rel;
             }
             report.norm2 = report.norm2.max(norm2.sqrt());
+            report.max_elements = report.max_elements.max(elements);
         } else {
+            report.max_elements = reference.len().max(out.len());
+            report.max_ulps = u64::MAX;
             report.max_abs = f64::INFINITY;
             report.max_rel = f64::INFINITY;
             report.norm2 = f64::INFINITY;
@@ -465,6 +473,37 @@ fn run_stage<R: Floats, F: Fn() -> R + Sync>(
     report.distinct = distinct.len();
     report.sites_reached = reached_total() - reached_before;
     report
+}
+
+/// Distance in ulps between `x` and `r`, in the narrowest of `f32` / `f64` that holds
+/// both exactly (`u64::MAX` when either is NaN or their signs differ past zero).
+fn ulps(x: f64, r: f64) -> u64 {
+    if x.is_nan() || r.is_nan() {
+        return u64::MAX;
+    }
+    // Bits as a signed integer, negatives mirrored: consecutive floats differ by 1 and
+    // both zeros map to 0.
+    let key32 = |v: f32| {
+        let b = v.to_bits() as i32;
+        if b < 0 {
+            i32::MIN.wrapping_sub(b)
+        } else {
+            b
+        }
+    };
+    let key64 = |v: f64| {
+        let b = v.to_bits() as i64;
+        if b < 0 {
+            i64::MIN.wrapping_sub(b)
+        } else {
+            b
+        }
+    };
+    if f64::from(x as f32) == x && f64::from(r as f32) == r {
+        u64::from(key32(x as f32).abs_diff(key32(r as f32)))
+    } else {
+        key64(x).abs_diff(key64(r))
+    }
 }
 
 /// [`amplify_named`] named after the current test (the thread name libtest gives it).
@@ -528,6 +567,19 @@ macro_rules! assert_reproducible {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ulp_distances() {
+        assert_eq!(ulps(1.0, 1.0), 0);
+        let next32 = f64::from(f32::from_bits(1.0f32.to_bits() + 3));
+        assert_eq!(ulps(next32, 1.0), 3);
+        assert_eq!(ulps(f64::from_bits(1.0f64.to_bits() + 1), 1.0), 1);
+        assert_eq!(ulps(-0.0, 0.0), 0);
+        assert_eq!(
+            ulps(f64::from(f32::from_bits(1)), -f64::from(f32::from_bits(1))),
+            2
+        );
+    }
 
     #[test]
     fn run_seeds_carry_their_stage() {

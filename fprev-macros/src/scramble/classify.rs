@@ -231,13 +231,11 @@ pub(crate) fn plan(
             let mut idents = Vec::new();
             if !index_idents(place, &mut idents) {
                 Some(format!("the index of `{key}` calls code"))
-            } else if let Some(id) = idents
-                .iter()
-                .find(|i| scan.bound.contains(*i) || scan.written.contains(*i))
-            {
-                Some(format!("the index of `{key}` changes in the loop (`{id}`)"))
             } else {
-                None
+                idents
+                    .iter()
+                    .find(|i| scan.bound.contains(*i) || scan.written.contains(*i))
+                    .map(|id| format!("the index of `{key}` changes in the loop (`{id}`)"))
             }
         };
         match reason {

@@ -310,13 +310,13 @@ impl Rewriter<'_> {
         let span = f.for_token.span;
         let site = self.site(span, "loop", "Loop");
         let krate = &self.args.krate;
-        let iterable = &f.expr;
-        f.expr = Box::new(Expr::Verbatim(quote_spanned! {span=>
+        let iterable = f.expr.clone();
+        *f.expr = Expr::Verbatim(quote_spanned! {span=>
             #krate::__private::scramble::Scrambler::maybe_shuffled(
                 #krate::__private::scramble::loops(#site),
                 #iterable,
             )
-        }));
+        });
     }
 
     /// An update of a place owned by an enclosing loop's reducer.
@@ -376,15 +376,15 @@ impl Rewriter<'_> {
         let span = m.method.span();
         let site = self.site(span, "sum", "IterReduction");
         let krate = &self.args.krate;
-        let recv = &m.receiver;
-        m.receiver = Box::new(Expr::Verbatim(quote_spanned! {span=>
+        let recv = m.receiver.clone();
+        *m.receiver = Expr::Verbatim(quote_spanned! {span=>
             {
                 #[allow(unused_imports)]
                 use #krate::__private::scramble::{ViaIter as _, ViaValue as _};
                 (&mut #krate::__private::scramble::Wrap(::core::option::Option::Some(#recv)))
                     .__fprev_reduce(#site)
             }
-        }));
+        });
     }
 
     fn par_chain(&mut self, e: &mut Expr) {

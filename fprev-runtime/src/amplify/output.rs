@@ -1,7 +1,8 @@
 //! What a computation under test returns: anything that yields floats.
 
 /// A result the amplifier can compare bit for bit: it lists its floats, widened to `f64`
-/// (exact for `f32`, `f16` and `bf16`, so distinct results stay distinct).
+/// (exact for `f32`, `f16` and `bf16`, so distinct results stay distinct). Integer and
+/// `bool` outputs (labels, counts, indices) are accepted too and compared exactly.
 ///
 /// ```
 /// use fprev_runtime::amplify::Floats;
@@ -29,8 +30,38 @@ scalar!(
     f64 => |x| x,
     f32 => f64::from,
     half::f16 => half::f16::to_f64,
-    half::bf16 => half::bf16::to_f64
+    half::bf16 => half::bf16::to_f64,
+    bool => |b| if b { 1.0 } else { 0.0 },
+    i8 => f64::from,
+    i16 => f64::from,
+    i32 => f64::from,
+    u8 => f64::from,
+    u16 => f64::from,
+    u32 => f64::from
 );
+
+/// 64-bit integers (and `usize` / `isize`) are compared exactly: each is listed as two
+/// floats, its high and low 32-bit halves, so results that differ in any bit differ.
+///
+/// ```
+/// use fprev_runtime::amplify::Floats;
+/// let mut out = Vec::new();
+/// (1u64 << 40 | 7).push_floats(&mut out);
+/// assert_eq!(out, [256.0, 7.0]);
+/// ```
+macro_rules! wide_int {
+    ($($t:ty),*) => {$(
+        impl Floats for $t {
+            fn push_floats(&self, out: &mut Vec<f64>) {
+                let bits = *self as u64;
+                out.push(f64::from((bits >> 32) as u32));
+                out.push(f64::from(bits as u32));
+            }
+        }
+    )*};
+}
+
+wide_int!(i64, u64, usize, isize);
 
 impl<T: Floats> Floats for [T] {
     fn push_floats(&self, out: &mut Vec<f64>) {

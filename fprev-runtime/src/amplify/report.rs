@@ -37,6 +37,12 @@ pub struct StageReport {
     pub max_rel: f64,
     /// Largest norm2 of the relative error vector of one run (Table II's "error").
     pub norm2: f64,
+    /// Largest distance from the reference in units in the last place, counted in the
+    /// narrowest of `f32` / `f64` that holds both values exactly (so an `f32` result
+    /// counts `f32` ulps).
+    pub max_ulps: u64,
+    /// Most elements that differed in one run (out of the result's length).
+    pub max_elements: usize,
     /// Orders executed by scrambled loops and launches during this stage.
     pub orders: OrderLog,
     /// Scrambled executions of scramble sites (reductions, declared loops, rayon sources)
@@ -118,20 +124,30 @@ impl fmt::Display for AmplifyReport {
         )?;
         writeln!(
             f,
-            "  {:<22} {:>5} {:>9} {:>10} {:>11} {:>11} {:>13}",
-            "stage", "runs", "distinct", "differing", "max abs err", "max rel err", "norm2 rel err"
+            "  {:<22} {:>5} {:>9} {:>10} {:>9} {:>11} {:>11} {:>13} {:>9}",
+            "stage",
+            "runs",
+            "distinct",
+            "differing",
+            "elements",
+            "max abs err",
+            "max rel err",
+            "norm2 rel err",
+            "max ulps"
         )?;
         for s in &self.stages {
             writeln!(
                 f,
-                "  {:<22} {:>5} {:>9} {:>10} {:>11} {:>11} {:>13}",
+                "  {:<22} {:>5} {:>9} {:>10} {:>9} {:>11} {:>11} {:>13} {:>9}",
                 s.stage.label(),
                 s.runs.len(),
                 s.distinct,
                 s.differing().count(),
+                format!("{}/{}", s.max_elements, self.len),
                 sci(s.max_abs),
                 sci(s.max_rel),
-                sci(s.norm2)
+                sci(s.norm2),
+                s.max_ulps
             )?;
             if matches!(s.stage, Stage::Schedule | Stage::LoopOrder) && s.sites_reached == 0 {
                 writeln!(
