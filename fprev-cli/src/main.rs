@@ -19,11 +19,12 @@ use fprev::{Algorithm, ProbeFloat, Reveal, SumTree};
 #[command(
     name = "fprev",
     version,
-    about = "Reveal the order in which floating-point sums are computed (FPRev)"
+    about = "Reveal the order in which floating-point sums are computed (FPRev)",
+    after_help = "With no subcommand, runs the demo (`fprev demo`)."
 )]
 struct Cli {
     #[command(subcommand)]
-    command: Cmd,
+    command: Option<Cmd>,
 }
 
 #[derive(Subcommand)]
@@ -129,7 +130,10 @@ impl<E: std::fmt::Display> From<E> for Failure {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match cli.command {
+    let command = cli.command.unwrap_or(Cmd::Demo {
+        out: PathBuf::from("fprev-out"),
+    });
+    let result = match command {
         Cmd::Reveal(args) => reveal(&args),
         Cmd::Targets => {
             for b in builtins::BUILTINS {
