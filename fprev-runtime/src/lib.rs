@@ -9,6 +9,7 @@
 pub mod amplify;
 pub mod chains;
 pub mod cuda;
+mod draw;
 pub mod exact;
 pub mod float;
 pub mod ops;

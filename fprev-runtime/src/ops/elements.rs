@@ -1,9 +1,10 @@
 //! The summation order of every output element of a k-reduction, grouped by tree.
 
-use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use rand_core::SeedableRng;
 
 use super::{convert, Reduction, Shape};
+use crate::draw;
 use crate::float::{FloatFormat, ProbeFloat};
 use crate::reveal::{Algorithm, Pivot, Reveal, RevealError};
 use crate::target::{Probe, ProbeBatch, Target, TargetError};
@@ -478,9 +479,9 @@ fn random_input<T: ProbeFloat, I: ProbeFloat>(k: usize, rng: &mut ChaCha8Rng) ->
     let spread = (t.precision as i32 + 2).min(top - i.min_exp).max(1);
     (0..k)
         .map(|_| {
-            let e = top - rng.random_range(0..spread);
-            let m: f64 = 1.0 + rng.random::<f64>();
-            let sign = if rng.random::<bool>() { -1.0 } else { 1.0 };
+            let e = top - draw::range_i32(rng, 0, spread);
+            let m: f64 = 1.0 + draw::unit_f64(rng);
+            let sign = if draw::coin(rng) { -1.0 } else { 1.0 };
             let x: I = I::from_f64_round(sign * m * 2f64.powi(e));
             convert(x)
         })
