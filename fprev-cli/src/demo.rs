@@ -130,7 +130,9 @@ fn numpy_exec(out: &Path) -> Result<(), Failure> {
         .output()
         .is_ok_and(|o| o.status.success());
     if !have_numpy {
-        println!("skipped: python3 with numpy not found (pip install numpy)");
+        println!("SKIPPED: this section needs python3 with numpy, which was not found.");
+        println!("   To run it: python3 -m venv .venv && .venv/bin/pip install numpy");
+        println!("   then: PATH=\"$PWD/.venv/bin:$PATH\" cargo run --release");
         return Ok(());
     }
     let command = format!("python3 -c '{NUMPY_SUM}'");
