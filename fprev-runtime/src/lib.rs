@@ -29,5 +29,5 @@ pub use tree::{SumTree, TreeDiff, TreeStats};
 pub use amplify::{amplify, AmplifyConfig, AmplifyReport, Floats, Stage};
 pub use chains::Tracked;
 pub use cuda::CudaError;
-pub use registry::{check_registered, registered};
+pub use registry::{check_registered, check_registered_allow_empty, registered};
 pub use scramble::{launch, Dim3, ReplayToken, ScrambleConfig, Shuffle, ThreadCtx};
