@@ -198,7 +198,9 @@ fn all_pin_in_a_fresh_directory() {
 #[test]
 fn finding_no_registration_fails_unless_allowed() {
     let dir = scratch("empty");
-    let check = Check::from_env().dir(&dir).filter("no_function_has_this_name");
+    let check = Check::from_env()
+        .dir(&dir)
+        .filter("no_function_has_this_name");
     let err = check.run().unwrap_err();
     assert_eq!(err.problems.len(), 1);
     let msg = err.to_string();

@@ -284,3 +284,43 @@ fn demo_prints_trees_and_writes_pictures() {
     );
     assert!(out.join("ndarray_sum_32.svg").exists() && out.join("sgemm_k600.svg").exists());
 }
+
+#[test]
+fn huge_work_is_refused_before_probing_unless_yes() {
+    let start = std::time::Instant::now();
+    let o = fprev(&["reveal", "iter-sum", "-n", "10000000"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(
+        e.contains("refusing to start") && e.contains("--yes") && e.contains("days"),
+        "{e}"
+    );
+    assert!(
+        start.elapsed().as_secs() < 30,
+        "it must refuse before probing"
+    );
+    let o = fprev(&["reveal", "-n", "10000000", "--exec", "true"]);
+    assert!(stderr(&o).contains("refusing to start"), "{}", stderr(&o));
+}
+
+#[test]
+fn options_a_target_ignores_draw_a_warning() {
+    let o = fprev(&[
+        "reveal",
+        "iter-sum",
+        "-n",
+        "8",
+        "--threads",
+        "2",
+        "--accept-flat",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "(((((((0+1)+2)+3)+4)+5)+6)+7)\n");
+    let e = stderr(&o);
+    assert!(
+        e.contains("warning: --threads does not apply to iter-sum"),
+        "{e}"
+    );
+    let o = fprev(&["reveal", "rayon-sum", "-n", "8", "--threads", "2"]);
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+}
