@@ -15,6 +15,8 @@ use crate::Failure;
 
 /// One part of the demo.
 pub struct Section {
+    /// Name for `fprev demo --only <key>`.
+    pub key: &'static str,
     /// Heading.
     pub title: &'static str,
     /// Runs the section, writing pictures under the given folder.
@@ -24,30 +26,37 @@ pub struct Section {
 /// The demo's sections, in order.
 pub const SECTIONS: &[Section] = &[
     Section {
+        key: "loops",
         title: "Plain Rust loops",
         run: plain_loops,
     },
     Section {
+        key: "ndarray",
         title: "ndarray: sum and dot unroll into 8 lanes",
         run: ndarray_lanes,
     },
     Section {
+        key: "matrix",
         title: "Matrix products: one probe per row, every element checked",
         run: matrix_products,
     },
     Section {
+        key: "rayon",
         title: "rayon: the tree depends on the thread count",
         run: rayon_threads,
     },
     Section {
+        key: "numpy",
         title: "Any program: numpy.sum through --exec",
         run: numpy_exec,
     },
     Section {
+        key: "scramble",
         title: "Amplify: #[scramble] catches an order-dependent sum",
         run: scramble_catches,
     },
     Section {
+        key: "exact",
         title: "Fix: exact sums give the same bits in every order",
         run: exact_fixes,
     },
@@ -79,15 +88,59 @@ fn demo_values() -> Vec<f32> {
         .collect()
 }
 
+/// The amplifier's settings: `FPREV_*` variables as everywhere, else 12 runs per stage
+/// and campaign seed 2026, so that the demo prints the same bits every time.
 fn amplify_config() -> fprev::AmplifyConfig {
-    fprev::AmplifyConfig::default().runs(12).seed(2026)
+    let mut cfg = fprev::AmplifyConfig::from_env();
+    if std::env::var_os(fprev::scramble::vars::FPREV_RUNS).is_none() {
+        cfg = cfg.runs(12);
+    }
+    if cfg.seed.is_none() {
+        cfg = cfg.seed(2026);
+    }
+    cfg
+}
+
+/// The command that re-runs one demo section: this binary, by name when `fprev` on
+/// `PATH` is this binary, else by its path, so that it runs as printed.
+fn rerun_command(key: &str) -> String {
+    let exe = std::env::current_exe().and_then(|p| p.canonicalize());
+    let on_path = exe.as_ref().ok().is_some_and(|exe| {
+        std::env::var_os("PATH").is_some_and(|paths| {
+            std::env::split_paths(&paths)
+                .filter_map(|d| d.join("fprev").canonicalize().ok())
+                .next()
+                .is_some_and(|first| &first == exe)
+        })
+    });
+    let program = match exe {
+        Ok(p) if !on_path => {
+            let p = p.display().to_string();
+            if p.contains(|c: char| c.is_whitespace() || c == '\'' || c == '"') {
+                format!("'{}'", p.replace('\'', "'\\''"))
+            } else {
+                p
+            }
+        }
+        _ => "fprev".to_string(),
+    };
+    format!("{program} demo --only {key}")
+}
+
+/// The amplifier's report with its replay commands pointing at this demo section (the
+/// report's own commands re-run a `cargo test` of that name, which the demo is not).
+fn print_report(report: &fprev::AmplifyReport, key: &str) {
+    let text = report
+        .to_string()
+        .replace(&format!("cargo test {}", report.name), &rerun_command(key));
+    println!("{text}");
 }
 
 fn scramble_catches(_out: &Path) -> Result<(), Failure> {
     let v = demo_values();
     let report =
         fprev::amplify::amplify_named(&amplify_config(), "demo::plain_total", || plain_total(&v));
-    println!("{report}");
+    print_report(&report, "scramble");
     println!(
         "-> {}",
         if report.is_reproducible() {
@@ -103,7 +156,7 @@ fn exact_fixes(_out: &Path) -> Result<(), Failure> {
     let v = demo_values();
     let report =
         fprev::amplify::amplify_named(&amplify_config(), "demo::exact_total", || exact_total(&v));
-    println!("{report}");
+    print_report(&report, "exact");
     println!(
         "-> exact::Accumulator: {}",
         if report.is_reproducible() {
@@ -169,11 +222,23 @@ fn numpy_exec(out: &Path) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Run every section.
-pub fn run(out: &Path) -> Result<(), Failure> {
+/// Run every section, or only the one named `only`.
+pub fn run(out: &Path, only: Option<&str>) -> Result<(), Failure> {
+    if let Some(key) = only {
+        if !SECTIONS.iter().any(|s| s.key == key) {
+            let keys: Vec<&str> = SECTIONS.iter().map(|s| s.key).collect();
+            return Err(Failure(format!(
+                "no demo section {key:?}; sections: {}",
+                keys.join(", ")
+            )));
+        }
+    }
     std::fs::create_dir_all(out).map_err(|e| Failure(format!("{}: {e}", out.display())))?;
     let start = Instant::now();
     for (i, s) in SECTIONS.iter().enumerate() {
+        if only.is_some_and(|k| k != s.key) {
+            continue;
+        }
         println!("\n== {}. {} ==", i + 1, s.title);
         (s.run)(out)?;
     }

@@ -45,6 +45,9 @@ enum Cmd {
         /// Where the SVG pictures go.
         #[arg(long, default_value = "fprev-out")]
         out: PathBuf,
+        /// Run only this section: loops, ndarray, matrix, rayon, numpy, scramble, exact.
+        #[arg(long)]
+        only: Option<String>,
     },
 }
 
@@ -139,6 +142,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let command = cli.command.unwrap_or(Cmd::Demo {
         out: PathBuf::from("fprev-out"),
+        only: None,
     });
     let result = match command {
         Cmd::Reveal(args) => reveal(&args),
@@ -149,7 +153,7 @@ fn main() -> ExitCode {
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Diff { a, b } => diff(&a, &b),
-        Cmd::Demo { out } => demo::run(&out).map(|_| ExitCode::SUCCESS),
+        Cmd::Demo { out, only } => demo::run(&out, only.as_deref()).map(|_| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

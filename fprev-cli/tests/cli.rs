@@ -324,3 +324,67 @@ fn options_a_target_ignores_draw_a_warning() {
     let o = fprev(&["reveal", "rayon-sum", "-n", "8", "--threads", "2"]);
     assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
 }
+
+/// Every replay line of the demo's amplifier section runs as printed and prints the same
+/// value (f64 `Debug` text, which round-trips, so the same bits) for its run.
+#[test]
+fn demo_replay_lines_run_as_printed_and_reproduce_the_bits() {
+    let out = tmp("demo-replay");
+    let o = fprev(&[
+        "demo",
+        "--only",
+        "scramble",
+        "--out",
+        out.to_str().unwrap_or_default(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    let lines: Vec<&str> = text.lines().collect();
+    let mut checked = 0;
+    for (i, line) in lines.iter().enumerate() {
+        let Some(command) = line.trim().strip_prefix("replay: ") else {
+            continue;
+        };
+        let value = lines[i - 1]
+            .split(" = ")
+            .nth(1)
+            .and_then(|v| v.split_whitespace().next())
+            .expect("the line above a replay line names the value");
+        let again = Command::new("sh")
+            .args(["-c", command])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .expect("run the replay command");
+        let replayed = stdout(&again);
+        assert!(again.status.success(), "{command}: {}", stderr(&again));
+        assert!(
+            replayed.contains("replayed the single run")
+                && replayed.contains(&format!("element 0 = {value} ")),
+            "{command} should print {value}:\n{replayed}"
+        );
+        checked += 1;
+        if checked == 2 {
+            break;
+        }
+    }
+    assert_eq!(checked, 2, "the demo printed no replay lines:\n{text}");
+}
+
+#[test]
+fn demo_honours_fprev_seed() {
+    let o = Command::new(env!("CARGO_BIN_EXE_fprev"))
+        .args(["demo", "--only", "scramble", "--out"])
+        .arg(tmp("demo-seed"))
+        .env("FPREV_SEED", "v1-00000000000000ff")
+        .output()
+        .expect("run fprev");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("campaign v1-00000000000000ff"),
+        "{}",
+        stdout(&o)
+    );
+    let o = fprev(&["demo", "--only", "no-such-section"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("scramble"), "{}", stderr(&o));
+}
