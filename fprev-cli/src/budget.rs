@@ -90,7 +90,8 @@ pub fn human(secs: f64) -> String {
         s if s < 90.0 * 60.0 => format!("{:.0} minutes", s / 60.0),
         s if s < 48.0 * 3600.0 => format!("{:.0} hours", s / 3600.0),
         s if s < 3.0 * 365.0 * 86400.0 => format!("{:.0} days", s / 86400.0),
-        s => format!("{:.0} years", s / (365.0 * 86400.0)),
+        s if s < 1e4 * 365.0 * 86400.0 => format!("{:.0} years", s / (365.0 * 86400.0)),
+        s => format!("{:.0e} years", s / (365.0 * 86400.0)),
     }
 }
 
@@ -191,5 +192,6 @@ mod tests {
         assert_eq!(human(5.0), "5 s");
         assert_eq!(human(600.0), "10 minutes");
         assert_eq!(human(12.0 * 86400.0), "12 days");
+        assert_eq!(human(5e8 * 365.0 * 86400.0), "5e8 years");
     }
 }
