@@ -250,6 +250,26 @@ pub fn run(out: &Path, only: Option<&str>) -> Result<(), Failure> {
     Ok(())
 }
 
+/// `text` cut after whole words to at most about `max` bytes, with "..." when cut.
+fn clip_words(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = 0;
+    for (i, c) in text.char_indices() {
+        if i > max {
+            break;
+        }
+        if c == ' ' {
+            end = i;
+        }
+    }
+    if end == 0 {
+        end = text.char_indices().nth(max).map_or(text.len(), |(i, _)| i);
+    }
+    format!("{} ...", text[..end].trim_end_matches([',', ';', ':']))
+}
+
 fn clip(t: &SumTree) -> String {
     let s = t.to_string();
     if s.len() <= 160 {
@@ -419,8 +439,7 @@ fn rayon_threads(out: &Path) -> Result<(), Failure> {
                     }
                 }
                 Err(e) => {
-                    let e = e.to_string();
-                    println!("   {label}: failed, {}...", &e[..e.len().min(60)]);
+                    println!("   {label}: failed, {}", clip_words(&e.to_string(), 60));
                 }
             }
         }
@@ -464,7 +483,7 @@ fn rayon_threads(out: &Path) -> Result<(), Failure> {
         trees.dedup();
         let first = failures
             .first()
-            .map(|f| format!(" (first: {})", &f[..f.len().min(110)]));
+            .map(|f| format!(" (first: {})", clip_words(f, 110)));
         println!(
             "rayon, n = {n}, {threads} thread(s), 3 reveals: {} distinct tree(s), {} failed{}",
             trees.len(),
@@ -473,4 +492,21 @@ fn rayon_threads(out: &Path) -> Result<(), Failure> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clip_words;
+
+    #[test]
+    fn clipped_messages_end_on_a_whole_word() {
+        let e = "inconsistent probe answers: 3 leaves join a subtree, which no tree allows";
+        assert_eq!(clip_words(e, 200), e);
+        let c = clip_words(e, 60);
+        assert_eq!(
+            c,
+            "inconsistent probe answers: 3 leaves join a subtree, which ..."
+        );
+        assert!(clip_words("ééééééééééé", 5).ends_with("..."));
+    }
 }
