@@ -1,5 +1,5 @@
-//! The amplifier takes ndarray results (the `cli` feature turns on `fprev-runtime/ndarray`).
-#![cfg(feature = "cli")]
+//! The amplifier takes ndarray results (the `ndarray` feature, which fprev-cli turns on).
+#![cfg(feature = "ndarray")]
 
 use fprev::{AmplifyConfig, Stage};
 use ndarray::{Array1, Array2};

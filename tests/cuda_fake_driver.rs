@@ -1,8 +1,8 @@
 //! With the `cuda` feature, broken or GPU-less drivers must give typed errors, never a
 //! panic or an abort: each case builds a fake `libcuda.so` with the C compiler, then
 //! re-runs this test binary with the fake on `LD_LIBRARY_PATH` (cudarc loads the driver
-//! once per process) and checks what `Device::open` says. Skips, saying why, without the
-//! feature, off Linux, or without `cc`.
+//! once per process) and checks what `Device::open` says. Ignored without the feature or
+//! off Linux; fails without a C compiler `cc`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -57,11 +57,11 @@ fn build(dir: &Path, source: &str) -> Option<PathBuf> {
 }
 
 #[test]
+#[cfg_attr(
+    not(all(feature = "cuda", target_os = "linux")),
+    ignore = "needs the cuda feature on Linux: cargo test --features cuda --test cuda_fake_driver"
+)]
 fn fake_drivers_give_typed_errors() {
-    if !fprev::cuda::compiled() || !cfg!(target_os = "linux") {
-        println!("SKIPPED fake_drivers_give_typed_errors: needs the cuda feature on Linux");
-        return;
-    }
     let root = std::env::temp_dir().join(format!("fprev-fake-cuda-{}", std::process::id()));
     let cases = [
         ("empty", EMPTY, "no-device"),
@@ -70,8 +70,7 @@ fn fake_drivers_give_typed_errors() {
     ];
     for (name, source, expect) in cases {
         let Some(dir) = build(&root.join(name), source) else {
-            println!("SKIPPED fake_drivers_give_typed_errors: no working `cc`");
-            return;
+            panic!("fake_drivers_give_typed_errors needs a working C compiler `cc`");
         };
         let out = Command::new(std::env::current_exe().unwrap())
             .args(["--exact", "child_open_device", "--ignored", "--nocapture"])

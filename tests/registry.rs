@@ -194,3 +194,22 @@ fn all_pin_in_a_fresh_directory() {
     assert_eq!(err.summary.orders.len(), 6);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn finding_no_registration_fails_unless_allowed() {
+    let dir = scratch("empty");
+    let check = Check::from_env()
+        .dir(&dir)
+        .filter("no_function_has_this_name");
+    let err = check.run().unwrap_err();
+    assert_eq!(err.problems.len(), 1);
+    let msg = err.to_string();
+    assert!(
+        msg.contains("nothing was checked") && msg.contains("use the_crate as _;"),
+        "{msg}"
+    );
+    assert!(msg.contains("check_registered_allow_empty"), "{msg}");
+    let summary = check.allow_empty(true).run().unwrap();
+    assert!(summary.orders.is_empty());
+    assert!(!dir.exists(), "an empty check writes nothing");
+}

@@ -41,14 +41,25 @@ const PAR_CHUNK: usize = 1 << 15;
 /// let err = fprev_runtime::exact::dot(&[1.0, 2.0], &[3.0]).unwrap_err();
 /// assert_eq!((err.left, err.right), (2, 1));
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("dot product of slices with different lengths: {left} and {right}")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LengthMismatch {
     /// Length of the first slice.
     pub left: usize,
     /// Length of the second slice.
     pub right: usize,
 }
+
+impl std::fmt::Display for LengthMismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let LengthMismatch { left, right } = self;
+        write!(
+            f,
+            "dot product of slices with different lengths: {left} and {right}"
+        )
+    }
+}
+
+impl std::error::Error for LengthMismatch {}
 
 fn check_lengths(x: &[f64], y: &[f64]) -> Result<(), LengthMismatch> {
     if x.len() == y.len() {

@@ -9,6 +9,7 @@
 pub mod amplify;
 pub mod chains;
 pub mod cuda;
+mod draw;
 pub mod exact;
 pub mod float;
 pub mod ops;
@@ -28,5 +29,5 @@ pub use tree::{SumTree, TreeDiff, TreeStats};
 pub use amplify::{amplify, AmplifyConfig, AmplifyReport, Floats, Stage};
 pub use chains::Tracked;
 pub use cuda::CudaError;
-pub use registry::{check_registered, registered};
+pub use registry::{check_registered, check_registered_allow_empty, registered};
 pub use scramble::{launch, Dim3, ReplayToken, ScrambleConfig, Shuffle, ThreadCtx};

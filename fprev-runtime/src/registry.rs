@@ -42,7 +42,10 @@ mod check;
 
 use std::fmt;
 
-pub use check::{check_registered, Check, CheckError, CheckOutcome, CheckSummary, CheckedOrder};
+pub use check::{
+    check_registered, check_registered_allow_empty, Check, CheckError, CheckOutcome, CheckSummary,
+    CheckedOrder,
+};
 
 /// Environment variable: `1` rewrites every pinned order with the one revealed now.
 /// Default: unset (pin only orders that have no file yet).

@@ -74,14 +74,21 @@ fn neg<T: ProbeFloat>(x: T) -> T {
 /// let e = fprev::target::TargetError::new("program exited");
 /// assert_eq!(e.to_string(), "program exited");
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TargetError {
     /// What went wrong, for the user.
     pub message: String,
     /// The probe being answered, when known.
     pub probe: Option<Probe>,
 }
+
+impl std::fmt::Display for TargetError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for TargetError {}
 
 impl TargetError {
     /// An error with a message and no probe.

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
 
+#[cfg(feature = "serde")]
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::float::{exact_sum_rounded, ProbeFloat};
@@ -47,10 +48,9 @@ pub struct SumTree {
 /// assert!("(0+2)".parse::<SumTree>().is_err());
 /// ```
 #[non_exhaustive]
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TreeError {
     /// The text does not follow the canonical grammar.
-    #[error("tree syntax error at byte {at}: {what}")]
     Syntax {
         /// Byte offset of the problem.
         at: usize,
@@ -58,15 +58,25 @@ pub enum TreeError {
         what: &'static str,
     },
     /// A leaf index appears twice, or the indices are not exactly `0..n`.
-    #[error("tree leaves must be 0..n, each once: {0}")]
     Leaves(String),
     /// An inner node has fewer than two children, or nodes do not form one tree.
-    #[error("not a summation tree: {0}")]
     Shape(String),
     /// A JSON description could not be read.
-    #[error("tree JSON: {0}")]
     Json(String),
 }
+
+impl std::fmt::Display for TreeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TreeError::Syntax { at, what } => write!(f, "tree syntax error at byte {at}: {what}"),
+            TreeError::Leaves(s) => write!(f, "tree leaves must be 0..n, each once: {s}"),
+            TreeError::Shape(s) => write!(f, "not a summation tree: {s}"),
+            TreeError::Json(s) => write!(f, "tree JSON: {s}"),
+        }
+    }
+}
+
+impl std::error::Error for TreeError {}
 
 impl SumTree {
     /// Number of inputs (leaves).
@@ -582,6 +592,7 @@ impl SumTree {
 
     /// JSON form: `{"format":"fprev-sum-tree/1","leaves":n,"canonical":"...","nodes":[...]}`,
     /// where `nodes[k]` lists the children of node `n + k` (see [`from_nodes`](Self::from_nodes)).
+    /// Needs the `serde` feature.
     ///
     /// ```
     /// let t = fprev::SumTree::pairwise(4);
@@ -589,11 +600,13 @@ impl SumTree {
     /// assert_eq!(t, back);
     /// # Ok::<(), fprev::tree::TreeError>(())
     /// ```
+    #[cfg(feature = "serde")]
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
     }
 
-    /// Read the JSON form written by [`to_json`](Self::to_json).
+    /// Read the JSON form written by [`to_json`](Self::to_json). Needs the `serde` feature.
+    #[cfg(feature = "serde")]
     pub fn from_json(s: &str) -> Result<SumTree, TreeError> {
         serde_json::from_str(s).map_err(|e| TreeError::Json(e.to_string()))
     }
@@ -715,6 +728,7 @@ impl FromStr for SumTree {
     }
 }
 
+#[cfg(feature = "serde")]
 #[derive(Serialize, Deserialize)]
 struct TreeRepr {
     format: String,
@@ -724,8 +738,10 @@ struct TreeRepr {
     nodes: Vec<Vec<usize>>,
 }
 
+#[cfg(feature = "serde")]
 const JSON_FORMAT: &str = "fprev-sum-tree/1";
 
+#[cfg(feature = "serde")]
 impl Serialize for SumTree {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let n = self.leaf_count();
@@ -741,6 +757,7 @@ impl Serialize for SumTree {
     }
 }
 
+#[cfg(feature = "serde")]
 impl<'de> Deserialize<'de> for SumTree {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<SumTree, D::Error> {
         let r = TreeRepr::deserialize(d)?;
@@ -871,8 +888,8 @@ mod tests {
         let back: SumTree = s.parse().unwrap();
         assert_eq!(back, t);
         assert_eq!(t.stats().depth, n - 1);
-        let j = t.to_json();
-        assert_eq!(SumTree::from_json(&j).unwrap(), t);
+        #[cfg(feature = "serde")]
+        assert_eq!(SumTree::from_json(&t.to_json()).unwrap(), t);
         let x = vec![1.0f32; n];
         assert_eq!(t.replay(&x), n as f32);
     }

@@ -5,8 +5,8 @@
 use std::collections::HashSet;
 
 use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
-use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use rand_core::SeedableRng;
 
 use super::super::{
     AmplifyConfig, AtomicKernel, CudaError, LaunchPlan, LaunchScramble, Reduction as Kind,
@@ -190,10 +190,12 @@ pub(crate) fn amplify(dev: &Device, cfg: &AmplifyConfig) -> Result<Variability, 
     // Values spread over 2^-8..2^8 so that the order of the additions shows in the bits.
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
     let values: Vec<f32> = (0..cfg.n)
-        .map(|_| rng.random::<f32>() * 2f32.powi(rng.random_range(-8..=8)))
+        .map(|_| {
+            crate::draw::unit_f32(&mut rng) * 2f32.powi(crate::draw::range_i32(&mut rng, -8, 9))
+        })
         .collect();
     let addresses: Vec<u32> = (0..cfg.n)
-        .map(|_| rng.random_range(0..bins as u32))
+        .map(|_| crate::draw::below_u32(&mut rng, bins as u32))
         .collect();
     let k = dev.kernels()?;
     guarded("running the amplifier", || {

@@ -10,27 +10,21 @@
 /// assert_eq!(e.to_string(), "no CUDA device: libcuda.so not found");
 /// ```
 #[non_exhaustive]
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CudaError {
     /// This build of fprev has no GPU backend.
-    #[error("fprev was not compiled with cuda: rebuild with `--features cuda`")]
     NotCompiled,
     /// No usable device: no driver library, no GPU, or no device with that ordinal.
-    #[error("no CUDA device: {reason}")]
     NoDevice {
         /// What was missing.
         reason: String,
     },
     /// The driver is there but a CUDA library the operation needs is not.
-    #[error(
-        "CUDA library {library} not found: install it or add its directory to LD_LIBRARY_PATH"
-    )]
     MissingLibrary {
         /// `cublas` or `nvrtc`.
         library: &'static str,
     },
     /// A CUDA driver call failed.
-    #[error("CUDA driver error in {during}: {message}")]
     Driver {
         /// What fprev was doing.
         during: &'static str,
@@ -38,7 +32,6 @@ pub enum CudaError {
         message: String,
     },
     /// A cuBLAS call failed.
-    #[error("cuBLAS error in {during}: {message}")]
     Blas {
         /// What fprev was doing.
         during: &'static str,
@@ -46,16 +39,13 @@ pub enum CudaError {
         message: String,
     },
     /// NVRTC rejected a kernel.
-    #[error("NVRTC could not compile the kernels: {log}")]
     Compile {
         /// The compiler log.
         log: String,
     },
     /// A shape or launch configuration the backend cannot run.
-    #[error("invalid CUDA configuration: {0}")]
     InvalidConfig(String),
     /// An input of the wrong length.
-    #[error("input has {got} values, the target sums {want}")]
     WrongLength {
         /// Expected length.
         want: usize,
@@ -63,3 +53,29 @@ pub enum CudaError {
         got: usize,
     },
 }
+
+impl std::fmt::Display for CudaError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CudaError::NotCompiled => {
+                f.write_str("fprev was not compiled with cuda: rebuild with `--features cuda`")
+            }
+            CudaError::NoDevice { reason } => write!(f, "no CUDA device: {reason}"),
+            CudaError::MissingLibrary { library } => write!(
+                f,
+                "CUDA library {library} not found: install it or add its directory to LD_LIBRARY_PATH"
+            ),
+            CudaError::Driver { during, message } => {
+                write!(f, "CUDA driver error in {during}: {message}")
+            }
+            CudaError::Blas { during, message } => write!(f, "cuBLAS error in {during}: {message}"),
+            CudaError::Compile { log } => write!(f, "NVRTC could not compile the kernels: {log}"),
+            CudaError::InvalidConfig(s) => write!(f, "invalid CUDA configuration: {s}"),
+            CudaError::WrongLength { want, got } => {
+                write!(f, "input has {got} values, the target sums {want}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for CudaError {}

@@ -23,11 +23,7 @@ pub struct Format {
 /// let err = fprev_runtime::exact::Format::new(113, -16382, 16383).unwrap_err();
 /// assert_eq!(err.precision_bits, 113); // binary128 is wider than f64
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "format with {precision_bits} bits of precision and exponents {min_exp}..={max_exp} \
-     does not fit inside f64 (precision 1..=53, exponents within -1022..=1023)"
-)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FormatError {
     /// The precision asked for.
     pub precision_bits: u32,
@@ -36,6 +32,23 @@ pub struct FormatError {
     /// The largest exponent asked for.
     pub max_exp: i32,
 }
+
+impl std::fmt::Display for FormatError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let FormatError {
+            precision_bits,
+            min_exp,
+            max_exp,
+        } = self;
+        write!(
+            f,
+            "format with {precision_bits} bits of precision and exponents {min_exp}..={max_exp} \
+             does not fit inside f64 (precision 1..=53, exponents within -1022..=1023)"
+        )
+    }
+}
+
+impl std::error::Error for FormatError {}
 
 impl Format {
     /// IEEE binary64.

@@ -1,9 +1,10 @@
 //! The summation order of every output element of a k-reduction, grouped by tree.
 
-use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use rand_core::SeedableRng;
 
 use super::{convert, Reduction, Shape};
+use crate::draw;
 use crate::float::{FloatFormat, ProbeFloat};
 use crate::reveal::{Algorithm, Pivot, Reveal, RevealError};
 use crate::target::{Probe, ProbeBatch, Target, TargetError};
@@ -157,6 +158,17 @@ pub struct ElementReveal {
     accept_flat: bool,
     checks: usize,
     max_groups: usize,
+    on_call: Option<OnCall>,
+}
+
+/// A progress callback, told the number of calls made so far.
+#[derive(Clone)]
+struct OnCall(std::sync::Arc<dyn Fn(u64) + Send + Sync>);
+
+impl std::fmt::Debug for OnCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OnCall(..)")
+    }
 }
 
 impl Default for ElementReveal {
@@ -176,7 +188,31 @@ impl ElementReveal {
             accept_flat: false,
             checks: 2,
             max_groups: 16,
+            on_call: None,
         }
+    }
+
+    /// Call `f` after every call of the operation with the number of calls so far: for
+    /// progress reports (default: none).
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use std::sync::Arc;
+    /// use fprev::ops::{self, ElementReveal};
+    /// let seen = Arc::new(AtomicU64::new(0));
+    /// let s = Arc::clone(&seen);
+    /// let sum = ops::reduction(1, 16, 1, |x: &[f32], out: &mut [f32]| {
+    ///     out[0] = x.iter().sum()
+    /// });
+    /// let o = ElementReveal::new()
+    ///     .on_call(move |calls| s.store(calls, Ordering::Relaxed))
+    ///     .run(sum)?;
+    /// assert_eq!(seen.load(Ordering::Relaxed), o.calls);
+    /// # Ok::<(), fprev::RevealError>(())
+    /// ```
+    pub fn on_call(mut self, f: impl Fn(u64) + Send + Sync + 'static) -> Self {
+        self.on_call = Some(OnCall(std::sync::Arc::new(f)));
+        self
     }
 
     /// How lanes are used (default [`Coverage::Batched`]).
@@ -254,6 +290,7 @@ impl ElementReveal {
             });
         }
         let mut rec = Recorder::new(&mut op);
+        rec.on_call = self.on_call.clone();
         let all: Vec<usize> = (0..shape.elements()).collect();
         let mut groups: Vec<(SumTree, Vec<usize>)> = Vec::new();
         let mut pending = all;
@@ -478,9 +515,9 @@ fn random_input<T: ProbeFloat, I: ProbeFloat>(k: usize, rng: &mut ChaCha8Rng) ->
     let spread = (t.precision as i32 + 2).min(top - i.min_exp).max(1);
     (0..k)
         .map(|_| {
-            let e = top - rng.random_range(0..spread);
-            let m: f64 = 1.0 + rng.random::<f64>();
-            let sign = if rng.random::<bool>() { -1.0 } else { 1.0 };
+            let e = top - draw::range_i32(rng, 0, spread);
+            let m: f64 = 1.0 + draw::unit_f64(rng);
+            let sign = if draw::coin(rng) { -1.0 } else { 1.0 };
             let x: I = I::from_f64_round(sign * m * 2f64.powi(e));
             convert(x)
         })
@@ -518,6 +555,7 @@ struct Recorder<'r, T: ProbeFloat, R: Reduction<T>> {
     tracked: Vec<usize>,
     hashes: Vec<u64>,
     first_broadcast: Option<(Vec<T>, Vec<T>)>,
+    on_call: Option<OnCall>,
 }
 
 impl<'r, T: ProbeFloat, R: Reduction<T>> Recorder<'r, T, R> {
@@ -538,6 +576,7 @@ impl<'r, T: ProbeFloat, R: Reduction<T>> Recorder<'r, T, R> {
             tracked: Vec::new(),
             hashes: Vec::new(),
             first_broadcast: None,
+            on_call: None,
         }
     }
 
@@ -545,7 +584,11 @@ impl<'r, T: ProbeFloat, R: Reduction<T>> Recorder<'r, T, R> {
         self.out.clear();
         self.out.resize(self.shape.elements(), T::ZERO);
         self.calls += 1;
-        self.op.eval(&self.input, &mut self.out)
+        let r = self.op.eval(&self.input, &mut self.out);
+        if let Some(OnCall(f)) = &self.on_call {
+            f(self.calls);
+        }
+        r
     }
 
     fn background_id(&mut self, bg: &[T], mask: T) -> u32 {

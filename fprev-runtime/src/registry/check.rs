@@ -1,6 +1,7 @@
 //! Reveal every registered function and compare with the orders pinned on disk.
 
 use std::fmt;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::{registered, Registration, FPREV_BLESS, FPREV_ORDERS_DIR};
@@ -28,6 +29,9 @@ pub struct Check {
     pub bless: bool,
     /// Only check registrations whose name contains this. Default: all.
     pub filter: Option<String>,
+    /// Succeed when no registration matches. Default: off, because finding none usually
+    /// means the test forgot `use the_crate as _;` and would otherwise check nothing.
+    pub allow_empty: bool,
 }
 
 impl Check {
@@ -56,6 +60,7 @@ impl Check {
             dir,
             bless,
             filter: None,
+            allow_empty: false,
         }
     }
 
@@ -77,7 +82,25 @@ impl Check {
         self
     }
 
-    /// Check every matching registration at each of its sizes.
+    /// Accept finding no registration (see [`Check::allow_empty`]): for a crate that has
+    /// none on some platforms or features.
+    ///
+    /// ```
+    /// let summary = fprev::registry::Check::from_env()
+    ///     .filter("no_function_has_this_name")
+    ///     .allow_empty(true)
+    ///     .run()?;
+    /// assert!(summary.orders.is_empty());
+    /// # Ok::<(), fprev::registry::CheckError>(())
+    /// ```
+    pub fn allow_empty(mut self, on: bool) -> Check {
+        self.allow_empty = on;
+        self
+    }
+
+    /// Check every matching registration at each of its sizes. Finding none is an error
+    /// unless [`allow_empty`](Self::allow_empty) is on; every pin written is reported on
+    /// stderr (past the test harness's capture, so `cargo test` shows it).
     pub fn run(&self) -> Result<CheckSummary, CheckError> {
         let regs: Vec<&Registration> = registered()
             .into_iter()
@@ -87,13 +110,22 @@ impl Check {
                     .is_none_or(|f| r.name.contains(f.as_str()))
             })
             .collect();
-        if regs.is_empty() {
-            eprintln!(
-                "fprev: no registered functions are linked into this binary; a test of a \
-                 library crate's registrations needs `use the_crate as _;`"
-            );
-        }
         let mut summary = CheckSummary::default();
+        if regs.is_empty() && !self.allow_empty {
+            let which = match &self.filter {
+                Some(f) => format!("no registered function whose name contains {f:?} is"),
+                None => "no registered functions are".to_string(),
+            };
+            let problem = format!(
+                "{which} linked into this binary, so nothing was checked: a test of a library \
+                 crate's registrations needs `use the_crate as _;` (for a crate with none, \
+                 call check_registered_allow_empty())"
+            );
+            return Err(CheckError {
+                problems: vec![problem],
+                summary,
+            });
+        }
         let mut problems = Vec::new();
         for r in regs {
             for &n in r.sizes {
@@ -136,10 +168,12 @@ impl Check {
         let outcome = match std::fs::read_to_string(&pin) {
             Err(_) | Ok(_) if self.bless => {
                 write(&tree, &pin, &pin_dot)?;
+                announce("re-pinned", &what, &pin, &pin_dot);
                 CheckOutcome::Blessed
             }
             Err(_) => {
                 write(&tree, &pin, &pin_dot)?;
+                announce("pinned", &what, &pin, &pin_dot);
                 CheckOutcome::Pinned
             }
             Ok(text) => {
@@ -169,6 +203,17 @@ impl Check {
             pin,
         })
     }
+}
+
+/// Says on stderr which files a pin wrote. Written to the stderr handle, not with
+/// `eprintln!`, so that the test harness's output capture does not hide it.
+fn announce(verb: &str, what: &str, tree: &Path, dot: &Path) {
+    let _ = writeln!(
+        std::io::stderr(),
+        "fprev: {verb} {what}: wrote {} and {} (commit them; FPREV_BLESS=1 rewrites them)",
+        tree.display(),
+        dot.display()
+    );
 }
 
 fn file_stem(r: &Registration, n: usize) -> String {
@@ -271,6 +316,23 @@ impl std::error::Error for CheckError {}
 /// all of them with `FPREV_BLESS=1`, and fails with the structural diff when an order
 /// changed (writing `<...>.actual.tree`/`.dot` next to the pin) or when two revelations
 /// with different seeds disagree.
+///
+/// Finding no registration at all is an error (the test would check nothing; usually it
+/// lacks `use the_crate as _;`): see [`check_registered_allow_empty`].
 pub fn check_registered() -> Result<CheckSummary, CheckError> {
     Check::from_env().run()
+}
+
+/// [`check_registered`] for a crate that may have no registrations (on some platforms
+/// or feature sets): finding none succeeds with an empty summary.
+///
+/// ```no_run
+/// #[test]
+/// fn summation_orders() {
+///     let summary = fprev::check_registered_allow_empty().unwrap();
+///     println!("{} order(s) checked", summary.orders.len());
+/// }
+/// ```
+pub fn check_registered_allow_empty() -> Result<CheckSummary, CheckError> {
+    Check::from_env().allow_empty(true).run()
 }

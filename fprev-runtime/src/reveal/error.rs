@@ -13,10 +13,9 @@ use crate::target::Probe;
 /// println!("{e}");
 /// ```
 #[non_exhaustive]
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum RevealError {
     /// `n` is zero, or otherwise unusable.
-    #[error("cannot reveal a sum of {n} values: {reason}")]
     InvalidSize {
         /// The size asked for.
         n: usize,
@@ -24,9 +23,6 @@ pub enum RevealError {
         reason: String,
     },
     /// No mask and unit of this type can swamp a sum of `n` units.
-    #[error(
-        "{n} summands are too many for {dtype}: no mask M can swamp {n} units (at most {max} here)"
-    )]
     TooLarge {
         /// The size asked for.
         n: usize,
@@ -36,7 +32,6 @@ pub enum RevealError {
         max: usize,
     },
     /// A probe returned NaN or an infinity.
-    #[error("probe {probe} returned {value}: the target produced NaN/inf on finite input (overflow of M, or a NaN source in the target)")]
     NonFinite {
         /// The probe.
         probe: Probe,
@@ -44,7 +39,6 @@ pub enum RevealError {
         value: f64,
     },
     /// A probe returned a value that is not a whole number of units.
-    #[error("probe {probe} returned {value}, which is not a whole number of units ({unit}): not a plain summation (scaling, a mean, compensated or fused multiply-add arithmetic?)")]
     NotInteger {
         /// The probe.
         probe: Probe,
@@ -54,7 +48,6 @@ pub enum RevealError {
         unit: f64,
     },
     /// A probe returned a count outside `[0, units - 2]`.
-    #[error("probe {probe} returned {value} units, outside [0, {max}]: not a summation of its inputs (max/min, a norm, a different length?)")]
     OutOfRange {
         /// The probe.
         probe: Probe,
@@ -64,13 +57,11 @@ pub enum RevealError {
         max: usize,
     },
     /// The probe answers cannot come from one summation tree.
-    #[error("inconsistent probe answers: {detail} (a compensated or otherwise non-tree summation, or an order that changes between calls)")]
     Inconsistent {
         /// Which answers disagree.
         detail: String,
     },
     /// The same probe was answered twice differently.
-    #[error("nondeterministic target: probe {probe} answered {first} and later {second} (the order changes between calls: threads, work stealing, atomics)")]
     Nondeterministic {
         /// The probe.
         probe: Probe,
@@ -80,13 +71,11 @@ pub enum RevealError {
         second: u64,
     },
     /// Every probe returned `n - 2`: the result does not depend on order.
-    #[error("order-independent summation: every probe returned n-2 for n = {n}; the target sums exactly or correctly rounded (or in a much wider accumulator), which is one {n}-way fused node; use Reveal::accept_flat(true) to get that node as the tree")]
     OrderIndependent {
         /// The size.
         n: usize,
     },
     /// The revealed tree does not reproduce the target's bits on random inputs.
-    #[error("the revealed tree {tree} does not reproduce the target on random input {input_seed} (target {target_bits:#x}, tree {tree_bits:#x}): the target is not a plain summation in this type (compensated/Kahan, a wider accumulator, FMA, or a data-dependent order)")]
     NotPlainSummation {
         /// The tree that failed (canonical text, clipped).
         tree: String,
@@ -98,13 +87,11 @@ pub enum RevealError {
         tree_bits: u64,
     },
     /// Counts could not be made exact even with windows of zeros.
-    #[error("precision too low: {detail}")]
     PrecisionTooLow {
         /// Where it happened.
         detail: String,
     },
     /// The target itself failed (panicked, crashed, timed out).
-    #[error("the target failed{}: {message}", probe.map(|p| format!(" on probe {p}")).unwrap_or_default())]
     Target {
         /// The probe being answered, when known.
         probe: Option<Probe>,
@@ -112,9 +99,67 @@ pub enum RevealError {
         message: String,
     },
     /// The naive search found no tree, or several, that match the target.
-    #[error("naive search: {detail}")]
     Naive {
         /// What happened.
         detail: String,
     },
 }
+
+impl std::fmt::Display for RevealError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RevealError::InvalidSize { n, reason } => {
+                write!(f, "cannot reveal a sum of {n} values: {reason}")
+            }
+            RevealError::TooLarge { n, dtype, max } => write!(
+                f,
+                "{n} summands are too many for {dtype}: no mask M can swamp {n} units (at most {max} here)"
+            ),
+            RevealError::NonFinite { probe, value } => write!(
+                f,
+                "probe {probe} returned {value}: the target produced NaN/inf on finite input (overflow of M, or a NaN source in the target)"
+            ),
+            RevealError::NotInteger { probe, value, unit } => write!(
+                f,
+                "probe {probe} returned {value}, which is not a whole number of units ({unit}): not a plain summation (scaling, a mean, compensated or fused multiply-add arithmetic?)"
+            ),
+            RevealError::OutOfRange { probe, value, max } => write!(
+                f,
+                "probe {probe} returned {value} units, outside [0, {max}]: not a summation of its inputs (max/min, a norm, a different length?)"
+            ),
+            RevealError::Inconsistent { detail } => write!(
+                f,
+                "inconsistent probe answers: {detail} (a compensated or otherwise non-tree summation, or an order that changes between calls)"
+            ),
+            RevealError::Nondeterministic {
+                probe,
+                first,
+                second,
+            } => write!(
+                f,
+                "nondeterministic target: probe {probe} answered {first} and later {second} (the order changes between calls: threads, work stealing, atomics)"
+            ),
+            RevealError::OrderIndependent { n } => write!(
+                f,
+                "order-independent summation: every probe returned n-2 for n = {n}; the target sums exactly or correctly rounded (or in a much wider accumulator), which is one {n}-way fused node; use Reveal::accept_flat(true) to get that node as the tree"
+            ),
+            RevealError::NotPlainSummation {
+                tree,
+                input_seed,
+                target_bits,
+                tree_bits,
+            } => write!(
+                f,
+                "the revealed tree {tree} does not reproduce the target on random input {input_seed} (target {target_bits:#x}, tree {tree_bits:#x}): the target is not a plain summation in this type (compensated/Kahan, a wider accumulator, FMA, or a data-dependent order)"
+            ),
+            RevealError::PrecisionTooLow { detail } => write!(f, "precision too low: {detail}"),
+            RevealError::Target { probe, message } => match probe {
+                Some(p) => write!(f, "the target failed on probe {p}: {message}"),
+                None => write!(f, "the target failed: {message}"),
+            },
+            RevealError::Naive { detail } => write!(f, "naive search: {detail}"),
+        }
+    }
+}
+
+impl std::error::Error for RevealError {}

@@ -8,8 +8,8 @@
 //! them inside a smaller window of units with zeros around it, which is the "zeroing"
 //! half of the modified FPRev algorithm.
 
-use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use rand_core::SeedableRng;
 
 use super::error::RevealError;
 use crate::float::{ProbeFloat, ProbeScale};
@@ -420,7 +420,7 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
 
     /// A uniformly random position in `0..len` (`len > 0`).
     pub fn pick_index(&mut self, len: usize) -> usize {
-        self.rng.random_range(0..len)
+        crate::draw::below(&mut self.rng, len)
     }
 }
 

@@ -227,7 +227,7 @@ pub fn warn_unknown_vars() {
 
 pub(crate) fn random_seed() -> u64 {
     // Seeds with a zero top nibble are campaign seeds (see `amplify`).
-    rand::random::<u64>() >> 4
+    crate::draw::fresh_seed() >> 4
 }
 
 /// A replay token: the algorithm version and a seed, written `v2-0123456789abcdef`.
@@ -257,17 +257,30 @@ impl fmt::Display for ReplayToken {
 }
 
 /// Why a string is not a usable replay token.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TokenError {
     /// Neither `vN-<16 hex digits>` nor a decimal or `0x` number.
-    #[error(
-        "{0:?} is not a replay token (expected v{ALGORITHM_VERSION}-<16 hex digits> or a number)"
-    )]
     Malformed(String),
     /// Printed by another version of the drawing algorithms: its draws cannot be replayed.
-    #[error("token version v{0} cannot be replayed by this fprev (draws v{ALGORITHM_VERSION})")]
     Version(u32),
 }
+
+impl std::fmt::Display for TokenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TokenError::Malformed(s) => write!(
+                f,
+                "{s:?} is not a replay token (expected v{ALGORITHM_VERSION}-<16 hex digits> or a number)"
+            ),
+            TokenError::Version(v) => write!(
+                f,
+                "token version v{v} cannot be replayed by this fprev (draws v{ALGORITHM_VERSION})"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for TokenError {}
 
 impl FromStr for ReplayToken {
     type Err = TokenError;

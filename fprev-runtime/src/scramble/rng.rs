@@ -4,7 +4,7 @@
 //! invalidate replay tokens; everything here is written out so that a token keeps its
 //! meaning for as long as [`ALGORITHM_VERSION`](super::ALGORITHM_VERSION) does.
 
-use rand::{Rng, RngCore, SeedableRng};
+use rand_core::{RngCore, SeedableRng};
 
 use super::Shuffle;
 
@@ -103,10 +103,15 @@ impl<'a> Words<'a> {
     }
 
     /// Out of line: the draw loop stays small, and one call per 32 words costs nothing.
-    /// (`fill` on `u64`s is `fill_bytes` on their bytes, read little-endian.)
+    /// (The words are the stream's bytes read little-endian, as rand 0.9's `fill` on
+    /// `u64`s reads them.)
     #[inline(never)]
     fn refill(&mut self) {
-        self.rng.fill(&mut self.buf[..]);
+        let mut bytes = [0u8; 256];
+        self.rng.fill_bytes(&mut bytes);
+        for (w, b) in self.buf.iter_mut().zip(bytes.chunks_exact(8)) {
+            *w = u64::from_le_bytes(b.try_into().expect("8 bytes"));
+        }
         self.pos = 0;
     }
 }
@@ -462,6 +467,22 @@ mod tests {
             let bound = rejection_bound(p);
             assert!(exact(p) <= bound && bound <= p, "p = {p}: bound {bound}");
             assert!(bound == p || bound == exact(p), "p = {p}: bound {bound}");
+        }
+    }
+
+    #[test]
+    fn words_are_what_rand_0_9_fill_gave() {
+        // The refill reads fill_bytes little-endian; rand 0.9's `fill` on u64s did the
+        // same, and the pinned draws depend on it.
+        use rand::Rng;
+        let (mut a, mut b) = (stream(1, 2, 3), stream(1, 2, 3));
+        let mut words = Words::new(&mut a);
+        let mut expect = [0u64; 96];
+        for chunk in expect.chunks_mut(32) {
+            b.fill(chunk);
+        }
+        for e in expect {
+            assert_eq!(words.next_u64(), e);
         }
     }
 

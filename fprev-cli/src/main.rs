@@ -1,11 +1,11 @@
 //! The `fprev` command-line tool: reveal the summation order of built-in library targets
 //! or of any program, compare trees, draw them, and run the demo.
 
+mod budget;
 mod builtins;
 mod demo;
 mod exec;
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -19,11 +19,12 @@ use fprev::{Algorithm, ProbeFloat, Reveal, SumTree};
 #[command(
     name = "fprev",
     version,
-    about = "Reveal the order in which floating-point sums are computed (FPRev)"
+    about = "Reveal the order in which floating-point sums are computed (FPRev)",
+    after_help = "With no subcommand, runs the demo (`fprev demo`)."
 )]
 struct Cli {
     #[command(subcommand)]
-    command: Cmd,
+    command: Option<Cmd>,
 }
 
 #[derive(Subcommand)]
@@ -44,6 +45,9 @@ enum Cmd {
         /// Where the SVG pictures go.
         #[arg(long, default_value = "fprev-out")]
         out: PathBuf,
+        /// Run only this section: loops, ndarray, matrix, rayon, numpy, scramble, exact.
+        #[arg(long)]
+        only: Option<String>,
     },
 }
 
@@ -74,7 +78,7 @@ struct RevealArgs {
     /// A built-in target (see `fprev targets`); omit with --exec.
     target: Option<String>,
     /// Number of summands (k of a matrix product).
-    #[arg(long)]
+    #[arg(short = 'n', long)]
     n: usize,
     /// Float type of the summands.
     #[arg(long, value_enum, default_value = "f32")]
@@ -113,6 +117,13 @@ struct RevealArgs {
     /// With --exec: search from scratch, without first trying the known library orders.
     #[arg(long, requires = "exec")]
     no_guess: bool,
+    /// Accept an order-independent target (exact or correctly rounded sums): its tree is
+    /// one n-way node instead of an error (`Reveal::accept_flat(true)` in Rust).
+    #[arg(long)]
+    accept_flat: bool,
+    /// Start even when the estimated work (calls x summands) is over the limit.
+    #[arg(long, short = 'y')]
+    yes: bool,
     /// Write the result to this file instead of stdout.
     #[arg(long, short)]
     output: Option<PathBuf>,
@@ -129,7 +140,11 @@ impl<E: std::fmt::Display> From<E> for Failure {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match cli.command {
+    let command = cli.command.unwrap_or(Cmd::Demo {
+        out: PathBuf::from("fprev-out"),
+        only: None,
+    });
+    let result = match command {
         Cmd::Reveal(args) => reveal(&args),
         Cmd::Targets => {
             for b in builtins::BUILTINS {
@@ -138,11 +153,16 @@ fn main() -> ExitCode {
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Diff { a, b } => diff(&a, &b),
-        Cmd::Demo { out } => demo::run(&out).map(|_| ExitCode::SUCCESS),
+        Cmd::Demo { out, only } => demo::run(&out, only.as_deref()).map(|_| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,
         Err(Failure(msg)) => {
+            // The library's messages name its Rust API; here the switch is a flag.
+            let msg = msg.replace(
+                "use Reveal::accept_flat(true)",
+                "pass --accept-flat (Reveal::accept_flat(true) in Rust)",
+            );
             eprintln!("fprev: {msg}");
             ExitCode::from(2)
         }
@@ -196,12 +216,20 @@ fn config(args: &RevealArgs) -> ElementReveal {
         AlgorithmArg::Fprev => Algorithm::FPRev,
         AlgorithmArg::Basic => Algorithm::Basic,
     };
-    ElementReveal::new().algorithm(algorithm).seed(args.seed)
+    ElementReveal::new()
+        .algorithm(algorithm)
+        .seed(args.seed)
+        .accept_flat(args.accept_flat)
 }
 
 fn reveal(args: &RevealArgs) -> Result<ExitCode, Failure> {
     let start = Instant::now();
     if let Some(cmd) = &args.exec {
+        for w in budget::ignored_options(args, false) {
+            eprintln!("fprev: {w}");
+        }
+        budget::Estimate::new(args.algorithm, args.n, 1, args.n as f64)
+            .check(&format!("{cmd:?} at n = {}", args.n), args.yes)?;
         let (tree, probes) = match args.dtype {
             Dtype::F32 => reveal_exec::<f32>(cmd, args)?,
             Dtype::F64 => reveal_exec::<f64>(cmd, args)?,
@@ -239,14 +267,31 @@ fn reveal(args: &RevealArgs) -> Result<ExitCode, Failure> {
         rows: args.rows.unwrap_or(args.n),
         cols: args.cols.unwrap_or(args.n),
     };
-    let cfg = config(args);
-    let orders = match (name, args.dtype) {
-        ("matrixmultiply-f16", _) => builtins::reveal_f16_operands(size, &cfg)?,
-        ("unrolled4", Dtype::F16) => builtins::reveal_unrolled::<fprev::half::f16>(args.n, &cfg)?,
-        ("unrolled4", Dtype::Bf16) => builtins::reveal_unrolled::<fprev::half::bf16>(args.n, &cfg)?,
-        (_, Dtype::F64) => builtins::reveal::<f64>(name, size, &cfg, args.threads)?,
-        _ => builtins::reveal::<f32>(name, size, &cfg, args.threads)?,
+    for w in budget::ignored_options(args, b.matrix) {
+        eprintln!("fprev: {w}");
+    }
+    let (lanes, per_call) = if b.matrix {
+        (
+            size.rows,
+            size.rows as f64 * size.n as f64 * size.cols as f64,
+        )
+    } else {
+        (1, size.n as f64)
     };
+    let estimate = budget::Estimate::new(args.algorithm, size.n, lanes, per_call);
+    estimate.check(&format!("{name} at n = {}", size.n), args.yes)?;
+    let progress = budget::Progress::new(estimate.calls, "calls");
+    let p = progress.clone();
+    let cfg = config(args).on_call(move |calls| p.set(calls));
+    let orders = match (name, args.dtype) {
+        ("matrixmultiply-f16", _) => builtins::reveal_f16_operands(size, &cfg),
+        ("unrolled4", Dtype::F16) => builtins::reveal_unrolled::<fprev::half::f16>(args.n, &cfg),
+        ("unrolled4", Dtype::Bf16) => builtins::reveal_unrolled::<fprev::half::bf16>(args.n, &cfg),
+        (_, Dtype::F64) => builtins::reveal::<f64>(name, size, &cfg, args.threads),
+        _ => builtins::reveal::<f32>(name, size, &cfg, args.threads),
+    };
+    progress.finish();
+    let orders = orders?;
     let shape = if b.matrix {
         format!("{} x {} by {} x {}", size.rows, size.n, size.n, size.cols)
     } else {
@@ -333,23 +378,13 @@ fn reveal_exec<T: ProbeFloat>(cmd: &str, args: &RevealArgs) -> Result<(SumTree, 
     let mut target =
         exec::Exec::<T>::spawn(cmd, args.protocol, Duration::from_secs_f64(args.timeout))
             .map_err(Failure)?;
-    if std::io::stderr().is_terminal() {
-        let bar = indicatif::ProgressBar::new_spinner();
-        bar.set_style(
-            indicatif::ProgressStyle::with_template("{spinner} {pos} probes answered ({per_sec})")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
-        );
-        let b = bar.clone();
-        target.on_answer(move |k| {
-            if k % 64 == 0 {
-                b.set_position(k);
-            }
-        });
-        let r = run_engine(&mut target, args);
-        bar.finish_and_clear();
-        return r;
-    }
-    run_engine(&mut target, args)
+    let estimate = budget::Estimate::new(args.algorithm, args.n, 1, args.n as f64);
+    let progress = budget::Progress::new(estimate.calls, "probes");
+    let p = progress.clone();
+    target.on_answer(move |k| p.set(k));
+    let r = run_engine(&mut target, args);
+    progress.finish();
+    r
 }
 
 fn run_engine<T: ProbeFloat>(
@@ -364,6 +399,7 @@ fn run_engine<T: ProbeFloat>(
         .algorithm(algorithm)
         .pivot(Pivot::Random)
         .seed(args.seed)
+        .accept_flat(args.accept_flat)
         .known_orders(!args.no_guess);
     if let Some(hint) = &args.hint {
         reveal = reveal.hint(read_hint(hint)?);

@@ -3,10 +3,10 @@
 //! `cargo run --release --example ops_table` (needs python3 on PATH for the exec rows).
 
 #[allow(dead_code)]
-#[path = "../src/bin/fprev/builtins.rs"]
+#[path = "../src/builtins.rs"]
 mod builtins;
 #[allow(dead_code)]
-#[path = "../src/bin/fprev/exec.rs"]
+#[path = "../src/exec.rs"]
 mod exec;
 
 use std::time::{Duration, Instant};

@@ -15,6 +15,8 @@ use crate::Failure;
 
 /// One part of the demo.
 pub struct Section {
+    /// Name for `fprev demo --only <key>`.
+    pub key: &'static str,
     /// Heading.
     pub title: &'static str,
     /// Runs the section, writing pictures under the given folder.
@@ -24,30 +26,37 @@ pub struct Section {
 /// The demo's sections, in order.
 pub const SECTIONS: &[Section] = &[
     Section {
+        key: "loops",
         title: "Plain Rust loops",
         run: plain_loops,
     },
     Section {
+        key: "ndarray",
         title: "ndarray: sum and dot unroll into 8 lanes",
         run: ndarray_lanes,
     },
     Section {
+        key: "matrix",
         title: "Matrix products: one probe per row, every element checked",
         run: matrix_products,
     },
     Section {
+        key: "rayon",
         title: "rayon: the tree depends on the thread count",
         run: rayon_threads,
     },
     Section {
+        key: "numpy",
         title: "Any program: numpy.sum through --exec",
         run: numpy_exec,
     },
     Section {
+        key: "scramble",
         title: "Amplify: #[scramble] catches an order-dependent sum",
         run: scramble_catches,
     },
     Section {
+        key: "exact",
         title: "Fix: exact sums give the same bits in every order",
         run: exact_fixes,
     },
@@ -79,15 +88,59 @@ fn demo_values() -> Vec<f32> {
         .collect()
 }
 
+/// The amplifier's settings: `FPREV_*` variables as everywhere, else 12 runs per stage
+/// and campaign seed 2026, so that the demo prints the same bits every time.
 fn amplify_config() -> fprev::AmplifyConfig {
-    fprev::AmplifyConfig::default().runs(12).seed(2026)
+    let mut cfg = fprev::AmplifyConfig::from_env();
+    if std::env::var_os(fprev::scramble::vars::FPREV_RUNS).is_none() {
+        cfg = cfg.runs(12);
+    }
+    if cfg.seed.is_none() {
+        cfg = cfg.seed(2026);
+    }
+    cfg
+}
+
+/// The command that re-runs one demo section: this binary, by name when `fprev` on
+/// `PATH` is this binary, else by its path, so that it runs as printed.
+fn rerun_command(key: &str) -> String {
+    let exe = std::env::current_exe().and_then(|p| p.canonicalize());
+    let on_path = exe.as_ref().ok().is_some_and(|exe| {
+        std::env::var_os("PATH").is_some_and(|paths| {
+            std::env::split_paths(&paths)
+                .filter_map(|d| d.join("fprev").canonicalize().ok())
+                .next()
+                .is_some_and(|first| &first == exe)
+        })
+    });
+    let program = match exe {
+        Ok(p) if !on_path => {
+            let p = p.display().to_string();
+            if p.contains(|c: char| c.is_whitespace() || c == '\'' || c == '"') {
+                format!("'{}'", p.replace('\'', "'\\''"))
+            } else {
+                p
+            }
+        }
+        _ => "fprev".to_string(),
+    };
+    format!("{program} demo --only {key}")
+}
+
+/// The amplifier's report with its replay commands pointing at this demo section (the
+/// report's own commands re-run a `cargo test` of that name, which the demo is not).
+fn print_report(report: &fprev::AmplifyReport, key: &str) {
+    let text = report
+        .to_string()
+        .replace(&format!("cargo test {}", report.name), &rerun_command(key));
+    println!("{text}");
 }
 
 fn scramble_catches(_out: &Path) -> Result<(), Failure> {
     let v = demo_values();
     let report =
         fprev::amplify::amplify_named(&amplify_config(), "demo::plain_total", || plain_total(&v));
-    println!("{report}");
+    print_report(&report, "scramble");
     println!(
         "-> {}",
         if report.is_reproducible() {
@@ -103,7 +156,7 @@ fn exact_fixes(_out: &Path) -> Result<(), Failure> {
     let v = demo_values();
     let report =
         fprev::amplify::amplify_named(&amplify_config(), "demo::exact_total", || exact_total(&v));
-    println!("{report}");
+    print_report(&report, "exact");
     println!(
         "-> exact::Accumulator: {}",
         if report.is_reproducible() {
@@ -130,7 +183,9 @@ fn numpy_exec(out: &Path) -> Result<(), Failure> {
         .output()
         .is_ok_and(|o| o.status.success());
     if !have_numpy {
-        println!("skipped: python3 with numpy not found (pip install numpy)");
+        println!("SKIPPED: this section needs python3 with numpy, which was not found.");
+        println!("   To run it: python3 -m venv .venv && .venv/bin/pip install numpy");
+        println!("   then: PATH=\"$PWD/.venv/bin:$PATH\" cargo run --release");
         return Ok(());
     }
     let command = format!("python3 -c '{NUMPY_SUM}'");
@@ -167,11 +222,23 @@ fn numpy_exec(out: &Path) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Run every section.
-pub fn run(out: &Path) -> Result<(), Failure> {
+/// Run every section, or only the one named `only`.
+pub fn run(out: &Path, only: Option<&str>) -> Result<(), Failure> {
+    if let Some(key) = only {
+        if !SECTIONS.iter().any(|s| s.key == key) {
+            let keys: Vec<&str> = SECTIONS.iter().map(|s| s.key).collect();
+            return Err(Failure(format!(
+                "no demo section {key:?}; sections: {}",
+                keys.join(", ")
+            )));
+        }
+    }
     std::fs::create_dir_all(out).map_err(|e| Failure(format!("{}: {e}", out.display())))?;
     let start = Instant::now();
     for (i, s) in SECTIONS.iter().enumerate() {
+        if only.is_some_and(|k| k != s.key) {
+            continue;
+        }
         println!("\n== {}. {} ==", i + 1, s.title);
         (s.run)(out)?;
     }
@@ -181,6 +248,26 @@ pub fn run(out: &Path) -> Result<(), Failure> {
         out.display()
     );
     Ok(())
+}
+
+/// `text` cut after whole words to at most about `max` bytes, with "..." when cut.
+fn clip_words(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = 0;
+    for (i, c) in text.char_indices() {
+        if i > max {
+            break;
+        }
+        if c == ' ' {
+            end = i;
+        }
+    }
+    if end == 0 {
+        end = text.char_indices().nth(max).map_or(text.len(), |(i, _)| i);
+    }
+    format!("{} ...", text[..end].trim_end_matches([',', ';', ':']))
 }
 
 fn clip(t: &SumTree) -> String {
@@ -352,8 +439,7 @@ fn rayon_threads(out: &Path) -> Result<(), Failure> {
                     }
                 }
                 Err(e) => {
-                    let e = e.to_string();
-                    println!("   {label}: failed, {}...", &e[..e.len().min(60)]);
+                    println!("   {label}: failed, {}", clip_words(&e.to_string(), 60));
                 }
             }
         }
@@ -397,7 +483,7 @@ fn rayon_threads(out: &Path) -> Result<(), Failure> {
         trees.dedup();
         let first = failures
             .first()
-            .map(|f| format!(" (first: {})", &f[..f.len().min(110)]));
+            .map(|f| format!(" (first: {})", clip_words(f, 110)));
         println!(
             "rayon, n = {n}, {threads} thread(s), 3 reveals: {} distinct tree(s), {} failed{}",
             trees.len(),
@@ -406,4 +492,21 @@ fn rayon_threads(out: &Path) -> Result<(), Failure> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clip_words;
+
+    #[test]
+    fn clipped_messages_end_on_a_whole_word() {
+        let e = "inconsistent probe answers: 3 leaves join a subtree, which no tree allows";
+        assert_eq!(clip_words(e, 200), e);
+        let c = clip_words(e, 60);
+        assert_eq!(
+            c,
+            "inconsistent probe answers: 3 leaves join a subtree, which ..."
+        );
+        assert!(clip_words("ééééééééééé", 5).ends_with("..."));
+    }
 }

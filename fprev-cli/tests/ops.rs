@@ -2,7 +2,7 @@
 //! machinery of `fprev::ops` on operations whose elements differ on purpose.
 
 #[allow(dead_code)]
-#[path = "../src/bin/fprev/builtins.rs"]
+#[path = "../src/builtins.rs"]
 mod builtins;
 
 use builtins::Size;

@@ -3,7 +3,7 @@
 //! `cargo bench --bench ops`
 
 #[allow(dead_code)]
-#[path = "../src/bin/fprev/builtins.rs"]
+#[path = "../src/builtins.rs"]
 mod builtins;
 
 use builtins::Size;
