@@ -294,7 +294,7 @@ fn random_tree<F: ProbeFloat>(x: &mut Vec<F>, rng: &mut ScrambleRng) -> F {
         let mut left = 0;
         while read < x.len() {
             if left == 0 {
-                bits = rand::RngCore::next_u64(rng);
+                bits = rand_core::RngCore::next_u64(rng);
                 left = 64;
             }
             let merge = bits & 1 == 1 && read + 1 < x.len();
