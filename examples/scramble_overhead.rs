@@ -256,8 +256,10 @@ fn reduction() {
     });
     on.sort_by(f64::total_cmp);
     println!(
-        "  on, default shapes (60 calls, one drawn shape each): median x{:.2}, fastest x{:.2}, slowest x{:.2} of plain",
+        "  on, default shapes (60 calls, one drawn shape each): median x{:.2}, quartiles x{:.2} .. x{:.2}, fastest x{:.2}, slowest x{:.2} of plain",
         median(&on) / plain,
+        on[on.len() / 4] / plain,
+        on[3 * on.len() / 4] / plain,
         on[0] / plain,
         on[on.len() - 1] / plain
     );

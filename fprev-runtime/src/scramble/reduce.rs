@@ -144,77 +144,70 @@ fn opt_add<F: ProbeFloat>(acc: Option<F>, t: F) -> F {
 /// ```
 pub fn combine<F: ProbeFloat>(shape: Shape, terms: &[F], rng: &mut ScrambleRng) -> F {
     let mut c = Combiner::new(shape);
-    for &t in terms {
-        c.push(t, rng);
+    let mut terms = terms.to_vec();
+    for chunk in terms.chunks_mut(c.cap) {
+        c.absorb(chunk, rng);
     }
-    c.finish(rng).unwrap_or(F::ZERO)
+    c.finish().unwrap_or(F::ZERO)
 }
+
+/// Terms are appended to a chunk of this many (a store, no dependent addition per term)
+/// and each full chunk is combined by a tight loop of its shape: block sizes and the
+/// pairwise counter's levels are powers of two that divide it, so chunking changes no
+/// shape.
+const CHUNK: usize = 1024;
+
+/// Permuted shapes shuffle at most this many terms at once (512 KiB of f64, within the
+/// caches close to the core), so a long reduction is permuted block by block.
+const PERMUTE_CAP: usize = 1 << 16;
 
 /// Streaming state of one reduction in one shape.
 struct Combiner<F: ProbeFloat> {
     shape: Shape,
+    /// Terms per call of [`absorb`](Self::absorb): [`CHUNK`] for streaming shapes, the
+    /// shape's cap for buffered ones.
+    cap: usize,
+    /// Terms combined so far (the global index of `buf[0]`).
+    done: usize,
     acc: Option<F>,
     lanes: [Option<F>; 32],
-    count: usize,
-    block: Option<F>,
     stack: Vec<(u32, F)>,
-    buf: Vec<F>,
 }
 
 impl<F: ProbeFloat> Combiner<F> {
     fn new(shape: Shape) -> Self {
+        let cap = match shape {
+            Shape::Permuted(_) => PERMUTE_CAP,
+            Shape::Threads { .. } | Shape::RandomTree => BUFFER_CAP,
+            _ => CHUNK,
+        };
         Combiner {
             shape,
+            cap,
+            done: 0,
             acc: None,
             lanes: [None; 32],
-            count: 0,
-            block: None,
             stack: Vec::new(),
-            buf: Vec::new(),
         }
     }
 
-    #[inline]
-    fn push(&mut self, t: F, rng: &mut ScrambleRng) {
-        match self.shape {
-            Shape::Sequential => self.acc = Some(opt_add(self.acc, t)),
-            Shape::Lanes { lanes, .. } => {
-                let k = self.count % lanes as usize;
-                self.lanes[k] = Some(opt_add(self.lanes[k], t));
-            }
-            Shape::Blocked { block } => {
-                self.block = Some(opt_add(self.block, t));
-                if (self.count + 1) % block as usize == 0 {
-                    if let Some(b) = self.block.take() {
-                        self.acc = Some(opt_add(self.acc, b));
-                    }
-                }
-            }
-            Shape::Pairwise => {
-                let mut node = (0u32, t);
-                while let Some(&(level, v)) = self.stack.last() {
-                    if level != node.0 {
-                        break;
-                    }
-                    self.stack.pop();
-                    node = (level + 1, v.add(node.1));
-                }
-                self.stack.push(node);
-            }
-            Shape::Permuted(_) | Shape::Threads { .. } | Shape::RandomTree => {
-                self.buf.push(t);
-                if self.buf.len() == BUFFER_CAP {
-                    let chunk = self.combine_buffer(rng);
-                    self.acc = Some(opt_add(self.acc, chunk));
-                }
-            }
+    /// Takes the next terms, at most `self.cap` of them, and whole `cap`-sized runs
+    /// except at the end of the reduction (so blocks and the pairwise counter stay
+    /// aligned). Buffered shapes reorder the slice in place.
+    fn absorb(&mut self, terms: &mut [F], rng: &mut ScrambleRng) {
+        if self.cap == CHUNK {
+            self.process(terms, rng);
+        } else {
+            self.process_buffered(terms, rng);
         }
-        self.count += 1;
     }
 
-    fn combine_buffer(&mut self, rng: &mut ScrambleRng) -> F {
-        let buf = &mut self.buf;
-        let out = match self.shape {
+    /// Combines the terms of a buffered shape (permuted, thread split, random tree).
+    fn process_buffered(&mut self, buf: &mut [F], rng: &mut ScrambleRng) {
+        if buf.is_empty() {
+            return;
+        }
+        let chunk = match self.shape {
             Shape::Permuted(s) => {
                 rng::shuffle(s, buf, rng);
                 sequential(buf)
@@ -222,13 +215,94 @@ impl<F: ProbeFloat> Combiner<F> {
             Shape::Threads { threads } => split(buf, threads as usize),
             _ => random_tree(buf, rng),
         };
-        buf.clear();
-        out
+        self.acc = Some(opt_add(self.acc, chunk));
+        self.done += buf.len();
     }
 
-    fn finish(mut self, rng: &mut ScrambleRng) -> Option<F> {
+    /// Combines the terms of a streaming shape into its state.
+    fn process(&mut self, buf: &[F], _rng: &mut ScrambleRng) {
+        let n = buf.len();
         match self.shape {
-            Shape::Sequential => self.acc,
+            Shape::Sequential => {
+                let mut acc = self.acc;
+                for &t in buf {
+                    acc = Some(opt_add(acc, t));
+                }
+                self.acc = acc;
+            }
+            Shape::Lanes { lanes, .. } => {
+                let k = lanes as usize;
+                // The first term of each lane starts it (no `0.0 +`, which would turn a
+                // `-0.0` term into `+0.0`); after that, plain adds.
+                let mut rest = buf;
+                while self.done < k && !rest.is_empty() {
+                    self.lanes[self.done] = Some(rest[0]);
+                    self.done += 1;
+                    rest = &rest[1..];
+                }
+                let mut l = [F::ZERO; 32];
+                for (dst, src) in l.iter_mut().zip(&self.lanes[..k]) {
+                    *dst = src.unwrap_or(F::ZERO);
+                }
+                let mut lane = self.done % k;
+                for &t in rest {
+                    l[lane] = l[lane].add(t);
+                    lane += 1;
+                    if lane == k {
+                        lane = 0;
+                    }
+                }
+                for (dst, &src) in self.lanes[..k].iter_mut().zip(&l) {
+                    if dst.is_some() {
+                        *dst = Some(src);
+                    }
+                }
+                self.done += rest.len();
+                return;
+            }
+            Shape::Blocked { block } => {
+                // Only the reduction's last call can end inside a block, so each call
+                // starts on a block boundary: `block` divides `CHUNK`.
+                let b = block as usize;
+                let mut acc = self.acc;
+                for blk in buf.chunks(b) {
+                    let v = sequential(blk);
+                    if blk.len() == b {
+                        acc = Some(opt_add(acc, v));
+                    } else {
+                        self.lanes[0] = Some(v);
+                    }
+                }
+                self.acc = acc;
+            }
+            Shape::Pairwise => {
+                if n == CHUNK && self.done % CHUNK == 0 {
+                    // An aligned full chunk is one complete subtree of the counter.
+                    self.push_node((CHUNK.trailing_zeros(), halving(buf)));
+                } else {
+                    for &t in buf {
+                        self.push_node((0, t));
+                    }
+                }
+            }
+            _ => unreachable!("buffered shapes go through process_buffered"),
+        }
+        self.done += n;
+    }
+
+    fn push_node(&mut self, mut node: (u32, F)) {
+        while let Some(&(level, v)) = self.stack.last() {
+            if level != node.0 {
+                break;
+            }
+            self.stack.pop();
+            node = (level + 1, v.add(node.1));
+        }
+        self.stack.push(node);
+    }
+
+    fn finish(mut self) -> Option<F> {
+        match self.shape {
             Shape::Lanes { lanes, pairwise } => {
                 let used: Vec<F> = self.lanes[..lanes as usize]
                     .iter()
@@ -243,7 +317,7 @@ impl<F: ProbeFloat> Combiner<F> {
                     Some(sequential(&used))
                 }
             }
-            Shape::Blocked { .. } => match self.block {
+            Shape::Blocked { .. } => match self.lanes[0] {
                 Some(b) => Some(opt_add(self.acc, b)),
                 None => self.acc,
             },
@@ -257,14 +331,31 @@ impl<F: ProbeFloat> Combiner<F> {
                 }
                 acc
             }
-            _ => {
-                if !self.buf.is_empty() {
-                    let chunk = self.combine_buffer(rng);
-                    self.acc = Some(opt_add(self.acc, chunk));
-                }
-                self.acc
-            }
+            _ => self.acc,
         }
+    }
+}
+
+/// Pairwise over a power-of-two chunk, bottom up: the binary counter's complete subtree
+/// (the same tree as halving recursively).
+fn halving<F: ProbeFloat>(x: &[F]) -> F {
+    debug_assert!(x.len().is_power_of_two() && x.len() <= CHUNK);
+    let mut v = [F::ZERO; CHUNK];
+    let n = x.len();
+    for i in 0..n / 2 {
+        v[i] = x[2 * i].add(x[2 * i + 1]);
+    }
+    let mut m = n / 2;
+    while m > 1 {
+        for i in 0..m / 2 {
+            v[i] = v[2 * i].add(v[2 * i + 1]);
+        }
+        m /= 2;
+    }
+    if n == 1 {
+        x[0]
+    } else {
+        v[0]
     }
 }
 
@@ -285,38 +376,19 @@ fn split<F: ProbeFloat>(x: &[F], parts: usize) -> F {
     split(l, lp.max(1)).add(split(r, parts - lp))
 }
 
-/// Rounds of random merges of neighbours until one value is left: a random binary tree
-/// of depth O(log n) over the terms in order.
-fn random_tree<F: ProbeFloat>(x: &mut Vec<F>, rng: &mut ScrambleRng) -> F {
-    while x.len() > 1 {
-        let (mut read, mut write) = (0, 0);
-        let mut bits = 0u64;
-        let mut left = 0;
-        while read < x.len() {
-            if left == 0 {
-                bits = rand_core::RngCore::next_u64(rng);
-                left = 64;
-            }
-            let merge = bits & 1 == 1 && read + 1 < x.len();
-            bits >>= 1;
-            left -= 1;
-            x[write] = if merge {
-                x[read].add(x[read + 1])
-            } else {
-                x[read]
-            };
-            read += if merge { 2 } else { 1 };
-            write += 1;
-        }
-        if write == x.len() {
-            // No merge this round (possible for tiny inputs): merge the first pair.
-            x[0] = x[0].add(x[1]);
-            x.remove(1);
-        } else {
-            x.truncate(write);
+/// A random binary tree over the terms in order: each range splits at a uniform point
+/// of its middle half (depth O(log n)); ranges of up to 16 terms are summed in order, so
+/// a draw is paid per 8 terms or so, not per term.
+fn random_tree<F: ProbeFloat>(x: &[F], rng: &mut ScrambleRng) -> F {
+    match x.len() {
+        0 => F::ZERO,
+        n if n <= 16 => sequential(x),
+        n => {
+            let m = n / 4 + below(rng, n / 2 + 1);
+            let (l, r) = x.split_at(m.clamp(1, n - 1));
+            random_tree(l, rng).add(random_tree(r, rng))
         }
     }
-    x.first().copied().unwrap_or(F::ZERO)
 }
 
 /// The float format behind a generic `T`, by type name (decided per monomorphized type).
@@ -362,8 +434,16 @@ struct On {
 
 /// Not public API. One execution of a reduction site: off (the code runs as written)
 /// unless reductions are scrambled and the accumulator is a float.
+///
+/// Terms are appended to a chunk of `T` (one store each, no dispatch) and handed to the
+/// shape's combiner a chunk at a time.
 pub struct Reduction<T> {
     on: Option<Box<On>>,
+    /// Terms not yet handed to the combiner, and how many it takes at once.
+    terms: Vec<T>,
+    cap: usize,
+    /// `-0.0` in `T`, set while on.
+    zero: std::mem::MaybeUninit<T>,
     _t: PhantomData<fn(T) -> T>,
 }
 
@@ -389,13 +469,32 @@ impl<T> Reduction<T> {
         if state::fast_state() & LOOPS == 0 {
             return Reduction {
                 on: None,
+                terms: Vec::new(),
+                cap: usize::MAX,
+                zero: std::mem::MaybeUninit::uninit(),
                 _t: PhantomData,
             };
         }
-        Reduction {
-            on: Self::start(site),
+        let on = Self::start(site);
+        let cap = on
+            .as_deref()
+            .map_or(usize::MAX, |on| each_kind!(&on.active, c => c.cap));
+        let terms = if on.is_some() {
+            Vec::with_capacity(CHUNK)
+        } else {
+            Vec::new()
+        };
+        let mut r = Reduction {
+            on,
+            terms,
+            cap,
+            zero: std::mem::MaybeUninit::uninit(),
             _t: PhantomData,
+        };
+        if r.on.is_some() {
+            r.zero.write(r.neg_zero_of_kind());
         }
+        r
     }
 
     #[cold]
@@ -429,26 +528,48 @@ impl<T> Reduction<T> {
         self.on.is_some()
     }
 
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, t: T) {
-        let Some(on) = self.on.as_deref_mut() else {
-            return;
-        };
-        let rng = &mut on.rng;
-        // SAFETY: `start` chose the variant from `T`'s type.
-        unsafe {
-            each_kind!(&mut on.active, c => c.push(cast(&t), rng));
+        self.terms.push(t);
+        if self.terms.len() == self.cap {
+            self.drain();
         }
     }
 
-    fn neg_zero() -> T {
-        // SAFETY (each arm): `T` is that type, per `kind_of`.
-        match kind_of::<T>() {
-            Some(Kind::F32) => unsafe { cast(&-0.0f32) },
-            Some(Kind::F64) => unsafe { cast(&-0.0f64) },
-            Some(Kind::F16) => unsafe { cast(&f16::NEG_ZERO) },
-            Some(Kind::BF16) => unsafe { cast(&bf16::NEG_ZERO) },
-            None => unreachable!("fprev: a reduction is on only for float accumulators"),
+    /// Hands the buffered terms to the combiner.
+    #[cold]
+    fn drain(&mut self) {
+        let Some(on) = self.on.as_deref_mut() else {
+            self.terms.clear();
+            return;
+        };
+        let rng = &mut on.rng;
+        let (ptr, len) = (self.terms.as_mut_ptr(), self.terms.len());
+        // SAFETY: `start` chose the variant from `T`'s type, so the terms are `len`
+        // initialised values of that float type, borrowed only for this call.
+        unsafe {
+            each_kind!(&mut on.active, c => c.absorb(std::slice::from_raw_parts_mut(ptr.cast(), len), rng));
+        }
+        self.terms.clear();
+    }
+
+    /// `-0.0` in `T` (the additive identity that keeps every term's sign); only called
+    /// while on.
+    #[inline(always)]
+    fn neg_zero(&self) -> T {
+        debug_assert!(self.on.is_some());
+        // SAFETY: written by `begin` whenever `on` is set; a float, so a bit copy.
+        unsafe { self.zero.assume_init_read() }
+    }
+
+    fn neg_zero_of_kind(&self) -> T {
+        // SAFETY (each arm): `start` chose the variant from `T`'s type.
+        match self.on.as_deref().map(|on| &on.active) {
+            Some(Active::F32(_)) => unsafe { cast(&-0.0f32) },
+            Some(Active::F64(_)) => unsafe { cast(&-0.0f64) },
+            Some(Active::F16(_)) => unsafe { cast(&f16::NEG_ZERO) },
+            Some(Active::BF16(_)) => unsafe { cast(&bf16::NEG_ZERO) },
+            None => unreachable!("fprev: a reduction's term is only formed while it is on"),
         }
     }
 
@@ -468,7 +589,7 @@ impl<T> Reduction<T> {
     where
         T: AddAssign<R>,
     {
-        let mut t = Self::neg_zero();
+        let mut t = self.neg_zero();
         t += e;
         self.push(t);
     }
@@ -479,7 +600,7 @@ impl<T> Reduction<T> {
     where
         T: SubAssign<R>,
     {
-        let mut t = Self::neg_zero();
+        let mut t = self.neg_zero();
         t -= e;
         self.push(t);
     }
@@ -490,7 +611,7 @@ impl<T> Reduction<T> {
     where
         T: Add<R, Output = T>,
     {
-        self.push(Self::neg_zero() + e);
+        self.push(self.neg_zero() + e);
     }
 
     /// `place = e + place`.
@@ -499,7 +620,7 @@ impl<T> Reduction<T> {
     where
         R: Add<T, Output = T>,
     {
-        self.push(e + Self::neg_zero());
+        self.push(e + self.neg_zero());
     }
 
     /// `place = place - e`.
@@ -508,18 +629,19 @@ impl<T> Reduction<T> {
     where
         T: Sub<R, Output = T>,
     {
-        self.push(Self::neg_zero() - e);
+        self.push(self.neg_zero() - e);
     }
 
     /// Writes the combined value into the accumulator (after the loop).
     #[inline]
     pub fn write(&mut self, place: &mut T) {
+        self.drain();
         let Some(on) = self.on.take() else { return };
-        let On { active, mut rng } = *on;
+        let On { active, .. } = *on;
         // SAFETY: `start` chose the variant from `T`'s type; `init` pushed a first term.
         unsafe {
             each_kind!(active, c => {
-                if let Some(v) = c.finish(&mut rng) {
+                if let Some(v) = c.finish() {
                     *place = cast(&v);
                 }
             });
@@ -528,10 +650,11 @@ impl<T> Reduction<T> {
 
     /// Combines the terms without an accumulator to write to (iterator reductions).
     fn finish(mut self) -> Option<T> {
+        self.drain();
         let on = self.on.take()?;
-        let On { active, mut rng } = *on;
+        let On { active, .. } = *on;
         // SAFETY: as in `write`.
-        unsafe { each_kind!(active, c => c.finish(&mut rng).map(|v| cast(&v))) }
+        unsafe { each_kind!(active, c => c.finish().map(|v| cast(&v))) }
     }
 }
 
@@ -576,7 +699,7 @@ impl<I: Iterator> ReduceIter<I> {
         }
         r.push(init);
         for item in self.iter {
-            let t = f(Reduction::<B>::neg_zero(), item);
+            let t = f(r.neg_zero(), item);
             r.push(t);
         }
         match r.finish() {
@@ -678,6 +801,12 @@ mod tests {
                 let got = combine(shape, &x[..n], &mut stream(1, 2, 3));
                 assert_eq!(got, (n * (n + 1) / 2) as f64, "{shape} n = {n}");
             }
+            for n in [1024usize, 3 * 1024 + 5, 70_000] {
+                let x: Vec<f64> = (1..=n).map(|i| (i % 1000) as f64).collect();
+                let want: f64 = (1..=n).map(|i| (i % 1000) as f64).sum();
+                let got = combine(shape, &x, &mut stream(1, 2, 3));
+                assert_eq!(got, want, "{shape} n = {n}");
+            }
         }
     }
 
@@ -704,6 +833,77 @@ mod tests {
             "64 drawn shapes gave {} results",
             seen.len()
         );
+    }
+
+    /// Term-by-term reference implementations of the streaming shapes.
+    fn reference(shape: Shape, x: &[f64]) -> f64 {
+        match shape {
+            Shape::Sequential => sequential(x),
+            Shape::Lanes { lanes, pairwise } => {
+                let k = lanes as usize;
+                let mut l: Vec<Option<f64>> = vec![None; k];
+                for (i, &t) in x.iter().enumerate() {
+                    l[i % k] = Some(l[i % k].map_or(t, |a| a + t));
+                }
+                let used: Vec<f64> = l.into_iter().flatten().collect();
+                if pairwise {
+                    split(&used, used.len())
+                } else {
+                    sequential(&used)
+                }
+            }
+            Shape::Blocked { block } => {
+                let parts: Vec<f64> = x.chunks(block as usize).map(sequential).collect();
+                sequential(&parts)
+            }
+            Shape::Pairwise => {
+                let mut stack: Vec<(u32, f64)> = Vec::new();
+                for &t in x {
+                    let mut node = (0, t);
+                    while stack.last().is_some_and(|&(l, _)| l == node.0) {
+                        let (l, v) = stack.pop().unwrap();
+                        node = (l + 1, v + node.1);
+                    }
+                    stack.push(node);
+                }
+                let mut acc = stack.pop().unwrap().1;
+                while let Some((_, v)) = stack.pop() {
+                    acc = v + acc;
+                }
+                acc
+            }
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn chunking_changes_no_shape() {
+        let x: Vec<f64> = (0..70_000)
+            .map(|i| ((i * 7919) % 1009) as f64 * 10f64.powi((i % 13) as i32 - 6) - 3.0)
+            .collect();
+        for shape in [
+            Shape::Sequential,
+            Shape::Lanes {
+                lanes: 7,
+                pairwise: true,
+            },
+            Shape::Lanes {
+                lanes: 32,
+                pairwise: false,
+            },
+            Shape::Blocked { block: 4 },
+            Shape::Blocked { block: 512 },
+            Shape::Pairwise,
+        ] {
+            for n in [1usize, 2, 1023, 1024, 1025, 5000, 70_000] {
+                let got = combine(shape, &x[..n], &mut stream(0, 0, 0));
+                assert_eq!(
+                    got.to_bits(),
+                    reference(shape, &x[..n]).to_bits(),
+                    "{shape} n = {n}"
+                );
+            }
+        }
     }
 
     #[test]
