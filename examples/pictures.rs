@@ -1,5 +1,5 @@
-//! Draw the pictures in `docs/`: NumPy's pairwise sum at n = 32 and n = 1024, and
-//! matrixmultiply's sgemm order at k = 600, each revealed from a reference function in
+//! Draw the pictures in `docs/`: NumPy's pairwise sum at n = 32 and n = 1024,
+//! matrixmultiply's sgemm order at k = 600, and the unrolled loop the crate docs show, each revealed from a reference function in
 //! that library's order (the orders `fprev reveal` finds in the real libraries; see
 //! README's "Orders found in real targets" and tests/ops.rs).
 //!
@@ -13,6 +13,22 @@
 
 use fprev::picture::Picture;
 use fprev::{orders, SumTree};
+
+/// A loop unrolled into four accumulators (README's first example).
+fn unrolled4(x: &[f32]) -> f32 {
+    let mut acc = [0.0f32; 4];
+    let mut chunks = x.chunks_exact(4);
+    for c in &mut chunks {
+        for k in 0..4 {
+            acc[k] += c[k];
+        }
+    }
+    let mut s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    for &v in chunks.remainder() {
+        s += v;
+    }
+    s
+}
 
 /// matrixmultiply 0.3's order for one element of C: k cut in blocks of 256 (`kc`), each
 /// block summed in one accumulator, every later block added to C.
@@ -51,5 +67,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::fs::write(&path, Picture::new().title(title).render(&tree))?;
         println!("{}: {}", path.display(), tree.describe());
     }
+    // Small enough to draw in full; embedded in the crate docs (src/lib.rs), so no title.
+    let path = dir.join("unrolled4_10.svg");
+    std::fs::write(
+        &path,
+        Picture::new()
+            .full(true)
+            .render(&fprev::reveal(10, unrolled4)?),
+    )?;
+    println!("{}", path.display());
     Ok(())
 }
