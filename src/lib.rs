@@ -158,3 +158,8 @@ pub use half;
 #[doc(hidden)]
 #[path = "private.rs"]
 pub mod __private;
+
+/// README's examples, compiled and run as doctests (they are not part of these docs).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -329,7 +329,7 @@ fn panel(c: &mut Canvas, a: &Analysis, v: usize, heading: &str) {
         lane_rows(c, a, v, &parts, (x0, x1));
     }
     if let Some(s) = shift {
-        if c.panels < MAX_PANELS && !lanes && !matches!(a.pure(parts[0]), Some(_)) {
+        if c.panels < MAX_PANELS && !lanes && a.pure(parts[0]).is_none() {
             let first = parts[0];
             let heading = format!(
                 "{} 1 (values {}..{}), drawn once: x{}, shifted by {s}",
