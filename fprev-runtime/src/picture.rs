@@ -257,7 +257,7 @@ impl Layout {
             );
         };
         // chain labels, drawn last on a white backing so that no line crosses them
-        let mut labels: Vec<(f64, f64, usize)> = Vec::new();
+        let mut labels: Vec<(f64, f64, f64, usize)> = Vec::new();
         // edges
         for v in n..total {
             let kids = t.children(v);
@@ -297,9 +297,10 @@ impl Layout {
                 // overlapping chains (interleaved lanes) share one label
                 let crowded = labels
                     .iter()
-                    .any(|&(lx, ly, _)| (lx - mx).abs() < 90.0 && (ly - my).abs() < 14.0);
+                    .any(|&(lx, ly, _, _)| (lx - mx).abs() < 90.0 && (ly - my).abs() < 14.0);
                 if !crowded {
-                    labels.push((mx, my, len));
+                    let angle = (y1 - y0).atan2(x1 - x0).to_degrees();
+                    labels.push((mx, my, angle, len));
                 }
             }
             if self.hidden[v] {
@@ -402,20 +403,18 @@ impl Layout {
             }
         }
         let size = if big { 12.0 } else { 11.0 };
-        for (mx, my, len) in labels {
+        for (mx, my, angle, len) in labels {
+            // along the chain's edge, on its upper side, where no other line runs (the
+            // absorbed leaves join the edge from below)
             let text = format!("{len} adds in order");
             let w = text.len() as f64 * size * 0.56 + 6.0;
             let _ = writeln!(
                 s,
-                r##"<rect x="{:.1}" y="{:.1}" width="{w:.1}" height="{:.1}" fill="#ffffff" fill-opacity="0.9"/>"##,
+                r##"<g transform="rotate({angle:.2} {mx:.1} {my:.1})"><rect x="{:.1}" y="{:.1}" width="{w:.1}" height="{:.1}" fill="#ffffff" fill-opacity="0.9"/><text x="{mx:.1}" y="{:.1}" font-size="{size}" fill="#2b6cb0" text-anchor="middle">{text}</text></g>"##,
                 mx - w / 2.0,
-                my - 6.0 - size,
-                size + 5.0
-            );
-            let _ = writeln!(
-                s,
-                r##"<text x="{mx:.1}" y="{:.1}" font-size="{size}" fill="#2b6cb0" text-anchor="middle">{text}</text>"##,
-                my - 6.0
+                my - 5.0 - size,
+                size + 3.0,
+                my - 5.0
             );
         }
         s.push_str("</svg>\n");
