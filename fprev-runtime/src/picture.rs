@@ -207,10 +207,9 @@ impl Layout {
             36.0
         } else if n <= 64 {
             22.0
-        } else if n <= 256 {
-            9.0
         } else {
-            (4096.0 / n as f64).max(1.0)
+            // about 1200 px wide, as a page shows it, until leaves would be under 1 px
+            (1140.0 / n as f64).max(1.0)
         };
         let levels = self.max_level.max(1.0);
         let span = dx * (n.max(2) - 1) as f64;
@@ -453,6 +452,20 @@ mod tests {
         }
         assert_eq!(svg.matches(">16 in order</text>").count(), 8);
         assert!(svg.contains(r#"width="1200""#));
+    }
+
+    #[test]
+    fn unequal_blocks_are_drawn_once_per_kind() {
+        let svg = svg(&SumTree::numpy_pairwise(300));
+        assert!(svg.contains("the shape of blocks 1, 2, 3"), "{svg}");
+        assert!(svg.contains(">8 lanes of 10, then 4</text>"), "{svg}");
+        // small trees without lanes keep the full drawing
+        let blocked: SumTree = "((((0+1)+2)+3)+(((4+5)+6)+7))".parse().unwrap();
+        let svg = Picture::new().render(&blocked);
+        assert!(
+            !svg.contains("combined") && svg.contains("<circle"),
+            "{svg}"
+        );
     }
 
     #[test]

@@ -137,7 +137,23 @@ fn kind(a: &Analysis, p: usize) -> String {
         Some(Shape::Chain { len, step }) => crate::tree::describe::chain_phrase(len, step),
         Some(Shape::Pairwise { len }) => format!("pairwise, {len}"),
         Some(Shape::Fused { len }) => format!("fused, {len}"),
-        _ => format!("{} values", a.size[p]),
+        _ => match a.shape(p) {
+            Shape::Parts {
+                parts, interleaved, ..
+            } if interleaved => format!("{} lanes of {}", parts.len(), a.size[parts[0]]),
+            Shape::Tail { base, leaves } => match a.shape(base) {
+                Shape::Parts {
+                    parts, interleaved, ..
+                } if interleaved => format!(
+                    "{} lanes of {}, then {}",
+                    parts.len(),
+                    a.size[parts[0]],
+                    leaves.len()
+                ),
+                _ => format!("{} values", a.size[p]),
+            },
+            _ => format!("{} values", a.size[p]),
+        },
     }
 }
 
@@ -327,6 +343,38 @@ fn panel(c: &mut Canvas, a: &Analysis, v: usize, heading: &str) {
     c.y = box_top + box_h;
     if lanes {
         lane_rows(c, a, v, &parts, (x0, x1));
+    }
+    if shift.is_none() && !lanes {
+        // one panel per distinct kind of part that is not a pure shape, first part drawn
+        let mut seen: Vec<String> = Vec::new();
+        for (i, &p) in parts.iter().enumerate() {
+            if a.pure(p).is_some() || c.panels >= MAX_PANELS {
+                continue;
+            }
+            let words = a.phrase(p, 2);
+            if seen.contains(&words) {
+                continue;
+            }
+            let same: Vec<String> = parts
+                .iter()
+                .enumerate()
+                .filter(|&(_, &q)| a.pure(q).is_none() && a.phrase(q, 2) == words)
+                .map(|(j, _)| (j + 1).to_string())
+                .collect();
+            seen.push(words);
+            let heading = format!(
+                "{noun} {} (values {}..{}){}",
+                i + 1,
+                a.min_leaf[p],
+                a.max_leaf[p],
+                if same.len() > 1 {
+                    format!(", the shape of {noun}s {}", same.join(", "))
+                } else {
+                    String::new()
+                }
+            );
+            panel(c, a, p, &heading);
+        }
     }
     if let Some(s) = shift {
         if c.panels < MAX_PANELS && !lanes && a.pure(parts[0]).is_none() {

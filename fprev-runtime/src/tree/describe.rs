@@ -368,9 +368,84 @@ impl<'t> Analysis<'t> {
         Some(Shape::Tail { base: w, leaves })
     }
 
+    /// Whether `w` adds two contiguous halves (within 40/60) of contiguous leaves.
+    fn halves(&self, w: usize) -> bool {
+        let kids = self.tree.children(w);
+        let contiguous = |x: usize| self.max_leaf[x] - self.min_leaf[x] + 1 == self.size[x];
+        match kids {
+            [a, b] => {
+                let (a, b) = (*a as usize, *b as usize);
+                let small = self.size[a].min(self.size[b]);
+                contiguous(a) && contiguous(b) && 5 * small >= 2 * self.size[w]
+            }
+            _ => false,
+        }
+    }
+
+    /// Pairwise halving down to blocks of unequal sizes (NumPy's halves are rounded to
+    /// multiples of 8): the blocks are the first nodes that do not halve.
+    fn halving(&self, v: usize) -> Option<Shape> {
+        if !self.halves(v) {
+            return None;
+        }
+        let t = self.tree;
+        let mut blocks = std::collections::HashSet::new();
+        let mut stack = vec![v];
+        while let Some(w) = stack.pop() {
+            if w != v && (t.is_leaf(w) || !self.halves(w)) {
+                blocks.insert(w);
+                if blocks.len() > 64 {
+                    return None;
+                }
+            } else {
+                stack.extend(t.children(w).iter().map(|&c| c as usize));
+            }
+        }
+        if blocks.len() < 3 || blocks.iter().any(|&b| self.size[b] < 4) {
+            return None;
+        }
+        let (parts, top) = self.contract(v, |w| blocks.contains(&w))?;
+        Some(Shape::Parts {
+            top: classify(&top),
+            parts,
+            shift: None,
+            interleaved: false,
+        })
+    }
+
     /// Named pieces (chains, pairwise, fused) combined in a named way or by a small tree.
     fn mixed(&self, v: usize) -> Option<Shape> {
-        let (parts, top) = self.contract(v, |w| w != v && self.pure(w).is_some())?;
+        if let Some(shape) = self.halving(v) {
+            return Some(shape);
+        }
+        // pieces that are pure shapes first (a blocked sum's blocks), then any named ones
+        self.pieces(v, |w| self.pure(w).is_some()).or_else(|| {
+            self.pieces(v, |w| {
+                self.pure(w).is_some() || self.tiling(w).is_some() || self.tail(w).is_some()
+            })
+        })
+    }
+
+    /// The highest nodes below `v` that `named` accepts, combined by a named or small
+    /// tree. The walk gives up past 128 unnamed nodes or 64 pieces, which bounds its cost
+    /// at 128 checks of `named` over the subtree.
+    fn pieces(&self, v: usize, named: impl Fn(usize) -> bool) -> Option<Shape> {
+        let t = self.tree;
+        let mut frontier = std::collections::HashSet::new();
+        let mut stack: Vec<usize> = t.children(v).iter().map(|&c| c as usize).collect();
+        let mut unnamed = 0;
+        while let Some(w) = stack.pop() {
+            if named(w) {
+                frontier.insert(w);
+                continue;
+            }
+            unnamed += 1;
+            if unnamed > 128 || frontier.len() > 64 {
+                return None;
+            }
+            stack.extend(t.children(w).iter().map(|&c| c as usize));
+        }
+        let (parts, top) = self.contract(v, |w| frontier.contains(&w))?;
         if parts.len() > 64 || parts.iter().all(|&p| self.tree.is_leaf(p)) {
             return None;
         }
@@ -482,6 +557,7 @@ impl<'t> Analysis<'t> {
                 Some(Shape::Pairwise { .. }) => "pairwise".into(),
                 Some(Shape::Fused { .. }) => "one fused add".into(),
                 Some(Shape::Leaf) => "1 value".into(),
+                _ if room == 1 => "a named shape".into(),
                 _ => self.phrase(p, room - 1),
             };
             match kinds.iter_mut().find(|(w, _)| *w == words) {
@@ -500,7 +576,7 @@ impl<'t> Analysis<'t> {
                 } else {
                     noun
                 };
-                format!("{noun} {}: {words}", numbers(ids))
+                format!("{noun} {} [{words}]", numbers(ids))
             })
             .collect();
         format!("{head}; {}", listed.join("; "))
@@ -664,12 +740,24 @@ mod tests {
     }
 
     #[test]
+    fn uneven_halving_names_its_blocks() {
+        // NumPy at n = 300: halves rounded to multiples of 8 give blocks of 72 and 84
+        assert_eq!(
+            SumTree::numpy_pairwise(300).describe(),
+            "pairwise over 4 blocks of 72, 72, 72, 84; \
+             blocks 1-3 [8 lanes, stride 8, 9 in order; lanes combined pairwise]; \
+             block 4 [8 lanes, stride 8, 10 in order; lanes combined pairwise; \
+             then 4 more added in order (296..=299)]"
+        );
+    }
+
+    #[test]
     fn irregular_trees_get_counts() {
         let t: SumTree = "((0+(1+(2+3)))+(((4+5)+6)+7))".parse().unwrap();
         let d = t.describe();
         assert_eq!(
             d,
-            "2 blocks of 4, combined in order; block 1: in reverse order; block 2: in order"
+            "2 blocks of 4, combined in order; block 1 [in reverse order]; block 2 [in order]"
         );
         // a few named pieces joined by a small tree: the tree is spelled out
         let t: SumTree = "(((0+5)+(2+4))+((1+6)+(3+7+8)))".parse().unwrap();
