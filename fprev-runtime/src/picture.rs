@@ -452,6 +452,13 @@ mod tests {
         }
         assert_eq!(svg.matches(">16 in order</text>").count(), 8);
         assert!(svg.contains(r#"width="1200""#));
+        // hundreds of blocks: one band instead of a box each, and a small file
+        let svg = super::svg(&SumTree::numpy_pairwise(1 << 16));
+        assert!(
+            svg.contains("512 blocks; block 1 is values 0..127"),
+            "{svg}"
+        );
+        assert!(svg.contains("x512, shifted by 128") && svg.len() < 40_000);
     }
 
     #[test]

@@ -198,151 +198,179 @@ fn panel(c: &mut Canvas, a: &Analysis, v: usize, heading: &str) {
         15.0,
         "#222",
     );
-    let set: HashSet<usize> = parts.iter().copied().collect();
-    let Some((_, tree)) = a.contract(v, |w| set.contains(&w)) else {
-        return;
-    };
-    // part boxes: blocks by their share of the leaves, lanes one slot each
     let (x0, x1) = (MARGIN + GUTTER, WIDTH - MARGIN - RIGHT);
-    let (lo, range) = (
-        a.min_leaf[v] as f64,
-        (a.max_leaf[v] - a.min_leaf[v] + 1) as f64,
-    );
-    let spans: Vec<(f64, f64)> = parts
-        .iter()
-        .enumerate()
-        .map(|(i, &p)| {
-            if interleaved {
-                let w = (x1 - x0) / parts.len() as f64;
-                (x0 + i as f64 * w, x0 + (i + 1) as f64 * w)
-            } else {
-                let s = x0 + (a.min_leaf[p] as f64 - lo) / range * (x1 - x0);
-                let e = x0 + (a.max_leaf[p] as f64 + 1.0 - lo) / range * (x1 - x0);
-                (s, e)
-            }
-        })
-        .collect();
-    // the combining tree above the boxes
-    let inner = tree.inner_count();
-    let levels = {
-        let mut level = vec![0usize; parts.len() + inner];
-        for k in 0..inner {
-            let node = parts.len() + k;
-            level[node] = 1 + tree
-                .children(node)
-                .iter()
-                .map(|&ch| level[ch as usize])
-                .max()
-                .unwrap_or(0);
-        }
-        level
-    };
-    let max_level = levels.iter().copied().max().unwrap_or(1).max(1);
-    let dy = (220.0 / max_level as f64).clamp(6.0, 40.0);
-    let box_top = c.y + 16.0 + max_level as f64 * dy;
-    let mut x: Vec<f64> = spans.iter().map(|&(s, e)| (s + e) / 2.0).collect();
-    let y_of = |node: usize| box_top - levels[node] as f64 * dy;
-    for k in 0..inner {
-        let node = parts.len() + k;
-        let kids = tree.children(node);
-        let mx = kids.iter().map(|&ch| x[ch as usize]).sum::<f64>() / kids.len() as f64;
-        x.push(mx);
-    }
-    let r = if dy >= 20.0 { 7.0 } else { 3.5 };
-    for k in 0..inner {
-        let node = parts.len() + k;
-        let kids = tree.children(node);
-        let (nx, ny) = (x[node], y_of(node));
-        for &ch in kids {
-            let ch = ch as usize;
-            c.line((x[ch], y_of(ch)), (nx, ny), "#555", 1.4);
-        }
-    }
-    for k in 0..inner {
-        let node = parts.len() + k;
-        let kids = tree.children(node);
-        let (nx, ny) = (x[node], y_of(node));
-        if kids.len() > 2 {
-            let lo = kids
-                .iter()
-                .map(|&ch| x[ch as usize])
-                .fold(f64::MAX, f64::min);
-            let hi = kids
-                .iter()
-                .map(|&ch| x[ch as usize])
-                .fold(f64::MIN, f64::max);
-            let _ = writeln!(
-                c.body,
-                r##"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="16" rx="4" fill="#feebc8" stroke="#c05621"/>"##,
-                lo - 8.0,
-                ny - 8.0,
-                hi - lo + 16.0
-            );
-            let label = format!("+ fused {}", kids.len());
-            c.text((lo + hi) / 2.0, ny + 4.0, 11.0, "#c05621", "middle", &label);
-        } else {
-            let _ = writeln!(
-                c.body,
-                r##"<circle cx="{nx:.1}" cy="{ny:.1}" r="{r:.1}" fill="#ebf4ff" stroke="#2b6cb0"/>"##
-            );
-            if r > 5.0 {
-                c.text(nx, ny + 4.5, 13.0, "#2b6cb0", "middle", "+");
-            }
-        }
-    }
-    let box_h = 48.0;
-    for (i, (&p, &(s, e))) in parts.iter().zip(&spans).enumerate() {
-        let w = (e - s - 3.0).max(1.0);
+    if parts.len() > 64 {
+        // too many boxes to draw one each: one band, named by its first part
+        let top = c.y + 10.0;
         let _ = writeln!(
             c.body,
-            r##"<rect x="{:.1}" y="{box_top:.1}" width="{w:.1}" height="{box_h}" rx="3" fill="#edf2f7" stroke="#4a5568"/>"##,
-            s + 1.5
+            r##"<rect x="{x0:.1}" y="{top:.1}" width="{:.1}" height="30" rx="3" fill="#edf2f7" stroke="#4a5568"/>"##,
+            x1 - x0
         );
-        let cx = s + 1.5 + w / 2.0;
-        let name = if lanes {
-            format!("{noun} {i}")
-        } else {
-            format!("{noun} {}", i + 1)
+        let first = parts[0];
+        let text = format!(
+            "{} {noun}s; {noun} 1 is values {}..{}, the last {}..{}",
+            parts.len(),
+            a.min_leaf[first],
+            a.max_leaf[first],
+            a.min_leaf[parts[parts.len() - 1]],
+            a.max_leaf[parts[parts.len() - 1]]
+        );
+        c.text(
+            (x0 + x1) / 2.0,
+            top + 19.0,
+            12.0,
+            "#2d3748",
+            "middle",
+            &text,
+        );
+        c.y = top + 30.0;
+    } else {
+        let set: HashSet<usize> = parts.iter().copied().collect();
+        let Some((_, tree)) = a.contract(v, |w| set.contains(&w)) else {
+            return;
         };
-        let range = if interleaved {
-            format!(
-                "x{}, x{}, …",
-                a.min_leaf[p],
-                a.min_leaf[p] as usize + step_of(a, p)
-            )
-        } else {
-            format!("{}..{}", a.min_leaf[p], a.max_leaf[p])
+        // part boxes: blocks by their share of the leaves, lanes one slot each
+        let (lo, range) = (
+            a.min_leaf[v] as f64,
+            (a.max_leaf[v] - a.min_leaf[v] + 1) as f64,
+        );
+        let spans: Vec<(f64, f64)> = parts
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| {
+                if interleaved {
+                    let w = (x1 - x0) / parts.len() as f64;
+                    (x0 + i as f64 * w, x0 + (i + 1) as f64 * w)
+                } else {
+                    let s = x0 + (a.min_leaf[p] as f64 - lo) / range * (x1 - x0);
+                    let e = x0 + (a.max_leaf[p] as f64 + 1.0 - lo) / range * (x1 - x0);
+                    (s, e)
+                }
+            })
+            .collect();
+        // the combining tree above the boxes
+        let inner = tree.inner_count();
+        let levels = {
+            let mut level = vec![0usize; parts.len() + inner];
+            for k in 0..inner {
+                let node = parts.len() + k;
+                level[node] = 1 + tree
+                    .children(node)
+                    .iter()
+                    .map(|&ch| level[ch as usize])
+                    .max()
+                    .unwrap_or(0);
+            }
+            level
         };
-        let what = match (shift, a.pure(p)) {
-            (Some(_), None) if i == 0 => "drawn below".to_string(),
-            (Some(_), None) => format!("{noun} 1 + {}", a.min_leaf[p] - a.min_leaf[parts[0]]),
-            _ => kind(a, p),
-        };
-        let lines = [name, range, what];
-        // as many lines as fit, each at the largest size up to 12 px that fits
-        for (j, l) in lines.iter().enumerate() {
-            let size = (12.0f64).min(12.0 * (w - 4.0) / text_width(l, 12.0));
-            if size >= 8.0 {
-                c.text(
-                    cx,
-                    box_top + 14.0 + j as f64 * 14.0,
-                    size,
-                    "#2d3748",
-                    "middle",
-                    l,
+        let max_level = levels.iter().copied().max().unwrap_or(1).max(1);
+        let dy = (220.0 / max_level as f64).clamp(6.0, 40.0);
+        let box_top = c.y + 16.0 + max_level as f64 * dy;
+        let mut x: Vec<f64> = spans.iter().map(|&(s, e)| (s + e) / 2.0).collect();
+        let y_of = |node: usize| box_top - levels[node] as f64 * dy;
+        for k in 0..inner {
+            let node = parts.len() + k;
+            let kids = tree.children(node);
+            let mx = kids.iter().map(|&ch| x[ch as usize]).sum::<f64>() / kids.len() as f64;
+            x.push(mx);
+        }
+        let r = if dy >= 20.0 { 7.0 } else { 3.5 };
+        for k in 0..inner {
+            let node = parts.len() + k;
+            let kids = tree.children(node);
+            let (nx, ny) = (x[node], y_of(node));
+            for &ch in kids {
+                let ch = ch as usize;
+                c.line((x[ch], y_of(ch)), (nx, ny), "#555", 1.4);
+            }
+        }
+        for k in 0..inner {
+            let node = parts.len() + k;
+            let kids = tree.children(node);
+            let (nx, ny) = (x[node], y_of(node));
+            if kids.len() > 2 {
+                let lo = kids
+                    .iter()
+                    .map(|&ch| x[ch as usize])
+                    .fold(f64::MAX, f64::min);
+                let hi = kids
+                    .iter()
+                    .map(|&ch| x[ch as usize])
+                    .fold(f64::MIN, f64::max);
+                let _ = writeln!(
+                    c.body,
+                    r##"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="16" rx="4" fill="#feebc8" stroke="#c05621"/>"##,
+                    lo - 8.0,
+                    ny - 8.0,
+                    hi - lo + 16.0
                 );
-            } else if j == 0 {
-                let short = (i + usize::from(!lanes)).to_string();
-                let size = (11.0f64).min((w - 2.0) / (short.len() as f64 * 0.56));
-                if size >= 6.0 {
-                    c.text(cx, box_top + 14.0, size, "#2d3748", "middle", &short);
+                let label = format!("+ fused {}", kids.len());
+                c.text((lo + hi) / 2.0, ny + 4.0, 11.0, "#c05621", "middle", &label);
+            } else {
+                let _ = writeln!(
+                    c.body,
+                    r##"<circle cx="{nx:.1}" cy="{ny:.1}" r="{r:.1}" fill="#ebf4ff" stroke="#2b6cb0"/>"##
+                );
+                if r > 5.0 {
+                    c.text(nx, ny + 4.5, 13.0, "#2b6cb0", "middle", "+");
                 }
             }
         }
+        let box_h = 48.0;
+        for (i, (&p, &(s, e))) in parts.iter().zip(&spans).enumerate() {
+            let w = (e - s - 3.0).max(1.0);
+            let _ = writeln!(
+                c.body,
+                r##"<rect x="{:.1}" y="{box_top:.1}" width="{w:.1}" height="{box_h}" rx="3" fill="#edf2f7" stroke="#4a5568"/>"##,
+                s + 1.5
+            );
+            let cx = s + 1.5 + w / 2.0;
+            let name = if lanes {
+                format!("{noun} {i}")
+            } else {
+                format!("{noun} {}", i + 1)
+            };
+            let range = if interleaved {
+                format!(
+                    "x{}, x{}, …",
+                    a.min_leaf[p],
+                    a.min_leaf[p] as usize + step_of(a, p)
+                )
+            } else {
+                format!("{}..{}", a.min_leaf[p], a.max_leaf[p])
+            };
+            let what = match (shift, a.pure(p)) {
+                (Some(_), None) if i == 0 => "drawn below".to_string(),
+                (Some(_), None) => format!("{noun} 1 + {}", a.min_leaf[p] - a.min_leaf[parts[0]]),
+                _ => kind(a, p),
+            };
+            let lines = [name, range, what];
+            // as many lines as fit, each at the largest size up to 12 px that fits
+            for (j, l) in lines.iter().enumerate() {
+                let size = (12.0f64).min(12.0 * (w - 4.0) / text_width(l, 12.0));
+                if size >= 8.0 {
+                    c.text(
+                        cx,
+                        box_top + 14.0 + j as f64 * 14.0,
+                        size,
+                        "#2d3748",
+                        "middle",
+                        l,
+                    );
+                } else if j == 0 {
+                    let short = (i + usize::from(!lanes)).to_string();
+                    let size = (11.0f64).min((w - 2.0) / (short.len() as f64 * 0.56));
+                    if size >= 6.0 {
+                        c.text(cx, box_top + 14.0, size, "#2d3748", "middle", &short);
+                    }
+                }
+            }
+        }
+        c.y = box_top + box_h;
     }
-    c.y = box_top + box_h;
     if lanes {
-        lane_rows(c, a, v, &parts, (x0, x1));
+        lane_rows(c, a, v, &parts, (MARGIN + GUTTER, WIDTH - MARGIN - RIGHT));
     }
     if shift.is_none() && !lanes {
         // one panel per distinct kind of part that is not a pure shape, first part drawn
