@@ -7,7 +7,9 @@
 //! (Mukunoki, Ozaki, Ogita and Iakymchuk make the same point with the Ozaki scheme).
 //!
 //! `cargo run --release --example cg` prints a table and writes
-//! `fprev-out/cg_residuals.svg`.
+//! `fprev-out/cg_residuals.svg` (copied to `docs/`): per problem, the plain and the exact
+//! runs' residual histories and, in a third panel, how far each plain run's residual
+//! drifts from the 1-thread run's, where the plain runs fan out and the exact ones stay 0.
 
 use fprev::exact::Accumulator;
 use rand::{Rng, SeedableRng};
@@ -365,91 +367,246 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// Residual histories as an SVG line plot (log scale), one panel per problem and mode.
-fn svg(curves: &[(String, Arith, Vec<f64>)]) -> String {
-    let panels: Vec<String> = {
-        let mut names: Vec<String> = Vec::new();
-        for (label, _, _) in curves {
-            let panel = label
-                .rsplit_once(" / ")
-                .map_or(label.clone(), |(p, _)| p.to_string());
-            if !names.contains(&panel) {
-                names.push(panel);
-            }
+/// A step of 1, 2 or 5 times a power of ten giving at most `most` ticks over `span`.
+fn tick_step(span: f64, most: f64) -> f64 {
+    let mut step = 10f64.powf((span / most).log10().floor());
+    for k in [1.0, 2.0, 5.0, 10.0] {
+        if span / (step * k) <= most {
+            step *= k;
+            break;
         }
-        names
-    };
-    let (w, h, pad) = (560.0, 300.0, 50.0);
-    let cols = 2.0;
-    let rows = (panels.len() as f64 / cols).ceil();
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" font-family="sans-serif" font-size="12">"#,
-        cols * w,
-        rows * h
-    );
-    let colors = [
-        "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
-    ];
-    for (k, panel) in panels.iter().enumerate() {
-        let (ox, oy) = ((k % 2) as f64 * w, (k / 2) as f64 * h);
-        let mine: Vec<&(String, Arith, Vec<f64>)> = curves
+    }
+    step
+}
+
+/// One log-scale panel: frame, ticks, axis titles, one polyline per series.
+struct Panel<'a> {
+    origin: (f64, f64),
+    title: String,
+    y_title: &'a str,
+    series: Vec<(usize, Vec<f64>)>,
+    note: Option<String>,
+}
+
+const PANEL_W: f64 = 400.0;
+const PANEL_H: f64 = 300.0;
+const COLORS: [&str; 6] = [
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+];
+
+impl Panel<'_> {
+    fn draw(&self, out: &mut String) {
+        let (ox, oy) = self.origin;
+        let (left, right, top, bottom) = (
+            ox + 62.0,
+            ox + PANEL_W - 14.0,
+            oy + 44.0,
+            oy + PANEL_H - 46.0,
+        );
+        let max_it = self
+            .series
             .iter()
-            .filter(|c| c.0.starts_with(panel.as_str()))
-            .collect();
-        let max_it = mine.iter().map(|c| c.2.len()).max().unwrap_or(1).max(2) as f64 - 1.0;
-        let logs = mine
+            .map(|s| s.1.len())
+            .max()
+            .unwrap_or(2)
+            .max(2) as f64
+            - 1.0;
+        let logs = self
+            .series
             .iter()
-            .flat_map(|c| c.2.iter())
+            .flat_map(|s| s.1.iter())
             .filter(|v| **v > 0.0)
             .map(|v| v.log10());
         let (lo, hi) = logs.fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(v), b.max(v)));
-        let (lo, hi) = (lo.floor(), hi.ceil().max(lo.floor() + 1.0));
-        let px = |i: f64| ox + pad + i / max_it * (w - 1.5 * pad);
-        let py = |v: f64| oy + pad + (hi - v.max(1e-300).log10()) / (hi - lo) * (h - 2.0 * pad);
+        let (lo, hi) = if lo > hi {
+            (-1.0, 0.0)
+        } else {
+            (lo.floor(), hi.ceil().max(lo.floor() + 1.0))
+        };
+        let px = |i: f64| left + i / max_it * (right - left);
+        let py = |v: f64| top + (hi - v.max(10f64.powf(lo)).log10()) / (hi - lo) * (bottom - top);
         let _ = writeln!(
             out,
-            r#"<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="black"/><text x="{}" y="{}">{panel}</text>"#,
-            ox + pad,
-            oy + pad,
-            w - 1.5 * pad,
-            h - 2.0 * pad,
-            ox + pad,
-            oy + pad - 8.0
+            r##"<text x="{left}" y="{}" font-size="13" font-weight="bold">{}</text><rect x="{left}" y="{top}" width="{}" height="{}" fill="none" stroke="#333"/>"##,
+            oy + 20.0,
+            self.title,
+            right - left,
+            bottom - top
         );
-        let _ = writeln!(
-            out,
-            r#"<text x="{}" y="{}">1e{hi}</text><text x="{}" y="{}">1e{lo}</text><text x="{}" y="{}">iteration {max_it}</text>"#,
-            ox + 5.0,
-            oy + pad + 4.0,
-            ox + 5.0,
-            oy + h - pad,
-            ox + w - 2.0 * pad,
-            oy + h - pad + 16.0
-        );
-        for (c, (label, _, history)) in mine.iter().enumerate() {
-            let schedule = label.rsplit_once(" / ").map_or(label.as_str(), |(_, s)| s);
+        // y: a labelled tick per decade (or every few decades), faint grid lines
+        let every = ((hi - lo) / 6.0).ceil().max(1.0);
+        let mut d = lo;
+        while d <= hi {
+            let y = py(10f64.powf(d));
             let _ = writeln!(
                 out,
-                r#"<text x="{}" y="{}" font-size="9" fill="{}">{}</text>"#,
-                ox + w - 300.0,
-                oy + pad + 12.0 + 11.0 * c as f64,
-                colors[c % colors.len()],
-                schedule
+                r##"<line x1="{left}" y1="{y:.1}" x2="{right}" y2="{y:.1}" stroke="#eee"/><line x1="{}" y1="{y:.1}" x2="{left}" y2="{y:.1}" stroke="#333"/><text x="{}" y="{:.1}" font-size="11" text-anchor="end">1e{d}</text>"##,
+                left - 4.0,
+                left - 6.0,
+                y + 4.0
             );
-            let points: Vec<String> = history
+            d += every;
+        }
+        let step = tick_step(max_it, 6.0);
+        let mut i = 0.0;
+        while i <= max_it {
+            let x = px(i);
+            let _ = writeln!(
+                out,
+                r##"<line x1="{x:.1}" y1="{bottom}" x2="{x:.1}" y2="{}" stroke="#333"/><text x="{x:.1}" y="{}" font-size="11" text-anchor="middle">{i}</text>"##,
+                bottom + 4.0,
+                bottom + 16.0
+            );
+            i += step;
+        }
+        let _ = writeln!(
+            out,
+            r##"<text x="{:.1}" y="{}" font-size="12" text-anchor="middle">CG iteration</text>"##,
+            (left + right) / 2.0,
+            bottom + 34.0
+        );
+        let (ty, tx) = ((top + bottom) / 2.0, ox + 14.0);
+        let _ = writeln!(
+            out,
+            r##"<text x="{tx}" y="{ty:.1}" font-size="12" text-anchor="middle" transform="rotate(-90 {tx} {ty:.1})">{}</text>"##,
+            self.y_title
+        );
+        for (color, values) in &self.series {
+            let points: Vec<String> = values
                 .iter()
                 .enumerate()
                 .map(|(i, v)| format!("{:.1},{:.1}", px(i as f64), py(*v)))
                 .collect();
             let _ = writeln!(
                 out,
-                r#"<polyline fill="none" stroke="{}" stroke-width="1" points="{}"><title>{label}</title></polyline>"#,
-                colors[c % colors.len()],
+                r#"<polyline fill="none" stroke="{}" stroke-width="1" points="{}"/>"#,
+                COLORS[color % COLORS.len()],
                 points.join(" ")
             );
         }
+        if let Some(note) = &self.note {
+            let _ = writeln!(
+                out,
+                r##"<text x="{left}" y="{}" font-size="11" fill="#555">{note}</text>"##,
+                oy + 36.0
+            );
+        }
+    }
+}
+
+/// Residual histories as SVG line plots (log scale): per problem, the plain and the exact
+/// runs' residuals, and how far each plain run's residual is from the first schedule's,
+/// where the plain runs fan out while the exact ones stay identical.
+fn svg(curves: &[(String, Arith, Vec<f64>)]) -> String {
+    let mut problems: Vec<&str> = Vec::new();
+    for (label, _, _) in curves {
+        let p = label.split(" / ").next().unwrap_or(label);
+        if !problems.contains(&p) {
+            problems.push(p);
+        }
+    }
+    let legend_h = 70.0;
+    let (width, height) = (3.0 * PANEL_W, problems.len() as f64 * PANEL_H + legend_h);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12"><rect width="100%" height="100%" fill="#ffffff"/>"##
+    );
+    let mut schedules: Vec<&str> = Vec::new();
+    for (row, problem) in problems.iter().enumerate() {
+        let runs = |arith: Arith| -> Vec<(&str, &Vec<f64>)> {
+            curves
+                .iter()
+                .filter(|c| c.1 == arith && c.0.starts_with(problem))
+                .map(|c| (c.0.rsplit_once(" / ").map_or("", |(_, s)| s), &c.2))
+                .collect()
+        };
+        let (plain, exact) = (runs(Arith::Plain), runs(Arith::Exact));
+        if schedules.is_empty() {
+            schedules = plain.iter().map(|r| r.0).collect();
+        }
+        let oy = row as f64 * PANEL_H;
+        let residual_series = |r: &[(&str, &Vec<f64>)]| -> Vec<(usize, Vec<f64>)> {
+            r.iter()
+                .enumerate()
+                .map(|(k, (_, h))| (k, h.to_vec()))
+                .collect()
+        };
+        let bits = |h: &Vec<f64>| h.iter().map(|v| v.to_bits()).collect::<Vec<u64>>();
+        let exact_same = exact.windows(2).all(|w| bits(w[0].1) == bits(w[1].1));
+        let plain_iters: std::collections::BTreeSet<usize> =
+            plain.iter().map(|r| r.1.len() - 1).collect();
+        // distance of each plain run from the first schedule's run, per iteration
+        let spread: Vec<(usize, Vec<f64>)> = plain
+            .iter()
+            .enumerate()
+            .skip(1)
+            .map(|(k, (_, h))| {
+                let reference = plain[0].1;
+                let d = h
+                    .iter()
+                    .zip(reference.iter())
+                    .map(|(a, b)| ((a - b) / b).abs())
+                    .collect();
+                (k, d)
+            })
+            .collect();
+        let panels = [
+            Panel {
+                origin: (0.0, oy),
+                title: format!("{problem}: plain f64"),
+                y_title: "residual ||r|| / ||b||",
+                series: residual_series(&plain),
+                note: Some(format!(
+                    "{} runs; iterations: {}",
+                    plain.len(),
+                    plain_iters
+                        .iter()
+                        .map(|i| i.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+            },
+            Panel {
+                origin: (PANEL_W, oy),
+                title: format!("{problem}: exact"),
+                y_title: "residual ||r|| / ||b||",
+                series: residual_series(&exact),
+                note: Some(if exact_same {
+                    format!("{} runs, every residual the same bits", exact.len())
+                } else {
+                    "exact runs differ".to_string()
+                }),
+            },
+            Panel {
+                origin: (2.0 * PANEL_W, oy),
+                title: format!("{problem}: drift"),
+                y_title: "|r - r1| / r1 (0 at the bottom)",
+                series: spread,
+                note: Some(if exact_same {
+                    "plain runs vs r1, the 1-thread run; exact: all 0".to_string()
+                } else {
+                    "plain runs".to_string()
+                }),
+            },
+        ];
+        for panel in &panels {
+            panel.draw(&mut out);
+        }
+    }
+    // one legend for all panels, below them
+    let ly = problems.len() as f64 * PANEL_H + 14.0;
+    for (k, schedule) in schedules.iter().enumerate() {
+        let (x, y) = (62.0 + (k / 3) as f64 * 560.0, ly + (k % 3) as f64 * 18.0);
+        let _ = writeln!(
+            out,
+            r##"<rect x="{x}" y="{}" width="18" height="4" fill="{}"/><text x="{}" y="{}" font-size="12">{}</text>"##,
+            y - 4.0,
+            COLORS[k % COLORS.len()],
+            x + 24.0,
+            y + 1.0,
+            schedule.split_whitespace().collect::<Vec<_>>().join(" ")
+        );
     }
     out.push_str("</svg>\n");
     out

@@ -1,7 +1,153 @@
-#![doc = include_str!("../README.md")]
-// The README (these docs) shows `#[test]` functions the way users write them in their
-// test files; as doctests they compile but do not run, which is all they need to do.
-#![allow(clippy::test_attr_in_doctest)]
+//! Reveal, amplify, locate and fix floating-point non-reproducibility.
+//!
+//! The same sum gives different bits on another machine, thread count or library version,
+//! because floating-point addition is not associative and almost no library documents the
+//! order it accumulates in. fprev makes that order visible, makes tests catch results that
+//! depend on it, points at the loops where it matters, and removes the dependence:
+//!
+//! | lever | what it does | where |
+//! |---|---|---|
+//! | **reveal** | finds the exact summation tree of any accumulation (a sum, dot, gemv, gemm, your function) by probing it as a black box (the FPRev method) | [`reveal()`], [`Reveal`], [`SumTree`] ([`tree`], [`picture`], [`orders`]) |
+//! | **amplify** | runs a computation under many scrambled loop, rayon and kernel orders, from a seed that replays every finding | [`macro@scramble`], [`assert_reproducible!`], [`amplify()`] ([`mod@scramble`], [`mod@amplify`]) |
+//! | **locate** | counts accumulation chains per site, and pins revealed orders in `cargo test` | [`macro@accumulator`], [`chains`], [`check_registered`] ([`registry`]) |
+//! | **fix** | correctly rounded, order-independent sums and dot products | [`exact`] |
+//!
+//! # Adding it
+//!
+//! To check orders in tests only:
+//!
+//! ```toml
+//! [dev-dependencies]
+//! fprev = "0.1"
+//! ```
+//!
+//! To annotate library code with `#[fprev::scramble]` or `#[fprev::accumulator]`, make it
+//! a normal dependency; build releases with its `off` feature, which makes both attributes
+//! emit your code unchanged (`cargo build --release --features fprev/off`):
+//!
+//! ```toml
+//! [dependencies]
+//! fprev = "0.1"
+//! ```
+//!
+//! Other features: `cuda` (a GPU backend for revealing and scrambling kernels; it builds
+//! without a CUDA toolkit and reports "no CUDA device" at run time where there is none).
+//!
+//! # Reveal
+//!
+//! Give [`reveal()`] the number of inputs and a function of a slice; it returns the
+//! [`SumTree`] the function adds in. [`SumTree::describe`] says large trees in words,
+//! [`picture`] draws them as SVG, [`SumTree::diff`] finds where two orders disagree.
+//!
+//! ```
+//! // `Iterator::sum` adds one value after another...
+//! let seq = fprev::reveal(8, |x: &[f32]| x.iter().sum::<f32>())?;
+//! assert_eq!(seq.to_string(), "(((((((0+1)+2)+3)+4)+5)+6)+7)");
+//!
+//! // ...NumPy's pairwise sum does not.
+//! let numpy = fprev::reveal(1024, fprev::orders::numpy_pairwise::<f32>)?;
+//! assert_eq!(
+//!     numpy.describe(),
+//!     "pairwise over 8 blocks of 128; each block 8 lanes, stride 8, 16 in order; \
+//!      lanes combined pairwise"
+//! );
+//! let svg = fprev::picture::Picture::new().title("numpy.sum, n = 1024").render(&numpy);
+//! assert!(svg.contains("x8, shifted by 128"));
+//! # Ok::<(), fprev::RevealError>(())
+//! ```
+//!
+//! A loop unrolled into four accumulators, revealed and drawn by
+//! `fprev::picture::svg(&fprev::reveal(10, unrolled4)?)`:
+//!
+#![doc = include_str!("../docs/unrolled4_10.svg")]
+//!
+//! The repository's `docs/cli.md` describes the `fprev` command line, which reveals
+//! built-in library targets and other programs (`fprev reveal --exec`).
+//!
+//! # Amplify
+//!
+//! Running a test again rarely changes a summation order, so an order-dependent result
+//! passes until the machine changes. [`macro@scramble`] rewrites a function's loops (and
+//! position-independent rayon chains) so that, when scrambling is on, they visit their
+//! items in an order drawn from a seed; [`assert_reproducible!`] runs a computation under
+//! many such schedules and fails with a report, and a replay token per differing run,
+//! when the bits move.
+//!
+//! ```
+//! #[fprev::scramble]
+//! fn total(v: &[f64]) -> f64 {
+//!     let mut s = 0.0;
+//!     for x in v.iter() {
+//!         s += x;
+//!     }
+//!     s
+//! }
+//!
+//! // Whole numbers below 2^53 add exactly in any order: reproducible under every schedule.
+//! let v: Vec<f64> = (0..1000).map(f64::from).collect();
+//! let report = fprev::assert_reproducible!(|| total(&v));
+//! assert!(report.is_reproducible());
+//! ```
+//!
+//! With `(i as f32).sin() * 1e3` values instead, the same assertion fails:
+//!
+//! ```text
+//! fprev amplify: mean_is_reproducible: NOT reproducible (1 floats, campaign v1-038b57ea88719b42)
+//!   stage                   runs  distinct  differing max abs err max rel err norm2 rel err
+//!   1 same config             20         1          0           0           0             0
+//!   ...
+//!   4 vary loop order         20        19         20     2.04e-5     1.05e-4       1.05e-4
+//!   ...
+//!       replay: FPREV_SEED=v1-49b81ebd5bf33c53 cargo test mean_is_reproducible
+//! ```
+//!
+//! See the repository's `docs/scramble.md` for the rewriting rules, the stages and the
+//! environment variables.
+//!
+//! # Locate
+//!
+//! [`macro@accumulator`] counts, for every accumulation site of a function, how many
+//! additions were chained into one value (Defour's accumulator identification): long
+//! chains are where the order matters most. With `reveal(op = ..., sizes = [...])` it also
+//! registers the function, so that one test ([`check_registered`]) reveals its order, pins
+//! it in `fprev-orders/` and fails when a dependency, a CPU or a thread count changes it.
+//!
+//! ```
+//! #[fprev::accumulator]
+//! fn dot(a: &[f64], b: &[f64]) -> f64 {
+//!     let mut s = 0.0;
+//!     for i in 0..a.len() {
+//!         s += a[i] * b[i];
+//!     }
+//!     s
+//! }
+//!
+//! let x = vec![1.0; 1000];
+//! assert_eq!(dot(&x, &x), 1000.0);
+//! let report = fprev::chains::report();
+//! assert_eq!(report.site("dot").map(|site| site.max_chain), Some(1000));
+//! println!("{report}"); // sites, longest chain first, with a guess of their shape
+//! ```
+//!
+//! See the repository's `docs/accumulator.md` for the sites it recognizes and pinning.
+//!
+//! # Fix
+//!
+//! [`exact`] sums and dot products round the exact result once, so every order, thread
+//! count and chunking gives the same bits, and they merge across threads.
+//!
+//! ```
+//! use fprev::exact;
+//! let x = [1e100, 1.0, -1e100, 1e-300];
+//! assert_eq!(exact::sum(&x), 1.0 + 1e-300); // plain summation gives 1e-300
+//! assert_eq!(exact::dot(&[1e16, 1.0, -1e16], &[1.0, 1.0, 1.0]), Ok(1.0)); // plain: 0.0
+//! let v: Vec<f64> = (0..100_000).map(|i| (i as f64).sin()).collect();
+//! assert_eq!(exact::par_sum(&v), exact::sum(&v));
+//! ```
+//!
+//! The repository's `docs/exact.md` describes the algorithms (a Kulisch superaccumulator
+//! behind an expansion filter, and the Ozaki scheme), the IEEE edge cases and how to run
+//! the benchmarks.
 
 extern crate self as fprev;
 
@@ -12,3 +158,8 @@ pub use half;
 #[doc(hidden)]
 #[path = "private.rs"]
 pub mod __private;
+
+/// README's examples, compiled and run as doctests (they are not part of these docs).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

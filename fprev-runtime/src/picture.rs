@@ -7,6 +7,12 @@
 //! absorbed leaf joins where it is added, so a sequential sum of 1024 values is one line
 //! rather than 1023 levels. No graphviz needed: the SVG is written directly.
 //!
+//! Large trees (over 64 leaves) that [`SumTree::describe`](crate::SumTree::describe)
+//! splits into parts, and trees with strided lanes, are drawn by their structure instead:
+//! the small tree that combines the parts over one box per part, a part repeated with a
+//! shift drawn once under a heading such as "x8, shifted by 128", and each strided lane
+//! as a named row marking the inputs it absorbs. [`Picture::full`] draws every rounding.
+//!
 //! ```
 //! let tree: fprev::SumTree = "(((0+1)+2)+(3+4+5))".parse()?;
 //! let svg = fprev::picture::svg(&tree);
@@ -17,6 +23,8 @@
 use std::fmt::Write;
 
 use crate::tree::SumTree;
+
+mod condensed;
 
 /// Drawing options.
 ///
@@ -29,6 +37,7 @@ use crate::tree::SumTree;
 pub struct Picture {
     title: Option<String>,
     chain_min: usize,
+    full: bool,
 }
 
 impl Default for Picture {
@@ -43,12 +52,30 @@ pub fn svg(tree: &SumTree) -> String {
 }
 
 impl Picture {
-    /// No title; chains of 4 or more additions are squeezed.
+    /// No title; chains of 4 or more additions are squeezed; trees over 64 leaves that
+    /// [`SumTree::describe`] splits into parts, and trees with strided lanes, are drawn by
+    /// their structure.
     pub fn new() -> Self {
         Picture {
             title: None,
             chain_min: 4,
+            full: false,
         }
+    }
+
+    /// Draw every rounding even when the tree is large (default: a tree over 64 leaves
+    /// made of named parts is drawn as the tree over its parts, each repeated part once).
+    ///
+    /// ```
+    /// let t = fprev::SumTree::numpy_pairwise(1024);
+    /// let condensed = fprev::picture::Picture::new().render(&t);
+    /// assert!(condensed.contains("x8, shifted by 128"));
+    /// let full = fprev::picture::Picture::new().full(true).render(&t);
+    /// assert!(full.len() > condensed.len());
+    /// ```
+    pub fn full(mut self, full: bool) -> Self {
+        self.full = full;
+        self
     }
 
     /// A caption above the tree.
@@ -66,6 +93,11 @@ impl Picture {
 
     /// The SVG document.
     pub fn render(&self, tree: &SumTree) -> String {
+        if !self.full {
+            if let Some(svg) = condensed::render(tree, self.title.as_deref()) {
+                return svg;
+            }
+        }
         Layout::new(tree, self.chain_min).svg(tree, self.title.as_deref())
     }
 }
@@ -175,10 +207,9 @@ impl Layout {
             36.0
         } else if n <= 64 {
             22.0
-        } else if n <= 256 {
-            9.0
         } else {
-            (4096.0 / n as f64).max(1.0)
+            // about 1200 px wide, as a page shows it, until leaves would be under 1 px
+            (1140.0 / n as f64).max(1.0)
         };
         let levels = self.max_level.max(1.0);
         let span = dx * (n.max(2) - 1) as f64;
@@ -224,7 +255,8 @@ impl Layout {
                 if big { 1.4 } else { 0.8 }
             );
         };
-        let mut labels: Vec<(f64, f64)> = Vec::new();
+        // chain labels, drawn last on a white backing so that no line crosses them
+        let mut labels: Vec<(f64, f64, f64, usize)> = Vec::new();
         // edges
         for v in n..total {
             let kids = t.children(v);
@@ -264,16 +296,10 @@ impl Layout {
                 // overlapping chains (interleaved lanes) share one label
                 let crowded = labels
                     .iter()
-                    .any(|&(lx, ly)| (lx - mx).abs() < 90.0 && (ly - my).abs() < 14.0);
+                    .any(|&(lx, ly, _, _)| (lx - mx).abs() < 90.0 && (ly - my).abs() < 14.0);
                 if !crowded {
-                    labels.push((mx, my));
-                    let _ = writeln!(
-                        s,
-                        r##"<text x="{mx:.1}" y="{:.1}" font-size="{}" fill="#2b6cb0" text-anchor="middle">{} adds in order</text>"##,
-                        my - 6.0,
-                        if big { 12 } else { 11 },
-                        len
-                    );
+                    let angle = (y1 - y0).atan2(x1 - x0).to_degrees();
+                    labels.push((mx, my, angle, len));
                 }
             }
             if self.hidden[v] {
@@ -375,6 +401,21 @@ impl Layout {
                 );
             }
         }
+        let size = if big { 12.0 } else { 11.0 };
+        for (mx, my, angle, len) in labels {
+            // along the chain's edge, on its upper side, where no other line runs (the
+            // absorbed leaves join the edge from below)
+            let text = format!("{len} adds in order");
+            let w = text.len() as f64 * size * 0.56 + 6.0;
+            let _ = writeln!(
+                s,
+                r##"<g transform="rotate({angle:.2} {mx:.1} {my:.1})"><rect x="{:.1}" y="{:.1}" width="{w:.1}" height="{:.1}" fill="#ffffff" fill-opacity="0.9"/><text x="{mx:.1}" y="{:.1}" font-size="{size}" fill="#2b6cb0" text-anchor="middle">{text}</text></g>"##,
+                mx - w / 2.0,
+                my - 5.0 - size,
+                size + 3.0,
+                my - 5.0
+            );
+        }
         s.push_str("</svg>\n");
         s
     }
@@ -398,6 +439,50 @@ mod tests {
         // one circle for the top of the chain, not 1023
         assert_eq!(svg.matches("<circle").count(), 1);
         assert!(svg.len() < 400_000);
+    }
+
+    #[test]
+    fn repeated_blocks_are_drawn_once() {
+        let svg = svg(&SumTree::numpy_pairwise(1024));
+        assert!(svg.contains("x8, shifted by 128"), "{svg}");
+        // the top tree over 8 blocks and the lane tree over 8 lanes: 7 + 7 additions
+        assert_eq!(svg.matches("<circle").count(), 14);
+        for j in 0..8 {
+            assert!(svg.contains(&format!(">lane {j}</text>")));
+        }
+        assert_eq!(svg.matches(">16 in order</text>").count(), 8);
+        assert!(svg.contains(r#"width="1200""#));
+        // hundreds of blocks: one band instead of a box each, and a small file
+        let svg = super::svg(&SumTree::numpy_pairwise(1 << 16));
+        assert!(
+            svg.contains("512 blocks; block 1 is values 0..127"),
+            "{svg}"
+        );
+        assert!(svg.contains("x512, shifted by 128") && svg.len() < 40_000);
+    }
+
+    #[test]
+    fn unequal_blocks_are_drawn_once_per_kind() {
+        let svg = svg(&SumTree::numpy_pairwise(300));
+        assert!(svg.contains("the shape of blocks 1, 2, 3"), "{svg}");
+        assert!(svg.contains(">8 lanes of 10, then 4</text>"), "{svg}");
+        // small trees without lanes keep the full drawing
+        let blocked: SumTree = "((((0+1)+2)+3)+(((4+5)+6)+7))".parse().unwrap();
+        let svg = Picture::new().render(&blocked);
+        assert!(
+            !svg.contains("combined") && svg.contains("<circle"),
+            "{svg}"
+        );
+    }
+
+    #[test]
+    fn chain_labels_sit_on_a_backing() {
+        let svg = svg(&SumTree::sequential(40));
+        let label = svg.find(">39 adds in order<").unwrap();
+        let backing = svg[..label].rfind("<rect").unwrap();
+        assert!(svg[backing..label].contains(r##"fill="#ffffff""##));
+        // nothing is drawn after the labels but other labels
+        assert!(!svg[label..].contains("<line"));
     }
 
     #[test]

@@ -16,6 +16,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::float::{exact_sum_rounded, ProbeFloat};
 
+pub(crate) mod describe;
 mod shapes;
 
 /// A summation tree in canonical form.

@@ -1,0 +1,968 @@
+//! Large trees in words: the structure of a summation tree, found from its repetitions.
+//!
+//! A revealed tree of a few thousand leaves is unreadable as text and as a full picture,
+//! but library orders are made of few ideas: one accumulator absorbing values in order
+//! (possibly with a stride, which makes it a *lane*), balanced pairwise halving, fused
+//! multi-term adds, and blocks that repeat the same shape shifted along the input. This
+//! module finds those ideas bottom-up in linear time and names them; what it cannot name
+//! it summarizes by counts. [`SumTree::describe`] writes the words; the picture module
+//! draws the same decomposition.
+
+use std::collections::HashMap;
+
+use super::SumTree;
+
+/// How the leaves a chain absorbs step from one to the next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// A constant difference (1: in order, -1: in reverse order, `s`: a lane of stride `s`).
+    By(i64),
+    /// No constant difference.
+    Irregular,
+}
+
+/// How a node's parts are combined above them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Combiner {
+    /// `((p0+p1)+p2)+...`
+    InOrder,
+    /// `p0+(p1+(p2+...))`
+    Reverse,
+    /// Balanced: all binary, as shallow as possible.
+    Pairwise,
+    /// One fused node over all parts.
+    Fused,
+    /// Anything else: the tree over the parts (leaf `i` is part `i`).
+    Other(SumTree),
+}
+
+/// What one node of a tree is, in the terms [`SumTree::describe`] uses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Shape {
+    /// An input.
+    Leaf,
+    /// One accumulator absorbing `len` leaves one at a time.
+    Chain { len: usize, step: Step },
+    /// Balanced pairwise summation of `len` leaves.
+    Pairwise { len: usize },
+    /// One fused node over `len` leaves.
+    Fused { len: usize },
+    /// Parts (node ids, by smallest leaf) combined by `top`. `shift` is set when every part
+    /// is the first one shifted by a multiple of it; `interleaved` when the parts' leaf
+    /// ranges overlap (lanes) rather than follow one another (blocks).
+    Parts {
+        top: Combiner,
+        parts: Vec<usize>,
+        shift: Option<usize>,
+        interleaved: bool,
+    },
+    /// The subtree `base`, then `leaves` added one at a time in this order.
+    Tail { base: usize, leaves: Vec<usize> },
+    /// None of the above.
+    Irregular,
+}
+
+/// Per-node facts computed once, bottom-up.
+pub(crate) struct Analysis<'t> {
+    pub(crate) tree: &'t SumTree,
+    pub(crate) size: Vec<u32>,
+    pub(crate) min_leaf: Vec<u32>,
+    pub(crate) max_leaf: Vec<u32>,
+    depth: Vec<u32>,
+    /// Binary all the way down, every node splitting its contiguous leaves roughly in half.
+    balanced: Vec<bool>,
+    /// Shift-invariant shape hash: equal for subtrees that are shifted copies.
+    sig: Vec<u64>,
+    /// For chains: (length, first two leaves or the step, last leaf).
+    chain: Vec<Option<ChainInfo>>,
+}
+
+#[derive(Clone, Copy)]
+struct ChainInfo {
+    len: usize,
+    /// The bottom pair, ascending, until a third leaf fixes the step.
+    pair: (u32, u32),
+    step: Option<Step>,
+    last: u32,
+}
+
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+impl<'t> Analysis<'t> {
+    pub(crate) fn new(tree: &'t SumTree) -> Analysis<'t> {
+        let n = tree.leaf_count();
+        let total = n + tree.inner_count();
+        let mut a = Analysis {
+            tree,
+            size: vec![1; total],
+            min_leaf: (0..total as u32).collect(),
+            max_leaf: (0..total as u32).collect(),
+            depth: vec![0; total],
+            balanced: vec![true; total],
+            sig: vec![mix(1); total],
+            chain: vec![None; total],
+        };
+        for v in n..total {
+            let kids = tree.children(v);
+            let first = kids[0] as usize;
+            let lo = a.min_leaf[first];
+            let (mut size, mut hi, mut depth, mut binary) = (0, 0, 0, kids.len() == 2);
+            let mut smallest = u32::MAX;
+            let mut h = mix(kids.len() as u64);
+            for &c in kids {
+                let c = c as usize;
+                size += a.size[c];
+                hi = hi.max(a.max_leaf[c]);
+                depth = depth.max(a.depth[c] + 1);
+                binary &= a.balanced[c];
+                smallest = smallest.min(a.size[c]);
+                h = mix(h ^ a.sig[c]).wrapping_add(u64::from(a.min_leaf[c] - lo));
+            }
+            a.size[v] = size;
+            a.min_leaf[v] = lo;
+            a.max_leaf[v] = hi;
+            a.depth[v] = depth;
+            // halves within 40/60: NumPy's halves are rounded to multiples of 8
+            // (over a contiguous range: interleaved halves are lanes, named as such)
+            a.balanced[v] =
+                binary && hi - lo + 1 == size && (size <= 3 || 5 * smallest >= 2 * size);
+            a.sig[v] = mix(h);
+            a.chain[v] = a.extend_chain(kids);
+        }
+        a
+    }
+
+    fn extend_chain(&self, kids: &[u32]) -> Option<ChainInfo> {
+        let [x, y] = kids else { return None };
+        let (x, y) = (*x as usize, *y as usize);
+        let t = self.tree;
+        match (t.is_leaf(x), t.is_leaf(y)) {
+            (true, true) => Some(ChainInfo {
+                len: 2,
+                pair: (x as u32, y as u32),
+                step: None,
+                last: y as u32,
+            }),
+            (true, false) | (false, true) => {
+                let (leaf, inner) = if t.is_leaf(x) { (x, y) } else { (y, x) };
+                let c = self.chain[inner]?;
+                let leaf = leaf as u32;
+                let step = match c.step {
+                    None => {
+                        let (lo, hi) = c.pair;
+                        let d = i64::from(hi) - i64::from(lo);
+                        if i64::from(leaf) - i64::from(hi) == d {
+                            Step::By(d)
+                        } else if i64::from(lo) - i64::from(leaf) == d {
+                            Step::By(-d)
+                        } else {
+                            Step::Irregular
+                        }
+                    }
+                    Some(Step::By(s)) if i64::from(leaf) - i64::from(c.last) == s => Step::By(s),
+                    Some(_) => Step::Irregular,
+                };
+                Some(ChainInfo {
+                    len: c.len + 1,
+                    pair: c.pair,
+                    step: Some(step),
+                    last: leaf,
+                })
+            }
+            (false, false) => None,
+        }
+    }
+
+    /// Whether `v` is one of the shapes named without parts.
+    pub(crate) fn pure(&self, v: usize) -> Option<Shape> {
+        let t = self.tree;
+        if t.is_leaf(v) {
+            return Some(Shape::Leaf);
+        }
+        let len = self.size[v] as usize;
+        if let Some(c) = self.chain[v] {
+            let step = c
+                .step
+                .unwrap_or(Step::By(i64::from(c.pair.1) - i64::from(c.pair.0)));
+            return Some(Shape::Chain { len, step });
+        }
+        if self.balanced[v] {
+            return Some(Shape::Pairwise { len });
+        }
+        let kids = t.children(v);
+        if kids.len() == len {
+            return Some(Shape::Fused { len });
+        }
+        None
+    }
+
+    /// Inner nodes of the subtree at `v` (including `v`), in no particular order.
+    fn subtree_nodes(&self, v: usize) -> Vec<usize> {
+        let mut out = Vec::new();
+        let mut stack = vec![v];
+        while let Some(w) = stack.pop() {
+            if !self.tree.is_leaf(w) {
+                out.push(w);
+                stack.extend(self.tree.children(w).iter().map(|&c| c as usize));
+            }
+        }
+        out
+    }
+
+    /// The parts under `v` that `is_part` accepts (descending no further), by smallest
+    /// leaf, and the tree that combines them (leaf `i` is part `i`).
+    pub(crate) fn contract(
+        &self,
+        v: usize,
+        is_part: impl Fn(usize) -> bool,
+    ) -> Option<(Vec<usize>, SumTree)> {
+        let t = self.tree;
+        let mut parts = Vec::new();
+        let mut inner = Vec::new();
+        let mut stack = vec![v];
+        while let Some(w) = stack.pop() {
+            if is_part(w) || t.is_leaf(w) {
+                parts.push(w);
+            } else {
+                inner.push(w);
+                stack.extend(t.children(w).iter().map(|&c| c as usize));
+            }
+        }
+        if parts.len() < 2 {
+            return None;
+        }
+        parts.sort_unstable_by_key(|&p| self.min_leaf[p]);
+        let c = parts.len();
+        let mut id: HashMap<usize, u32> = parts
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| (p, i as u32))
+            .collect();
+        // node ids grow with post-order, so ascending ids put children first
+        inner.sort_unstable();
+        let mut nodes = Vec::with_capacity(inner.len());
+        for (k, &w) in inner.iter().enumerate() {
+            id.insert(w, (c + k) as u32);
+            nodes.push(t.children(w).iter().map(|&ch| id[&(ch as usize)]).collect());
+        }
+        Some((parts, SumTree::from_raw(c, nodes)))
+    }
+
+    /// Whether the subtrees at `a` and `b` are the same shape, `b` shifted by `shift`.
+    fn shifted_copy(&self, a: usize, b: usize, shift: i64) -> bool {
+        let t = self.tree;
+        let mut stack = vec![(a, b)];
+        while let Some((x, y)) = stack.pop() {
+            match (t.is_leaf(x), t.is_leaf(y)) {
+                (true, true) if y as i64 - x as i64 == shift => {}
+                (false, false) => {
+                    let (kx, ky) = (t.children(x), t.children(y));
+                    if kx.len() != ky.len() {
+                        return false;
+                    }
+                    stack.extend(kx.iter().zip(ky).map(|(&p, &q)| (p as usize, q as usize)));
+                }
+                _ => return false,
+            }
+        }
+        true
+    }
+
+    /// What `v` is.
+    pub(crate) fn shape(&self, v: usize) -> Shape {
+        if let Some(s) = self.pure(v) {
+            return s;
+        }
+        if let Some(s) = self.tiling(v) {
+            return s;
+        }
+        if let Some(s) = self.tail(v) {
+            return s;
+        }
+        if let Some(s) = self.mixed(v) {
+            return s;
+        }
+        Shape::Irregular
+    }
+
+    /// Shifted copies of one subtree that cover `v` exactly, combined in a named way.
+    fn tiling(&self, v: usize) -> Option<Shape> {
+        let total = self.size[v];
+        let mut groups: HashMap<u64, (u32, usize, u32)> = HashMap::new();
+        for w in self.subtree_nodes(v) {
+            if w == v {
+                continue;
+            }
+            let e = groups.entry(self.sig[w]).or_insert((0, w, self.size[w]));
+            e.0 += 1;
+            if self.min_leaf[w] < self.min_leaf[e.1] {
+                e.1 = w;
+            }
+        }
+        let mut found: Vec<(bool, u32, u64)> = groups
+            .iter()
+            .filter(|(_, &(count, _, size))| count >= 2 && count * size == total)
+            .map(|(&sig, &(_, first, size))| {
+                let contiguous = self.max_leaf[first] - self.min_leaf[first] + 1 == size;
+                (!contiguous, size, sig)
+            })
+            .collect();
+        // blocks before lanes, then the smallest
+        found.sort_unstable();
+        for (interleaved, _, sig) in found {
+            let Some((parts, top)) = self.contract(v, |w| self.sig[w] == sig) else {
+                continue;
+            };
+            let top = classify(&top);
+            if matches!(top, Combiner::Other(_)) {
+                continue;
+            }
+            let shift = (self.min_leaf[parts[1]] - self.min_leaf[parts[0]]) as usize;
+            let regular = parts.iter().enumerate().all(|(i, &p)| {
+                self.min_leaf[p] as usize == self.min_leaf[parts[0]] as usize + i * shift
+                    && self.shifted_copy(parts[0], p, (i * shift) as i64)
+            });
+            return Some(Shape::Parts {
+                top,
+                parts,
+                shift: regular.then_some(shift),
+                interleaved,
+            });
+        }
+        None
+    }
+
+    /// A subtree, then leaves absorbed one at a time.
+    fn tail(&self, v: usize) -> Option<Shape> {
+        let t = self.tree;
+        let mut leaves = Vec::new();
+        let mut w = v;
+        loop {
+            let kids = t.children(w);
+            let [a, b] = kids else { break };
+            let (a, b) = (*a as usize, *b as usize);
+            match (t.is_leaf(a), t.is_leaf(b)) {
+                (true, false) => {
+                    leaves.push(a);
+                    w = b;
+                }
+                (false, true) => {
+                    leaves.push(b);
+                    w = a;
+                }
+                _ => break,
+            }
+            if self.chain[w].is_some() {
+                return None;
+            }
+        }
+        if leaves.is_empty() || t.is_leaf(w) {
+            return None;
+        }
+        leaves.reverse();
+        Some(Shape::Tail { base: w, leaves })
+    }
+
+    /// Whether `w` adds two contiguous halves (within 40/60) of contiguous leaves.
+    fn halves(&self, w: usize) -> bool {
+        let kids = self.tree.children(w);
+        let contiguous = |x: usize| self.max_leaf[x] - self.min_leaf[x] + 1 == self.size[x];
+        match kids {
+            [a, b] => {
+                let (a, b) = (*a as usize, *b as usize);
+                let small = self.size[a].min(self.size[b]);
+                contiguous(a) && contiguous(b) && 5 * small >= 2 * self.size[w]
+            }
+            _ => false,
+        }
+    }
+
+    /// Pairwise halving down to blocks of unequal sizes (NumPy's halves are rounded to
+    /// multiples of 8): the blocks are the first nodes that do not halve.
+    fn halving(&self, v: usize) -> Option<Shape> {
+        if !self.halves(v) {
+            return None;
+        }
+        let t = self.tree;
+        let mut blocks = std::collections::HashSet::new();
+        let mut stack = vec![v];
+        while let Some(w) = stack.pop() {
+            if w != v && (t.is_leaf(w) || !self.halves(w)) {
+                blocks.insert(w);
+                if blocks.len() > 64 {
+                    return None;
+                }
+            } else {
+                stack.extend(t.children(w).iter().map(|&c| c as usize));
+            }
+        }
+        if blocks.len() < 3 || blocks.iter().any(|&b| self.size[b] < 4) {
+            return None;
+        }
+        let (parts, top) = self.contract(v, |w| blocks.contains(&w))?;
+        Some(Shape::Parts {
+            top: classify(&top),
+            parts,
+            shift: None,
+            interleaved: false,
+        })
+    }
+
+    /// Named pieces (chains, pairwise, fused) combined in a named way or by a small tree.
+    fn mixed(&self, v: usize) -> Option<Shape> {
+        if let Some(shape) = self.halving(v) {
+            return Some(shape);
+        }
+        // pieces that are pure shapes first (a blocked sum's blocks), then any named ones
+        self.pieces(v, |w| self.pure(w).is_some()).or_else(|| {
+            self.pieces(v, |w| {
+                self.pure(w).is_some() || self.tiling(w).is_some() || self.tail(w).is_some()
+            })
+        })
+    }
+
+    /// The highest nodes below `v` that `named` accepts, combined by a named or small
+    /// tree. The walk gives up past 128 unnamed nodes or 64 pieces, which bounds its cost
+    /// at 128 checks of `named` over the subtree.
+    fn pieces(&self, v: usize, named: impl Fn(usize) -> bool) -> Option<Shape> {
+        let t = self.tree;
+        let mut frontier = std::collections::HashSet::new();
+        let mut stack: Vec<usize> = t.children(v).iter().map(|&c| c as usize).collect();
+        let mut unnamed = 0;
+        while let Some(w) = stack.pop() {
+            if named(w) {
+                frontier.insert(w);
+                continue;
+            }
+            unnamed += 1;
+            if unnamed > 128 || frontier.len() > 64 {
+                return None;
+            }
+            stack.extend(t.children(w).iter().map(|&c| c as usize));
+        }
+        let (parts, top) = self.contract(v, |w| frontier.contains(&w))?;
+        if parts.len() > 64 || parts.iter().all(|&p| self.tree.is_leaf(p)) {
+            return None;
+        }
+        let top = classify(&top);
+        if matches!(top, Combiner::Other(_)) && parts.len() > 8 {
+            return None;
+        }
+        let interleaved = parts
+            .windows(2)
+            .any(|w| self.max_leaf[w[0]] > self.min_leaf[w[1]]);
+        Some(Shape::Parts {
+            top,
+            parts,
+            shift: None,
+            interleaved,
+        })
+    }
+
+    /// A phrase for the subtree at `v`; `room` bounds the nesting.
+    pub(crate) fn phrase(&self, v: usize, room: usize) -> String {
+        let shape = self.shape(v);
+        match shape {
+            Shape::Leaf => "1 value".into(),
+            Shape::Chain { len, step } => chain_phrase(len, step),
+            Shape::Pairwise { len } => format!("pairwise over {len}"),
+            Shape::Fused { len } => format!("one fused add of {len}"),
+            Shape::Irregular => self.stats_phrase(v),
+            _ if room == 0 => self.stats_phrase(v),
+            Shape::Tail { base, leaves } => {
+                let (a, b) = (leaves[0], leaves[leaves.len() - 1]);
+                let order = if leaves.windows(2).all(|w| w[1] == w[0] + 1) {
+                    format!("in order ({a}..={b})")
+                } else {
+                    "one at a time".into()
+                };
+                format!(
+                    "{}; then {} more added {order}",
+                    self.phrase(base, room - 1),
+                    leaves.len()
+                )
+            }
+            Shape::Parts {
+                top,
+                parts,
+                shift,
+                interleaved,
+            } => self.parts_phrase(&top, &parts, shift, interleaved, room),
+        }
+    }
+
+    fn parts_phrase(
+        &self,
+        top: &Combiner,
+        parts: &[usize],
+        shift: Option<usize>,
+        interleaved: bool,
+        room: usize,
+    ) -> String {
+        let c = parts.len();
+        let how = combiner_phrase(top);
+        if let (Some(s), true) = (shift, interleaved) {
+            let first = parts[0];
+            if let Some(Shape::Chain {
+                len,
+                step: Step::By(stride),
+            }) = self.pure(first)
+            {
+                if stride > 0 {
+                    return format!(
+                        "{c} lanes, stride {stride}, {len} in order; lanes combined {how}"
+                    );
+                }
+            }
+            return format!(
+                "{c} interleaved parts of {}, each shifted by {s}, combined {how}; each part {}",
+                self.size[first],
+                self.phrase(first, room - 1)
+            );
+        }
+        let noun = if interleaved { "parts" } else { "blocks" };
+        let sizes: Vec<u32> = parts.iter().map(|&p| self.size[p]).collect();
+        let of = if sizes.iter().all(|&s| s == sizes[0]) {
+            format!("{c} {noun} of {}", sizes[0])
+        } else if c <= 8 {
+            let list: Vec<String> = sizes.iter().map(u32::to_string).collect();
+            format!("{c} {noun} of {}", list.join(", "))
+        } else {
+            let (lo, hi) = (sizes.iter().min(), sizes.iter().max());
+            format!(
+                "{c} {noun} of {}..={} values",
+                lo.unwrap_or(&0),
+                hi.unwrap_or(&0)
+            )
+        };
+        let head = match top {
+            Combiner::Pairwise if c > 2 => format!("pairwise over {of}"),
+            Combiner::Fused => format!("one fused add over {of}"),
+            _ => format!("{of}, combined {how}"),
+        };
+        if shift.is_some() {
+            let part = noun.trim_end_matches('s');
+            return format!("{head}; each {part} {}", self.phrase(parts[0], room - 1));
+        }
+        // different parts: name each kind once, by part numbers
+        let mut kinds: Vec<(String, Vec<usize>)> = Vec::new();
+        for (i, &p) in parts.iter().enumerate() {
+            let words = match self.pure(p) {
+                Some(Shape::Chain { step, .. }) => chain_kind(step).to_string(),
+                Some(Shape::Pairwise { .. }) => "pairwise".into(),
+                Some(Shape::Fused { .. }) => "one fused add".into(),
+                Some(Shape::Leaf) => "1 value".into(),
+                _ if room == 1 => "a named shape".into(),
+                _ => self.phrase(p, room - 1),
+            };
+            match kinds.iter_mut().find(|(w, _)| *w == words) {
+                Some((_, ids)) => ids.push(i),
+                None => kinds.push((words, vec![i])),
+            }
+        }
+        if let [(words, _)] = &kinds[..] {
+            return format!("{head}; each {} {words}", noun.trim_end_matches('s'));
+        }
+        let listed: Vec<String> = kinds
+            .iter()
+            .map(|(words, ids)| {
+                let noun = if ids.len() == 1 {
+                    noun.trim_end_matches('s')
+                } else {
+                    noun
+                };
+                format!("{noun} {} [{words}]", numbers(ids))
+            })
+            .collect();
+        format!("{head}; {}", listed.join("; "))
+    }
+
+    fn stats_phrase(&self, v: usize) -> String {
+        let t = self.tree;
+        let nodes = self.subtree_nodes(v);
+        let fan = nodes
+            .iter()
+            .map(|&w| t.children(w).len())
+            .max()
+            .unwrap_or(0);
+        let split: Vec<String> = t
+            .children(v)
+            .iter()
+            .map(|&c| self.size[c as usize].to_string())
+            .collect();
+        let mut s = format!(
+            "irregular: {} values, {} roundings, depth {}",
+            self.size[v],
+            nodes.len(),
+            self.depth[v]
+        );
+        if fan > 2 {
+            s += &format!(", fan-in up to {fan}");
+        }
+        if !split.is_empty() {
+            s += &format!(", the last rounding adds parts of {}", split.join(" + "));
+        }
+        s
+    }
+}
+
+/// Part numbers as ranges: `1-2, 5`.
+fn numbers(ids: &[usize]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < ids.len() {
+        let mut j = i;
+        while j + 1 < ids.len() && ids[j + 1] == ids[j] + 1 {
+            j += 1;
+        }
+        out.push(if j == i {
+            format!("{}", ids[i] + 1)
+        } else {
+            format!("{}-{}", ids[i] + 1, ids[j] + 1)
+        });
+        i = j + 1;
+    }
+    out.join(", ")
+}
+
+/// Name the tree that combines parts.
+pub(crate) fn classify(top: &SumTree) -> Combiner {
+    let c = top.leaf_count();
+    if *top == SumTree::sequential(c) {
+        return Combiner::InOrder;
+    }
+    if *top == SumTree::reverse(c) {
+        return Combiner::Reverse;
+    }
+    if Analysis::new(top).balanced[top.root()] {
+        return Combiner::Pairwise;
+    }
+    if top.inner_count() == 1 {
+        return Combiner::Fused;
+    }
+    Combiner::Other(top.clone())
+}
+
+pub(crate) fn combiner_phrase(top: &Combiner) -> String {
+    match top {
+        Combiner::InOrder => "in order".into(),
+        Combiner::Reverse => "in reverse order".into(),
+        Combiner::Pairwise => "pairwise".into(),
+        Combiner::Fused => "by one fused add".into(),
+        Combiner::Other(t) if t.leaf_count() <= 8 => format!("as {t}"),
+        Combiner::Other(t) => format!("irregularly (depth {})", t.stats().depth),
+    }
+}
+
+fn chain_kind(step: Step) -> String {
+    match step {
+        Step::By(1) => "in order".into(),
+        Step::By(-1) => "in reverse order".into(),
+        Step::By(s) if s > 0 => format!("in order, stride {s}"),
+        Step::By(s) => format!("in reverse order, stride {}", -s),
+        Step::Irregular => "one at a time in an irregular order".into(),
+    }
+}
+
+pub(crate) fn chain_phrase(len: usize, step: Step) -> String {
+    match step {
+        Step::Irregular => format!("{len} added one at a time in an irregular order"),
+        _ => format!("{len} {}", chain_kind(step)),
+    }
+}
+
+impl SumTree {
+    /// The tree's structure in words, found from its repetitions: sequential and reverse
+    /// chains, strided lanes, balanced pairwise halving, fused multi-term adds, and blocks
+    /// that repeat one shape shifted along the input. What matches none of these is
+    /// summarized by its counts (values, roundings, depth, fan-in).
+    ///
+    /// Linear in the tree's size for the shapes it names; meant for trees too large to
+    /// read as text or as a full picture.
+    ///
+    /// ```
+    /// use fprev::SumTree;
+    /// assert_eq!(SumTree::sequential(1000).describe(), "1000 in order");
+    /// assert_eq!(
+    ///     SumTree::numpy_pairwise(1024).describe(),
+    ///     "pairwise over 8 blocks of 128; each block 8 lanes, stride 8, 16 in order; \
+    ///      lanes combined pairwise"
+    /// );
+    /// ```
+    pub fn describe(&self) -> String {
+        Analysis::new(self).phrase(self.root(), 4)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    #[test]
+    fn named_shapes() {
+        for (t, want) in [
+            (SumTree::sequential(1000), "1000 in order"),
+            (SumTree::reverse(50), "50 in reverse order"),
+            (SumTree::pairwise(1024), "pairwise over 1024"),
+            (SumTree::pairwise(1000), "pairwise over 1000"),
+            (SumTree::fused(9), "one fused add of 9"),
+            (SumTree::sequential(1), "1 value"),
+        ] {
+            assert_eq!(t.describe(), want);
+        }
+        assert_eq!(
+            SumTree::numpy_pairwise(4096).describe(),
+            "pairwise over 32 blocks of 128; each block 8 lanes, stride 8, 16 in order; \
+             lanes combined pairwise"
+        );
+    }
+
+    #[test]
+    fn blocked_gemm_names_its_blocks() {
+        // matrixmultiply's sgemm at k = 600: blocks of 256 summed in order, added in order
+        let t: SumTree = text::blocks(
+            &[0, 256, 512, 600],
+            |lo, hi| text::chain(lo..hi),
+            text::in_order,
+        )
+        .parse()
+        .unwrap();
+        assert_eq!(
+            t.describe(),
+            "3 blocks of 256, 256, 88, combined in order; each block in order"
+        );
+    }
+
+    #[test]
+    fn uneven_halving_names_its_blocks() {
+        // NumPy at n = 300: halves rounded to multiples of 8 give blocks of 72 and 84
+        assert_eq!(
+            SumTree::numpy_pairwise(300).describe(),
+            "pairwise over 4 blocks of 72, 72, 72, 84; \
+             blocks 1-3 [8 lanes, stride 8, 9 in order; lanes combined pairwise]; \
+             block 4 [8 lanes, stride 8, 10 in order; lanes combined pairwise; \
+             then 4 more added in order (296..=299)]"
+        );
+    }
+
+    #[test]
+    fn irregular_trees_get_counts() {
+        let t: SumTree = "((0+(1+(2+3)))+(((4+5)+6)+7))".parse().unwrap();
+        let d = t.describe();
+        assert_eq!(
+            d,
+            "2 blocks of 4, combined in order; block 1 [in reverse order]; block 2 [in order]"
+        );
+        // a few named pieces joined by a small tree: the tree is spelled out
+        let t: SumTree = "(((0+5)+(2+4))+((1+6)+(3+7+8)))".parse().unwrap();
+        let d = t.describe();
+        assert!(
+            d.starts_with("4 parts of 2, 2, 2, 3, combined as ((0+2)+(1+3))"),
+            "{d}"
+        );
+        // random merges, each leaf joined to another part: counts only
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        let mut items: Vec<String> = (0..40).map(|i| i.to_string()).collect();
+        while items.len() > 1 {
+            let a = items.swap_remove(rng.random_range(0..items.len()));
+            let b = items.swap_remove(rng.random_range(0..items.len()));
+            let c = if items.len() > 3 && rng.random_bool(0.2) {
+                format!("+{}", items.swap_remove(rng.random_range(0..items.len())))
+            } else {
+                String::new()
+            };
+            items.push(format!("({a}+{b}{c})"));
+        }
+        let d = items[0].parse::<SumTree>().unwrap().describe();
+        assert!(d.starts_with("irregular: 40 values, "), "seed 7: {d}");
+        assert!(d.contains("fan-in up to 3"), "seed 7: {d}");
+    }
+
+    /// Any tree gets a description without panicking: random merges of random arity,
+    /// and a million-leaf NumPy tree in linear time. Seeded; a failure prints its seed.
+    #[test]
+    fn every_tree_is_described() {
+        for seed in 0..200u64 {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+            let n = rng.random_range(1..300);
+            let mut items: Vec<String> = (0..n).map(|i: usize| i.to_string()).collect();
+            while items.len() > 1 {
+                let k = rng.random_range(2..=items.len().min(4));
+                let picked: Vec<String> = (0..k)
+                    .map(|_| items.swap_remove(rng.random_range(0..items.len())))
+                    .collect();
+                items.push(format!("({})", picked.join("+")));
+            }
+            let t: SumTree = items[0]
+                .parse()
+                .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+            let d = t.describe();
+            assert!(!d.is_empty(), "seed {seed}");
+            let svg = crate::picture::svg(&t);
+            assert!(svg.ends_with("</svg>\n"), "seed {seed}");
+        }
+        let t = SumTree::numpy_pairwise(1 << 20);
+        assert_eq!(
+            t.describe(),
+            "pairwise over 8192 blocks of 128; each block 8 lanes, stride 8, 16 in order; \
+             lanes combined pairwise"
+        );
+        let d = SumTree::numpy_pairwise(1_000_000).describe();
+        // 10^6 = 8 x 125000 halves evenly three times; below that the halves differ
+        assert!(
+            d.starts_with("pairwise over 8 blocks of 125000; each block irregular: 125000 values"),
+            "{d}"
+        );
+    }
+
+    /// Canonical text of trees built from known parts.
+    mod text {
+        pub fn chain(leaves: impl IntoIterator<Item = usize>) -> String {
+            in_order(leaves.into_iter().map(|i| i.to_string()).collect())
+        }
+        pub fn in_order(items: Vec<String>) -> String {
+            let mut it = items.into_iter();
+            let first = it.next().unwrap_or_default();
+            it.fold(first, |acc, x| format!("({acc}+{x})"))
+        }
+        pub fn reverse(items: Vec<String>) -> String {
+            let mut it = items.into_iter().rev();
+            let first = it.next().unwrap_or_default();
+            it.fold(first, |acc, x| format!("({x}+{acc})"))
+        }
+        pub fn pairwise(items: &[String]) -> String {
+            if items.len() == 1 {
+                return items[0].clone();
+            }
+            let mid = items.len() / 2;
+            format!("({}+{})", pairwise(&items[..mid]), pairwise(&items[mid..]))
+        }
+        pub fn fused(items: Vec<String>) -> String {
+            format!("({})", items.join("+"))
+        }
+        /// Blocks between consecutive `cuts`, each built by `block`, combined by `top`.
+        pub fn blocks(
+            cuts: &[usize],
+            block: impl Fn(usize, usize) -> String,
+            top: impl Fn(Vec<String>) -> String,
+        ) -> String {
+            top(cuts.windows(2).map(|w| block(w[0], w[1])).collect())
+        }
+    }
+
+    #[derive(Clone, Copy, Debug)]
+    enum Top {
+        InOrder,
+        Reverse,
+        Pairwise,
+        Fused,
+    }
+
+    #[derive(Clone, Copy, Debug)]
+    enum Block {
+        InOrder,
+        Reverse,
+        Pairwise,
+        Fused,
+        /// `k` lanes of stride `k`, each `m` in order, combined pairwise or in order.
+        Lanes {
+            k: usize,
+            m: usize,
+            pairwise: bool,
+        },
+    }
+
+    fn join(top: Top, items: Vec<String>) -> String {
+        match top {
+            Top::InOrder => text::in_order(items),
+            Top::Reverse => text::reverse(items),
+            Top::Pairwise => text::pairwise(&items),
+            Top::Fused => text::fused(items),
+        }
+    }
+
+    fn build(block: Block, lo: usize, len: usize) -> String {
+        let leaves = || (lo..lo + len).map(|i| i.to_string()).collect::<Vec<_>>();
+        match block {
+            Block::InOrder => text::in_order(leaves()),
+            Block::Reverse => text::reverse(leaves()),
+            Block::Pairwise => text::pairwise(&leaves()),
+            Block::Fused => text::fused(leaves()),
+            Block::Lanes { k, m, pairwise } => {
+                let lanes: Vec<String> = (0..k)
+                    .map(|j| text::chain((0..m).map(|i| lo + j + i * k)))
+                    .collect();
+                join(
+                    if pairwise {
+                        Top::Pairwise
+                    } else {
+                        Top::InOrder
+                    },
+                    lanes,
+                )
+            }
+        }
+    }
+
+    fn block_words(block: Block, len: usize) -> String {
+        match block {
+            Block::InOrder => format!("{len} in order"),
+            Block::Reverse => format!("{len} in reverse order"),
+            Block::Pairwise => format!("pairwise over {len}"),
+            Block::Fused => format!("one fused add of {len}"),
+            Block::Lanes { k, m, pairwise } => format!(
+                "{k} lanes, stride {k}, {m} in order; lanes combined {}",
+                if pairwise { "pairwise" } else { "in order" }
+            ),
+        }
+    }
+
+    /// Trees made of `c` shifted copies of a named block, combined in a named way: the
+    /// description names both and the block size. Seeded; a failure prints its seed.
+    #[test]
+    fn generated_block_trees_are_described() {
+        for seed in 0..400u64 {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+            let top =
+                [Top::InOrder, Top::Reverse, Top::Pairwise, Top::Fused][rng.random_range(0..4)];
+            let c = rng.random_range(if matches!(top, Top::Pairwise) { 4 } else { 3 }..=9);
+            let (block, len) = match rng.random_range(0..5) {
+                0 => (Block::InOrder, rng.random_range(4..40)),
+                1 => (Block::Reverse, rng.random_range(4..40)),
+                // pairwise blocks under a pairwise top are one pairwise tree
+                2 if !matches!(top, Top::Pairwise) => (Block::Pairwise, rng.random_range(4..40)),
+                3 => (Block::Fused, rng.random_range(3..12)),
+                _ => {
+                    let (k, m) = (rng.random_range(2..9), rng.random_range(3..12));
+                    let pairwise = k > 3 && rng.random_bool(0.5);
+                    (Block::Lanes { k, m, pairwise }, k * m)
+                }
+            };
+            let cuts: Vec<usize> = (0..=c).map(|i| i * len).collect();
+            let tree: SumTree =
+                text::blocks(&cuts, |lo, _| build(block, lo, len), |b| join(top, b))
+                    .parse()
+                    .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+            let of = format!("{c} blocks of {len}");
+            let head = match top {
+                Top::Pairwise => format!("pairwise over {of}"),
+                Top::Fused => format!("one fused add over {of}"),
+                Top::InOrder => format!("{of}, combined in order"),
+                Top::Reverse => format!("{of}, combined in reverse order"),
+            };
+            let want = format!("{head}; each block {}", block_words(block, len));
+            assert_eq!(
+                tree.describe(),
+                want,
+                "seed {seed}: {top:?} over {c} x {block:?} of {len}; replay with this seed \
+                 in generated_block_trees_are_described"
+            );
+        }
+    }
+}
