@@ -62,7 +62,7 @@ pub const SECTIONS: &[Section] = &[
     },
 ];
 
-/// A plain f32 accumulation whose loop `#[scramble]` may reorder.
+/// A plain f32 accumulation: `#[scramble]` reassociates its reduction.
 #[fprev::scramble]
 fn plain_total(v: &[f32]) -> f32 {
     let mut s = 0.0f32;
@@ -72,8 +72,10 @@ fn plain_total(v: &[f32]) -> f32 {
     s
 }
 
-/// The same loop accumulating exactly, rounded once to f32.
-#[fprev::scramble]
+/// The same loop accumulating exactly, rounded once to f32. Its `acc.add` is no float
+/// reduction the attribute could reassociate, so the loop is declared order-free
+/// (`loops`) and scrambled whole: exactly what an exact sum must survive.
+#[fprev::scramble(loops)]
 fn exact_total(v: &[f32]) -> f32 {
     let mut acc = fprev::exact::Accumulator::new();
     for x in v.iter() {

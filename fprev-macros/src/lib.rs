@@ -6,10 +6,12 @@ use proc_macro::TokenStream;
 mod accumulator;
 mod scramble;
 
-/// Scrambles the order in which a function's loops visit their items when fprev's
-/// scrambling is switched on at run time (`FPREV_SCRAMBLE=fisher-yates`,
-/// `fprev::scramble::with_config`, or the amplifier), so that order-dependent
-/// floating-point results show up in tests. Off, the function runs as written.
+/// Makes a function's float reductions show their order dependence in tests: when
+/// fprev's scrambling is switched on at run time (`FPREV_SCRAMBLE=shapes`,
+/// `fprev::scramble::with_config`, or the amplifier), every reduction's terms are combined
+/// in a shape drawn from a seed (lanes, blocks, pairwise, thread splits, random trees,
+/// permuted orders) while the loops themselves keep their order. Off, the function runs
+/// as written.
 ///
 /// ```
 /// use fprev::scramble::{with_config, ScrambleConfig, Shuffle};
@@ -24,60 +26,86 @@ mod scramble;
 /// }
 ///
 /// let v: Vec<f32> = (0..1000).map(|i| 1.0 / (i as f32 + 1.0)).collect();
-/// let in_order: f32 = v.iter().sum();
+/// let in_order: f32 = v.iter().fold(0.0, |a, b| a + b);
 /// assert_eq!(with_config(&ScrambleConfig::off(), || total(&v)), in_order);
-/// let on = ScrambleConfig::off().shuffle(Some(Shuffle::FisherYates)).seed(7);
+/// let on = ScrambleConfig::off().shuffle(Some(Shuffle::FisherYates)).shapes(true).seed(7);
 /// let scrambled = with_config(&on, || total(&v));
 /// assert_eq!(with_config(&on, || total(&v)).to_bits(), scrambled.to_bits()); // replayable
+/// assert!((scrambled - in_order).abs() < 1e-4); // rounding, never another meaning
 /// ```
 ///
 /// # What it rewrites
 ///
-/// - `for` loops over `a..b`, `a..=b`, `&v`, `&mut v`, `v.iter()`, `v.iter_mut()`,
-///   `v.chunks(k)` (and `_mut`/`_exact`), optionally followed by `.rev()`, `.step_by(k)`
-///   or `.enumerate()` (indices stay paired with their items). Loops that leave early
-///   (`break` out of the loop, `return`, `?`, labelled `break`/`continue` to an enclosing
-///   loop) keep their order: which items they visit depends on it.
-/// - rayon chains starting at `par_iter()`, `par_iter_mut()`, `par_chunks(k)` or
-///   `(a..b).into_par_iter()`, going through position-independent adapters (`map`,
-///   `filter`, `fold`, ...) and ending in a position-independent consumer (`sum`,
-///   `product`, `reduce`, `for_each`, `min`/`max`, `count`, `any`/`all`, ...). Chains that
-///   `collect`, `enumerate` or `zip` are left alone: reordering them would change what
-///   they compute, not only how they round.
-/// - Closures in the body are rewritten too; nested `fn` items are not.
+/// A `for` loop declares nothing about the order of its iterations: reordering one can
+/// change what a program means (prefix sums, recurrences, two-pointer walks, pushes). So
+/// by default only what may legally be reordered is: the *association* of float
+/// reductions, as a compiler, SIMD library, BLAS or thread pool may change it.
+///
+/// - **Loop reductions.** A `for` or `while` loop owns a reduction into a place (`s`,
+///   `c[i * n + j]`, `self.acc`, `*out`) when every mention of the place's root inside
+///   the loop is an update `P += e`, `P -= e`, `P = P + e`, `P = e + P` or `P = P - e` of
+///   that place, no term reads it, its index changes nothing in the loop and calls
+///   nothing, and the loop does not leave early to outside itself. The loop runs in its
+///   order; the terms (the initial value first) are combined in the drawn shape and the
+///   result is written back after the loop. Nested loops feed the outermost loop that
+///   owns the place. Whether a place is a float (`f32`, `f64`, `f16`, `bf16`) is decided
+///   per monomorphized type: integers, strings and user types run as written.
+/// - **Iterator reductions.** `.sum()` and `.fold(init, |a, t| a + e)` (also `e + a`,
+///   `a - e`, and `Add::add`) on a temporary iterator chain: `zip`, `map`, `take`,
+///   `filter`, `enumerate`, anything.
+/// - **Declared loops.** `#[scramble(loop)]` on a loop, or `loops` / `outer` on the
+///   function (the analogue of an OpenMP `parallel for`), scrambles whole iteration
+///   orders of the supported iterable forms (`a..b`, `&v`, `v.iter()`, `v.chunks(k)`, ...,
+///   collected first): at the user's word, early exits included.
+/// - **rayon chains** starting at `par_iter()`, `par_iter_mut()`, `par_chunks(k)` or
+///   `(a..b).into_par_iter()`, going through position-independent adapters and ending in
+///   a position-independent consumer (`sum`, `reduce`, `for_each`, `min`, ...). Chains
+///   that `collect`, `enumerate` or `zip` are left alone.
+///
+/// Everything else runs as written, and says so: `fprev::scramble::sites()` lists each
+/// site with its scrambled executions, and each loop left alone with its reason
+/// ("order-carrying: reads `s` besides adding to `s`").
 ///
 /// # What it expands to
 ///
-/// Each rewritten loop becomes a check of one relaxed atomic and two copies of the loop:
+/// Nothing is duplicated: the loop body is emitted once.
 ///
 /// ```text
-/// match ::fprev::__private::scramble::loops({ static SITE: CallSite = ...; &SITE }) {
-///     None => for x in v.iter() { s += x; },            // exactly as written
-///     Some(scrambler) => for x in scrambler.shuffled(v.iter()) { s += x; },
+/// static __FPREV_SCRAMBLE_SITES: [CallSite; 1] = [/* dot#reduction0 at file:line */];
+/// inventory::submit! { FnSites::new(&__FPREV_SCRAMBLE_SITES, &[/* loops left alone */]) }
+/// let mut s = 0.0;
+/// {
+///     let mut r = Reduction::begin(&__FPREV_SCRAMBLE_SITES[0], || &s); // one atomic load
+///     if r.on() { r.init(&mut s); }
+///     for i in 0..a.len() {
+///         if r.on() { r.add_assign(a[i] * b[i]) } else { s += a[i] * b[i] };
+///     }
+///     if r.on() { r.write(&mut s); }
 /// }
 /// ```
 ///
-/// `shuffled` collects the items and permutes them with the configured shuffle, on a
-/// ChaCha8 stream keyed by (run seed, this loop, invocation number). A rayon source
-/// becomes `v.__fprev_par_iter(&SITE)`, which returns rayon's `Either` of the original
-/// iterator and the permuted items. With the `off` feature of `fprev` the function is
-/// emitted token for token (per-loop markers, below, are removed).
+/// The closure passed to `begin` is never called: it names the accumulator's type without
+/// evaluating the place. Draws come from a ChaCha8 stream keyed by (run seed, thread
+/// context, site, invocation within that context), so `FPREV_SEED=<token> cargo test
+/// name` replays the same bits alone or within the whole suite. With the `off` feature of
+/// `fprev` the function is emitted token for token (per-loop markers are removed).
 ///
 /// # Options
 ///
-/// - `#[scramble(outer)]`: only loops not nested in another loop; `all` is the default.
-/// - `#[scramble(force)]`: also loops that leave early.
+/// - `#[scramble(loops)]`: also scramble the iteration order of every loop of a
+///   supported form that does not exit early; `outer`: only loops not nested in another.
+/// - `#[scramble(force)]`: with `loops`/`outer`, loops that exit early too.
 /// - `#[scramble(shuffle = "sattolo")]`: this function's shuffle (`"fisher-yates"`,
 ///   `"sattolo"`, `"identity"`), when scrambling is on.
 /// - `#[scramble(crate = "my_fprev")]`: path of a renamed `fprev` dependency.
-/// - On one loop: `#[scramble(skip)]` keeps its order, `#[scramble(force)]` scrambles it
-///   despite early exits.
+/// - On one loop: `#[scramble(skip)]` keeps its order and owns no reduction;
+///   `#[scramble(loop)]` (or `force`) declares its iterations order-free.
 ///
 /// # Kernels
 ///
 /// A kernel for the CPU launch model takes `&fprev::ThreadCtx` and reads its indices
-/// through it; the launch permutes them when the schedule is scrambled, and the
-/// attribute scrambles the kernel's own loops:
+/// through it; the launch permutes them when the schedule is scrambled, and the attribute
+/// reassociates the kernel's own reductions:
 ///
 /// ```
 /// use std::sync::atomic::{AtomicU32, Ordering};

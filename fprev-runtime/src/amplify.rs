@@ -8,7 +8,8 @@
 //! 2. [`Stage::Distribution`]: rayon pools of 1..=N threads and chunk sizes from
 //!    [`chunk_len`] scaled by 1/8..8;
 //! 3. [`Stage::Schedule`]: scrambled rayon items/chunks and kernel block/thread ids;
-//! 4. [`Stage::LoopOrder`]: scrambled `for` loops in `#[scramble]` functions.
+//! 4. [`Stage::LoopOrder`]: reassociated float reductions (and declared order-free
+//!    loops) in `#[scramble]` functions.
 //!
 //! Each run's seed carries its stage in the top 4 bits and everything about the run is
 //! derived from it, so its [`ReplayToken`] alone replays it: set `FPREV_SEED` to the
@@ -52,7 +53,8 @@ pub enum Stage {
     Distribution,
     /// Configuration 3: vary the schedule (scrambled parallel items, blocks, threads).
     Schedule,
-    /// Configuration 4: vary the loop order (scrambled `for` loops).
+    /// Configuration 4: vary the reduction order: reassociated float reductions, and the
+    /// iteration order of loops declared order-free.
     LoopOrder,
 }
 

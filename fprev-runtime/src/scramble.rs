@@ -15,9 +15,15 @@
 //! - [`entropy`]: records the orders actually executed, to measure how many distinct
 //!   orders a campaign covered.
 //!
-//! The `#[fprev::scramble]` attribute rewrites a function's loops to go through the
-//! hidden [`private`] module; a random stream is derived from (run seed, call site,
-//! invocation counter), so one seed replays a whole run.
+//! - [`reduce`]: reassociated float reductions, the default of `#[fprev::scramble]`:
+//!   loops keep their order, a reduction's terms are combined in a drawn [`Shape`];
+//! - [`sites()`] and [`Coverage`]: which sites were compiled in and reached, and which
+//!   loops were left alone and why.
+//!
+//! The `#[fprev::scramble]` attribute rewrites a function's reductions (and declared
+//! loops and rayon chains) to go through the hidden [`private`] module; a random stream is
+//! derived from (run seed, thread context, call site, invocation within that context), so
+//! one seed replays a run alone or inside a whole test suite.
 //!
 //! ```
 //! use fprev_runtime::scramble::{with_config, ScrambleConfig, Shuffle};

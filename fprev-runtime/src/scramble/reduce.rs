@@ -420,6 +420,9 @@ unsafe fn cast<T, F>(x: &T) -> F {
     unsafe { std::mem::transmute_copy::<T, F>(x) }
 }
 
+// One lives per running reduction, already inside a `Box`: boxing each variant again
+// would only add an indirection to every chunk.
+#[allow(clippy::large_enum_variant)]
 enum Active {
     F32(Combiner<f32>),
     F64(Combiner<f64>),
