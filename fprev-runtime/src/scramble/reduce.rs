@@ -816,7 +816,7 @@ mod tests {
     #[test]
     fn drawn_shapes_differ_from_plain_by_rounding_only() {
         let x: Vec<f64> = (0..5000)
-            .map(|i| ((i * 7919) % 1009) as f64 * 10f64.powi((i % 13) as i32 - 6) - 3.0)
+            .map(|i| ((i * 7919) % 1009) as f64 * 10f64.powi((i % 13) - 6) - 3.0)
             .collect();
         let truth = exact(&x);
         let bound = x.iter().map(|v| v.abs()).sum::<f64>() * x.len() as f64 * f64::EPSILON;
@@ -871,7 +871,7 @@ mod tests {
                 }
                 let mut acc = stack.pop().unwrap().1;
                 while let Some((_, v)) = stack.pop() {
-                    acc = v + acc;
+                    acc += v;
                 }
                 acc
             }
@@ -882,7 +882,7 @@ mod tests {
     #[test]
     fn chunking_changes_no_shape() {
         let x: Vec<f64> = (0..70_000)
-            .map(|i| ((i * 7919) % 1009) as f64 * 10f64.powi((i % 13) as i32 - 6) - 3.0)
+            .map(|i| ((i * 7919) % 1009) as f64 * 10f64.powi((i % 13) - 6) - 3.0)
             .collect();
         for shape in [
             Shape::Sequential,
