@@ -19,10 +19,18 @@ pub fn accumulator(args: TokenStream, item: TokenStream) -> TokenStream {
     let func: syn::ItemFn = match syn::parse2(item.clone()) {
         Ok(f) => f,
         Err(_) => {
-            let e = syn::Error::new_spanned(
-                &item,
-                "#[accumulator] goes on a function (`fn`, free or in an `impl`)",
-            )
+            // A declaration without a body (`fn f(&self) -> f64;` in a trait) parses as
+            // a trait item: it is a function, only one with nothing to rewrite.
+            let e = match syn::parse2::<syn::TraitItemFn>(item.clone()) {
+                Ok(decl) if decl.default.is_none() => syn::Error::new_spanned(
+                    &decl.sig,
+                    "#[accumulator] needs a function body to rewrite: put it on the implementation of this method, not on its declaration",
+                ),
+                _ => syn::Error::new_spanned(
+                    &item,
+                    "#[accumulator] goes on a function (`fn`, free or in an `impl`)",
+                ),
+            }
             .into_compile_error();
             return quote!(#e #item);
         }

@@ -1,0 +1,6 @@
+trait Stats {
+    #[fprev::accumulator]
+    fn mean(&self) -> f64;
+}
+
+fn main() {}
