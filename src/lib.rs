@@ -67,11 +67,13 @@
 //! # Amplify
 //!
 //! Running a test again rarely changes a summation order, so an order-dependent result
-//! passes until the machine changes. [`macro@scramble`] rewrites a function's loops (and
-//! position-independent rayon chains) so that, when scrambling is on, they visit their
-//! items in an order drawn from a seed; [`assert_reproducible!`] runs a computation under
-//! many such schedules and fails with a report, and a replay token per differing run,
-//! when the bits move.
+//! passes until the machine changes. [`macro@scramble`] keeps every loop's order and
+//! rewrites a function's float reductions (`s += e`, `.sum()`, ...) so that, when
+//! scrambling is on, their terms are combined in a shape drawn from a seed (lanes,
+//! blocks, pairwise, thread splits, random trees), as a compiler, SIMD library or thread
+//! pool may; loops whose order is their meaning run as written. [`assert_reproducible!`]
+//! runs a computation under many such draws and fails with a report, and a replay token
+//! per differing run, when the bits move.
 //!
 //! ```
 //! #[fprev::scramble]
@@ -83,7 +85,7 @@
 //!     s
 //! }
 //!
-//! // Whole numbers below 2^53 add exactly in any order: reproducible under every schedule.
+//! // Whole numbers below 2^53 add exactly in any order: reproducible under every draw.
 //! let v: Vec<f64> = (0..1000).map(f64::from).collect();
 //! let report = fprev::assert_reproducible!(|| total(&v));
 //! assert!(report.is_reproducible());
@@ -92,17 +94,18 @@
 //! With `(i as f32).sin() * 1e3` values instead, the same assertion fails:
 //!
 //! ```text
-//! fprev amplify: mean_is_reproducible: NOT reproducible (1 floats, campaign v1-038b57ea88719b42)
-//!   stage                   runs  distinct  differing max abs err max rel err norm2 rel err
-//!   1 same config             20         1          0           0           0             0
+//! fprev amplify: mean_is_reproducible: NOT reproducible (1 floats, campaign v2-0c9d21b30282192c)
+//!   stage                   runs  distinct  differing  elements max abs err max rel err norm2 rel err  max ulps
+//!   1 same config             20         1          0       0/1           0           0             0         0
 //!   ...
-//!   4 vary loop order         20        19         20     2.04e-5     1.05e-4       1.05e-4
+//!   4 vary reductions         20        17         20       1/1     1.99e-5     1.02e-4       1.02e-4      1334
 //!   ...
-//!       replay: FPREV_SEED=v1-49b81ebd5bf33c53 cargo test mean_is_reproducible
+//!       replay: FPREV_SEED=v2-4c814543b07718e5 cargo test mean_is_reproducible
 //! ```
 //!
-//! See the repository's `docs/scramble.md` for the rewriting rules, the stages and the
-//! environment variables.
+//! See the repository's `docs/scramble.md` for the classification rules (what is a
+//! reduction, what is left alone and why), the shapes, replay and the environment
+//! variables; [`scramble::sites()`] lists what a program compiled in.
 //!
 //! # Locate
 //!

@@ -539,11 +539,11 @@ pub fn current_test_name() -> String {
 ///
 /// ```
 /// #[fprev::scramble]
-/// fn total(v: &[i64]) -> i64 {
-///     v.iter().sum() // integers: scrambling cannot change them
+/// fn total(v: &[f64]) -> f64 {
+///     v.iter().sum() // whole numbers, exact in every order: reassociation cannot move them
 /// }
-/// let v: Vec<i64> = (0..100).collect();
-/// fprev_runtime::assert_reproducible!(|| total(&v) as f64);
+/// let v: Vec<f64> = (0..100).map(f64::from).collect();
+/// fprev_runtime::assert_reproducible!(|| total(&v));
 /// ```
 ///
 /// ```should_panic
