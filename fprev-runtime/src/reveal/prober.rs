@@ -104,6 +104,8 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
                 max: max_n::<T>(),
             })?;
         let unit = T::from_f64_round(scale.unit);
+        let mut background = super::memory::with_capacity(n, n, "the probe input")?;
+        background.resize(n, unit);
         Ok(Prober {
             target,
             n,
@@ -111,7 +113,7 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
             mask: T::from_f64_round(scale.mask),
             unit,
             inv_unit: 1.0 / scale.unit,
-            background: vec![unit; n],
+            background,
             units: n,
             windows: Vec::new(),
             probes: 0,
@@ -315,6 +317,12 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
         row: &mut Vec<u32>,
     ) -> Result<(), RevealError> {
         self.batch.clear();
+        let len = members.len();
+        super::memory::reserve(&mut self.batch, len, self.n, "a row of probes")?;
+        super::memory::reserve(&mut self.answers, len, self.n, "a row of answers")?;
+        super::memory::reserve(&mut self.out, len, self.n, "a row of answers")?;
+        row.clear();
+        super::memory::reserve(row, len, self.n, "a row of counts")?;
         self.batch.extend(members.iter().map(|&j| Probe {
             plus: pivot,
             minus: j,
