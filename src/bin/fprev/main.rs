@@ -4,11 +4,13 @@
 mod builtins;
 mod demo;
 mod exec;
+mod limits;
+mod peer;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use fprev::ops::{ElementOrders, ElementReveal};
@@ -106,6 +108,14 @@ struct RevealArgs {
     /// Seconds to wait for each answer of --exec.
     #[arg(long, default_value_t = 10.0)]
     timeout: f64,
+    /// Seconds the --exec program has to exit after its input is closed, before its
+    /// whole process group is terminated.
+    #[arg(long, default_value_t = 2.0)]
+    grace: f64,
+    /// Memory budget: larger sizes are refused before anything is allocated
+    /// (bytes, or with K, M, G, T).
+    #[arg(long, value_parser = limits::bytes, default_value = "8G")]
+    max_memory: u64,
     /// With --exec: a tree to prove first (canonical text, or a file holding text or
     /// JSON), such as an order pinned earlier; a wrong hint only costs its probes.
     #[arg(long, requires = "exec")]
@@ -196,7 +206,10 @@ fn config(args: &RevealArgs) -> ElementReveal {
         AlgorithmArg::Fprev => Algorithm::FPRev,
         AlgorithmArg::Basic => Algorithm::Basic,
     };
-    ElementReveal::new().algorithm(algorithm).seed(args.seed)
+    ElementReveal::new()
+        .algorithm(algorithm)
+        .seed(args.seed)
+        .max_memory(args.max_memory)
 }
 
 fn reveal(args: &RevealArgs) -> Result<ExitCode, Failure> {
@@ -239,6 +252,12 @@ fn reveal(args: &RevealArgs) -> Result<ExitCode, Failure> {
         rows: args.rows.unwrap_or(args.n),
         cols: args.cols.unwrap_or(args.n),
     };
+    let elem = if args.dtype == Dtype::F64 { 8 } else { 4 };
+    if b.matrix {
+        limits::matrix(size.n, size.rows, size.cols, elem, args.max_memory).map_err(Failure)?;
+    } else {
+        limits::vector(size.n, elem, args.max_memory).map_err(Failure)?;
+    }
     let cfg = config(args);
     let orders = match (name, args.dtype) {
         ("matrixmultiply-f16", _) => builtins::reveal_f16_operands(size, &cfg)?,
@@ -324,15 +343,12 @@ fn emit(
 }
 
 fn reveal_exec<T: ProbeFloat>(cmd: &str, args: &RevealArgs) -> Result<(SumTree, u64), Failure> {
-    if !(args.timeout > 0.0 && args.timeout.is_finite()) {
-        return Err(Failure(format!(
-            "--timeout {} must be a positive number of seconds",
-            args.timeout
-        )));
+    let timeout = limits::seconds("--timeout", args.timeout, false).map_err(Failure)?;
+    let grace = limits::seconds("--grace", args.grace, true).map_err(Failure)?;
+    if args.n == 0 {
+        return Err(Failure("--n 0: there is nothing to sum".into()));
     }
-    let mut target =
-        exec::Exec::<T>::spawn(cmd, args.protocol, Duration::from_secs_f64(args.timeout))
-            .map_err(Failure)?;
+    let mut target = exec::Exec::<T>::spawn(cmd, args.protocol, timeout, grace).map_err(Failure)?;
     if std::io::stderr().is_terminal() {
         let bar = indicatif::ProgressBar::new_spinner();
         bar.set_style(
@@ -364,7 +380,8 @@ fn run_engine<T: ProbeFloat>(
         .algorithm(algorithm)
         .pivot(Pivot::Random)
         .seed(args.seed)
-        .known_orders(!args.no_guess);
+        .known_orders(!args.no_guess)
+        .max_memory(args.max_memory);
     if let Some(hint) = &args.hint {
         reveal = reveal.hint(read_hint(hint)?);
     }
