@@ -66,7 +66,10 @@ fn a_target_that_always_returns_zero_is_told_so() {
         for zero in [0.0f32, -0.0] {
             let e = fprev::reveal(n, |_: &[f32]| zero).unwrap_err();
             assert!(matches!(e, RevealError::ConstantAnswers { .. }), "{e}");
-            assert!(e.to_string().contains(&format!("every answer was {zero}")), "{e}");
+            assert!(
+                e.to_string().contains(&format!("every answer was {zero}")),
+                "{e}"
+            );
         }
     }
 }
@@ -83,7 +86,10 @@ fn sort_then_sum_is_a_data_dependent_order() {
     for key in [|v: f32| v, |v: f32| -v, |v: f32| v.abs()] {
         let e = fprev::reveal(64, sorted(key)).unwrap_err();
         assert!(matches!(e, RevealError::DataDependent { n: 64, .. }), "{e}");
-        assert!(e.to_string().contains("data-dependent order suspected"), "{e}");
+        assert!(
+            e.to_string().contains("data-dependent order suspected"),
+            "{e}"
+        );
     }
     // an exact sum is still order-independent, not data-dependent
     let e = fprev::reveal(64, fprev::exact::sum).unwrap_err();

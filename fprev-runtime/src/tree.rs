@@ -945,7 +945,10 @@ mod tests {
             let e = SumTree::from_json(&json).unwrap_err();
             assert!(matches!(e, TreeError::Json(_)), "{e}");
             let e = SumTree::from_nodes(leaves, vec![vec![0, 1]]).unwrap_err();
-            assert!(matches!(e, TreeError::Shape(_) | TreeError::Leaves(_)), "{e}");
+            assert!(
+                matches!(e, TreeError::Shape(_) | TreeError::Leaves(_)),
+                "{e}"
+            );
         }
         assert!(started.elapsed() < std::time::Duration::from_secs(1));
     }

@@ -58,13 +58,12 @@ pub(crate) fn reserve<T>(
     n: usize,
     what: &str,
 ) -> Result<(), RevealError> {
-    v.try_reserve(extra)
-        .map_err(|_| RevealError::OutOfMemory {
-            n,
-            what: what.to_string(),
-            bytes: (extra as u64).saturating_mul(std::mem::size_of::<T>() as u64),
-            budget: None,
-        })
+    v.try_reserve(extra).map_err(|_| RevealError::OutOfMemory {
+        n,
+        what: what.to_string(),
+        bytes: (extra as u64).saturating_mul(std::mem::size_of::<T>() as u64),
+        budget: None,
+    })
 }
 
 /// A vector with room for `len` elements, fallibly.
@@ -92,6 +91,16 @@ mod tests {
     fn failed_reservation_is_typed() {
         let mut v: Vec<u64> = Vec::new();
         let e = reserve(&mut v, usize::MAX / 4, 7, "a test buffer").unwrap_err();
-        assert!(matches!(e, RevealError::OutOfMemory { n: 7, budget: None, .. }), "{e}");
+        assert!(
+            matches!(
+                e,
+                RevealError::OutOfMemory {
+                    n: 7,
+                    budget: None,
+                    ..
+                }
+            ),
+            "{e}"
+        );
     }
 }

@@ -385,8 +385,8 @@ fn flat_root<T: ProbeFloat, X: Target<T>>(
     seed: u64,
 ) -> RevealError {
     let n = prober.n;
-    let all_lost = !prober.samples().is_empty()
-        && prober.samples().iter().all(|s| s.lost as usize == n);
+    let all_lost =
+        !prober.samples().is_empty() && prober.samples().iter().all(|s| s.lost as usize == n);
     if !all_lost {
         return RevealError::OrderIndependent { n };
     }
