@@ -111,3 +111,44 @@ fn hint_sizes_are_pluralised() {
         .unwrap_err();
     assert!(e.to_string().ends_with("a hint has 2 leaves"), "{e}");
 }
+
+/// Set in the child process that [`thread_counts_out_of_range_do_not_abort`] starts.
+const CHILD: &str = "FPREV_TEST_CHILD";
+
+#[test]
+fn thread_counts_out_of_range_do_not_abort() {
+    if std::env::var_os(CHILD).is_some() {
+        // the child: amplify with FPREV_THREADS=5000 (it aborted the process), and a
+        // configured pool size of 5000 too
+        let cfg = fprev::AmplifyConfig::from_env();
+        let x: Vec<f64> = (0..64).map(f64::from).collect();
+        let report = fprev::amplify(&cfg.clone().runs(4), || x.iter().sum::<f64>());
+        assert!(report.is_reproducible());
+        let report = fprev::amplify(&cfg.runs(4).max_threads(5000), || x.iter().sum::<f64>());
+        assert!(report.is_reproducible());
+        return;
+    }
+    let o = std::process::Command::new(std::env::current_exe().expect("test binary"))
+        .args([
+            "--exact",
+            "thread_counts_out_of_range_do_not_abort",
+            "--nocapture",
+        ])
+        .env(CHILD, "1")
+        .env("FPREV_THREADS", "5000")
+        .env_remove("FPREV_RUNS")
+        .output()
+        .expect("run the child");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{:?}: {err}", o.status);
+    assert!(
+        err.contains("ignoring FPREV_THREADS=\"5000\"")
+            && err.contains("up to 256")
+            && err.contains("using the default (available cores, at least 4)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("is out of range (1 to 256); using 256 threads"),
+        "{err}"
+    );
+}
