@@ -152,3 +152,135 @@ fn thread_counts_out_of_range_do_not_abort() {
         "{err}"
     );
 }
+
+/// A seeded fuzz harness for the tree readers (canonical text and JSON): valid trees'
+/// text mutated, and random token streams; no input may panic, and whatever reads back
+/// is a tree that writes and reads back to itself. Each case's seed is printed when it
+/// fails (rerun one with `FPREV_SEED=<seed> FPREV_PROPTEST_CASES=1`).
+mod fuzz {
+    use fprev::SumTree;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    const TOKENS: &[&str] = &[
+        "(",
+        ")",
+        "+",
+        "0",
+        "1",
+        "2",
+        "7",
+        "10",
+        "4294967295",
+        "99999999999",
+        " ",
+        "\n",
+        "{",
+        "}",
+        "[",
+        "]",
+        ",",
+        ":",
+        "\"",
+        "\"format\"",
+        "\"fprev-sum-tree/1\"",
+        "\"leaves\"",
+        "\"nodes\"",
+        "\"canonical\"",
+        "null",
+        "-1",
+        "1e9",
+        "2147483647",
+        "\u{e9}",
+    ];
+
+    fn seed_text(rng: &mut ChaCha8Rng) -> String {
+        let n = rng.random_range(0..40);
+        let t = match rng.random_range(0..4) {
+            0 => SumTree::sequential(n),
+            1 => SumTree::pairwise(n),
+            2 => SumTree::fused(n),
+            _ => SumTree::numpy_pairwise(n),
+        };
+        if rng.random_bool(0.5) {
+            t.to_string()
+        } else {
+            t.to_json()
+        }
+    }
+
+    fn mutate(rng: &mut ChaCha8Rng, s: &str) -> String {
+        let mut b: Vec<char> = s.chars().collect();
+        for _ in 0..rng.random_range(0..6) {
+            let at = rng.random_range(0..=b.len());
+            match rng.random_range(0..4) {
+                0 => {
+                    let tok = TOKENS[rng.random_range(0..TOKENS.len())];
+                    b.splice(at..at, tok.chars());
+                }
+                1 if at < b.len() => {
+                    let end = rng.random_range(at..=b.len().min(at + 8));
+                    b.drain(at..end);
+                }
+                2 if at < b.len() => b[at] = rng.random_range(' '..='~'),
+                _ => {
+                    let end = rng.random_range(at..=b.len().min(at + 16));
+                    let copy: Vec<char> = b[at..end].to_vec();
+                    b.splice(at..at, copy);
+                }
+            }
+        }
+        b.into_iter().collect()
+    }
+
+    /// One case; how many readers accepted its text.
+    fn one_case(seed: u64) -> usize {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let text = if rng.random_bool(0.7) {
+            let s = seed_text(&mut rng);
+            mutate(&mut rng, &s)
+        } else {
+            (0..rng.random_range(0..40))
+                .map(|_| TOKENS[rng.random_range(0..TOKENS.len())])
+                .collect()
+        };
+        let parsed = [text.parse::<SumTree>().ok(), SumTree::from_json(&text).ok()];
+        let accepted = parsed.iter().flatten().count();
+        for t in parsed.into_iter().flatten() {
+            assert!(t.leaf_count() <= text.len(), "{text:?}");
+            assert_eq!(t.to_string().parse::<SumTree>().as_ref(), Ok(&t));
+            assert_eq!(SumTree::from_json(&t.to_json()).as_ref(), Ok(&t));
+            let ones = vec![1.0f64; t.leaf_count()];
+            assert_eq!(t.replay(&ones), t.leaf_count() as f64);
+            assert_eq!(t.stats().leaves, t.leaf_count());
+        }
+        accepted
+    }
+
+    #[test]
+    fn tree_readers_never_panic() {
+        let base = std::env::var("FPREV_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0x19_7EE0_0000u64);
+        let cases = std::env::var("FPREV_PROPTEST_CASES")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(20_000u64);
+        let mut accepted = 0;
+        for case in 0..cases {
+            let seed = base.wrapping_add(case);
+            match std::panic::catch_unwind(|| one_case(seed)) {
+                Ok(k) => accepted += k,
+                Err(_) => panic!(
+                    "tree reader fuzz case failed: rerun with FPREV_SEED={seed} FPREV_PROPTEST_CASES=1"
+                ),
+            }
+        }
+        // the mutations must leave enough valid trees for the round trips to be tested
+        assert!(
+            accepted as u64 * 20 >= cases,
+            "{accepted} of {cases} accepted"
+        );
+    }
+}

@@ -306,9 +306,7 @@ impl<T: ProbeFloat> Exec<T> {
                 Ok(from_bits(u64::from_le_bytes(b)))
             }
             Protocol::Text => {
-                let text = String::from_utf8_lossy(&bytes);
-                let t = text.trim();
-                let v: f64 = t.parse().map_err(|_| {
+                let v = parse_answer(&bytes).map_err(|t| {
                     format!(
                         "{:?} answered {t:?}{to}, which is not one number",
                         self.command
@@ -355,6 +353,14 @@ impl<T: ProbeFloat> Target<T> for Exec<T> {
     }
 }
 
+/// The number on an answer line (surrounding whitespace and the line end ignored), or
+/// the trimmed text when it is not one number.
+pub fn parse_answer(line: &[u8]) -> Result<f64, String> {
+    let text = String::from_utf8_lossy(line);
+    let t = text.trim();
+    t.parse().map_err(|_| t.to_string())
+}
+
 /// One answer line of at most [`MAX_ANSWER_LINE`] bytes.
 fn read_line(r: &mut impl BufRead) -> Reply {
     let mut line = Vec::new();
@@ -377,5 +383,103 @@ impl<T> Drop for Exec<T> {
         self.stop.store(true, Ordering::Relaxed);
         self.to_child = None;
         crate::peer::shutdown(&mut self.child, self.grace);
+    }
+}
+
+#[cfg(test)]
+mod fuzz {
+    //! A seeded fuzz harness for the answer reader and parser: random and mutated byte
+    //! streams, each case's seed printed when it fails (rerun one with `FPREV_SEED`).
+    use super::*;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    const PIECES: &[&[u8]] = &[
+        b"1",
+        b"0",
+        b"-0",
+        b"2.5",
+        b"1e308",
+        b"1e309",
+        b"nan",
+        b"inf",
+        b"-inf",
+        b"+1.0",
+        b"0x1p3",
+        b" ",
+        b"\t",
+        b"\r",
+        b"\n",
+        b"\r\n",
+        b"\0",
+        b"\xff\xfe",
+        b"e",
+        b".",
+        b"-",
+        b"1 2",
+        b"9999999999999999999999",
+    ];
+
+    fn stream(rng: &mut ChaCha8Rng) -> Vec<u8> {
+        let mut s = Vec::new();
+        for _ in 0..rng.random_range(0..64) {
+            if rng.random_bool(0.1) {
+                // a long run without a line end, sometimes past the cap
+                let len = rng.random_range(0..2 * MAX_ANSWER_LINE);
+                s.extend(std::iter::repeat_n(b'1', len));
+            } else if rng.random_bool(0.3) {
+                s.push(rng.random());
+            } else {
+                s.extend_from_slice(PIECES[rng.random_range(0..PIECES.len())]);
+            }
+        }
+        s
+    }
+
+    fn one_case(seed: u64) {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let bytes = stream(&mut rng);
+        let mut r = BufReader::with_capacity(rng.random_range(1..256), &bytes[..]);
+        let mut consumed = 0;
+        loop {
+            match read_line(&mut r) {
+                Reply::Answer(line) => {
+                    assert!(line.len() <= MAX_ANSWER_LINE);
+                    consumed += line.len();
+                    if let Ok(v) = parse_answer(&line) {
+                        // a number read back from its shortest text is the same number
+                        if v.is_finite() {
+                            assert_eq!(parse_answer(v.to_string().as_bytes()), Ok(v));
+                        }
+                    }
+                }
+                Reply::Closed => {
+                    assert_eq!(consumed, bytes.len());
+                    break;
+                }
+                Reply::Failed(e) => {
+                    assert!(e.contains("longer than"), "{e}");
+                    break;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn answer_reader_never_panics() {
+        let base = std::env::var("FPREV_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0x19_A5_0000u64);
+        let cases = std::env::var("FPREV_PROPTEST_CASES")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(3000u64);
+        for case in 0..cases {
+            let seed = base.wrapping_add(case);
+            if let Err(e) = std::panic::catch_unwind(|| one_case(seed)) {
+                panic!("answer fuzz case failed: rerun with FPREV_SEED={seed} FPREV_PROPTEST_CASES=1: {e:?}");
+            }
+        }
     }
 }
