@@ -262,7 +262,7 @@ mod fuzz {
         let base = std::env::var("FPREV_SEED")
             .ok()
             .and_then(|s| s.parse().ok())
-            .unwrap_or(0x19_7EE0_0000u64);
+            .unwrap_or(0x0019_7EE0_0000_u64);
         let cases = std::env::var("FPREV_PROPTEST_CASES")
             .ok()
             .and_then(|s| s.parse().ok())

@@ -5,7 +5,6 @@ mod builtins;
 mod demo;
 mod exec;
 mod limits;
-mod peer;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
