@@ -286,6 +286,9 @@ impl Reveal {
                 reason: format!("a hint has {leaves} {plural}"),
             });
         }
+        // the type's limit first (it says more than a memory budget), then the budget,
+        // then the first allocation sized by n
+        prober::scale_for(&target, n)?;
         memory::check(n, self.algorithm, std::mem::size_of::<T>(), self.max_memory)?;
         let mut prober = Prober::new(target, n, self.seed)?;
         if n == 1 {

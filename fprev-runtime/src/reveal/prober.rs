@@ -96,13 +96,7 @@ pub(crate) struct Prober<T: ProbeFloat, X: Target<T>> {
 
 impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
     pub fn new(target: X, n: usize, seed: u64) -> Result<Self, RevealError> {
-        let input = target.input_format().unwrap_or(T::FORMAT);
-        let scale =
-            ProbeScale::for_formats(input, T::FORMAT, n).ok_or_else(|| RevealError::TooLarge {
-                n,
-                dtype: T::FORMAT.name,
-                max: max_n::<T>(),
-            })?;
+        let scale = scale_for::<T, X>(&target, n)?;
         let unit = T::from_f64_round(scale.unit);
         let mut background = super::memory::with_capacity(n, n, "the probe input")?;
         background.resize(n, unit);
@@ -430,6 +424,19 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
     pub fn pick_index(&mut self, len: usize) -> usize {
         self.rng.random_range(0..len)
     }
+}
+
+/// The mask and unit for `n` inputs of `target`, or why none exists.
+pub(crate) fn scale_for<T: ProbeFloat, X: Target<T>>(
+    target: &X,
+    n: usize,
+) -> Result<ProbeScale, RevealError> {
+    let input = target.input_format().unwrap_or(T::FORMAT);
+    ProbeScale::for_formats(input, T::FORMAT, n).ok_or_else(|| RevealError::TooLarge {
+        n,
+        dtype: T::FORMAT.name,
+        max: max_n::<T>(),
+    })
 }
 
 /// The largest n this type can be probed with at all.
