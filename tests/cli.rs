@@ -502,13 +502,15 @@ fn a_peer_finishes_its_work_after_its_input_closes() {
 
 #[test]
 fn exec_diagnostics_say_what_was_observed() {
-    let cases: [(&str, &str); 4] = [
+    let cases: [(&str, &str); 5] = [
         (
             "while read l; do echo x; done",
             "answered \"x\" to a random check input",
         ),
         ("while read l; do echo 0; done", "every answer was 0"),
         ("while read l; do echo -0; done", "every answer was -0"),
+        // writes without reading
+        ("yes 1", "every answer was 1"),
         ("sh -c 'exec >&-; sleep 30'", "closed its output"),
     ];
     for (cmd, says) in cases {

@@ -284,3 +284,15 @@ mod fuzz {
         );
     }
 }
+
+#[test]
+fn a_constant_target_is_told_so_whatever_the_constant() {
+    for c in [1.0f32, 2.0, 3.0] {
+        let e = fprev::reveal(64, |_: &[f32]| c).unwrap_err();
+        assert!(matches!(e, RevealError::ConstantAnswers { .. }), "{c}: {e}");
+        assert!(
+            e.to_string().contains(&format!("every answer was {c}")),
+            "{e}"
+        );
+    }
+}

@@ -297,22 +297,24 @@ impl Reveal {
         let mut arena = Arena::try_new(n)?;
         let mut recognized = None;
         let mut answered = Vec::new();
-        let root = {
-            match self.algorithm {
-                Algorithm::Naive => naive::build(&mut prober.target, &mut arena, self.seed)?,
-                Algorithm::Basic => basic::build(&mut prober, &mut arena)?,
-                Algorithm::FPRev => {
-                    let guesses =
-                        known::recognize(&mut prober, &self.hints, self.known_orders, self.seed)?;
-                    answered = guesses.answered;
-                    recognized = guesses.recognized;
-                    match recognized {
-                        Some(_) => 0,
-                        None => fprev::build(&mut prober, &mut arena, self.pivot)?,
+        let built = match self.algorithm {
+            Algorithm::Naive => naive::build(&mut prober.target, &mut arena, self.seed),
+            Algorithm::Basic => basic::build(&mut prober, &mut arena),
+            Algorithm::FPRev => {
+                match known::recognize(&mut prober, &self.hints, self.known_orders, self.seed) {
+                    Err(e) => Err(e),
+                    Ok(guesses) => {
+                        answered = guesses.answered;
+                        recognized = guesses.recognized;
+                        match recognized {
+                            Some(_) => Ok(0),
+                            None => fprev::build(&mut prober, &mut arena, self.pivot),
+                        }
                     }
                 }
             }
         };
+        let root = built.map_err(|e| constant(&mut prober, e, self.seed))?;
         // A proved guess covers every input by construction; a built tree must be checked.
         if recognized.is_none() && arena.size[root as usize] as usize != n {
             return Err(RevealError::Inconsistent {
@@ -415,6 +417,46 @@ fn flat_root<T: ProbeFloat, X: Target<T>>(
             n,
             random: random.to_f64(),
         }
+    }
+}
+
+/// `e`, or [`RevealError::ConstantAnswers`] when every sampled probe answered the same
+/// value and a random input gets that value too: a constant explains the failure better
+/// than whatever shape its answers happened to break.
+fn constant<T: ProbeFloat, X: Target<T>>(
+    prober: &mut Prober<T, X>,
+    e: RevealError,
+    seed: u64,
+) -> RevealError {
+    // only failures a constant's answers can cause: a failed or stalled target is not
+    // called again
+    let shape = matches!(
+        e,
+        RevealError::Inconsistent { .. }
+            | RevealError::OutOfRange { .. }
+            | RevealError::PrecisionTooLow { .. }
+            | RevealError::Naive { .. }
+    );
+    if !shape {
+        return e;
+    }
+    let n = prober.n;
+    let lost = match prober.samples() {
+        [first, rest @ ..] if !rest.is_empty() && rest.iter().all(|s| s.lost == first.lost) => {
+            first.lost
+        }
+        _ => return e,
+    };
+    let value = (n as f64 - f64::from(lost)) * prober.scale.unit;
+    let input = prober.target.input_format().unwrap_or(T::FORMAT);
+    let mut x = vec![T::ZERO; n];
+    naive::fill_random_input(input, seed ^ 0x0C0_5747, &mut x);
+    match prober.call(&x) {
+        Ok(v) if v.to_f64() == value => RevealError::ConstantAnswers {
+            n,
+            value: v.to_f64(),
+        },
+        _ => e,
     }
 }
 
