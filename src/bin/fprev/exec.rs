@@ -280,7 +280,7 @@ impl<T: ProbeFloat> Exec<T> {
                     ));
                 }
                 return Err(format!(
-                    "{:?} gave no answer{what} within {:.1} s and {input} \
+                    "{:?} gave no answer{to} within {:.1} s and {input} \
                      (stalled, or an answer not flushed? raise --timeout)",
                     self.command,
                     self.timeout.as_secs_f64()
