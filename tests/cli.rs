@@ -470,13 +470,19 @@ fn forked_processes_do_not_outlive_fprev() {
     let pids = tmp("forked.pid");
     let _ = std::fs::remove_file(&pids);
     // the direct child fails at once; what it started in the background must still go
-    let cmd = format!("sleep 300 & echo $! > {}; exit 3", pids.display());
+    let cmd = format!(
+        "sleep 300 </dev/null >/dev/null 2>&1 & echo $! > {}; exit 3",
+        pids.display()
+    );
     let o = fprev(&["reveal", "--exec", &cmd, "--n", "4", "--grace", "0.2"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let pid = std::fs::read_to_string(&pids).expect("the peer wrote its child's pid");
     assert!(!running(&pid), "sleep {pid} outlived fprev");
     // a peer that answers, then leaves a background process behind
-    let cmd = format!("sleep 300 & echo $! > {}; {AWK_SUM}", pids.display());
+    let cmd = format!(
+        "sleep 300 </dev/null >/dev/null 2>&1 & echo $! > {}; {AWK_SUM}",
+        pids.display()
+    );
     let o = fprev(&[
         "reveal", "--exec", &cmd, "--n", "8", "--dtype", "f64", "--grace", "0.2",
     ]);

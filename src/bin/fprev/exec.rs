@@ -271,6 +271,13 @@ impl<T: ProbeFloat> Exec<T> {
                 } else {
                     "every input sent so far reached it".to_string()
                 };
+                if let Ok(Some(status)) = self.child.try_wait() {
+                    return Err(format!(
+                        "{:?} exited ({status}) while a process it started keeps its output \
+                         open, so no answer{to} can come",
+                        self.command
+                    ));
+                }
                 if let Some((pid, name)) = peer::closed_stdout(self.child.id()) {
                     return Err(format!(
                         "{:?} closed its output: its process {pid} ({name}) has no standard \

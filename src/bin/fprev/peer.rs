@@ -87,8 +87,11 @@ pub fn closed_stdout(pgid: u32) -> Option<(u32, String)> {
         let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
             continue;
         };
-        let pgrp = stat[close + 1..].split_whitespace().nth(2);
-        if pgrp.and_then(|g| g.parse::<u32>().ok()) != Some(pgid) {
+        let mut fields = stat[close + 1..].split_whitespace();
+        let state = fields.next();
+        let pgrp = fields.nth(1);
+        // a zombie has no descriptors left: it exited, it did not close its output
+        if state == Some("Z") || pgrp.and_then(|g| g.parse::<u32>().ok()) != Some(pgid) {
             continue;
         }
         let fd1 = std::fs::symlink_metadata(format!("/proc/{pid}/fd/1"));
