@@ -50,6 +50,7 @@ fn exec_row(n: usize, probes: usize, runs: usize) {
             "python3 tests/python/sum_lines.py",
             exec::Protocol::Text,
             Duration::from_secs(30),
+            Duration::from_secs(2),
         )
         .expect("python3");
         let bg = vec![1.0f32; n];

@@ -198,6 +198,7 @@ fn numpy_exec(out: &Path) -> Result<(), Failure> {
             &command,
             crate::exec::Protocol::Text,
             std::time::Duration::from_secs(30),
+            std::time::Duration::from_secs(2),
         )
         .map_err(Failure)?;
         let start = Instant::now();

@@ -5,20 +5,39 @@
 //! the program answers each line with one line holding one number, in order. Binary
 //! protocol: `n` little-endian values of the dtype per probe, one value back.
 //!
-//! A writer thread feeds stdin while the main thread reads answers, so a whole batch of
-//! probes is pipelined and a program that answers line by line never deadlocks against a
-//! full pipe. A reader thread turns stdout into a channel, so a stalled program is a
-//! timeout naming the probe, not a hang.
+//! A writer thread feeds stdin while the main thread reads answers, so a batch of probes
+//! is pipelined and a program that answers line by line never deadlocks against a full
+//! pipe. Probes are encoded lazily, in pieces of at most [`PIECE`] bytes, into a queue of
+//! [`QUEUE`] pieces: at most 64 MB are in flight, in every protocol, whatever `n` is. A
+//! reader thread turns stdout into a bounded channel of answers, each line at most
+//! [`MAX_ANSWER_LINE`] bytes, so a stalled program is a timeout naming the probe, and a
+//! program that floods its output is an error, not a hang or an unbounded buffer.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::marker::PhantomData;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use fprev::target::{ProbeBatch, Target, TargetError};
 use fprev::ProbeFloat;
+
+// a child of this module, so that the files that include exec.rs by path get it too
+#[path = "peer.rs"]
+mod peer;
+
+/// Bytes of encoded probes per piece sent to the writer thread.
+pub const PIECE: usize = 1 << 20;
+/// Pieces the writer's queue holds: with the one being written and the one waiting for
+/// room, 64 MB in flight at most.
+pub const QUEUE: usize = 62;
+/// The longest answer line accepted, newline included.
+pub const MAX_ANSWER_LINE: usize = 4096;
+/// Answers read ahead of the engine at most.
+const ANSWERS_AHEAD: usize = 1 << 16;
 
 /// How probes and answers are encoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -39,10 +58,16 @@ enum Reply {
 pub struct Exec<T> {
     command: String,
     child: Child,
-    to_child: Option<Sender<Vec<u8>>>,
+    to_child: Option<SyncSender<Vec<u8>>>,
     from_child: Receiver<Reply>,
     protocol: Protocol,
     timeout: Duration,
+    grace: Duration,
+    /// Set at the end: the writer drops what is still queued instead of writing it.
+    stop: Arc<AtomicBool>,
+    /// Bytes handed to the writer, and bytes the program has taken from the pipe.
+    queued: u64,
+    written: Arc<AtomicU64>,
     /// Probes and calls answered so far.
     pub answered: u64,
     on_answer: Option<Box<dyn FnMut(u64)>>,
@@ -68,8 +93,14 @@ fn from_bits<T: ProbeFloat>(bits: u64) -> T {
 }
 
 impl<T: ProbeFloat> Exec<T> {
-    /// Start `command` with `sh -c`.
-    pub fn spawn(command: &str, protocol: Protocol, timeout: Duration) -> Result<Exec<T>, String> {
+    /// Start `command` with `sh -c`, in a process group of its own; at the end it gets
+    /// `grace` to exit after its stdin is closed (see [`peer`]).
+    pub fn spawn(
+        command: &str,
+        protocol: Protocol,
+        timeout: Duration,
+        grace: Duration,
+    ) -> Result<Exec<T>, String> {
         let mut child = Command::new("sh")
             .arg("-c")
             .arg(command)
@@ -83,28 +114,28 @@ impl<T: ProbeFloat> Exec<T> {
         let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(format!("cannot connect to {command:?}"));
         };
-        let (to_child, inbox) = mpsc::channel::<Vec<u8>>();
+        let (to_child, inbox) = mpsc::sync_channel::<Vec<u8>>(QUEUE);
+        let stop = Arc::new(AtomicBool::new(false));
+        let written = Arc::new(AtomicU64::new(0));
+        let (stop_w, written_w) = (stop.clone(), written.clone());
         std::thread::spawn(move || {
             for chunk in inbox {
+                if stop_w.load(Ordering::Relaxed) {
+                    break;
+                }
                 if stdin.write_all(&chunk).and_then(|_| stdin.flush()).is_err() {
                     break; // the reader reports the closed program
                 }
+                written_w.fetch_add(chunk.len() as u64, Ordering::Relaxed);
             }
         });
-        let (outbox, from_child) = mpsc::channel();
+        let (outbox, from_child) = mpsc::sync_channel(ANSWERS_AHEAD);
         let size = width::<T>();
         std::thread::spawn(move || {
             let mut r = BufReader::with_capacity(1 << 16, stdout);
             loop {
                 let reply = match protocol {
-                    Protocol::Text => {
-                        let mut line = Vec::new();
-                        match r.read_until(b'\n', &mut line) {
-                            Ok(0) => Reply::Closed,
-                            Ok(_) => Reply::Answer(line),
-                            Err(e) => Reply::Failed(e.to_string()),
-                        }
-                    }
+                    Protocol::Text => read_line(&mut r),
                     Protocol::Binary => {
                         let mut v = vec![0u8; size];
                         match r.read_exact(&mut v) {
@@ -129,6 +160,10 @@ impl<T: ProbeFloat> Exec<T> {
             from_child,
             protocol,
             timeout,
+            grace,
+            stop,
+            queued: 0,
+            written,
             answered: 0,
             on_answer: None,
             _t: PhantomData,
@@ -140,54 +175,123 @@ impl<T: ProbeFloat> Exec<T> {
         self.on_answer = Some(Box::new(f));
     }
 
-    fn encode(&self, x: &[T], out: &mut Vec<u8>) {
+    /// Append value `v` of a line to `out` (`first`: no separator before it).
+    fn encode_value(&self, v: T, first: bool, out: &mut Vec<u8>) {
         match self.protocol {
             Protocol::Text => {
-                for (i, v) in x.iter().enumerate() {
-                    if i > 0 {
-                        out.push(b' ');
-                    }
-                    // Rust's shortest round-trip decimal of the (exact) f64 value.
-                    let _ = write!(out, "{}", v.to_f64());
+                if !first {
+                    out.push(b' ');
                 }
-                out.push(b'\n');
+                // Rust's shortest round-trip decimal of the (exact) f64 value.
+                let _ = write!(out, "{}", v.to_f64());
             }
             Protocol::Binary => {
                 let w = width::<T>();
-                for v in x {
-                    out.extend_from_slice(&v.to_bits_u64().to_le_bytes()[..w]);
-                }
+                out.extend_from_slice(&v.to_bits_u64().to_le_bytes()[..w]);
             }
         }
     }
 
-    fn send(&mut self, bytes: Vec<u8>) {
-        if let Some(tx) = &self.to_child {
-            if tx.send(bytes).is_err() {
-                self.to_child = None;
+    /// Send `lines` inputs of `n` values (`value(line, i)`) and read one answer per line
+    /// into `out`, encoding lazily: a piece is encoded only when the writer's queue has
+    /// room, and answers are read meanwhile, so memory stays bounded and a program that
+    /// stops reading is a timeout.
+    fn exchange(
+        &mut self,
+        lines: usize,
+        n: usize,
+        value: impl Fn(usize, usize) -> T,
+        what: Option<&str>,
+        out: &mut [T],
+    ) -> Result<(), (usize, String)> {
+        let (mut line, mut i) = (0usize, 0usize);
+        let mut waiting: Option<Vec<u8>> = None;
+        let mut received = 0;
+        while received < lines {
+            // fill the queue while it has room
+            while let Some(tx) = &self.to_child {
+                let piece = match waiting.take() {
+                    Some(p) => p,
+                    None if line < lines => {
+                        let mut p = Vec::with_capacity(PIECE.min(n.saturating_mul(8) + 1));
+                        while line < lines && p.len() < PIECE {
+                            self.encode_value(value(line, i), i == 0, &mut p);
+                            i += 1;
+                            if i == n {
+                                if self.protocol == Protocol::Text {
+                                    p.push(b'\n');
+                                }
+                                line += 1;
+                                i = 0;
+                            }
+                        }
+                        p
+                    }
+                    None => break,
+                };
+                let len = piece.len() as u64;
+                match tx.try_send(piece) {
+                    Ok(()) => self.queued += len,
+                    Err(TrySendError::Full(p)) => {
+                        waiting = Some(p);
+                        break;
+                    }
+                    // the writer stopped: the reader reports the closed program
+                    Err(TrySendError::Disconnected(_)) => self.to_child = None,
+                }
             }
+            out[received] = self.receive(what).map_err(|e| (received, e))?;
+            received += 1;
         }
+        Ok(())
     }
 
     fn exit_status(&mut self) -> String {
-        std::thread::sleep(Duration::from_millis(20));
-        match self.child.try_wait() {
-            Ok(Some(s)) => format!("exited ({s})"),
-            _ => "closed its output".to_string(),
+        for _ in 0..20 {
+            if let Ok(Some(s)) = self.child.try_wait() {
+                return format!("exited ({s})");
+            }
+            std::thread::sleep(Duration::from_millis(10));
         }
+        "closed its output (and is still running)".to_string()
     }
 
     /// The next answer; `what` names a non-probe input (the engine names probes itself).
     fn receive(&mut self, what: Option<&str>) -> Result<T, String> {
+        let to = what.map(|w| format!(" to {w}")).unwrap_or_default();
         let what = what.map(|w| format!(" {w}")).unwrap_or_default();
         let reply = match self.from_child.recv_timeout(self.timeout) {
             Ok(r) => r,
             Err(RecvTimeoutError::Timeout) => {
+                let unread = self
+                    .queued
+                    .saturating_sub(self.written.load(Ordering::Relaxed));
+                let input = if unread > 0 {
+                    format!("it stopped reading its input with {unread} bytes or more unread")
+                } else {
+                    "every input sent so far reached it".to_string()
+                };
+                if let Ok(Some(status)) = self.child.try_wait() {
+                    return Err(format!(
+                        "{:?} exited ({status}) while a process it started keeps its output \
+                         open, so no answer{to} can come",
+                        self.command
+                    ));
+                }
+                if let Some((pid, name)) = peer::closed_stdout(self.child.id()) {
+                    return Err(format!(
+                        "{:?} closed its output: its process {pid} ({name}) has no standard \
+                         output while the shell around it keeps the pipe open, so no answer{to} \
+                         can come",
+                        self.command
+                    ));
+                }
                 return Err(format!(
-                    "{:?} gave no answer{what} within {:.1} s (stalled? raise --timeout)",
+                    "{:?} gave no answer{to} within {:.1} s and {input} \
+                     (stalled, or an answer not flushed? raise --timeout)",
                     self.command,
                     self.timeout.as_secs_f64()
-                ))
+                ));
             }
             Err(RecvTimeoutError::Disconnected) => Reply::Closed,
         };
@@ -213,11 +317,9 @@ impl<T: ProbeFloat> Exec<T> {
                 Ok(from_bits(u64::from_le_bytes(b)))
             }
             Protocol::Text => {
-                let text = String::from_utf8_lossy(&bytes);
-                let t = text.trim();
-                let v: f64 = t.parse().map_err(|_| {
+                let v = parse_answer(&bytes).map_err(|t| {
                     format!(
-                        "{:?} answered {t:?}{what}, which is not one number",
+                        "{:?} answered {t:?}{to}, which is not one number",
                         self.command
                     )
                 })?;
@@ -229,49 +331,166 @@ impl<T: ProbeFloat> Exec<T> {
 
 impl<T: ProbeFloat> Target<T> for Exec<T> {
     fn call(&mut self, x: &[T]) -> Result<T, TargetError> {
-        let mut bytes = Vec::new();
-        self.encode(x, &mut bytes);
-        self.send(bytes);
-        self.receive(Some("a random check input"))
-            .map_err(TargetError::new)
+        let mut out = [T::ZERO];
+        self.exchange(
+            1,
+            x.len(),
+            |_, i| x[i],
+            Some("a random check input"),
+            &mut out,
+        )
+        .map_err(|(_, message)| TargetError::new(message))?;
+        Ok(out[0])
     }
 
     fn probe_batch(&mut self, batch: &ProbeBatch<'_, T>, out: &mut [T]) -> Result<(), TargetError> {
-        // Pipelined: write the batch in chunks from the writer thread, read as it goes.
-        let mut x = Vec::new();
-        const CHUNK: usize = 64;
-        for (c, probes) in batch.probes.chunks(CHUNK).enumerate() {
-            let mut bytes = Vec::new();
-            for k in 0..probes.len() {
-                batch.fill(c * CHUNK + k, &mut x);
-                self.encode(&x, &mut bytes);
+        let (plus, minus) = (batch.mask, T::from_f64_round(-batch.mask.to_f64()));
+        let value = |k: usize, i: usize| {
+            let p = batch.probes[k];
+            if i == p.plus {
+                plus
+            } else if i == p.minus {
+                minus
+            } else {
+                batch.background[i]
             }
-            self.send(bytes);
-        }
-        for (k, p) in batch.probes.iter().enumerate() {
-            out[k] = self.receive(None).map_err(|message| TargetError {
+        };
+        let n = batch.background.len();
+        self.exchange(batch.probes.len(), n, value, None, out)
+            .map_err(|(k, message)| TargetError {
                 message,
-                probe: Some(*p),
-            })?;
-        }
-        Ok(())
+                probe: batch.probes.get(k).copied(),
+            })
+    }
+}
+
+/// The number on an answer line (surrounding whitespace and the line end ignored), or
+/// the trimmed text when it is not one number.
+pub fn parse_answer(line: &[u8]) -> Result<f64, String> {
+    let text = String::from_utf8_lossy(line);
+    let t = text.trim();
+    t.parse().map_err(|_| t.to_string())
+}
+
+/// One answer line of at most [`MAX_ANSWER_LINE`] bytes.
+fn read_line(r: &mut impl BufRead) -> Reply {
+    let mut line = Vec::new();
+    let limit = MAX_ANSWER_LINE as u64;
+    match r.take(limit).read_until(b'\n', &mut line) {
+        Ok(0) => Reply::Closed,
+        Ok(_) if line.ends_with(b"\n") || line.len() < MAX_ANSWER_LINE => Reply::Answer(line),
+        Ok(_) => Reply::Failed(format!(
+            "an answer line is longer than {MAX_ANSWER_LINE} bytes (it starts {:?}); \
+             answer each input with one number on a line of its own",
+            String::from_utf8_lossy(&line[..line.len().min(40)])
+        )),
+        Err(e) => Reply::Failed(e.to_string()),
     }
 }
 
 impl<T> Drop for Exec<T> {
     fn drop(&mut self) {
-        self.to_child = None; // closes stdin: a well-behaved program exits
-        std::thread::sleep(Duration::from_millis(1));
-        if let Ok(None) = self.child.try_wait() {
-            // The shell and whatever it started share the group we gave it; the group id
-            // is the shell's pid.
-            let group = format!("-{}", self.child.id());
-            let _ = Command::new("kill")
-                .args(["-KILL", "--", &group])
-                .stderr(Stdio::null())
-                .status();
-            let _ = self.child.kill();
+        // stdin closes once the writer drops what is queued: a well-behaved program exits
+        self.stop.store(true, Ordering::Relaxed);
+        self.to_child = None;
+        peer::shutdown(&mut self.child, self.grace);
+    }
+}
+
+#[cfg(test)]
+mod fuzz {
+    //! A seeded fuzz harness for the answer reader and parser: random and mutated byte
+    //! streams, each case's seed printed when it fails (rerun one with `FPREV_SEED`).
+    use super::*;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    const PIECES: &[&[u8]] = &[
+        b"1",
+        b"0",
+        b"-0",
+        b"2.5",
+        b"1e308",
+        b"1e309",
+        b"nan",
+        b"inf",
+        b"-inf",
+        b"+1.0",
+        b"0x1p3",
+        b" ",
+        b"\t",
+        b"\r",
+        b"\n",
+        b"\r\n",
+        b"\0",
+        b"\xff\xfe",
+        b"e",
+        b".",
+        b"-",
+        b"1 2",
+        b"9999999999999999999999",
+    ];
+
+    fn stream(rng: &mut ChaCha8Rng) -> Vec<u8> {
+        let mut s = Vec::new();
+        for _ in 0..rng.random_range(0..64) {
+            if rng.random_bool(0.1) {
+                // a long run without a line end, sometimes past the cap
+                let len = rng.random_range(0..2 * MAX_ANSWER_LINE);
+                s.extend(std::iter::repeat_n(b'1', len));
+            } else if rng.random_bool(0.3) {
+                s.push(rng.random());
+            } else {
+                s.extend_from_slice(PIECES[rng.random_range(0..PIECES.len())]);
+            }
         }
-        let _ = self.child.wait();
+        s
+    }
+
+    fn one_case(seed: u64) {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let bytes = stream(&mut rng);
+        let mut r = BufReader::with_capacity(rng.random_range(1..256), &bytes[..]);
+        let mut consumed = 0;
+        loop {
+            match read_line(&mut r) {
+                Reply::Answer(line) => {
+                    assert!(line.len() <= MAX_ANSWER_LINE);
+                    consumed += line.len();
+                    if let Ok(v) = parse_answer(&line) {
+                        // a number read back from its shortest text is the same number
+                        if v.is_finite() {
+                            assert_eq!(parse_answer(v.to_string().as_bytes()), Ok(v));
+                        }
+                    }
+                }
+                Reply::Closed => {
+                    assert_eq!(consumed, bytes.len());
+                    break;
+                }
+                Reply::Failed(e) => {
+                    assert!(e.contains("longer than"), "{e}");
+                    break;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn answer_reader_never_panics() {
+        let base = std::env::var("FPREV_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0x19A5_0000_u64);
+        let cases = std::env::var("FPREV_PROPTEST_CASES")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(3000u64);
+        for case in 0..cases {
+            let seed = base.wrapping_add(case);
+            if let Err(e) = std::panic::catch_unwind(|| one_case(seed)) {
+                panic!("answer fuzz case failed: rerun with FPREV_SEED={seed} FPREV_PROPTEST_CASES=1: {e:?}");
+            }
+        }
     }
 }

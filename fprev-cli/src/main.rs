@@ -5,10 +5,11 @@ mod budget;
 mod builtins;
 mod demo;
 mod exec;
+mod limits;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use fprev::ops::{ElementOrders, ElementReveal};
@@ -110,6 +111,14 @@ struct RevealArgs {
     /// Seconds to wait for each answer of --exec.
     #[arg(long, default_value_t = 10.0)]
     timeout: f64,
+    /// Seconds the --exec program has to exit after its input is closed, before its
+    /// whole process group is terminated.
+    #[arg(long, default_value_t = 2.0)]
+    grace: f64,
+    /// Memory budget: larger sizes are refused before anything is allocated
+    /// (bytes, or with K, M, G, T).
+    #[arg(long, value_parser = limits::bytes, default_value = "8G")]
+    max_memory: u64,
     /// With --exec: a tree to prove first (canonical text, or a file holding text or
     /// JSON), such as an order pinned earlier; a wrong hint only costs its probes.
     #[arg(long, requires = "exec")]
@@ -220,6 +229,7 @@ fn config(args: &RevealArgs) -> ElementReveal {
         .algorithm(algorithm)
         .seed(args.seed)
         .accept_flat(args.accept_flat)
+        .max_memory(args.max_memory)
 }
 
 fn reveal(args: &RevealArgs) -> Result<ExitCode, Failure> {
@@ -267,6 +277,12 @@ fn reveal(args: &RevealArgs) -> Result<ExitCode, Failure> {
         rows: args.rows.unwrap_or(args.n),
         cols: args.cols.unwrap_or(args.n),
     };
+    let elem = if args.dtype == Dtype::F64 { 8 } else { 4 };
+    if b.matrix {
+        limits::matrix(size.n, size.rows, size.cols, elem, args.max_memory).map_err(Failure)?;
+    } else {
+        limits::vector(size.n, elem, args.max_memory).map_err(Failure)?;
+    }
     for w in budget::ignored_options(args, b.matrix) {
         eprintln!("fprev: {w}");
     }
@@ -369,15 +385,12 @@ fn emit(
 }
 
 fn reveal_exec<T: ProbeFloat>(cmd: &str, args: &RevealArgs) -> Result<(SumTree, u64), Failure> {
-    if !(args.timeout > 0.0 && args.timeout.is_finite()) {
-        return Err(Failure(format!(
-            "--timeout {} must be a positive number of seconds",
-            args.timeout
-        )));
+    let timeout = limits::seconds("--timeout", args.timeout, false).map_err(Failure)?;
+    let grace = limits::seconds("--grace", args.grace, true).map_err(Failure)?;
+    if args.n == 0 {
+        return Err(Failure("--n 0: there is nothing to sum".into()));
     }
-    let mut target =
-        exec::Exec::<T>::spawn(cmd, args.protocol, Duration::from_secs_f64(args.timeout))
-            .map_err(Failure)?;
+    let mut target = exec::Exec::<T>::spawn(cmd, args.protocol, timeout, grace).map_err(Failure)?;
     let estimate = budget::Estimate::new(args.algorithm, args.n, 1, args.n as f64);
     let progress = budget::Progress::new(estimate.calls, "probes");
     let p = progress.clone();
@@ -400,7 +413,8 @@ fn run_engine<T: ProbeFloat>(
         .pivot(Pivot::Random)
         .seed(args.seed)
         .accept_flat(args.accept_flat)
-        .known_orders(!args.no_guess);
+        .known_orders(!args.no_guess)
+        .max_memory(args.max_memory);
     if let Some(hint) = &args.hint {
         reveal = reveal.hint(read_hint(hint)?);
     }

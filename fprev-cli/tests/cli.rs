@@ -287,17 +287,12 @@ fn demo_prints_trees_and_writes_pictures() {
 
 #[test]
 fn huge_work_is_refused_before_probing_unless_yes() {
-    let start = std::time::Instant::now();
     let o = fprev(&["reveal", "iter-sum", "-n", "10000000"]);
     assert_eq!(o.status.code(), Some(2));
     let e = stderr(&o);
     assert!(
         e.contains("refusing to start") && e.contains("--yes") && e.contains("days"),
         "{e}"
-    );
-    assert!(
-        start.elapsed().as_secs() < 30,
-        "it must refuse before probing"
     );
     let o = fprev(&["reveal", "-n", "10000000", "--exec", "true"]);
     assert!(stderr(&o).contains("refusing to start"), "{}", stderr(&o));
@@ -387,4 +382,232 @@ fn demo_honours_fprev_seed() {
     let o = fprev(&["demo", "--only", "no-such-section"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("scramble"), "{}", stderr(&o));
+}
+
+// ---- Hostile input (issue 19): every case a typed error or the right result, in bounded
+// memory, and no process left behind.
+
+/// `fprev args...` under `ulimit -v` of `kib` KiB (address space: a 16 GB allocation fails
+/// and aborts there, where it would only overcommit without the limit).
+fn fprev_limited(kib: u64, args: &[&str]) -> Output {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -v {kib} && exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_fprev"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run fprev under ulimit")
+}
+
+/// 1 GiB of address space: fprev's threads and binary fit; none of the sizes below would.
+const LIMIT_KIB: u64 = 1 << 20;
+
+/// A text-protocol peer in sh and awk: sums each line left to right in f64 (one awk per
+/// line, since mawk reads ahead of what it has answered).
+const AWK_SUM: &str = "while read -r l; do echo \"$l\" | \
+    awk '{ s = 0; for (i = 1; i <= NF; i++) s += $i; printf \"%.17g\\n\", s }'; done";
+
+fn refused(o: &Output, says: &str) {
+    assert_eq!(o.status.code(), Some(2), "{says}: {}", stderr(o));
+    assert!(stderr(o).contains(says), "{says}: {}", stderr(o));
+    assert!(stdout(o).is_empty());
+}
+
+/// Whether process `pid` still runs (a zombie waiting for its reaper does not).
+fn running(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).is_ok_and(|s| {
+        s.rsplit(')')
+            .next()
+            .is_some_and(|r| !r.trim_start().starts_with('Z'))
+    })
+}
+
+#[test]
+fn one_value_calls_the_program_and_zero_is_refused() {
+    refused(
+        &fprev(&["reveal", "--exec", "exit 3", "--n", "1"]),
+        "exited",
+    );
+    let o = fprev(&["reveal", "--exec", "cat", "--n", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "0\n");
+    refused(
+        &fprev(&["reveal", "--exec", "echo nan", "--n", "1"]),
+        "must return it",
+    );
+    refused(
+        &fprev(&["reveal", "--exec", "cat", "--n", "0"]),
+        "nothing to sum",
+    );
+}
+
+#[test]
+fn sizes_are_refused_before_allocating() {
+    refused(
+        &fprev_limited(LIMIT_KIB, &["reveal", "--exec", "cat", "--n", "100000000"]),
+        "--max-memory",
+    );
+    let shapes: [&[&str]; 3] = [
+        &["--n", "4", "--rows", "18446744073709551615"],
+        &["--n", "100000"],
+        &["--n", "4000000000", "--rows", "1", "--cols", "1"],
+    ];
+    for shape in shapes {
+        let mut args = vec!["reveal", "matrixmultiply-gemm"];
+        args.extend_from_slice(shape);
+        let o = fprev_limited(LIMIT_KIB, &args);
+        assert_eq!(o.status.code(), Some(2), "{shape:?}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(
+            e.contains("--max-memory") || e.contains("more summands"),
+            "{e}"
+        );
+    }
+    refused(
+        &fprev(&["reveal", "iter-sum", "--n", "4096", "--max-memory", "1K"]),
+        "over the memory budget of 1024 bytes",
+    );
+    refused(
+        &fprev(&["reveal", "iter-sum", "--n", "8", "--max-memory", "lots"]),
+        "not a byte count",
+    );
+}
+
+#[test]
+fn durations_are_range_checked() {
+    refused(
+        &fprev(&["reveal", "--exec", "cat", "--n", "4", "--timeout", "1e20"]),
+        "--timeout 100000000000000000000 is out of range",
+    );
+    refused(
+        &fprev(&["reveal", "--exec", "cat", "--n", "4", "--grace=-1"]),
+        "--grace -1 is out of range",
+    );
+}
+
+#[test]
+fn a_claimed_leaf_count_is_not_allocated() {
+    let b = tmp("small.txt");
+    std::fs::write(&b, "(0+1)").expect("write");
+    for (leaves, says) in [
+        (2_147_483_647u64, "leaves is too many"),
+        (1_000_000_000, "must name 999999999 children"),
+    ] {
+        let a = tmp(&format!("huge-{leaves}.json"));
+        let json = format!(r#"{{"format":"fprev-sum-tree/1","leaves":{leaves},"nodes":[]}}"#);
+        assert!(json.len() <= 62);
+        std::fs::write(&a, json).expect("write");
+        let started = std::time::Instant::now();
+        let o = fprev_limited(
+            LIMIT_KIB,
+            &["diff", a.to_str().expect("path"), b.to_str().expect("path")],
+        );
+        refused(&o, says);
+        assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    }
+}
+
+#[test]
+fn an_endless_answer_line_is_an_error_in_bounded_memory() {
+    let o = fprev_limited(
+        LIMIT_KIB,
+        &["reveal", "--exec", "tr '\\0' '1' < /dev/zero", "--n", "4"],
+    );
+    refused(&o, "longer than 4096 bytes");
+}
+
+#[test]
+fn probes_are_encoded_lazily_for_a_peer_that_never_reads() {
+    // Before: the first row's 50 000 probes of 50 000 values were encoded at once (about
+    // 5 GB of text) for a program that reads nothing. Now at most 64 MB are in flight.
+    let o = fprev_limited(
+        LIMIT_KIB,
+        &[
+            "reveal",
+            "--exec",
+            "sleep 60",
+            "--n",
+            "50000",
+            "--no-guess",
+            "--timeout",
+            "2",
+            "--grace",
+            "0",
+        ],
+    );
+    refused(&o, "stopped reading its input");
+}
+
+#[test]
+fn forked_processes_do_not_outlive_fprev() {
+    let pids = tmp("forked.pid");
+    let _ = std::fs::remove_file(&pids);
+    // the direct child fails at once; what it started in the background must still go
+    let cmd = format!(
+        "sleep 300 </dev/null >/dev/null 2>&1 & echo $! > {}; exit 3",
+        pids.display()
+    );
+    let o = fprev(&["reveal", "--exec", &cmd, "--n", "4", "--grace", "0.2"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let pid = std::fs::read_to_string(&pids).expect("the peer wrote its child's pid");
+    assert!(!running(&pid), "sleep {pid} outlived fprev");
+    // a peer that answers, then leaves a background process behind
+    let cmd = format!(
+        "sleep 300 </dev/null >/dev/null 2>&1 & echo $! > {}; {AWK_SUM}",
+        pids.display()
+    );
+    let o = fprev(&[
+        "reveal", "--exec", &cmd, "--n", "8", "--dtype", "f64", "--grace", "0.2",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "(((((((0+1)+2)+3)+4)+5)+6)+7)\n");
+    let pid = std::fs::read_to_string(&pids).expect("the peer wrote its child's pid");
+    assert!(!running(&pid), "sleep {pid} outlived fprev");
+}
+
+#[test]
+fn a_peer_finishes_its_work_after_its_input_closes() {
+    // Before: SIGKILL 1 ms after stdin closed, so the file was never written.
+    let done = tmp("peer-done.txt");
+    let _ = std::fs::remove_file(&done);
+    let cmd = format!("{AWK_SUM}; sleep 0.3; echo done > {}", done.display());
+    let o = fprev(&["reveal", "--exec", &cmd, "--n", "16", "--dtype", "f64"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(&done).expect("the peer wrote its file at exit"),
+        "done\n"
+    );
+}
+
+#[test]
+fn exec_diagnostics_say_what_was_observed() {
+    let cases: [(&str, &str); 5] = [
+        (
+            "while read l; do echo x; done",
+            "answered \"x\" to a random check input",
+        ),
+        ("while read l; do echo 0; done", "every answer was 0"),
+        ("while read l; do echo -0; done", "every answer was -0"),
+        // writes without reading
+        ("yes 1", "every answer was 1"),
+        ("sh -c 'exec >&-; sleep 30'", "closed its output"),
+    ];
+    for (cmd, says) in cases {
+        let o = fprev(&[
+            "reveal",
+            "--exec",
+            cmd,
+            "--n",
+            "16",
+            "--timeout",
+            "2",
+            "--grace",
+            "0",
+        ]);
+        refused(&o, says);
+        assert!(!stderr(&o).contains("stalled"), "{}", stderr(&o));
+    }
+    let o = fprev(&["reveal", "--exec", "cat", "--n", "4", "--hint", "0"]);
+    refused(&o, "a hint has 1 leaf");
 }

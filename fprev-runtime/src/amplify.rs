@@ -29,6 +29,7 @@
 
 mod output;
 mod report;
+mod threads;
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicI8, Ordering};
@@ -160,9 +161,9 @@ impl AmplifyConfig {
         }
         if let Some(n) = env_parse(
             vars::FPREV_THREADS,
-            "a positive integer",
+            threads::EXPECTED,
             "available cores, at least 4",
-            positive,
+            threads::parse,
         ) {
             cfg.max_threads = n;
         }
@@ -311,7 +312,7 @@ impl Pools {
         }
         self.0[threads].get_or_insert_with(|| {
             rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
+                .num_threads(threads::clamp(threads))
                 .build()
                 .expect("fprev amplify: cannot build a rayon pool")
         })

@@ -33,6 +33,26 @@ mod shapes;
 /// assert_eq!(t.replay(&[1.0f32, 2.0, 3.0, 4.0]), 10.0);
 /// # Ok::<(), fprev::tree::TreeError>(())
 /// ```
+///
+/// # The empty tree
+/// Every constructor is total: `n = 0` gives the empty tree (no leaves, no inner nodes),
+/// the sum of no values, and every method handles it: its text is `()`, its JSON has
+/// `"leaves":0`, it replays an empty slice to `+0`, it has depth 0 and it draws as an
+/// empty picture; [`FromStr`], [`from_nodes`](Self::from_nodes) and
+/// [`from_json`](Self::from_json) read it back. (A shape function that refused `n = 0`
+/// would make every caller handle a failure for a case that has a well-defined answer.)
+/// Revealing a sum of zero values is still refused, since there is nothing to probe.
+///
+/// ```
+/// use fprev::SumTree;
+/// let e = SumTree::sequential(0);
+/// assert_eq!((e.leaf_count(), e.inner_count()), (0, 0));
+/// assert_eq!(e.to_string(), "()");
+/// assert_eq!(e.replay::<f32>(&[]), 0.0);
+/// assert_eq!("()".parse::<SumTree>()?, e);
+/// assert_eq!(SumTree::from_json(&e.to_json())?, SumTree::fused(0));
+/// # Ok::<(), fprev::tree::TreeError>(())
+/// ```
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct SumTree {
     leaves: u32,
@@ -90,7 +110,8 @@ impl SumTree {
         self.child_start.len().saturating_sub(1)
     }
 
-    /// Id of the root: the last inner node, or leaf 0 for a one-input tree.
+    /// Id of the root: the last inner node, or leaf 0 for a one-input tree (and 0, which
+    /// has no children, for the empty tree).
     pub fn root(&self) -> usize {
         if self.inner_count() == 0 {
             0
@@ -111,7 +132,11 @@ impl SumTree {
             return &[];
         }
         let k = node - self.leaf_count();
-        &self.children[self.child_start[k] as usize..self.child_start[k + 1] as usize]
+        match self.child_start.get(k..k + 2) {
+            Some(&[a, b]) => &self.children[a as usize..b as usize],
+            // not a node of this tree (the empty tree's root)
+            _ => &[],
+        }
     }
 
     /// For an all-binary tree, the children of inner node `n + k` at `2k` and `2k + 1`.
@@ -184,11 +209,25 @@ impl SumTree {
     /// # Ok::<(), fprev::tree::TreeError>(())
     /// ```
     pub fn from_nodes(n: usize, nodes: Vec<Vec<usize>>) -> Result<SumTree, TreeError> {
-        if n == 0 {
-            return Err(TreeError::Leaves("a tree needs at least one leaf".into()));
+        if n == 0 && nodes.is_empty() {
+            return Ok(SumTree::fused(0));
         }
-        if n > u32::MAX as usize / 2 {
+        if n == 0 {
+            return Err(TreeError::Leaves("inner nodes over no leaves".into()));
+        }
+        if n > u32::MAX as usize / 4 {
             return Err(TreeError::Leaves(format!("{n} leaves is too many")));
+        }
+        // Every node but the root is named once: the child lists must hold exactly
+        // n + nodes - 1 entries. Checked before anything is sized by the claimed `n`, so
+        // a short description claiming billions of leaves is an error, not an allocation.
+        let named: usize = nodes.iter().map(Vec::len).sum();
+        if named != n + nodes.len() - 1 {
+            return Err(TreeError::Shape(format!(
+                "{} node(s) over {n} leaves must name {} children in all, found {named}",
+                nodes.len(),
+                n + nodes.len() - 1
+            )));
         }
         let mut used = vec![false; n + nodes.len()];
         for (k, kids) in nodes.iter().enumerate() {
@@ -352,7 +391,8 @@ impl SumTree {
         );
         let n = self.leaf_count();
         if self.inner_count() == 0 {
-            return x[0];
+            // one leaf, or the empty sum
+            return x.first().copied().unwrap_or(T::ZERO);
         }
         // one buffer for leaves and inner nodes: node ids index it directly
         let mut vals: Vec<T> = Vec::with_capacity(n + self.inner_count());
@@ -435,7 +475,7 @@ impl SumTree {
         TreeStats {
             leaves: n,
             inner_nodes: self.inner_count(),
-            depth: depth[self.root()] as usize,
+            depth: depth.get(self.root()).copied().unwrap_or(0) as usize,
             max_arity: arity.keys().next_back().copied().unwrap_or(0),
             arity_histogram: arity.into_iter().collect(),
         }
@@ -629,6 +669,9 @@ impl FromStr for SumTree {
     type Err = TreeError;
 
     fn from_str(s: &str) -> Result<SumTree, TreeError> {
+        if s.bytes().filter(|b| !b.is_ascii_whitespace()).eq(*b"()") {
+            return Ok(SumTree::fused(0));
+        }
         let bytes = s.as_bytes();
         let mut open: Vec<Vec<u32>> = Vec::new();
         let mut nodes: Vec<Vec<u32>> = Vec::new();
@@ -879,6 +922,53 @@ mod tests {
         ] {
             assert!(s.parse::<SumTree>().is_err(), "{s:?} should be rejected");
         }
+    }
+
+    #[test]
+    fn every_constructor_gives_an_empty_tree_that_every_method_handles() {
+        let empty = [
+            SumTree::sequential(0),
+            SumTree::pairwise(0),
+            SumTree::fused(0),
+            SumTree::reverse(0),
+            SumTree::numpy_pairwise(0),
+            SumTree::from_nodes(0, vec![]).unwrap(),
+            "()".parse().unwrap(),
+            " ( )\n".parse().unwrap(),
+        ];
+        for t in &empty {
+            assert_eq!(t, &empty[0]);
+            assert_eq!((t.leaf_count(), t.inner_count()), (0, 0));
+            assert_eq!(t.to_string(), "()");
+            assert_eq!(SumTree::from_json(&t.to_json()).unwrap(), *t);
+            assert_eq!(t.replay::<f64>(&[]).to_bits(), 0);
+            let s = t.stats();
+            assert_eq!((s.leaves, s.depth, s.max_arity), (0, 0, 0));
+            assert!(t.children(t.root()).is_empty());
+            assert!(t.leaves_under(t.root()).is_empty());
+            assert!(t.parents().is_empty() && t.subtree_sizes().is_empty());
+            assert!(t.to_dot().starts_with("digraph"));
+            assert!(crate::picture::Picture::new().render(t).starts_with("<svg"));
+            assert_eq!(t.diff(&empty[0]), None);
+            assert!(t.diff(&SumTree::sequential(2)).is_some());
+        }
+        assert!(SumTree::from_nodes(0, vec![vec![0, 1]]).is_err());
+    }
+
+    #[test]
+    fn a_claimed_leaf_count_is_not_allocated_before_the_content_backs_it() {
+        let started = std::time::Instant::now();
+        for leaves in [2_147_483_647usize, 1 << 29, usize::MAX] {
+            let json = format!(r#"{{"format":"fprev-sum-tree/1","leaves":{leaves},"nodes":[]}}"#);
+            let e = SumTree::from_json(&json).unwrap_err();
+            assert!(matches!(e, TreeError::Json(_)), "{e}");
+            let e = SumTree::from_nodes(leaves, vec![vec![0, 1]]).unwrap_err();
+            assert!(
+                matches!(e, TreeError::Shape(_) | TreeError::Leaves(_)),
+                "{e}"
+            );
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
     }
 
     #[test]

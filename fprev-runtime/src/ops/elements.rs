@@ -158,6 +158,7 @@ pub struct ElementReveal {
     accept_flat: bool,
     checks: usize,
     max_groups: usize,
+    max_memory: u64,
     on_call: Option<OnCall>,
 }
 
@@ -189,6 +190,7 @@ impl ElementReveal {
             checks: 2,
             max_groups: 16,
             on_call: None,
+            max_memory: crate::reveal::DEFAULT_MAX_MEMORY,
         }
     }
 
@@ -260,6 +262,19 @@ impl ElementReveal {
         self
     }
 
+    /// The memory budget of each element's revelation (default
+    /// [`DEFAULT_MAX_MEMORY`](crate::reveal::DEFAULT_MAX_MEMORY)); see
+    /// [`Reveal::max_memory`].
+    ///
+    /// ```
+    /// let r = fprev::ops::ElementReveal::new().max_memory(1 << 30);
+    /// # let _ = r;
+    /// ```
+    pub fn max_memory(mut self, bytes: u64) -> Self {
+        self.max_memory = bytes;
+        self
+    }
+
     fn engine(&self, shape: Shape) -> Reveal {
         let k = shape.k;
         let pivot = self.pivot.unwrap_or(if shape.lanes > 1 {
@@ -274,6 +289,7 @@ impl ElementReveal {
             .pivot(pivot)
             .seed(self.seed)
             .accept_flat(self.accept_flat)
+            .max_memory(self.max_memory)
             .verify(false)
     }
 

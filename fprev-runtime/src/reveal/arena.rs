@@ -2,6 +2,8 @@
 //! sizes and a flag for fused nodes that truncate (hardware Tensor-Core style) rather than
 //! round an exact sum once.
 
+use super::error::RevealError;
+use super::memory;
 use crate::tree::SumTree;
 
 pub(crate) struct Arena {
@@ -92,27 +94,40 @@ impl Kids {
 }
 
 impl Arena {
+    /// An arena for `n` leaves (small sizes the engine picks itself; user sizes go
+    /// through [`try_new`](Self::try_new)).
     pub fn new(n: usize) -> Arena {
-        // room for a binary tree's n - 1 inner nodes up front: no copies while growing
-        let per_node = |leaf: &dyn Fn(usize) -> u32| {
-            let mut v = Vec::with_capacity(2 * n);
-            v.extend((0..n).map(leaf));
-            v
-        };
-        let mut binary = Vec::with_capacity(2 * n);
-        binary.resize(n, true);
-        Arena {
+        Self::try_new(n).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// An arena for `n` leaves with room for a binary tree's `n - 1` inner nodes up
+    /// front (no copies while growing), every buffer reserved fallibly.
+    pub fn try_new(n: usize) -> Result<Arena, RevealError> {
+        let nodes = n.checked_mul(2).ok_or(RevealError::OutOfMemory {
             n,
-            kids: Vec::with_capacity(n),
-            trunc: Vec::with_capacity(n),
-            parent: per_node(&|_| NONE),
-            size: per_node(&|_| 1),
-            least: per_node(&|i| i as u32),
-            most: per_node(&|i| i as u32),
+            what: "the tree's nodes".into(),
+            bytes: u64::MAX,
+            budget: None,
+        })?;
+        let per_node = |leaf: &dyn Fn(usize) -> u32| -> Result<Vec<u32>, RevealError> {
+            let mut v = memory::with_capacity(nodes, n, "the tree's nodes")?;
+            v.extend((0..n).map(leaf));
+            Ok(v)
+        };
+        let mut binary = memory::with_capacity(nodes, n, "the tree's nodes")?;
+        binary.resize(n, true);
+        Ok(Arena {
+            n,
+            kids: memory::with_capacity(n, n, "the tree's children")?,
+            trunc: memory::with_capacity(n, n, "the tree's nodes")?,
+            parent: per_node(&|_| NONE)?,
+            size: per_node(&|_| 1)?,
+            least: per_node(&|i| i as u32)?,
+            most: per_node(&|i| i as u32)?,
             binary,
             hash: Vec::new(),
             unshift: Vec::new(),
-        }
+        })
     }
 
     /// Keep a [`LeafHash`] of every node's leaf set from now on (the search's templates

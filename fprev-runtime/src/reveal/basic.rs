@@ -44,7 +44,17 @@ pub(crate) fn build<T: ProbeFloat, X: Target<T>>(
             ),
         });
     }
-    let mut pairs: Vec<(u32, u32, u32)> = Vec::with_capacity(n * (n - 1) / 2);
+    let count = n
+        .checked_mul(n - 1)
+        .map(|c| c / 2)
+        .ok_or(RevealError::OutOfMemory {
+            n,
+            what: "every pair's answer".into(),
+            bytes: u64::MAX,
+            budget: None,
+        })?;
+    let mut pairs: Vec<(u32, u32, u32)> =
+        super::memory::with_capacity(count, n, "every pair's answer")?;
     let (all, mut row): (Vec<usize>, _) = ((0..n).collect(), Vec::with_capacity(n));
     for i in 0..n - 1 {
         let members = &all[i + 1..];

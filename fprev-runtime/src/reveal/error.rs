@@ -22,6 +22,39 @@ pub enum RevealError {
         /// Why it is unusable.
         reason: String,
     },
+    /// The revelation would need more memory than its budget allows, or an allocation
+    /// sized by `n` failed: refused before anything of that size is touched.
+    OutOfMemory {
+        /// The size asked for.
+        n: usize,
+        /// What needed the memory.
+        what: String,
+        /// How many bytes it needed (saturated at `u64::MAX`).
+        bytes: u64,
+        /// The budget it exceeded; `None` when the allocation itself failed.
+        budget: Option<u64>,
+    },
+    /// A sum of one value did not return that value.
+    SingleInput {
+        /// The value passed.
+        input: f64,
+        /// What the target returned.
+        answer: f64,
+    },
+    /// Every answer, to the probes and to a random check input alike, was the same value.
+    ConstantAnswers {
+        /// The size.
+        n: usize,
+        /// The one value every call returned.
+        value: f64,
+    },
+    /// Every probe lost all its units (answered 0) while a random input gives another sum.
+    DataDependent {
+        /// The size.
+        n: usize,
+        /// What the target returned on the random check input.
+        random: f64,
+    },
     /// No mask and unit of this type can swamp a sum of `n` units.
     TooLarge {
         /// The size asked for.
@@ -70,7 +103,7 @@ pub enum RevealError {
         /// Second answer, in lost units.
         second: u64,
     },
-    /// Every probe returned `n - 2`: the result does not depend on order.
+    /// Every probe kept all `n - 2` units: the result does not depend on order.
     OrderIndependent {
         /// The size.
         n: usize,
@@ -111,6 +144,33 @@ impl std::fmt::Display for RevealError {
             RevealError::InvalidSize { n, reason } => {
                 write!(f, "cannot reveal a sum of {n} values: {reason}")
             }
+            RevealError::OutOfMemory {
+                n,
+                what,
+                bytes,
+                budget,
+            } => {
+                write!(f, "cannot reveal a sum of {n} values: {what} needs {bytes} bytes")?;
+                match budget {
+                    Some(b) => write!(
+                        f,
+                        ", over the memory budget of {b} bytes (raise it with Reveal::max_memory, or --max-memory on the command line)"
+                    ),
+                    None => f.write_str(" and the allocation failed (free memory, or lower n)"),
+                }
+            }
+            RevealError::SingleInput { input, answer } => write!(
+                f,
+                "a sum of one value must return it, but the target answered {answer} to the input [{input}] (not a plain summation, or not of length-1 input)"
+            ),
+            RevealError::ConstantAnswers { n, value } => write!(
+                f,
+                "every answer was {value}, to the probes and to a random check input alike, for n = {n}: the target does not depend on its input (a constant, or a program that answers without reading its input?)"
+            ),
+            RevealError::DataDependent { n, random } => write!(
+                f,
+                "every probe answered 0 (all units lost) but a random check input summed to {random}, for n = {n}: the order depends on the data (sorting by value or magnitude before summing?), a data-dependent order suspected, which no single tree describes"
+            ),
             RevealError::TooLarge { n, dtype, max } => write!(
                 f,
                 "{n} summands are too many for {dtype}: no mask M can swamp {n} units (at most {max} here)"
@@ -141,7 +201,7 @@ impl std::fmt::Display for RevealError {
             ),
             RevealError::OrderIndependent { n } => write!(
                 f,
-                "order-independent summation: every probe returned n-2 for n = {n}; the target sums exactly or correctly rounded (or in a much wider accumulator), which is one {n}-way fused node; use Reveal::accept_flat(true) to get that node as the tree"
+                "order-independent summation: every probe returned n-2 units for n = {n}; the target sums exactly or correctly rounded (or in a much wider accumulator), which is one {n}-way fused node; use Reveal::accept_flat(true) to get that node as the tree"
             ),
             RevealError::NotPlainSummation {
                 tree,

@@ -25,12 +25,14 @@ mod basic;
 mod error;
 mod fprev;
 mod known;
+mod memory;
 mod naive;
 mod prober;
 mod template;
 mod verify;
 
 pub use error::RevealError;
+pub use memory::DEFAULT_MAX_MEMORY;
 pub use naive::NAIVE_MAX_N;
 
 use arena::Arena;
@@ -100,6 +102,7 @@ pub struct Reveal {
     accept_flat: bool,
     known_orders: bool,
     hints: Vec<(String, SumTree)>,
+    max_memory: u64,
 }
 
 /// A revealed tree with what it cost.
@@ -140,7 +143,26 @@ impl Reveal {
             accept_flat: false,
             known_orders: true,
             hints: Vec::new(),
+            max_memory: DEFAULT_MAX_MEMORY,
         }
+    }
+
+    /// The most memory, in bytes, the revelation may use (default
+    /// [`DEFAULT_MAX_MEMORY`], 8 GiB). A size that needs more is refused with
+    /// [`RevealError::OutOfMemory`] before anything of that size is allocated; buffers
+    /// within the budget are still reserved fallibly, so an allocator that refuses them
+    /// is the same typed error, never an abort.
+    ///
+    /// ```
+    /// let e = fprev::Reveal::new(1 << 20)
+    ///     .max_memory(1 << 20)
+    ///     .run(|x: &[f32]| x.iter().sum::<f32>())
+    ///     .unwrap_err();
+    /// assert!(matches!(e, fprev::RevealError::OutOfMemory { .. }));
+    /// ```
+    pub fn max_memory(mut self, bytes: u64) -> Reveal {
+        self.max_memory = bytes;
+        self
     }
 
     /// The tree-construction algorithm (default [`Algorithm::FPRev`]).
@@ -236,6 +258,9 @@ impl Reveal {
     }
 
     /// Reveal any [`Target`], with the cost report.
+    ///
+    /// `n = 0` is refused; `n = 1` calls the target once on a random value and checks
+    /// that it returns that value ([`RevealError::SingleInput`] otherwise).
     pub fn run_target<T: ProbeFloat, X: Target<T>>(
         &self,
         target: X,
@@ -253,34 +278,43 @@ impl Reveal {
                 reason: "more summands than fprev indexes".into(),
             });
         }
-        let mut prober = Prober::new(target, n, self.seed)?;
         if let Some((_, hint)) = self.hints.iter().find(|(_, t)| t.leaf_count() != n) {
+            let leaves = hint.leaf_count();
+            let plural = if leaves == 1 { "leaf" } else { "leaves" };
             return Err(RevealError::InvalidSize {
                 n,
-                reason: format!("a hint has {} leaves", hint.leaf_count()),
+                reason: format!("a hint has {leaves} {plural}"),
             });
         }
-        let mut arena = Arena::new(n);
+        // the type's limit first (it says more than a memory budget), then the budget,
+        // then the first allocation sized by n
+        prober::scale_for(&target, n)?;
+        memory::check(n, self.algorithm, std::mem::size_of::<T>(), self.max_memory)?;
+        let mut prober = Prober::new(target, n, self.seed)?;
+        if n == 1 {
+            return single(prober, self.seed);
+        }
+        let mut arena = Arena::try_new(n)?;
         let mut recognized = None;
         let mut answered = Vec::new();
-        let root = if n == 1 {
-            0
-        } else {
-            match self.algorithm {
-                Algorithm::Naive => naive::build(&mut prober.target, &mut arena, self.seed)?,
-                Algorithm::Basic => basic::build(&mut prober, &mut arena)?,
-                Algorithm::FPRev => {
-                    let guesses =
-                        known::recognize(&mut prober, &self.hints, self.known_orders, self.seed)?;
-                    answered = guesses.answered;
-                    recognized = guesses.recognized;
-                    match recognized {
-                        Some(_) => 0,
-                        None => fprev::build(&mut prober, &mut arena, self.pivot)?,
+        let built = match self.algorithm {
+            Algorithm::Naive => naive::build(&mut prober.target, &mut arena, self.seed),
+            Algorithm::Basic => basic::build(&mut prober, &mut arena),
+            Algorithm::FPRev => {
+                match known::recognize(&mut prober, &self.hints, self.known_orders, self.seed) {
+                    Err(e) => Err(e),
+                    Ok(guesses) => {
+                        answered = guesses.answered;
+                        recognized = guesses.recognized;
+                        match recognized {
+                            Some(_) => Ok(0),
+                            None => fprev::build(&mut prober, &mut arena, self.pivot),
+                        }
                     }
                 }
             }
         };
+        let root = built.map_err(|e| constant(&mut prober, e, self.seed))?;
         // A proved guess covers every input by construction; a built tree must be checked.
         if recognized.is_none() && arena.size[root as usize] as usize != n {
             return Err(RevealError::Inconsistent {
@@ -295,7 +329,7 @@ impl Reveal {
             None => (arena.to_tree(root), None, None),
         };
         if n >= 3 && !self.accept_flat && tree.children(tree.root()).len() == n {
-            return Err(RevealError::OrderIndependent { n });
+            return Err(flat_root(&mut prober, &answered, self.seed));
         }
         if self.verify && n > 1 && self.algorithm != Algorithm::Naive {
             // A proved guess's sampled answers are its proof's, equal to its predictions
@@ -317,6 +351,112 @@ impl Reveal {
             replays: prober.replays,
             recognized,
         })
+    }
+}
+
+/// `n = 1`: one call on a random value, which a sum of one value returns unchanged.
+fn single<T: ProbeFloat, X: Target<T>>(
+    mut prober: Prober<T, X>,
+    seed: u64,
+) -> Result<RevealReport, RevealError> {
+    let input = prober.target.input_format().unwrap_or(T::FORMAT);
+    let mut x = [T::ZERO];
+    naive::fill_random_input(input, seed ^ 0x0A1E, &mut x);
+    let answer = prober.call(&x)?;
+    if answer.to_bits_u64() != x[0].to_bits_u64() {
+        return Err(RevealError::SingleInput {
+            input: x[0].to_f64(),
+            answer: answer.to_f64(),
+        });
+    }
+    Ok(RevealReport {
+        tree: SumTree::sequential(1),
+        probes: 0,
+        batches: 0,
+        scale: prober.scale,
+        windowed: false,
+        replays: prober.replays,
+        recognized: None,
+    })
+}
+
+/// Why the search ended in one node over every input, from what the target answered:
+/// probes that kept their `n - 2` units mean an order-independent sum; probes that lost
+/// every unit mean either a target that ignores its input (it answers a random input the
+/// same) or an order that depends on the data (sorting puts `-M` and `+M` together).
+fn flat_root<T: ProbeFloat, X: Target<T>>(
+    prober: &mut Prober<T, X>,
+    answered: &[verify::Answered<T>],
+    seed: u64,
+) -> RevealError {
+    let n = prober.n;
+    let all_lost =
+        !prober.samples().is_empty() && prober.samples().iter().all(|s| s.lost as usize == n);
+    if !all_lost {
+        return RevealError::OrderIndependent { n };
+    }
+    let random = match answered.first() {
+        Some(a) => a.answer,
+        None => {
+            let input = prober.target.input_format().unwrap_or(T::FORMAT);
+            let mut x = vec![T::ZERO; n];
+            naive::fill_random_input(input, seed ^ 0x0C0_5747, &mut x);
+            match prober.call(&x) {
+                Ok(v) => v,
+                Err(e) => return e,
+            }
+        }
+    };
+    if random.to_f64() == 0.0 {
+        RevealError::ConstantAnswers {
+            n,
+            value: random.to_f64(),
+        }
+    } else {
+        RevealError::DataDependent {
+            n,
+            random: random.to_f64(),
+        }
+    }
+}
+
+/// `e`, or [`RevealError::ConstantAnswers`] when every sampled probe answered the same
+/// value and a random input gets that value too: a constant explains the failure better
+/// than whatever shape its answers happened to break.
+fn constant<T: ProbeFloat, X: Target<T>>(
+    prober: &mut Prober<T, X>,
+    e: RevealError,
+    seed: u64,
+) -> RevealError {
+    // only failures a constant's answers can cause: a failed or stalled target is not
+    // called again
+    let shape = matches!(
+        e,
+        RevealError::Inconsistent { .. }
+            | RevealError::OutOfRange { .. }
+            | RevealError::PrecisionTooLow { .. }
+            | RevealError::Naive { .. }
+    );
+    if !shape {
+        return e;
+    }
+    let n = prober.n;
+    let lost = match prober.samples() {
+        [first, rest @ ..] if !rest.is_empty() && rest.iter().all(|s| s.lost == first.lost) => {
+            first.lost
+        }
+        _ => return e,
+    };
+    let value = (n as f64 - f64::from(lost)) * prober.scale.unit;
+    let input = prober.target.input_format().unwrap_or(T::FORMAT);
+    let mut x = vec![T::ZERO; n];
+    naive::fill_random_input(input, seed ^ 0x0C0_5747, &mut x);
+    match prober.call(&x) {
+        Ok(v) if v.to_f64() == value => RevealError::ConstantAnswers {
+            n,
+            value: v.to_f64(),
+        },
+        _ => e,
     }
 }
 

@@ -96,14 +96,10 @@ pub(crate) struct Prober<T: ProbeFloat, X: Target<T>> {
 
 impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
     pub fn new(target: X, n: usize, seed: u64) -> Result<Self, RevealError> {
-        let input = target.input_format().unwrap_or(T::FORMAT);
-        let scale =
-            ProbeScale::for_formats(input, T::FORMAT, n).ok_or_else(|| RevealError::TooLarge {
-                n,
-                dtype: T::FORMAT.name,
-                max: max_n::<T>(),
-            })?;
+        let scale = scale_for::<T, X>(&target, n)?;
         let unit = T::from_f64_round(scale.unit);
+        let mut background = super::memory::with_capacity(n, n, "the probe input")?;
+        background.resize(n, unit);
         Ok(Prober {
             target,
             n,
@@ -111,7 +107,7 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
             mask: T::from_f64_round(scale.mask),
             unit,
             inv_unit: 1.0 / scale.unit,
-            background: vec![unit; n],
+            background,
             units: n,
             windows: Vec::new(),
             probes: 0,
@@ -315,6 +311,12 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
         row: &mut Vec<u32>,
     ) -> Result<(), RevealError> {
         self.batch.clear();
+        let len = members.len();
+        super::memory::reserve(&mut self.batch, len, self.n, "a row of probes")?;
+        super::memory::reserve(&mut self.answers, len, self.n, "a row of answers")?;
+        super::memory::reserve(&mut self.out, len, self.n, "a row of answers")?;
+        row.clear();
+        super::memory::reserve(row, len, self.n, "a row of counts")?;
         self.batch.extend(members.iter().map(|&j| Probe {
             plus: pivot,
             minus: j,
@@ -422,6 +424,19 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
     pub fn pick_index(&mut self, len: usize) -> usize {
         crate::draw::below(&mut self.rng, len)
     }
+}
+
+/// The mask and unit for `n` inputs of `target`, or why none exists.
+pub(crate) fn scale_for<T: ProbeFloat, X: Target<T>>(
+    target: &X,
+    n: usize,
+) -> Result<ProbeScale, RevealError> {
+    let input = target.input_format().unwrap_or(T::FORMAT);
+    ProbeScale::for_formats(input, T::FORMAT, n).ok_or_else(|| RevealError::TooLarge {
+        n,
+        dtype: T::FORMAT.name,
+        max: max_n::<T>(),
+    })
 }
 
 /// The largest n this type can be probed with at all.
