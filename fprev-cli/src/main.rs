@@ -63,6 +63,8 @@ enum Dtype {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Format {
     Text,
+    /// The tree's structure in words (`SumTree::describe`), for trees too large to read.
+    Summary,
     Dot,
     Json,
     Svg,
@@ -349,6 +351,14 @@ fn emit(
         (Format::Text, Some(o)) => {
             eprint!("{o}");
             o.groups.iter().map(|g| format!("{}\n", g.tree)).collect()
+        }
+        (Format::Summary, None) => format!("{}\n", tree.describe()),
+        (Format::Summary, Some(o)) => {
+            eprint!("{o}");
+            o.groups
+                .iter()
+                .map(|g| format!("{}\n", g.tree.describe()))
+                .collect()
         }
         (Format::Dot, _) => tree.to_dot(),
         (Format::Json, None) => format!("{}\n", tree.to_json()),

@@ -611,3 +611,13 @@ fn exec_diagnostics_say_what_was_observed() {
     let o = fprev(&["reveal", "--exec", "cat", "--n", "4", "--hint", "0"]);
     refused(&o, "a hint has 1 leaf");
 }
+
+#[test]
+fn summary_format_describes_large_trees_in_words() {
+    let o = fprev(&["reveal", "unrolled4", "-n", "1024", "--format", "summary"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o).trim(),
+        "4 lanes, stride 4, 256 in order; lanes combined pairwise"
+    );
+}
