@@ -3,6 +3,9 @@
 //! Macro expansions refer only to `::fprev::__private::...`; each runtime module that
 //! generated code needs exposes its own hidden `private` module, re-exported here.
 
+/// Not public API. Used by generated code: `core` through the facade, so that expansions
+/// resolve it in edition-2015 crates too (where `::core` names the crate root).
+pub use ::core;
 /// Not public API. Used by generated code.
 pub use ::inventory;
 /// Not public API. Used by generated code.

@@ -240,6 +240,13 @@ fn reveal(args: &RevealArgs) -> Result<ExitCode, Failure> {
         for w in budget::ignored_options(args, false) {
             eprintln!("fprev: {w}");
         }
+        // Memory first: a size that cannot be held is refused whatever --yes says.
+        let elem = match args.dtype {
+            Dtype::F64 => 8,
+            Dtype::F32 => 4,
+            Dtype::F16 | Dtype::Bf16 => 2,
+        };
+        limits::vector(args.n, elem, args.max_memory).map_err(Failure)?;
         budget::Estimate::new(args.algorithm, args.n, 1, args.n as f64)
             .check(&format!("{cmd:?} at n = {}", args.n), args.yes)?;
         let (tree, probes) = match args.dtype {

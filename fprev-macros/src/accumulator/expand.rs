@@ -44,13 +44,13 @@ pub fn expand(plan: &Plan, mut item: syn::ItemFn) -> (TokenStream, Option<syn::E
             };
             let text = &s.text;
             let (line, column) = (
-                quote_spanned!(s.span=> ::core::line!()),
-                quote_spanned!(s.span=> ::core::column!()),
+                quote_spanned!(s.span=> #krate::__private::core::line!()),
+                quote_spanned!(s.span=> #krate::__private::core::column!()),
             );
             quote! {
                 #krate::__private::chains::Site::new(
-                    ::core::concat!(::core::module_path!(), "::", #fn_name),
-                    ::core::file!(), #line, #column, #text,
+                    #krate::__private::core::concat!(#krate::__private::core::module_path!(), "::", #fn_name),
+                    #krate::__private::core::file!(), #line, #column, #text,
                     #krate::__private::chains::SiteKind::#kind,
                 )
             }
@@ -112,7 +112,7 @@ pub fn frame_decl(
     quote! {
         #[allow(non_camel_case_types, non_snake_case)]
         struct #ty { #(#fields),* }
-        impl ::core::ops::Drop for #ty {
+        impl #krate::__private::core::ops::Drop for #ty {
             #[inline]
             fn drop(&mut self) { #(#finish)* }
         }
@@ -145,7 +145,7 @@ fn register(krate: &TokenStream, ident: &syn::Ident, r: &Registration) -> TokenS
             fn __fprev_reveal(
                 n: usize,
                 seed: u64,
-            ) -> ::core::result::Result<#krate::SumTree, #krate::RevealError> {
+            ) -> #krate::__private::core::result::Result<#krate::SumTree, #krate::RevealError> {
                 __fprev_adapter().reveal(n, seed)
             }
             fn __fprev_dtype() -> &'static str {
@@ -153,9 +153,9 @@ fn register(krate: &TokenStream, ident: &syn::Ident, r: &Registration) -> TokenS
             }
             #krate::__private::inventory::submit! {
                 #krate::__private::registry::Registration::new(
-                    ::core::concat!(::core::module_path!(), "::", #name),
-                    ::core::file!(),
-                    ::core::line!(),
+                    #krate::__private::core::concat!(#krate::__private::core::module_path!(), "::", #name),
+                    #krate::__private::core::file!(),
+                    #krate::__private::core::line!(),
                     #krate::__private::registry::Op::#op,
                     &[#(#sizes),*],
                     __fprev_dtype,

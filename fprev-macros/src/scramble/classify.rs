@@ -267,7 +267,8 @@ struct Scan {
     opaque: usize,
 }
 
-fn mentions_in(e: &Expr, root: &str) -> usize {
+/// How often `e` mentions the variable `root` (paths and macro tokens).
+pub(crate) fn mentions_in(e: &Expr, root: &str) -> usize {
     let mut s = Scan::default();
     s.visit_expr(e);
     s.mentions.get(root).copied().unwrap_or(0)

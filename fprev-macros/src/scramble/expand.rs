@@ -91,8 +91,8 @@ pub(crate) fn rewrite_fn(args: &Args, func: &mut ItemFn) -> syn::Result<()> {
         let label = format!("{}#fn", rewriter.fn_name);
         rewriter.left.push(quote_spanned! {span=>
             #krate::__private::scramble::LeftAlone::new(
-                ::core::concat!(::core::module_path!(), "::", #label),
-                ::core::file!(), ::core::line!(),
+                #krate::__private::core::concat!(#krate::__private::core::module_path!(), "::", #label),
+                #krate::__private::core::file!(), #krate::__private::core::line!(),
                 "no float reduction, declared loop or rayon chain found: nothing to scramble",
             )
         });
@@ -154,17 +154,17 @@ impl Rewriter<'_> {
                     .find(|(n, _)| n == name)
                     .map_or("FisherYates", |(_, v)| v);
                 let variant = Ident::new(variant, span);
-                quote_spanned!(span=> ::core::option::Option::Some(#krate::__private::scramble::Shuffle::#variant))
+                quote_spanned!(span=> #krate::__private::core::option::Option::Some(#krate::__private::scramble::Shuffle::#variant))
             }
-            None => quote_spanned!(span=> ::core::option::Option::None),
+            None => quote_spanned!(span=> #krate::__private::core::option::Option::None),
         };
         let kind = Ident::new(variant, span);
         self.sites.push(quote_spanned! {span=>
             #krate::__private::scramble::CallSite::with_kind(
-                ::core::concat!(::core::module_path!(), "::", #label),
-                ::core::file!(),
-                ::core::line!(),
-                ::core::column!(),
+                #krate::__private::core::concat!(#krate::__private::core::module_path!(), "::", #label),
+                #krate::__private::core::file!(),
+                #krate::__private::core::line!(),
+                #krate::__private::core::column!(),
                 #shuffle,
                 #krate::__private::scramble::SiteKind::#kind,
             )
@@ -178,8 +178,8 @@ impl Rewriter<'_> {
         let label = format!("{}#{}", self.fn_name, what);
         self.left.push(quote_spanned! {span=>
             #krate::__private::scramble::LeftAlone::new(
-                ::core::concat!(::core::module_path!(), "::", #label),
-                ::core::file!(), ::core::line!(), #reason,
+                #krate::__private::core::concat!(#krate::__private::core::module_path!(), "::", #label),
+                #krate::__private::core::file!(), #krate::__private::core::line!(), #reason,
             )
         });
     }
@@ -361,8 +361,14 @@ impl Rewriter<'_> {
             }
             _ => {}
         }
+        // The user's own parentheses around the term would become a call argument's
+        // (`unused_parens`); the original update keeps them.
+        let mut arg = &term;
+        while let Expr::Paren(p) = arg {
+            arg = &p.expr;
+        }
         *e = Expr::Verbatim(quote_spanned! {span=>
-            if #r.on() { #r.#method(#term) } else { #original }
+            if #r.on() { #r.#method(#arg) } else { #original }
         });
         true
     }
@@ -376,12 +382,15 @@ impl Rewriter<'_> {
         let span = m.method.span();
         let site = self.site(span, "sum", "IterReduction");
         let krate = &self.args.krate;
-        let recv = m.receiver.clone();
+        let mut recv = (*m.receiver).clone();
+        while let Expr::Paren(p) = recv {
+            recv = *p.expr;
+        }
         *m.receiver = Expr::Verbatim(quote_spanned! {span=>
             {
                 #[allow(unused_imports)]
                 use #krate::__private::scramble::{ViaIter as _, ViaValue as _};
-                (&mut #krate::__private::scramble::Wrap(::core::option::Option::Some(#recv)))
+                (&mut #krate::__private::scramble::Wrap(#krate::__private::core::option::Option::Some(#recv)))
                     .__fprev_reduce(#site)
             }
         });

@@ -195,7 +195,7 @@ fn additive(f: &Expr) -> bool {
                 super::classify::root_of(e).as_deref() == Some(acc.as_str())
                     && matches!(e, Expr::Path(_))
             };
-            let mentions = |e: &Expr| super::classify::key_of(e).contains(acc.as_str());
+            let mentions = |e: &Expr| super::classify::mentions_in(e, &acc) > 0;
             match b.op {
                 syn::BinOp::Add(_) => {
                     (is_acc(&b.left) && !mentions(&b.right))
@@ -331,6 +331,24 @@ mod tests {
         ] {
             assert!(!supported_iterable(&e), "{}", quote::quote!(#e));
         }
+    }
+
+    #[test]
+    fn additive_folds() {
+        let fold = |e: Expr| {
+            let Expr::MethodCall(m) = e else { panic!() };
+            iterator_reduction(&m)
+        };
+        assert!(fold(parse_quote!(v.iter().fold(0.0, |s, x| s + x.abs()))));
+        assert!(fold(parse_quote!(v
+            .iter()
+            .fold(0.0, |s, t| s + t.1 / (t.0 as f64 - x)))));
+        assert!(fold(parse_quote!(v.iter().fold(0.0, std::ops::Add::add))));
+        assert!(fold(parse_quote!((0..n).sum::<f64>())));
+        assert!(!fold(parse_quote!(v.iter().fold(0.0, |s, x| s + s * x))));
+        assert!(!fold(parse_quote!(v.iter().fold(0.0, |s, x| s * x))));
+        assert!(!fold(parse_quote!(it.sum::<f64>())));
+        assert!(!fold(parse_quote!(v.par_iter().map(f).sum::<f64>())));
     }
 
     #[test]

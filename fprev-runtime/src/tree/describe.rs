@@ -695,6 +695,9 @@ impl SumTree {
     /// );
     /// ```
     pub fn describe(&self) -> String {
+        if self.leaf_count() == 0 {
+            return "no values (the empty sum)".to_string();
+        }
         Analysis::new(self).phrase(self.root(), 4)
     }
 }

@@ -137,7 +137,7 @@ impl Rewriter<'_> {
 
     fn is_float(&self, place: TokenStream) -> TokenStream {
         let k = self.krate;
-        quote!(#k::__private::chains::is_float(::core::ptr::addr_of!(#place)))
+        quote!(#k::__private::chains::is_float(#k::__private::core::ptr::addr_of!(#place)))
     }
 
     /// The update of variable `k` after `name = rhs` (or `let name = rhs`).
@@ -204,7 +204,7 @@ impl Rewriter<'_> {
         let ptr = quote_spanned!(Span::mixed_site()=> __fprev_place);
         syn::parse_quote_spanned! {e.span()=>
             {
-                let #ptr = ::core::ptr::addr_of!(#place);
+                let #ptr = #krate::__private::core::ptr::addr_of!(#place);
                 if #krate::__private::chains::is_float(#ptr) {
                     #f.#p.add(&mut #f.#s, #ptr);
                 }
@@ -222,7 +222,7 @@ impl Rewriter<'_> {
             {
                 #[allow(unused_imports)]
                 use #krate::__private::chains::{ViaIterator as _, ViaOther as _};
-                #krate::__private::chains::Wrap(::core::option::Option::Some(#recv))
+                #krate::__private::chains::Wrap(#krate::__private::core::option::Option::Some(#recv))
                     .__fprev_count(&#statics[#k])
             }
         };

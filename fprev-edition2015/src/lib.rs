@@ -1,0 +1,58 @@
+//! An edition-2015 crate using fprev's attributes: in 2015 a path `::core::...` starts at
+//! the crate root, so expansions must reach `core` through `::fprev::__private`. Compiling
+//! this crate is most of the test; the tests below check the behaviour too.
+
+extern crate fprev;
+
+/// A loop reduction, an iterator reduction and an additive fold, with the user's own
+/// parentheses around terms and receivers (which must not turn into `unused_parens`).
+#[fprev::scramble]
+#[allow(clippy::assign_op_pattern)] // the `s = s + e` form is under test
+pub fn three_sums(v: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for x in v.iter() {
+        s = s + (x * 2.0); // the `x = x + e` form, parenthesised on purpose
+    }
+    let t: f64 = v.iter().map(|x| x * 3.0).sum();
+    let n = v.len();
+    let u = (0..n).fold(0.0, |a, i| a + (v[i] * 4.0));
+    s + t + u
+}
+
+/// Chain counting in the same crate.
+#[fprev::accumulator]
+pub fn counted(v: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for x in v.iter() {
+        s += *x;
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use fprev::scramble::{with_config, ScrambleConfig, Shuffle};
+
+    #[test]
+    fn expansions_run_in_edition_2015() {
+        let v: Vec<f64> = (0..100).map(|i| i as f64).collect();
+        let plain = with_config(&ScrambleConfig::off(), || super::three_sums(&v));
+        assert_eq!(plain, 9.0 * 4950.0);
+        let on = ScrambleConfig::off()
+            .shuffle(Some(Shuffle::FisherYates))
+            .shapes(true)
+            .seed(3);
+        // Whole numbers: every shape gives the same exact sum.
+        assert_eq!(with_config(&on, || super::three_sums(&v)), plain);
+        assert_eq!(super::counted(&v), 4950.0);
+        let sites = fprev::scramble::sites();
+        assert_eq!(
+            sites
+                .iter()
+                .filter(|s| s.label.contains("three_sums") && s.reached > 0)
+                .count(),
+            3,
+            "{sites:?}"
+        );
+    }
+}
