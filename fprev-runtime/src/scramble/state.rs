@@ -282,7 +282,8 @@ pub(crate) fn reached_total() -> u64 {
 }
 
 /// The random order of one invocation of a scrambled site (a declared loop or a rayon
-/// source); its stream is keyed as [`context`](super::context) describes.
+/// source); its stream is keyed by (run seed, thread context, site, invocation within
+/// that context), as `#[fprev::scramble]` documents.
 #[derive(Debug)]
 pub struct Scrambler {
     pub(crate) seed: u64,
