@@ -7,6 +7,7 @@
 //! ([`registry`]), exact arithmetic ([`exact`]) and the GPU backend ([`cuda`]).
 
 pub mod amplify;
+mod at_exit;
 pub mod chains;
 pub mod cuda;
 mod draw;

@@ -270,7 +270,7 @@ static EXIT_HOOK: Once = Once::new();
 
 fn install_exit_report() {
     EXIT_HOOK.call_once(|| match std::env::var(super::FPREV_CHAINS) {
-        Ok(v) if v == "1" => register_atexit(),
+        Ok(v) if v == "1" => crate::at_exit::register(print_report_at_exit),
         Ok(v) if v.is_empty() || v == "0" => {}
         Ok(v) => eprintln!(
             "fprev: {}={v:?} is not 0 or 1; using the default (no report at exit)",
@@ -284,18 +284,3 @@ extern "C" fn print_report_at_exit() {
     let r = super::report();
     eprintln!("{r}");
 }
-
-#[cfg(not(target_family = "wasm"))]
-fn register_atexit() {
-    extern "C" {
-        fn atexit(cb: extern "C" fn()) -> std::os::raw::c_int;
-    }
-    // SAFETY: `atexit` is the C library's; the callback is a plain `extern "C" fn` that
-    // only reads atomics and writes to stderr.
-    unsafe {
-        atexit(print_report_at_exit);
-    }
-}
-
-#[cfg(target_family = "wasm")]
-fn register_atexit() {}

@@ -28,25 +28,10 @@ pub(crate) fn install(cfg: &ScrambleConfig) {
                 vars::FPREV_SEED,
             );
         }));
-        register_atexit();
+        crate::at_exit::register(print_coverage_at_exit);
     });
 }
 
 extern "C" fn print_coverage_at_exit() {
     eprintln!("fprev scramble: {}", Coverage::now());
 }
-
-#[cfg(not(target_family = "wasm"))]
-fn register_atexit() {
-    extern "C" {
-        fn atexit(cb: extern "C" fn()) -> std::os::raw::c_int;
-    }
-    // SAFETY: `atexit` is the C library's; the callback only reads statics and writes to
-    // stderr.
-    unsafe {
-        atexit(print_coverage_at_exit);
-    }
-}
-
-#[cfg(target_family = "wasm")]
-fn register_atexit() {}
