@@ -389,6 +389,34 @@ fn while_total(v: &[f64]) -> f64 {
     s
 }
 
+/// A `loop` that ends by a plain `break` owns its reduction (the KS p-value series of a
+/// statistics crate has this form).
+#[fprev::scramble]
+fn loop_series(v: &[f64]) -> f64 {
+    let (mut s, mut i) = (0.0, 0);
+    loop {
+        s += v[i];
+        i += 1;
+        if i == v.len() {
+            break;
+        }
+    }
+    s
+}
+
+/// A `loop` whose `break` carries the running value reads it: left alone.
+#[fprev::scramble]
+fn loop_value(v: &[f64]) -> f64 {
+    let (mut s, mut i) = (0.0, 0);
+    loop {
+        s += v[i];
+        i += 1;
+        if i == v.len() {
+            break s;
+        }
+    }
+}
+
 #[test]
 fn pure_reductions_are_reassociated_in_every_idiom() {
     let v = data(3000);
@@ -410,6 +438,8 @@ fn pure_reductions_are_reassociated_in_every_idiom() {
     reassociated("fold closure", || fold_closure(&v), 3000, m);
     reassociated("fold Add::add", || fold_add(&v), 3000, m);
     reassociated("while -=", || while_total(&v), 3000, m);
+    reassociated("loop with break", || loop_series(&v), 3000, m);
+    unchanged("loop breaking with its value", || loop_value(&v).to_bits());
     reassociated(
         "self.acc",
         || {

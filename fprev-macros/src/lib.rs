@@ -41,7 +41,8 @@ mod scramble;
 /// by default only what may legally be reordered is: the *association* of float
 /// reductions, as a compiler, SIMD library, BLAS or thread pool may change it.
 ///
-/// - **Loop reductions.** A `for` or `while` loop owns a reduction into a place (`s`,
+/// - **Loop reductions.** A `for` or `while` loop (or a `loop` ending by plain `break`s)
+///   owns a reduction into a place (`s`,
 ///   `c[i * n + j]`, `self.acc`, `*out`) when every mention of the place's root inside
 ///   the loop is an update `P += e`, `P -= e`, `P = P + e`, `P = e + P` or `P = P - e` of
 ///   that place, no term reads it, its index changes nothing in the loop and calls

@@ -225,7 +225,7 @@ pub(crate) fn plan(
             Some(format!("`{root}` looks like a static or constant"))
         } else if exits {
             Some(format!(
-                "leaves early (return, `?` or a break to an outer loop): `{key}` keeps its order"
+                "leaves early (return, `?`, a break to an outer loop, or a `loop` that does not end by plain `break`s): `{key}` keeps its order"
             ))
         } else {
             let mut idents = Vec::new();

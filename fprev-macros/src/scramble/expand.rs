@@ -196,6 +196,7 @@ impl Rewriter<'_> {
         let (attrs, span) = match e {
             Expr::ForLoop(f) => (&mut f.attrs, f.for_token.span),
             Expr::While(w) => (&mut w.attrs, w.while_token.span),
+            Expr::Loop(l) => (&mut l.attrs, l.loop_token.span),
             _ => return,
         };
         let marker = match args::take_markers(attrs) {
@@ -220,6 +221,12 @@ impl Rewriter<'_> {
             Expr::While(w) => {
                 let exits = validate::exits_early(w.label.as_ref(), &w.body);
                 classify::plan(None, Some(&w.cond), &w.body, exits, &claimed)
+            }
+            Expr::Loop(l) => {
+                // A `loop` owns reductions only when it ends by plain `break`s: its value
+                // is then `()`, and the write-back after it always runs.
+                let exits = !validate::loop_ends_by_plain_breaks(l.label.as_ref(), &l.body);
+                classify::plan(None, None, &l.body, exits, &claimed)
             }
             _ => return,
         };
@@ -261,6 +268,7 @@ impl Rewriter<'_> {
                 self.visit_expr_mut(&mut w.cond);
                 self.with_depth(|s| s.visit_block_mut(&mut w.body));
             }
+            Expr::Loop(l) => self.with_depth(|s| s.visit_block_mut(&mut l.body)),
             _ => {}
         }
         for key in owned {
@@ -418,7 +426,7 @@ impl Rewriter<'_> {
 impl VisitMut for Rewriter<'_> {
     fn visit_expr_mut(&mut self, e: &mut Expr) {
         match e {
-            Expr::ForLoop(_) | Expr::While(_) => self.a_loop(e),
+            Expr::ForLoop(_) | Expr::While(_) | Expr::Loop(_) => self.a_loop(e),
             Expr::Binary(_) | Expr::Assign(_) => {
                 if !self.update(e) {
                     visit_mut::visit_expr_mut(self, e);
@@ -428,10 +436,6 @@ impl VisitMut for Rewriter<'_> {
                 visit_mut::visit_expr_mut(self, e);
                 self.par_chain(e);
                 self.iterator_reduction(e);
-            }
-            Expr::Loop(l) => {
-                let body = &mut l.body;
-                self.with_depth(|s| s.visit_block_mut(body));
             }
             _ => visit_mut::visit_expr_mut(self, e),
         }

@@ -41,9 +41,25 @@ pub(crate) fn exits_early(label: Option<&Label>, body: &syn::Block) -> bool {
         own: label.map(|l| l.name.ident.to_string()),
         inner: HashSet::new(),
         found: false,
+        own_breaks: None,
     };
     finder.visit_block(body);
     finder.found
+}
+
+/// For a `loop`: whether it can own a reduction, i.e. it leaves only through its own
+/// `break`s (at least one, none with a value) and never to outside itself.
+pub(crate) fn loop_ends_by_plain_breaks(label: Option<&Label>, body: &syn::Block) -> bool {
+    let mut finder = Exits {
+        depth: 0,
+        own: label.map(|l| l.name.ident.to_string()),
+        inner: HashSet::new(),
+        found: false,
+        own_breaks: Some((0, false)),
+    };
+    finder.visit_block(body);
+    let (breaks, valued) = finder.own_breaks.unwrap_or((0, true));
+    !finder.found && breaks > 0 && !valued
 }
 
 struct Exits {
@@ -51,6 +67,22 @@ struct Exits {
     own: Option<String>,
     inner: HashSet<String>,
     found: bool,
+    /// For a `loop`: its own breaks (count, any with a value); `None` for `for`/`while`,
+    /// where a `break` counts as an early exit.
+    own_breaks: Option<(usize, bool)>,
+}
+
+impl Exits {
+    /// A `break` that leaves the analysed loop itself.
+    fn own_break(&mut self, b: &syn::ExprBreak) {
+        match &mut self.own_breaks {
+            Some((n, valued)) => {
+                *n += 1;
+                *valued |= b.expr.is_some();
+            }
+            None => self.found = true,
+        }
+    }
 }
 
 impl Exits {
@@ -67,11 +99,13 @@ impl Exits {
 impl<'ast> Visit<'ast> for Exits {
     fn visit_expr_break(&mut self, b: &'ast syn::ExprBreak) {
         match &b.label {
-            None if self.depth == 0 => self.found = true,
+            None if self.depth == 0 => self.own_break(b),
             None => {}
             Some(l) => {
                 let name = l.ident.to_string();
-                if !self.inner.contains(&name) {
+                if self.own.as_deref() == Some(name.as_str()) && !self.inner.contains(&name) {
+                    self.own_break(b);
+                } else if !self.inner.contains(&name) {
                     self.found = true;
                 }
             }
@@ -383,6 +417,24 @@ mod tests {
             'inner: for j in 0..3 {
                 break 'inner;
             }
+        })));
+        let owns = |b: syn::Block| loop_ends_by_plain_breaks(None, &b);
+        assert!(owns(parse_quote!({
+            if x {
+                break;
+            }
+        })));
+        assert!(!owns(parse_quote!({
+            if x {
+                break 5;
+            }
+        })));
+        assert!(!owns(parse_quote!({
+            f()?;
+            break;
+        })));
+        assert!(!owns(parse_quote!({
+            s += 1.0;
         })));
     }
 }
