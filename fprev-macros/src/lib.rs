@@ -4,6 +4,7 @@
 use proc_macro::TokenStream;
 
 mod accumulator;
+mod respan;
 mod scramble;
 
 /// Makes a function's float reductions show their order dependence in tests: when

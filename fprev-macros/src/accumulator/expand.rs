@@ -43,9 +43,10 @@ pub fn expand(plan: &Plan, mut item: syn::ItemFn) -> (TokenStream, Option<syn::E
                 Kind::Iterator => quote!(Iterator),
             };
             let text = &s.text;
+            let at = crate::respan::respan(krate, s.span);
             let (line, column) = (
-                quote_spanned!(s.span=> #krate::__private::core::line!()),
-                quote_spanned!(s.span=> #krate::__private::core::column!()),
+                quote_spanned!(s.span=> #at::__private::core::line!()),
+                quote_spanned!(s.span=> #at::__private::core::column!()),
             );
             quote! {
                 #krate::__private::chains::Site::new(

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use proc_macro2::{Span, TokenStream};
-use quote::{quote, quote_spanned};
+use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 use syn::visit_mut::{self, VisitMut};
 use syn::{Expr, Ident, Item, ItemFn};
@@ -13,6 +13,7 @@ use syn::{Expr, Ident, Item, ItemFn};
 use super::args::{self, Args, Loops, Marker};
 use super::classify::{self, Form};
 use super::validate::{self, ParSource};
+use crate::respan::respan;
 
 /// `#[scramble(args)] item`: the rewritten function, or the errors to show beside the
 /// user's item. With the `off` feature the item comes back token for token (only the
@@ -89,10 +90,11 @@ pub(crate) fn rewrite_fn(args: &Args, func: &mut ItemFn) -> syn::Result<()> {
     if rewriter.sites.is_empty() && rewriter.left.is_empty() {
         let span = func.sig.ident.span();
         let label = format!("{}#fn", rewriter.fn_name);
+        let at = respan(&krate.to_token_stream(), span);
         rewriter.left.push(quote_spanned! {span=>
             #krate::__private::scramble::LeftAlone::new(
                 #krate::__private::core::concat!(#krate::__private::core::module_path!(), "::", #label),
-                #krate::__private::core::file!(), #krate::__private::core::line!(),
+                #at::__private::core::file!(), #at::__private::core::line!(),
                 "no float reduction, declared loop or rayon chain found: nothing to scramble",
             )
         });
@@ -159,12 +161,13 @@ impl Rewriter<'_> {
             None => quote_spanned!(span=> #krate::__private::core::option::Option::None),
         };
         let kind = Ident::new(variant, span);
+        let at = respan(&krate.to_token_stream(), span);
         self.sites.push(quote_spanned! {span=>
             #krate::__private::scramble::CallSite::with_kind(
                 #krate::__private::core::concat!(#krate::__private::core::module_path!(), "::", #label),
-                #krate::__private::core::file!(),
-                #krate::__private::core::line!(),
-                #krate::__private::core::column!(),
+                #at::__private::core::file!(),
+                #at::__private::core::line!(),
+                #at::__private::core::column!(),
                 #shuffle,
                 #krate::__private::scramble::SiteKind::#kind,
             )
@@ -176,10 +179,11 @@ impl Rewriter<'_> {
     fn left_alone(&mut self, span: Span, what: &str, reason: &str) {
         let krate = &self.args.krate;
         let label = format!("{}#{}", self.fn_name, what);
+        let at = respan(&krate.to_token_stream(), span);
         self.left.push(quote_spanned! {span=>
             #krate::__private::scramble::LeftAlone::new(
                 #krate::__private::core::concat!(#krate::__private::core::module_path!(), "::", #label),
-                #krate::__private::core::file!(), #krate::__private::core::line!(), #reason,
+                #at::__private::core::file!(), #at::__private::core::line!(), #reason,
             )
         });
     }
