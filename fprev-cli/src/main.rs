@@ -223,15 +223,19 @@ fn diff(a: &PathBuf, b: &PathBuf) -> Result<ExitCode, Failure> {
 }
 
 fn config(args: &RevealArgs) -> ElementReveal {
-    let algorithm = match args.algorithm {
-        AlgorithmArg::Fprev => Algorithm::FPRev,
-        AlgorithmArg::Basic => Algorithm::Basic,
-    };
+    let algorithm = algorithm_of(args);
     ElementReveal::new()
         .algorithm(algorithm)
         .seed(args.seed)
         .accept_flat(args.accept_flat)
         .max_memory(args.max_memory)
+}
+
+fn algorithm_of(args: &RevealArgs) -> Algorithm {
+    match args.algorithm {
+        AlgorithmArg::Fprev => Algorithm::FPRev,
+        AlgorithmArg::Basic => Algorithm::Basic,
+    }
 }
 
 fn reveal(args: &RevealArgs) -> Result<ExitCode, Failure> {
@@ -247,6 +251,7 @@ fn reveal(args: &RevealArgs) -> Result<ExitCode, Failure> {
             Dtype::F16 | Dtype::Bf16 => 2,
         };
         limits::vector(args.n, elem, args.max_memory).map_err(Failure)?;
+        fprev::reveal::check_memory(args.n, algorithm_of(args), elem, args.max_memory)?;
         budget::Estimate::new(args.algorithm, args.n, 1, args.n as f64)
             .check(&format!("{cmd:?} at n = {}", args.n), args.yes)?;
         let (tree, probes) = match args.dtype {
@@ -292,6 +297,7 @@ fn reveal(args: &RevealArgs) -> Result<ExitCode, Failure> {
     } else {
         limits::vector(size.n, elem, args.max_memory).map_err(Failure)?;
     }
+    fprev::reveal::check_memory(size.n, algorithm_of(args), elem, args.max_memory)?;
     for w in budget::ignored_options(args, b.matrix) {
         eprintln!("fprev: {w}");
     }
@@ -421,12 +427,8 @@ fn run_engine<T: ProbeFloat>(
     target: &mut exec::Exec<T>,
     args: &RevealArgs,
 ) -> Result<(SumTree, u64), Failure> {
-    let algorithm = match args.algorithm {
-        AlgorithmArg::Fprev => Algorithm::FPRev,
-        AlgorithmArg::Basic => Algorithm::Basic,
-    };
     let mut reveal = Reveal::new(args.n)
-        .algorithm(algorithm)
+        .algorithm(algorithm_of(args))
         .pivot(Pivot::Random)
         .seed(args.seed)
         .accept_flat(args.accept_flat)

@@ -33,6 +33,25 @@ mod verify;
 
 pub use error::RevealError;
 pub use memory::DEFAULT_MAX_MEMORY;
+
+/// Checks, before anything is allocated, that revealing `n` values of `elem_bytes` bytes
+/// each with `algorithm` fits in `budget` bytes (what [`Reveal::max_memory`] enforces when
+/// the revelation starts): callers that must refuse early, before building inputs or
+/// starting a program, ask here.
+///
+/// ```
+/// use fprev::reveal::{check_memory, Algorithm, DEFAULT_MAX_MEMORY};
+/// assert!(check_memory(1 << 16, Algorithm::FPRev, 4, DEFAULT_MAX_MEMORY).is_ok());
+/// assert!(check_memory(100_000_000, Algorithm::FPRev, 4, DEFAULT_MAX_MEMORY).is_err());
+/// ```
+pub fn check_memory(
+    n: usize,
+    algorithm: Algorithm,
+    elem_bytes: usize,
+    budget: u64,
+) -> Result<(), RevealError> {
+    memory::check(n, algorithm, elem_bytes, budget)
+}
 pub use naive::NAIVE_MAX_N;
 
 use arena::Arena;
