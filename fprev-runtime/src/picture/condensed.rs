@@ -76,6 +76,9 @@ impl Canvas {
 /// `small` trees (64 leaves or fewer) are drawn this way only when they have lanes,
 /// whose crossing lines are what makes a full picture hard to read.
 pub(super) fn render(tree: &SumTree, title: Option<&str>) -> Option<String> {
+    if tree.leaf_count() == 0 {
+        return None; // the empty tree: the full drawing handles it
+    }
     let a = Analysis::new(tree);
     let small = tree.leaf_count() <= 64;
     let root = tree.root();
