@@ -6,6 +6,7 @@ use proc_macro::TokenStream;
 mod accumulator;
 mod respan;
 mod scramble;
+mod syntax;
 
 /// Makes a function's float reductions show their order dependence in tests: when
 /// fprev's scrambling is switched on at run time (`FPREV_SCRAMBLE=shapes`,

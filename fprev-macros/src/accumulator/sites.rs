@@ -25,6 +25,9 @@ use proc_macro2::Span;
 use quote::ToTokens;
 use syn::{BinOp, Expr, Pat, Stmt};
 
+pub(crate) use crate::syntax::is_assign_op;
+use crate::syntax::pure_value;
+
 /// What kind of site.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -84,40 +87,11 @@ fn pure_place(e: &Expr) -> bool {
     match e {
         Expr::Path(_) => true,
         Expr::Field(f) => pure_place(&f.base),
-        Expr::Index(i) => pure_place(&i.expr) && pure_value(&i.index),
+        Expr::Index(i) => pure_place(&i.expr) && pure_value(&i.index, &mut Vec::new()),
         Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => pure_place(&u.expr),
         Expr::Paren(p) => pure_place(&p.expr),
         _ => false,
     }
-}
-
-fn pure_value(e: &Expr) -> bool {
-    match e {
-        Expr::Lit(_) | Expr::Path(_) => true,
-        Expr::Field(f) => pure_value(&f.base),
-        Expr::Binary(b) => !is_assign_op(&b.op) && pure_value(&b.left) && pure_value(&b.right),
-        Expr::Unary(u) => pure_value(&u.expr),
-        Expr::Paren(p) => pure_value(&p.expr),
-        Expr::Cast(c) => pure_value(&c.expr),
-        Expr::Index(i) => pure_value(&i.expr) && pure_value(&i.index),
-        _ => false,
-    }
-}
-
-fn is_assign_op(op: &BinOp) -> bool {
-    matches!(
-        op,
-        BinOp::AddAssign(_)
-            | BinOp::SubAssign(_)
-            | BinOp::MulAssign(_)
-            | BinOp::DivAssign(_)
-            | BinOp::RemAssign(_)
-            | BinOp::BitXorAssign(_)
-            | BinOp::BitAndAssign(_)
-            | BinOp::BitOrAssign(_)
-            | BinOp::ShlAssign(_)
-            | BinOp::ShrAssign(_)
-    )
 }
 
 /// `x = x + e`, `x = e + x` or `x = x - e`: the right side extends the left.

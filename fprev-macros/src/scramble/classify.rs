@@ -21,6 +21,8 @@ use quote::ToTokens;
 use syn::visit::{self, Visit};
 use syn::{BinOp, Expr, Pat};
 
+use crate::syntax::{is_assign_op, pure_value};
+
 /// How an update adds its term.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Form {
@@ -87,50 +89,6 @@ fn index_idents(place: &Expr, out: &mut Vec<String>) -> bool {
         Expr::Index(i) => index_idents(&i.expr, out) && pure_value(&i.index, out),
         _ => false,
     }
-}
-
-fn pure_value(e: &Expr, out: &mut Vec<String>) -> bool {
-    match strip(e) {
-        Expr::Lit(_) => true,
-        Expr::Path(p) => {
-            if let Some(id) = p.path.get_ident() {
-                out.push(id.to_string());
-            }
-            true
-        }
-        Expr::Field(f) => pure_value(&f.base, out),
-        Expr::Binary(b) => {
-            !is_assign(&b.op) && pure_value(&b.left, out) && pure_value(&b.right, out)
-        }
-        Expr::Unary(u) => pure_value(&u.expr, out),
-        Expr::Cast(c) => pure_value(&c.expr, out),
-        Expr::Index(i) => pure_value(&i.expr, out) && pure_value(&i.index, out),
-        _ => false,
-    }
-}
-
-fn is_assign(op: &BinOp) -> bool {
-    !matches!(
-        op,
-        BinOp::Add(_)
-            | BinOp::Sub(_)
-            | BinOp::Mul(_)
-            | BinOp::Div(_)
-            | BinOp::Rem(_)
-            | BinOp::And(_)
-            | BinOp::Or(_)
-            | BinOp::BitXor(_)
-            | BinOp::BitAnd(_)
-            | BinOp::BitOr(_)
-            | BinOp::Shl(_)
-            | BinOp::Shr(_)
-            | BinOp::Eq(_)
-            | BinOp::Lt(_)
-            | BinOp::Le(_)
-            | BinOp::Ne(_)
-            | BinOp::Ge(_)
-            | BinOp::Gt(_)
-    )
 }
 
 /// If `e` is an update of a place, the update.
@@ -334,7 +292,7 @@ impl<'ast> Visit<'ast> for Scan {
     fn visit_expr(&mut self, e: &'ast Expr) {
         let lhs = match e {
             Expr::Assign(a) => Some(&*a.left),
-            Expr::Binary(b) if is_assign(&b.op) => Some(&*b.left),
+            Expr::Binary(b) if is_assign_op(&b.op) => Some(&*b.left),
             _ => None,
         };
         if let Some(root) = lhs.and_then(root_of) {

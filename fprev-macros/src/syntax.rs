@@ -1,0 +1,46 @@
+//! Syntax questions both attributes ask of a function body: which binary operators
+//! assign, and which expressions can be evaluated again without side effects.
+
+use syn::{BinOp, Expr};
+
+/// `+=`, `-=`, ... : the operators that assign to their left side.
+pub(crate) fn is_assign_op(op: &BinOp) -> bool {
+    matches!(
+        op,
+        BinOp::AddAssign(_)
+            | BinOp::SubAssign(_)
+            | BinOp::MulAssign(_)
+            | BinOp::DivAssign(_)
+            | BinOp::RemAssign(_)
+            | BinOp::BitXorAssign(_)
+            | BinOp::BitAndAssign(_)
+            | BinOp::BitOrAssign(_)
+            | BinOp::ShlAssign(_)
+            | BinOp::ShrAssign(_)
+    )
+}
+
+/// Whether `e` is made of literals, paths, fields, indexes, casts and non-assigning
+/// operators only (no calls, no side effects); the single-name paths it reads are pushed
+/// to `reads`.
+pub(crate) fn pure_value(e: &Expr, reads: &mut Vec<String>) -> bool {
+    match e {
+        Expr::Lit(_) => true,
+        Expr::Path(p) => {
+            if let Some(id) = p.path.get_ident() {
+                reads.push(id.to_string());
+            }
+            true
+        }
+        Expr::Field(f) => pure_value(&f.base, reads),
+        Expr::Binary(b) => {
+            !is_assign_op(&b.op) && pure_value(&b.left, reads) && pure_value(&b.right, reads)
+        }
+        Expr::Unary(u) => pure_value(&u.expr, reads),
+        Expr::Paren(p) => pure_value(&p.expr, reads),
+        Expr::Group(g) => pure_value(&g.expr, reads),
+        Expr::Cast(c) => pure_value(&c.expr, reads),
+        Expr::Index(i) => pure_value(&i.expr, reads) && pure_value(&i.index, reads),
+        _ => false,
+    }
+}
