@@ -29,6 +29,16 @@ mod ozaki;
 
 use rayon::prelude::*;
 
+/// `2^e` for `e` in `-1074..=1023` (f64's subnormal and normal range).
+pub(crate) fn pow2(e: i32) -> f64 {
+    debug_assert!((-1074..=1023).contains(&e));
+    if e >= -1022 {
+        f64::from_bits(((e + 1023) as u64) << 52)
+    } else {
+        f64::from_bits(1u64 << (e + 1074))
+    }
+}
+
 pub use accumulator::Accumulator;
 pub use format::{Format, FormatError};
 

@@ -9,6 +9,8 @@
 
 use std::fmt::{Debug, Display};
 
+use crate::exact::pow2;
+
 /// A binary floating-point format described as data: what probe scaling and exact
 /// rounding need to know about a type.
 ///
@@ -41,12 +43,46 @@ impl FloatFormat {
     }
 
     /// Exponent of the smallest subnormal number.
-    fn min_subnormal_exp(&self) -> i32 {
+    pub fn min_subnormal_exp(&self) -> i32 {
         self.min_exp - (self.precision as i32 - 1)
+    }
+
+    /// The exponent bias of the format's encoding (`1 - min_exp`: 127 for f32, 7 for
+    /// E4M3, whose top binade holds numbers, not infinities).
+    ///
+    /// ```
+    /// use fprev::float::{ProbeFloat, F8E4M3};
+    /// assert_eq!(f32::FORMAT.bias(), 127);
+    /// assert_eq!(F8E4M3::FORMAT.bias(), 7);
+    /// ```
+    pub fn bias(&self) -> i32 {
+        1 - self.min_exp
+    }
+
+    /// The exponent range of products of two values of this format, as a format of its
+    /// own: what masks and units spread across both operands of a product may reach
+    /// (`M = Ma x Mb`, `e = ea x eb`). Its smallest subnormal is the square of this
+    /// format's; its precision (`2p - 1`) only places that bottom, since a product of two
+    /// p-bit significands is exact in any accumulator of `2p` bits or more.
+    ///
+    /// ```
+    /// use fprev::float::{ProbeFloat, F8E4M3};
+    /// let p = F8E4M3::FORMAT.product();
+    /// assert_eq!(p.max_exp, 16);
+    /// assert_eq!(p.min_subnormal_exp(), -18); // 2^-9 x 2^-9
+    /// ```
+    pub fn product(&self) -> FloatFormat {
+        FloatFormat {
+            name: self.name,
+            precision: 2 * self.precision - 1,
+            min_exp: 2 * self.min_exp,
+            max_exp: 2 * self.max_exp,
+        }
     }
 }
 
-/// A float type that can be revealed: `f64`, `f32`, [`half::f16`], [`half::bf16`].
+/// A float type that can be revealed: `f64`, `f32`, [`half::f16`], [`half::bf16`], and the
+/// 8-bit [`F8E4M3`] and [`F8E5M2`] (as operands, usually with a wider accumulator).
 ///
 /// The trait is sealed; its constants describe the format, its methods convert exactly
 /// through `f64` (every supported type embeds in `f64`).
@@ -81,8 +117,13 @@ pub trait ProbeFloat:
     fn from_bits_u64(bits: u64) -> Self;
 }
 
+mod fp8;
+pub use fp8::{F8E4M3, F8E5M2};
+
 mod private {
     pub trait Sealed {}
+    impl Sealed for super::F8E4M3 {}
+    impl Sealed for super::F8E5M2 {}
     impl Sealed for f32 {}
     impl Sealed for f64 {}
     impl Sealed for half::f16 {}
@@ -258,15 +299,45 @@ impl ProbeScale {
             exact_counts_below: acc.exact_count_limit(),
         })
     }
-}
 
-/// `2^e` for `e` in `-1074..=1023` (f64's subnormal and normal range).
-pub(crate) fn pow2(e: i32) -> f64 {
-    debug_assert!((-1074..=1023).contains(&e));
-    if e >= -1022 {
-        f64::from_bits(((e + 1023) as u64) << 52)
-    } else {
-        f64::from_bits(1u64 << (e + 1074))
+    /// The widest scale both formats allow with a normal unit: `M` one binade below
+    /// the top of the range, `e` at the smallest normal number, so that not only single
+    /// units but every partial sum of units sits far below `M`. Fused adders that align
+    /// their terms to the largest one and truncate the rest drop a partial sum only when
+    /// it lies more than their alignment width below `M`; with the narrowest scale
+    /// ([`for_formats`](Self::for_formats)) a running accumulator can survive next to
+    /// `M` and the tree comes out wrong. `None` when the range gives no more room than
+    /// [`for_formats`](Self::for_formats) already takes.
+    ///
+    /// ```
+    /// use fprev::float::{ProbeScale, ProbeFloat};
+    /// let w = ProbeScale::wide_for_formats(f32::FORMAT, f32::FORMAT, 64).unwrap();
+    /// assert_eq!((w.mask / w.unit).log2(), 252.0);
+    /// assert!(ProbeScale::wide_for_formats(fprev::half::f16::FORMAT, f32::FORMAT, 64).is_none());
+    /// ```
+    pub fn wide_for_formats(input: FloatFormat, acc: FloatFormat, n: usize) -> Option<ProbeScale> {
+        let narrow = Self::for_formats(input, acc, n)?;
+        let mask_exp = input.max_exp.min(acc.max_exp) - 1;
+        let unit_exp = input.min_exp.max(acc.min_exp);
+        let gap = mask_exp - unit_exp;
+        if f64::from(gap) <= (narrow.mask / narrow.unit).log2() {
+            return None;
+        }
+        Some(ProbeScale {
+            mask: pow2(mask_exp),
+            unit: pow2(unit_exp),
+            exact_counts_below: acc.exact_count_limit(),
+        })
+    }
+
+    /// `log2(M / e)`: how many binades separate the mask from the unit.
+    ///
+    /// ```
+    /// let s = fprev::float::ProbeScale::for_type::<f32>(1000).unwrap();
+    /// assert_eq!(s.gap(), 36);
+    /// ```
+    pub fn gap(&self) -> i32 {
+        (self.mask / self.unit).log2().round() as i32
     }
 }
 

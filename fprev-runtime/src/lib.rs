@@ -13,6 +13,7 @@ pub mod cuda;
 mod draw;
 pub mod exact;
 pub mod float;
+pub mod fused;
 pub mod ops;
 pub mod orders;
 pub mod picture;

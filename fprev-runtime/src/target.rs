@@ -129,6 +129,14 @@ pub trait Target<T: ProbeFloat> {
         None
     }
 
+    /// The format the random inputs of the replay checks are drawn from, when it differs
+    /// from [`input_format`](Target::input_format): a product target ([`Products`]) is
+    /// probed with masks up to the square of its operands' range but can only be given
+    /// values that one operand holds. `None` (the default) means the input format.
+    fn replay_format(&self) -> Option<crate::float::FloatFormat> {
+        None
+    }
+
     /// Answer every probe of `batch` into `out` (same length as `batch.probes`).
     ///
     /// The default reuses one buffer: set the two masks, call, restore them.
@@ -322,8 +330,102 @@ impl<T: ProbeFloat, X: Target<T> + ?Sized> Target<T> for &mut X {
     fn input_format(&self) -> Option<crate::float::FloatFormat> {
         (**self).input_format()
     }
+    fn replay_format(&self) -> Option<crate::float::FloatFormat> {
+        (**self).replay_format()
+    }
     fn probe_batch(&mut self, batch: &ProbeBatch<'_, T>, out: &mut [T]) -> Result<(), TargetError> {
         (**self).probe_batch(batch, out)
+    }
+}
+
+/// A dot product `f(a, b)` as a target: each value the engine sends is split into a
+/// factor of `a` and a factor of `b`, so masks and units spread across both operands
+/// (`M = Ma x Mb`, `e = ea x eb`, FPRev paper §8.1.1). Formats with little range (FP8
+/// E4M3 reaches only 448) cannot swamp a sum of units with a mask in one operand; as a
+/// product they reach the square of their range. Random check inputs are values of `I`
+/// times one.
+///
+/// ```
+/// use fprev::float::F8E4M3;
+/// use fprev::fused::BlockFma;
+/// use fprev::target::Products;
+/// let model = BlockFma::H100_FP8;
+/// let dot = |a: &[F8E4M3], b: &[F8E4M3]| -> f32 { model.dot(a, b) };
+/// let r = fprev::Reveal::new(64).run_target(Products::new(dot))?;
+/// assert_eq!(r.tree, model.tree(64));
+/// # Ok::<(), fprev::RevealError>(())
+/// ```
+pub struct Products<I, F> {
+    f: F,
+    a: Vec<I>,
+    b: Vec<I>,
+}
+
+impl<I: ProbeFloat, F> Products<I, F> {
+    /// Wrap `f(a, b) -> T`, a dot product of two vectors of `I`.
+    pub fn new(f: F) -> Products<I, F> {
+        Products {
+            f,
+            a: Vec::new(),
+            b: Vec::new(),
+        }
+    }
+}
+
+/// `x` as `a * b` with both factors values of `I`: `(x, 1)` when `I` holds `x`, else a
+/// power of two split between the operands; `None` when neither works.
+pub fn split_product<I: ProbeFloat>(x: f64) -> Option<(I, I)> {
+    let one = I::from_f64_round(1.0);
+    let xi = I::from_f64_round(x);
+    if xi.to_f64() == x {
+        return Some((xi, one));
+    }
+    if x == 0.0 || !x.is_finite() {
+        return None;
+    }
+    let e = x.abs().log2();
+    if e.fract() != 0.0 {
+        return None;
+    }
+    let e = e as i32;
+    let fmt = I::FORMAT;
+    let (lo, hi) = (fmt.min_subnormal_exp(), fmt.max_exp);
+    // a's exponent as high as it goes, b's what remains, both in range
+    let ea = e.saturating_sub(lo).min(hi).max(lo);
+    let eb = e - ea;
+    if !(lo..=hi).contains(&eb) {
+        return None;
+    }
+    let a = I::from_f64_round(x.signum() * 2f64.powi(ea));
+    let b = I::from_f64_round(2f64.powi(eb));
+    (a.to_f64() * b.to_f64() == x).then_some((a, b))
+}
+
+impl<I: ProbeFloat, T: ProbeFloat, F: FnMut(&[I], &[I]) -> T> Target<T> for Products<I, F> {
+    fn call(&mut self, x: &[T]) -> Result<T, TargetError> {
+        self.a.clear();
+        self.b.clear();
+        for (i, v) in x.iter().enumerate() {
+            let (a, b) = split_product::<I>(v.to_f64()).ok_or_else(|| {
+                TargetError::new(format!(
+                    "value {v} at {i} is not a product of two {} values",
+                    I::FORMAT.name
+                ))
+            })?;
+            self.a.push(a);
+            self.b.push(b);
+        }
+        let f = &mut self.f;
+        let (a, b) = (&self.a, &self.b);
+        caught("the dot product", || f(a, b))
+    }
+
+    fn input_format(&self) -> Option<crate::float::FloatFormat> {
+        Some(I::FORMAT.product())
+    }
+
+    fn replay_format(&self) -> Option<crate::float::FloatFormat> {
+        Some(I::FORMAT)
     }
 }
 

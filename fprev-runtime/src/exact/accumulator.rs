@@ -8,7 +8,7 @@
 //! values arrive cannot change the result: that is the whole point.
 
 use super::format::Format;
-use crate::float::pow2;
+use super::pow2;
 
 /// Bits per digit. Every limb holds one digit plus the carries not yet propagated.
 const DIGIT_BITS: u32 = 32;

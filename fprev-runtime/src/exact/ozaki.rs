@@ -8,7 +8,7 @@
 //! Iakymchuk get reproducible BLAS results from a vendor's fast, non-reproducible kernel.
 
 use super::accumulator::{Accumulator, LOW_EXP, NEG_ZERO_BITS};
-use crate::float::pow2;
+use super::pow2;
 
 /// One slice of a vector: `values[i] * 2^scale_exp` is the slice's part of element `i`,
 /// and every `values[i]` is an integer below `2^bits`.

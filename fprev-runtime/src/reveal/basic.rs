@@ -58,7 +58,7 @@ pub(crate) fn build<T: ProbeFloat, X: Target<T>>(
     let (all, mut row): (Vec<usize>, _) = ((0..n).collect(), Vec::with_capacity(n));
     for i in 0..n - 1 {
         let members = &all[i + 1..];
-        prober.trusted_row(i, members, &mut row)?;
+        prober.trusted_row(i, members, &[], &mut row)?;
         pairs.extend(
             members
                 .iter()

@@ -119,6 +119,24 @@ pub enum RevealError {
         /// The replay's bits.
         tree_bits: u64,
     },
+    /// The tree has fused nodes that truncate (every unit under them lost), and no
+    /// block-FMA model of them (alignment width `frac`, result width `frac_out`) replays
+    /// the target on random inputs: the target is not a fixed-order fused summation.
+    FusedUnverified {
+        /// The tree that failed (canonical text, clipped).
+        tree: String,
+        /// Seed of the random input no model reproduced.
+        input_seed: u64,
+        /// The target's answer to it.
+        target: f64,
+    },
+    /// The target's fused adders keep so many bits below their largest term that the
+    /// widest masks this format allows cannot swamp a partial sum of units: two
+    /// different trees would answer the probes alike.
+    Indistinguishable {
+        /// The alignment width the replays fitted, and what the masks allow.
+        detail: String,
+    },
     /// Counts could not be made exact even with windows of zeros.
     PrecisionTooLow {
         /// Where it happened.
@@ -211,6 +229,18 @@ impl std::fmt::Display for RevealError {
             } => write!(
                 f,
                 "the revealed tree {tree} does not reproduce the target on random input {input_seed} (target {target_bits:#x}, tree {tree_bits:#x}): the target is not a plain summation in this type (compensated/Kahan, a wider accumulator, FMA, or a data-dependent order)"
+            ),
+            RevealError::FusedUnverified {
+                tree,
+                input_seed,
+                target,
+            } => write!(
+                f,
+                "the revealed tree {tree} has truncating fused nodes, but no block-FMA model of them (any alignment width, result width or binary rounding) reproduces the target's {target} on random input {input_seed}: the target is not a fixed-order fused summation (it sorts or otherwise reorders by value, truncates results, or ignores its input)"
+            ),
+            RevealError::Indistinguishable { detail } => write!(
+                f,
+                "cannot tell trees apart: {detail}; spread the masks over both operands of a product (`--op dot`, fprev::target::Products) or reveal in a format with more exponent range"
             ),
             RevealError::PrecisionTooLow { detail } => write!(f, "precision too low: {detail}"),
             RevealError::Target { probe, message } => match probe {

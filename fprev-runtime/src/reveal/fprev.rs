@@ -155,7 +155,7 @@ pub(crate) fn build<T: ProbeFloat, X: Target<T>>(
     let mut members: Vec<usize> = (0..n).collect();
     let k = choose(prober, &members, pivot);
     let first = members.remove(k);
-    prober.trusted_row(first, &members, &mut scratch.row)?;
+    prober.trusted_row(first, &members, &[], &mut scratch.row)?;
     let keys = scratch
         .row
         .iter()
@@ -301,7 +301,21 @@ pub(crate) fn build<T: ProbeFloat, X: Target<T>>(
                 keys: Vec::new(),
                 prebuilt: Some(node),
             }],
-            None => partition(prober, &mut scratch, size, pivot)?,
+            None => {
+                // windowed counts must see the pivot's subtree: the group may be the rest
+                // of one truncating node with it
+                let context = if prober.needs_windows() {
+                    let top = stack.last().unwrap_or_else(|| unreachable!());
+                    let mut c = arena.leaves_under(top.base);
+                    c.extend(top.open.iter().flat_map(|&o| arena.leaves_under(o)));
+                    // and the group itself: parts split off earlier are zero otherwise
+                    c.extend_from_slice(&scratch.group);
+                    c
+                } else {
+                    Vec::new()
+                };
+                partition(prober, &mut scratch, size, pivot, &context)?
+            }
         };
         let join = if parts.iter().all(|p| p.size(arena) == size) {
             Join::Siblings
@@ -334,6 +348,7 @@ fn partition<T: ProbeFloat, X: Target<T>>(
     scratch: &mut Scratch,
     size: usize,
     pivot: Pivot,
+    context: &[usize],
 ) -> Result<Vec<Part>, RevealError> {
     let Scratch {
         group,
@@ -357,7 +372,7 @@ fn partition<T: ProbeFloat, X: Target<T>>(
         // the others keep their order (the next pivot is drawn by position)
         let k = choose(prober, remaining, pivot);
         let p = remaining.remove(k);
-        prober.trusted_row(p, remaining, row)?;
+        prober.trusted_row(p, remaining, context, row)?;
         let inside = row.iter().filter(|&&l| l as usize <= size).count();
         let mut keys = Vec::with_capacity(inside);
         let mut at = 0;

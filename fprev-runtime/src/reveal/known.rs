@@ -79,7 +79,7 @@ pub(crate) fn recognize<T: ProbeFloat, X: Target<T>>(
     if prober.needs_windows() || (hints.is_empty() && !known) {
         return Ok(guesses);
     }
-    let input = prober.target.input_format().unwrap_or(T::FORMAT);
+    let input = prober.replay_format();
     // Two inputs, exponents spread wide (`seed % 3 == 0`) and narrow (`== 2`, more
     // cancellation): different orders rarely agree on both.
     let base = (seed ^ 0x6E55_0000) / 3 * 3;

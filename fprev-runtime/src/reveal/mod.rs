@@ -23,6 +23,7 @@
 mod arena;
 mod basic;
 mod error;
+mod fit;
 mod fprev;
 mod known;
 mod memory;
@@ -32,7 +33,9 @@ mod template;
 mod verify;
 
 pub use error::RevealError;
+pub use fit::FittedFused;
 pub use memory::DEFAULT_MAX_MEMORY;
+pub use verify::Verification;
 
 /// Checks, before anything is allocated, that revealing `n` values of `elem_bytes` bytes
 /// each with `algorithm` fits in `budget` bytes (what [`Reveal::max_memory`] enforces when
@@ -148,6 +151,8 @@ pub struct RevealReport {
     /// The guessed order that was proved (`"numpy-pairwise"`, `"hint"`, ...), or `None`
     /// when the tree was found by search.
     pub recognized: Option<String>,
+    /// What was verified before the tree was returned, and how.
+    pub verification: Verification,
 }
 
 impl Reveal {
@@ -313,27 +318,107 @@ impl Reveal {
         if n == 1 {
             return single(prober, self.seed);
         }
+        let count_bits = count_precision(&mut prober)?;
+        // A truncating fused node was seen, or answers no tree explains: a fused adder
+        // may keep terms within its alignment width of M, so partial sums (or units)
+        // survived next to a narrow mask. Widen the masks to the format's range and build
+        // again; the second answer stands.
+        let wide = prober::wide_scale_for::<T, X>(&prober.target, n);
+        let mut wide_masks = false;
+        let mut widen = |prober: &mut Prober<T, X>| -> bool {
+            let Some(w) = wide else { return false };
+            prober.rescale(w);
+            if let Some(bits) = count_bits {
+                prober.cap_counts(bits);
+            }
+            wide_masks = true;
+            true
+        };
+        let built = match self.build(&mut prober) {
+            Ok(b) if b.arena.trunc.iter().any(|&t| t) && widen(&mut prober) => {
+                self.build(&mut prober)?
+            }
+            Ok(b) => b,
+            Err(e) if explainable_by_fusion(&e) && widen(&mut prober) => self.build(&mut prober)?,
+            Err(e) => return Err(e),
+        };
+        let Built {
+            arena,
+            recognized,
+            answered,
+            tree,
+            order,
+        } = built;
+        // One node over every input: an order-independent (exact) sum is an error unless
+        // accepted; one truncating node (a single Tensor Core block) is a tree like any
+        // other once the replays below confirm it.
+        let flat = n >= 3 && tree.children(tree.root()).len() == n;
+        let truncating = recognized.is_none() && arena.trunc.iter().any(|&t| t);
+        if flat && !truncating && !self.accept_flat {
+            return Err(flat_root(&mut prober, &answered, self.seed));
+        }
+        let mut verification = Verification::default();
+        if self.verify && n > 1 && self.algorithm != Algorithm::Naive {
+            // A proved guess's sampled answers are its proof's, equal to its predictions
+            // already; a built tree predicts its samples from the arena.
+            let built = recognized.is_none().then_some(&arena);
+            let replay = verify::Replay {
+                tree: &tree,
+                order,
+                filtered: recognized.is_some(),
+            };
+            verification = match verify::check(&mut prober, built, &replay, self.seed, &answered) {
+                // a flat node no model follows: say what the answers suggest instead
+                Err(RevealError::FusedUnverified { .. }) if flat => {
+                    return Err(flat_root(&mut prober, &answered, self.seed))
+                }
+                other => other?,
+            };
+            if let Some(fitted) = verification.fused {
+                separable(&prober, n, fitted)?;
+            }
+        }
+        verification.wide_masks = wide_masks;
+        verification.count_bits = count_bits;
+        Ok(RevealReport {
+            tree,
+            probes: prober.probes,
+            batches: prober.batches,
+            scale: prober.scale,
+            windowed: prober.needs_windows(),
+            replays: prober.replays,
+            recognized,
+            verification,
+        })
+    }
+
+    /// One construction at the prober's current scale.
+    fn build<T: ProbeFloat, X: Target<T>>(
+        &self,
+        prober: &mut Prober<T, X>,
+    ) -> Result<Built<T>, RevealError> {
+        let n = self.n;
         let mut arena = Arena::try_new(n)?;
         let mut recognized = None;
         let mut answered = Vec::new();
         let built = match self.algorithm {
             Algorithm::Naive => naive::build(&mut prober.target, &mut arena, self.seed),
-            Algorithm::Basic => basic::build(&mut prober, &mut arena),
+            Algorithm::Basic => basic::build(prober, &mut arena),
             Algorithm::FPRev => {
-                match known::recognize(&mut prober, &self.hints, self.known_orders, self.seed) {
+                match known::recognize(prober, &self.hints, self.known_orders, self.seed) {
                     Err(e) => Err(e),
                     Ok(guesses) => {
                         answered = guesses.answered;
                         recognized = guesses.recognized;
                         match recognized {
                             Some(_) => Ok(0),
-                            None => fprev::build(&mut prober, &mut arena, self.pivot),
+                            None => fprev::build(prober, &mut arena, self.pivot),
                         }
                     }
                 }
             }
         };
-        let root = built.map_err(|e| constant(&mut prober, e, self.seed))?;
+        let root = built.map_err(|e| constant(prober, e, self.seed))?;
         // A proved guess covers every input by construction; a built tree must be checked.
         if recognized.is_none() && arena.size[root as usize] as usize != n {
             return Err(RevealError::Inconsistent {
@@ -347,30 +432,94 @@ impl Reveal {
             Some(known) => (known.tree, known.order, Some(known.name)),
             None => (arena.to_tree(root), None, None),
         };
-        if n >= 3 && !self.accept_flat && tree.children(tree.root()).len() == n {
-            return Err(flat_root(&mut prober, &answered, self.seed));
-        }
-        if self.verify && n > 1 && self.algorithm != Algorithm::Naive {
-            // A proved guess's sampled answers are its proof's, equal to its predictions
-            // already; a built tree predicts its samples from the arena.
-            let built = recognized.is_none().then_some(&arena);
-            let replay = verify::Replay {
-                tree: &tree,
-                order,
-                filtered: recognized.is_some(),
-            };
-            verify::check(&mut prober, built, &replay, self.seed, &answered)?;
-        }
-        Ok(RevealReport {
-            tree,
-            probes: prober.probes,
-            batches: prober.batches,
-            scale: prober.scale,
-            windowed: prober.needs_windows(),
-            replays: prober.replays,
+        Ok(Built {
+            arena,
             recognized,
+            answered,
+            tree,
+            order,
         })
     }
+}
+
+/// Failures a truncating fused adder causes when its alignment width reaches the mask.
+fn explainable_by_fusion(e: &RevealError) -> bool {
+    matches!(
+        e,
+        RevealError::OutOfRange { .. }
+            | RevealError::Inconsistent { .. }
+            | RevealError::NotInteger { .. }
+    )
+}
+
+/// A tree as one construction left it.
+struct Built<T> {
+    arena: Arena,
+    recognized: Option<String>,
+    answered: Vec<verify::Answered<T>>,
+    tree: SumTree,
+    order: Option<fn(&[T]) -> T>,
+}
+
+/// Counts from this many units on are tested for exactness before the search.
+const COUNT_CHECK_FROM: usize = 4096;
+
+/// Whether sums of units stay exact up to the largest count the search will read:
+/// `2^q + 1` units need `q + 1` significant bits, so the largest `q` whose count comes
+/// back exact says where exact counting stops (a Tensor Core FP8 path keeps 13 fraction
+/// bits: exact below `2^14`, not f32's `2^24`). One call for a target that passes, and
+/// only for `n` past [`COUNT_CHECK_FROM`]; `Some(bits)` when counts stop at `2^bits`.
+fn count_precision<T: ProbeFloat, X: Target<T>>(
+    prober: &mut Prober<T, X>,
+) -> Result<Option<u32>, RevealError> {
+    let n = prober.n;
+    let cap = prober.scale.exact_counts_below;
+    let largest = (n - 2).min(cap.saturating_sub(1).min(usize::MAX as u64) as usize);
+    if largest < COUNT_CHECK_FROM {
+        return Ok(None);
+    }
+    let first = usize::BITS - 1 - (largest - 1).leading_zeros();
+    let mut q = first;
+    loop {
+        let count = (1usize << q) + 1;
+        if prober.units_sum(count)? == Some(count as u64) {
+            break;
+        }
+        if q <= 2 {
+            return Err(RevealError::PrecisionTooLow {
+                detail: format!(
+                    "a sum of {count} units (and of every 2^q + 1 units above it) does not come back exact"
+                ),
+            });
+        }
+        q -= 1;
+    }
+    if q == first {
+        return Ok(None);
+    }
+    let bits = q + 1;
+    prober.cap_counts(bits);
+    Ok(Some(bits))
+}
+
+/// Refuses a fused tree whose fitted alignment width reaches the partial sums of units
+/// at this mask scale: such a target could answer two different trees' probes alike.
+fn separable<T: ProbeFloat, X: Target<T>>(
+    prober: &Prober<T, X>,
+    n: usize,
+    fitted: FittedFused,
+) -> Result<(), RevealError> {
+    let log_n = usize::BITS - (n - 1).leading_zeros();
+    let gap = prober.scale.gap();
+    if gap > fitted.frac as i32 + log_n as i32 {
+        return Ok(());
+    }
+    Err(RevealError::Indistinguishable {
+        detail: format!(
+            "the target's fused adders keep at least {} fraction bits below their largest term, and the widest masks this format allows sit only 2^{gap} above the unit, which a partial sum of up to {n} units (2^{log_n}) can reach within that width",
+            fitted.frac
+        ),
+    })
 }
 
 /// `n = 1`: one call on a random value, which a sum of one value returns unchanged.
@@ -378,7 +527,7 @@ fn single<T: ProbeFloat, X: Target<T>>(
     mut prober: Prober<T, X>,
     seed: u64,
 ) -> Result<RevealReport, RevealError> {
-    let input = prober.target.input_format().unwrap_or(T::FORMAT);
+    let input = prober.replay_format();
     let mut x = [T::ZERO];
     naive::fill_random_input(input, seed ^ 0x0A1E, &mut x);
     let answer = prober.call(&x)?;
@@ -396,6 +545,7 @@ fn single<T: ProbeFloat, X: Target<T>>(
         windowed: false,
         replays: prober.replays,
         recognized: None,
+        verification: Verification::default(),
     })
 }
 
@@ -417,7 +567,7 @@ fn flat_root<T: ProbeFloat, X: Target<T>>(
     let random = match answered.first() {
         Some(a) => a.answer,
         None => {
-            let input = prober.target.input_format().unwrap_or(T::FORMAT);
+            let input = prober.replay_format();
             let mut x = vec![T::ZERO; n];
             naive::fill_random_input(input, seed ^ 0x0C0_5747, &mut x);
             match prober.call(&x) {
@@ -467,7 +617,7 @@ fn constant<T: ProbeFloat, X: Target<T>>(
         _ => return e,
     };
     let value = (n as f64 - f64::from(lost)) * prober.scale.unit;
-    let input = prober.target.input_format().unwrap_or(T::FORMAT);
+    let input = prober.replay_format();
     let mut x = vec![T::ZERO; n];
     naive::fill_random_input(input, seed ^ 0x0C0_5747, &mut x);
     match prober.call(&x) {

@@ -145,7 +145,7 @@ pub(crate) fn fill_random_input<T: ProbeFloat>(input: FloatFormat, seed: u64, x:
     // table, float multiply or conversion.
     let width = 8 * std::mem::size_of::<T>() as u32;
     let t_frac = fmt.precision - 1;
-    let top_field = (fmt.max_exp + top) as u64;
+    let top_field = (fmt.bias() + top) as u64;
     let spread = spread.max(1) as u64;
     let value = |r: u64, bits: u32| -> T {
         let frac = r >> (bits - frac_bits);

@@ -121,6 +121,43 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
         })
     }
 
+    /// The format replay checks draw random inputs from.
+    pub fn replay_format(&self) -> crate::float::FloatFormat {
+        self.target
+            .replay_format()
+            .or(self.target.input_format())
+            .unwrap_or(T::FORMAT)
+    }
+
+    /// Probe with `scale` from now on (everything asked so far is forgotten but the
+    /// counters): masks widened after a truncating node was seen.
+    pub fn rescale(&mut self, scale: ProbeScale) {
+        self.scale = scale;
+        self.mask = T::from_f64_round(scale.mask);
+        self.unit = T::from_f64_round(scale.unit);
+        self.inv_unit = 1.0 / scale.unit;
+        self.windows.clear();
+        self.apply_window();
+        self.reservoir = Reservoir::new(self.reservoir.state);
+    }
+
+    /// Counts exact below `2^bits` only (a narrower internal accumulator than the
+    /// answer's type): lower the trusted cap, so larger counts are windowed.
+    pub fn cap_counts(&mut self, bits: u32) {
+        self.scale.exact_counts_below = self.scale.exact_counts_below.min(1u64 << bits);
+    }
+
+    /// The target's answer for units on the first `count` positions and zeros elsewhere
+    /// (no masks), in units; `None` if not a whole number of units.
+    pub fn units_sum(&mut self, count: usize) -> Result<Option<u64>, RevealError> {
+        let set: Vec<usize> = (0..count).collect();
+        self.push_window(&set);
+        let x = self.background.clone();
+        self.pop_window();
+        let v = self.call(&x)?.to_f64() * self.inv_unit;
+        Ok((v >= 0.0 && v.fract() == 0.0 && v.is_finite()).then_some(v as u64))
+    }
+
     /// Whether counts can exceed what the accumulator holds exactly.
     pub fn needs_windows(&self) -> bool {
         (self.n as u64).saturating_sub(2) >= self.scale.exact_counts_below
@@ -304,10 +341,16 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
     /// Like [`row`](Self::row), re-asking untrusted entries in shrinking windows until
     /// every count is exact; the counts go into `row` (a buffer the caller reuses: a row
     /// per part, each allocated, was a visible cost for targets with many small parts).
+    ///
+    /// `context` holds leaves outside `members` that may share a truncating node with
+    /// them (the subtree the pivot's frame has built so far): a truncating node loses
+    /// every unit under it, so a window without them would count its node smaller than
+    /// it is. The first window keeps them; later, smaller ones cannot afford them.
     pub fn trusted_row(
         &mut self,
         pivot: usize,
         members: &[usize],
+        context: &[usize],
         row: &mut Vec<u32>,
     ) -> Result<(), RevealError> {
         self.batch.clear();
@@ -333,11 +376,21 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
             if pending.is_empty() {
                 break Ok(());
             }
-            let window: Vec<usize> = pending
+            let mut window: Vec<usize> = pending
                 .iter()
                 .map(|&k| members[k])
                 .chain(std::iter::once(pivot))
                 .collect();
+            if pushed == 0 && !context.is_empty() {
+                window.extend_from_slice(context);
+                window.sort_unstable();
+                window.dedup();
+                if window.len() >= self.units {
+                    window.clear();
+                    window.extend(pending.iter().map(|&k| members[k]));
+                    window.push(pivot);
+                }
+            }
             if window.len() >= self.units {
                 break Err(RevealError::PrecisionTooLow {
                     detail: format!(
@@ -427,6 +480,14 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
 }
 
 /// The mask and unit for `n` inputs of `target`, or why none exists.
+pub(crate) fn wide_scale_for<T: ProbeFloat, X: Target<T>>(
+    target: &X,
+    n: usize,
+) -> Option<ProbeScale> {
+    let input = target.input_format().unwrap_or(T::FORMAT);
+    ProbeScale::wide_for_formats(input, T::FORMAT, n)
+}
+
 pub(crate) fn scale_for<T: ProbeFloat, X: Target<T>>(
     target: &X,
     n: usize,

@@ -1,11 +1,12 @@
 //! Checks that run after a tree is built, so a wrong tree is never returned silently:
 //! sampled probes are asked again (nondeterminism) and compared with what the tree
 //! predicts (consistency), then the tree is replayed on seeded random inputs and must
-//! reproduce the target's bits (unless it has truncating fused nodes, whose rounding is
-//! hardware-specific and which the probe checks cover).
+//! reproduce the target's bits: a plain tree as it is, a tree with truncating fused nodes
+//! under a block-FMA model of those nodes fitted to the same inputs (see [`super::fit`]).
 
 use super::arena::Arena;
 use super::error::RevealError;
+use super::fit::{self, FittedFused};
 use super::naive::fill_random_input;
 use super::prober::Prober;
 use crate::float::ProbeFloat;
@@ -57,6 +58,34 @@ impl<T: ProbeFloat> Replay<'_, T> {
     }
 }
 
+/// What was checked before a tree was returned, and how.
+///
+/// ```
+/// let r = fprev::Reveal::new(64).run_target(fprev::target::FnTarget(|x: &[f32]| x.iter().sum::<f32>()))?;
+/// let v = r.verification;
+/// assert!(v.performed && v.replayed >= 2 && v.fused.is_none());
+/// # Ok::<(), fprev::RevealError>(())
+/// ```
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Verification {
+    /// Whether verification ran (`Reveal::verify(false)` turns it off).
+    pub performed: bool,
+    /// Sampled probes asked again and compared with the tree's predictions.
+    pub rechecked: usize,
+    /// Random inputs the target answered and the tree reproduced bit for bit.
+    pub replayed: usize,
+    /// For a tree with truncating fused nodes: the block-FMA model it was replayed
+    /// under (fitted to those same inputs).
+    pub fused: Option<FittedFused>,
+    /// Whether the masks were widened (to the format's range) after a truncating node
+    /// was seen, so that partial sums are swamped as well as single units.
+    pub wide_masks: bool,
+    /// Exact unit counts were found to stop below the accumulator's `2^p`, at `2^bits`
+    /// (a narrower internal accumulator): counting windows were sized to it.
+    pub count_bits: Option<u32>,
+}
+
 /// Re-ask the sampled probes, compare them with what the built tree in `arena` predicts
 /// (`None` for a proved guess, whose sampled answers are its proof's, each compared with
 /// its prediction already), then replay.
@@ -66,11 +95,16 @@ pub(crate) fn check<T: ProbeFloat, X: Target<T>>(
     replay: &Replay<'_, T>,
     seed: u64,
     answered: &[Answered<T>],
-) -> Result<(), RevealError> {
+) -> Result<Verification, RevealError> {
+    let mut done = Verification {
+        performed: true,
+        ..Verification::default()
+    };
     // One batch for all re-asks: the target's background is copied once, not per probe.
     let samples = prober.samples().to_vec();
     let probes: Vec<Probe> = samples.iter().map(|s| s.probe).collect();
     let again = prober.ask(&probes)?;
+    done.rechecked = probes.len();
     for (s, again) in samples.iter().zip(again) {
         if let Some(again) = again {
             if again != s.lost {
@@ -94,11 +128,15 @@ pub(crate) fn check<T: ProbeFloat, X: Target<T>>(
             });
         }
     }
-    // truncating fused nodes round in hardware-specific ways: the probes cover them
+    // truncating fused nodes round in hardware-specific ways: fit a model of them
     if arena.is_some_and(|a| a.trunc.iter().any(|&t| t)) {
-        return Ok(());
+        let fitted = fit::fit(prober, replay.tree, seed)?;
+        done.replayed = fitted.inputs;
+        done.fused = Some(fitted);
+        return Ok(done);
     }
-    replay_matches(prober, replay, seed, answered)
+    done.replayed = replay_matches(prober, replay, seed, answered)?;
+    Ok(done)
 }
 
 pub(crate) fn replay_matches<T: ProbeFloat, X: Target<T>>(
@@ -106,7 +144,7 @@ pub(crate) fn replay_matches<T: ProbeFloat, X: Target<T>>(
     replay: &Replay<'_, T>,
     seed: u64,
     answered: &[Answered<T>],
-) -> Result<(), RevealError> {
+) -> Result<usize, RevealError> {
     let tree = replay.tree;
     let n = tree.leaf_count();
     let compare = |input_seed: u64, want: T, got: T| {
@@ -133,7 +171,7 @@ pub(crate) fn replay_matches<T: ProbeFloat, X: Target<T>>(
             compare(a.seed, a.answer, replay.sum(&a.input))?;
         }
     }
-    let input = prober.target.input_format().unwrap_or(T::FORMAT);
+    let input = prober.replay_format();
     let mut x = vec![T::ZERO; n];
     for k in reused.len()..replays_for(n) {
         let input_seed = seed ^ 0x5EED_0000_0000 ^ k as u64;
@@ -141,5 +179,5 @@ pub(crate) fn replay_matches<T: ProbeFloat, X: Target<T>>(
         let want = prober.call(&x)?;
         compare(input_seed, want, replay.sum(&x))?;
     }
-    Ok(())
+    Ok(replays_for(n).max(reused.len()))
 }

@@ -1,0 +1,542 @@
+//! CPU models of block fused multiply-add units, the adders inside GPU Tensor Cores.
+//!
+//! A Tensor Core does not add two numbers at a time. It takes a block of `nfma` products
+//! (and, in most generations, the running accumulator with them), aligns every term to the
+//! largest exponent among them, keeps `frac` fraction bits below that exponent (truncating
+//! toward zero the bits that fall off), adds the aligned significands exactly, and
+//! normalizes the result, keeping `frac_out` fraction bits (truncated) before writing it
+//! to the accumulator format (Fasi, Higham, Mikaitis and Pranesh, "Numerical behavior of
+//! NVIDIA tensor cores", PeerJ CS 2021; Khattak and Mikaitis, "Accurate models of NVIDIA
+//! Tensor Cores", arXiv:2512.07004). A matrix product chains such blocks along `k`; some
+//! libraries restart the chain every `K` products and add the chunk results in ordinary
+//! f32 ("slow accumulation", cuBLAS's non-fast FP8 mode).
+//!
+//! [`BlockFma`] is that model with its parameters as data, so hypotheses about hardware
+//! can be tested on a CPU: its [`sum`](BlockFma::sum), [`dot`](BlockFma::dot) and
+//! [`sum_tree`](BlockFma::sum_tree) are targets like any other, and
+//! [`tree`](BlockFma::tree) says which tree fprev must reveal for them.
+//!
+//! ```
+//! use fprev::fused::BlockFma;
+//! // an A100-like chain: the running value and 8 new products per fused node
+//! let model = BlockFma::A100;
+//! let tree = fprev::reveal(32, |x: &[f32]| model.sum(x))?;
+//! assert_eq!(tree, model.tree(32));
+//! assert_eq!(
+//!     tree.to_string(),
+//!     "((((0+1+2+3+4+5+6+7)+8+9+10+11+12+13+14+15)+16+17+18+19+20+21+22+23)+24+25+26+27+28+29+30+31)"
+//! );
+//! # Ok::<(), fprev::RevealError>(())
+//! ```
+
+use crate::float::ProbeFloat;
+use crate::tree::SumTree;
+
+/// Where the running accumulator enters a block.
+///
+/// ```
+/// use fprev::fused::{AccumulatorJoin, BlockFma};
+/// let late = BlockFma { accumulator: AccumulatorJoin::Late, ..BlockFma::V100 };
+/// assert_eq!(late.tree(8).to_string(), "((0+1+2+3)+(4+5+6+7))");
+/// assert_eq!(BlockFma::V100.tree(8).to_string(), "((0+1+2+3)+4+5+6+7)");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AccumulatorJoin {
+    /// Aligned and truncated together with the block's products: one `(nfma + 1)`-term
+    /// fused node per block (the Tensor Core behaviour the papers measure).
+    Aligned,
+    /// The block's products are fused alone, and the block result is added to the
+    /// accumulator afterwards with one round-to-nearest addition in the accumulator type.
+    Late,
+}
+
+/// A block-FMA fused adder and the chain of blocks a dot product runs through it.
+///
+/// All arithmetic is exact until the two truncations the parameters name, then one
+/// rounding to the accumulator type `T` (round to nearest, ties to even; exact when
+/// `frac_out` is below `T`'s fraction bits).
+///
+/// ```
+/// use fprev::fused::BlockFma;
+/// // 2^24 and seven ones: f32 loses every one, one at a time
+/// let x = [16777216.0f32, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
+/// assert_eq!(x.iter().sum::<f32>(), 16777216.0);
+/// // one 8-product fused node keeps them (26 bits below 2^24), then truncates the
+/// // result to f32's 23 fraction bits: 2^24 + 7 becomes 2^24 + 6
+/// assert_eq!(BlockFma::A100.sum(&x), 16777222.0);
+/// // V100 aligns to 23 bits below 2^24: the ones are cut before they are added
+/// assert_eq!(BlockFma::V100.sum(&x), 16777216.0);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct BlockFma {
+    /// Products per block (`>= 1`).
+    pub nfma: usize,
+    /// Fraction bits kept below the block's largest exponent when terms are aligned
+    /// (truncated toward zero); at most [`MAX_FRAC`].
+    pub frac: u32,
+    /// Fraction bits of the block result (truncated toward zero); `None`: rounded to
+    /// nearest in the accumulator type instead.
+    pub frac_out: Option<u32>,
+    /// Where the running accumulator enters.
+    pub accumulator: AccumulatorJoin,
+    /// Restart the chain every this many products (a multiple of `nfma`) and add the
+    /// chunk results in the accumulator type, round to nearest; `None`: one chain.
+    pub chunk: Option<usize>,
+}
+
+/// The widest alignment [`BlockFma`] models: aligned sums of up to 64 terms stay exact in
+/// the `f64` it computes with.
+pub const MAX_FRAC: u32 = 45;
+
+/// Why a [`BlockFma`] cannot run.
+///
+/// ```
+/// use fprev::fused::BlockFma;
+/// let bad = BlockFma { nfma: 0, ..BlockFma::V100 };
+/// assert!(bad.validate().is_err());
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InvalidModel(pub String);
+
+impl std::fmt::Display for InvalidModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "invalid block-FMA model: {}", self.0)
+    }
+}
+
+impl std::error::Error for InvalidModel {}
+
+impl BlockFma {
+    /// Volta V100, fp16 products into f32: blocks of 4 products plus the accumulator,
+    /// aligned to the largest exponent and truncated with no extra bits (23 fraction
+    /// bits, f32's significand), the sum normalized by truncation (Fasi et al. 2021,
+    /// §4; the 5-way trees of the FPRev paper, §7).
+    pub const V100: BlockFma = BlockFma {
+        nfma: 4,
+        frac: 23,
+        frac_out: Some(23),
+        accumulator: AccumulatorJoin::Aligned,
+        chunk: None,
+    };
+
+    /// Ampere A100, fp16/bf16 products into f32: blocks of 8 products plus the
+    /// accumulator (Fasi et al. 2021 §5; the 9-way trees of the FPRev paper, §7), with
+    /// 3 extra alignment bits beyond f32's 24 (Khattak and Mikaitis 2025 report extra
+    /// alignment bits from Ampere on; 3 is this model's value), result truncated.
+    pub const A100: BlockFma = BlockFma {
+        nfma: 8,
+        frac: 26,
+        frac_out: Some(23),
+        accumulator: AccumulatorJoin::Aligned,
+        chunk: None,
+    };
+
+    /// Hopper H100, fp16/bf16 products into f32: blocks of 16 products plus the
+    /// accumulator (the 17-way trees of the FPRev paper, §7), alignment as
+    /// [`A100`](Self::A100) (Khattak and Mikaitis 2025).
+    pub const H100: BlockFma = BlockFma {
+        nfma: 16,
+        frac: 26,
+        frac_out: Some(23),
+        accumulator: AccumulatorJoin::Aligned,
+        chunk: None,
+    };
+
+    /// Hopper H100, FP8 products with "fast accumulation": blocks of 32 products (the
+    /// k = 32 of the FP8 `wgmma`/`mma` shapes) whose result keeps 13 fraction bits (the
+    /// e8m13 accumulator reported for H100 and Ada FP8 paths: Khattak and Mikaitis 2025;
+    /// DeepSeek-V3 report §3.3.2, "around 14 bits").
+    pub const H100_FP8: BlockFma = BlockFma {
+        nfma: 32,
+        frac: 13,
+        frac_out: Some(13),
+        accumulator: AccumulatorJoin::Aligned,
+        chunk: None,
+    };
+
+    /// [`H100_FP8`](Self::H100_FP8) with the chain restarted every 128 products and the
+    /// chunk results added in f32, as cuBLAS does without fast accumulation and as the
+    /// DeepSeek-V3 report (§3.3.2) promotes partial sums every 128 elements.
+    pub const H100_FP8_SLOW: BlockFma = BlockFma {
+        chunk: Some(128),
+        ..BlockFma::H100_FP8
+    };
+
+    /// Ada (L40S, RTX 4000 series), FP8 products: the same 13-bit block results as the
+    /// H100 FP8 path (Khattak and Mikaitis 2025), blocks of 16 products.
+    pub const ADA_FP8: BlockFma = BlockFma {
+        nfma: 16,
+        frac: 13,
+        frac_out: Some(13),
+        accumulator: AccumulatorJoin::Aligned,
+        chunk: None,
+    };
+
+    /// Blackwell B200, fp16/bf16 products into f32: blocks of 16 products plus the
+    /// accumulator, with wider alignment than Hopper (Khattak and Mikaitis 2025 model
+    /// B200 separately; 8 extra bits is this model's value).
+    pub const B200: BlockFma = BlockFma {
+        nfma: 16,
+        frac: 31,
+        frac_out: Some(23),
+        accumulator: AccumulatorJoin::Aligned,
+        chunk: None,
+    };
+
+    /// Every preset with its name, for tables and command lines.
+    ///
+    /// ```
+    /// let names: Vec<&str> = fprev::fused::BlockFma::PRESETS.iter().map(|p| p.0).collect();
+    /// assert!(names.contains(&"h100-fp8"));
+    /// ```
+    pub const PRESETS: &'static [(&'static str, BlockFma)] = &[
+        ("v100", BlockFma::V100),
+        ("a100", BlockFma::A100),
+        ("h100", BlockFma::H100),
+        ("h100-fp8", BlockFma::H100_FP8),
+        ("h100-fp8-slow", BlockFma::H100_FP8_SLOW),
+        ("ada-fp8", BlockFma::ADA_FP8),
+        ("b200", BlockFma::B200),
+    ];
+
+    /// The preset named `name` (see [`PRESETS`](Self::PRESETS)).
+    ///
+    /// ```
+    /// assert_eq!(fprev::fused::BlockFma::preset("v100"), Some(fprev::fused::BlockFma::V100));
+    /// ```
+    pub fn preset(name: &str) -> Option<BlockFma> {
+        Self::PRESETS
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|p| p.1)
+    }
+
+    /// Whether the parameters describe a unit this model can run.
+    pub fn validate(&self) -> Result<(), InvalidModel> {
+        if self.nfma == 0 || self.nfma > 64 {
+            return Err(InvalidModel(format!(
+                "nfma = {} (products per block must be 1..=64)",
+                self.nfma
+            )));
+        }
+        if self.frac > MAX_FRAC {
+            return Err(InvalidModel(format!(
+                "frac = {} (at most {MAX_FRAC} fraction bits are modelled)",
+                self.frac
+            )));
+        }
+        if let Some(k) = self.chunk {
+            if k == 0 || k % self.nfma != 0 {
+                return Err(InvalidModel(format!(
+                    "chunk = {k} is not a positive multiple of nfma = {}",
+                    self.nfma
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// One fused node over `terms`: aligned to the largest exponent, each truncated to
+    /// `frac` fraction bits below it, added exactly, the result truncated to `frac_out`
+    /// fraction bits and rounded to `T`. Infinities and NaNs give the IEEE sum.
+    ///
+    /// ```
+    /// use fprev::fused::BlockFma;
+    /// // 1 + 2^-24 keeps its low term in a 23-bit alignment? no: 2^-24 is below it
+    /// assert_eq!(BlockFma::V100.fused::<f32>(&[1.0, 2f64.powi(-24), 2f64.powi(-24)]), 1.0);
+    /// // with 26 bits both survive, and the sum 1 + 2^-23 is exact in f32
+    /// assert_eq!(BlockFma::A100.fused::<f32>(&[1.0, 2f64.powi(-24), 2f64.powi(-24)]), 1.0 + 2f32.powi(-23));
+    /// ```
+    pub fn fused<T: ProbeFloat>(&self, terms: &[f64]) -> T {
+        T::from_f64_round(output(aligned_sum(self.frac, terms), self.frac_out))
+    }
+
+    /// The chain over already formed products (or plain summands) `x`, in order: blocks
+    /// of `nfma` (a short last block is fused as if padded with zeros, as the hardware
+    /// pads `k`), the accumulator joined as [`accumulator`](Self::accumulator) says,
+    /// restarted every [`chunk`](Self::chunk) terms. Panics if the model is invalid
+    /// (see [`validate`](Self::validate)).
+    ///
+    /// ```
+    /// use fprev::fused::BlockFma;
+    /// let x = vec![1.0f32; 100];
+    /// assert_eq!(BlockFma::H100.sum(&x), 100.0);
+    /// ```
+    pub fn sum<T: ProbeFloat>(&self, x: &[T]) -> T {
+        let terms: Vec<f64> = x.iter().map(|v| v.to_f64()).collect();
+        self.sum_exact(&terms)
+    }
+
+    /// The dot product of `a` and `b` through the chain: products formed exactly (in
+    /// `f64`, which holds the product of any two values of the 8- and 16-bit formats and
+    /// of `f32`), then [`sum`](Self::sum) in `T`.
+    ///
+    /// ```
+    /// use fprev::float::F8E4M3;
+    /// use fprev::fused::BlockFma;
+    /// use fprev::ProbeFloat;
+    /// let a: Vec<F8E4M3> = (0..64).map(|i| F8E4M3::from_f64_round(i as f64 / 8.0)).collect();
+    /// let b = vec![F8E4M3::from_f64_round(2.0); 64];
+    /// let d: f32 = BlockFma::H100_FP8.dot(&a, &b);
+    /// assert_eq!(d, 504.0);
+    /// ```
+    pub fn dot<I: ProbeFloat, T: ProbeFloat>(&self, a: &[I], b: &[I]) -> T {
+        let products: Vec<f64> = a
+            .iter()
+            .zip(b)
+            .map(|(x, y)| x.to_f64() * y.to_f64())
+            .collect();
+        self.sum_exact::<T>(&products)
+    }
+
+    /// [`sum`](Self::sum) over exact `f64` terms, each given to the first node
+    /// unrounded (products of narrow formats that `T` may not hold as they are).
+    fn sum_exact<T: ProbeFloat>(&self, x: &[f64]) -> T {
+        self.validate().unwrap_or_else(|e| panic!("{e}"));
+        let chunk = self.chunk.unwrap_or(usize::MAX);
+        let mut total: Option<T> = None;
+        let mut terms: Vec<f64> = Vec::with_capacity(self.nfma + 1);
+        for part in x.chunks(chunk.min(x.len().max(1))) {
+            let mut acc: Option<T> = None;
+            for block in part.chunks(self.nfma) {
+                terms.clear();
+                if let (AccumulatorJoin::Aligned, Some(a)) = (self.accumulator, acc) {
+                    terms.push(a.to_f64());
+                }
+                terms.extend_from_slice(block);
+                let b: T = self.fused(&terms);
+                acc = Some(match (self.accumulator, acc) {
+                    (AccumulatorJoin::Late, Some(a)) => a.add(b),
+                    _ => b,
+                });
+            }
+            let Some(acc) = acc else { continue };
+            total = Some(match total {
+                Some(t) => t.add(acc),
+                None => acc,
+            });
+        }
+        total.unwrap_or(T::ZERO)
+    }
+
+    /// The summation tree of [`sum`](Self::sum) over `n` terms: one node per block (the
+    /// accumulator among its children when aligned), chunk results added in order.
+    ///
+    /// ```
+    /// let t = fprev::fused::BlockFma::H100_FP8_SLOW.tree(256);
+    /// assert_eq!(t.leaf_count(), 256);
+    /// assert_eq!(t.children(t.root()).len(), 2); // two 128-product chunks
+    /// ```
+    pub fn tree(&self, n: usize) -> SumTree {
+        let chunk = self.chunk.unwrap_or(usize::MAX).max(1);
+        let mut nodes: Vec<Vec<usize>> = Vec::new();
+        let node = |nodes: &mut Vec<Vec<usize>>, kids: Vec<usize>| -> usize {
+            if kids.len() == 1 {
+                return kids[0];
+            }
+            nodes.push(kids);
+            n + nodes.len() - 1
+        };
+        let mut total: Option<usize> = None;
+        let mut start = 0;
+        while start < n {
+            let end = start.saturating_add(chunk).min(n);
+            let mut acc: Option<usize> = None;
+            let mut b = start;
+            while b < end {
+                let e = (b + self.nfma.max(1)).min(end);
+                let leaves: Vec<usize> = (b..e).collect();
+                acc = Some(match (self.accumulator, acc) {
+                    (AccumulatorJoin::Aligned, Some(a)) => {
+                        let mut kids = vec![a];
+                        kids.extend(leaves);
+                        node(&mut nodes, kids)
+                    }
+                    (AccumulatorJoin::Aligned, None) => node(&mut nodes, leaves),
+                    (AccumulatorJoin::Late, prev) => {
+                        let blk = node(&mut nodes, leaves);
+                        match prev {
+                            Some(a) => node(&mut nodes, vec![a, blk]),
+                            None => blk,
+                        }
+                    }
+                });
+                b = e;
+            }
+            if let Some(acc) = acc {
+                total = Some(match total {
+                    Some(t) => node(&mut nodes, vec![t, acc]),
+                    None => acc,
+                });
+            }
+            start = end;
+        }
+        SumTree::from_nodes(n, nodes).unwrap_or_else(|e| unreachable!("a chain is a tree: {e}"))
+    }
+
+    /// Sum `x` in the order of `tree`, every node with three or more children a fused
+    /// node of this model (aligned, truncated), binary nodes one round-to-nearest
+    /// addition in `T`: any tree shape as a hardware-like target. (A chain whose last
+    /// block holds one product fuses that node in [`sum`](Self::sum); here it is binary.)
+    ///
+    /// ```
+    /// use fprev::fused::BlockFma;
+    /// let shape: fprev::SumTree = "((0+1+2+3)+(4+5+6+7))".parse()?;
+    /// let model = BlockFma::V100;
+    /// let t = fprev::reveal(8, |x: &[f32]| model.sum_tree(&shape, x))?;
+    /// assert_eq!(t, shape);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn sum_tree<T: ProbeFloat>(&self, tree: &SumTree, x: &[T]) -> T {
+        replay_tree(tree, x, |terms| self.fused(terms), T::add)
+    }
+}
+
+/// `tree` over `x` with `fused` computing nodes of three or more children and `pair`
+/// binary ones.
+pub(crate) fn replay_tree<T: ProbeFloat>(
+    tree: &SumTree,
+    x: &[T],
+    fused: impl Fn(&[f64]) -> T,
+    pair: impl Fn(T, T) -> T,
+) -> T {
+    let n = tree.leaf_count();
+    assert_eq!(x.len(), n, "one value per leaf");
+    if tree.inner_count() == 0 {
+        return x.first().copied().unwrap_or(T::ZERO);
+    }
+    let mut vals: Vec<T> = Vec::with_capacity(n + tree.inner_count());
+    vals.extend_from_slice(x);
+    let mut terms: Vec<f64> = Vec::new();
+    for k in 0..tree.inner_count() {
+        let kids = tree.children(n + k);
+        let v = if let [a, b] = kids {
+            pair(vals[*a as usize], vals[*b as usize])
+        } else {
+            terms.clear();
+            terms.extend(kids.iter().map(|&c| vals[c as usize].to_f64()));
+            fused(&terms)
+        };
+        vals.push(v);
+    }
+    vals[n + tree.inner_count() - 1]
+}
+
+/// `x * 2^e`, exact while the result is a normal `f64` (two steps keep `2^e` in range).
+fn scale2(x: f64, e: i32) -> f64 {
+    let half = e / 2;
+    x * crate::exact::pow2(half.clamp(-1022, 1023))
+        * crate::exact::pow2((e - half).clamp(-1022, 1023))
+}
+
+/// `floor(log2 |x|)` of a finite non-zero `x`.
+fn binade(x: f64) -> i32 {
+    let bits = x.abs().to_bits();
+    let field = (bits >> 52) as i32;
+    if field == 0 {
+        // subnormal: the position of the highest set bit
+        -1074 + (63 - bits.leading_zeros() as i32)
+    } else {
+        field - 1023
+    }
+}
+
+/// The exact sum of `terms` aligned to the largest exponent, each truncated toward zero
+/// to `frac` fraction bits below it (`f64`, exact for up to 64 terms of `frac <= 45`).
+pub(crate) fn aligned_sum(frac: u32, terms: &[f64]) -> f64 {
+    if terms.iter().any(|t| !t.is_finite()) {
+        return terms.iter().sum();
+    }
+    let Some(emax) = terms
+        .iter()
+        .filter(|t| **t != 0.0)
+        .map(|&t| binade(t))
+        .max()
+    else {
+        return 0.0;
+    };
+    let shift = frac as i32 - emax;
+    let mut acc: i128 = 0;
+    for &t in terms {
+        acc += scale2(t, shift).trunc() as i128;
+    }
+    scale2(acc as f64, -shift)
+}
+
+/// `v` truncated toward zero to `frac_out` fraction bits below its leading bit, or `v`.
+pub(crate) fn output(v: f64, frac_out: Option<u32>) -> f64 {
+    match frac_out {
+        Some(k) if v != 0.0 && v.is_finite() => {
+            let shift = k as i32 - binade(v);
+            scale2(scale2(v, shift).trunc(), -shift)
+        }
+        _ => v,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aligned_sums_truncate_below_the_largest_exponent() {
+        // 2^3 + 2^-21: with 23 bits below 2^3 the quantum is 2^-20, the small term goes
+        assert_eq!(aligned_sum(23, &[8.0, 2f64.powi(-21)]), 8.0);
+        assert_eq!(
+            aligned_sum(24, &[8.0, 2f64.powi(-21)]),
+            8.0 + 2f64.powi(-21)
+        );
+        // truncation is toward zero for negative terms too
+        assert_eq!(aligned_sum(2, &[4.0, -0.75]), 4.0);
+        assert_eq!(aligned_sum(2, &[4.0, -1.75]), 3.0);
+        assert_eq!(aligned_sum(10, &[0.0, 0.0]), 0.0);
+        assert!(aligned_sum(10, &[f64::NAN, 1.0]).is_nan());
+    }
+
+    #[test]
+    fn outputs_keep_frac_out_bits() {
+        assert_eq!(output(1.0 + 2f64.powi(-14), Some(13)), 1.0);
+        assert_eq!(
+            output(-(1.0 + 2f64.powi(-13)), Some(13)),
+            -(1.0 + 2f64.powi(-13))
+        );
+        assert_eq!(output(16385.0, Some(13)), 16384.0);
+        assert_eq!(output(3.3, None), 3.3);
+    }
+
+    #[test]
+    fn trees_match_the_chains() {
+        assert_eq!(
+            BlockFma::V100.tree(9).to_string(),
+            "(((0+1+2+3)+4+5+6+7)+8)"
+        );
+        let late = BlockFma {
+            accumulator: AccumulatorJoin::Late,
+            ..BlockFma::V100
+        };
+        assert_eq!(late.tree(9).to_string(), "(((0+1+2+3)+(4+5+6+7))+8)");
+        let chunked = BlockFma {
+            chunk: Some(8),
+            ..BlockFma::V100
+        };
+        assert_eq!(
+            chunked.tree(16).to_string(),
+            "(((0+1+2+3)+4+5+6+7)+((8+9+10+11)+12+13+14+15))"
+        );
+        for (name, p) in BlockFma::PRESETS {
+            p.validate().unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(p.tree(300).leaf_count(), 300);
+        }
+    }
+
+    #[test]
+    fn sums_follow_their_trees_exactly_on_exact_data() {
+        // small integers: every model computes the exact sum
+        let x: Vec<f32> = (0..300).map(|i| (i % 7) as f32).collect();
+        let want: f32 = x.iter().sum();
+        for (_, p) in BlockFma::PRESETS {
+            assert_eq!(p.sum(&x), want);
+            assert_eq!(p.sum_tree(&p.tree(300), &x), want);
+        }
+    }
+}
