@@ -3,7 +3,9 @@
 //! Text protocol: one line per probe, `n` numbers separated by single spaces, each written
 //! as the shortest decimal that reads back to the same value (`strtod`, Python `float()`);
 //! the program answers each line with one line holding one number, in order. Binary
-//! protocol: `n` little-endian values of the dtype per probe, one value back.
+//! protocol: `n` little-endian values of the dtype per probe (`--dtype`), one value of the
+//! accumulator type back (`--acc-dtype`). With `--op dot` every probe is `2n` values, the
+//! `n` of `a` then the `n` of `b`, and the answer is their dot product.
 //!
 //! A writer thread feeds stdin while the main thread reads answers, so a batch of probes
 //! is pipelined and a program that answers line by line never deadlocks against a full
@@ -22,7 +24,8 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError
 use std::sync::Arc;
 use std::time::Duration;
 
-use fprev::target::{ProbeBatch, Target, TargetError};
+use fprev::float::FloatFormat;
+use fprev::target::{split_product, ProbeBatch, Target, TargetError};
 use fprev::ProbeFloat;
 
 // a child of this module, so that the files that include exec.rs by path get it too
@@ -48,6 +51,42 @@ pub enum Protocol {
     Binary,
 }
 
+/// The type values are sent in (`--dtype`), as data: the engine works in the accumulator
+/// type and every value it sends is exact in this one.
+#[derive(Clone, Copy)]
+pub struct Wire {
+    format: FloatFormat,
+    width: usize,
+    bits: fn(f64) -> u64,
+    split: fn(f64) -> Option<(f64, f64)>,
+}
+
+impl Wire {
+    /// Values sent as `I`.
+    pub fn of<I: ProbeFloat>() -> Wire {
+        Wire {
+            format: I::FORMAT,
+            width: match I::FORMAT.precision {
+                53 => 8,
+                24 => 4,
+                11 | 8 => 2,
+                _ => 1,
+            },
+            bits: |v| I::from_f64_round(v).to_bits_u64(),
+            split: |v| split_product::<I>(v).map(|(a, b)| (a.to_f64(), b.to_f64())),
+        }
+    }
+}
+
+/// What the program computes from a probe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Op {
+    /// The sum of the `n` values.
+    Sum,
+    /// The dot product of the first `n` values with the next `n`.
+    Dot,
+}
+
 enum Reply {
     Answer(Vec<u8>),
     Closed,
@@ -71,6 +110,8 @@ pub struct Exec<T> {
     /// Probes and calls answered so far.
     pub answered: u64,
     on_answer: Option<Box<dyn FnMut(u64)>>,
+    wire: Wire,
+    op: Op,
     _t: PhantomData<T>,
 }
 
@@ -166,8 +207,18 @@ impl<T: ProbeFloat> Exec<T> {
             written,
             answered: 0,
             on_answer: None,
+            wire: Wire::of::<T>(),
+            op: Op::Sum,
             _t: PhantomData,
         })
+    }
+
+    /// Send values as `wire` (narrower than `T`, which answers come back in), and ask
+    /// for `op` of them.
+    pub fn with_wire(mut self, wire: Wire, op: Op) -> Exec<T> {
+        self.wire = wire;
+        self.op = op;
+        self
     }
 
     /// Called with the running count after every answer (progress bars).
@@ -176,19 +227,30 @@ impl<T: ProbeFloat> Exec<T> {
     }
 
     /// Append value `v` of a line to `out` (`first`: no separator before it).
-    fn encode_value(&self, v: T, first: bool, out: &mut Vec<u8>) {
+    fn encode_value(&self, v: f64, first: bool, out: &mut Vec<u8>) {
         match self.protocol {
             Protocol::Text => {
                 if !first {
                     out.push(b' ');
                 }
                 // Rust's shortest round-trip decimal of the (exact) f64 value.
-                let _ = write!(out, "{}", v.to_f64());
+                let _ = write!(out, "{v}");
             }
             Protocol::Binary => {
-                let w = width::<T>();
-                out.extend_from_slice(&v.to_bits_u64().to_le_bytes()[..w]);
+                let w = self.wire.width;
+                out.extend_from_slice(&(self.wire.bits)(v).to_le_bytes()[..w]);
             }
+        }
+    }
+
+    /// Value `i` of a line of `2n` operands for a logical input whose value `k` is
+    /// `x(k)`: `a` first, then `b`.
+    fn operand(&self, n: usize, i: usize, x: f64) -> f64 {
+        let (a, b) = (self.wire.split)(x).unwrap_or((f64::NAN, f64::NAN));
+        if i < n {
+            a
+        } else {
+            b
         }
     }
 
@@ -204,6 +266,16 @@ impl<T: ProbeFloat> Exec<T> {
         what: Option<&str>,
         out: &mut [T],
     ) -> Result<(), (usize, String)> {
+        // a dot product sends each logical value as two operands
+        let per_line = match self.op {
+            Op::Sum => n,
+            Op::Dot => 2 * n,
+        };
+        let sent = |this: &Self, line: usize, i: usize| match this.op {
+            Op::Sum => value(line, i).to_f64(),
+            Op::Dot => this.operand(n, i, value(line, i % n).to_f64()),
+        };
+        let n = per_line;
         let (mut line, mut i) = (0usize, 0usize);
         let mut waiting: Option<Vec<u8>> = None;
         let mut received = 0;
@@ -215,7 +287,7 @@ impl<T: ProbeFloat> Exec<T> {
                     None if line < lines => {
                         let mut p = Vec::with_capacity(PIECE.min(n.saturating_mul(8) + 1));
                         while line < lines && p.len() < PIECE {
-                            self.encode_value(value(line, i), i == 0, &mut p);
+                            self.encode_value(sent(self, line, i), i == 0, &mut p);
                             i += 1;
                             if i == n {
                                 if self.protocol == Protocol::Text {
@@ -330,7 +402,27 @@ impl<T: ProbeFloat> Exec<T> {
 }
 
 impl<T: ProbeFloat> Target<T> for Exec<T> {
+    fn input_format(&self) -> Option<FloatFormat> {
+        match self.op {
+            Op::Sum if self.wire.format != T::FORMAT => Some(self.wire.format),
+            Op::Sum => None,
+            Op::Dot => Some(self.wire.format.product()),
+        }
+    }
+
+    fn replay_format(&self) -> Option<FloatFormat> {
+        (self.op == Op::Dot).then_some(self.wire.format)
+    }
+
     fn call(&mut self, x: &[T]) -> Result<T, TargetError> {
+        if self.op == Op::Dot {
+            if let Some(v) = x.iter().find(|v| (self.wire.split)(v.to_f64()).is_none()) {
+                return Err(TargetError::new(format!(
+                    "{v} is not a product of two {} values",
+                    self.wire.format.name
+                )));
+            }
+        }
         let mut out = [T::ZERO];
         self.exchange(
             1,

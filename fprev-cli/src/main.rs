@@ -58,6 +58,10 @@ enum Dtype {
     F64,
     F16,
     Bf16,
+    /// OCP FP8 E4M3 (operands; accumulated in f32 unless --acc-dtype says otherwise).
+    F8e4m3,
+    /// OCP FP8 E5M2.
+    F8e5m2,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -83,9 +87,18 @@ struct RevealArgs {
     /// Number of summands (k of a matrix product).
     #[arg(short = 'n', long)]
     n: usize,
-    /// Float type of the summands.
+    /// Float type of the values sent (the summands, or the operands with --op dot).
     #[arg(long, value_enum, default_value = "f32")]
     dtype: Dtype,
+    /// Type of the answer and of the accumulation, when wider than --dtype (numpy.sum
+    /// of float16 accumulates in float32); default: f32 for FP8 values, else --dtype.
+    #[arg(long, value_enum)]
+    acc_dtype: Option<Dtype>,
+    /// What the --exec program computes: `sum` of the n values, or `dot`: each probe
+    /// holds 2n values, the n of `a` then the n of `b`, answered by their dot product
+    /// (masks spread over both operands, which FP8 needs).
+    #[arg(long, value_enum, default_value = "sum")]
+    op: exec::Op,
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
@@ -245,20 +258,21 @@ fn reveal(args: &RevealArgs) -> Result<ExitCode, Failure> {
             eprintln!("fprev: {w}");
         }
         // Memory first: a size that cannot be held is refused whatever --yes says.
-        let elem = match args.dtype {
+        let acc = acc_dtype(args)?;
+        let elem = match acc {
             Dtype::F64 => 8,
             Dtype::F32 => 4,
-            Dtype::F16 | Dtype::Bf16 => 2,
+            _ => 2,
         };
         limits::vector(args.n, elem, args.max_memory).map_err(Failure)?;
         fprev::reveal::check_memory(args.n, algorithm_of(args), elem, args.max_memory)?;
         budget::Estimate::new(args.algorithm, args.n, 1, args.n as f64)
             .check(&format!("{cmd:?} at n = {}", args.n), args.yes)?;
-        let (tree, probes) = match args.dtype {
+        let (tree, probes) = match acc {
             Dtype::F32 => reveal_exec::<f32>(cmd, args)?,
             Dtype::F64 => reveal_exec::<f64>(cmd, args)?,
             Dtype::F16 => reveal_exec::<fprev::half::f16>(cmd, args)?,
-            Dtype::Bf16 => reveal_exec::<fprev::half::bf16>(cmd, args)?,
+            _ => reveal_exec::<fprev::half::bf16>(cmd, args)?,
         };
         eprintln!(
             "revealed {cmd:?}: n = {}, {probes} probes in {:.2} s",
@@ -280,6 +294,16 @@ fn reveal(args: &RevealArgs) -> Result<ExitCode, Failure> {
         )));
     };
     let dt = dtype_name(args.dtype);
+    if args.acc_dtype.is_some_and(|a| a != args.dtype) {
+        return Err(Failure(format!(
+            "{name} accumulates in its --dtype; --acc-dtype applies to --exec programs"
+        )));
+    }
+    if args.op == exec::Op::Dot {
+        return Err(Failure(
+            "--op dot applies to --exec programs; the built-in dot and matrix targets are named (see `fprev targets`)".into(),
+        ));
+    }
     if !b.dtypes.contains(&dt) {
         return Err(Failure(format!(
             "{name} supports --dtype {}",
@@ -349,6 +373,57 @@ fn dtype_name(d: Dtype) -> &'static str {
         Dtype::F64 => "f64",
         Dtype::F16 => "f16",
         Dtype::Bf16 => "bf16",
+        Dtype::F8e4m3 => "f8e4m3",
+        Dtype::F8e5m2 => "f8e5m2",
+    }
+}
+
+/// The accumulator type: `--acc-dtype`, or f32 for FP8 values, or `--dtype`; never
+/// narrower than the values, never FP8.
+fn acc_dtype(args: &RevealArgs) -> Result<Dtype, Failure> {
+    let fp8 = matches!(args.dtype, Dtype::F8e4m3 | Dtype::F8e5m2);
+    let acc = args
+        .acc_dtype
+        .unwrap_or(if fp8 { Dtype::F32 } else { args.dtype });
+    if matches!(acc, Dtype::F8e4m3 | Dtype::F8e5m2) {
+        return Err(Failure(format!(
+            "--acc-dtype {}: FP8 is an operand type; accumulate in f16, bf16, f32 or f64",
+            dtype_name(acc)
+        )));
+    }
+    let bits = |d: Dtype| match d {
+        Dtype::F64 => 53,
+        Dtype::F32 => 24,
+        Dtype::F16 => 11,
+        Dtype::Bf16 => 8,
+        Dtype::F8e4m3 => 4,
+        Dtype::F8e5m2 => 3,
+    };
+    let range = |d: Dtype| match d {
+        Dtype::F64 => 1023,
+        Dtype::F32 | Dtype::Bf16 => 127,
+        Dtype::F16 | Dtype::F8e5m2 => 15,
+        Dtype::F8e4m3 => 8,
+    };
+    if bits(acc) < bits(args.dtype) || range(acc) < range(args.dtype) {
+        return Err(Failure(format!(
+            "--acc-dtype {} cannot hold every --dtype {} value exactly",
+            dtype_name(acc),
+            dtype_name(args.dtype)
+        )));
+    }
+    Ok(acc)
+}
+
+/// The wire type of `--dtype`.
+fn wire_of(d: Dtype) -> exec::Wire {
+    match d {
+        Dtype::F32 => exec::Wire::of::<f32>(),
+        Dtype::F64 => exec::Wire::of::<f64>(),
+        Dtype::F16 => exec::Wire::of::<fprev::half::f16>(),
+        Dtype::Bf16 => exec::Wire::of::<fprev::half::bf16>(),
+        Dtype::F8e4m3 => exec::Wire::of::<fprev::float::F8E4M3>(),
+        Dtype::F8e5m2 => exec::Wire::of::<fprev::float::F8E5M2>(),
     }
 }
 
@@ -413,7 +488,9 @@ fn reveal_exec<T: ProbeFloat>(cmd: &str, args: &RevealArgs) -> Result<(SumTree, 
     if args.n == 0 {
         return Err(Failure("--n 0: there is nothing to sum".into()));
     }
-    let mut target = exec::Exec::<T>::spawn(cmd, args.protocol, timeout, grace).map_err(Failure)?;
+    let mut target = exec::Exec::<T>::spawn(cmd, args.protocol, timeout, grace)
+        .map_err(Failure)?
+        .with_wire(wire_of(args.dtype), args.op);
     let estimate = budget::Estimate::new(args.algorithm, args.n, 1, args.n as f64);
     let progress = budget::Progress::new(estimate.calls, "probes");
     let p = progress.clone();
@@ -440,6 +517,19 @@ fn run_engine<T: ProbeFloat>(
     let r = reveal.run_target(target)?;
     if let Some(name) = &r.recognized {
         eprintln!("recognized the {name} order (proved with one probe per inner node)");
+    }
+    if let Some(f) = r.verification.fused {
+        let out = match f.frac_out {
+            Some(k) => format!("results truncated to {k} fraction bits"),
+            None => "results rounded to nearest".into(),
+        };
+        eprintln!(
+            "truncating fused nodes: replayed {} random inputs bit for bit under a block-FMA model (terms aligned to {} fraction bits, {out})",
+            f.inputs, f.frac
+        );
+    }
+    if let Some(bits) = r.verification.count_bits {
+        eprintln!("unit counts are exact only below 2^{bits}: counted in windows of that size");
     }
     Ok((r.tree, r.probes))
 }

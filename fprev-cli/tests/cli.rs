@@ -621,3 +621,95 @@ fn summary_format_describes_large_trees_in_words() {
         "4 lanes, stride 4, 256 in order; lanes combined pairwise"
     );
 }
+
+#[test]
+#[ignore = "needs python3 with numpy (see README)"]
+fn numpy_sum_float16_with_float32_accumulation() {
+    for n in ["32", "1024", "4096"] {
+        let promoted = fprev(&[
+            "reveal",
+            "--exec",
+            "python3 tests/python/numpy_sum.py float16 float32",
+            "--n",
+            n,
+            "--dtype",
+            "f16",
+            "--acc-dtype",
+            "f32",
+        ]);
+        assert!(promoted.status.success(), "n = {n}: {}", stderr(&promoted));
+        let f32_order = fprev(&[
+            "reveal",
+            "--exec",
+            "python3 tests/python/numpy_sum.py float32",
+            "--n",
+            n,
+            "--dtype",
+            "f32",
+        ]);
+        assert!(f32_order.status.success(), "{}", stderr(&f32_order));
+        let a: SumTree = stdout(&promoted).trim().parse().expect("a tree");
+        let b: SumTree = stdout(&f32_order).trim().parse().expect("a tree");
+        assert_eq!(a, b, "n = {n}");
+    }
+}
+
+#[test]
+#[ignore = "needs python3 (see README)"]
+fn fp8_dot_through_op_dot_reveals_a_block_fma_preset() {
+    let model = fprev::fused::BlockFma::H100_FP8;
+    for dtype in ["f8e4m3", "f8e5m2"] {
+        let o = fprev(&[
+            "reveal",
+            "--exec",
+            "python3 tests/python/blockfma_dot.py 32 13 13",
+            "--n",
+            "64",
+            "--dtype",
+            dtype,
+            "--op",
+            "dot",
+        ]);
+        assert!(o.status.success(), "{dtype}: {}", stderr(&o));
+        let got: SumTree = stdout(&o).trim().parse().expect("a tree");
+        assert_eq!(got, model.tree(64), "{dtype}");
+        assert!(stderr(&o).contains("block-FMA model"), "{}", stderr(&o));
+    }
+}
+
+#[test]
+fn acc_dtype_and_op_are_checked() {
+    let o = fprev(&["reveal", "iter-sum", "--n", "8", "--acc-dtype", "f64"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--acc-dtype"), "{}", stderr(&o));
+    let o = fprev(&[
+        "reveal",
+        "--exec",
+        "cat",
+        "--n",
+        "8",
+        "--dtype",
+        "f32",
+        "--acc-dtype",
+        "f16",
+    ]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("cannot hold"), "{}", stderr(&o));
+    let o = fprev(&[
+        "reveal",
+        "--exec",
+        "cat",
+        "--n",
+        "8",
+        "--dtype",
+        "f8e4m3",
+        "--acc-dtype",
+        "f8e5m2",
+    ]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("operand type"), "{}", stderr(&o));
+    // FP8 values in one operand cannot swamp a sum: the error says so
+    let o = fprev(&["reveal", "--exec", "cat", "--n", "64", "--dtype", "f8e4m3"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("too many for"), "{}", stderr(&o));
+}

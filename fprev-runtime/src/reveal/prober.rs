@@ -495,18 +495,26 @@ pub(crate) fn scale_for<T: ProbeFloat, X: Target<T>>(
     let input = target.input_format().unwrap_or(T::FORMAT);
     ProbeScale::for_formats(input, T::FORMAT, n).ok_or_else(|| RevealError::TooLarge {
         n,
-        dtype: T::FORMAT.name,
-        max: max_n::<T>(),
+        dtype: if input == T::FORMAT {
+            T::FORMAT.name
+        } else {
+            input.name
+        },
+        max: max_n_formats(input, T::FORMAT),
     })
 }
 
-/// The largest n this type can be probed with at all.
-pub(crate) fn max_n<T: ProbeFloat>() -> usize {
+/// The largest n values of `input` accumulated in `acc` can be probed with (1 when none).
+fn max_n_formats(input: crate::float::FloatFormat, acc: crate::float::FloatFormat) -> usize {
+    let fits = |n: usize| ProbeScale::for_formats(input, acc, n).is_some();
+    if !fits(2) {
+        return 1;
+    }
     let mut lo = 2usize;
     let mut hi = 1usize << 40;
     while lo < hi {
         let mid = lo + (hi - lo).div_ceil(2);
-        if ProbeScale::for_type::<T>(mid).is_some() {
+        if fits(mid) {
             lo = mid;
         } else {
             hi = mid - 1;
