@@ -253,7 +253,8 @@ impl BlockFma {
 
     /// The chain over already formed products (or plain summands) `x`, in order: blocks
     /// of `nfma` (a short last block is fused as if padded with zeros, as the hardware
-    /// pads `k`), the accumulator joined as [`accumulator`](Self::accumulator) says,
+    /// pads `k`; a block of one term with nothing to add passes unchanged), the
+    /// accumulator joined as [`accumulator`](Self::accumulator) says,
     /// restarted every [`chunk`](Self::chunk) terms. Panics if the model is invalid
     /// (see [`validate`](Self::validate)).
     ///
@@ -304,7 +305,12 @@ impl BlockFma {
                     terms.push(a.to_f64());
                 }
                 terms.extend_from_slice(block);
-                let b: T = self.fused(&terms);
+                // a lone term is no addition: it passes as it is (rounded to T)
+                let b: T = if terms.len() == 1 {
+                    T::from_f64_round(terms[0])
+                } else {
+                    self.fused(&terms)
+                };
                 acc = Some(match (self.accumulator, acc) {
                     (AccumulatorJoin::Late, Some(a)) => a.add(b),
                     _ => b,
@@ -388,17 +394,17 @@ impl BlockFma {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn sum_tree<T: ProbeFloat>(&self, tree: &SumTree, x: &[T]) -> T {
-        replay_tree(tree, x, |terms| self.fused(terms), T::add)
+        replay_tree(tree, x, |terms| self.fused(terms), |_, a, b| a.add(b))
     }
 }
 
 /// `tree` over `x` with `fused` computing nodes of three or more children and `pair`
-/// binary ones.
+/// binary ones (given the two child ids, then their values).
 pub(crate) fn replay_tree<T: ProbeFloat>(
     tree: &SumTree,
     x: &[T],
     fused: impl Fn(&[f64]) -> T,
-    pair: impl Fn(T, T) -> T,
+    pair: impl Fn([u32; 2], T, T) -> T,
 ) -> T {
     let n = tree.leaf_count();
     assert_eq!(x.len(), n, "one value per leaf");
@@ -411,7 +417,7 @@ pub(crate) fn replay_tree<T: ProbeFloat>(
     for k in 0..tree.inner_count() {
         let kids = tree.children(n + k);
         let v = if let [a, b] = kids {
-            pair(vals[*a as usize], vals[*b as usize])
+            pair([*a, *b], vals[*a as usize], vals[*b as usize])
         } else {
             terms.clear();
             terms.extend(kids.iter().map(|&c| vals[c as usize].to_f64()));

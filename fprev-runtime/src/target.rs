@@ -137,6 +137,17 @@ pub trait Target<T: ProbeFloat> {
         None
     }
 
+    /// Fill `x` with a random input of seed `seed` that this target can answer, for the
+    /// replay checks, and return `true`; `false` (the default) lets the engine draw
+    /// values of the [`replay_format`](Target::replay_format). A product target draws
+    /// both operands ([`random_operands`]): products of two narrow values spread over
+    /// twice their range, which is what makes two trees give different bits; one operand
+    /// times one would sum exactly in any order.
+    fn random_input(&mut self, seed: u64, x: &mut [T]) -> bool {
+        let _ = (seed, x);
+        false
+    }
+
     /// Answer every probe of `batch` into `out` (same length as `batch.probes`).
     ///
     /// The default reuses one buffer: set the two masks, call, restore them.
@@ -333,6 +344,9 @@ impl<T: ProbeFloat, X: Target<T> + ?Sized> Target<T> for &mut X {
     fn replay_format(&self) -> Option<crate::float::FloatFormat> {
         (**self).replay_format()
     }
+    fn random_input(&mut self, seed: u64, x: &mut [T]) -> bool {
+        (**self).random_input(seed, x)
+    }
     fn probe_batch(&mut self, batch: &ProbeBatch<'_, T>, out: &mut [T]) -> Result<(), TargetError> {
         (**self).probe_batch(batch, out)
     }
@@ -359,6 +373,8 @@ pub struct Products<I, F> {
     f: F,
     a: Vec<I>,
     b: Vec<I>,
+    /// The last random input drawn (its products' bits) with its operands.
+    drawn: Option<(Vec<u64>, Vec<I>, Vec<I>)>,
 }
 
 impl<I: ProbeFloat, F> Products<I, F> {
@@ -368,8 +384,45 @@ impl<I: ProbeFloat, F> Products<I, F> {
             f,
             a: Vec::new(),
             b: Vec::new(),
+            drawn: None,
         }
     }
+}
+
+/// Two random vectors of `I` (seeded) whose products are exact in `acc` and spread
+/// over many binades: signs, significands and exponents drawn uniformly, exponents
+/// within `I`'s normal range and small enough that `n` products cannot overflow `acc`.
+///
+/// ```
+/// use fprev::float::{ProbeFloat, F8E4M3};
+/// let (a, b) = fprev::target::random_operands::<F8E4M3>(7, 64, f32::FORMAT);
+/// assert_eq!(a.len(), 64);
+/// let p: Vec<f64> = a.iter().zip(&b).map(|(x, y)| x.to_f64() * y.to_f64()).collect();
+/// assert!(p.iter().all(|v| (*v as f32) as f64 == *v)); // exact in f32
+/// ```
+pub fn random_operands<I: ProbeFloat>(
+    seed: u64,
+    n: usize,
+    acc: crate::float::FloatFormat,
+) -> (Vec<I>, Vec<I>) {
+    use rand_core::{RngCore, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0xD07_0000);
+    let fmt = I::FORMAT;
+    let headroom = (usize::BITS - n.leading_zeros()) as i32 + 2;
+    let hi = (fmt.max_exp - 1).min((acc.max_exp - headroom) / 2).min(24);
+    let lo = fmt.min_exp.max(-hi).max(-24);
+    let frac_bits = fmt.precision - 1;
+    let mut draw = || {
+        let r = rng.next_u64();
+        let span = (hi - lo + 1).max(1) as u64;
+        let e = lo + ((r >> 8) % span) as i32;
+        let m = (r >> 40) & ((1 << frac_bits) - 1);
+        let v = (1.0 + m as f64 / (1u64 << frac_bits) as f64) * 2f64.powi(e);
+        I::from_f64_round(if r & 1 == 1 { -v } else { v })
+    };
+    let a: Vec<I> = (0..n).map(|_| draw()).collect();
+    let b: Vec<I> = (0..n).map(|_| draw()).collect();
+    (a, b)
 }
 
 /// `x` as `a * b` with both factors values of `I`: `(x, 1)` when `I` holds `x`, else a
@@ -402,7 +455,26 @@ pub fn split_product<I: ProbeFloat>(x: f64) -> Option<(I, I)> {
 }
 
 impl<I: ProbeFloat, T: ProbeFloat, F: FnMut(&[I], &[I]) -> T> Target<T> for Products<I, F> {
+    fn random_input(&mut self, seed: u64, x: &mut [T]) -> bool {
+        let (a, b) = random_operands::<I>(seed, x.len(), T::FORMAT);
+        for (k, v) in x.iter_mut().enumerate() {
+            let p = a[k].to_f64() * b[k].to_f64();
+            *v = T::from_f64_round(p);
+            if v.to_f64() != p {
+                return false;
+            }
+        }
+        self.drawn = Some((x.iter().map(|v| v.to_bits_u64()).collect(), a, b));
+        true
+    }
+
     fn call(&mut self, x: &[T]) -> Result<T, TargetError> {
+        if let Some((bits, a, b)) = &self.drawn {
+            if bits.len() == x.len() && bits.iter().zip(x).all(|(&w, v)| w == v.to_bits_u64()) {
+                let f = &mut self.f;
+                return caught("the dot product", || f(a, b));
+            }
+        }
         self.a.clear();
         self.b.clear();
         for (i, v) in x.iter().enumerate() {

@@ -7,7 +7,6 @@
 //! truncates its results to integers or ignores its input never passes as fused hardware.
 
 use super::error::RevealError;
-use super::naive::fill_random_input;
 use super::prober::Prober;
 use crate::float::ProbeFloat;
 use crate::fused::{aligned_sum, output, replay_tree, MAX_FRAC};
@@ -33,20 +32,40 @@ pub struct FittedFused {
     pub frac: u32,
     /// Fraction bits the node result keeps (`None`: rounded to nearest in the type).
     pub frac_out: Option<u32>,
-    /// Whether binary nodes are fused nodes too (a short last block of a chain) rather
-    /// than round-to-nearest additions.
-    pub binary_fused: bool,
+    /// Which binary nodes are fused (aligned, truncated) rather than round-to-nearest
+    /// additions: probes cannot tell the two apart, the replays can.
+    pub binary: BinaryNodes,
     /// Random inputs replayed, every one reproduced bit for bit.
     pub inputs: usize,
     /// Models that reproduced all of them (they agree on every input tried).
     pub candidates: usize,
 }
 
+/// Which binary nodes of a fitted tree are fused nodes of the model.
+///
+/// ```
+/// use fprev::reveal::BinaryNodes;
+/// assert_ne!(BinaryNodes::Rounded, BinaryNodes::Fused);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinaryNodes {
+    /// None: every binary node is one round-to-nearest addition.
+    Rounded,
+    /// Every binary node is a two-term fused node.
+    Fused,
+    /// Binary nodes over two leaves (blocks of two products) are fused; the others,
+    /// which join partial results, round to nearest.
+    LeafPairs,
+    /// Binary nodes joining a multi-way node and a leaf (a chain's short last block:
+    /// the running value and one product) are fused; the others round to nearest.
+    AfterFused,
+}
+
 #[derive(Clone, Copy)]
 struct Candidate {
     frac: u32,
     frac_out: Option<u32>,
-    binary_fused: bool,
+    binary: BinaryNodes,
 }
 
 impl Candidate {
@@ -55,16 +74,28 @@ impl Candidate {
     }
 
     fn replay<T: ProbeFloat>(&self, tree: &SumTree, x: &[T]) -> T {
-        if self.binary_fused {
-            replay_tree(
-                tree,
-                x,
-                |t| self.node(t),
-                |a: T, b: T| self.node(&[a.to_f64(), b.to_f64()]),
-            )
-        } else {
-            replay_tree(tree, x, |t| self.node(t), T::add)
-        }
+        let n = tree.leaf_count() as u32;
+        let multiway = |c: u32| c >= n && tree.children(c as usize).len() > 2;
+        let fused_pair = |kids: [u32; 2]| match self.binary {
+            BinaryNodes::Rounded => false,
+            BinaryNodes::Fused => true,
+            BinaryNodes::LeafPairs => kids[0] < n && kids[1] < n,
+            BinaryNodes::AfterFused => {
+                (multiway(kids[0]) && kids[1] < n) || (multiway(kids[1]) && kids[0] < n)
+            }
+        };
+        replay_tree(
+            tree,
+            x,
+            |t| self.node(t),
+            |kids, a: T, b: T| {
+                if fused_pair(kids) {
+                    self.node(&[a.to_f64(), b.to_f64()])
+                } else {
+                    a.add(b)
+                }
+            },
+        )
     }
 }
 
@@ -83,23 +114,28 @@ pub(crate) fn fit<T: ProbeFloat, X: Target<T>>(
     let n = tree.leaf_count();
     let out_bits = T::FORMAT.precision - 1;
     let mut candidates = Vec::new();
-    for binary_fused in [false, true] {
+    let binaries = [
+        BinaryNodes::Rounded,
+        BinaryNodes::AfterFused,
+        BinaryNodes::LeafPairs,
+        BinaryNodes::Fused,
+    ];
+    for binary in binaries {
         for frac_out in std::iter::once(None).chain((2..=out_bits).map(Some)) {
             for frac in 2..=MAX_FRAC {
                 candidates.push(Candidate {
                     frac,
                     frac_out,
-                    binary_fused,
+                    binary,
                 });
             }
         }
     }
-    let input = prober.replay_format();
     let mut x = vec![T::ZERO; n];
     let inputs = inputs_for(n);
     for k in 0..inputs {
         let input_seed = seed ^ 0xF17_0000_0000 ^ k as u64;
-        fill_random_input(input, input_seed, &mut x);
+        prober.random_input(input_seed, &mut x);
         let want = prober.call(&x)?;
         let same = |got: T| {
             got.to_bits_u64() == want.to_bits_u64()
@@ -123,7 +159,7 @@ pub(crate) fn fit<T: ProbeFloat, X: Target<T>>(
     Ok(FittedFused {
         frac: best.frac,
         frac_out: best.frac_out,
-        binary_fused: best.binary_fused,
+        binary: best.binary,
         inputs,
         candidates: candidates.len(),
     })

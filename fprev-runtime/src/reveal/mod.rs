@@ -33,7 +33,7 @@ mod template;
 mod verify;
 
 pub use error::RevealError;
-pub use fit::FittedFused;
+pub use fit::{BinaryNodes, FittedFused};
 pub use memory::DEFAULT_MAX_MEMORY;
 pub use verify::Verification;
 
@@ -319,65 +319,45 @@ impl Reveal {
             return single(prober, self.seed);
         }
         let count_bits = count_precision(&mut prober)?;
-        // A truncating fused node was seen, or answers no tree explains: a fused adder
-        // may keep terms within its alignment width of M, so partial sums (or units)
-        // survived next to a narrow mask. Widen the masks to the format's range and build
-        // again; the second answer stands.
+        // A truncating fused node was seen, or answers (or replays) no tree explains: a
+        // fused adder may keep terms within its alignment width of M, so partial sums or
+        // units survived next to a narrow mask. Widen the masks to the format's range and
+        // start again; the second answer stands.
         let wide = prober::wide_scale_for::<T, X>(&prober.target, n);
         let mut wide_masks = false;
-        let mut widen = |prober: &mut Prober<T, X>| -> bool {
-            let Some(w) = wide else { return false };
-            prober.rescale(w);
+        let mut first_error = None;
+        let attempt = loop {
+            let may_widen = !wide_masks && wide.is_some();
+            let r = self.attempt(&mut prober, may_widen);
+            let retry = may_widen
+                && match &r {
+                    Ok(a) => a.unverified_truncation,
+                    Err(e) => explainable_by_fusion(e),
+                };
+            if !retry {
+                // a failure with wide masks too: the narrow masks' reason is the plainer one
+                break match (r, first_error) {
+                    (Err(_), Some(first)) => return Err(first),
+                    (r, _) => r?,
+                };
+            }
+            if let Err(e) = r {
+                first_error = Some(e);
+            }
+            if let Some(w) = wide {
+                prober.rescale(w);
+            }
             if let Some(bits) = count_bits {
                 prober.cap_counts(bits);
             }
             wide_masks = true;
-            true
         };
-        let built = match self.build(&mut prober) {
-            Ok(b) if b.arena.trunc.iter().any(|&t| t) && widen(&mut prober) => {
-                self.build(&mut prober)?
-            }
-            Ok(b) => b,
-            Err(e) if explainable_by_fusion(&e) && widen(&mut prober) => self.build(&mut prober)?,
-            Err(e) => return Err(e),
-        };
-        let Built {
-            arena,
-            recognized,
-            answered,
+        let Attempt {
             tree,
-            order,
-        } = built;
-        // One node over every input: an order-independent (exact) sum is an error unless
-        // accepted; one truncating node (a single Tensor Core block) is a tree like any
-        // other once the replays below confirm it.
-        let flat = n >= 3 && tree.children(tree.root()).len() == n;
-        let truncating = recognized.is_none() && arena.trunc.iter().any(|&t| t);
-        if flat && !truncating && !self.accept_flat {
-            return Err(flat_root(&mut prober, &answered, self.seed));
-        }
-        let mut verification = Verification::default();
-        if self.verify && n > 1 && self.algorithm != Algorithm::Naive {
-            // A proved guess's sampled answers are its proof's, equal to its predictions
-            // already; a built tree predicts its samples from the arena.
-            let built = recognized.is_none().then_some(&arena);
-            let replay = verify::Replay {
-                tree: &tree,
-                order,
-                filtered: recognized.is_some(),
-            };
-            verification = match verify::check(&mut prober, built, &replay, self.seed, &answered) {
-                // a flat node no model follows: say what the answers suggest instead
-                Err(RevealError::FusedUnverified { .. }) if flat => {
-                    return Err(flat_root(&mut prober, &answered, self.seed))
-                }
-                other => other?,
-            };
-            if let Some(fitted) = verification.fused {
-                separable(&prober, n, fitted)?;
-            }
-        }
+            recognized,
+            mut verification,
+            ..
+        } = attempt;
         verification.wide_masks = wide_masks;
         verification.count_bits = count_bits;
         Ok(RevealReport {
@@ -389,6 +369,66 @@ impl Reveal {
             replays: prober.replays,
             recognized,
             verification,
+        })
+    }
+
+    /// Build and verify at the prober's current scale. With `stop_at_truncation`, a tree
+    /// with truncating nodes is returned unverified (the caller widens the masks first).
+    fn attempt<T: ProbeFloat, X: Target<T>>(
+        &self,
+        prober: &mut Prober<T, X>,
+        stop_at_truncation: bool,
+    ) -> Result<Attempt, RevealError> {
+        let n = self.n;
+        let Built {
+            arena,
+            recognized,
+            answered,
+            tree,
+            order,
+        } = self.build(prober)?;
+        let truncating = recognized.is_none() && arena.trunc.iter().any(|&t| t);
+        if truncating && stop_at_truncation {
+            return Ok(Attempt {
+                tree,
+                recognized,
+                verification: Verification::default(),
+                unverified_truncation: true,
+            });
+        }
+        // One node over every input: an order-independent (exact) sum is an error unless
+        // accepted; one truncating node (a single Tensor Core block) is a tree like any
+        // other once the replays below confirm it.
+        let flat = n >= 3 && tree.children(tree.root()).len() == n;
+        if flat && !truncating && !self.accept_flat {
+            return Err(flat_root(prober, &answered, self.seed));
+        }
+        let mut verification = Verification::default();
+        if self.verify && n > 1 && self.algorithm != Algorithm::Naive {
+            // A proved guess's sampled answers are its proof's, equal to its predictions
+            // already; a built tree predicts its samples from the arena.
+            let built = recognized.is_none().then_some(&arena);
+            let replay = verify::Replay {
+                tree: &tree,
+                order,
+                filtered: recognized.is_some(),
+            };
+            verification = match verify::check(prober, built, &replay, self.seed, &answered) {
+                // a flat node no model follows: say what the answers suggest instead
+                Err(RevealError::FusedUnverified { .. }) if flat && !stop_at_truncation => {
+                    return Err(flat_root(prober, &answered, self.seed))
+                }
+                other => other?,
+            };
+            if let Some(fitted) = verification.fused {
+                separable(prober, n, fitted)?;
+            }
+        }
+        Ok(Attempt {
+            tree,
+            recognized,
+            verification,
+            unverified_truncation: false,
         })
     }
 
@@ -442,14 +482,26 @@ impl Reveal {
     }
 }
 
-/// Failures a truncating fused adder causes when its alignment width reaches the mask.
+/// Failures a truncating fused adder causes when its alignment width reaches the mask:
+/// shapes no tree has, a tree whose replays miss because a binary-looking node truncates,
+/// or units that survive the masks because the adder keeps them.
 fn explainable_by_fusion(e: &RevealError) -> bool {
     matches!(
         e,
         RevealError::OutOfRange { .. }
             | RevealError::Inconsistent { .. }
             | RevealError::NotInteger { .. }
+            | RevealError::NotPlainSummation { .. }
+            | RevealError::OrderIndependent { .. }
     )
+}
+
+/// A verified tree, or one with truncating nodes left for wider masks.
+struct Attempt {
+    tree: SumTree,
+    recognized: Option<String>,
+    verification: Verification,
+    unverified_truncation: bool,
 }
 
 /// A tree as one construction left it.
@@ -511,7 +563,7 @@ fn separable<T: ProbeFloat, X: Target<T>>(
 ) -> Result<(), RevealError> {
     let log_n = usize::BITS - (n - 1).leading_zeros();
     let gap = prober.scale.gap();
-    if gap > fitted.frac as i32 + log_n as i32 {
+    if gap >= fitted.frac as i32 + log_n as i32 {
         return Ok(());
     }
     Err(RevealError::Indistinguishable {
@@ -527,9 +579,8 @@ fn single<T: ProbeFloat, X: Target<T>>(
     mut prober: Prober<T, X>,
     seed: u64,
 ) -> Result<RevealReport, RevealError> {
-    let input = prober.replay_format();
     let mut x = [T::ZERO];
-    naive::fill_random_input(input, seed ^ 0x0A1E, &mut x);
+    prober.random_input(seed ^ 0x0A1E, &mut x);
     let answer = prober.call(&x)?;
     if answer.to_bits_u64() != x[0].to_bits_u64() {
         return Err(RevealError::SingleInput {
@@ -567,9 +618,8 @@ fn flat_root<T: ProbeFloat, X: Target<T>>(
     let random = match answered.first() {
         Some(a) => a.answer,
         None => {
-            let input = prober.replay_format();
             let mut x = vec![T::ZERO; n];
-            naive::fill_random_input(input, seed ^ 0x0C0_5747, &mut x);
+            prober.random_input(seed ^ 0x0C0_5747, &mut x);
             match prober.call(&x) {
                 Ok(v) => v,
                 Err(e) => return e,
@@ -617,9 +667,8 @@ fn constant<T: ProbeFloat, X: Target<T>>(
         _ => return e,
     };
     let value = (n as f64 - f64::from(lost)) * prober.scale.unit;
-    let input = prober.replay_format();
     let mut x = vec![T::ZERO; n];
-    naive::fill_random_input(input, seed ^ 0x0C0_5747, &mut x);
+    prober.random_input(seed ^ 0x0C0_5747, &mut x);
     match prober.call(&x) {
         Ok(v) if v.to_f64() == value => RevealError::ConstantAnswers {
             n,

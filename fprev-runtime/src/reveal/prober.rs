@@ -129,6 +129,14 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
             .unwrap_or(T::FORMAT)
     }
 
+    /// A random input of seed `seed` for the replay checks: the target's own draw when it
+    /// has one ([`Target::random_input`]), else values of the replay format.
+    pub fn random_input(&mut self, seed: u64, x: &mut [T]) {
+        if !self.target.random_input(seed, x) {
+            super::naive::fill_random_input(self.replay_format(), seed, x);
+        }
+    }
+
     /// Probe with `scale` from now on (everything asked so far is forgotten but the
     /// counters): masks widened after a truncating node was seen.
     pub fn rescale(&mut self, scale: ProbeScale) {
