@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fprev::float::FloatFormat;
-use fprev::target::{split_product, ProbeBatch, Target, TargetError};
+use fprev::target::{random_operands, split_product, ProbeBatch, Target, TargetError};
 use fprev::ProbeFloat;
 
 // a child of this module, so that the files that include exec.rs by path get it too
@@ -59,6 +59,8 @@ pub struct Wire {
     width: usize,
     bits: fn(f64) -> u64,
     split: fn(f64) -> Option<(f64, f64)>,
+    /// Random operand vectors (seed, n, accumulator) for the replay checks of a dot.
+    operands: fn(u64, usize, FloatFormat) -> (Vec<f64>, Vec<f64>),
 }
 
 impl Wire {
@@ -74,6 +76,13 @@ impl Wire {
             },
             bits: |v| I::from_f64_round(v).to_bits_u64(),
             split: |v| split_product::<I>(v).map(|(a, b)| (a.to_f64(), b.to_f64())),
+            operands: |seed, n, acc| {
+                let (a, b) = random_operands::<I>(seed, n, acc);
+                (
+                    a.iter().map(|v| v.to_f64()).collect(),
+                    b.iter().map(|v| v.to_f64()).collect(),
+                )
+            },
         }
     }
 }
@@ -112,6 +121,10 @@ pub struct Exec<T> {
     on_answer: Option<Box<dyn FnMut(u64)>>,
     wire: Wire,
     op: Op,
+    /// The last random dot input drawn (its products' bits) with its operands, and the
+    /// operands of the input being sent when it is that one.
+    drawn: Option<(Vec<u64>, Vec<f64>, Vec<f64>)>,
+    sending: Option<(Vec<f64>, Vec<f64>)>,
     _t: PhantomData<T>,
 }
 
@@ -209,6 +222,8 @@ impl<T: ProbeFloat> Exec<T> {
             on_answer: None,
             wire: Wire::of::<T>(),
             op: Op::Sum,
+            drawn: None,
+            sending: None,
             _t: PhantomData,
         })
     }
@@ -246,6 +261,9 @@ impl<T: ProbeFloat> Exec<T> {
     /// Value `i` of a line of `2n` operands for a logical input whose value `k` is
     /// `x(k)`: `a` first, then `b`.
     fn operand(&self, n: usize, i: usize, x: f64) -> f64 {
+        if let Some((a, b)) = &self.sending {
+            return if i < n { a[i] } else { b[i - n] };
+        }
         let (a, b) = (self.wire.split)(x).unwrap_or((f64::NAN, f64::NAN));
         if i < n {
             a
@@ -414,8 +432,29 @@ impl<T: ProbeFloat> Target<T> for Exec<T> {
         (self.op == Op::Dot).then_some(self.wire.format)
     }
 
+    fn random_input(&mut self, seed: u64, x: &mut [T]) -> bool {
+        if self.op != Op::Dot {
+            return false;
+        }
+        let (a, b) = (self.wire.operands)(seed, x.len(), T::FORMAT);
+        for (k, v) in x.iter_mut().enumerate() {
+            let p = a[k] * b[k];
+            *v = T::from_f64_round(p);
+            if v.to_f64() != p {
+                return false;
+            }
+        }
+        self.drawn = Some((x.iter().map(|v| v.to_bits_u64()).collect(), a, b));
+        true
+    }
+
     fn call(&mut self, x: &[T]) -> Result<T, TargetError> {
-        if self.op == Op::Dot {
+        let drawn = self.drawn.as_ref().is_some_and(|(bits, _, _)| {
+            bits.len() == x.len() && bits.iter().zip(x).all(|(&w, v)| w == v.to_bits_u64())
+        });
+        if drawn {
+            self.sending = self.drawn.as_ref().map(|(_, a, b)| (a.clone(), b.clone()));
+        } else if self.op == Op::Dot {
             if let Some(v) = x.iter().find(|v| (self.wire.split)(v.to_f64()).is_none()) {
                 return Err(TargetError::new(format!(
                     "{v} is not a product of two {} values",
@@ -424,14 +463,17 @@ impl<T: ProbeFloat> Target<T> for Exec<T> {
             }
         }
         let mut out = [T::ZERO];
-        self.exchange(
-            1,
-            x.len(),
-            |_, i| x[i],
-            Some("a random check input"),
-            &mut out,
-        )
-        .map_err(|(_, message)| TargetError::new(message))?;
+        let sent = self
+            .exchange(
+                1,
+                x.len(),
+                |_, i| x[i],
+                Some("a random check input"),
+                &mut out,
+            )
+            .map_err(|(_, message)| TargetError::new(message));
+        self.sending = None;
+        sent?;
         Ok(out[0])
     }
 
