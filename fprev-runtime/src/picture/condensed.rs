@@ -140,6 +140,9 @@ fn kind(a: &Analysis, p: usize) -> String {
         Some(Shape::Chain { len, step }) => crate::tree::describe::chain_phrase(len, step),
         Some(Shape::Pairwise { len }) => format!("pairwise, {len}"),
         Some(Shape::Fused { len }) => format!("fused, {len}"),
+        Some(Shape::FusedChain { blocks, width, .. }) => {
+            format!("{blocks} fused adds, {}-way", width + 1)
+        }
         _ => match a.shape(p) {
             Shape::Parts {
                 parts, interleaved, ..

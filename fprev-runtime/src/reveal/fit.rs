@@ -99,6 +99,16 @@ impl Candidate {
     }
 }
 
+/// `tree` over `x` under a fitted model.
+pub(crate) fn replay<T: ProbeFloat>(f: FittedFused, tree: &SumTree, x: &[T]) -> T {
+    Candidate {
+        frac: f.frac,
+        frac_out: f.frac_out,
+        binary: f.binary,
+    }
+    .replay(tree, x)
+}
+
 /// Random inputs a truncating tree is replayed on: more than a plain tree's, because a
 /// family of models is fitted to them and a wrong tree must miss with every one.
 pub(crate) fn inputs_for(n: usize) -> usize {

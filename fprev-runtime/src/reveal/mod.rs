@@ -326,9 +326,12 @@ impl Reveal {
         let wide = prober::wide_scale_for::<T, X>(&prober.target, n);
         let mut wide_masks = false;
         let mut first_error = None;
+        // random inputs the target answered in an earlier attempt: the final tree must
+        // reproduce them too (a target cannot change its answers between attempts)
+        let mut earlier = Vec::new();
         let attempt = loop {
             let may_widen = !wide_masks && wide.is_some();
-            let r = self.attempt(&mut prober, may_widen);
+            let r = self.attempt(&mut prober, may_widen, &mut earlier);
             let retry = may_widen
                 && match &r {
                     Ok(a) => a.unverified_truncation,
@@ -378,6 +381,7 @@ impl Reveal {
         &self,
         prober: &mut Prober<T, X>,
         stop_at_truncation: bool,
+        earlier: &mut Vec<verify::Answered<T>>,
     ) -> Result<Attempt, RevealError> {
         let n = self.n;
         let Built {
@@ -387,6 +391,9 @@ impl Reveal {
             tree,
             order,
         } = self.build(prober)?;
+        let before = earlier.len();
+        earlier.extend(answered.iter().cloned());
+        let earlier = &earlier[..before];
         let truncating = recognized.is_none() && arena.trunc.iter().any(|&t| t);
         if truncating && stop_at_truncation {
             return Ok(Attempt {
@@ -423,6 +430,7 @@ impl Reveal {
             if let Some(fitted) = verification.fused {
                 separable(prober, n, fitted)?;
             }
+            verify::earlier_answers(&tree, &replay, verification.fused, earlier)?;
         }
         Ok(Attempt {
             tree,

@@ -31,6 +31,7 @@ pub(crate) fn replays_for(n: usize) -> usize {
 
 /// A random input the target has already answered (the known-order filter's), which the
 /// replays reuse instead of calling the target again.
+#[derive(Clone)]
 pub(crate) struct Answered<T> {
     pub seed: u64,
     pub input: Vec<T>,
@@ -153,6 +154,38 @@ pub(crate) fn check<T: ProbeFloat, X: Target<T>>(
         Err(e) => return Err(e),
     }
     Ok(done)
+}
+
+/// The tree (under its fitted model, if any) against random inputs the target answered
+/// in an earlier attempt at another mask scale.
+pub(crate) fn earlier_answers<T: ProbeFloat>(
+    tree: &SumTree,
+    replay: &Replay<'_, T>,
+    fused: Option<FittedFused>,
+    earlier: &[Answered<T>],
+) -> Result<(), RevealError> {
+    for a in earlier {
+        let got = match fused {
+            Some(f) => fit::replay(f, tree, &a.input),
+            None => replay.sum(&a.input),
+        };
+        let same = got.to_bits_u64() == a.answer.to_bits_u64()
+            || (got.to_f64().is_nan() && a.answer.to_f64().is_nan());
+        if !same {
+            let mut text = tree.to_string();
+            if text.len() > 200 {
+                text.truncate(200);
+                text.push_str("...");
+            }
+            return Err(RevealError::NotPlainSummation {
+                tree: text,
+                input_seed: a.seed,
+                target_bits: a.answer.to_bits_u64(),
+                tree_bits: got.to_bits_u64(),
+            });
+        }
+    }
+    Ok(())
 }
 
 pub(crate) fn replay_matches<T: ProbeFloat, X: Target<T>>(

@@ -47,6 +47,15 @@ pub(crate) enum Shape {
     Pairwise { len: usize },
     /// One fused node over `len` leaves.
     Fused { len: usize },
+    /// A chain of `blocks` fused nodes: the first over `first` leaves, each later one
+    /// adding the running value and `width` new leaves (the last may take fewer): a
+    /// block-FMA unit (Tensor Core) walking along `k`.
+    FusedChain {
+        len: usize,
+        blocks: usize,
+        first: usize,
+        width: usize,
+    },
     /// Parts (node ids, by smallest leaf) combined by `top`. `shift` is set when every part
     /// is the first one shifted by a multiple of it; `interleaved` when the parts' leaf
     /// ranges overlap (lanes) rather than follow one another (blocks).
@@ -198,7 +207,43 @@ impl<'t> Analysis<'t> {
         if kids.len() == len {
             return Some(Shape::Fused { len });
         }
-        None
+        self.fused_chain(v)
+    }
+
+    /// `v` as a chain of fused nodes, each over the previous one and new leaves.
+    fn fused_chain(&self, v: usize) -> Option<Shape> {
+        let t = self.tree;
+        let mut widths = Vec::new();
+        let mut w = v;
+        let first = loop {
+            let kids = t.children(w);
+            let inner: Vec<usize> = kids
+                .iter()
+                .map(|&c| c as usize)
+                .filter(|&c| !t.is_leaf(c))
+                .collect();
+            match inner[..] {
+                [] if kids.len() >= 2 => break kids.len(),
+                [c] if kids.len() >= 3 => {
+                    widths.push(kids.len() - 1);
+                    w = c;
+                }
+                _ => return None,
+            }
+        };
+        // outermost last: the last block may be short
+        let width = *widths.last()?;
+        let (last, rest) = widths.split_first()?;
+        if rest.iter().any(|&k| k != width) || *last > width || width < 2 {
+            return None;
+        }
+        let width = rest.first().copied().unwrap_or(*last);
+        Some(Shape::FusedChain {
+            len: self.size[v] as usize,
+            blocks: widths.len() + 1,
+            first,
+            width,
+        })
     }
 
     /// Inner nodes of the subtree at `v` (including `v`), in no particular order.
@@ -472,6 +517,7 @@ impl<'t> Analysis<'t> {
             Shape::Chain { len, step } => chain_phrase(len, step),
             Shape::Pairwise { len } => format!("pairwise over {len}"),
             Shape::Fused { len } => format!("one fused add of {len}"),
+            Shape::FusedChain { .. } => fused_chain_phrase(&shape),
             Shape::Irregular => self.stats_phrase(v),
             _ if room == 0 => self.stats_phrase(v),
             Shape::Tail { base, leaves } => {
@@ -556,6 +602,7 @@ impl<'t> Analysis<'t> {
                 Some(Shape::Chain { step, .. }) => chain_kind(step).to_string(),
                 Some(Shape::Pairwise { .. }) => "pairwise".into(),
                 Some(Shape::Fused { .. }) => "one fused add".into(),
+                Some(s @ Shape::FusedChain { .. }) => fused_chain_phrase(&s),
                 Some(Shape::Leaf) => "1 value".into(),
                 _ if room == 1 => "a named shape".into(),
                 _ => self.phrase(p, room - 1),
@@ -667,6 +714,23 @@ fn chain_kind(step: Step) -> String {
         Step::By(s) => format!("in reverse order, stride {}", -s),
         Step::Irregular => "one at a time in an irregular order".into(),
     }
+}
+
+/// Words for a [`Shape::FusedChain`].
+pub(crate) fn fused_chain_phrase(shape: &Shape) -> String {
+    let Shape::FusedChain {
+        len,
+        blocks,
+        first,
+        width,
+    } = *shape
+    else {
+        return String::new();
+    };
+    format!(
+        "a chain of {blocks} fused adds over {len} values: the first over {first}, each later one adding the running value and up to {width} more (a block-FMA unit, {}-way nodes)",
+        width + 1
+    )
 }
 
 pub(crate) fn chain_phrase(len: usize, step: Step) -> String {
