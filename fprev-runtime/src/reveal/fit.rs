@@ -30,6 +30,10 @@ pub struct FittedFused {
     /// Fraction bits kept below the largest term when aligning (the smallest width that
     /// fits).
     pub frac: u32,
+    /// The widest alignment that reproduced every input too: data cannot tell widths
+    /// apart once they keep every bit the inputs have, so the probes are trusted only if
+    /// the masks swamp partial sums even at this width.
+    pub frac_max: u32,
     /// Fraction bits the node result keeps (`None`: rounded to nearest in the type).
     pub frac_out: Option<u32>,
     /// Which binary nodes are fused (aligned, truncated) rather than round-to-nearest
@@ -166,8 +170,10 @@ pub(crate) fn fit<T: ProbeFloat, X: Target<T>>(
         }
     }
     let best = candidates[0];
+    let frac_max = candidates.iter().map(|c| c.frac).max().unwrap_or(best.frac);
     Ok(FittedFused {
         frac: best.frac,
+        frac_max,
         frac_out: best.frac_out,
         binary: best.binary,
         inputs,

@@ -562,8 +562,9 @@ fn count_precision<T: ProbeFloat, X: Target<T>>(
     Ok(Some(bits))
 }
 
-/// Refuses a fused tree whose fitted alignment width reaches the partial sums of units
-/// at this mask scale: such a target could answer two different trees' probes alike.
+/// Refuses a fused tree when some alignment width that reproduced the target's random
+/// inputs reaches the partial sums of units at this mask scale: such a target could answer
+/// two different trees' probes alike.
 fn separable<T: ProbeFloat, X: Target<T>>(
     prober: &Prober<T, X>,
     n: usize,
@@ -571,13 +572,13 @@ fn separable<T: ProbeFloat, X: Target<T>>(
 ) -> Result<(), RevealError> {
     let log_n = usize::BITS - (n - 1).leading_zeros();
     let gap = prober.scale.gap();
-    if gap >= fitted.frac as i32 + log_n as i32 {
+    if gap >= fitted.frac_max as i32 + log_n as i32 {
         return Ok(());
     }
     Err(RevealError::Indistinguishable {
         detail: format!(
-            "the target's fused adders keep at least {} fraction bits below their largest term, and the widest masks this format allows sit only 2^{gap} above the unit, which a partial sum of up to {n} units (2^{log_n}) can reach within that width",
-            fitted.frac
+            "the target's fused adders may keep up to {} fraction bits below their largest term (its answers to random inputs fit every width from {} to {}), and the widest masks this format allows sit only 2^{gap} above the unit, which a partial sum of up to {n} units (2^{log_n}) can reach within that width",
+            fitted.frac_max, fitted.frac, fitted.frac_max
         ),
     })
 }
