@@ -134,6 +134,8 @@ struct StageAcc {
     runs: u64,
     differing: u64,
     hashes: BTreeSet<String>,
+    /// Largest `distinct` of one process (counted over all its runs, not only kept ones).
+    distinct: u64,
     tokens: BTreeMap<String, u64>,
     max_abs: f64,
     max_rel: f64,
@@ -155,8 +157,9 @@ struct TestAcc {
     reached_a_site: bool,
     durations: Vec<f64>,
     stages: BTreeMap<String, StageAcc>,
-    /// (stage, element, value, reference) -> tokens that found it.
-    findings: BTreeMap<(String, String, String, String), BTreeSet<String>>,
+    /// (stage number, stage, element, value, reference) -> tokens that found it, with
+    /// their replay commands.
+    findings: BTreeMap<(u64, String, String, String, String), BTreeMap<String, String>>,
     still_reproduce: BTreeSet<String>,
     persisted: BTreeSet<String>,
 }
@@ -200,6 +203,7 @@ pub(crate) fn merge(docs: &[Value]) -> Value {
                 st.runs += s["runs"].as_u64().unwrap_or(0);
                 st.differing += s["differing"].as_u64().unwrap_or(0);
                 st.hashes.extend(strings(&s["result_hashes"]));
+                st.distinct = st.distinct.max(s["distinct"].as_u64().unwrap_or(0));
                 for tok in strings(&s["tokens"]) {
                     *st.tokens.entry(tok).or_insert(0) += 1;
                 }
@@ -213,6 +217,7 @@ pub(crate) fn merge(docs: &[Value]) -> Value {
                 st.ended_by.insert(as_str(&s["ended_by"]));
                 for f in s["findings"].as_array().into_iter().flatten() {
                     let key = (
+                        st.number,
                         name.clone(),
                         f["element"].to_string(),
                         f["value"].to_string(),
@@ -221,7 +226,7 @@ pub(crate) fn merge(docs: &[Value]) -> Value {
                     acc.findings
                         .entry(key)
                         .or_default()
-                        .insert(as_str(&f["token"]));
+                        .insert(as_str(&f["token"]), as_str(&f["replay"]));
                 }
             }
             let reg = &t["regressions"];
@@ -254,7 +259,7 @@ pub(crate) fn merge(docs: &[Value]) -> Value {
                             "runs": s.runs,
                             "distinct_schedules": s.tokens.len(),
                             "overlapping_schedules": overlap,
-                            "distinct": s.hashes.len(),
+                            "distinct": s.distinct.max(s.hashes.len() as u64),
                             "differing": s.differing,
                             "max_abs": s.max_abs,
                             "max_rel": s.max_rel,
@@ -271,13 +276,15 @@ pub(crate) fn merge(docs: &[Value]) -> Value {
             let findings: Vec<Value> = t
                 .findings
                 .iter()
-                .map(|((stage, element, value, reference), tokens)| {
+                .map(|((_, stage, element, value, reference), tokens)| {
+                    let (token, replay) = tokens.iter().next().unzip();
                     json!({
                         "stage": stage,
                         "element": serde_json::from_str::<Value>(element).unwrap_or(Value::Null),
                         "value": serde_json::from_str::<Value>(value).unwrap_or(Value::Null),
                         "reference": serde_json::from_str::<Value>(reference).unwrap_or(Value::Null),
-                        "token": tokens.iter().next(),
+                        "token": token,
+                        "replay": replay,
                         "seen": tokens.len(),
                     })
                 })
@@ -432,10 +439,19 @@ pub(crate) fn table(merged: &Value, markdown: bool) -> String {
         strings(&merged["seeds"]).collect::<Vec<_>>().join(","),
         findings.len()
     );
-    for (t, f) in findings.iter().take(20) {
+    // At most two per test and stage (the merged JSON has them all).
+    let mut shown: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for (t, f) in &findings {
+        let n = shown
+            .entry((as_str(&t["name"]), as_str(&f["stage"])))
+            .or_insert(0);
+        *n += 1;
+        if *n > 2 {
+            continue;
+        }
         let _ = writeln!(
             out,
-            "{}- {} {}: element {} = {} (reference {}), seen {}x; replay: FPREV_SEED={} cargo test {}",
+            "{}- {} {}: element {} = {} (reference {}), seen {}x; replay: {}",
             if markdown { "" } else { "  " },
             as_str(&t["name"]),
             as_str(&f["stage"]),
@@ -443,16 +459,12 @@ pub(crate) fn table(merged: &Value, markdown: bool) -> String {
             f["value"],
             f["reference"],
             f["seen"],
-            as_str(&f["token"]),
-            as_str(&t["name"])
+            as_str(&f["replay"]),
         );
     }
-    if findings.len() > 20 {
-        let _ = writeln!(
-            out,
-            "  ... and {} more (see the merged JSON)",
-            findings.len() - 20
-        );
+    let hidden: usize = shown.values().map(|&n| n.saturating_sub(2)).sum();
+    if hidden > 0 {
+        let _ = writeln!(out, "  ... and {hidden} more (see the merged JSON)");
     }
     let cov = &merged["coverage"];
     let _ = writeln!(
