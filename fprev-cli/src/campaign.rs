@@ -147,6 +147,9 @@ struct StageAcc {
     ended_by: BTreeSet<String>,
 }
 
+/// A finding's identity: (stage number, stage, element, value, reference), as JSON text.
+type FindingKey = (u64, String, String, String, String);
+
 #[derive(Default)]
 struct TestAcc {
     locations: BTreeSet<String>,
@@ -159,7 +162,7 @@ struct TestAcc {
     stages: BTreeMap<String, StageAcc>,
     /// (stage number, stage, element, value, reference) -> tokens that found it, with
     /// their replay commands.
-    findings: BTreeMap<(u64, String, String, String, String), BTreeMap<String, String>>,
+    findings: BTreeMap<FindingKey, BTreeMap<String, String>>,
     still_reproduce: BTreeSet<String>,
     persisted: BTreeSet<String>,
 }
