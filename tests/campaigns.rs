@@ -334,6 +334,22 @@ fn bad_settings_fail_naming_the_variable() {
         assert!(!out.status.success());
         assert!(text(&out).contains(says), "{}", text(&out));
     }
+    // A shard with no common seed runs, and says why that splits nothing.
+    let out = child(
+        "fixed",
+        &dir.0,
+        &[
+            ("FPREV_SHARD", "1/2"),
+            ("FPREV_RUNS", "2"),
+            ("FPREV_REGRESSIONS", "off"),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("FPREV_SHARD=1/2 without FPREV_SEED"),
+        "{}",
+        text(&out)
+    );
 }
 
 /// A key and the test its value must pass.

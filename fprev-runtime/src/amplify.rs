@@ -295,6 +295,22 @@ impl AmplifyConfig {
             s.parse::<ReplayToken>().ok()
         })
         .map(|t| t.seed);
+        if cfg.shard != Shard::WHOLE && cfg.seed.is_none() {
+            static WARNED: std::sync::Once = std::sync::Once::new();
+            // Past libtest's capture: a passing test's eprintln! is never shown.
+            WARNED.call_once(|| {
+                use std::io::Write as _;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "fprev: warning: {}={} without {}: this shard draws its own campaign seed, \
+                     so the shards do not split one seed space; give every shard the same {}",
+                    vars::FPREV_SHARD,
+                    cfg.shard,
+                    vars::FPREV_SEED,
+                    vars::FPREV_SEED
+                );
+            });
+        }
         (cfg, errors)
     }
 

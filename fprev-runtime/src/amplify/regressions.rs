@@ -217,4 +217,38 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn findings_are_added_once_by_concurrent_writers() {
+        let dir = std::env::temp_dir().join(format!(
+            "fprev-regressions-unit-{}-{:?}",
+            std::process::id(),
+            std::time::SystemTime::now()
+        ));
+        let store = Store {
+            path: dir.join("c/t.txt"),
+            test: "t".into(),
+        };
+        let finding = |n: u64| Finding {
+            token: ReplayToken::new(0x4000_0000_0000_0000 | n),
+            threads: None,
+            what: format!("stage=loops element 0 = {n}.0 (reference 0.0)"),
+        };
+        std::thread::scope(|s| {
+            for n in 0..8 {
+                let (store, f) = (&store, finding(n));
+                s.spawn(move || store.add(&[f.clone(), f], "a.rs:1").expect("add"));
+            }
+        });
+        // Again: the same tokens, and a new token with a value already persisted.
+        let mut same_value = finding(3);
+        same_value.token = ReplayToken::new(0x4000_0000_0000_00ff);
+        let added = store.add(&[finding(1), same_value], "a.rs:1").expect("add");
+        assert!(added.is_empty(), "{added:?}");
+        let loaded = store.load();
+        let _ = fs::remove_dir_all(&dir);
+        let mut tokens: Vec<u64> = loaded.iter().map(|f| f.token.seed & 0xff).collect();
+        tokens.sort_unstable();
+        assert_eq!(tokens, (0..8).collect::<Vec<_>>());
+    }
 }
