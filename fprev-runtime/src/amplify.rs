@@ -864,7 +864,7 @@ where
                      differs from the unscrambled run); fix the computation, and keep the line \
                      as a regression case\n{report}",
                     finding.token,
-                    store.path.display()
+                    shown(&store.path)
                 );
             }
         }
@@ -878,7 +878,7 @@ where
                     note = format!(
                         "\n  persisted {} finding(s) to {}: commit it; `cargo test` replays them first",
                         added.len(),
-                        store.path.display()
+                        shown(&store.path)
                     );
                     reg.added = added;
                 }
@@ -886,7 +886,7 @@ where
                 Err(e) => {
                     note = format!(
                         "\n  (could not persist the findings to {}: {e})",
-                        store.path.display()
+                        shown(&store.path)
                     )
                 }
             }
@@ -901,6 +901,17 @@ where
         panic!("{report}{note}");
     }
     report
+}
+
+/// `path` relative to the current directory when it is below it (`cargo test` runs tests
+/// in their package's directory, where `fprev-regressions/` is).
+fn shown(path: &std::path::Path) -> String {
+    std::env::current_dir()
+        .ok()
+        .and_then(|cwd| path.strip_prefix(cwd).ok())
+        .unwrap_or(path)
+        .display()
+        .to_string()
 }
 
 /// Fails the current test, printing the amplifier's report, when `computation` is not
