@@ -33,6 +33,10 @@ pub(crate) enum CampaignCmd {
         /// Print the table as Markdown.
         #[arg(long)]
         markdown: bool,
+        /// Also write the merged result as JUnit XML (one test case per campaign, failing
+        /// when it was not reproducible), for CI dashboards.
+        #[arg(long)]
+        junit: Option<PathBuf>,
     },
 }
 
@@ -42,6 +46,7 @@ pub(crate) fn run(cmd: &CampaignCmd) -> Result<(), Failure> {
             reports,
             output,
             markdown,
+            junit,
         } => {
             let mut docs = Vec::new();
             for path in reports {
@@ -51,6 +56,10 @@ pub(crate) fn run(cmd: &CampaignCmd) -> Result<(), Failure> {
             if let Some(out) = output {
                 let text = serde_json::to_string_pretty(&merged)? + "\n";
                 std::fs::write(out, text)
+                    .map_err(|e| Failure(format!("{}: {e}", out.display())))?;
+            }
+            if let Some(out) = junit {
+                std::fs::write(out, junit_xml(&merged))
                     .map_err(|e| Failure(format!("{}: {e}", out.display())))?;
             }
             print!("{}", table(&merged, *markdown));
@@ -337,6 +346,66 @@ pub(crate) fn merge(docs: &[Value]) -> Value {
     })
 }
 
+fn xml(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// The merged result as JUnit XML: one `<testcase>` per test, failing when a process
+/// found it not reproducible (or a persisted finding still reproduced).
+pub(crate) fn junit_xml(merged: &Value) -> String {
+    let empty = Vec::new();
+    let tests = merged["tests"].as_array().unwrap_or(&empty);
+    let failing = |t: &Value| {
+        !t["reproducible"].as_bool().unwrap_or(false)
+            || !t["reached_a_site"].as_bool().unwrap_or(false)
+            || t["still_reproduce"]
+                .as_array()
+                .is_some_and(|a| !a.is_empty())
+    };
+    let failures = tests.iter().filter(|t| failing(t)).count();
+    let mut x = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite name=\"fprev campaign\" tests=\"{}\" failures=\"{failures}\" errors=\"0\">\n",
+        tests.len()
+    );
+    for t in tests {
+        let _ = write!(
+            x,
+            "    <testcase classname=\"fprev.campaign\" name=\"{}\" time=\"{:.3}\"",
+            xml(&as_str(&t["name"])),
+            num(&t["duration_s"])
+        );
+        if !failing(t) {
+            x.push_str("/>\n");
+            continue;
+        }
+        let mut text = String::new();
+        for s in t["stages"].as_array().unwrap_or(&empty) {
+            let _ = writeln!(
+                text,
+                "{}: {} of {} runs differ, max rel err {}, max ulps {}",
+                as_str(&s["label"]),
+                s["differing"],
+                s["runs"],
+                sci(&s["max_rel"]),
+                s["max_ulps"]
+            );
+        }
+        for f in t["findings"].as_array().unwrap_or(&empty) {
+            let _ = writeln!(text, "replay: {}", as_str(&f["replay"]));
+        }
+        let _ = write!(
+            x,
+            ">\n      <failure message=\"not reproducible\">{}</failure>\n    </testcase>\n",
+            xml(&text)
+        );
+    }
+    x.push_str("  </testsuite>\n</testsuites>\n");
+    x
+}
+
 fn sci(v: &Value) -> String {
     let x = num(v);
     if x == 0.0 {
@@ -531,5 +600,8 @@ mod tests {
         assert_eq!(t["findings"][0]["token"], "v2-4a");
         assert_eq!(ab["sites"][0]["reached"], 20);
         assert!(table(&ab, true).starts_with("| test | stage |"));
+        let xml = junit_xml(&ab);
+        assert!(xml.contains("tests=\"1\" failures=\"1\""), "{xml}");
+        assert!(xml.contains("replay: x"), "{xml}");
     }
 }
