@@ -4,6 +4,9 @@
 //! ```text
 //! cargo run --release --example amplify_table            # 20 runs per configuration
 //! FPREV_RUNS=100 cargo run --release --example amplify_table
+//! # a sharded campaign with a report (docs/campaigns.md)
+//! FPREV_SEED=v2-0000000000000abc FPREV_SHARD=1/2 FPREV_TIME=1m FPREV_REPORT=ports.json \
+//!     cargo run --release --example amplify_table
 //! ```
 
 mod ports;
@@ -22,11 +25,7 @@ fn row(name: &str, report: &AmplifyReport) {
                 } else {
                     format!("{:.2e}", s.norm2)
                 };
-                print!(
-                    " | {err:>9} {:>3}/{:<3}",
-                    s.differing().count(),
-                    s.runs.len()
-                );
+                print!(" | {err:>9} {:>3}/{:<3}", s.differing_count, s.run_count);
             }
             None => print!(" | {:>17}", "-"),
         }
@@ -40,10 +39,16 @@ fn main() {
     println!(
         "Table II for the Rust ports: norm2 of the relative error vs the unscrambled run (max over runs) and differing runs / runs"
     );
-    println!(
-        "{} runs per configuration, pools of 1..={} threads",
-        cfg.runs, cfg.max_threads
-    );
+    match cfg.time {
+        Some(t) => println!(
+            "{t:?} per program (split between the configurations), shard {}, pools of 1..={} threads",
+            cfg.shard, cfg.max_threads
+        ),
+        None => println!(
+            "{} runs per configuration, shard {}, pools of 1..={} threads",
+            cfg.runs, cfg.shard, cfg.max_threads
+        ),
+    }
     println!(
         "{:<12} | {:^17} | {:^17} | {:^17} | {:^17}",
         "program", "1 same config", "2 distribution", "3 schedule", "4 loop order"

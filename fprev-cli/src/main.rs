@@ -3,6 +3,7 @@
 
 mod budget;
 mod builtins;
+mod campaign;
 mod demo;
 mod exec;
 mod limits;
@@ -50,6 +51,9 @@ enum Cmd {
         #[arg(long)]
         only: Option<String>,
     },
+    /// Campaign reports (FPREV_REPORT files): merge shards into one summary.
+    #[command(subcommand)]
+    Campaign(campaign::CampaignCmd),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -178,6 +182,7 @@ fn main() -> ExitCode {
         }
         Cmd::Diff { a, b } => diff(&a, &b),
         Cmd::Demo { out, only } => demo::run(&out, only.as_deref()).map(|_| ExitCode::SUCCESS),
+        Cmd::Campaign(cmd) => campaign::run(&cmd).map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

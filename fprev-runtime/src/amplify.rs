@@ -27,15 +27,27 @@
 //! assert_eq!(report.stage(Stage::Repeat).unwrap().distinct, 1);
 //! ```
 
+mod assert;
+mod budget;
+mod campaign;
+mod json;
 mod output;
+mod regressions;
 mod report;
+mod shard;
 mod threads;
 
 use std::collections::HashSet;
+use std::fmt;
 use std::sync::atomic::{AtomicI8, Ordering};
+use std::time::{Duration, Instant};
 
+#[doc(hidden)]
+pub use assert::{check, CallSite};
+pub use budget::{parse_duration, DurationError};
 pub use output::Floats;
-pub use report::{AmplifyReport, RunRecord, StageReport};
+pub use report::{AmplifyReport, RunRecord, StageEnd, StageReport};
+pub use shard::{Shard, ShardError};
 
 use crate::scramble::config::{
     env_parse, parse_mode, random_seed, vars, warn_unknown_vars, MODES, SEEDS,
@@ -114,8 +126,23 @@ impl Stage {
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AmplifyConfig {
-    /// Runs per stage. Default 20; `FPREV_RUNS` overrides it (nightly campaigns).
+    /// Runs per stage (of this process's shard), or with a [`time`](Self::time) budget
+    /// the most runs per stage (`usize::MAX`: no cap). Default 20; `FPREV_RUNS` overrides
+    /// it; `FPREV_TIME` without `FPREV_RUNS` makes it `usize::MAX`.
     pub runs: usize,
+    /// Time budget of one campaign (one [`amplify`] / `assert_reproducible!` call): the
+    /// reference run and the stages stop starting runs once it is spent; the time left is
+    /// split evenly between the stages still to run, and each stage runs at least once.
+    /// Default none; `FPREV_TIME` (`500ms`, `90s`, `10m`, `2h`) sets it.
+    pub time: Option<Duration>,
+    /// The slice of the campaign's runs this process runs (see [`Shard`]). Default the
+    /// whole campaign; `FPREV_SHARD=k/N` overrides it.
+    pub shard: Shard,
+    /// Persist findings of `assert_reproducible!` to `fprev-regressions/` and replay the
+    /// persisted ones first. Default false for a config built in code (its seed is in the
+    /// code already), true from [`from_env`](Self::from_env) unless
+    /// `FPREV_REGRESSIONS=off`.
+    pub regressions: bool,
     /// Stages to run, in order. Default all four; `FPREV_STAGES` overrides it
     /// (`repeat,distribution,schedule,loops` or `all`).
     pub stages: Vec<Stage>,
@@ -145,20 +172,106 @@ impl Default for AmplifyConfig {
             seed: None,
             record_orders: true,
             shapes: true,
+            time: None,
+            shard: Shard::WHOLE,
+            regressions: false,
         }
     }
 }
 
+/// A setting from the environment that cannot be used, with the variable and its value.
+///
+/// ```
+/// use fprev_runtime::amplify::ConfigError;
+/// let e = ConfigError::new("FPREV_SHARD", "3/2", "shards are numbered 1 to 2");
+/// assert_eq!(e.to_string(), "FPREV_SHARD=\"3/2\": shards are numbered 1 to 2");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The variable.
+    pub var: &'static str,
+    /// Its value.
+    pub value: String,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+impl ConfigError {
+    /// An error for `var=value`.
+    pub fn new(var: &'static str, value: &str, reason: impl fmt::Display) -> Self {
+        ConfigError {
+            var,
+            value: value.to_string(),
+            reason: reason.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}={:?}: {}", self.var, self.value, self.reason)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
 impl AmplifyConfig {
     /// The defaults overridden by `FPREV_RUNS`, `FPREV_STAGES`, `FPREV_THREADS`,
-    /// `FPREV_SCRAMBLE` and `FPREV_SEED`; bad values are reported and ignored.
+    /// `FPREV_SCRAMBLE`, `FPREV_SEED`, `FPREV_TIME`, `FPREV_SHARD` and
+    /// `FPREV_REGRESSIONS`; bad values are reported and ignored (the defaults are used).
+    /// `assert_reproducible!` uses [`try_from_env`](Self::try_from_env) instead, which
+    /// fails on a bad `FPREV_TIME` or `FPREV_SHARD`.
     pub fn from_env() -> Self {
+        let (cfg, errors) = Self::read_env();
+        for e in errors {
+            eprintln!("fprev: warning: ignoring {e}; using the default");
+        }
+        cfg
+    }
+
+    /// [`from_env`](Self::from_env), except that a bad `FPREV_TIME` or `FPREV_SHARD` is an
+    /// error: a campaign meant to run for hours, or one shard of many, must not quietly run
+    /// the default 20 runs of the whole seed space.
+    ///
+    /// ```
+    /// let cfg = fprev_runtime::amplify::AmplifyConfig::try_from_env().unwrap();
+    /// assert!(cfg.runs > 0);
+    /// ```
+    pub fn try_from_env() -> Result<Self, ConfigError> {
+        let (cfg, mut errors) = Self::read_env();
+        match errors.is_empty() {
+            true => Ok(cfg),
+            false => Err(errors.remove(0)),
+        }
+    }
+
+    fn read_env() -> (Self, Vec<ConfigError>) {
         warn_unknown_vars();
         let mut cfg = AmplifyConfig::default();
+        let mut errors = Vec::new();
         let positive = |s: &str| s.trim().parse::<usize>().ok().filter(|&n| n > 0);
-        if let Some(n) = env_parse(vars::FPREV_RUNS, "a positive integer", "20", positive) {
+        let runs = env_parse(vars::FPREV_RUNS, "a positive integer", "20", positive);
+        if let Some(n) = runs {
             cfg.runs = n;
         }
+        if let Ok(value) = std::env::var(vars::FPREV_TIME) {
+            match parse_duration(&value) {
+                Ok(d) => {
+                    cfg.time = Some(d);
+                    if runs.is_none() {
+                        cfg.runs = usize::MAX;
+                    }
+                }
+                Err(e) => errors.push(ConfigError::new(vars::FPREV_TIME, &value, e)),
+            }
+        }
+        if let Ok(value) = std::env::var(vars::FPREV_SHARD) {
+            match value.parse::<Shard>() {
+                Ok(s) => cfg.shard = s,
+                Err(e) => errors.push(ConfigError::new(vars::FPREV_SHARD, &value, e)),
+            }
+        }
+        cfg.regressions = regressions_on();
         if let Some(n) = env_parse(
             vars::FPREV_THREADS,
             threads::EXPECTED,
@@ -185,7 +298,48 @@ impl AmplifyConfig {
             s.parse::<ReplayToken>().ok()
         })
         .map(|t| t.seed);
-        cfg
+        if cfg.shard != Shard::WHOLE && cfg.seed.is_none() {
+            static WARNED: std::sync::Once = std::sync::Once::new();
+            // Past libtest's capture: a passing test's eprintln! is never shown.
+            WARNED.call_once(|| {
+                use std::io::Write as _;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "fprev: warning: {}={} without {}: this shard draws its own campaign seed, \
+                     so the shards do not split one seed space; give every shard the same {}",
+                    vars::FPREV_SHARD,
+                    cfg.shard,
+                    vars::FPREV_SEED,
+                    vars::FPREV_SEED
+                );
+            });
+        }
+        (cfg, errors)
+    }
+
+    /// Sets the time budget of each campaign (see [`time`](Self::time)); the runs per
+    /// stage stay a cap.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use fprev_runtime::amplify::AmplifyConfig;
+    ///
+    /// let cfg = AmplifyConfig::default().time(Duration::from_secs(90)).runs(usize::MAX);
+    /// assert_eq!(cfg.time, Some(Duration::from_secs(90)));
+    /// ```
+    pub fn time(mut self, budget: Duration) -> Self {
+        self.time = Some(budget);
+        self
+    }
+    /// Sets this process's shard of the campaign.
+    pub fn shard(mut self, shard: Shard) -> Self {
+        self.shard = shard;
+        self
+    }
+    /// Turns persisting and replaying findings (`fprev-regressions/`) on or off.
+    pub fn regressions(mut self, on: bool) -> Self {
+        self.regressions = on;
+        self
     }
 
     /// Sets the runs per stage.
@@ -223,6 +377,18 @@ impl AmplifyConfig {
         self.record_orders = on;
         self
     }
+}
+
+/// `FPREV_REGRESSIONS` is not `off` (or `0`, `false`, `no`).
+fn regressions_on() -> bool {
+    env_parse(vars::FPREV_REGRESSIONS, "on or off", "on", |s| {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "off" | "0" | "false" | "no" => Some(false),
+            "on" | "1" | "true" | "yes" | "" => Some(true),
+            _ => None,
+        }
+    })
+    .unwrap_or(true)
 }
 
 fn parse_stages(s: &str) -> Option<Vec<Stage>> {
@@ -360,8 +526,18 @@ fn bits_hash(v: &[f64]) -> u64 {
     order_hash(v.iter().map(|x| x.to_bits() as usize))
 }
 
+/// Runs kept in a stage report: the first `KEPT_RUNS`, then differing runs up to as many
+/// again; all runs are counted. Bounds a report's memory in budgeted campaigns, which may
+/// run millions of times.
+const KEPT_RUNS: usize = 1000;
+/// Runs of a stage whose executed orders are recorded (entropy grows with invocations).
+const RECORDED_RUNS: u64 = 1000;
+/// Distinct results tracked per stage; beyond it `distinct` stops growing.
+const TRACKED_RESULTS: usize = 1 << 20;
+
 /// Runs `f` once unscrambled (the reference), then under every stage's runs, and reports
-/// how the results differ. `name` appears in the report's replay commands.
+/// how the results differ. `name` appears in the report's replay commands. With
+/// `FPREV_REPORT` set, the campaign is also added to this process's report file.
 ///
 /// While it runs, the amplifier owns the process-wide scrambling state (see
 /// [`with_config`](crate::scramble::with_config)).
@@ -370,49 +546,103 @@ where
     R: Floats,
     F: Fn() -> R + Sync,
 {
+    let report = run_campaign(config, name, &f);
+    campaign::record(&report, None);
+    report
+}
+
+/// The campaign itself, not recorded.
+pub(crate) fn run_campaign<R, F>(config: &AmplifyConfig, name: &str, f: &F) -> AmplifyReport
+where
+    R: Floats,
+    F: Fn() -> R + Sync,
+{
+    let start = Instant::now();
     let _session = Session::enter();
     let mut pools = Pools(Vec::new());
     let campaign = config.seed.unwrap_or_else(random_seed);
-    let reference = run_once(RunSetup::Reference, &mut pools, &f);
+    let mut progress = budget::Progress::new(name, config.time, start);
+    let reference = run_once(RunSetup::Reference, &mut pools, f);
     let replay = Stage::from_number(campaign >> 60);
-    let plan: Vec<(Stage, Vec<u64>)> = match replay {
-        Some(stage) => vec![(stage, vec![campaign])],
-        None => config
-            .stages
-            .iter()
-            .map(|&st| {
-                (
-                    st,
-                    (0..config.runs as u64)
-                        .map(|r| run_seed(campaign, st, r))
-                        .collect(),
-                )
-            })
-            .collect(),
-    };
-    let stages = plan
-        .into_iter()
-        .map(|(stage, seeds)| run_stage(config, stage, &seeds, &reference, &mut pools, &f))
-        .collect();
+    let mut stages = Vec::new();
+    match replay {
+        Some(stage) => {
+            let plan = Plan {
+                stage,
+                seeds: Box::new(std::iter::once(campaign)),
+                deadline: None,
+                replay: true,
+            };
+            stages.push(run_stage(
+                config,
+                plan,
+                &reference,
+                &mut pools,
+                f,
+                &mut progress,
+            ));
+        }
+        None => {
+            let count = config.stages.len();
+            for (i, &stage) in config.stages.iter().enumerate() {
+                let deadline = config.time.map(|budget| {
+                    let left = budget.saturating_sub(start.elapsed());
+                    Instant::now() + left / (count - i) as u32
+                });
+                let shard = config.shard;
+                let seeds = (0..config.runs as u64)
+                    .map_while(move |j| shard.run_number(j))
+                    .map(move |r| run_seed(campaign, stage, r));
+                let plan = Plan {
+                    stage,
+                    seeds: Box::new(seeds),
+                    deadline,
+                    replay: false,
+                };
+                stages.push(run_stage(
+                    config,
+                    plan,
+                    &reference,
+                    &mut pools,
+                    f,
+                    &mut progress,
+                ));
+            }
+        }
+    }
     AmplifyReport {
         name: name.to_string(),
         campaign: ReplayToken::new(campaign),
         replay: replay.is_some(),
         len: reference.len(),
         stages,
+        shard: config.shard,
+        time: config.time,
+        max_threads: config.max_threads,
+        duration: start.elapsed(),
     }
+}
+
+/// What one stage runs.
+struct Plan<'a> {
+    stage: Stage,
+    seeds: Box<dyn Iterator<Item = u64> + 'a>,
+    /// When the stage's share of the time budget is spent.
+    deadline: Option<Instant>,
+    replay: bool,
 }
 
 fn run_stage<R: Floats, F: Fn() -> R + Sync>(
     config: &AmplifyConfig,
-    stage: Stage,
-    seeds: &[u64],
+    plan: Plan<'_>,
     reference: &[f64],
     pools: &mut Pools,
     f: &F,
+    progress: &mut budget::Progress,
 ) -> StageReport {
+    let start = Instant::now();
     let mut report = StageReport {
-        stage,
+        stage: plan.stage,
         runs: Vec::new(),
         distinct: 0,
         max_abs: 0.0,
@@ -422,12 +652,24 @@ fn run_stage<R: Floats, F: Fn() -> R + Sync>(
         max_elements: 0,
         orders: entropy::OrderLog::default(),
         sites_reached: 0,
+        run_count: 0,
+        differing_count: 0,
+        duration: Duration::ZERO,
+        ended_by: if plan.replay {
+            StageEnd::Replay
+        } else {
+            StageEnd::Runs
+        },
     };
     let reached_before = reached_total();
     let mut distinct = HashSet::new();
-    for &seed in seeds {
+    for seed in plan.seeds {
+        if report.run_count > 0 && plan.deadline.is_some_and(|d| Instant::now() >= d) {
+            report.ended_by = StageEnd::Budget;
+            break;
+        }
         let setup = setup(config, seed);
-        let out = if config.record_orders {
+        let out = if config.record_orders && report.run_count < RECORDED_RUNS {
             let (out, log) = entropy::record_orders(|| run_once(setup, pools, f));
             report.orders.extend(log);
             out
@@ -435,7 +677,9 @@ fn run_stage<R: Floats, F: Fn() -> R + Sync>(
             run_once(setup, pools, f)
         };
         let hash = bits_hash(&out);
-        distinct.insert(hash);
+        if distinct.len() < TRACKED_RESULTS {
+            distinct.insert(hash);
+        }
         let mut record = RunRecord {
             token: ReplayToken::new(seed),
             hash,
@@ -471,10 +715,19 @@ fn run_stage<R: Floats, F: Fn() -> R + Sync>(
             report.max_rel = f64::INFINITY;
             report.norm2 = f64::INFINITY;
         }
-        report.runs.push(record);
+        report.run_count += 1;
+        report.differing_count += u64::from(record.differs);
+        if report.runs.len() < KEPT_RUNS || (record.differs && report.runs.len() < 2 * KEPT_RUNS) {
+            report.runs.push(record);
+        }
+        progress.tick(plan.stage.label(), report.run_count, report.differing_count);
+    }
+    if report.ended_by == StageEnd::Runs && report.run_count < config.runs as u64 {
+        report.ended_by = StageEnd::RunNumbers;
     }
     report.distinct = distinct.len();
     report.sites_reached = reached_total() - reached_before;
+    report.duration = start.elapsed();
     report
 }
 
@@ -534,9 +787,17 @@ pub fn current_test_name() -> String {
 }
 
 /// Fails the current test, printing the amplifier's report, when `computation` is not
-/// reproducible under the stages of [`AmplifyConfig::from_env`] (or of the config given
-/// first), or when a scrambled stage ran but no scramble site was reached (then nothing
-/// was reordered, and "reproducible" would mean nothing). Returns the report otherwise.
+/// reproducible under the stages of [`AmplifyConfig::try_from_env`] (or of the config
+/// given first), or when a scrambled stage ran but no scramble site was reached (then
+/// nothing was reordered, and "reproducible" would mean nothing). Returns the report
+/// otherwise.
+///
+/// In a test configured from the environment (and with a config whose
+/// [`regressions`](AmplifyConfig::regressions) is on), the first differing run of each
+/// stage is persisted to `fprev-regressions/<crate>/<test path>.txt` in the test's package
+/// (or under `FPREV_REGRESSIONS_DIR`), and the test replays the tokens of that file before
+/// its campaign, failing while one still reproduces; `FPREV_REGRESSIONS=off` turns this
+/// off. A bad `FPREV_TIME` or `FPREV_SHARD` fails the test with a message naming it.
 ///
 /// ```
 /// #[fprev::scramble]
@@ -555,15 +816,33 @@ pub fn current_test_name() -> String {
 /// ```
 #[macro_export]
 macro_rules! assert_reproducible {
-    ($config:expr, $computation:expr $(,)?) => {{
-        let report = $crate::amplify::amplify($config, $computation);
-        if !report.is_reproducible() || !report.reached_a_site() {
-            ::core::panic!("{}", report);
-        }
-        report
-    }};
+    ($config:expr, $computation:expr $(,)?) => {
+        $crate::amplify::check(
+            ::core::option::Option::Some($config),
+            $crate::__amplify_call_site!(),
+            $computation,
+        )
+    };
     ($computation:expr $(,)?) => {
-        $crate::assert_reproducible!(&$crate::amplify::AmplifyConfig::from_env(), $computation)
+        $crate::amplify::check(
+            ::core::option::Option::None,
+            $crate::__amplify_call_site!(),
+            $computation,
+        )
+    };
+}
+
+/// Not public API. The call site of `assert_reproducible!`, read in the caller's crate.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __amplify_call_site {
+    () => {
+        $crate::amplify::CallSite::new(
+            ::core::option_env!("CARGO_MANIFEST_DIR"),
+            ::core::module_path!(),
+            ::core::file!(),
+            ::core::line!(),
+        )
     };
 }
 

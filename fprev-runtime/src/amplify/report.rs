@@ -1,8 +1,9 @@
 //! The amplifier's findings: Defour's Table II for one computation, with replay tokens.
 
 use std::fmt;
+use std::time::Duration;
 
-use super::Stage;
+use super::{Shard, Stage};
 use crate::scramble::entropy::OrderLog;
 use crate::scramble::ReplayToken;
 
@@ -22,14 +23,51 @@ pub struct RunRecord {
     pub len: usize,
 }
 
-/// One stage (one column group of Table II).
-#[derive(Clone, Debug, PartialEq)]
+/// Why a stage stopped starting runs.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StageEnd {
+    /// It ran its runs ([`AmplifyConfig::runs`](super::AmplifyConfig::runs)).
+    Runs,
+    /// Its share of the time budget was spent.
+    Budget,
+    /// It replayed the single run its token named.
+    Replay,
+    /// Its shard ran out of run numbers (2^32 per stage).
+    RunNumbers,
+}
+
+impl StageEnd {
+    /// `runs`, `budget`, `replay` or `run-numbers`, as reports write it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            StageEnd::Runs => "runs",
+            StageEnd::Budget => "budget",
+            StageEnd::Replay => "replay",
+            StageEnd::RunNumbers => "run-numbers",
+        }
+    }
+}
+
+/// One stage (one column group of Table II). Equality compares everything but the
+/// [`duration`](Self::duration): a replayed campaign equals the original.
+#[derive(Clone, Debug)]
 pub struct StageReport {
     /// The stage.
     pub stage: Stage,
-    /// Every run, in order.
+    /// The runs kept, in order: the first 1000, then differing runs up to 2000 in all
+    /// (long budgeted campaigns keep their memory bounded); [`run_count`](Self::run_count)
+    /// counts them all.
     pub runs: Vec<RunRecord>,
-    /// Number of distinct results (bit patterns) among the runs.
+    /// Runs this stage ran.
+    pub run_count: u64,
+    /// Runs whose result differs from the reference.
+    pub differing_count: u64,
+    /// Time the stage took.
+    pub duration: Duration,
+    /// Why it stopped.
+    pub ended_by: StageEnd,
+    /// Number of distinct results (bit patterns) among the runs (tracked up to 2^20).
     pub distinct: usize,
     /// Largest absolute difference from the reference over all runs and elements.
     pub max_abs: f64,
@@ -50,6 +88,64 @@ pub struct StageReport {
     pub sites_reached: u64,
 }
 
+impl PartialEq for StageReport {
+    fn eq(&self, o: &Self) -> bool {
+        let StageReport {
+            stage,
+            runs,
+            run_count,
+            differing_count,
+            duration: _,
+            ended_by,
+            distinct,
+            max_abs,
+            max_rel,
+            norm2,
+            max_ulps,
+            max_elements,
+            orders,
+            sites_reached,
+        } = self;
+        (stage, runs, run_count, differing_count, ended_by, distinct)
+            == (
+                &o.stage,
+                &o.runs,
+                &o.run_count,
+                &o.differing_count,
+                &o.ended_by,
+                &o.distinct,
+            )
+            && (max_abs, max_rel, norm2, max_ulps, max_elements)
+                == (
+                    &o.max_abs,
+                    &o.max_rel,
+                    &o.norm2,
+                    &o.max_ulps,
+                    &o.max_elements,
+                )
+            && (orders, sites_reached) == (&o.orders, &o.sites_reached)
+    }
+}
+
+impl PartialEq for AmplifyReport {
+    fn eq(&self, o: &Self) -> bool {
+        let AmplifyReport {
+            name,
+            campaign,
+            replay,
+            len,
+            stages,
+            shard,
+            time,
+            max_threads,
+            duration: _,
+        } = self;
+        (name, campaign, replay, len, stages)
+            == (&o.name, &o.campaign, &o.replay, &o.len, &o.stages)
+            && (shard, time, max_threads) == (&o.shard, &o.time, &o.max_threads)
+    }
+}
+
 impl StageReport {
     /// Runs whose result differs from the reference.
     pub fn differing(&self) -> impl Iterator<Item = &RunRecord> {
@@ -57,8 +153,9 @@ impl StageReport {
     }
 }
 
-/// Everything [`amplify`](super::amplify) found.
-#[derive(Clone, Debug, PartialEq)]
+/// Everything [`amplify`](super::amplify) found. Equality compares everything but the
+/// [`duration`](Self::duration)s: a replayed campaign equals the original.
+#[derive(Clone, Debug)]
 pub struct AmplifyReport {
     /// What was amplified (the test name, for the replay command).
     pub name: String,
@@ -70,6 +167,15 @@ pub struct AmplifyReport {
     pub len: usize,
     /// One entry per stage that ran.
     pub stages: Vec<StageReport>,
+    /// The slice of the campaign's runs that ran.
+    pub shard: Shard,
+    /// The campaign's time budget, if it had one.
+    pub time: Option<Duration>,
+    /// Largest pool of the distribution stage (distribution-stage tokens draw their pool
+    /// size below it, so their replay commands set `FPREV_THREADS`).
+    pub max_threads: usize,
+    /// Time the campaign took, reference run included.
+    pub duration: Duration,
 }
 
 impl AmplifyReport {
@@ -94,9 +200,16 @@ impl AmplifyReport {
         self.stages.iter().find(|s| s.stage == stage)
     }
 
-    /// The command that replays `token`.
+    /// The command that replays `token`: the campaign token with its shard, a
+    /// distribution-stage token with its pool bound, any other token alone.
     pub fn replay_command(&self, token: ReplayToken) -> String {
-        format!("FPREV_SEED={token} cargo test {}", self.name)
+        let mut vars = String::new();
+        if token.seed >> 60 == Stage::Distribution.number() {
+            vars = format!("FPREV_THREADS={} ", self.max_threads);
+        } else if token.seed >> 60 == 0 && self.shard != Shard::WHOLE {
+            vars = format!("FPREV_SHARD={} ", self.shard);
+        }
+        format!("{vars}FPREV_SEED={token} cargo test {}", self.name)
     }
 }
 
@@ -117,9 +230,13 @@ impl fmt::Display for AmplifyReport {
         } else {
             "reproducible"
         };
+        let shard = match self.shard {
+            Shard::WHOLE => String::new(),
+            s => format!(", shard {s}"),
+        };
         writeln!(
             f,
-            "fprev amplify: {}: {verdict} ({} floats, campaign {})",
+            "fprev amplify: {}: {verdict} ({} floats, campaign {}{shard})",
             self.name, self.len, self.campaign
         )?;
         writeln!(
@@ -140,15 +257,22 @@ impl fmt::Display for AmplifyReport {
                 f,
                 "  {:<22} {:>5} {:>9} {:>10} {:>9} {:>11} {:>11} {:>13} {:>9}",
                 s.stage.label(),
-                s.runs.len(),
+                s.run_count,
                 s.distinct,
-                s.differing().count(),
+                s.differing_count,
                 format!("{}/{}", s.max_elements, self.len),
                 sci(s.max_abs),
                 sci(s.max_rel),
                 sci(s.norm2),
                 s.max_ulps
             )?;
+            if s.ended_by == StageEnd::Budget {
+                writeln!(
+                    f,
+                    "    (its share of the time budget ended it after {:.1?})",
+                    s.duration
+                )?;
+            }
             if matches!(s.stage, Stage::Schedule | Stage::LoopOrder) && s.sites_reached == 0 {
                 writeln!(
                     f,

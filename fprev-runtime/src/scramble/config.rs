@@ -24,6 +24,19 @@ pub mod vars {
     pub const FPREV_STAGES: &str = "FPREV_STAGES";
     /// Largest rayon pool the distribution stage tries (default: available cores, at least 4).
     pub const FPREV_THREADS: &str = "FPREV_THREADS";
+    /// Time budget of each amplifier campaign (`90s`, `10m`, `2h`); see
+    /// [`AmplifyConfig::time`](crate::amplify::AmplifyConfig::time).
+    pub const FPREV_TIME: &str = "FPREV_TIME";
+    /// This process's shard of every amplifier campaign, `k/N` (1-based).
+    pub const FPREV_SHARD: &str = "FPREV_SHARD";
+    /// `off` stops `assert_reproducible!` from persisting and replaying findings.
+    pub const FPREV_REGRESSIONS: &str = "FPREV_REGRESSIONS";
+    /// Where persisted findings go instead of `<package>/fprev-regressions`.
+    pub const FPREV_REGRESSIONS_DIR: &str = "FPREV_REGRESSIONS_DIR";
+    /// File that receives this process's campaign report when it exits.
+    pub const FPREV_REPORT: &str = "FPREV_REPORT";
+    /// Format of `FPREV_REPORT`: `json` (default) or `junit`.
+    pub const FPREV_REPORT_FORMAT: &str = "FPREV_REPORT_FORMAT";
     /// Read by the golden-file tests of other modules.
     pub const FPREV_BLESS: &str = "FPREV_BLESS";
     /// Read by accumulation-chain counting.
@@ -58,6 +71,12 @@ pub mod vars {
         FPREV_RUNS,
         FPREV_STAGES,
         FPREV_THREADS,
+        FPREV_TIME,
+        FPREV_SHARD,
+        FPREV_REGRESSIONS,
+        FPREV_REGRESSIONS_DIR,
+        FPREV_REPORT,
+        FPREV_REPORT_FORMAT,
         FPREV_BLESS,
         FPREV_CHAINS,
         FPREV_PROPTEST_CASES,
