@@ -3,7 +3,9 @@
 //! Text protocol: one line per probe, `n` numbers separated by single spaces, each written
 //! as the shortest decimal that reads back to the same value (`strtod`, Python `float()`);
 //! the program answers each line with one line holding one number, in order. Binary
-//! protocol: `n` little-endian values of the dtype per probe, one value back.
+//! protocol: `n` little-endian values of the dtype per probe, one value back. Delta
+//! protocols (`delta`, `delta-binary`): the vector once, then each probe as its two
+//! changed positions (formats in `delta.rs`).
 //!
 //! A writer thread feeds stdin while the main thread reads answers, so a batch of probes
 //! is pipelined and a program that answers line by line never deadlocks against a full
@@ -28,6 +30,9 @@ use fprev::ProbeFloat;
 // a child of this module, so that the files that include exec.rs by path get it too
 #[path = "peer.rs"]
 mod peer;
+// the delta protocols (their formats are documented there)
+#[path = "delta.rs"]
+mod delta;
 
 /// Bytes of encoded probes per piece sent to the writer thread.
 pub const PIECE: usize = 1 << 20;
@@ -46,6 +51,11 @@ pub enum Protocol {
     Text,
     /// Little-endian values of the dtype.
     Binary,
+    /// Lines: the input vector once (`B x0 x1 ...`), then each probe as its two
+    /// positions and values (`P i a j b`); see the `delta` module for the format.
+    Delta,
+    /// The delta messages in binary: `B` + n values, `P` + u32 i + a + u32 j + b, `C`.
+    DeltaBinary,
 }
 
 enum Reply {
@@ -71,6 +81,8 @@ pub struct Exec<T> {
     /// Probes and calls answered so far.
     pub answered: u64,
     on_answer: Option<Box<dyn FnMut(u64)>>,
+    /// What the delta protocols have sent.
+    delta: delta::State<T>,
     _t: PhantomData<T>,
 }
 
@@ -135,8 +147,8 @@ impl<T: ProbeFloat> Exec<T> {
             let mut r = BufReader::with_capacity(1 << 16, stdout);
             loop {
                 let reply = match protocol {
-                    Protocol::Text => read_line(&mut r),
-                    Protocol::Binary => {
+                    Protocol::Text | Protocol::Delta => read_line(&mut r),
+                    Protocol::Binary | Protocol::DeltaBinary => {
                         let mut v = vec![0u8; size];
                         match r.read_exact(&mut v) {
                             Ok(()) => Reply::Answer(v),
@@ -166,6 +178,7 @@ impl<T: ProbeFloat> Exec<T> {
             written,
             answered: 0,
             on_answer: None,
+            delta: delta::State::default(),
             _t: PhantomData,
         })
     }
@@ -178,14 +191,14 @@ impl<T: ProbeFloat> Exec<T> {
     /// Append value `v` of a line to `out` (`first`: no separator before it).
     fn encode_value(&self, v: T, first: bool, out: &mut Vec<u8>) {
         match self.protocol {
-            Protocol::Text => {
+            Protocol::Text | Protocol::Delta => {
                 if !first {
                     out.push(b' ');
                 }
                 // Rust's shortest round-trip decimal of the (exact) f64 value.
                 let _ = write!(out, "{}", v.to_f64());
             }
-            Protocol::Binary => {
+            Protocol::Binary | Protocol::DeltaBinary => {
                 let w = width::<T>();
                 out.extend_from_slice(&v.to_bits_u64().to_le_bytes()[..w]);
             }
@@ -311,12 +324,12 @@ impl<T: ProbeFloat> Exec<T> {
             f(self.answered);
         }
         match self.protocol {
-            Protocol::Binary => {
+            Protocol::Binary | Protocol::DeltaBinary => {
                 let mut b = [0u8; 8];
                 b[..bytes.len()].copy_from_slice(&bytes);
                 Ok(from_bits(u64::from_le_bytes(b)))
             }
-            Protocol::Text => {
+            Protocol::Text | Protocol::Delta => {
                 let v = parse_answer(&bytes).map_err(|t| {
                     format!(
                         "{:?} answered {t:?}{to}, which is not one number",
@@ -331,6 +344,9 @@ impl<T: ProbeFloat> Exec<T> {
 
 impl<T: ProbeFloat> Target<T> for Exec<T> {
     fn call(&mut self, x: &[T]) -> Result<T, TargetError> {
+        if self.protocol.is_delta() {
+            return self.delta_call(x).map_err(TargetError::new);
+        }
         let mut out = [T::ZERO];
         self.exchange(
             1,
@@ -344,6 +360,14 @@ impl<T: ProbeFloat> Target<T> for Exec<T> {
     }
 
     fn probe_batch(&mut self, batch: &ProbeBatch<'_, T>, out: &mut [T]) -> Result<(), TargetError> {
+        if self.protocol.is_delta() {
+            return self
+                .delta_batch(batch, out)
+                .map_err(|(k, message)| TargetError {
+                    message,
+                    probe: batch.probes.get(k).copied(),
+                });
+        }
         let (plus, minus) = (batch.mask, T::from_f64_round(-batch.mask.to_f64()));
         let value = |k: usize, i: usize| {
             let p = batch.probes[k];
