@@ -53,6 +53,8 @@ __all__ = [
     "TreeDiff",
     "Orders",
     "exact",
+    "torch",
+    "jax",
     "RevealError",
     "ConstantAnswersError",
     "DataDependentError",
@@ -241,3 +243,7 @@ def reveal_matmul(fn, m, n, k, dtype="float32", acc_dtype=None, algorithm="fprev
     return _fprev.reveal_reduction(
         call, (), a, out, m, k, n, operands, acc, algorithm, _seed(seed)
     )
+
+
+# last: they use the helpers above; they import PyTorch / JAX only when called
+from . import jax, torch  # noqa: E402
