@@ -190,6 +190,12 @@ impl<I: ProbeFloat, T: ProbeFloat> Target<T> for PyTarget<I, T> {
             let plus = bits_in::<I, T>(batch.mask);
             let minus = I::from_f64_round(-batch.mask.to_f64()).to_bits_u64();
             for (k, p) in batch.probes.iter().enumerate() {
+                // Ctrl-C within a long batch too (a batch can hold n probes)
+                if k % 1024 == 1023 {
+                    if let Err(e) = py.check_signals() {
+                        return Err(self.failure.keep(e, Some(*p)));
+                    }
+                }
                 self.buffer.set_bits(p.plus, plus);
                 self.buffer.set_bits(p.minus, minus);
                 let r = self.answer(py, Some(*p));

@@ -3,8 +3,9 @@
 PyTorch is imported only when a function here is called.
 """
 
-from . import _dtypes
-from . import _buffer, _formats, _run, _size
+import numpy as np
+
+from . import _buffer, _dtypes, _formats, _fprev, _run, _size
 
 _TORCH_NAMES = {
     "torch.float64": "float64",
@@ -51,10 +52,13 @@ def reveal(
 
     n = _size(n)
     operands, acc = _formats(_name(dtype), _name(acc_dtype))
-    buf, _ = _buffer(n, operands, algorithm)
     if operands == "bfloat16":
-        tensor = torch.from_numpy(buf.view("uint16")).view(torch.bfloat16)
+        # raw 16-bit storage viewed as torch.bfloat16: needs no ml_dtypes
+        _fprev.check_size(n, operands, algorithm)
+        buf = np.empty(n, dtype=np.uint16)
+        tensor = torch.from_numpy(buf).view(torch.bfloat16)
     else:
+        buf, _ = _buffer(n, operands, algorithm)
         tensor = torch.from_numpy(buf)
     device = torch.device(device)
     if device.type == "cpu":
