@@ -62,7 +62,7 @@ fn report_dict<'py>(py: Python<'py>, r: &RevealReport, calls: u64) -> PyResult<B
 /// Reveals `call(*args)`, a sum of the `n` items of `buffer` (a writable contiguous
 /// array of `dtype`), accumulated in `acc`. Returns `(Tree, report)`.
 #[pyfunction]
-#[pyo3(signature = (call, args, buffer, n, dtype, acc, algorithm_name, hint, verify, seed))]
+#[pyo3(signature = (call, args, buffer, n, dtype, acc, algorithm_name, hint, verify, seed, accept_flat))]
 #[allow(clippy::too_many_arguments)]
 fn reveal<'py>(
     py: Python<'py>,
@@ -76,13 +76,15 @@ fn reveal<'py>(
     hint: Option<Tree>,
     verify: bool,
     seed: u64,
+    accept_flat: bool,
 ) -> PyResult<(Tree, Bound<'py, PyDict>)> {
     let (input, acc) = (Dtype::parse(dtype)?, Dtype::parse(acc)?);
     let buffer = Flat::writable(buffer, &[n], input)?;
     let mut config = Reveal::new(n)
         .algorithm(algorithm(algorithm_name)?)
         .verify(verify)
-        .seed(seed);
+        .seed(seed)
+        .accept_flat(accept_flat);
     if let Some(h) = hint {
         config = config.hint(h.tree);
     }

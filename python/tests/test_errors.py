@@ -112,3 +112,11 @@ def test_keyboard_interrupt_style_errors_are_not_swallowed():
 
     with pytest.raises(KeyboardInterrupt):
         fprev.reveal(interrupted, 8)
+
+
+def test_order_independent_sum_as_one_node():
+    exact = lambda x: fprev.exact.sum(x)  # noqa: E731 (the same bits in any order)
+    with pytest.raises(fprev.OrderIndependentError, match="order-independent"):
+        fprev.reveal(exact, 8, dtype="float64")
+    tree = fprev.reveal(exact, 8, dtype="float64", accept_flat=True)
+    assert str(tree) == "(0+1+2+3+4+5+6+7)"

@@ -115,9 +115,10 @@ def _buffer(n, operands, algorithm, shape=None):
     return buf, view
 
 
-def _run(call, args, buf, n, operands, acc, algorithm, hint, verify, seed):
+def _run(call, args, buf, n, operands, acc, algorithm, hint, verify, seed, accept_flat=False):
     return _fprev.reveal(
-        call, args, buf, n, operands, acc, algorithm, _hint(hint), bool(verify), _seed(seed)
+        call, args, buf, n, operands, acc, algorithm, _hint(hint), bool(verify), _seed(seed),
+        bool(accept_flat),
     )
 
 
@@ -131,6 +132,7 @@ def reveal(
     verify=True,
     seed=None,
     report=False,
+    accept_flat=False,
 ):
     """Reveal the summation tree of ``fn``, a sum of a one-dimensional array.
 
@@ -152,6 +154,9 @@ def reveal(
         verify: re-ask sampled probes and replay the tree on seeded random inputs.
         seed: seed of pivot choices and verification inputs (default 0).
         report: also return a dict of costs (probes, calls, batches, ...).
+        accept_flat: return one n-way node (``"(0+1+...)"``) for a sum whose result
+            does not depend on the order, instead of raising OrderIndependentError
+            (the engine's message names the Rust equivalent, Reveal::accept_flat).
 
     Returns:
         The :class:`Tree`, or ``(tree, report)`` when ``report`` is true.
@@ -167,7 +172,9 @@ def reveal(
     n = _size(n)
     operands, acc = _formats(dtype, acc_dtype)
     buf, view = _buffer(n, operands, algorithm)
-    tree, costs = _run(fn, (view,), buf, n, operands, acc, algorithm, hint, verify, seed)
+    tree, costs = _run(
+        fn, (view,), buf, n, operands, acc, algorithm, hint, verify, seed, accept_flat
+    )
     return (tree, costs) if report else tree
 
 
@@ -181,6 +188,7 @@ def reveal_dot(
     verify=True,
     seed=None,
     report=False,
+    accept_flat=False,
 ):
     """Reveal the summation tree of a dot product ``fn(x, y) -> scalar`` of length ``n``.
 
@@ -198,7 +206,9 @@ def reveal_dot(
     buf, view = _buffer(n, operands, algorithm)
     ones = np.ones(n, dtype=buf.dtype)
     ones.flags.writeable = False
-    tree, costs = _run(fn, (view, ones), buf, n, operands, acc, algorithm, hint, verify, seed)
+    tree, costs = _run(
+        fn, (view, ones), buf, n, operands, acc, algorithm, hint, verify, seed, accept_flat
+    )
     return (tree, costs) if report else tree
 
 
