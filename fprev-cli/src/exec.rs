@@ -52,7 +52,7 @@ pub enum Protocol {
     /// Little-endian values of the dtype.
     Binary,
     /// Lines: the input vector once (`B x0 x1 ...`), then each probe as its two
-    /// positions and values (`P i a j b`); see the `delta` module for the format.
+    /// positions and values (`P i a j b`), plain calls as `C` (docs/cli.md has the format).
     Delta,
     /// The delta messages in binary: `B` + n values, `P` + u32 i + a + u32 j + b, `C`.
     DeltaBinary,
