@@ -6,6 +6,8 @@
 //! protocol: `n` little-endian values of the dtype per probe (`--dtype`), one value of the
 //! accumulator type back (`--acc-dtype`). With `--op dot` every probe is `2n` values, the
 //! `n` of `a` then the `n` of `b`, and the answer is their dot product.
+//! Delta protocols (`delta`, `delta-binary`): the vector once, then each probe as its two
+//! changed positions (formats in `delta.rs`; `--op sum` only).
 //!
 //! A writer thread feeds stdin while the main thread reads answers, so a batch of probes
 //! is pipelined and a program that answers line by line never deadlocks against a full
@@ -31,6 +33,9 @@ use fprev::ProbeFloat;
 // a child of this module, so that the files that include exec.rs by path get it too
 #[path = "peer.rs"]
 mod peer;
+// the delta protocols (their formats are documented there)
+#[path = "delta.rs"]
+mod delta;
 
 /// Bytes of encoded probes per piece sent to the writer thread.
 pub const PIECE: usize = 1 << 20;
@@ -49,6 +54,11 @@ pub enum Protocol {
     Text,
     /// Little-endian values of the dtype.
     Binary,
+    /// Lines: the input vector once (`B x0 x1 ...`), then each probe as its two
+    /// positions and values (`P i a j b`), plain calls as `C` (docs/cli.md has the format).
+    Delta,
+    /// The delta messages in binary: `B` + n values, `P` + u32 i + a + u32 j + b, `C`.
+    DeltaBinary,
 }
 
 /// The type values are sent in (`--dtype`), as data: the engine works in the accumulator
@@ -125,6 +135,8 @@ pub struct Exec<T> {
     /// operands of the input being sent when it is that one.
     drawn: Option<(Vec<u64>, Vec<f64>, Vec<f64>)>,
     sending: Option<(Vec<f64>, Vec<f64>)>,
+    /// What the delta protocols have sent.
+    delta: delta::State<T>,
     _t: PhantomData<T>,
 }
 
@@ -189,8 +201,8 @@ impl<T: ProbeFloat> Exec<T> {
             let mut r = BufReader::with_capacity(1 << 16, stdout);
             loop {
                 let reply = match protocol {
-                    Protocol::Text => read_line(&mut r),
-                    Protocol::Binary => {
+                    Protocol::Text | Protocol::Delta => read_line(&mut r),
+                    Protocol::Binary | Protocol::DeltaBinary => {
                         let mut v = vec![0u8; size];
                         match r.read_exact(&mut v) {
                             Ok(()) => Reply::Answer(v),
@@ -224,6 +236,7 @@ impl<T: ProbeFloat> Exec<T> {
             op: Op::Sum,
             drawn: None,
             sending: None,
+            delta: delta::State::default(),
             _t: PhantomData,
         })
     }
@@ -244,14 +257,14 @@ impl<T: ProbeFloat> Exec<T> {
     /// Append value `v` of a line to `out` (`first`: no separator before it).
     fn encode_value(&self, v: f64, first: bool, out: &mut Vec<u8>) {
         match self.protocol {
-            Protocol::Text => {
+            Protocol::Text | Protocol::Delta => {
                 if !first {
                     out.push(b' ');
                 }
                 // Rust's shortest round-trip decimal of the (exact) f64 value.
                 let _ = write!(out, "{v}");
             }
-            Protocol::Binary => {
+            Protocol::Binary | Protocol::DeltaBinary => {
                 let w = self.wire.width;
                 out.extend_from_slice(&(self.wire.bits)(v).to_le_bytes()[..w]);
             }
@@ -401,12 +414,12 @@ impl<T: ProbeFloat> Exec<T> {
             f(self.answered);
         }
         match self.protocol {
-            Protocol::Binary => {
+            Protocol::Binary | Protocol::DeltaBinary => {
                 let mut b = [0u8; 8];
                 b[..bytes.len()].copy_from_slice(&bytes);
                 Ok(from_bits(u64::from_le_bytes(b)))
             }
-            Protocol::Text => {
+            Protocol::Text | Protocol::Delta => {
                 let v = parse_answer(&bytes).map_err(|t| {
                     format!(
                         "{:?} answered {t:?}{to}, which is not one number",
@@ -449,6 +462,9 @@ impl<T: ProbeFloat> Target<T> for Exec<T> {
     }
 
     fn call(&mut self, x: &[T]) -> Result<T, TargetError> {
+        if self.protocol.is_delta() {
+            return self.delta_call(x).map_err(TargetError::new);
+        }
         let drawn = self.drawn.as_ref().is_some_and(|(bits, _, _)| {
             bits.len() == x.len() && bits.iter().zip(x).all(|(&w, v)| w == v.to_bits_u64())
         });
@@ -478,6 +494,14 @@ impl<T: ProbeFloat> Target<T> for Exec<T> {
     }
 
     fn probe_batch(&mut self, batch: &ProbeBatch<'_, T>, out: &mut [T]) -> Result<(), TargetError> {
+        if self.protocol.is_delta() {
+            return self
+                .delta_batch(batch, out)
+                .map_err(|(k, message)| TargetError {
+                    message,
+                    probe: batch.probes.get(k).copied(),
+                });
+        }
         let (plus, minus) = (batch.mask, T::from_f64_round(-batch.mask.to_f64()));
         let value = |k: usize, i: usize| {
             let p = batch.probes[k];

@@ -124,7 +124,13 @@ struct RevealArgs {
     /// Probe a program instead: it reads one probe per line and answers one number per line.
     #[arg(long, conflicts_with = "target")]
     exec: Option<String>,
-    /// Encoding of probes for --exec.
+    /// Encoding of probes for --exec. text: one line of n numbers per probe; binary: n
+    /// little-endian values per probe; delta: the vector once per batch as a line
+    /// `B x0 x1 ...`, then each probe as `P i a j b` (answer f(x) with x[i] = a and
+    /// x[j] = b, x unchanged) and each plain call as `C`; delta-binary: the same with
+    /// bytes 'B' + n values, 'P' + u32 i + value + u32 j + value, 'C' (little-endian,
+    /// values in --dtype's width). Every probe and call is answered by one number
+    /// (a line, or one value in the binary protocols).
     #[arg(long, value_enum, default_value = "text")]
     protocol: exec::Protocol,
     /// Seconds to wait for each answer of --exec.
@@ -492,6 +498,11 @@ fn reveal_exec<T: ProbeFloat>(cmd: &str, args: &RevealArgs) -> Result<(SumTree, 
     let grace = limits::seconds("--grace", args.grace, true).map_err(Failure)?;
     if args.n == 0 {
         return Err(Failure("--n 0: there is nothing to sum".into()));
+    }
+    if args.op == exec::Op::Dot && args.protocol.is_delta() {
+        return Err(Failure(
+            "--op dot sends both operands whole: use --protocol text or binary".into(),
+        ));
     }
     let mut target = exec::Exec::<T>::spawn(cmd, args.protocol, timeout, grace)
         .map_err(Failure)?

@@ -178,6 +178,88 @@ fn exec_text_and_binary_protocols() {
 
 #[test]
 #[ignore = "needs python3 (see README)"]
+fn exec_delta_protocols() {
+    // lines: the vector once, then `P i a j b` per probe, answered by a Python loop
+    let o = fprev(&[
+        "reveal",
+        "--exec",
+        "python3 tests/python/delta_sum.py",
+        "--n",
+        "40",
+        "--dtype",
+        "f64",
+        "--protocol",
+        "delta",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o).trim().parse::<SumTree>().ok(),
+        Some(SumTree::sequential(40))
+    );
+    let o = fprev(&[
+        "reveal",
+        "--exec",
+        "python3 tests/python/delta_binary_sum.py 33",
+        "--n",
+        "33",
+        "--protocol",
+        "delta-binary",
+        "--no-guess",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o).trim().parse::<SumTree>().ok(),
+        Some(SumTree::sequential(33))
+    );
+}
+
+/// What `fprev --protocol delta` writes: the vector once, then two positions per probe.
+#[test]
+#[ignore = "needs python3 (see README)"]
+fn exec_delta_sends_the_vector_once_per_batch() {
+    let log = tmp("delta.log");
+    // `tee` keeps what fprev sent; the responder sums the vector it keeps
+    let responder = format!("tee {} | python3 tests/python/delta_sum.py", log.display());
+    let o = fprev(&[
+        "reveal",
+        "--exec",
+        &responder,
+        "--n",
+        "24",
+        "--dtype",
+        "f64",
+        "--protocol",
+        "delta",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o).trim().parse::<SumTree>().ok(),
+        Some(SumTree::sequential(24))
+    );
+    let sent = std::fs::read_to_string(&log).expect("the responder's input");
+    let lines: Vec<&str> = sent.lines().collect();
+    let vectors = lines.iter().filter(|l| l.starts_with("B ")).count();
+    let probes: Vec<&&str> = lines.iter().filter(|l| l.starts_with("P ")).collect();
+    assert!(
+        vectors >= 1 && vectors < probes.len(),
+        "{vectors} vectors, {} probes",
+        probes.len()
+    );
+    assert!(
+        lines[0].starts_with("B ") && lines[0].split(' ').count() == 25,
+        "{}",
+        lines[0]
+    );
+    for p in &probes {
+        let f: Vec<&str> = p.split(' ').collect();
+        assert_eq!(f.len(), 5, "{p}");
+        let (a, b): (f64, f64) = (f[2].parse().unwrap(), f[4].parse().unwrap());
+        assert_eq!(a, -b, "{p}");
+    }
+}
+
+#[test]
+#[ignore = "needs python3 (see README)"]
 fn exec_hint_and_no_guess() {
     let cmd = "python3 tests/python/sum_lines.py";
     // `fprev reveal` of the f64 sum of 20 lines, with extra flags.

@@ -1,0 +1,277 @@
+//! The Rust half of the `fprev` Python package: a thin layer that converts Python
+//! arguments, runs the engine (`fprev_runtime::Reveal`, `ops::ElementReveal`) with the GIL
+//! released, and converts the result. The public API, its docs and the framework glue
+//! are in Python (`python/fprev/`); the functions here are private (`fprev._fprev`).
+
+mod buffer;
+mod dtype;
+mod errors;
+mod target;
+mod tree;
+
+use fprev_runtime::ops::{ElementOrders, ElementReveal, Shape};
+use fprev_runtime::reveal::{check_memory, Algorithm};
+use fprev_runtime::{Reveal, RevealReport, SumTree};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+
+use buffer::Flat;
+use dtype::{dispatch, Dtype};
+use target::{PyReduction, PyTarget};
+use tree::Tree;
+
+fn algorithm(name: &str) -> PyResult<Algorithm> {
+    match name {
+        "fprev" => Ok(Algorithm::FPRev),
+        "basic" => Ok(Algorithm::Basic),
+        "naive" => Ok(Algorithm::Naive),
+        other => Err(PyValueError::new_err(format!(
+            "unknown algorithm {other:?}: expected \"fprev\", \"basic\" or \"naive\""
+        ))),
+    }
+}
+
+/// Refuses, before the caller allocates its buffer, a size whose revelation would not
+/// fit the engine's default memory budget.
+#[pyfunction]
+fn check_size(n: usize, dtype: &str, algorithm_name: &str) -> PyResult<()> {
+    let dtype = Dtype::parse(dtype)?;
+    check_memory(
+        n,
+        algorithm(algorithm_name)?,
+        dtype.width().max(4),
+        fprev_runtime::reveal::DEFAULT_MAX_MEMORY,
+    )
+    .map_err(errors::to_py)
+}
+
+fn report_dict<'py>(py: Python<'py>, r: &RevealReport, calls: u64) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("probes", r.probes)?;
+    d.set_item("batches", r.batches)?;
+    d.set_item("calls", calls)?;
+    d.set_item("replays", r.replays)?;
+    d.set_item("mask", r.scale.mask)?;
+    d.set_item("unit", r.scale.unit)?;
+    d.set_item("windowed", r.windowed)?;
+    d.set_item("recognized", r.recognized.clone())?;
+    Ok(d)
+}
+
+/// Reveals `call(*args)`, a sum of the `n` items of `buffer` (a writable contiguous
+/// array of `dtype`), accumulated in `acc`. Returns `(Tree, report)`.
+#[pyfunction]
+#[pyo3(signature = (call, args, buffer, n, dtype, acc, algorithm_name, hint, verify, seed, accept_flat))]
+#[allow(clippy::too_many_arguments)]
+fn reveal<'py>(
+    py: Python<'py>,
+    call: Py<PyAny>,
+    args: Py<PyTuple>,
+    buffer: &Bound<'py, PyAny>,
+    n: usize,
+    dtype: &str,
+    acc: &str,
+    algorithm_name: &str,
+    hint: Option<Tree>,
+    verify: bool,
+    seed: u64,
+    accept_flat: bool,
+) -> PyResult<(Tree, Bound<'py, PyDict>)> {
+    let (input, acc) = (Dtype::parse(dtype)?, Dtype::parse(acc)?);
+    let buffer = Flat::writable(buffer, &[n], input)?;
+    let mut config = Reveal::new(n)
+        .algorithm(algorithm(algorithm_name)?)
+        .verify(verify)
+        .seed(seed)
+        .accept_flat(accept_flat);
+    if let Some(h) = hint {
+        config = config.hint(h.tree);
+    }
+    dispatch!(input, acc, |I, T| {
+        let mut target = PyTarget::<I, T>::new(call, args, buffer);
+        let result = py.detach(|| config.run_target(&mut target));
+        if let Some(e) = target.failure.take(py) {
+            return Err(e);
+        }
+        let report = result.map_err(errors::to_py)?;
+        let dict = report_dict(py, &report, target.calls)?;
+        Ok((Tree { tree: report.tree }, dict))
+    })
+}
+
+/// The orders of every output element of a k-reduction (a matrix product), grouped.
+///
+/// >>> import fprev, numpy as np
+/// >>> o = fprev.reveal_matmul(np.matmul, 4, 3, 8)
+/// >>> o.uniform, len(o.groups)
+/// (True, 1)
+#[pyclass(module = "fprev", name = "Orders", frozen)]
+pub struct Orders {
+    orders: ElementOrders,
+}
+
+#[pymethods]
+impl Orders {
+    /// Whether every output element sums in one order.
+    #[getter]
+    fn uniform(&self) -> bool {
+        self.orders.is_uniform()
+    }
+
+    /// The one tree every element shares (`ValueError` when they differ).
+    #[getter]
+    fn tree(&self) -> PyResult<Tree> {
+        if !self.orders.is_uniform() {
+            return Err(PyValueError::new_err(format!(
+                "the elements sum in {} orders; see .groups",
+                self.orders.groups.len()
+            )));
+        }
+        Ok(Tree {
+            tree: self.orders.groups[0].tree.clone(),
+        })
+    }
+
+    /// `[(tree, [(row, column), ...]), ...]`, the largest group first.
+    #[getter]
+    fn groups(&self) -> Vec<(Tree, Vec<(usize, usize)>)> {
+        self.orders
+            .groups
+            .iter()
+            .map(|g| {
+                let elements = g.elements.iter().map(|e| (e.lane, e.output)).collect();
+                (
+                    Tree {
+                        tree: g.tree.clone(),
+                    },
+                    elements,
+                )
+            })
+            .collect()
+    }
+
+    /// Elements left unrevealed (normally none).
+    #[getter]
+    fn unresolved(&self) -> Vec<(usize, usize)> {
+        self.orders
+            .unresolved
+            .iter()
+            .map(|e| (e.lane, e.output))
+            .collect()
+    }
+
+    /// Calls of the operation.
+    #[getter]
+    fn calls(&self) -> u64 {
+        self.orders.calls
+    }
+
+    /// Probes answered.
+    #[getter]
+    fn probes(&self) -> u64 {
+        self.orders.probes
+    }
+
+    fn __str__(&self) -> String {
+        self.orders.to_string()
+    }
+
+    fn __repr__(&self) -> String {
+        let s = self.orders.shape;
+        format!(
+            "<fprev.Orders: {} group(s) over {} x {} elements, k = {}>",
+            self.orders.groups.len(),
+            s.lanes,
+            s.outputs,
+            s.k
+        )
+    }
+}
+
+/// Reveals a k-reduction: `call(*args)` reads `input` (`lanes x k` items of `dtype`) and
+/// writes `lanes x outputs` float64 results into `output`.
+#[pyfunction]
+#[pyo3(signature = (call, args, input, output, lanes, k, outputs, dtype, acc, algorithm_name, seed))]
+#[allow(clippy::too_many_arguments)]
+fn reveal_reduction(
+    py: Python<'_>,
+    call: Py<PyAny>,
+    args: Py<PyTuple>,
+    input: &Bound<'_, PyAny>,
+    output: &Bound<'_, PyAny>,
+    lanes: usize,
+    k: usize,
+    outputs: usize,
+    dtype: &str,
+    acc: &str,
+    algorithm_name: &str,
+    seed: u64,
+) -> PyResult<Orders> {
+    let (in_type, acc) = (Dtype::parse(dtype)?, Dtype::parse(acc)?);
+    let input = Flat::writable(input, &[lanes, k], in_type)?;
+    let output = Flat::writable(output, &[lanes, outputs], Dtype::F64)?;
+    let config = ElementReveal::new()
+        .algorithm(algorithm(algorithm_name)?)
+        .seed(seed);
+    let shape = Shape { lanes, k, outputs };
+    dispatch!(in_type, acc, |I, T| {
+        let mut op = PyReduction::<I, T>::new(call, args, input, output, shape);
+        let result = py.detach(|| config.run::<T, _>(&mut op));
+        if let Some(e) = op.failure.take(py) {
+            return Err(e);
+        }
+        Ok(Orders {
+            orders: result.map_err(errors::to_py)?,
+        })
+    })
+}
+
+/// The exact sum of the items of `x`, correctly rounded to float64.
+#[pyfunction]
+fn exact_sum(py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<f64> {
+    let values = Flat::readable(py, x)?.to_f64();
+    Ok(py.detach(|| fprev_runtime::exact::sum(&values)))
+}
+
+/// The exact dot product of `a` and `b`, correctly rounded to float64.
+#[pyfunction]
+fn exact_dot(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<f64> {
+    let a = Flat::readable(py, a)?.to_f64();
+    let b = Flat::readable(py, b)?.to_f64();
+    py.detach(|| fprev_runtime::exact::dot(&a, &b))
+        .map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// The tree in `text`, for hints given as text.
+fn parse_tree(text: &str) -> PyResult<SumTree> {
+    text.parse()
+        .map_err(|e| PyValueError::new_err(format!("not a summation tree: {e}")))
+}
+
+/// `hint` as a Tree: a Tree or its text.
+#[pyfunction]
+fn as_tree(hint: &Bound<'_, PyAny>) -> PyResult<Tree> {
+    if let Ok(t) = hint.extract::<Tree>() {
+        return Ok(t);
+    }
+    let text: String = hint.extract()?;
+    Ok(Tree {
+        tree: parse_tree(&text)?,
+    })
+}
+
+#[pymodule]
+fn _fprev(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Tree>()?;
+    m.add_class::<tree::Diff>()?;
+    m.add_class::<Orders>()?;
+    errors::register(m)?;
+    m.add_function(wrap_pyfunction!(check_size, m)?)?;
+    m.add_function(wrap_pyfunction!(reveal, m)?)?;
+    m.add_function(wrap_pyfunction!(reveal_reduction, m)?)?;
+    m.add_function(wrap_pyfunction!(exact_sum, m)?)?;
+    m.add_function(wrap_pyfunction!(exact_dot, m)?)?;
+    m.add_function(wrap_pyfunction!(as_tree, m)?)?;
+    Ok(())
+}

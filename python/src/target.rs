@@ -1,0 +1,275 @@
+//! Python callables as the engine's targets.
+//!
+//! The engine runs with the GIL released; each batch of probes takes the GIL once and
+//! answers every probe of the batch from one reused NumPy buffer: the two masks are
+//! written, the callable is called, the two positions are put back. No array is built or
+//! copied per probe. A Python exception raised by the callable is kept (traceback and
+//! all) and the target reports a failure, which ends the revelation; the caller raises
+//! the kept exception itself, so the user sees their own error.
+
+use std::marker::PhantomData;
+
+use fprev_runtime::ops::{Reduction, Shape};
+use fprev_runtime::target::{Probe, ProbeBatch, Target, TargetError};
+use fprev_runtime::ProbeFloat;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyFloat, PyTuple};
+
+use crate::buffer::Flat;
+use crate::dtype::bits_in;
+
+/// What a callable did wrong, kept to be raised once the engine has returned.
+#[derive(Default)]
+pub struct Failure {
+    /// The exception the callable (or the conversion of its answer) raised.
+    pub error: Option<PyErr>,
+    /// The probe it was answering, when one.
+    pub probe: Option<Probe>,
+}
+
+impl Failure {
+    /// Keep `e` (the first one wins) and say so to the engine.
+    fn keep(&mut self, e: PyErr, probe: Option<Probe>) -> TargetError {
+        if self.error.is_none() {
+            self.error = Some(e);
+            self.probe = probe;
+        }
+        TargetError {
+            message: "the Python callable raised an exception".to_string(),
+            probe,
+        }
+    }
+
+    /// The kept exception, with a note saying which probe it answered (Python 3.11+).
+    pub fn take(&mut self, py: Python<'_>) -> Option<PyErr> {
+        let e = self.error.take()?;
+        let note = match self.probe {
+            Some(p) => format!("raised while fprev was answering probe {p}"),
+            None => "raised while fprev was answering a check input".to_string(),
+        };
+        let value = e.value(py);
+        if value.hasattr("add_note").unwrap_or(false) {
+            let _ = value.call_method1("add_note", (note,));
+        }
+        Some(e)
+    }
+}
+
+/// Reads a callable's answer as one number: a Python float or int, a NumPy scalar or
+/// 0-d array, a torch or JAX scalar (anything with `__float__` and no dimensions).
+pub fn scalar(answer: &Bound<'_, PyAny>) -> Result<f64, String> {
+    // a Python float has no shape; anything else is asked for one first, so that an
+    // array of one element is not taken for its element
+    if !answer.is_exact_instance_of::<PyFloat>() {
+        if let Ok(shape) = answer.getattr(intern!(answer.py(), "shape")) {
+            if let Ok(dims) = shape.extract::<Vec<usize>>() {
+                if !dims.is_empty() {
+                    return Err(format!(
+                        "the callable returned an array of shape {}, not a scalar \
+                         (reduce over every element, or index the result)",
+                        describe_shape(&dims)
+                    ));
+                }
+            }
+        }
+    }
+    match answer.extract::<f64>() {
+        Ok(v) => Ok(v),
+        Err(_) => {
+            let kind = answer
+                .get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_else(|_| "object".to_string());
+            Err(format!(
+                "the callable returned a {kind}, not a number \
+                 (return a float, a NumPy scalar or a 0-d array)"
+            ))
+        }
+    }
+}
+
+fn describe_shape(dims: &[usize]) -> String {
+    let parts: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
+    if dims.len() == 1 {
+        format!("({},)", parts[0])
+    } else {
+        format!("({})", parts.join(", "))
+    }
+}
+
+/// A callable `f(*args)` summing the probe buffer, answering with a scalar.
+pub struct PyTarget<I, T> {
+    call: Py<PyAny>,
+    args: Py<PyTuple>,
+    buffer: Flat,
+    /// The background now in the buffer (empty: unknown, rewrite it all).
+    written: Vec<T>,
+    /// Calls of the callable.
+    pub calls: u64,
+    /// What went wrong in Python.
+    pub failure: Failure,
+    _i: PhantomData<fn() -> I>,
+}
+
+impl<I: ProbeFloat, T: ProbeFloat> PyTarget<I, T> {
+    /// `call(*args)` must read `buffer` (of `I` items) and return the sum.
+    pub fn new(call: Py<PyAny>, args: Py<PyTuple>, buffer: Flat) -> Self {
+        PyTarget {
+            call,
+            args,
+            buffer,
+            written: Vec::new(),
+            calls: 0,
+            failure: Failure::default(),
+            _i: PhantomData,
+        }
+    }
+
+    /// One call of the callable on what the buffer holds now.
+    fn answer(&mut self, py: Python<'_>, probe: Option<Probe>) -> Result<T, TargetError> {
+        self.calls += 1;
+        let r = self
+            .call
+            .bind(py)
+            .call1(self.args.bind(py))
+            .map_err(|e| self.failure.keep(e, probe))?;
+        match scalar(&r) {
+            Ok(v) => Ok(T::from_f64_round(v)),
+            Err(message) => Err(TargetError { message, probe }),
+        }
+    }
+
+    /// Put `background` in the buffer, writing only when it changed since last time.
+    fn set_background(&mut self, background: &[T]) {
+        let same = self.written.len() == background.len()
+            && self
+                .written
+                .iter()
+                .zip(background)
+                .all(|(a, b)| a.to_bits_u64() == b.to_bits_u64());
+        if same {
+            return;
+        }
+        for (i, v) in background.iter().enumerate() {
+            self.buffer.set_bits(i, bits_in::<I, T>(*v));
+        }
+        self.written.clear();
+        self.written.extend_from_slice(background);
+    }
+}
+
+impl<I: ProbeFloat, T: ProbeFloat> Target<T> for PyTarget<I, T> {
+    fn call(&mut self, x: &[T]) -> Result<T, TargetError> {
+        if self.failure.error.is_some() {
+            return Err(TargetError::new("the Python callable raised an exception"));
+        }
+        Python::attach(|py| {
+            self.written.clear();
+            for (i, v) in x.iter().enumerate() {
+                self.buffer.set_bits(i, bits_in::<I, T>(*v));
+            }
+            self.answer(py, None)
+        })
+    }
+
+    fn input_format(&self) -> Option<fprev_runtime::float::FloatFormat> {
+        (I::FORMAT != T::FORMAT).then_some(I::FORMAT)
+    }
+
+    fn probe_batch(&mut self, batch: &ProbeBatch<'_, T>, out: &mut [T]) -> Result<(), TargetError> {
+        if self.failure.error.is_some() {
+            return Err(TargetError::new("the Python callable raised an exception"));
+        }
+        Python::attach(|py| {
+            if let Err(e) = py.check_signals() {
+                return Err(self.failure.keep(e, None));
+            }
+            self.set_background(batch.background);
+            let plus = bits_in::<I, T>(batch.mask);
+            let minus = I::from_f64_round(-batch.mask.to_f64()).to_bits_u64();
+            for (k, p) in batch.probes.iter().enumerate() {
+                // Ctrl-C within a long batch too (a batch can hold n probes)
+                if k % 1024 == 1023 {
+                    if let Err(e) = py.check_signals() {
+                        return Err(self.failure.keep(e, Some(*p)));
+                    }
+                }
+                self.buffer.set_bits(p.plus, plus);
+                self.buffer.set_bits(p.minus, minus);
+                let r = self.answer(py, Some(*p));
+                let bg = |i: usize| bits_in::<I, T>(batch.background[i]);
+                self.buffer.set_bits(p.plus, bg(p.plus));
+                self.buffer.set_bits(p.minus, bg(p.minus));
+                out[k] = r?;
+            }
+            Ok(())
+        })
+    }
+}
+
+/// A callable computing a k-reduction for many lanes at once (a matrix product): it
+/// reads the `lanes x k` input buffer and writes `lanes x outputs` float64 results into
+/// the output buffer.
+pub struct PyReduction<I, T> {
+    call: Py<PyAny>,
+    args: Py<PyTuple>,
+    input: Flat,
+    output: Flat,
+    shape: Shape,
+    /// What went wrong in Python.
+    pub failure: Failure,
+    _t: PhantomData<fn() -> (I, T)>,
+}
+
+impl<I: ProbeFloat, T: ProbeFloat> PyReduction<I, T> {
+    /// `call(*args)` reads `input` and fills `output` (float64).
+    pub fn new(
+        call: Py<PyAny>,
+        args: Py<PyTuple>,
+        input: Flat,
+        output: Flat,
+        shape: Shape,
+    ) -> Self {
+        PyReduction {
+            call,
+            args,
+            input,
+            output,
+            shape,
+            failure: Failure::default(),
+            _t: PhantomData,
+        }
+    }
+}
+
+impl<I: ProbeFloat, T: ProbeFloat> Reduction<T> for PyReduction<I, T> {
+    type Input = I;
+
+    fn shape(&self) -> Shape {
+        self.shape
+    }
+
+    fn eval(&mut self, x: &[I], out: &mut [T]) -> Result<(), TargetError> {
+        if self.failure.error.is_some() {
+            return Err(TargetError::new("the Python callable raised an exception"));
+        }
+        Python::attach(|py| {
+            if let Err(e) = py.check_signals() {
+                return Err(self.failure.keep(e, None));
+            }
+            for (i, v) in x.iter().enumerate() {
+                self.input.set_bits(i, v.to_bits_u64());
+            }
+            self.call
+                .bind(py)
+                .call1(self.args.bind(py))
+                .map_err(|e| self.failure.keep(e, None))?;
+            for (i, o) in out.iter_mut().enumerate() {
+                *o = T::from_f64_round(f64::from_bits(self.output.get_bits(i)));
+            }
+            Ok(())
+        })
+    }
+}

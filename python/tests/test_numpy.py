@@ -1,0 +1,124 @@
+"""NumPy reductions: the orders of numpy.sum, numpy.dot and numpy.matmul."""
+
+import numpy as np
+import pytest
+
+import fprev
+
+# numpy.sum of 32 contiguous float32 values, as the FPRev paper (Xie et al.) shows it:
+# eight lanes over strided elements, the lanes combined pairwise.
+PAPER_32 = (
+    "((((((0+8)+16)+24)+(((1+9)+17)+25))+((((2+10)+18)+26)+(((3+11)+19)+27)))"
+    "+(((((4+12)+20)+28)+(((5+13)+21)+29))+((((6+14)+22)+30)+(((7+15)+23)+31))))"
+)
+
+
+def test_numpy_sum_32_is_the_papers_order():
+    tree = fprev.reveal(np.sum, 32)
+    assert str(tree) == PAPER_32
+    # the engine's own model of NumPy's pairwise summation agrees
+    assert tree == fprev.Tree.numpy_pairwise(32)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", np.float32, np.dtype("float64")])
+def test_numpy_sum_1024(dtype):
+    tree, report = fprev.reveal(np.sum, 1024, dtype=dtype, report=True)
+    assert tree == fprev.Tree.numpy_pairwise(1024)
+    assert report["recognized"] == "numpy-pairwise"
+    # one call per probe plus the replays: nothing is called per value
+    assert report["calls"] <= report["probes"] + report["replays"] + 8
+
+
+def test_basic_algorithm_agrees():
+    # all n(n-1)/2 pairs probed, no guessing: the same tree
+    tree = fprev.reveal(np.sum, 256, algorithm="basic", seed=5)
+    assert tree == fprev.Tree.numpy_pairwise(256)
+
+
+def test_hint_as_text():
+    hint = str(fprev.Tree.numpy_pairwise(256))
+    tree, report = fprev.reveal(np.sum, 256, hint=hint, report=True)
+    assert str(tree) == hint
+    assert report["recognized"] == "hint"
+
+
+def test_python_loop_is_sequential():
+    def loop(x):
+        s = np.float32(0)
+        for v in x:
+            s = np.float32(s + v)
+        return s
+
+    assert fprev.reveal(loop, 40) == fprev.Tree.sequential(40)
+
+
+def test_float_and_0d_answers():
+    seq = fprev.Tree.sequential(16)
+    assert fprev.reveal(lambda x: float(np.cumsum(x)[-1]), 16, dtype="float64") == seq
+    assert fprev.reveal(lambda x: np.asarray(np.cumsum(x)[-1]), 16) == seq
+
+
+def test_float16_with_float32_accumulation():
+    def f16_in_f32(x):
+        assert x.dtype == np.float16
+        return np.sum(x, dtype=np.float32)
+
+    tree = fprev.reveal(f16_in_f32, 512, dtype="float16", acc_dtype="float32")
+    assert tree == fprev.Tree.numpy_pairwise(512)
+
+
+def test_float16_numpy_sum_accumulates_wider_than_float16():
+    # numpy sums float16 in float32 internally: as a float16 sum it looks exact
+    with pytest.raises(fprev.OrderIndependentError, match="order-independent"):
+        fprev.reveal(np.sum, 64, dtype="float16")
+
+
+def test_bfloat16_with_float32_accumulation():
+    pytest.importorskip("ml_dtypes", reason="bfloat16 arrays need ml_dtypes")
+    tree = fprev.reveal(
+        lambda x: np.sum(x, dtype=np.float32), 128, dtype="bfloat16", acc_dtype="float32"
+    )
+    assert tree == fprev.Tree.numpy_pairwise(128)
+
+
+def test_accumulator_narrower_than_operands_is_refused():
+    with pytest.raises(ValueError, match="cannot accumulate float32 operands in float16"):
+        fprev.reveal(np.sum, 8, dtype="float32", acc_dtype="float16")
+
+
+def test_numpy_dot():
+    tree = fprev.reveal_dot(np.dot, 1024, dtype="float64")
+    assert tree.n == 1024
+    x = np.random.default_rng(1).standard_normal(1024)
+    assert tree.replay(x) == float(np.dot(x, np.ones(1024)))
+
+
+def test_numpy_matmul_orders_are_grouped():
+    orders = fprev.reveal_matmul(np.matmul, 32, 16, 256)
+    assert orders.unresolved == []
+    elements = sorted(e for _, group in orders.groups for e in group)
+    assert elements == [(i, j) for i in range(32) for j in range(16)]
+    # one probe per row per call: far fewer calls than probes
+    assert orders.calls < orders.probes
+    if orders.uniform:
+        assert orders.tree.n == 256
+    assert "k = 256" in str(orders)
+
+
+def test_matmul_with_a_known_order():
+    def rows_sequential(a, b):
+        return np.cumsum(a, axis=1)[:, -1:] * np.ones((1, b.shape[1]), dtype=a.dtype)
+
+    orders = fprev.reveal_matmul(rows_sequential, 8, 3, 32, dtype="float64")
+    assert orders.uniform
+    assert orders.tree == fprev.Tree.sequential(32)
+    assert orders.groups[0][1] == [(i, j) for i in range(8) for j in range(3)]
+
+
+def test_the_callable_cannot_write_into_the_buffer():
+    def writes(x):
+        x[0] = 0
+        return np.sum(x)
+
+    with pytest.raises(ValueError, match="read-only"):
+        fprev.reveal(writes, 8)
