@@ -60,8 +60,8 @@ pub const BUILTINS: &[Builtin] = &[
     },
     Builtin {
         name: "matrixmultiply-f16",
-        about: "f16 operands widened to f32 and multiplied by sgemm (f32 accumulation)",
-        dtypes: &["f32"],
+        about: "f16 operands widened to f32 and multiplied by sgemm (--dtype f16 --acc-dtype f32)",
+        dtypes: &["f32", "f16"],
         matrix: true,
     },
     Builtin {

@@ -305,9 +305,17 @@ fn reveal(args: &RevealArgs) -> Result<ExitCode, Failure> {
         )));
     };
     let dt = dtype_name(args.dtype);
-    if args.acc_dtype.is_some_and(|a| a != args.dtype) {
+    // the one built-in with narrower operands than its accumulator
+    let mixed = name == "matrixmultiply-f16";
+    if mixed && args.dtype == Dtype::F16 && args.acc_dtype != Some(Dtype::F32) {
         return Err(Failure(format!(
-            "{name} accumulates in its --dtype; --acc-dtype applies to --exec programs"
+            "{name} accumulates f16 operands in f32: pass --dtype f16 --acc-dtype f32"
+        )));
+    }
+    let acc_ok = |a: Dtype| a == args.dtype || (mixed && a == Dtype::F32);
+    if args.acc_dtype.is_some_and(|a| !acc_ok(a)) {
+        return Err(Failure(format!(
+            "{name} accumulates in its --dtype; --acc-dtype applies to --exec programs and to matrixmultiply-f16"
         )));
     }
     if args.op == exec::Op::Dot {

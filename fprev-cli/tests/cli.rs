@@ -790,6 +790,25 @@ fn acc_dtype_and_op_are_checked() {
     ]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("operand type"), "{}", stderr(&o));
+    // the built-in with f16 operands and f32 accumulation takes both flags
+    let o = fprev(&[
+        "reveal",
+        "matrixmultiply-f16",
+        "--n",
+        "8",
+        "--rows",
+        "2",
+        "--cols",
+        "2",
+        "--dtype",
+        "f16",
+        "--acc-dtype",
+        "f32",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = fprev(&["reveal", "matrixmultiply-f16", "--n", "8", "--dtype", "f16"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--acc-dtype f32"), "{}", stderr(&o));
     // FP8 values in one operand cannot swamp a sum: the error says so
     let o = fprev(&["reveal", "--exec", "cat", "--n", "64", "--dtype", "f8e4m3"]);
     assert!(!o.status.success());
