@@ -51,7 +51,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             // FP8 path as the fast one until n passes its 128-product chunks)
             if n == 32 && !matches!(*name, "ada-fp8" | "h100-fp8-slow") {
                 let svg = Picture::new()
-                    .title(&format!("fprev::fused::BlockFma {name}, n = {n}"))
+                    .title(format!("fprev::fused::BlockFma {name}, n = {n}"))
                     .render(&r.tree);
                 std::fs::write(dir.join(format!("tensor_core_{name}_{n}.svg")), svg)?;
             }

@@ -70,8 +70,11 @@ pub struct Wire {
     bits: fn(f64) -> u64,
     split: fn(f64) -> Option<(f64, f64)>,
     /// Random operand vectors (seed, n, accumulator) for the replay checks of a dot.
-    operands: fn(u64, usize, FloatFormat) -> (Vec<f64>, Vec<f64>),
+    operands: fn(u64, usize, FloatFormat) -> Operands,
 }
+
+/// Two operand vectors of a dot product, as exact `f64` values.
+type Operands = (Vec<f64>, Vec<f64>);
 
 impl Wire {
     /// Values sent as `I`.
