@@ -163,8 +163,7 @@ impl<T: ProbeFloat> Exec<T> {
     }
 
     /// Send `messages` messages (`encode(k, out)` appends message `k`), each answered by
-    /// one value, into `out`, pipelined as the other protocols are: pieces are encoded
-    /// only when the queue has room, answers read meanwhile.
+    /// one value, into `out`, pipelined as the other protocols are.
     fn delta_messages(
         &mut self,
         messages: usize,
@@ -172,36 +171,7 @@ impl<T: ProbeFloat> Exec<T> {
         what: Option<&str>,
         out: &mut [T],
     ) -> Result<(), (usize, String)> {
-        let (mut next, mut received) = (0usize, 0usize);
-        let mut waiting: Option<Vec<u8>> = None;
-        while received < messages {
-            while let Some(tx) = &self.to_child {
-                let piece = match waiting.take() {
-                    Some(p) => p,
-                    None if next < messages => {
-                        let mut p = Vec::with_capacity(4096);
-                        while next < messages && p.len() < PIECE {
-                            encode(self, next, &mut p);
-                            next += 1;
-                        }
-                        p
-                    }
-                    None => break,
-                };
-                let len = piece.len() as u64;
-                match tx.try_send(piece) {
-                    Ok(()) => self.queued += len,
-                    Err(TrySendError::Full(p)) => {
-                        waiting = Some(p);
-                        break;
-                    }
-                    Err(TrySendError::Disconnected(_)) => self.to_child = None,
-                }
-            }
-            out[received] = self.receive(what).map_err(|e| (received, e))?;
-            received += 1;
-        }
-        Ok(())
+        self.pump(messages, messages, encode, what, out)
     }
 
     /// `f(x)`: the vector (when it changed), then `C`.

@@ -310,26 +310,47 @@ impl<T: ProbeFloat> Exec<T> {
             Op::Dot => this.operand(n, i, value(line, i % n).to_f64()),
         };
         let n = per_line;
-        let (mut line, mut i) = (0usize, 0usize);
+        let text = matches!(self.protocol, Protocol::Text);
+        // one unit per value, `n` to a line
+        self.pump(
+            lines.saturating_mul(n),
+            lines,
+            |this, u, p| {
+                let (line, i) = (u / n, u % n);
+                this.encode_value(sent(this, line, i), i == 0, p);
+                if text && i + 1 == n {
+                    p.push(b'\n');
+                }
+            },
+            what,
+            out,
+        )
+    }
+
+    /// Send `units` pieces of input (`encode(k, out)` appends unit `k`) and read
+    /// `answers` answers into `out`, pipelined: units are encoded into pieces of at most
+    /// [`PIECE`] bytes only when the writer's queue has room, and answers are read
+    /// meanwhile, so memory stays bounded and a program that stops reading is a timeout.
+    pub(super) fn pump(
+        &mut self,
+        units: usize,
+        answers: usize,
+        encode: impl Fn(&Self, usize, &mut Vec<u8>),
+        what: Option<&str>,
+        out: &mut [T],
+    ) -> Result<(), (usize, String)> {
+        let (mut next, mut received) = (0usize, 0usize);
         let mut waiting: Option<Vec<u8>> = None;
-        let mut received = 0;
-        while received < lines {
+        while received < answers {
             // fill the queue while it has room
             while let Some(tx) = &self.to_child {
                 let piece = match waiting.take() {
                     Some(p) => p,
-                    None if line < lines => {
-                        let mut p = Vec::with_capacity(PIECE.min(n.saturating_mul(8) + 1));
-                        while line < lines && p.len() < PIECE {
-                            self.encode_value(sent(self, line, i), i == 0, &mut p);
-                            i += 1;
-                            if i == n {
-                                if self.protocol == Protocol::Text {
-                                    p.push(b'\n');
-                                }
-                                line += 1;
-                                i = 0;
-                            }
+                    None if next < units => {
+                        let mut p = Vec::with_capacity(PIECE.min(units.saturating_mul(8) + 1));
+                        while next < units && p.len() < PIECE {
+                            encode(self, next, &mut p);
+                            next += 1;
                         }
                         p
                     }
