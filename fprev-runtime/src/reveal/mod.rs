@@ -542,8 +542,13 @@ fn count_precision<T: ProbeFloat, X: Target<T>>(
     let mut q = first;
     loop {
         let count = (1usize << q) + 1;
-        if prober.units_sum(count)? == Some(count as u64) {
-            break;
+        match prober.units_sum(count)? {
+            Some(c) if c == count as u64 => break,
+            // a count cut short (truncated or rounded down to fewer bits): look lower
+            Some(c) if c < count as u64 && c + (count as u64 >> 3) >= count as u64 => {}
+            // anything else is not a sum of units (a mean, a norm, a constant): the
+            // probes' own checks say what it is
+            _ => return Ok(None),
         }
         if q <= 2 {
             return Err(RevealError::PrecisionTooLow {
