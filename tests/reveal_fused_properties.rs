@@ -12,7 +12,7 @@ use fprev::float::{ProbeFloat, F8E4M3, F8E5M2};
 use fprev::fused::{AccumulatorJoin, BlockFma};
 use fprev::half::{bf16, f16};
 use fprev::target::{FnTarget, Products};
-use fprev::{Reveal, RevealError, SumTree};
+use fprev::{Reveal, RevealError, RevealReport, SumTree};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
@@ -42,10 +42,26 @@ fn random_model(r: &mut ChaCha8Rng) -> BlockFma {
     }
 }
 
-/// The outcome of one case: the exact tree, or an error of a kind that says why.
-fn judge(seed: u64, what: &str, truth: &SumTree, got: Result<SumTree, RevealError>) -> bool {
+/// The outcome of one case: the exact tree, or an error of a kind that says why. A
+/// different tree passes only where the report says the model's width was not excluded
+/// (`excluded_width <= frac`: the format's range cannot separate it, and says so).
+fn judge(
+    seed: u64,
+    what: &str,
+    truth: &SumTree,
+    got: Result<RevealReport, RevealError>,
+    frac: u32,
+) -> bool {
     match got {
-        Ok(t) => {
+        Ok(r) if r.tree != *truth && r.verification.excluded_width <= frac => {
+            eprintln!(
+                "seed {seed}: {what}: width {frac} not excluded (excluded below {}): flagged, not silent",
+                r.verification.excluded_width
+            );
+            false
+        }
+        Ok(r) => {
+            let t = r.tree;
             assert_eq!(
                 &t,
                 truth,
@@ -93,9 +109,8 @@ fn block_fma_chains_on_a_grid_of_parameters() {
         let what = format!("{model:?} n = {n}");
         let got = Reveal::new(n)
             .seed(seed)
-            .run_target(FnTarget(|x: &[f32]| model.sum(x)))
-            .map(|r| r.tree);
-        revealed += usize::from(judge(seed, &what, &model.tree(n), got));
+            .run_target(FnTarget(|x: &[f32]| model.sum(x)));
+        revealed += usize::from(judge(seed, &what, &model.tree(n), got, model.frac));
     }
     assert!(
         revealed * 10 >= total as usize * 7,
@@ -110,10 +125,15 @@ fn every_preset_reveals_its_chain() {
         let n = rng(seed).random_range(40..=400usize);
         let got = Reveal::new(n)
             .seed(seed)
-            .run_target(FnTarget(|x: &[f32]| model.sum(x)))
-            .map(|r| r.tree);
+            .run_target(FnTarget(|x: &[f32]| model.sum(x)));
         assert!(
-            judge(seed, &format!("{name} n = {n}"), &model.tree(n), got),
+            judge(
+                seed,
+                &format!("{name} n = {n}"),
+                &model.tree(n),
+                got,
+                model.frac
+            ),
             "seed {seed}: preset {name} must reveal"
         );
     }
@@ -137,12 +157,13 @@ fn random_shapes_with_block_fma_nodes() {
         let got = Reveal::new(n)
             .seed(seed)
             .accept_flat(true)
-            .run(|x: &[f32]| model.sum_tree(&truth, x));
+            .run_target(FnTarget(|x: &[f32]| model.sum_tree(&truth, x)));
         revealed += usize::from(judge(
             seed,
             &format!("{model:?} over {shape:?} n = {n}"),
             &truth,
             got,
+            model.frac,
         ));
     }
     assert!(
@@ -153,15 +174,13 @@ fn random_shapes_with_block_fma_nodes() {
 
 fn products_case<I: ProbeFloat>(seed: u64, model: BlockFma, n: usize) -> bool {
     let dot = |a: &[I], b: &[I]| -> f32 { model.dot(a, b) };
-    let got = Reveal::new(n)
-        .seed(seed)
-        .run_target(Products::new(dot))
-        .map(|r| r.tree);
+    let got = Reveal::new(n).seed(seed).run_target(Products::new(dot));
     judge(
         seed,
         &format!("{} operands, {model:?} n = {n}", I::FORMAT.name),
         &model.tree(n),
         got,
+        model.frac,
     )
 }
 

@@ -552,6 +552,12 @@ fn run_engine<T: ProbeFloat>(
             f.inputs, f.frac
         );
     }
+    if r.verification.excluded_width < 53 && r.verification.fused.is_none() {
+        eprintln!(
+            "note: a fused adder that keeps {} or more fraction bits below its largest term would answer these probes like a different tree; this format's range cannot exclude it",
+            r.verification.excluded_width
+        );
+    }
     if let Some(bits) = r.verification.count_bits {
         eprintln!("unit counts are exact only below 2^{bits}: counted in windows of that size");
     }

@@ -363,6 +363,8 @@ impl Reveal {
         } = attempt;
         verification.wide_masks = wide_masks;
         verification.count_bits = count_bits;
+        let log_n = (usize::BITS - (n - 1).leading_zeros()) as i32;
+        verification.excluded_width = (prober.scale.gap() - log_n).max(0) as u32;
         Ok(RevealReport {
             tree,
             probes: prober.probes,

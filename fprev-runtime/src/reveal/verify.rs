@@ -84,6 +84,13 @@ pub struct Verification {
     /// Exact unit counts were found to stop below the accumulator's `2^p`, at `2^bits`
     /// (a narrower internal accumulator): counting windows were sized to it.
     pub count_bits: Option<u32>,
+    /// Fused adders that keep fewer fraction bits than this below their largest term
+    /// are excluded: the masks swamp every partial sum of units for them, so they show
+    /// as truncating nodes (verified by a fitted model) or are refused. A wider adder
+    /// could answer the probes like a different tree; in formats with little range (FP8
+    /// products) this bound is low, and the caller should know (the command line prints
+    /// a note when it is below 53).
+    pub excluded_width: u32,
 }
 
 /// Re-ask the sampled probes, compare them with what the built tree in `arena` predicts
