@@ -185,3 +185,39 @@ fn narrow_block_results_switch_to_windowed_counts() {
     assert_eq!(r.verification.count_bits, Some(12));
     assert_eq!(r.tree, model.tree(n));
 }
+
+#[test]
+fn op_adapters_spread_fp8_masks_over_both_operands() {
+    use fprev::ops::{self, Batched};
+    let model = BlockFma::H100_FP8;
+    let k = 64;
+    // a dot, a gemv and a gemm whose every output runs the H100 FP8 chain, one probe
+    // per call with both operands set
+    let d = ops::dot(k, |x: &[F8E4M3], y: &[F8E4M3]| -> f32 { model.dot(x, y) });
+    let mut t = Batched::new(d, 0);
+    assert!(t.spreads_operands());
+    let r = Reveal::new(k).run_target(&mut t).unwrap();
+    assert_eq!(r.tree, model.tree(k));
+    let g = ops::gemv(3, k, |a: &[F8E4M3], x: &[F8E4M3], y: &mut [f32]| {
+        for (row, yi) in a.chunks(k).zip(y.iter_mut()) {
+            *yi = model.dot(row, x);
+        }
+    });
+    let r = Reveal::new(k).run_target(Batched::new(g, 0)).unwrap();
+    assert_eq!(r.tree, model.tree(k));
+    let g = ops::gemm(2, k, 2, |a: &[F8E4M3], b: &[F8E4M3], c: &mut [f32]| {
+        for i in 0..2 {
+            for j in 0..2 {
+                let col: Vec<F8E4M3> = (0..k).map(|l| b[l * 2 + j]).collect();
+                c[i * 2 + j] = model.dot(&a[i * k..(i + 1) * k], &col);
+            }
+        }
+    });
+    let r = Reveal::new(k).run_target(Batched::new(g, 3)).unwrap();
+    assert_eq!(r.tree, model.tree(k));
+    // f32 operands never need it
+    let d = ops::dot(k, |x: &[f32], y: &[f32]| {
+        x.iter().zip(y).map(|(a, b)| a * b).sum::<f32>()
+    });
+    assert!(!Batched::new(d, 0).spreads_operands());
+}

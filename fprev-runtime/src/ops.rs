@@ -109,6 +109,24 @@ pub trait Reduction<T: ProbeFloat> {
     /// Evaluate: `input` holds `lanes` rows of `k` values (row-major), `out` receives
     /// `lanes` rows of `outputs` results.
     fn eval(&mut self, input: &[Self::Input], out: &mut [T]) -> Result<(), TargetError>;
+
+    /// Whether the reduction is a product with a second operand that
+    /// [`eval_operands`](Self::eval_operands) can set (dot, gemv, gemm).
+    const OPERANDS: bool = false;
+
+    /// Evaluate a product with the second operand given: `b` holds `k` values, the
+    /// factor of each position (for a gemm, every column of `B` is `b`). Used when masks
+    /// and units must spread over both operands because one operand's range cannot
+    /// swamp a sum (FP8, f16 at large `k`). The default (no second operand) is `None`.
+    fn eval_operands(
+        &mut self,
+        input: &[Self::Input],
+        b: &[Self::Input],
+        out: &mut [T],
+    ) -> Option<Result<(), TargetError>> {
+        let _ = (input, b, out);
+        None
+    }
 }
 
 impl<T: ProbeFloat, R: Reduction<T> + ?Sized> Reduction<T> for &mut R {
@@ -118,6 +136,15 @@ impl<T: ProbeFloat, R: Reduction<T> + ?Sized> Reduction<T> for &mut R {
     }
     fn eval(&mut self, input: &[Self::Input], out: &mut [T]) -> Result<(), TargetError> {
         (**self).eval(input, out)
+    }
+    const OPERANDS: bool = R::OPERANDS;
+    fn eval_operands(
+        &mut self,
+        input: &[Self::Input],
+        b: &[Self::Input],
+        out: &mut [T],
+    ) -> Option<Result<(), TargetError>> {
+        (**self).eval_operands(input, b, out)
     }
 }
 

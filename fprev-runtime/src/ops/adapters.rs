@@ -2,8 +2,8 @@
 //! any reduction a [`Target`] answering one probe per lane per call.
 
 use super::{convert, Reduction, Shape};
-use crate::float::{FloatFormat, ProbeFloat};
-use crate::target::{ProbeBatch, Target, TargetError};
+use crate::float::{FloatFormat, ProbeFloat, ProbeScale};
+use crate::target::{random_operands, split_product, ProbeBatch, Target, TargetError};
 use std::marker::PhantomData;
 
 fn guarded<R>(f: impl FnOnce() -> R) -> Result<R, TargetError> {
@@ -60,6 +60,18 @@ impl<I: ProbeFloat, T: ProbeFloat, F: FnMut(&[I], &[I], &mut [T])> Reduction<T> 
         let (ones, f) = (&self.ones, &mut self.f);
         guarded(|| f(a, ones, c))
     }
+    const OPERANDS: bool = true;
+    fn eval_operands(&mut self, a: &[I], b: &[I], c: &mut [T]) -> Option<Result<(), TargetError>> {
+        let cols = self.shape.outputs;
+        // every column of B is `b`; `ones` is restored after the call
+        for (l, &v) in b.iter().enumerate() {
+            self.ones[l * cols..(l + 1) * cols].fill(v);
+        }
+        let (bm, f) = (&self.ones, &mut self.f);
+        let r = guarded(|| f(a, bm, c));
+        self.ones.fill(convert::<f64, I>(1.0));
+        Some(r)
+    }
 }
 
 /// A matrix-vector product `y = A x`; see [`gemv`].
@@ -110,6 +122,11 @@ impl<I: ProbeFloat, T: ProbeFloat, F: FnMut(&[I], &[I], &mut [T])> Reduction<T> 
         let (ones, f) = (&self.ones, &mut self.f);
         guarded(|| f(a, ones, y))
     }
+    const OPERANDS: bool = true;
+    fn eval_operands(&mut self, a: &[I], x: &[I], y: &mut [T]) -> Option<Result<(), TargetError>> {
+        let f = &mut self.f;
+        Some(guarded(|| f(a, x, y)))
+    }
 }
 
 /// A dot product; see [`dot`].
@@ -156,6 +173,16 @@ impl<I: ProbeFloat, T: ProbeFloat, F: FnMut(&[I], &[I]) -> T> Reduction<T> for D
         let (ones, f) = (&self.ones, &mut self.f);
         out[0] = guarded(|| f(x, ones))?;
         Ok(())
+    }
+    const OPERANDS: bool = true;
+    fn eval_operands(
+        &mut self,
+        x: &[I],
+        y: &[I],
+        out: &mut [T],
+    ) -> Option<Result<(), TargetError>> {
+        let f = &mut self.f;
+        Some(guarded(|| f(x, y)).map(|v| out[0] = v))
     }
 }
 
@@ -234,19 +261,80 @@ pub struct Batched<T: ProbeFloat, R: Reduction<T>> {
     input: Vec<R::Input>,
     out: Vec<T>,
     calls: u64,
+    /// Masks and units spread over both operands, one probe per call: one operand's
+    /// range cannot swamp a sum of `k` units, the product's can.
+    spread: bool,
+    /// The last random input drawn for a replay (its values' bits) and its operands.
+    drawn: Option<(Vec<u64>, Vec<R::Input>, Vec<R::Input>)>,
 }
 
 impl<T: ProbeFloat, R: Reduction<T>> Batched<T, R> {
     /// Read output `output` (a column of `C`) of each lane; clamped to the last output.
     pub fn new(op: R, output: usize) -> Self {
         let s = op.shape();
+        let (operand, acc) = (R::Input::FORMAT, T::FORMAT);
+        let spread = R::OPERANDS
+            && ProbeScale::for_formats(operand, acc, s.k).is_none()
+            && ProbeScale::for_formats(operand.product(), acc, s.k).is_some();
         Batched {
             op,
             output: output.min(s.outputs.saturating_sub(1)),
             input: Vec::new(),
             out: Vec::new(),
             calls: 0,
+            spread,
+            drawn: None,
         }
+    }
+
+    /// Whether masks and units go over both operands (one probe per call): true for a
+    /// product whose operand format alone cannot swamp a sum of `k` units (FP8), false
+    /// otherwise.
+    ///
+    /// ```
+    /// use fprev::float::F8E4M3;
+    /// let d = fprev::ops::dot(64, |x: &[F8E4M3], y: &[F8E4M3]| -> f32 {
+    ///     x.iter().zip(y).fold(0.0, |s, (a, b)| s + (fprev::ProbeFloat::to_f64(*a) * fprev::ProbeFloat::to_f64(*b)) as f32)
+    /// });
+    /// let t = fprev::ops::Batched::new(d, 0);
+    /// assert!(t.spreads_operands());
+    /// ```
+    pub fn spreads_operands(&self) -> bool {
+        self.spread
+    }
+
+    /// One call with `a` in every lane and `b` as the second operand.
+    fn eval_spread(&mut self, a: &[R::Input], b: &[R::Input]) -> Result<(), TargetError> {
+        let s = self.op.shape();
+        self.input.clear();
+        for _ in 0..s.lanes.max(1) {
+            self.input.extend_from_slice(a);
+        }
+        self.out.clear();
+        self.out.resize(s.elements(), T::ZERO);
+        self.calls += 1;
+        match self.op.eval_operands(&self.input, b, &mut self.out) {
+            Some(r) => r,
+            None => Err(TargetError::new("the operation has no second operand")),
+        }
+    }
+
+    /// `x` split into the two operands of its products (`None` if a value is no product
+    /// of two operand values).
+    fn split(&self, x: &[T]) -> Result<(Vec<R::Input>, Vec<R::Input>), TargetError> {
+        let mut a = Vec::with_capacity(x.len());
+        let mut b = Vec::with_capacity(x.len());
+        for (i, v) in x.iter().enumerate() {
+            let (p, q) = split_product::<R::Input>(v.to_f64()).ok_or_else(|| {
+                TargetError::new(format!(
+                    "value {v} at {i} is not a product of two {} values",
+                    R::Input::FORMAT.name
+                ))
+            })?;
+            a.push(p);
+            b.push(q);
+        }
+        Ok((a, b))
     }
 
     /// Calls of the underlying operation so far.
@@ -275,6 +363,17 @@ impl<T: ProbeFloat, R: Reduction<T>> Batched<T, R> {
 
 impl<T: ProbeFloat, R: Reduction<T>> Target<T> for Batched<T, R> {
     fn call(&mut self, x: &[T]) -> Result<T, TargetError> {
+        if self.spread {
+            let drawn = self.drawn.take().filter(|(bits, _, _)| {
+                bits.len() == x.len() && bits.iter().zip(x).all(|(&w, v)| w == v.to_bits_u64())
+            });
+            let (a, b) = match drawn {
+                Some((_, a, b)) => (a, b),
+                None => self.split(x)?,
+            };
+            self.eval_spread(&a, &b)?;
+            return Ok(self.out[self.output]);
+        }
         let s = self.op.shape();
         self.input.clear();
         for _ in 0..s.lanes {
@@ -286,10 +385,50 @@ impl<T: ProbeFloat, R: Reduction<T>> Target<T> for Batched<T, R> {
     }
 
     fn input_format(&self) -> Option<FloatFormat> {
+        if self.spread {
+            return Some(R::Input::FORMAT.product());
+        }
         (R::Input::FORMAT != T::FORMAT).then_some(R::Input::FORMAT)
     }
 
+    fn replay_format(&self) -> Option<FloatFormat> {
+        self.spread.then_some(R::Input::FORMAT)
+    }
+
+    fn random_input(&mut self, seed: u64, x: &mut [T]) -> bool {
+        if !self.spread {
+            return false;
+        }
+        let (a, b) = random_operands::<R::Input>(seed, x.len(), T::FORMAT);
+        for (k, v) in x.iter_mut().enumerate() {
+            let p = a[k].to_f64() * b[k].to_f64();
+            *v = T::from_f64_round(p);
+            if v.to_f64() != p {
+                return false;
+            }
+        }
+        self.drawn = Some((x.iter().map(|v| v.to_bits_u64()).collect(), a, b));
+        true
+    }
+
     fn probe_batch(&mut self, batch: &ProbeBatch<'_, T>, out: &mut [T]) -> Result<(), TargetError> {
+        if self.spread {
+            // one probe per call: every lane would need its own second operand
+            let mut x = Vec::new();
+            for (k, &p) in batch.probes.iter().enumerate() {
+                batch.fill(k, &mut x);
+                let (a, b) = self.split(&x).map_err(|mut e| {
+                    e.probe = Some(p);
+                    e
+                })?;
+                self.eval_spread(&a, &b).map_err(|mut e| {
+                    e.probe.get_or_insert(p);
+                    e
+                })?;
+                out[k] = self.out[self.output];
+            }
+            return Ok(());
+        }
         let s = self.op.shape();
         let lanes = s.lanes.max(1);
         let background: Vec<R::Input> = batch.background.iter().map(|&v| convert(v)).collect();

@@ -191,7 +191,7 @@ impl std::fmt::Display for RevealError {
             ),
             RevealError::TooLarge { n, dtype, max } => write!(
                 f,
-                "{n} summands are too many for {dtype}: no mask M can swamp {n} units (at most {max} here; a product spreads the mask over both operands: --op dot on the command line, fprev::target::Products in Rust)"
+                "{n} summands are too many for {dtype}: no mask M can swamp {n} units (at most {max} here; a product spreads the mask over both operands: --op dot on the command line, fprev::target::Products or fprev::ops::Batched in Rust)"
             ),
             RevealError::NonFinite { probe, value } => write!(
                 f,
