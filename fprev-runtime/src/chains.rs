@@ -60,7 +60,9 @@ pub fn reset() {
 /// Not public API. Used by generated code.
 #[doc(hidden)]
 pub mod private {
-    pub use super::site::{ChainStats, CountingIter, PlaceChains, Site, SiteKind};
+    pub use super::site::{
+        ChainStats, CountingIter, PlaceChain, PlaceChains, Site, SiteKind, VarChain,
+    };
 
     /// Not public API. Used by generated code.
     pub use super::tracked::Tracked;

@@ -2,11 +2,11 @@
 //! and the registration.
 
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{quote, quote_spanned};
 use syn::visit_mut::VisitMut;
 
 use super::args::Op;
-use super::sites::{Collector, Kind, Rewriter, Scope, Site};
+use super::sites::{place_counter, var_counter, Collector, Kind, Rewriter, Scope};
 use super::validate::{Plan, Registration};
 
 /// Rewrite `item` according to `plan`. Returns the errors found in the body (`#[acc]`
@@ -25,8 +25,7 @@ pub fn expand(plan: &Plan, mut item: syn::ItemFn) -> (TokenStream, Option<syn::E
         sites: collector.sites,
         vars: collector.vars,
         statics: statics.clone(),
-        scopes: vec![Scope::new(0, None)],
-        frames: 0,
+        scopes: vec![Scope::new(None)],
     };
     rw.visit_block_mut(&mut item.block);
     let sites = rw.sites;
@@ -61,7 +60,7 @@ pub fn expand(plan: &Plan, mut item: syn::ItemFn) -> (TokenStream, Option<syn::E
             static #statics: [#krate::__private::chains::Site; #n] = [#(#entries),*];
         });
         if !root.is_empty() {
-            prelude.extend(frame_decl(krate, &statics, &sites, &root));
+            prelude.extend(frame_decl(krate, &statics, &root));
         }
     }
     if !prelude.is_empty() {
@@ -78,48 +77,24 @@ pub fn expand(plan: &Plan, mut item: syn::ItemFn) -> (TokenStream, Option<syn::E
     (quote!(#item #registration), errors)
 }
 
-/// A frame: its struct (one field per counter), the `Drop` that merges the counters into
-/// the sites, and the local holding it.
-pub fn frame_decl(
-    krate: &TokenStream,
-    statics: &syn::Ident,
-    sites: &[Site],
-    scope: &Scope,
-) -> TokenStream {
-    let mut fields = Vec::new();
-    let mut inits = Vec::new();
-    let mut finish = Vec::new();
-    for (k, site) in sites.iter().enumerate() {
-        let st = format_ident!("s{}", k);
-        if site.kind == Kind::Variable && scope.vars.contains(&k) {
-            let c = format_ident!("c{}", k);
-            fields.push(quote!(#c: u64, #st: #krate::__private::chains::ChainStats));
-            inits.push(quote!(#c: 0, #st: #krate::__private::chains::ChainStats::default()));
-            finish.push(quote!(self.#st.finish(&mut self.#c, &#statics[#k]);));
-        } else if site.kind == Kind::Place && scope.places.contains(&k) {
-            let p = format_ident!("p{}", k);
-            fields.push(quote!(
-                #p: #krate::__private::chains::PlaceChains,
-                #st: #krate::__private::chains::ChainStats
-            ));
-            inits.push(quote!(
-                #p: #krate::__private::chains::PlaceChains::default(),
-                #st: #krate::__private::chains::ChainStats::default()
-            ));
-            finish.push(quote!(self.#st.finish_places(&mut self.#p, &#statics[#k]);));
+/// A frame's counters: one local per site counted in it, each merged into its site when
+/// dropped (also on early return, `?` and panic).
+pub fn frame_decl(krate: &TokenStream, statics: &syn::Ident, scope: &Scope) -> TokenStream {
+    let vars = scope.vars.iter().map(|&k| {
+        let v = var_counter(k);
+        quote! {
+            #[allow(unused_mut, unused_variables)]
+            let mut #v = #krate::__private::chains::VarChain::new(&#statics[#k]);
         }
-    }
-    let (ty, frame) = (&scope.ty, &scope.ident);
-    quote! {
-        #[allow(non_camel_case_types, non_snake_case)]
-        struct #ty { #(#fields),* }
-        impl #krate::__private::core::ops::Drop for #ty {
-            #[inline]
-            fn drop(&mut self) { #(#finish)* }
+    });
+    let places = scope.places.iter().map(|&k| {
+        let p = place_counter(k);
+        quote! {
+            #[allow(unused_mut, unused_variables)]
+            let mut #p = #krate::__private::chains::PlaceChain::new(&#statics[#k]);
         }
-        #[allow(unused_mut, unused_variables)]
-        let mut #frame = #ty { #(#inits),* };
-    }
+    });
+    quote!(#(#vars)* #(#places)*)
 }
 
 fn register(krate: &TokenStream, ident: &syn::Ident, r: &Registration) -> TokenStream {

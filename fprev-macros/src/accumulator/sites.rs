@@ -19,7 +19,7 @@ mod collect;
 mod rewrite;
 
 pub use collect::Collector;
-pub use rewrite::{Rewriter, Scope};
+pub use rewrite::{place_counter, var_counter, Rewriter, Scope};
 
 use proc_macro2::Span;
 use quote::ToTokens;
@@ -151,11 +151,16 @@ fn expr_attrs_mut(e: &mut Expr) -> Option<&mut Vec<syn::Attribute>> {
 
 /// `.sum()` on a temporary, or `.fold(init, |a, b| a + e)`.
 fn iterator_site(m: &syn::ExprMethodCall) -> bool {
-    let temporary = matches!(
-        &*m.receiver,
-        Expr::MethodCall(_) | Expr::Call(_) | Expr::Paren(_)
-    );
-    if !temporary {
+    /// A value made by a call, which `.sum()` consumes: never a place (`(n).sum()` on a
+    /// named value may be an inherent `sum(&self)` that must not move it).
+    fn temporary(e: &Expr) -> bool {
+        match e {
+            Expr::MethodCall(_) | Expr::Call(_) => true,
+            Expr::Paren(p) => temporary(&p.expr),
+            _ => false,
+        }
+    }
+    if !temporary(&m.receiver) {
         return false;
     }
     if m.method == "sum" && m.args.is_empty() {

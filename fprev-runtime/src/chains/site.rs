@@ -199,6 +199,79 @@ impl PlaceChains {
     }
 }
 
+/// The chain counter of one accumulator variable in one call (or closure call): a local
+/// of its own beside the variable, so a closure that adds into the variable captures the
+/// counter exactly as it captures the variable (no frame struct shared by every site, which
+/// an edition-2018 closure would capture whole). Merged into its site when dropped.
+#[derive(Debug)]
+pub struct VarChain {
+    /// The running chain.
+    pub c: u64,
+    stats: ChainStats,
+    site: &'static Site,
+}
+
+impl VarChain {
+    /// A counter for `site`.
+    #[inline(always)]
+    pub fn new(site: &'static Site) -> Self {
+        VarChain {
+            c: 0,
+            stats: ChainStats::default(),
+            site,
+        }
+    }
+
+    /// An assignment that does not extend the chain: end it, start over at `new`.
+    #[inline]
+    pub fn restart(&mut self, new: u64) {
+        self.stats.restart(&mut self.c, new);
+    }
+}
+
+impl Drop for VarChain {
+    #[inline]
+    fn drop(&mut self) {
+        self.stats.finish(&mut self.c, self.site);
+    }
+}
+
+/// The per-address chains of one place site in one call (see [`PlaceChains`]); merged
+/// into its site when dropped.
+#[derive(Debug)]
+pub struct PlaceChain {
+    places: PlaceChains,
+    stats: ChainStats,
+    site: &'static Site,
+}
+
+impl PlaceChain {
+    /// The chains of `site`.
+    #[inline(always)]
+    pub fn new(site: &'static Site) -> Self {
+        PlaceChain {
+            places: PlaceChains::default(),
+            stats: ChainStats::default(),
+            site,
+        }
+    }
+
+    /// One addition into the place at `p`, counted when `T` is a float type.
+    #[inline(always)]
+    pub fn add<T>(&mut self, p: *const T) {
+        if super::private::is_float(p) {
+            self.places.add(&mut self.stats, p);
+        }
+    }
+}
+
+impl Drop for PlaceChain {
+    #[inline]
+    fn drop(&mut self) {
+        self.stats.finish_places(&mut self.places, self.site);
+    }
+}
+
 /// An iterator that counts the items a `.sum()` or `.fold(..)` consumes (one chain).
 pub struct CountingIter<I> {
     inner: I,
