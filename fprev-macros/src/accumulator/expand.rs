@@ -63,6 +63,12 @@ pub fn expand(plan: &Plan, mut item: syn::ItemFn) -> (TokenStream, Option<syn::E
             prelude.extend(frame_decl(krate, &statics, &root));
         }
     }
+    // The registration goes inside the body: valid wherever a function is (a `const _`
+    // beside an associated function is not), and there its path from the module still
+    // names a free function.
+    if let Some(r) = &plan.registration {
+        prelude.extend(register(krate, &item.sig.ident, r));
+    }
     if !prelude.is_empty() {
         let block = &item.block;
         let stmts = &block.stmts;
@@ -70,11 +76,7 @@ pub fn expand(plan: &Plan, mut item: syn::ItemFn) -> (TokenStream, Option<syn::E
             { #prelude #(#stmts)* }
         };
     }
-    let registration = plan
-        .registration
-        .as_ref()
-        .map(|r| register(krate, &item.sig.ident, r));
-    (quote!(#item #registration), errors)
+    (quote!(#item), errors)
 }
 
 /// A frame's counters: one local per site counted in it, each merged into its site when

@@ -1,7 +1,7 @@
 //! Checking the arguments against the annotated function, before any code is generated.
 
 use proc_macro2::TokenStream;
-use quote::{quote, quote_spanned};
+use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 
 use super::args::{Args, Op};
@@ -21,6 +21,16 @@ pub struct Plan {
     /// Path of the facade (`::fprev` unless `crate = "..."`).
     pub krate: TokenStream,
     pub registration: Option<Registration>,
+}
+
+/// Where `Self` first appears in `tokens`, if it does (then the function is an
+/// associated one, which a registration cannot name by a path from its module).
+fn names_self(tokens: TokenStream) -> Option<proc_macro2::Span> {
+    tokens.into_iter().find_map(|t| match t {
+        proc_macro2::TokenTree::Ident(i) if i == "Self" => Some(i.span()),
+        proc_macro2::TokenTree::Group(g) => names_self(g.stream()),
+        _ => None,
+    })
 }
 
 fn dtype_tokens(krate: &TokenStream, d: &syn::Ident) -> Option<TokenStream> {
@@ -108,6 +118,17 @@ pub fn validate(args: Args, item: &syn::ItemFn) -> syn::Result<Plan> {
             errors.push(syn::Error::new_spanned(
                 recv,
                 "a registered function cannot take `self`: register a free function that calls the method",
+            ));
+        } else if let Some(at) = names_self(item.to_token_stream()) {
+            errors.push(syn::Error::new(
+                at,
+                format!(
+                    "a registered function must be a free function, and this one names `Self` \
+                     (it sits in an `impl` or a `trait`): keep `#[accumulator]` here without \
+                     `reveal(..)` and register a free function that calls it, such as \
+                     `#[fprev::accumulator(reveal(..))] fn {0}_probe(x: &[f64]) -> f64 {{ MyType::{0}(x) }}`",
+                    sig.ident
+                ),
             ));
         }
         if let Some(op) = op {
