@@ -422,3 +422,52 @@ fn place_sites_go_through_index_mut_once() {
     let rep = report();
     assert!(rep.site("grow").is_some(), "{rep}");
 }
+
+// The report ranks what matters (issue 14, item 7).
+
+#[fprev::accumulator]
+fn ranked(x: &[f64], out: &mut [f64]) -> (f64, f64, f64, f64) {
+    let mut count = 0.0;
+    let mut s = 0.0;
+    let mut running = 0.0;
+    for (i, v) in x.iter().enumerate() {
+        count += 1.0;
+        s += v;
+        running += v;
+        out[i] = running;
+    }
+    let folded = x.iter().fold(0.0, std::ops::Add::add);
+    (count, s, running, folded)
+}
+
+#[test]
+fn counters_and_running_values_rank_below_reductions() {
+    use fprev::chains::Order;
+    let x: Vec<f64> = (0..64).map(|i| 0.1 * i as f64).collect();
+    let mut out = vec![0.0; 64];
+    let (count, s, running, folded) = ranked(&x, &mut out);
+    assert_eq!((count, s.to_bits()), (64.0, running.to_bits()));
+    assert!((folded - s).abs() < 1e-9);
+    let rep = report();
+    let order_of = |text: &str| {
+        let site = rep.sites.iter().find(|s| s.expr == text);
+        site.unwrap_or_else(|| panic!("no site `{text}` in\n{rep}"))
+            .order
+    };
+    assert_eq!(order_of("count += 1.0"), Order::ExactInteger);
+    assert_eq!(order_of("s += v"), Order::Reorderable);
+    assert_eq!(order_of("running += v"), Order::RunningValue);
+    assert_eq!(
+        order_of("x.iter().fold(0.0, std::ops::Add::add)"),
+        Order::Reorderable
+    );
+    // Reorderable sites come first, whatever their chain lengths.
+    let first_other = rep.sites.iter().position(|s| s.order != Order::Reorderable);
+    assert!(rep.sites[first_other.unwrap()..]
+        .iter()
+        .all(|s| s.order != Order::Reorderable));
+    // One line per site.
+    let text = rep.to_string();
+    assert_eq!(text.lines().count(), rep.sites.len() + 2, "{text}");
+    assert!(text.contains("`running += v` (variable) [running value: order is meaning]"));
+}

@@ -15,6 +15,9 @@ pub fn expand(plan: &Plan, mut item: syn::ItemFn) -> (TokenStream, Option<syn::E
     let krate = &plan.krate;
     let mut collector = Collector::new();
     collector.visit_block_mut(&mut item.block);
+    for name in super::sites::running(&item.block, &collector.vars) {
+        collector.sites[collector.vars[&name]].running = true;
+    }
     let errors = collector.errors.into_iter().reduce(|mut a, b| {
         a.combine(b);
         a
@@ -47,12 +50,13 @@ pub fn expand(plan: &Plan, mut item: syn::ItemFn) -> (TokenStream, Option<syn::E
                 quote_spanned!(s.span=> #at::__private::core::line!()),
                 quote_spanned!(s.span=> #at::__private::core::column!()),
             );
+            let running = s.running.then(|| quote!(.running_value()));
             quote! {
                 #krate::__private::chains::Site::new(
                     #krate::__private::core::concat!(#krate::__private::core::module_path!(), "::", #fn_name),
                     #krate::__private::core::file!(), #line, #column, #text,
                     #krate::__private::chains::SiteKind::#kind,
-                )
+                ) #running
             }
         });
         prelude.extend(quote! {

@@ -32,6 +32,7 @@ impl Collector {
                 kind: Kind::Variable,
                 span: node.span(),
                 text: text_of(node),
+                running: false,
             });
         }
     }

@@ -154,10 +154,25 @@ impl Rewriter<'_> {
             let mut rest = chain;
             rest.vars.remove(pos);
             let t = self.chain_tokens(&rest);
-            quote!(#f.c += #t;)
+            quote!(#f.c += #t; #f.unchecked();)
         } else {
             quote!(#f.restart(#t);)
         }
+    }
+
+    /// The two arguments of a counter's `term`: the term and the sum after it, each
+    /// looked at when its type is a concrete float.
+    fn probes(&self, term: &TokenStream, sum: &TokenStream) -> TokenStream {
+        let k = self.krate;
+        let probe = |x: &TokenStream| {
+            quote! {{
+                #[allow(unused_imports)]
+                use #k::__private::chains::{ExactFallback as _, ExactValue as _};
+                (&#k::__private::chains::Probe(&#x)).__fprev_value()
+            }}
+        };
+        let (t, s) = (probe(term), probe(sum));
+        quote!(#t, #s)
     }
 
     fn new_site(&mut self, kind: Kind, node: &impl ToTokens) -> usize {
@@ -165,6 +180,7 @@ impl Rewriter<'_> {
             kind,
             span: node.span(),
             text: text_of(node),
+            running: false,
         });
         self.sites.len() - 1
     }
@@ -172,10 +188,24 @@ impl Rewriter<'_> {
     fn rewrite_variable(&mut self, e: &Expr, k: usize, name_expr: &Expr) -> Expr {
         let name = ident_of(name_expr).unwrap_or_default();
         let f = self.var_frame(k, &name);
+        let check = self.is_float(name_expr.to_token_stream());
         let update = match e {
             Expr::Binary(b) if matches!(b.op, BinOp::AddAssign(_) | BinOp::SubAssign(_)) => {
+                // The right side first, as the plain code evaluates it, kept to look at.
                 let t = self.chain_tokens(&self.chain(&b.right));
-                quote!(#f.c += 1 + #t;)
+                let (lhs, op, rhs) = (&b.left, &b.op, &b.right);
+                let r = quote_spanned!(Span::mixed_site()=> __fprev_rhs);
+                let probes = self.probes(&r, &name_expr.to_token_stream());
+                return syn::parse_quote_spanned! {e.span()=>
+                    {
+                        let #r = #rhs;
+                        #lhs #op #r;
+                        if #check {
+                            #f.c += 1 + #t;
+                            #f.term(#probes);
+                        }
+                    }
+                };
             }
             Expr::Binary(_) => {
                 // *=, /=, %= ...: Defour's rule resets the chain.
@@ -184,7 +214,6 @@ impl Rewriter<'_> {
             Expr::Assign(a) => self.assign_update(k, &name, Some(&a.right)),
             _ => return e.clone(),
         };
-        let check = self.is_float(name_expr.to_token_stream());
         syn::parse_quote_spanned! {e.span()=>
             { #e; if #check { #update } }
         }
@@ -198,24 +227,27 @@ impl Rewriter<'_> {
         let scope = self.scopes.last_mut().expect("the function's frame");
         scope.places.insert(k);
         let f = place_counter(k);
-        let (rhs, update) = match e {
-            Expr::Binary(b) => {
-                let op = &b.op;
-                (&*b.right, quote!(#op))
-            }
-            Expr::Assign(a) => (&*a.right, quote!(=)),
-            _ => return e.clone(),
-        };
         let (r, p) = (
             quote_spanned!(Span::mixed_site()=> __fprev_rhs),
             quote_spanned!(Span::mixed_site()=> __fprev_place),
         );
+        let (rhs, update, term) = match e {
+            Expr::Binary(b) => {
+                let op = &b.op;
+                let probes = self.probes(&r, &quote!(*#p));
+                (&*b.right, quote!(#op), quote!(#f.term(#probes);))
+            }
+            // `place = place + e`: the term is not apart from the sum.
+            Expr::Assign(a) => (&*a.right, quote!(=), quote!(#f.term(None, None);)),
+            _ => return e.clone(),
+        };
         syn::parse_quote_spanned! {e.span()=>
             {
                 let #r = #rhs;
                 let #p = &mut #place;
                 #f.add(&*#p as *const _);
                 *#p #update #r;
+                #term
             }
         }
     }
