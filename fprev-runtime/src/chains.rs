@@ -196,6 +196,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::needless_borrow)] // the `&` picks the impl, as in generated code
     fn exact_values() {
         assert_eq!(
             (&Probe(&3.0f64)).__fprev_value(),

@@ -202,6 +202,9 @@ impl ChainStats {
     /// the terms add up to less than `2^p`: then every order gives the same sum.
     #[inline(always)]
     pub fn term(&mut self, term: Option<(f64, f64)>, sum: Option<(f64, f64)>) {
+        if self.inexact {
+            return;
+        }
         match (term, sum) {
             (Some((t, limit)), Some((s, _))) => {
                 self.checked = true;

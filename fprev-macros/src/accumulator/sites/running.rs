@@ -4,8 +4,10 @@
 //! the order of the additions is what the code means, not a rounding choice the
 //! compiler or a library might make, so the report ranks such sites below reorderable
 //! reductions. A variable is a running value when, inside a loop (its condition
-//! included) that updates it, its name appears more often than the updates themselves
-//! account for (`s` on the left of `s += e`, and the `s` of `s = s + e`).
+//! included) that updates it and that it is declared outside of, its name appears more
+//! often than the updates themselves account for (`s` on the left of `s += e`, and the
+//! `s` of `s = s + e`). A variable declared inside the loop (the `acc` of a matrix
+//! product, read after its inner loop) is a fresh reduction per iteration.
 
 use std::collections::{HashMap, HashSet};
 
@@ -36,7 +38,11 @@ impl Loops<'_> {
             p(&mut uses);
         }
         for (name, own) in &uses.own {
-            if self.vars.contains_key(name) && uses.all.get(name).copied().unwrap_or(0) > *own {
+            // A variable declared inside the loop starts over every iteration: the loop
+            // carries nothing through it (`let mut acc = 0.0;` of a matrix product).
+            let fresh = uses.declared.contains(name);
+            let all = uses.all.get(name).copied().unwrap_or(0);
+            if self.vars.contains_key(name) && !fresh && all > *own {
                 self.found.insert(name.clone());
             }
         }
@@ -67,10 +73,17 @@ impl<'ast> Visit<'ast> for Loops<'_> {
 struct Uses {
     all: HashMap<String, usize>,
     own: HashMap<String, usize>,
+    declared: HashSet<String>,
 }
 
 impl<'ast> Visit<'ast> for Uses {
     fn visit_item(&mut self, _: &'ast syn::Item) {}
+    fn visit_local(&mut self, l: &'ast syn::Local) {
+        let mut names = Vec::new();
+        super::bound_names(&l.pat, &mut names);
+        self.declared.extend(names.into_iter().map(|(n, _)| n));
+        visit::visit_local(self, l);
+    }
     fn visit_expr(&mut self, e: &'ast Expr) {
         if let Some(name) = ident_of(e) {
             *self.all.entry(name).or_default() += 1;
