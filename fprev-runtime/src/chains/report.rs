@@ -42,6 +42,27 @@ impl fmt::Display for Shape {
 }
 
 /// Whether a site's summation order can change its result, which ranks it in the report.
+///
+/// ```
+/// use fprev::chains::Order;
+///
+/// #[fprev::accumulator]
+/// fn count_and_sum(x: &[f64]) -> (f64, f64) {
+///     let mut n = 0.0;
+///     let mut s = 0.0;
+///     for v in x {
+///         n += 1.0;
+///         s += v;
+///     }
+///     (n, s)
+/// }
+///
+/// count_and_sum(&[0.1, 0.2, 0.3]);
+/// let report = fprev::chains::report();
+/// // The reduction first; the counter, which no order can change, after it.
+/// let orders: Vec<Order> = report.sites.iter().map(|s| s.order).collect();
+/// assert_eq!(orders, [Order::Reorderable, Order::ExactInteger]);
+/// ```
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Order {
