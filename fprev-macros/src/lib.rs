@@ -209,8 +209,11 @@ pub fn scramble(args: TokenStream, item: TokenStream) -> TokenStream {
 /// `#[accumulator(reveal(op = "sum" | "dot" | "gemv" | "gemm", sizes = [..], dtype = f32))]`
 /// also registers the function (see `fprev::registry` for the signature each op needs);
 /// `fprev::check_registered()` then reveals and pins its order. `dtype` is needed only
-/// for a function generic over its float type. `crate = "path"` names the `fprev` crate
-/// when it is renamed.
+/// for a function generic over its float type. An associated function (in an `impl`, or
+/// a provided `trait` method) is named by its path from the module:
+/// `reveal(.., path = "MyType::total")` or `path = "<MyType as Stats>::mean"`; one that
+/// names `Self` without it is an error that says so. `crate = "path"` names the `fprev`
+/// crate when it is renamed.
 ///
 /// ```compile_fail
 /// // A dot product takes two slices: the wrong signature is a compile error.

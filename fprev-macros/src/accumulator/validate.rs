@@ -119,17 +119,18 @@ pub fn validate(args: Args, item: &syn::ItemFn) -> syn::Result<Plan> {
                 recv,
                 "a registered function cannot take `self`: register a free function that calls the method",
             ));
-        } else if let Some(at) = names_self(item.to_token_stream()) {
-            errors.push(syn::Error::new(
-                at,
-                format!(
-                    "a registered function must be a free function, and this one names `Self` \
-                     (it sits in an `impl` or a `trait`): keep `#[accumulator]` here without \
-                     `reveal(..)` and register a free function that calls it, such as \
-                     `#[fprev::accumulator(reveal(..))] fn {0}_probe(x: &[f64]) -> f64 {{ MyType::{0}(x) }}`",
-                    sig.ident
-                ),
-            ));
+        } else if r.path.is_none() {
+            if let Some(at) = names_self(item.to_token_stream()) {
+                errors.push(syn::Error::new(
+                    at,
+                    format!(
+                        "this function names `Self`, so it sits in an `impl` or a `trait`, where \
+                         a registration cannot name it by itself: add its path from the module, \
+                         `reveal(.., path = \"MyType::{0}\")` (or `\"<MyType as MyTrait>::{0}\"`)",
+                        sig.ident
+                    ),
+                ));
+            }
         }
         if let Some(op) = op {
             let n = sig.inputs.len();
@@ -164,9 +165,11 @@ pub fn validate(args: Args, item: &syn::ItemFn) -> syn::Result<Plan> {
             ));
         }
         let ident = &sig.ident;
-        let function = match (&dtype, types.len()) {
-            (Some(d), 1) => quote_spanned!(ident.span()=> #ident::<#d>),
-            _ => quote!(#ident),
+        let function = match (&r.path, &dtype, types.len()) {
+            (Some((p, span)), Some(d), 1) => quote_spanned!(*span=> #p::<#d>),
+            (Some((p, span)), _, _) => quote_spanned!(*span=> #p),
+            (None, Some(d), 1) => quote_spanned!(ident.span()=> #ident::<#d>),
+            (None, _, _) => quote!(#ident),
         };
         if let Some(op) = op {
             registration = Some(Registration {

@@ -1,6 +1,6 @@
 // Registration names its function by a path from the module: an associated function
 // (one that names `Self`, in an `impl` or a provided `trait` method) gets told to
-// register a free function instead; the item is still emitted.
+// name it with `path = "..."`; the item is still emitted.
 trait Stats {
     #[fprev::accumulator(reveal(op = "sum", sizes = [8]))]
     fn mean_of_vector(x: &[f64]) -> f64 {

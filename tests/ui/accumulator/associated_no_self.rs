@@ -1,6 +1,6 @@
 // An associated function that does not name `Self` cannot be told apart from a free one
 // by the attribute: its registration names it by a path from the module, which rustc
-// does not find. Register a free function that calls it instead.
+// does not find: the fix is `reveal(.., path = "V::total")`.
 struct V;
 
 impl V {
