@@ -138,7 +138,11 @@ fn valid_forms_left_valid() {
 fn registration_by_path() {
     // An associated function: registered by the path given, from inside its body.
     insta::assert_snapshot!(expand(
-        quote!(reveal(op = "sum", sizes = [4], path = "<Data as Stats>::mean")),
+        quote!(reveal(
+            op = "sum",
+            sizes = [4],
+            path = "<Data as Stats>::mean"
+        )),
         quote! {
             fn mean(x: &[f64]) -> f64 {
                 x.iter().sum::<f64>() / Self::len_of(x)
