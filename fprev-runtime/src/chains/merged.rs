@@ -9,8 +9,8 @@
 //! report of them all. A run is told apart from the next by its parent process (cargo):
 //! counts left by another parent are replaced, not added to.
 //!
-//! `<target>` is `$CARGO_TARGET_DIR` when set, else found from the binary's path
-//! (`target/debug/deps/name-hash` gives `target`).
+//! `<target>` is `$CARGO_TARGET_DIR` when set to an absolute path, else found from the
+//! binary's path (`target/debug/deps/name-hash` gives `target`).
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -23,8 +23,12 @@ use super::site::SiteKind;
 
 /// The directory holding the merged report, if one can be found.
 pub fn directory() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR").filter(|d| !d.is_empty()) {
-        return Some(PathBuf::from(dir).join("fprev"));
+    // A relative `CARGO_TARGET_DIR` is relative to where cargo ran, not to the test's
+    // working directory (its package): then the binary's path says more.
+    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from) {
+        if dir.is_absolute() {
+            return Some(dir.join("fprev"));
+        }
     }
     let exe = std::env::current_exe().ok()?;
     let bins = exe.ancestors().find(|a| {
