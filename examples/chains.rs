@@ -39,6 +39,21 @@ fn matmul(m: usize, n: usize, k: usize, a: &[f32], b: &[f32]) -> Vec<f32> {
     c
 }
 
+/// A prefix sum and a float counter: listed last, since no order changes the counter and
+/// the order of a running value is its meaning.
+#[fprev::accumulator]
+fn cumsum(x: &[f64]) -> (Vec<f64>, f64) {
+    let mut out = Vec::with_capacity(x.len());
+    let mut s = 0.0;
+    let mut n = 0.0;
+    for v in x {
+        s += v;
+        n += 1.0;
+        out.push(s);
+    }
+    (out, n)
+}
+
 fn main() {
     let x: Vec<f64> = (0..10_000).map(|i| (i as f64).sin()).collect();
     let y: Vec<f32> = (0..8192).map(|i| (i as f32).cos()).collect();
@@ -47,5 +62,6 @@ fn main() {
     }
     std::hint::black_box(dot_lanes(&y, &y));
     std::hint::black_box(matmul(32, 32, 256, &y[..32 * 256], &y[..256 * 32]));
+    std::hint::black_box(cumsum(&x[..1000]));
     print!("{}", fprev::chains::report());
 }

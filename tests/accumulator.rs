@@ -308,3 +308,166 @@ fn method_with_self() {
         (SiteKind::Place, 12, 2)
     );
 }
+
+// Valid code the rewrite once rejected or changed (issue 14, item 9).
+
+#[fprev::accumulator]
+#[allow(unused_mut)]
+fn cfg_let(x: &[f64]) -> f64 {
+    #[cfg(any())]
+    let mut s = 0.0;
+    #[cfg(not(any()))]
+    let mut s = 1.0;
+    for v in x {
+        s += v;
+    }
+    s
+}
+
+#[test]
+fn cfg_on_an_accumulator_let() {
+    assert_eq!(cfg_let(&[1.0, 2.0]), 4.0);
+}
+
+#[fprev::accumulator]
+fn constant_contexts(x: &[f64]) -> f64 {
+    const N: usize = 2;
+    let lanes = [0.0; {
+        let mut n = 0;
+        n += N;
+        n
+    }];
+    let k = const {
+        let mut k = 1usize;
+        k += 1;
+        k
+    };
+    let mut s = lanes[0] + lanes[1];
+    for v in x.iter().take(k) {
+        s += v;
+    }
+    s
+}
+
+#[test]
+fn no_counting_in_constant_contexts() {
+    assert_eq!(constant_contexts(&[1.0, 2.0, 4.0]), 3.0);
+}
+
+/// A non-`Copy` value with an inherent `sum(&self)`: `(n).sum()` borrows it.
+struct Bag(Vec<f64>);
+
+impl Bag {
+    fn sum(&self) -> f64 {
+        self.0.iter().copied().sum()
+    }
+}
+
+#[fprev::accumulator]
+#[allow(unused_parens)]
+fn bag_twice(n: Bag) -> f64 {
+    let a = (n).sum();
+    let b = n.sum();
+    a + b
+}
+
+#[test]
+fn inherent_sum_on_a_parenthesised_place() {
+    assert_eq!(bag_twice(Bag(vec![1.0, 2.0])), 6.0);
+}
+
+/// A collection whose `IndexMut` grows it (and whose `Index` panics past the end): the
+/// plain `c[i] += e` calls `index_mut` once and never `index`.
+struct Growing(Vec<f64>, std::cell::Cell<usize>);
+
+impl std::ops::Index<usize> for Growing {
+    type Output = f64;
+    fn index(&self, i: usize) -> &f64 {
+        self.1.set(self.1.get() + 1);
+        &self.0[i]
+    }
+}
+
+impl std::ops::IndexMut<usize> for Growing {
+    fn index_mut(&mut self, i: usize) -> &mut f64 {
+        if i >= self.0.len() {
+            self.0.resize(i + 1, 0.0);
+        }
+        &mut self.0[i]
+    }
+}
+
+#[fprev::accumulator]
+fn grow(c: &mut Growing, x: &[f64]) {
+    for (i, v) in x.iter().enumerate() {
+        c[i] += v;
+        c[i] -= 0.5;
+        c[0] += c[i];
+    }
+}
+
+#[test]
+fn place_sites_go_through_index_mut_once() {
+    let mut c = Growing(Vec::new(), std::cell::Cell::new(0));
+    grow(&mut c, &[1.0, 2.0, 3.0]);
+    let mut plain = Growing(Vec::new(), std::cell::Cell::new(0));
+    for (i, v) in [1.0, 2.0, 3.0].iter().enumerate() {
+        plain[i] += v;
+        plain[i] -= 0.5;
+        plain[0] += plain[i];
+    }
+    assert_eq!(c.0, plain.0);
+    // `Index::index` only where the code reads (`c[i]` on the right): 3 times.
+    assert_eq!((c.1.get(), plain.1.get()), (3, 3));
+    let rep = report();
+    assert!(rep.site("grow").is_some(), "{rep}");
+}
+
+// The report ranks what matters (issue 14, item 7).
+
+#[fprev::accumulator]
+fn ranked(x: &[f64], out: &mut [f64]) -> (f64, f64, f64, f64) {
+    let mut count = 0.0;
+    let mut s = 0.0;
+    let mut running = 0.0;
+    for (i, v) in x.iter().enumerate() {
+        count += 1.0;
+        s += v;
+        running += v;
+        out[i] = running;
+    }
+    let folded = x.iter().fold(0.0, std::ops::Add::add);
+    (count, s, running, folded)
+}
+
+#[test]
+fn counters_and_running_values_rank_below_reductions() {
+    use fprev::chains::Order;
+    let x: Vec<f64> = (0..64).map(|i| 0.1 * i as f64).collect();
+    let mut out = vec![0.0; 64];
+    let (count, s, running, folded) = ranked(&x, &mut out);
+    assert_eq!((count, s.to_bits()), (64.0, running.to_bits()));
+    assert!((folded - s).abs() < 1e-9);
+    let rep = report();
+    let order_of = |text: &str| {
+        let site = rep.sites.iter().find(|s| s.expr == text);
+        site.unwrap_or_else(|| panic!("no site `{text}` in\n{rep}"))
+            .order
+    };
+    assert_eq!(order_of("count += 1.0"), Order::ExactInteger);
+    assert_eq!(order_of("s += v"), Order::Reorderable);
+    assert_eq!(order_of("running += v"), Order::RunningValue);
+    assert_eq!(
+        order_of("x.iter().fold(0.0, std::ops::Add::add)"),
+        Order::Reorderable
+    );
+    // Reorderable sites come first, whatever their chain lengths.
+    let first_other = rep.sites.iter().position(|s| s.order != Order::Reorderable);
+    assert!(rep.sites[first_other.unwrap()..]
+        .iter()
+        .all(|s| s.order != Order::Reorderable));
+    // One line per site.
+    let text = rep.to_string();
+    assert_eq!(text.lines().count(), rep.sites.len() + 2, "{text}");
+    assert!(text.contains("`running += v` (variable) [running value: order is meaning]"));
+}

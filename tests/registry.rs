@@ -70,6 +70,65 @@ fn flaky_sum(x: &[f32]) -> f32 {
     }
 }
 
+/// Associated functions register with their path from the module (issue 14, item 8).
+mod methods {
+    pub struct Data;
+
+    impl Data {
+        #[fprev::accumulator(reveal(op = "sum", sizes = [4], path = "Data::total"))]
+        pub fn total(x: &[f32]) -> f32 {
+            let mut s = 0.0;
+            for v in x.iter().rev() {
+                s += v;
+            }
+            s
+        }
+    }
+
+    pub trait Stats {
+        fn len_of(x: &[f64]) -> f64;
+
+        /// A provided method, registered for one implementer.
+        #[fprev::accumulator(reveal(op = "sum", sizes = [4], path = "<Data as Stats>::mean"))]
+        fn mean(x: &[f64]) -> f64 {
+            let mut s = 0.0;
+            for v in x {
+                s += v;
+            }
+            s / Self::len_of(x)
+        }
+    }
+
+    impl Stats for Data {
+        fn len_of(_: &[f64]) -> f64 {
+            1.0
+        }
+    }
+}
+
+#[test]
+fn associated_functions_register_with_their_path() {
+    use methods::Stats as _;
+    assert_eq!(methods::Data::total(&[1.0, 2.0]), 3.0);
+    assert_eq!(methods::Data::mean(&[1.0, 2.0]), 3.0);
+    let regs = fprev::registered();
+    let tree = |n: &str| {
+        let r = regs
+            .iter()
+            .find(|r| r.name == format!("registry::methods::{n}"));
+        let r = r.unwrap_or_else(|| panic!("{n} not registered: {regs:?}"));
+        r.reveal(4, 0).unwrap().to_string()
+    };
+    assert_eq!(
+        tree("total"),
+        "(((3+2)+1)+0)"
+            .parse::<fprev::SumTree>()
+            .unwrap()
+            .to_string()
+    );
+    assert_eq!(tree("mean"), "(((0+1)+2)+3)");
+}
+
 fn scratch(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("fprev-registry-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -191,7 +250,7 @@ fn all_pin_in_a_fresh_directory() {
     let err = s.unwrap_err();
     // Everything but the flaky function pins.
     assert_eq!(err.problems.len(), 1, "{err}");
-    assert_eq!(err.summary.orders.len(), 6);
+    assert_eq!(err.summary.orders.len(), 8);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

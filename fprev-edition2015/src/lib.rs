@@ -56,3 +56,32 @@ mod tests {
         );
     }
 }
+
+/// Closures that add into the function's accumulators: before edition 2021 a closure
+/// captures whole variables, so each counter must be a local of its own.
+#[fprev::accumulator]
+pub fn closures_2015(v: &[f64]) -> (f64, f64) {
+    let mut s = 0.0;
+    let mut t = 0.0;
+    {
+        // Two closures alive at once, each adding into its own accumulator.
+        let mut add_s = |x: f64| s += x;
+        let mut add_t = |x: f64| t += x * 2.0;
+        for x in v {
+            add_s(*x);
+            add_t(*x);
+        }
+    }
+    s += t;
+    (s, t)
+}
+
+#[cfg(test)]
+mod closure_tests {
+    #[test]
+    fn accumulating_closures_compile_and_count() {
+        assert_eq!(super::closures_2015(&[1.0, 2.0]), (9.0, 6.0));
+        let report = fprev::chains::report();
+        assert!(report.site("closures_2015").is_some(), "{}", report);
+    }
+}

@@ -179,33 +179,41 @@ pub fn scramble(args: TokenStream, item: TokenStream) -> TokenStream {
 ///     static __FPREV_SITES: [Site; 1] = [Site::new(
 ///         concat!(module_path!(), "::", "dot"), file!(), 4u32, 9u32,
 ///         "s += a[i] * b[i]", SiteKind::Variable)];
-///     struct __FprevFrame { c0: u64, s0: ChainStats }
-///     impl Drop for __FprevFrame {
-///         fn drop(&mut self) { self.s0.finish(&mut self.c0, &__FPREV_SITES[0]); }
-///     }
-///     let mut __fprev = __FprevFrame { c0: 0, s0: ChainStats::default() };
+///     let mut __fprev_v0 = VarChain::new(&__FPREV_SITES[0]); // merged into the site on drop
 ///     let mut s = 0.0;
-///     if is_float(addr_of!(s)) { __fprev.s0.restart(&mut __fprev.c0, 0u64); }
+///     if is_float(addr_of!(s)) { __fprev_v0.restart(0u64); }
 ///     for i in 0..a.len() {
-///         { s += a[i] * b[i]; if is_float(addr_of!(s)) { __fprev.c0 += 1 + 0u64; } }
+///         {
+///             let __fprev_rhs = a[i] * b[i];
+///             s += __fprev_rhs;
+///             if is_float(addr_of!(s)) {
+///                 __fprev_v0.c += 1 + 0u64;
+///                 // whole-number terms and sums below 2^p: an exact counter
+///                 __fprev_v0.term(probe(&__fprev_rhs), probe(&s));
+///             }
+///         }
 ///     }
 ///     s
 /// }
 /// ```
 ///
-/// The counters are plain locals while the function runs and are merged into the site's
-/// atomics once, when the frame drops (returns, early returns, `?` and unwinding alike).
-/// A closure gets a frame of its own for what it declares, so a `Fn + Sync` closure
-/// (rayon) stays one. Not rewritten: nested items, `move` closures, `async` blocks and
-/// macro invocations.
+/// The counters are plain locals while the function runs, one per site, and are merged
+/// into the site's atomics once, when they drop (returns, early returns, `?` and
+/// unwinding alike). A closure captures the counter of each variable it captures, as it
+/// captures the variable (so edition-2015/2018 closures borrow nothing more), and counts
+/// what it declares in counters of its own, so a `Fn + Sync` closure (rayon) stays one.
+/// Not rewritten: nested items, `move` closures, `async` blocks and macro invocations.
 ///
 /// # Registration
 ///
 /// `#[accumulator(reveal(op = "sum" | "dot" | "gemv" | "gemm", sizes = [..], dtype = f32))]`
 /// also registers the function (see `fprev::registry` for the signature each op needs);
 /// `fprev::check_registered()` then reveals and pins its order. `dtype` is needed only
-/// for a function generic over its float type. `crate = "path"` names the `fprev` crate
-/// when it is renamed.
+/// for a function generic over its float type. An associated function (in an `impl`, or
+/// a provided `trait` method) is named by its path from the module:
+/// `reveal(.., path = "MyType::total")` or `path = "<MyType as Stats>::mean"`; one that
+/// names `Self` without it is an error that says so. `crate = "path"` names the `fprev`
+/// crate when it is renamed.
 ///
 /// ```compile_fail
 /// // A dot product takes two slices: the wrong signature is a compile error.

@@ -33,16 +33,20 @@
 //! handler the first time a site records, which runs after `main` (and after the test
 //! harness) returns or calls `std::process::exit`.
 
+mod merged;
 mod report;
 mod site;
 mod tracked;
 
-pub use report::{report, ChainReport, Shape, SiteReport, HISTOGRAM_BUCKETS};
+pub use report::{report, ChainReport, Order, Shape, SiteReport, HISTOGRAM_BUCKETS};
 pub use site::{Site, SiteKind};
 pub use tracked::Tracked;
 
 /// Environment variable: when `1`, the chain report is printed on standard error at
-/// process exit. Default: unset (nothing printed). Read at run time, on the first record.
+/// process exit, and merged with those of the other processes of the same run (the test
+/// binaries of one `cargo test`) into `<target>/fprev/chains.txt`, the record of the whole
+/// run (found from `$CARGO_TARGET_DIR` or the binary's path). Default: unset (nothing
+/// printed or written). Read at run time, on the first record.
 pub const FPREV_CHAINS: &str = "FPREV_CHAINS";
 
 /// Forget every count recorded so far (for tests that compare reports).
@@ -60,7 +64,9 @@ pub fn reset() {
 /// Not public API. Used by generated code.
 #[doc(hidden)]
 pub mod private {
-    pub use super::site::{ChainStats, CountingIter, PlaceChains, Site, SiteKind};
+    pub use super::site::{
+        ChainStats, CountingIter, PlaceChain, PlaceChains, Site, SiteKind, VarChain,
+    };
 
     /// Not public API. Used by generated code.
     pub use super::tracked::Tracked;
@@ -87,6 +93,53 @@ pub mod private {
             name,
             "f32" | "f64" | "half::binary16::f16" | "half::bfloat::bf16" | "mut f32" | "mut f64"
         )
+    }
+
+    /// A value looked at by [`ExactValue`] / [`ExactFallback`] (autoref dispatch: the
+    /// concrete float types give their value, anything else, generic code included,
+    /// gives `None`).
+    pub struct Probe<'a, T: ?Sized>(pub &'a T);
+
+    /// Not public API. Used by generated code.
+    pub trait ExactValue {
+        /// The value and `2^p` of its type.
+        fn __fprev_value(&self) -> Option<(f64, f64)>;
+    }
+
+    macro_rules! exact_value {
+        ($($t:ty => $p:expr, $to:expr;)*) => {$(
+            impl ExactValue for Probe<'_, $t> {
+                #[inline(always)]
+                fn __fprev_value(&self) -> Option<(f64, f64)> {
+                    let to: fn(&$t) -> f64 = $to;
+                    Some((to(self.0), $p))
+                }
+            }
+        )*};
+    }
+
+    exact_value! {
+        f64 => 9007199254740992.0, |x| *x;
+        f32 => 16777216.0, |x| f64::from(*x);
+        half::f16 => 2048.0, |x| x.to_f64();
+        half::bf16 => 256.0, |x| x.to_f64();
+        &f64 => 9007199254740992.0, |x| **x;
+        &f32 => 16777216.0, |x| f64::from(**x);
+        &mut f64 => 9007199254740992.0, |x| **x;
+        &mut f32 => 16777216.0, |x| f64::from(**x);
+    }
+
+    /// Not public API. Used by generated code.
+    pub trait ExactFallback {
+        /// Nothing to look at.
+        fn __fprev_value(&self) -> Option<(f64, f64)>;
+    }
+
+    impl<T: ?Sized> ExactFallback for &Probe<'_, T> {
+        #[inline(always)]
+        fn __fprev_value(&self) -> Option<(f64, f64)> {
+            None
+        }
     }
 
     /// Autoref dispatch for `.sum()` / `.fold(..)` receivers: an iterator is wrapped in a
@@ -140,5 +193,16 @@ mod tests {
         assert!(is_float_type::<&f64>());
         assert!(!is_float(&1i32 as *const i32));
         assert!(!is_float(&String::new() as *const String));
+    }
+
+    #[test]
+    #[allow(clippy::needless_borrow)] // the `&` picks the impl, as in generated code
+    fn exact_values() {
+        assert_eq!(
+            (&Probe(&3.0f64)).__fprev_value(),
+            Some((3.0, 9007199254740992.0))
+        );
+        assert_eq!((&Probe(&&2.5f32)).__fprev_value(), Some((2.5, 16777216.0)));
+        assert_eq!((&Probe(&7i32)).__fprev_value(), None);
     }
 }

@@ -11,6 +11,7 @@ mod kw {
     syn::custom_keyword!(op);
     syn::custom_keyword!(sizes);
     syn::custom_keyword!(dtype);
+    syn::custom_keyword!(path);
 }
 
 /// The operation a registration probes.
@@ -72,6 +73,9 @@ pub struct RevealArgs {
     pub op: Option<(Op, Span)>,
     pub sizes: Option<(Vec<syn::LitInt>, Span)>,
     pub dtype: Option<syn::Ident>,
+    /// `path = "Type::method"`: the function as named from its module (an associated
+    /// function, which the attribute cannot name by itself).
+    pub path: Option<(syn::ExprPath, Span)>,
 }
 
 /// Everything between the attribute's parentheses.
@@ -102,6 +106,7 @@ pub fn parse(tokens: TokenStream) -> syn::Result<Args> {
                 op: None,
                 sizes: None,
                 dtype: None,
+                path: None,
             };
             meta.parse_nested_meta(|inner| {
                 if inner.path.is_ident("op") {
@@ -131,12 +136,23 @@ pub fn parse(tokens: TokenStream) -> syn::Result<Args> {
                     }
                     r.sizes = Some((sizes, arr.span()));
                     Ok(())
+                } else if inner.path.is_ident("path") {
+                    let s: syn::LitStr = inner.value()?.parse()?;
+                    match s.parse::<syn::ExprPath>() {
+                        Ok(p) => r.path = Some((p, s.span())),
+                        Err(_) => push(syn::Error::new(
+                            s.span(),
+                            "expected the function's path, such as `path = \"MyType::total\"` \
+                             or `path = \"<MyType as Stats>::mean\"`",
+                        )),
+                    }
+                    Ok(())
                 } else if inner.path.is_ident("dtype") {
                     r.dtype = Some(inner.value()?.parse()?);
                     Ok(())
                 } else {
                     Err(inner.error(
-                        "unknown reveal option: use `op = \"...\"`, `sizes = [..]` or `dtype = f32`",
+                        "unknown reveal option: use `op = \"...\"`, `sizes = [..]`, `dtype = f32` or `path = \"Type::f\"`",
                     ))
                 }
             })?;

@@ -2,11 +2,11 @@
 //! and the registration.
 
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{quote, quote_spanned};
 use syn::visit_mut::VisitMut;
 
 use super::args::Op;
-use super::sites::{Collector, Kind, Rewriter, Scope, Site};
+use super::sites::{place_counter, var_counter, Collector, Kind, Rewriter, Scope};
 use super::validate::{Plan, Registration};
 
 /// Rewrite `item` according to `plan`. Returns the errors found in the body (`#[acc]`
@@ -15,6 +15,9 @@ pub fn expand(plan: &Plan, mut item: syn::ItemFn) -> (TokenStream, Option<syn::E
     let krate = &plan.krate;
     let mut collector = Collector::new();
     collector.visit_block_mut(&mut item.block);
+    for name in super::sites::running(&item.block, &collector.vars) {
+        collector.sites[collector.vars[&name]].running = true;
+    }
     let errors = collector.errors.into_iter().reduce(|mut a, b| {
         a.combine(b);
         a
@@ -25,8 +28,7 @@ pub fn expand(plan: &Plan, mut item: syn::ItemFn) -> (TokenStream, Option<syn::E
         sites: collector.sites,
         vars: collector.vars,
         statics: statics.clone(),
-        scopes: vec![Scope::new(0, None)],
-        frames: 0,
+        scopes: vec![Scope::new(None)],
     };
     rw.visit_block_mut(&mut item.block);
     let sites = rw.sites;
@@ -48,12 +50,13 @@ pub fn expand(plan: &Plan, mut item: syn::ItemFn) -> (TokenStream, Option<syn::E
                 quote_spanned!(s.span=> #at::__private::core::line!()),
                 quote_spanned!(s.span=> #at::__private::core::column!()),
             );
+            let running = s.running.then(|| quote!(.running_value()));
             quote! {
                 #krate::__private::chains::Site::new(
                     #krate::__private::core::concat!(#krate::__private::core::module_path!(), "::", #fn_name),
                     #krate::__private::core::file!(), #line, #column, #text,
                     #krate::__private::chains::SiteKind::#kind,
-                )
+                ) #running
             }
         });
         prelude.extend(quote! {
@@ -61,8 +64,14 @@ pub fn expand(plan: &Plan, mut item: syn::ItemFn) -> (TokenStream, Option<syn::E
             static #statics: [#krate::__private::chains::Site; #n] = [#(#entries),*];
         });
         if !root.is_empty() {
-            prelude.extend(frame_decl(krate, &statics, &sites, &root));
+            prelude.extend(frame_decl(krate, &statics, &root));
         }
+    }
+    // The registration goes inside the body: valid wherever a function is (a `const _`
+    // beside an associated function is not), and there its path from the module still
+    // names a free function.
+    if let Some(r) = &plan.registration {
+        prelude.extend(register(krate, &item.sig.ident, r));
     }
     if !prelude.is_empty() {
         let block = &item.block;
@@ -71,55 +80,27 @@ pub fn expand(plan: &Plan, mut item: syn::ItemFn) -> (TokenStream, Option<syn::E
             { #prelude #(#stmts)* }
         };
     }
-    let registration = plan
-        .registration
-        .as_ref()
-        .map(|r| register(krate, &item.sig.ident, r));
-    (quote!(#item #registration), errors)
+    (quote!(#item), errors)
 }
 
-/// A frame: its struct (one field per counter), the `Drop` that merges the counters into
-/// the sites, and the local holding it.
-pub fn frame_decl(
-    krate: &TokenStream,
-    statics: &syn::Ident,
-    sites: &[Site],
-    scope: &Scope,
-) -> TokenStream {
-    let mut fields = Vec::new();
-    let mut inits = Vec::new();
-    let mut finish = Vec::new();
-    for (k, site) in sites.iter().enumerate() {
-        let st = format_ident!("s{}", k);
-        if site.kind == Kind::Variable && scope.vars.contains(&k) {
-            let c = format_ident!("c{}", k);
-            fields.push(quote!(#c: u64, #st: #krate::__private::chains::ChainStats));
-            inits.push(quote!(#c: 0, #st: #krate::__private::chains::ChainStats::default()));
-            finish.push(quote!(self.#st.finish(&mut self.#c, &#statics[#k]);));
-        } else if site.kind == Kind::Place && scope.places.contains(&k) {
-            let p = format_ident!("p{}", k);
-            fields.push(quote!(
-                #p: #krate::__private::chains::PlaceChains,
-                #st: #krate::__private::chains::ChainStats
-            ));
-            inits.push(quote!(
-                #p: #krate::__private::chains::PlaceChains::default(),
-                #st: #krate::__private::chains::ChainStats::default()
-            ));
-            finish.push(quote!(self.#st.finish_places(&mut self.#p, &#statics[#k]);));
+/// A frame's counters: one local per site counted in it, each merged into its site when
+/// dropped (also on early return, `?` and panic).
+pub fn frame_decl(krate: &TokenStream, statics: &syn::Ident, scope: &Scope) -> TokenStream {
+    let vars = scope.vars.iter().map(|&k| {
+        let v = var_counter(k);
+        quote! {
+            #[allow(unused_mut, unused_variables)]
+            let mut #v = #krate::__private::chains::VarChain::new(&#statics[#k]);
         }
-    }
-    let (ty, frame) = (&scope.ty, &scope.ident);
-    quote! {
-        #[allow(non_camel_case_types, non_snake_case)]
-        struct #ty { #(#fields),* }
-        impl #krate::__private::core::ops::Drop for #ty {
-            #[inline]
-            fn drop(&mut self) { #(#finish)* }
+    });
+    let places = scope.places.iter().map(|&k| {
+        let p = place_counter(k);
+        quote! {
+            #[allow(unused_mut, unused_variables)]
+            let mut #p = #krate::__private::chains::PlaceChain::new(&#statics[#k]);
         }
-        #[allow(unused_mut, unused_variables)]
-        let mut #frame = #ty { #(#inits),* };
-    }
+    });
+    quote!(#(#vars)* #(#places)*)
 }
 
 fn register(krate: &TokenStream, ident: &syn::Ident, r: &Registration) -> TokenStream {

@@ -17,9 +17,11 @@
 
 mod collect;
 mod rewrite;
+mod running;
 
 pub use collect::Collector;
-pub use rewrite::{Rewriter, Scope};
+pub use rewrite::{place_counter, var_counter, Rewriter, Scope};
+pub use running::running;
 
 use proc_macro2::Span;
 use quote::ToTokens;
@@ -41,32 +43,69 @@ pub struct Site {
     pub kind: Kind,
     pub span: Span,
     pub text: String,
+    /// A variable read inside the loop that builds it (see [`running`]).
+    pub running: bool,
 }
 
 fn text_of(t: &impl ToTokens) -> String {
     tidy(&t.to_token_stream().to_string())
 }
 
-/// `a [i] . sum ()` -> `a[i].sum()`: the token string with the spaces rustfmt would drop.
+/// `a [i] . sum :: < f64 > ()` -> `a[i].sum::<f64>()`: the token string on one line,
+/// with the spaces rustfmt would drop (around brackets, turbofish angle brackets and
+/// closure parameter bars).
 fn tidy(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let chars: Vec<char> = s.chars().collect();
+    let flat = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let chars: Vec<char> = flat.chars().collect();
+    let mut out = String::with_capacity(flat.len());
+    // Depth inside `::< .. >` (where `<`/`>` are brackets, not comparisons).
+    let mut angle = 0usize;
+    // Inside a closure's parameter list `| .. |`.
+    let mut params = false;
     for (i, &c) in chars.iter().enumerate() {
+        let prev = out.chars().last().unwrap_or(' ');
         if c == ' ' {
-            let prev = out.chars().last().unwrap_or(' ');
             let next = chars.get(i + 1).copied().unwrap_or(' ');
             let glue_before = matches!(next, '[' | '(')
                 && (prev.is_alphanumeric() || matches!(prev, '_' | ')' | ']' | '>'))
-                || matches!(next, ']' | ')' | ',' | '.' | ';' | '?' | ':' if next != ':' || chars.get(i + 2) == Some(&':'));
-            let glue_after =
-                matches!(prev, '[' | '(' | '.' | '&' | '!') || (prev == ':' && out.ends_with("::"));
+                || matches!(next, ']' | ')' | ',' | '.' | ';' | '?' | ':' if next != ':' || chars.get(i + 2) == Some(&':'))
+                || (angle > 0 && matches!(next, '<' | '>'))
+                || (params && next == '|');
+            let glue_after = matches!(prev, '[' | '(' | '.' | '&' | '!')
+                || (prev == ':' && out.ends_with("::"))
+                || (angle > 0 && prev == '<')
+                || (params && prev == '|' && !out.ends_with("| |") && closure_opens(&out));
             if glue_before || glue_after {
                 continue;
             }
         }
+        match c {
+            '<' if out.ends_with("::")
+                || (angle > 0 && (prev.is_alphanumeric() || prev == '_')) =>
+            {
+                angle += 1
+            }
+            '>' if angle > 0 => angle -= 1,
+            '|' if params => params = false,
+            '|' if closure_opens(&format!("{out}|")) => params = true,
+            _ => {}
+        }
         out.push(c);
     }
     out
+}
+
+/// Whether the `|` ending `s` opens a closure's parameters (it follows the start, an
+/// opening bracket, a comma, `=` or `move`, rather than an operand).
+fn closure_opens(s: &str) -> bool {
+    let Some(before) = s.strip_suffix('|') else {
+        return false;
+    };
+    let before = before.trim_end();
+    before.is_empty()
+        || before.ends_with(['(', '[', '{', ',', '='])
+        || before.ends_with(" move")
+        || before == "move"
 }
 
 /// The identifier of a one-segment path expression (`s`), if that is what `e` is.
@@ -151,11 +190,16 @@ fn expr_attrs_mut(e: &mut Expr) -> Option<&mut Vec<syn::Attribute>> {
 
 /// `.sum()` on a temporary, or `.fold(init, |a, b| a + e)`.
 fn iterator_site(m: &syn::ExprMethodCall) -> bool {
-    let temporary = matches!(
-        &*m.receiver,
-        Expr::MethodCall(_) | Expr::Call(_) | Expr::Paren(_)
-    );
-    if !temporary {
+    /// A value made by a call, which `.sum()` consumes: never a place (`(n).sum()` on a
+    /// named value may be an inherent `sum(&self)` that must not move it).
+    fn temporary(e: &Expr) -> bool {
+        match e {
+            Expr::MethodCall(_) | Expr::Call(_) => true,
+            Expr::Paren(p) => temporary(&p.expr),
+            _ => false,
+        }
+    }
+    if !temporary(&m.receiver) {
         return false;
     }
     if m.method == "sum" && m.args.is_empty() {
@@ -164,8 +208,11 @@ fn iterator_site(m: &syn::ExprMethodCall) -> bool {
     if m.method != "fold" || m.args.len() != 2 {
         return false;
     }
-    let Expr::Closure(c) = &m.args[1] else {
-        return false;
+    let c = match &m.args[1] {
+        Expr::Closure(c) => c,
+        // `Add::add`, `std::ops::Add::add`, `<f64 as Add>::add`, `f64::add`.
+        Expr::Path(p) => return adds_by_path(p),
+        _ => return false,
     };
     let mut names = Vec::new();
     if c.inputs.len() != 2 || !bound_names(&c.inputs[0], &mut names) || names.len() != 1 {
@@ -191,6 +238,24 @@ fn iterator_site(m: &syn::ExprMethodCall) -> bool {
     }
 }
 
+/// A path naming `Add::add`: `Add::add`, `ops::Add::add`, `<T as Add>::add`, `f64::add`.
+fn adds_by_path(p: &syn::ExprPath) -> bool {
+    let segs: Vec<String> = p
+        .path
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
+    let [.., ty, method] = segs.as_slice() else {
+        return false;
+    };
+    let via_trait = match &p.qself {
+        Some(q) => q.position > 0 && segs[q.position - 1] == "Add",
+        None => ty == "Add" || matches!(ty.as_str(), "f32" | "f64" | "f16" | "bf16"),
+    };
+    method == "add" && via_trait
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -198,7 +263,31 @@ mod tests {
         assert_eq!(super::tidy("s += a [i] * b [i]"), "s += a[i] * b[i]");
         assert_eq!(
             super::tidy("row . iter () . map (| x | x * 2.0) . sum :: < f64 > ()"),
-            "row.iter().map(| x | x * 2.0).sum::< f64 >()"
+            "row.iter().map(|x| x * 2.0).sum::<f64>()"
+        );
+        assert_eq!(
+            super::tidy("x . iter ()\n    . fold (0.0 , | a , b | a + b)"),
+            "x.iter().fold(0.0, |a, b| a + b)"
+        );
+        assert_eq!(
+            super::tidy("v . iter () . collect :: < Vec < f64 > > () . len () as f64"),
+            "v.iter().collect::<Vec<f64>>().len() as f64"
+        );
+        assert_eq!(super::tidy("s += a | b"), "s += a | b");
+        for (text, site) in [
+            ("xs.iter().fold(0.0, Add::add)", true),
+            ("xs.iter().fold(0.0, std::ops::Add::add)", true),
+            ("xs.iter().fold(0.0, <f64 as Add>::add)", true),
+            ("xs.iter().copied().fold(0.0, f64::add)", true),
+            ("xs.iter().fold(0.0, Mul::mul)", false),
+            ("xs.iter().fold(0.0, add)", false),
+        ] {
+            let m: syn::ExprMethodCall = syn::parse_str(text).unwrap();
+            assert_eq!(super::iterator_site(&m), site, "{text}");
+        }
+        assert_eq!(
+            super::tidy("s += (a < b) as i32 as f64"),
+            "s += (a < b) as i32 as f64"
         );
     }
 }

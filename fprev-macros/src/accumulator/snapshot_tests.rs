@@ -113,3 +113,40 @@ fn off_is_token_for_token() {
             .to_string()
     );
 }
+
+#[test]
+fn valid_forms_left_valid() {
+    // A `#[cfg]` let takes its counter update along; constant contexts are not entered;
+    // `(n).sum()` on a named value is not a site; a place goes through `IndexMut` once.
+    insta::assert_snapshot!(expand(
+        quote!(),
+        quote! {
+            fn forms(c: &mut Grow, n: Bag) -> f64 {
+                #[cfg(feature = "x")]
+                let mut s = 0.0;
+                let a = [0.0; { let mut k = 0; k += 1; k }];
+                let b = const { let mut k = 1; k += 1; k };
+                c[b] += (n).sum() + a[0];
+                c[0] = c[0] + 1.0;
+                0.0
+            }
+        }
+    ));
+}
+
+#[test]
+fn registration_by_path() {
+    // An associated function: registered by the path given, from inside its body.
+    insta::assert_snapshot!(expand(
+        quote!(reveal(
+            op = "sum",
+            sizes = [4],
+            path = "<Data as Stats>::mean"
+        )),
+        quote! {
+            fn mean(x: &[f64]) -> f64 {
+                x.iter().sum::<f64>() / Self::len_of(x)
+            }
+        }
+    ));
+}

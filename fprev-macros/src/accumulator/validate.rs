@@ -1,7 +1,7 @@
 //! Checking the arguments against the annotated function, before any code is generated.
 
 use proc_macro2::TokenStream;
-use quote::{quote, quote_spanned};
+use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 
 use super::args::{Args, Op};
@@ -21,6 +21,16 @@ pub struct Plan {
     /// Path of the facade (`::fprev` unless `crate = "..."`).
     pub krate: TokenStream,
     pub registration: Option<Registration>,
+}
+
+/// Where `Self` first appears in `tokens`, if it does (then the function is an
+/// associated one, which a registration cannot name by a path from its module).
+fn names_self(tokens: TokenStream) -> Option<proc_macro2::Span> {
+    tokens.into_iter().find_map(|t| match t {
+        proc_macro2::TokenTree::Ident(i) if i == "Self" => Some(i.span()),
+        proc_macro2::TokenTree::Group(g) => names_self(g.stream()),
+        _ => None,
+    })
 }
 
 fn dtype_tokens(krate: &TokenStream, d: &syn::Ident) -> Option<TokenStream> {
@@ -109,6 +119,18 @@ pub fn validate(args: Args, item: &syn::ItemFn) -> syn::Result<Plan> {
                 recv,
                 "a registered function cannot take `self`: register a free function that calls the method",
             ));
+        } else if r.path.is_none() {
+            if let Some(at) = names_self(item.to_token_stream()) {
+                errors.push(syn::Error::new(
+                    at,
+                    format!(
+                        "this function names `Self`, so it sits in an `impl` or a `trait`, where \
+                         a registration cannot name it by itself: add its path from the module, \
+                         `reveal(.., path = \"MyType::{0}\")` (or `\"<MyType as MyTrait>::{0}\"`)",
+                        sig.ident
+                    ),
+                ));
+            }
         }
         if let Some(op) = op {
             let n = sig.inputs.len();
@@ -143,9 +165,11 @@ pub fn validate(args: Args, item: &syn::ItemFn) -> syn::Result<Plan> {
             ));
         }
         let ident = &sig.ident;
-        let function = match (&dtype, types.len()) {
-            (Some(d), 1) => quote_spanned!(ident.span()=> #ident::<#d>),
-            _ => quote!(#ident),
+        let function = match (&r.path, &dtype, types.len()) {
+            (Some((p, span)), Some(d), 1) => quote_spanned!(*span=> #p::<#d>),
+            (Some((p, span)), _, _) => quote_spanned!(*span=> #p),
+            (None, Some(d), 1) => quote_spanned!(ident.span()=> #ident::<#d>),
+            (None, _, _) => quote!(#ident),
         };
         if let Some(op) = op {
             registration = Some(Registration {

@@ -330,6 +330,11 @@ fn process_json(entries: &[Entry]) -> String {
         j.key("adds").u64(c.adds);
         j.key("executions").u64(c.executions);
         j.key("shape").str(&c.shape.to_string());
+        j.key("order").str(match c.order {
+            crate::chains::Order::ExactInteger => "exact integer",
+            crate::chains::Order::RunningValue => "running value",
+            _ => "reorderable",
+        });
         j.end_object();
     }
     j.end_array();

@@ -41,6 +41,52 @@ impl fmt::Display for Shape {
     }
 }
 
+/// Whether a site's summation order can change its result, which ranks it in the report.
+///
+/// ```
+/// use fprev::chains::Order;
+///
+/// #[fprev::accumulator]
+/// fn count_and_sum(x: &[f64]) -> (f64, f64) {
+///     let mut n = 0.0;
+///     let mut s = 0.0;
+///     for v in x {
+///         n += 1.0;
+///         s += v;
+///     }
+///     (n, s)
+/// }
+///
+/// count_and_sum(&[0.1, 0.2, 0.3]);
+/// let report = fprev::chains::report();
+/// // The reduction first; the counter, which no order can change, after it.
+/// let orders: Vec<Order> = report.sites.iter().map(|s| s.order).collect();
+/// assert_eq!(orders, [Order::Reorderable, Order::ExactInteger]);
+/// ```
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Order {
+    /// A reduction whose terms could be combined in another order, with another
+    /// rounding: what the report is for. Listed first.
+    Reorderable,
+    /// Every term looked at was a whole number and their magnitudes add up to less than
+    /// `2^p` (a float counter such as `i += 1.0`): every order gives the same sum.
+    ExactInteger,
+    /// The value is read inside the loop that builds it (a prefix sum, a running value
+    /// written out): the order is the meaning, not a rounding choice.
+    RunningValue,
+}
+
+impl fmt::Display for Order {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(match self {
+            Order::Reorderable => "reorderable",
+            Order::ExactInteger => "exact integer: order cannot change it",
+            Order::RunningValue => "running value: order is meaning",
+        })
+    }
+}
+
 /// One site's counts.
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq)]
@@ -69,6 +115,8 @@ pub struct SiteReport {
     pub histogram: [u64; HISTOGRAM_BUCKETS],
     /// The guessed shape.
     pub shape: Shape,
+    /// Whether the order can change the result (the report's first sort key).
+    pub order: Order,
 }
 
 impl SiteReport {
@@ -83,7 +131,7 @@ impl SiteReport {
     }
 }
 
-fn classify(adds: u64, chains: u64, executions: u64, max: u64) -> Shape {
+pub(super) fn classify(adds: u64, chains: u64, executions: u64, max: u64) -> Shape {
     let per_call = adds as f64 / executions.max(1) as f64;
     let mean = adds as f64 / chains.max(1) as f64;
     if per_call < 4.0 {
@@ -111,7 +159,8 @@ fn classify(adds: u64, chains: u64, executions: u64, max: u64) -> Shape {
 #[non_exhaustive]
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ChainReport {
-    /// The sites, sorted by longest chain (then by location).
+    /// The sites: reorderable reductions first, then exact integer counters and running
+    /// values (see [`Order`]), each by longest chain (then by location).
     pub sites: Vec<SiteReport>,
 }
 
@@ -123,6 +172,25 @@ impl ChainReport {
             .iter()
             .find(|s| s.function == function || s.function.ends_with(&format!("::{function}")))
     }
+}
+
+/// `1:3 8-15:2 >=32768:1`: the non-empty buckets.
+fn histogram_text(h: &[u64; HISTOGRAM_BUCKETS]) -> String {
+    let parts: Vec<String> = h
+        .iter()
+        .enumerate()
+        .filter(|(_, &c)| c > 0)
+        .map(|(b, c)| {
+            if b + 1 == HISTOGRAM_BUCKETS {
+                format!(">={}:{c}", 1u64 << b)
+            } else if b == 0 {
+                format!("1:{c}")
+            } else {
+                format!("{}-{}:{c}", 1u64 << b, (1u64 << (b + 1)) - 1)
+            }
+        })
+        .collect();
+    parts.join(" ")
 }
 
 /// Snapshot the counts of every site recorded so far.
@@ -149,23 +217,37 @@ pub fn report() -> ChainReport {
                 executions,
                 histogram: std::array::from_fn(|b| s.hist[b].load(Relaxed)),
                 shape: classify(adds, chains, executions, max),
+                order: if s.running {
+                    Order::RunningValue
+                } else if s.checked.load(Relaxed) && !s.inexact.load(Relaxed) {
+                    Order::ExactInteger
+                } else {
+                    Order::Reorderable
+                },
             }
         })
         .filter(|s| s.adds > 0)
         .collect();
+    sort(&mut sites);
+    ChainReport { sites }
+}
+
+/// Reorderable reductions first, then exact counters and running values; longest chain
+/// first within each.
+pub(super) fn sort(sites: &mut [SiteReport]) {
     sites.sort_by(|a, b| {
-        b.max_chain
-            .cmp(&a.max_chain)
+        a.order
+            .cmp(&b.order)
+            .then_with(|| b.max_chain.cmp(&a.max_chain))
             .then_with(|| (a.file, a.line, a.column).cmp(&(b.file, b.line, b.column)))
     });
-    ChainReport { sites }
 }
 
 impl fmt::Display for ChainReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "fprev chains: {} accumulation site(s), longest chain first",
+            "fprev chains: {} accumulation site(s), reorderable reductions first, longest chain first",
             self.sites.len()
         )?;
         writeln!(
@@ -176,7 +258,7 @@ impl fmt::Display for ChainReport {
         for s in &self.sites {
             writeln!(
                 f,
-                "{:>10} {:>11.1} {:>12.1} {:>10}  {:<15}  {} {}:{}:{} `{}` ({})",
+                "{:>10} {:>11.1} {:>12.1} {:>10}  {:<15}  {} {}:{}:{} `{}` ({}){} chain lengths {}",
                 s.max_chain,
                 s.adds_per_execution(),
                 s.chains_per_execution(),
@@ -187,24 +269,13 @@ impl fmt::Display for ChainReport {
                 s.line,
                 s.column,
                 s.expr,
-                s.kind
+                s.kind,
+                match s.order {
+                    Order::Reorderable => String::new(),
+                    o => format!(" [{o}]"),
+                },
+                histogram_text(&s.histogram)
             )?;
-            let hist: Vec<String> = s
-                .histogram
-                .iter()
-                .enumerate()
-                .filter(|(_, &c)| c > 0)
-                .map(|(b, c)| {
-                    if b + 1 == HISTOGRAM_BUCKETS {
-                        format!(">={}:{c}", 1u64 << b)
-                    } else if b == 0 {
-                        format!("1:{c}")
-                    } else {
-                        format!("{}-{}:{c}", 1u64 << b, (1u64 << (b + 1)) - 1)
-                    }
-                })
-                .collect();
-            writeln!(f, "{:>10} chain lengths {}", "", hist.join(" "))?;
         }
         Ok(())
     }

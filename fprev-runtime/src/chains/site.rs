@@ -45,6 +45,13 @@ pub struct Site {
     pub expr: &'static str,
     /// What kind of site it is.
     pub kind: SiteKind,
+    /// The accumulated value is read inside the loop that builds it (a prefix sum, a
+    /// running value written out): its order is its meaning, not a rounding choice.
+    pub running: bool,
+    /// Some addition's terms were looked at (concrete float types, `+=`/`-=` forms).
+    pub(super) checked: AtomicBool,
+    /// Some term or partial sum was not a whole number below `2^p`.
+    pub(super) inexact: AtomicBool,
     pub(super) max: AtomicU64,
     pub(super) adds: AtomicU64,
     pub(super) chains: AtomicU64,
@@ -70,6 +77,9 @@ impl Site {
             column,
             expr,
             kind,
+            running: false,
+            checked: AtomicBool::new(false),
+            inexact: AtomicBool::new(false),
             max: AtomicU64::new(0),
             adds: AtomicU64::new(0),
             chains: AtomicU64::new(0),
@@ -77,6 +87,12 @@ impl Site {
             hist: [const { AtomicU64::new(0) }; HISTOGRAM_BUCKETS],
             registered: AtomicBool::new(false),
         }
+    }
+
+    /// The same site, marked as a running value (see [`Site::running`]).
+    pub const fn running_value(mut self) -> Site {
+        self.running = true;
+        self
     }
 
     /// Merge one invocation's counts (called once per function return).
@@ -89,6 +105,12 @@ impl Site {
         self.adds.fetch_add(s.adds, Relaxed);
         self.chains.fetch_add(s.chains, Relaxed);
         self.invocations.fetch_add(1, Relaxed);
+        if s.checked {
+            self.checked.store(true, Relaxed);
+        }
+        if s.inexact {
+            self.inexact.store(true, Relaxed);
+        }
         for (a, &h) in self.hist.iter().zip(&s.hist) {
             if h != 0 {
                 a.fetch_add(h, Relaxed);
@@ -100,6 +122,8 @@ impl Site {
         for a in [&self.max, &self.adds, &self.chains, &self.invocations] {
             a.store(0, Relaxed);
         }
+        self.checked.store(false, Relaxed);
+        self.inexact.store(false, Relaxed);
         for a in &self.hist {
             a.store(0, Relaxed);
         }
@@ -134,6 +158,13 @@ pub struct ChainStats {
     pub chains: u64,
     /// Chains by length: bucket `b` holds lengths in `[2^b, 2^(b+1))`.
     pub hist: [u64; HISTOGRAM_BUCKETS],
+    /// Some addition's terms were looked at.
+    pub checked: bool,
+    /// Some term or partial sum was not a whole number below `2^p`, or an addition's
+    /// terms could not be looked at.
+    pub inexact: bool,
+    /// Sum of the magnitudes of the terms looked at.
+    pub magnitude: f64,
 }
 
 impl ChainStats {
@@ -163,6 +194,28 @@ impl ChainStats {
             self.end(c);
         }
         site.merge(self);
+    }
+
+    /// Look at one addition: its term and the sum after it, each as (value, `2^p` of its
+    /// type), `None` when the type is not a concrete float. The site stays an exact
+    /// integer counter while every term and sum is a whole number and the magnitudes of
+    /// the terms add up to less than `2^p`: then every order gives the same sum.
+    #[inline(always)]
+    pub fn term(&mut self, term: Option<(f64, f64)>, sum: Option<(f64, f64)>) {
+        if self.inexact {
+            return;
+        }
+        match (term, sum) {
+            (Some((t, limit)), Some((s, _))) => {
+                self.checked = true;
+                self.magnitude += t.abs();
+                let whole = |x: f64| x == (x as i64) as f64;
+                if !(whole(t) && whole(s) && self.magnitude < limit && s.abs() < limit) {
+                    self.inexact = true;
+                }
+            }
+            _ => self.inexact = true,
+        }
     }
 
     /// End `cur` and merge everything into `site` (the frame's `Drop`).
@@ -196,6 +249,99 @@ impl PlaceChains {
             self.addr[slot] = a;
         }
         self.run[slot] += 1;
+    }
+}
+
+/// The chain counter of one accumulator variable in one call (or closure call): a local
+/// of its own beside the variable, so a closure that adds into the variable captures the
+/// counter exactly as it captures the variable (no frame struct shared by every site, which
+/// an edition-2018 closure would capture whole). Merged into its site when dropped.
+#[derive(Debug)]
+pub struct VarChain {
+    /// The running chain.
+    pub c: u64,
+    stats: ChainStats,
+    site: &'static Site,
+}
+
+impl VarChain {
+    /// A counter for `site`.
+    #[inline(always)]
+    pub fn new(site: &'static Site) -> Self {
+        VarChain {
+            c: 0,
+            stats: ChainStats::default(),
+            site,
+        }
+    }
+
+    /// An assignment that does not extend the chain: end it, start over at `new`.
+    #[inline]
+    pub fn restart(&mut self, new: u64) {
+        self.stats.restart(&mut self.c, new);
+    }
+
+    /// Look at one addition's term and the sum after it (see [`ChainStats::term`]).
+    #[inline(always)]
+    pub fn term(&mut self, term: Option<(f64, f64)>, sum: Option<(f64, f64)>) {
+        self.stats.term(term, sum);
+    }
+
+    /// An addition whose term is not looked at (`s = s + e`): the site is not called
+    /// an exact integer counter.
+    #[inline(always)]
+    pub fn unchecked(&mut self) {
+        self.stats.inexact = true;
+    }
+}
+
+impl Drop for VarChain {
+    #[inline]
+    fn drop(&mut self) {
+        self.stats.finish(&mut self.c, self.site);
+    }
+}
+
+/// The per-address chains of one place site in one call (see [`PlaceChains`]); merged
+/// into its site when dropped.
+#[derive(Debug)]
+pub struct PlaceChain {
+    places: PlaceChains,
+    stats: ChainStats,
+    site: &'static Site,
+}
+
+impl PlaceChain {
+    /// The chains of `site`.
+    #[inline(always)]
+    pub fn new(site: &'static Site) -> Self {
+        PlaceChain {
+            places: PlaceChains::default(),
+            stats: ChainStats::default(),
+            site,
+        }
+    }
+
+    /// One addition into the place at `p`, counted when `T` is a float type.
+    #[inline(always)]
+    pub fn add<T>(&mut self, p: *const T) {
+        if super::private::is_float(p) {
+            self.places.add(&mut self.stats, p);
+        }
+    }
+
+    /// Look at one addition's term and the place's value after it (see
+    /// [`ChainStats::term`]).
+    #[inline(always)]
+    pub fn term(&mut self, term: Option<(f64, f64)>, sum: Option<(f64, f64)>) {
+        self.stats.term(term, sum);
+    }
+}
+
+impl Drop for PlaceChain {
+    #[inline]
+    fn drop(&mut self) {
+        self.stats.finish_places(&mut self.places, self.site);
     }
 }
 
@@ -283,4 +429,17 @@ fn install_exit_report() {
 extern "C" fn print_report_at_exit() {
     let r = super::report();
     eprintln!("{r}");
+    // The record of the whole run (see `merged`): each process adds its counts.
+    if let Some(dir) = super::merged::directory() {
+        match super::merged::merge_into(&dir, &r) {
+            Ok((path, n)) => eprintln!(
+                "fprev chains: merged report of this run ({n} process(es) so far): {}",
+                path.display()
+            ),
+            Err(e) => eprintln!(
+                "fprev chains: cannot merge into {}: {e}",
+                dir.join("chains.txt").display()
+            ),
+        }
+    }
 }

@@ -3,7 +3,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned, ToTokens};
+use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 use syn::visit_mut::{self, VisitMut};
 use syn::{BinOp, Expr, Stmt};
@@ -20,13 +20,11 @@ struct Chain {
 }
 
 /// The counters of one frame: the function's, or a closure's own (so that a closure
-/// keeps its `Fn`/`Sync`-ness: it never captures the function's frame for variables and
-/// places of its own).
+/// keeps its `Fn`/`Sync`-ness: it never captures the function's counters for variables
+/// and places of its own). Each counter is a local of its own (`__fprev_v<k>`,
+/// `__fprev_p<k>`), so a closure captures exactly the counters of the variables it
+/// captures, in every edition.
 pub struct Scope {
-    /// The frame's local variable.
-    pub ident: syn::Ident,
-    /// The frame's struct.
-    pub ty: syn::Ident,
     /// Names declared inside (None: the function, which owns every other name).
     declared: Option<HashSet<String>>,
     /// Variable sites counted in this frame.
@@ -36,15 +34,8 @@ pub struct Scope {
 }
 
 impl Scope {
-    pub fn new(n: usize, declared: Option<HashSet<String>>) -> Scope {
-        let (ident, ty) = if n == 0 {
-            ("__fprev".to_string(), "__FprevFrame".to_string())
-        } else {
-            (format!("__fprev{n}"), format!("__FprevFrame{n}"))
-        };
+    pub fn new(declared: Option<HashSet<String>>) -> Scope {
         Scope {
-            ident: syn::Ident::new(&ident, Span::mixed_site()),
-            ty: syn::Ident::new(&ty, Span::call_site()),
             declared,
             vars: BTreeSet::new(),
             places: BTreeSet::new(),
@@ -54,6 +45,16 @@ impl Scope {
     pub fn is_empty(&self) -> bool {
         self.vars.is_empty() && self.places.is_empty()
     }
+}
+
+/// The local counting variable site `k`.
+pub fn var_counter(k: usize) -> syn::Ident {
+    syn::Ident::new(&format!("__fprev_v{k}"), Span::mixed_site())
+}
+
+/// The local counting place site `k`.
+pub fn place_counter(k: usize) -> syn::Ident {
+    syn::Ident::new(&format!("__fprev_p{k}"), Span::mixed_site())
 }
 
 /// Every name bound by a pattern inside a closure (parameters, `let`s, arms, loops).
@@ -75,8 +76,6 @@ pub struct Rewriter<'a> {
     pub statics: syn::Ident,
     /// The function's frame first, then the closures being visited.
     pub scopes: Vec<Scope>,
-    /// Frames made so far (names closure frames apart).
-    pub frames: usize,
 }
 
 impl Rewriter<'_> {
@@ -92,7 +91,7 @@ impl Rewriter<'_> {
             })
             .unwrap_or(0);
         self.scopes[i].vars.insert(k);
-        self.scopes[i].ident.clone()
+        var_counter(k)
     }
 
     fn chain(&self, e: &Expr) -> Chain {
@@ -128,22 +127,20 @@ impl Rewriter<'_> {
             .iter()
             .map(|(k, name)| {
                 let f = self.var_frame(*k, name);
-                let c = format_ident!("c{}", k);
-                quote!(#f.#c)
+                quote!(#f.c)
             })
             .collect();
         quote!(#constant #( + #terms )*)
     }
 
-    fn is_float(&self, place: TokenStream) -> TokenStream {
+    fn is_float(&self, var: TokenStream) -> TokenStream {
         let k = self.krate;
-        quote!(#k::__private::chains::is_float(#k::__private::core::ptr::addr_of!(#place)))
+        quote!(#k::__private::chains::is_float(#k::__private::core::ptr::addr_of!(#var)))
     }
 
     /// The update of variable `k` after `name = rhs` (or `let name = rhs`).
     fn assign_update(&mut self, k: usize, name: &str, rhs: Option<&Expr>) -> TokenStream {
         let f = self.var_frame(k, name);
-        let (c, s) = (format_ident!("c{}", k), format_ident!("s{}", k));
         let chain = match rhs {
             Some(r) => self.chain(r),
             None => Chain {
@@ -157,10 +154,25 @@ impl Rewriter<'_> {
             let mut rest = chain;
             rest.vars.remove(pos);
             let t = self.chain_tokens(&rest);
-            quote!(#f.#c += #t;)
+            quote!(#f.c += #t; #f.unchecked();)
         } else {
-            quote!(#f.#s.restart(&mut #f.#c, #t);)
+            quote!(#f.restart(#t);)
         }
+    }
+
+    /// The two arguments of a counter's `term`: the term and the sum after it, each
+    /// looked at when its type is a concrete float.
+    fn probes(&self, term: &TokenStream, sum: &TokenStream) -> TokenStream {
+        let k = self.krate;
+        let probe = |x: &TokenStream| {
+            quote! {{
+                #[allow(unused_imports)]
+                use #k::__private::chains::{ExactFallback as _, ExactValue as _};
+                (&#k::__private::chains::Probe(&#x)).__fprev_value()
+            }}
+        };
+        let (t, s) = (probe(term), probe(sum));
+        quote!(#t, #s)
     }
 
     fn new_site(&mut self, kind: Kind, node: &impl ToTokens) -> usize {
@@ -168,6 +180,7 @@ impl Rewriter<'_> {
             kind,
             span: node.span(),
             text: text_of(node),
+            running: false,
         });
         self.sites.len() - 1
     }
@@ -175,40 +188,66 @@ impl Rewriter<'_> {
     fn rewrite_variable(&mut self, e: &Expr, k: usize, name_expr: &Expr) -> Expr {
         let name = ident_of(name_expr).unwrap_or_default();
         let f = self.var_frame(k, &name);
-        let c = format_ident!("c{}", k);
+        let check = self.is_float(name_expr.to_token_stream());
         let update = match e {
             Expr::Binary(b) if matches!(b.op, BinOp::AddAssign(_) | BinOp::SubAssign(_)) => {
+                // The right side first, as the plain code evaluates it, kept to look at.
                 let t = self.chain_tokens(&self.chain(&b.right));
-                quote!(#f.#c += 1 + #t;)
+                let (lhs, op, rhs) = (&b.left, &b.op, &b.right);
+                let r = quote_spanned!(Span::mixed_site()=> __fprev_rhs);
+                let probes = self.probes(&r, &name_expr.to_token_stream());
+                return syn::parse_quote_spanned! {e.span()=>
+                    {
+                        let #r = #rhs;
+                        #lhs #op #r;
+                        if #check {
+                            #f.c += 1 + #t;
+                            #f.term(#probes);
+                        }
+                    }
+                };
             }
             Expr::Binary(_) => {
                 // *=, /=, %= ...: Defour's rule resets the chain.
-                let s = format_ident!("s{}", k);
-                quote!(#f.#s.restart(&mut #f.#c, 0);)
+                quote!(#f.restart(0);)
             }
             Expr::Assign(a) => self.assign_update(k, &name, Some(&a.right)),
             _ => return e.clone(),
         };
-        let check = self.is_float(name_expr.to_token_stream());
         syn::parse_quote_spanned! {e.span()=>
             { #e; if #check { #update } }
         }
     }
 
+    /// `place += e` (or `-=`, or `place = place + e`) as the plain code evaluates it: the
+    /// right side first, then the place once, through `IndexMut` where it is indexed (never
+    /// an extra `Index::index`), then the update through that one reference.
     fn rewrite_place(&mut self, e: &Expr, place: &Expr) -> Expr {
         let k = self.new_site(Kind::Place, e);
         let scope = self.scopes.last_mut().expect("the function's frame");
         scope.places.insert(k);
-        let (f, krate) = (scope.ident.clone(), self.krate);
-        let (p, s) = (format_ident!("p{}", k), format_ident!("s{}", k));
-        let ptr = quote_spanned!(Span::mixed_site()=> __fprev_place);
+        let f = place_counter(k);
+        let (r, p) = (
+            quote_spanned!(Span::mixed_site()=> __fprev_rhs),
+            quote_spanned!(Span::mixed_site()=> __fprev_place),
+        );
+        let (rhs, update, term) = match e {
+            Expr::Binary(b) => {
+                let op = &b.op;
+                let probes = self.probes(&r, &quote!(*#p));
+                (&*b.right, quote!(#op), quote!(#f.term(#probes);))
+            }
+            // `place = place + e`: the term is not apart from the sum.
+            Expr::Assign(a) => (&*a.right, quote!(=), quote!(#f.term(None, None);)),
+            _ => return e.clone(),
+        };
         syn::parse_quote_spanned! {e.span()=>
             {
-                let #ptr = #krate::__private::core::ptr::addr_of!(#place);
-                if #krate::__private::chains::is_float(#ptr) {
-                    #f.#p.add(&mut #f.#s, #ptr);
-                }
-                #e
+                let #r = #rhs;
+                let #p = &mut #place;
+                #f.add(&*#p as *const _);
+                *#p #update #r;
+                #term
             }
         }
     }
@@ -231,19 +270,29 @@ impl Rewriter<'_> {
 
 impl VisitMut for Rewriter<'_> {
     fn visit_item_mut(&mut self, _: &mut syn::Item) {}
+    // Constant contexts (inline `const {}`, array lengths, const generic arguments, types)
+    // are evaluated at compile time: nothing there is counted.
+    fn visit_expr_const_mut(&mut self, _: &mut syn::ExprConst) {}
+    fn visit_type_mut(&mut self, _: &mut syn::Type) {}
+    fn visit_expr_repeat_mut(&mut self, r: &mut syn::ExprRepeat) {
+        self.visit_expr_mut(&mut r.expr);
+    }
+    fn visit_generic_argument_mut(&mut self, a: &mut syn::GenericArgument) {
+        if !matches!(a, syn::GenericArgument::Const(_)) {
+            visit_mut::visit_generic_argument_mut(self, a);
+        }
+    }
     fn visit_expr_closure_mut(&mut self, c: &mut syn::ExprClosure) {
         if c.capture.is_some() {
             return;
         }
         let mut declared = Declared(HashSet::new());
         declared.visit_expr_closure_mut(&mut c.clone());
-        self.frames += 1;
-        self.scopes.push(Scope::new(self.frames, Some(declared.0)));
+        self.scopes.push(Scope::new(Some(declared.0)));
         visit_mut::visit_expr_closure_mut(self, c);
         let scope = self.scopes.pop().expect("pushed above");
         if !scope.is_empty() {
-            let decl =
-                super::super::expand::frame_decl(self.krate, &self.statics, &self.sites, &scope);
+            let decl = super::super::expand::frame_decl(self.krate, &self.statics, &scope);
             let body = &c.body;
             *c.body = syn::parse_quote_spanned! {body.span()=> { #decl #body } };
         }
@@ -256,6 +305,12 @@ impl VisitMut for Rewriter<'_> {
             self.visit_stmt_mut(&mut stmt);
             let mut after = Vec::new();
             if let Stmt::Local(l) = &stmt {
+                // A `#[cfg(..)] let` takes its counter update with it.
+                let cfgs: Vec<&syn::Attribute> = l
+                    .attrs
+                    .iter()
+                    .filter(|a| a.path().is_ident("cfg") || a.path().is_ident("cfg_attr"))
+                    .collect();
                 if let Some(init) = &l.init {
                     let mut names = Vec::new();
                     bound_names(&l.pat, &mut names);
@@ -266,7 +321,7 @@ impl VisitMut for Rewriter<'_> {
                             let rhs = if single { Some(&*init.expr) } else { None };
                             let update = self.assign_update(k, &name, rhs);
                             let check = self.is_float(quote!(#ident));
-                            after.push(syn::parse_quote!(if #check { #update }));
+                            after.push(syn::parse_quote!(#(#cfgs)* { if #check { #update } }));
                         }
                     }
                 }
@@ -297,7 +352,11 @@ impl VisitMut for Rewriter<'_> {
                 if is_var_op {
                     *e = self.rewrite_variable(e, k, &lhs);
                 }
-            } else if additive && ident_of(&lhs).is_none() && pure_place(&lhs) {
+            } else if additive
+                && ident_of(&lhs).is_none()
+                && !matches!(lhs, Expr::Path(_))
+                && pure_place(&lhs)
+            {
                 *e = self.rewrite_place(e, &lhs);
             }
             return;
