@@ -78,7 +78,7 @@ mod syntax;
 /// inventory::submit! { FnSites::new(&__FPREV_SCRAMBLE_SITES, &[/* loops left alone */]) }
 /// let mut s = 0.0;
 /// {
-///     let mut r = Reduction::begin(&__FPREV_SCRAMBLE_SITES[0], || &s); // one atomic load
+///     let mut r = Reduction::begin(&__FPREV_SCRAMBLE_SITES[0]); // one atomic load
 ///     if r.on() { r.init(&mut s); }
 ///     for i in 0..a.len() {
 ///         if r.on() { r.add_assign(a[i] * b[i]) } else { s += a[i] * b[i] };

@@ -80,6 +80,16 @@ pub(crate) fn root_of(place: &Expr) -> Option<String> {
     }
 }
 
+/// Whether `&mut place` runs no code of the user's: a variable or a field of one
+/// (`s`, `self.acc`, `acc.sum.0`), no index, no explicit deref.
+pub(crate) fn borrows_without_code(place: &Expr) -> bool {
+    match strip(place) {
+        Expr::Path(p) => p.qself.is_none() && p.path.get_ident().is_some(),
+        Expr::Field(f) => borrows_without_code(&f.base),
+        _ => false,
+    }
+}
+
 /// Identifiers an index expression reads, or `None` when it calls anything.
 fn index_idents(place: &Expr, out: &mut Vec<String>) -> bool {
     match strip(place) {

@@ -75,6 +75,7 @@ pub(crate) fn rewrite_fn(args: &Args, func: &mut ItemFn) -> syn::Result<()> {
         active: BTreeMap::new(),
         next_reducer: 0,
         uses_par: false,
+        uses_iter: false,
         errors: Ok(()),
     };
     rewriter.visit_block_mut(&mut func.block);
@@ -85,6 +86,12 @@ pub(crate) fn rewrite_fn(args: &Args, func: &mut ItemFn) -> syn::Result<()> {
         prelude.push(syn::parse_quote! {
             #[allow(unused_imports)]
             use #krate::__private::scramble::{ParChunks as _, ParMut as _, ParRange as _, ParRef as _};
+        });
+    }
+    if rewriter.uses_iter {
+        prelude.push(syn::parse_quote! {
+            #[allow(unused_imports)]
+            use #krate::__private::scramble::{ViaIter as _, ViaValue as _};
         });
     }
     if rewriter.sites.is_empty() && rewriter.left.is_empty() {
@@ -132,10 +139,13 @@ struct Rewriter<'a> {
     sites: Vec<TokenStream>,
     /// `LeftAlone` constructors.
     left: Vec<TokenStream>,
-    /// Reductions owned by enclosing loops: place key -> reducer variable.
-    active: BTreeMap<String, Ident>,
+    /// Reductions owned by enclosing loops: place key -> reducer variable, and whether
+    /// the place borrows without running code.
+    active: BTreeMap<String, (Ident, bool)>,
     next_reducer: usize,
     uses_par: bool,
+    /// An iterator reduction was rewritten: its dispatch traits are imported once.
+    uses_iter: bool,
     errors: syn::Result<()>,
 }
 
@@ -253,14 +263,25 @@ impl Rewriter<'_> {
             );
             self.next_reducer += 1;
             let site = self.site(place.span(), "reduction", "Reduction");
-            setup.push(quote_spanned! {span=>
-                let mut #r = #krate::__private::scramble::Reduction::begin(#site, || &#place);
-                if #r.on() { #r.init(&mut #place); }
-            });
-            finish.push(quote_spanned! {span=>
-                if #r.on() { #r.write(&mut #place); }
-            });
-            self.active.insert(key.clone(), r);
+            let simple = classify::borrows_without_code(place);
+            if simple {
+                // One call per loop entry and exit, no branch: the place can be
+                // borrowed without running any code.
+                setup.push(quote_spanned! {span=>
+                    let mut #r = #krate::__private::scramble::Reduction::begin_at(#site, &mut #place);
+                });
+                finish.push(quote_spanned! {span=> #r.write(&mut #place); });
+            } else {
+                // An indexed place is evaluated only when on, as the loop body would.
+                setup.push(quote_spanned! {span=>
+                    let mut #r = #krate::__private::scramble::Reduction::begin(#site);
+                    if #r.on() { #r.init(&mut #place); }
+                });
+                finish.push(quote_spanned! {span=>
+                    if #r.on() { #r.write(&mut #place); }
+                });
+            }
+            self.active.insert(key.clone(), (r, simple));
             owned.push(key.clone());
         }
         match e {
@@ -336,7 +357,7 @@ impl Rewriter<'_> {
         let Some(u) = classify::update_of(e) else {
             return false;
         };
-        let Some(r) = self.active.get(&u.key).cloned() else {
+        let Some((r, simple)) = self.active.get(&u.key).cloned() else {
             return false;
         };
         let form = u.form;
@@ -379,9 +400,18 @@ impl Rewriter<'_> {
         while let Expr::Paren(p) = arg {
             arg = &p.expr;
         }
-        *e = Expr::Verbatim(quote_spanned! {span=>
-            if #r.on() { #r.#method(#arg) } else { #original }
-        });
+        *e = match form {
+            // A single call: the place takes the term when off (same `AddAssign`), the
+            // reduction when on.
+            Form::AddAssign | Form::SubAssign if simple => {
+                let place = u.place;
+                let method = Ident::new(&format!("{method}_at"), span);
+                Expr::Verbatim(quote_spanned! {span=> #r.#method(&mut #place, #arg) })
+            }
+            _ => Expr::Verbatim(quote_spanned! {span=>
+                if #r.on() { #r.#method(#arg) } else { #original }
+            }),
+        };
         true
     }
 
@@ -398,13 +428,10 @@ impl Rewriter<'_> {
         while let Expr::Paren(p) = recv {
             recv = *p.expr;
         }
+        self.uses_iter = true;
         *m.receiver = Expr::Verbatim(quote_spanned! {span=>
-            {
-                #[allow(unused_imports)]
-                use #krate::__private::scramble::{ViaIter as _, ViaValue as _};
-                (&mut #krate::__private::scramble::Wrap(#krate::__private::core::option::Option::Some(#recv)))
-                    .__fprev_reduce(#site)
-            }
+            (&mut #krate::__private::scramble::Wrap(#krate::__private::core::option::Option::Some(#recv)))
+                .__fprev_reduce(#site)
         });
     }
 
