@@ -16,7 +16,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use proc_macro2::{TokenStream, TokenTree};
+use proc_macro2::TokenStream;
 use quote::ToTokens;
 use syn::visit::{self, Visit};
 use syn::{BinOp, Expr, Pat};
@@ -243,13 +243,7 @@ pub(crate) fn mentions_in(e: &Expr, root: &str) -> usize {
 }
 
 fn tokens_mention(tokens: TokenStream, out: &mut BTreeMap<String, usize>) {
-    for t in tokens {
-        match t {
-            TokenTree::Ident(i) => *out.entry(i.to_string()).or_default() += 1,
-            TokenTree::Group(g) => tokens_mention(g.stream(), out),
-            _ => {}
-        }
-    }
+    crate::syntax::token_mentions(tokens, &mut |name| *out.entry(name).or_default() += 1);
 }
 
 impl<'ast> Visit<'ast> for Scan {
@@ -415,6 +409,10 @@ mod tests {
             parse_quote!({
                 s += x[i];
                 println!("{}", s);
+            }),
+            parse_quote!({
+                s += x[i];
+                println!("{s:.3}");
             }),
             parse_quote!({
                 s = s * 0.5 + x[i];

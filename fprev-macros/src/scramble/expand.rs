@@ -76,6 +76,7 @@ pub(crate) fn rewrite_fn(args: &Args, func: &mut ItemFn) -> syn::Result<()> {
         next_reducer: 0,
         uses_par: false,
         uses_iter: false,
+        uses_par_sum: false,
         errors: Ok(()),
     };
     rewriter.visit_block_mut(&mut func.block);
@@ -92,6 +93,12 @@ pub(crate) fn rewrite_fn(args: &Args, func: &mut ItemFn) -> syn::Result<()> {
         prelude.push(syn::parse_quote! {
             #[allow(unused_imports)]
             use #krate::__private::scramble::{ViaIter as _, ViaValue as _};
+        });
+    }
+    if rewriter.uses_par_sum {
+        prelude.push(syn::parse_quote! {
+            #[allow(unused_imports)]
+            use #krate::__private::scramble::{ViaPar as _, ViaParValue as _};
         });
     }
     if rewriter.sites.is_empty() && rewriter.left.is_empty() {
@@ -146,6 +153,8 @@ struct Rewriter<'a> {
     uses_par: bool,
     /// An iterator reduction was rewritten: its dispatch traits are imported once.
     uses_iter: bool,
+    /// A rayon sum was reassociated: its dispatch traits are imported once.
+    uses_par_sum: bool,
     errors: syn::Result<()>,
 }
 
@@ -418,6 +427,13 @@ impl Rewriter<'_> {
     /// `.sum()` / `.fold(init, additive closure)` on a temporary iterator.
     fn iterator_reduction(&mut self, e: &mut Expr) {
         let Expr::MethodCall(m) = e else { return };
+        if validate::non_additive_fold(m) {
+            self.left_alone(
+                m.method.span(),
+                "fold",
+                "order-carrying: the fold's closure reads its accumulator besides the final `acc + term` (or leaves early)",
+            );
+        }
         if !validate::iterator_reduction(m) {
             return;
         }
@@ -435,10 +451,32 @@ impl Rewriter<'_> {
         });
     }
 
-    fn par_chain(&mut self, e: &mut Expr) {
-        let Expr::MethodCall(call) = e else { return };
-        let Some((source, kind)) = validate::par_chain_source(call) else {
+    /// A rayon `.sum()` whose chain keeps positions (`zip`, `enumerate`): the chain runs
+    /// as written, the sum's terms are reassociated.
+    fn par_sum(&mut self, e: &mut Expr) {
+        let Expr::MethodCall(m) = e else { return };
+        if !validate::par_sum(m) {
             return;
+        }
+        let span = m.method.span();
+        let site = self.site(span, "sum", "IterReduction");
+        let krate = &self.args.krate;
+        let recv = &m.receiver;
+        self.uses_par_sum = true;
+        *m.receiver = Expr::Verbatim(quote_spanned! {span=>
+            (&mut #krate::__private::scramble::Wrap(#krate::__private::core::option::Option::Some(#recv)))
+                .__fprev_par_sum(#site)
+        });
+    }
+
+    /// Whether `e` ends a rayon chain whose source was rewritten to visit its items in a
+    /// scrambled order.
+    fn par_chain(&mut self, e: &mut Expr) -> bool {
+        let Expr::MethodCall(call) = e else {
+            return false;
+        };
+        let Some((source, kind)) = validate::par_chain_source(call) else {
+            return false;
         };
         let span = source.method.span();
         let name = match kind {
@@ -451,6 +489,7 @@ impl Rewriter<'_> {
         source.args.insert(0, Expr::Verbatim(site));
         source.method = Ident::new(name, span);
         self.uses_par = true;
+        true
     }
 }
 
@@ -465,7 +504,9 @@ impl VisitMut for Rewriter<'_> {
             }
             Expr::MethodCall(_) => {
                 visit_mut::visit_expr_mut(self, e);
-                self.par_chain(e);
+                if !self.par_chain(e) {
+                    self.par_sum(e);
+                }
                 self.iterator_reduction(e);
             }
             _ => visit_mut::visit_expr_mut(self, e),

@@ -533,7 +533,7 @@ impl<T> Reduction<T> {
     }
 
     #[inline]
-    fn push(&mut self, t: T) {
+    pub(super) fn push(&mut self, t: T) {
         let Some(on) = self.on.as_deref_mut() else {
             return;
         };
@@ -659,7 +659,7 @@ impl<T> Reduction<T> {
     }
 
     /// Combines the terms without an accumulator to write to (iterator reductions).
-    fn finish(mut self) -> Option<T> {
+    pub(super) fn finish(mut self) -> Option<T> {
         self.finish_in_place()
     }
 }
