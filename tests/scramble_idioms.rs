@@ -352,6 +352,14 @@ fn fold_closure(v: &[f64]) -> f64 {
     v.iter().fold(0.0, |a, b| a + b)
 }
 
+/// `P = P + e` on an indexed place.
+#[fprev::scramble]
+fn place_assign(c: &mut [f64], v: &[f64]) {
+    for x in v {
+        c[1] = c[1] + x;
+    }
+}
+
 /// A block-bodied fold: `let` statements, then the additive update.
 #[fprev::scramble]
 fn fold_block(v: &[f64]) -> f64 {
@@ -488,6 +496,16 @@ fn pure_reductions_are_reassociated_in_every_idiom() {
         fold_block_reads_acc(&v).to_bits()
     });
     reassociated("rayon zip", || par_zip_dot(&v, &w), 3000, dot_mass);
+    reassociated(
+        "c[1] = c[1] + x",
+        || {
+            let mut c = [0.0, 0.25, 0.0];
+            place_assign(&mut c, &v);
+            c[1]
+        },
+        3001,
+        m + 0.25,
+    );
     reassociated("rayon enumerate", || par_weighted(&v), 3000, 6.0 * m);
     reassociated("while -=", || while_total(&v), 3000, m);
     reassociated("loop with break", || loop_series(&v), 3000, m);

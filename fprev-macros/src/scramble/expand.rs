@@ -409,13 +409,38 @@ impl Rewriter<'_> {
         while let Expr::Paren(p) = arg {
             arg = &p.expr;
         }
-        *e = match form {
+        *e = match (form, &original) {
             // A single call: the place takes the term when off (same `AddAssign`), the
             // reduction when on.
-            Form::AddAssign | Form::SubAssign if simple => {
+            (Form::AddAssign | Form::SubAssign, _) if simple => {
                 let place = u.place;
                 let method = Ident::new(&format!("{method}_at"), span);
                 Expr::Verbatim(quote_spanned! {span=> #r.#method(&mut #place, #arg) })
+            }
+            // `P = P + e` becomes `P = r.add_right_to(P, e)`: the same reads, the same
+            // `Add` when off and the same write, in the same order; when on the term goes
+            // to the reduction and `P` keeps its value.
+            (Form::AddRight | Form::AddLeft | Form::SubRight, Expr::Assign(a)) => {
+                let mut rhs = &*a.right;
+                while let Expr::Paren(p) = rhs {
+                    rhs = &p.expr;
+                }
+                match rhs {
+                    Expr::Binary(b) => {
+                        let lhs = &a.left;
+                        let method = Ident::new(&format!("{method}_to"), span);
+                        let (first, second) = match form {
+                            Form::AddLeft => (arg, &*b.right),
+                            _ => (&*b.left, arg),
+                        };
+                        Expr::Verbatim(quote_spanned! {span=>
+                            #lhs = #r.#method(#first, #second)
+                        })
+                    }
+                    _ => Expr::Verbatim(quote_spanned! {span=>
+                        if #r.on() { #r.#method(#arg) } else { #original }
+                    }),
+                }
             }
             _ => Expr::Verbatim(quote_spanned! {span=>
                 if #r.on() { #r.#method(#arg) } else { #original }

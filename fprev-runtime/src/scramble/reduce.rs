@@ -613,6 +613,49 @@ impl<T> Reduction<T> {
         }
     }
 
+    /// `place = place + e` as `place = r.add_right_to(place, e)`: `acc + e` when off
+    /// (the same `Add`), `acc` unchanged with the term pushed when on.
+    #[inline]
+    pub fn add_right_to<R>(&mut self, acc: T, e: R) -> T
+    where
+        T: Add<R, Output = T>,
+    {
+        if self.on() {
+            self.add_right(e);
+            acc
+        } else {
+            acc + e
+        }
+    }
+
+    /// `place = e + place`, as [`add_right_to`](Self::add_right_to).
+    #[inline]
+    pub fn add_left_to<R>(&mut self, e: R, acc: T) -> T
+    where
+        R: Add<T, Output = T>,
+    {
+        if self.on() {
+            self.add_left(e);
+            acc
+        } else {
+            e + acc
+        }
+    }
+
+    /// `place = place - e`, as [`add_right_to`](Self::add_right_to).
+    #[inline]
+    pub fn sub_right_to<R>(&mut self, acc: T, e: R) -> T
+    where
+        T: Sub<R, Output = T>,
+    {
+        if self.on() {
+            self.sub_right(e);
+            acc
+        } else {
+            acc - e
+        }
+    }
+
     /// `place = place + e`.
     #[inline]
     pub fn add_right<R>(&mut self, e: R)
