@@ -429,10 +429,91 @@ enum Active {
     BF16(Combiner<bf16>),
 }
 
-struct On<T> {
+macro_rules! each_kind {
+    ($on:expr, $c:ident => $body:expr) => {
+        match $on {
+            Active::F32($c) => $body,
+            Active::F64($c) => $body,
+            Active::F16($c) => $body,
+            Active::BF16($c) => $body,
+        }
+    };
+}
+
+/// The type-erased part of a running reduction (the shape's combiner and the random
+/// stream). Its methods are not generic, so they are compiled once, here, rather than
+/// in every crate that instantiates `Reduction<T>`: a user's crate pays for a thin
+/// generic shell only.
+struct Engine {
     active: Active,
     rng: ScrambleRng,
-    /// Terms not yet handed to the combiner, and how many it takes at once.
+}
+
+/// A combined value of one of the float kinds.
+enum Value {
+    F32(f32),
+    F64(f64),
+    F16(f16),
+    BF16(bf16),
+}
+
+impl Engine {
+    #[cold]
+    #[inline(never)]
+    fn start(site: &'static CallSite, kind: Kind) -> Option<Engine> {
+        let st = state::state();
+        if st & LOOPS == 0 {
+            return None;
+        }
+        site.mark_reached();
+        let (key, invocation) = super::context::next_key(site.id);
+        let mut rng = rng::stream(state::seed(), key, invocation);
+        let shuffle = site.shuffle.unwrap_or(state::decode_shuffle(st));
+        let shape = Shape::draw(st & SHAPES != 0, shuffle, &mut rng);
+        if super::entropy::is_recording() {
+            super::entropy::record(site.describe(), &[shape.code()]);
+        }
+        let active = match kind {
+            Kind::F32 => Active::F32(Combiner::new(shape)),
+            Kind::F64 => Active::F64(Combiner::new(shape)),
+            Kind::F16 => Active::F16(Combiner::new(shape)),
+            Kind::BF16 => Active::BF16(Combiner::new(shape)),
+        };
+        Some(Engine { active, rng })
+    }
+
+    fn cap(&self) -> usize {
+        each_kind!(&self.active, c => c.cap)
+    }
+
+    /// Hands `len` terms at `ptr` to the combiner.
+    ///
+    /// # Safety
+    /// `ptr` points to `len` initialised values of this engine's float type, borrowed
+    /// only for this call.
+    #[inline(never)]
+    unsafe fn absorb(&mut self, ptr: *mut u8, len: usize) {
+        let rng = &mut self.rng;
+        // SAFETY: per the caller.
+        unsafe {
+            each_kind!(&mut self.active, c => c.absorb(std::slice::from_raw_parts_mut(ptr.cast(), len), rng));
+        }
+    }
+
+    #[inline(never)]
+    fn finish(self) -> Option<Value> {
+        match self.active {
+            Active::F32(c) => c.finish().map(Value::F32),
+            Active::F64(c) => c.finish().map(Value::F64),
+            Active::F16(c) => c.finish().map(Value::F16),
+            Active::BF16(c) => c.finish().map(Value::BF16),
+        }
+    }
+}
+
+struct On<T> {
+    engine: Engine,
+    /// Terms not yet handed to the engine, and how many it takes at once.
     terms: Vec<T>,
     cap: usize,
     /// `-0.0` in `T`.
@@ -452,17 +533,6 @@ struct On<T> {
 /// scrambling is on leaks the buffered terms of that reduction (a few KiB at most).
 pub struct Reduction<T> {
     on: std::mem::ManuallyDrop<Option<Box<On<T>>>>,
-}
-
-macro_rules! each_kind {
-    ($on:expr, $c:ident => $body:expr) => {
-        match $on {
-            Active::F32($c) => $body,
-            Active::F64($c) => $body,
-            Active::F16($c) => $body,
-            Active::BF16($c) => $body,
-        }
-    };
 }
 
 impl<T> Reduction<T> {
@@ -490,36 +560,22 @@ impl<T> Reduction<T> {
         r
     }
 
-    #[cold]
-    #[inline(never)]
     fn start(site: &'static CallSite) -> Option<Box<On<T>>> {
-        let st = state::state();
-        if st & LOOPS == 0 {
-            return None;
-        }
         let kind = kind_of::<T>()?;
-        site.mark_reached();
-        let (key, invocation) = super::context::next_key(site.id);
-        let mut rng = rng::stream(state::seed(), key, invocation);
-        let shuffle = site.shuffle.unwrap_or(state::decode_shuffle(st));
-        let shape = Shape::draw(st & SHAPES != 0, shuffle, &mut rng);
-        if super::entropy::is_recording() {
-            super::entropy::record(site.describe(), &[shape.code()]);
-        }
-        // SAFETY (each arm): `kind_of` chose the variant from `T`'s type, so `T` is that
+        let engine = Engine::start(site, kind)?;
+        // SAFETY (each arm): `kind_of` chose the kind from `T`'s type, so `T` is that
         // float type and the bit copy is a value of it.
-        let (active, zero) = unsafe {
+        let zero = unsafe {
             match kind {
-                Kind::F32 => (Active::F32(Combiner::new(shape)), cast(&-0.0f32)),
-                Kind::F64 => (Active::F64(Combiner::new(shape)), cast(&-0.0f64)),
-                Kind::F16 => (Active::F16(Combiner::new(shape)), cast(&f16::NEG_ZERO)),
-                Kind::BF16 => (Active::BF16(Combiner::new(shape)), cast(&bf16::NEG_ZERO)),
+                Kind::F32 => cast(&-0.0f32),
+                Kind::F64 => cast(&-0.0f64),
+                Kind::F16 => cast(&f16::NEG_ZERO),
+                Kind::BF16 => cast(&bf16::NEG_ZERO),
             }
         };
-        let cap = each_kind!(&active, c => c.cap);
+        let cap = engine.cap();
         Some(Box::new(On {
-            active,
-            rng,
+            engine,
             terms: Vec::with_capacity(CHUNK.min(cap)),
             cap,
             zero,
@@ -696,9 +752,16 @@ impl<T> Reduction<T> {
     fn finish_in_place(&mut self) -> Option<T> {
         let mut on = self.on.take()?;
         drain(&mut on);
-        let On { active, .. } = *on;
-        // SAFETY: `start` chose the variant from `T`'s type.
-        unsafe { each_kind!(active, c => c.finish().map(|v| cast(&v))) }
+        let On { engine, .. } = *on;
+        // SAFETY (each arm): the engine's kind was chosen from `T`'s type.
+        unsafe {
+            Some(match engine.finish()? {
+                Value::F32(v) => cast(&v),
+                Value::F64(v) => cast(&v),
+                Value::F16(v) => cast(&v),
+                Value::BF16(v) => cast(&v),
+            })
+        }
     }
 
     /// Combines the terms without an accumulator to write to (iterator reductions).
@@ -710,13 +773,12 @@ impl<T> Reduction<T> {
 /// Hands the buffered terms to the combiner.
 #[cold]
 fn drain<T>(on: &mut On<T>) {
-    let rng = &mut on.rng;
-    let (ptr, len) = (on.terms.as_mut_ptr(), on.terms.len());
-    // SAFETY: `start` chose the variant from `T`'s type, so the terms are `len`
+    // SAFETY: the engine's kind was chosen from `T`'s type, so the terms are `len`
     // initialised values of that float type, borrowed only for this call.
     unsafe {
-        each_kind!(&mut on.active, c => c.absorb(std::slice::from_raw_parts_mut(ptr.cast(), len), rng));
-    }
+        on.engine
+            .absorb(on.terms.as_mut_ptr().cast(), on.terms.len())
+    };
     on.terms.clear();
 }
 
