@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 use std::ops::Add;
 
 use fprev::scramble::{with_config, ScrambleConfig, Shuffle};
+use rayon::prelude::*;
 
 fn data(n: usize) -> Vec<f64> {
     (0..n)
@@ -282,6 +283,10 @@ fn loops_left_alone_are_listed_with_their_reason() {
         ["order-carrying: reads `s` besides adding to `s`"]
     );
     assert!(reason("lcg_fill#fn")[0].contains("nothing to scramble"));
+    assert_eq!(
+        reason("fold_block_reads_acc#fold"),
+        ["order-carrying: the fold's closure reads its accumulator besides the final `acc + term` (or leaves early)"]
+    );
     // Reductions are listed as sites of their kind.
     assert!(sites
         .iter()
@@ -345,6 +350,49 @@ fn iter_sum(v: &[f64]) -> f64 {
 #[fprev::scramble]
 fn fold_closure(v: &[f64]) -> f64 {
     v.iter().fold(0.0, |a, b| a + b)
+}
+
+/// `P = P + e` on an indexed place.
+#[fprev::scramble]
+fn place_assign(c: &mut [f64], v: &[f64]) {
+    for x in v {
+        c[1] = c[1] + x;
+    }
+}
+
+/// A block-bodied fold: `let` statements, then the additive update.
+#[fprev::scramble]
+fn fold_block(v: &[f64]) -> f64 {
+    v.iter().fold(0.0, |acc, x| {
+        let t = x * x;
+        let u = t * 0.5 - x;
+        acc + u
+    })
+}
+
+/// The accumulator is read before the update: order is meaning, run as written.
+#[fprev::scramble]
+fn fold_block_reads_acc(v: &[f64]) -> f64 {
+    v.iter().fold(0.0, |acc, x| {
+        let damp = if acc > 1.0 { 0.5 } else { 1.0 };
+        acc + damp * x
+    })
+}
+
+/// A rayon dot product over `zip` (the shape of a clustering crate's centroid code):
+/// the pairs stay pairs, only the sum is reassociated.
+#[fprev::scramble]
+fn par_zip_dot(a: &[f64], b: &[f64]) -> f64 {
+    a.par_iter().zip(b.par_iter()).map(|(x, y)| x * y).sum()
+}
+
+/// `enumerate` on a rayon chain: the index stays the item's.
+#[fprev::scramble]
+fn par_weighted(a: &[f64]) -> f64 {
+    a.par_iter()
+        .enumerate()
+        .map(|(i, x)| x * (i % 7) as f64)
+        .sum::<f64>()
 }
 
 #[fprev::scramble]
@@ -437,6 +485,28 @@ fn pure_reductions_are_reassociated_in_every_idiom() {
     reassociated("iterator sum", || iter_sum(&v), 3000, 2.0 * m);
     reassociated("fold closure", || fold_closure(&v), 3000, m);
     reassociated("fold Add::add", || fold_add(&v), 3000, m);
+    let block_mass: f64 = v.iter().map(|x| (x * x * 0.5).abs() + x.abs()).sum();
+    reassociated(
+        "fold with a block body",
+        || fold_block(&v),
+        3000,
+        block_mass,
+    );
+    unchanged("fold reading its accumulator", || {
+        fold_block_reads_acc(&v).to_bits()
+    });
+    reassociated("rayon zip", || par_zip_dot(&v, &w), 3000, dot_mass);
+    reassociated(
+        "c[1] = c[1] + x",
+        || {
+            let mut c = [0.0, 0.25, 0.0];
+            place_assign(&mut c, &v);
+            c[1]
+        },
+        3001,
+        m + 0.25,
+    );
+    reassociated("rayon enumerate", || par_weighted(&v), 3000, 6.0 * m);
     reassociated("while -=", || while_total(&v), 3000, m);
     reassociated("loop with break", || loop_series(&v), 3000, m);
     unchanged("loop breaking with its value", || loop_value(&v).to_bits());

@@ -4,7 +4,7 @@
 
 extern crate fprev;
 
-/// A loop reduction, an iterator reduction and an additive fold, with the user's own
+/// A loop reduction, an iterator reduction and two additive folds (one block-bodied), with the user's own
 /// parentheses around terms and receivers (which must not turn into `unused_parens`).
 #[fprev::scramble]
 #[allow(clippy::assign_op_pattern)] // the `s = s + e` form is under test
@@ -16,7 +16,11 @@ pub fn three_sums(v: &[f64]) -> f64 {
     let t: f64 = v.iter().map(|x| x * 3.0).sum();
     let n = v.len();
     let u = (0..n).fold(0.0, |a, i| a + (v[i] * 4.0));
-    s + t + u
+    let w = v.iter().fold(0.0, |a, x| {
+        let d = x * 5.0;
+        a + d
+    });
+    s + t + u + w
 }
 
 /// Chain counting in the same crate.
@@ -37,7 +41,7 @@ mod tests {
     fn expansions_run_in_edition_2015() {
         let v: Vec<f64> = (0..100).map(|i| i as f64).collect();
         let plain = with_config(&ScrambleConfig::off(), || super::three_sums(&v));
-        assert_eq!(plain, 9.0 * 4950.0);
+        assert_eq!(plain, 14.0 * 4950.0);
         let on = ScrambleConfig::off()
             .shuffle(Some(Shuffle::FisherYates))
             .shapes(true)
@@ -51,7 +55,7 @@ mod tests {
                 .iter()
                 .filter(|s| s.label.contains("three_sums") && s.reached > 0)
                 .count(),
-            3,
+            4,
             "{sites:?}"
         );
     }

@@ -78,17 +78,17 @@ mod syntax;
 /// inventory::submit! { FnSites::new(&__FPREV_SCRAMBLE_SITES, &[/* loops left alone */]) }
 /// let mut s = 0.0;
 /// {
-///     let mut r = Reduction::begin(&__FPREV_SCRAMBLE_SITES[0], || &s); // one atomic load
-///     if r.on() { r.init(&mut s); }
+///     let mut r = Reduction::begin_at(&__FPREV_SCRAMBLE_SITES[0], &mut s); // one atomic load
 ///     for i in 0..a.len() {
-///         if r.on() { r.add_assign(a[i] * b[i]) } else { s += a[i] * b[i] };
+///         r.add_assign_at(&mut s, a[i] * b[i]); // `s += ..` when off, a term when on
 ///     }
-///     if r.on() { r.write(&mut s); }
+///     r.write(&mut s); // the combined value, when on
 /// }
 /// ```
 ///
-/// The closure passed to `begin` is never called: it names the accumulator's type without
-/// evaluating the place. Draws come from a ChaCha8 stream keyed by (run seed, thread
+/// An indexed place (`c[i * n + j] += e`) is evaluated only when on around the loop
+/// (`if r.on() { r.init(&mut c[..]) }`), and its update keeps the user's own statement in
+/// the off branch. Draws come from a ChaCha8 stream keyed by (run seed, thread
 /// context, site, invocation within that context), so `FPREV_SEED=<token> cargo test
 /// name` replays the same bits alone or within the whole suite. With the `off` feature of
 /// `fprev` the function is emitted token for token (per-loop markers are removed).

@@ -1,6 +1,7 @@
 //! Syntax questions both attributes ask of a function body: which binary operators
 //! assign, and which expressions can be evaluated again without side effects.
 
+use proc_macro2::{TokenStream, TokenTree};
 use syn::{BinOp, Expr};
 
 /// `+=`, `-=`, ... : the operators that assign to their left side.
@@ -42,5 +43,41 @@ pub(crate) fn pure_value(e: &Expr, reads: &mut Vec<String>) -> bool {
         Expr::Cast(c) => pure_value(&c.expr, reads),
         Expr::Index(i) => pure_value(&i.expr, reads) && pure_value(&i.index, reads),
         _ => false,
+    }
+}
+
+/// The names a token stream mentions, each once per mention: identifiers, and the
+/// variables a format string captures (`"{s}"`, `"{s:.3}"`), as macros like `println!`
+/// read them.
+pub(crate) fn token_mentions(tokens: TokenStream, out: &mut dyn FnMut(String)) {
+    for t in tokens {
+        match t {
+            TokenTree::Ident(i) => out(i.to_string()),
+            TokenTree::Group(g) => token_mentions(g.stream(), out),
+            TokenTree::Literal(l) => captured_names(&l.to_string(), out),
+            TokenTree::Punct(_) => {}
+        }
+    }
+}
+
+/// The identifiers inside `{...}` of a string literal's text (`{{` escapes skipped).
+fn captured_names(lit: &str, out: &mut dyn FnMut(String)) {
+    if !lit.ends_with('"') {
+        return;
+    }
+    let mut rest = lit;
+    while let Some(open) = rest.find('{') {
+        rest = &rest[open + 1..];
+        if let Some(r) = rest.strip_prefix('{') {
+            rest = r;
+            continue;
+        }
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        if !name.is_empty() && !name.starts_with(|c: char| c.is_ascii_digit()) {
+            out(name);
+        }
     }
 }

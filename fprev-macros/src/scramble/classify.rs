@@ -16,7 +16,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use proc_macro2::{TokenStream, TokenTree};
+use proc_macro2::TokenStream;
 use quote::ToTokens;
 use syn::visit::{self, Visit};
 use syn::{BinOp, Expr, Pat};
@@ -77,6 +77,16 @@ pub(crate) fn root_of(place: &Expr) -> Option<String> {
         Expr::Index(i) => root_of(&i.expr),
         Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => root_of(&u.expr),
         _ => None,
+    }
+}
+
+/// Whether `&mut place` runs no code of the user's: a variable or a field of one
+/// (`s`, `self.acc`, `acc.sum.0`), no index, no explicit deref.
+pub(crate) fn borrows_without_code(place: &Expr) -> bool {
+    match strip(place) {
+        Expr::Path(p) => p.qself.is_none() && p.path.get_ident().is_some(),
+        Expr::Field(f) => borrows_without_code(&f.base),
+        _ => false,
     }
 }
 
@@ -233,13 +243,7 @@ pub(crate) fn mentions_in(e: &Expr, root: &str) -> usize {
 }
 
 fn tokens_mention(tokens: TokenStream, out: &mut BTreeMap<String, usize>) {
-    for t in tokens {
-        match t {
-            TokenTree::Ident(i) => *out.entry(i.to_string()).or_default() += 1,
-            TokenTree::Group(g) => tokens_mention(g.stream(), out),
-            _ => {}
-        }
-    }
+    crate::syntax::token_mentions(tokens, &mut |name| *out.entry(name).or_default() += 1);
 }
 
 impl<'ast> Visit<'ast> for Scan {
@@ -405,6 +409,10 @@ mod tests {
             parse_quote!({
                 s += x[i];
                 println!("{}", s);
+            }),
+            parse_quote!({
+                s += x[i];
+                println!("{s:.3}");
             }),
             parse_quote!({
                 s = s * 0.5 + x[i];

@@ -75,6 +75,8 @@ pub(crate) fn rewrite_fn(args: &Args, func: &mut ItemFn) -> syn::Result<()> {
         active: BTreeMap::new(),
         next_reducer: 0,
         uses_par: false,
+        uses_iter: false,
+        uses_par_sum: false,
         errors: Ok(()),
     };
     rewriter.visit_block_mut(&mut func.block);
@@ -85,6 +87,18 @@ pub(crate) fn rewrite_fn(args: &Args, func: &mut ItemFn) -> syn::Result<()> {
         prelude.push(syn::parse_quote! {
             #[allow(unused_imports)]
             use #krate::__private::scramble::{ParChunks as _, ParMut as _, ParRange as _, ParRef as _};
+        });
+    }
+    if rewriter.uses_iter {
+        prelude.push(syn::parse_quote! {
+            #[allow(unused_imports)]
+            use #krate::__private::scramble::{ViaIter as _, ViaValue as _};
+        });
+    }
+    if rewriter.uses_par_sum {
+        prelude.push(syn::parse_quote! {
+            #[allow(unused_imports)]
+            use #krate::__private::scramble::{ViaPar as _, ViaParValue as _};
         });
     }
     if rewriter.sites.is_empty() && rewriter.left.is_empty() {
@@ -132,10 +146,15 @@ struct Rewriter<'a> {
     sites: Vec<TokenStream>,
     /// `LeftAlone` constructors.
     left: Vec<TokenStream>,
-    /// Reductions owned by enclosing loops: place key -> reducer variable.
-    active: BTreeMap<String, Ident>,
+    /// Reductions owned by enclosing loops: place key -> reducer variable, and whether
+    /// the place borrows without running code.
+    active: BTreeMap<String, (Ident, bool)>,
     next_reducer: usize,
     uses_par: bool,
+    /// An iterator reduction was rewritten: its dispatch traits are imported once.
+    uses_iter: bool,
+    /// A rayon sum was reassociated: its dispatch traits are imported once.
+    uses_par_sum: bool,
     errors: syn::Result<()>,
 }
 
@@ -253,14 +272,25 @@ impl Rewriter<'_> {
             );
             self.next_reducer += 1;
             let site = self.site(place.span(), "reduction", "Reduction");
-            setup.push(quote_spanned! {span=>
-                let mut #r = #krate::__private::scramble::Reduction::begin(#site, || &#place);
-                if #r.on() { #r.init(&mut #place); }
-            });
-            finish.push(quote_spanned! {span=>
-                if #r.on() { #r.write(&mut #place); }
-            });
-            self.active.insert(key.clone(), r);
+            let simple = classify::borrows_without_code(place);
+            if simple {
+                // One call per loop entry and exit, no branch: the place can be
+                // borrowed without running any code.
+                setup.push(quote_spanned! {span=>
+                    let mut #r = #krate::__private::scramble::Reduction::begin_at(#site, &mut #place);
+                });
+                finish.push(quote_spanned! {span=> #r.write(&mut #place); });
+            } else {
+                // An indexed place is evaluated only when on, as the loop body would.
+                setup.push(quote_spanned! {span=>
+                    let mut #r = #krate::__private::scramble::Reduction::begin(#site);
+                    if #r.on() { #r.init(&mut #place); }
+                });
+                finish.push(quote_spanned! {span=>
+                    if #r.on() { #r.write(&mut #place); }
+                });
+            }
+            self.active.insert(key.clone(), (r, simple));
             owned.push(key.clone());
         }
         match e {
@@ -336,7 +366,7 @@ impl Rewriter<'_> {
         let Some(u) = classify::update_of(e) else {
             return false;
         };
-        let Some(r) = self.active.get(&u.key).cloned() else {
+        let Some((r, simple)) = self.active.get(&u.key).cloned() else {
             return false;
         };
         let form = u.form;
@@ -379,15 +409,56 @@ impl Rewriter<'_> {
         while let Expr::Paren(p) = arg {
             arg = &p.expr;
         }
-        *e = Expr::Verbatim(quote_spanned! {span=>
-            if #r.on() { #r.#method(#arg) } else { #original }
-        });
+        *e = match (form, &original) {
+            // A single call: the place takes the term when off (same `AddAssign`), the
+            // reduction when on.
+            (Form::AddAssign | Form::SubAssign, _) if simple => {
+                let place = u.place;
+                let method = Ident::new(&format!("{method}_at"), span);
+                Expr::Verbatim(quote_spanned! {span=> #r.#method(&mut #place, #arg) })
+            }
+            // `P = P + e` becomes `P = r.add_right_to(P, e)`: the same reads, the same
+            // `Add` when off and the same write, in the same order; when on the term goes
+            // to the reduction and `P` keeps its value.
+            (Form::AddRight | Form::AddLeft | Form::SubRight, Expr::Assign(a)) => {
+                let mut rhs = &*a.right;
+                while let Expr::Paren(p) = rhs {
+                    rhs = &p.expr;
+                }
+                match rhs {
+                    Expr::Binary(b) => {
+                        let lhs = &a.left;
+                        let method = Ident::new(&format!("{method}_to"), span);
+                        let (first, second) = match form {
+                            Form::AddLeft => (arg, &*b.right),
+                            _ => (&*b.left, arg),
+                        };
+                        Expr::Verbatim(quote_spanned! {span=>
+                            #lhs = #r.#method(#first, #second)
+                        })
+                    }
+                    _ => Expr::Verbatim(quote_spanned! {span=>
+                        if #r.on() { #r.#method(#arg) } else { #original }
+                    }),
+                }
+            }
+            _ => Expr::Verbatim(quote_spanned! {span=>
+                if #r.on() { #r.#method(#arg) } else { #original }
+            }),
+        };
         true
     }
 
     /// `.sum()` / `.fold(init, additive closure)` on a temporary iterator.
     fn iterator_reduction(&mut self, e: &mut Expr) {
         let Expr::MethodCall(m) = e else { return };
+        if validate::non_additive_fold(m) {
+            self.left_alone(
+                m.method.span(),
+                "fold",
+                "order-carrying: the fold's closure reads its accumulator besides the final `acc + term` (or leaves early)",
+            );
+        }
         if !validate::iterator_reduction(m) {
             return;
         }
@@ -398,20 +469,39 @@ impl Rewriter<'_> {
         while let Expr::Paren(p) = recv {
             recv = *p.expr;
         }
+        self.uses_iter = true;
         *m.receiver = Expr::Verbatim(quote_spanned! {span=>
-            {
-                #[allow(unused_imports)]
-                use #krate::__private::scramble::{ViaIter as _, ViaValue as _};
-                (&mut #krate::__private::scramble::Wrap(#krate::__private::core::option::Option::Some(#recv)))
-                    .__fprev_reduce(#site)
-            }
+            (&mut #krate::__private::scramble::Wrap(#krate::__private::core::option::Option::Some(#recv)))
+                .__fprev_reduce(#site)
         });
     }
 
-    fn par_chain(&mut self, e: &mut Expr) {
-        let Expr::MethodCall(call) = e else { return };
-        let Some((source, kind)) = validate::par_chain_source(call) else {
+    /// A rayon `.sum()` whose chain keeps positions (`zip`, `enumerate`): the chain runs
+    /// as written, the sum's terms are reassociated.
+    fn par_sum(&mut self, e: &mut Expr) {
+        let Expr::MethodCall(m) = e else { return };
+        if !validate::par_sum(m) {
             return;
+        }
+        let span = m.method.span();
+        let site = self.site(span, "sum", "IterReduction");
+        let krate = &self.args.krate;
+        let recv = &m.receiver;
+        self.uses_par_sum = true;
+        *m.receiver = Expr::Verbatim(quote_spanned! {span=>
+            (&mut #krate::__private::scramble::Wrap(#krate::__private::core::option::Option::Some(#recv)))
+                .__fprev_par_sum(#site)
+        });
+    }
+
+    /// Whether `e` ends a rayon chain whose source was rewritten to visit its items in a
+    /// scrambled order.
+    fn par_chain(&mut self, e: &mut Expr) -> bool {
+        let Expr::MethodCall(call) = e else {
+            return false;
+        };
+        let Some((source, kind)) = validate::par_chain_source(call) else {
+            return false;
         };
         let span = source.method.span();
         let name = match kind {
@@ -424,6 +514,7 @@ impl Rewriter<'_> {
         source.args.insert(0, Expr::Verbatim(site));
         source.method = Ident::new(name, span);
         self.uses_par = true;
+        true
     }
 }
 
@@ -438,7 +529,9 @@ impl VisitMut for Rewriter<'_> {
             }
             Expr::MethodCall(_) => {
                 visit_mut::visit_expr_mut(self, e);
-                self.par_chain(e);
+                if !self.par_chain(e) {
+                    self.par_sum(e);
+                }
                 self.iterator_reduction(e);
             }
             _ => visit_mut::visit_expr_mut(self, e),

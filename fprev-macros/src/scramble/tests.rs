@@ -115,6 +115,28 @@ fn snapshot_nested_par_and_markers() {
 }
 
 #[test]
+#[cfg_attr(feature = "off", ignore = "expansions are the identity with `off`")]
+fn snapshot_fold_block_and_rayon_zip() {
+    check_snapshot(
+        "fold_block_par_zip",
+        quote!(),
+        quote! {
+            fn stats(a: &[f64], b: &[f64]) -> (f64, f64, f64) {
+                let ss = a.iter().fold(0.0, |acc, x| {
+                    let d = x - 1.0;
+                    acc + d * d
+                });
+                let kept = a.iter().fold(0.0, |acc, x| {
+                    let t = acc * 0.5;
+                    acc + t * x
+                });
+                (ss, kept, a.par_iter().zip(b.par_iter()).map(|(x, y)| x * y).sum())
+            }
+        },
+    );
+}
+
+#[test]
 fn markers_only_are_stripped_otherwise_tokens_are_kept() {
     let plain = quote! {
         fn f(v: &[f32]) -> f32 { let mut s = 0.0; for x in v { s += x; } s }

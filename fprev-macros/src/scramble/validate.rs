@@ -3,6 +3,7 @@
 
 use std::collections::HashSet;
 
+use quote::ToTokens;
 use syn::visit::{self, Visit};
 use syn::{Expr, ExprMethodCall, Label};
 
@@ -166,6 +167,26 @@ pub(crate) fn iterator_reduction(m: &ExprMethodCall) -> bool {
     }
 }
 
+/// Whether `m` is a `.fold(init, f)` on a temporary iterator that is not reassociated
+/// because `f` is not additive (its accumulator is read besides the final addition, or
+/// it leaves early): listed as left alone.
+pub(crate) fn non_additive_fold(m: &ExprMethodCall) -> bool {
+    m.method == "fold"
+        && m.args.len() == 2
+        && matches!(m.args[1], Expr::Closure(_))
+        && temporary(&m.receiver)
+        && !on_par_chain(&m.receiver)
+        && !additive(&m.args[1])
+}
+
+/// Whether `m` is a rayon `.sum()` (turbofish allowed) to reassociate in place: its
+/// chain keeps positions (`zip`, `enumerate`, ...), so [`par_chain_source`] cannot
+/// scramble the source; the items stay paired and in order, only the association of
+/// the sum changes.
+pub(crate) fn par_sum(m: &ExprMethodCall) -> bool {
+    m.method == "sum" && m.args.is_empty() && on_par_chain(&m.receiver)
+}
+
 fn temporary(e: &Expr) -> bool {
     match e {
         Expr::MethodCall(_) | Expr::Call(_) | Expr::Macro(_) => true,
@@ -216,10 +237,15 @@ fn additive(f: &Expr) -> bool {
             let acc = acc.ident.to_string();
             let mut body = &*c.body;
             while let Expr::Block(b) = body {
-                match b.block.stmts.as_slice() {
-                    [syn::Stmt::Expr(e, None)] => body = e,
-                    _ => return false,
+                // `{ let t = f(x); acc + t }`: statements that neither read `acc`,
+                // rebind its name nor leave the closure early, then the update.
+                let Some((syn::Stmt::Expr(last, None), lets)) = b.block.stmts.split_last() else {
+                    return false;
+                };
+                if b.label.is_some() || !lets.iter().all(|st| plain_stmt(st, &acc)) {
+                    return false;
                 }
+                body = last;
             }
             while let Expr::Paren(p) = body {
                 body = &p.expr;
@@ -241,6 +267,30 @@ fn additive(f: &Expr) -> bool {
         }
         _ => false,
     }
+}
+
+/// A statement of a fold closure's block that the term may follow: no token of it is
+/// the accumulator's name `acc` (so it neither reads `acc` nor shadows it), and it does
+/// not leave the closure (`return`, `?`).
+fn plain_stmt(st: &syn::Stmt, acc: &str) -> bool {
+    struct Leaves(bool);
+    impl<'ast> Visit<'ast> for Leaves {
+        fn visit_expr_return(&mut self, _: &'ast syn::ExprReturn) {
+            self.0 = true;
+        }
+        fn visit_expr_try(&mut self, _: &'ast syn::ExprTry) {
+            self.0 = true;
+        }
+        // A nested closure's or `async` block's `return` and `?` are its own.
+        fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {}
+        fn visit_expr_async(&mut self, _: &'ast syn::ExprAsync) {}
+        fn visit_item(&mut self, _: &'ast syn::Item) {}
+    }
+    let mut leaves = Leaves(false);
+    leaves.visit_stmt(st);
+    let mut named = false;
+    crate::syntax::token_mentions(st.to_token_stream(), &mut |n| named |= n == acc);
+    !leaves.0 && !named
 }
 
 fn strip_type(p: &syn::Pat) -> &syn::Pat {
@@ -383,6 +433,44 @@ mod tests {
         assert!(!fold(parse_quote!(v.iter().fold(0.0, |s, x| s * x))));
         assert!(!fold(parse_quote!(it.sum::<f64>())));
         assert!(!fold(parse_quote!(v.par_iter().map(f).sum::<f64>())));
+        // A block body: statements free of the accumulator, then the update.
+        assert!(fold(parse_quote!(v.iter().fold(0.0, |acc, x| {
+            let t = f(x);
+            let u = t * t;
+            acc + u
+        }))));
+        assert!(fold(parse_quote!(v.iter().fold(0.0, |acc, x| {
+            let t = x
+                .iter()
+                .map(|y| {
+                    return y * 2.0;
+                })
+                .sum::<f64>();
+            t + acc
+        }))));
+        // The accumulator read, shadowed, or the closure left early: not a reduction.
+        assert!(!fold(parse_quote!(v.iter().fold(0.0, |acc, x| {
+            let t = x * acc;
+            acc + t
+        }))));
+        assert!(!fold(parse_quote!(v.iter().fold(0.0, |acc, x| {
+            let acc = 1.0;
+            acc + x
+        }))));
+        assert!(!fold(parse_quote!(v.iter().fold(0.0, |acc, x| {
+            if *x < 0.0 {
+                return acc;
+            }
+            acc + x
+        }))));
+        assert!(!fold(parse_quote!(v.iter().fold(0.0, |acc, x| {
+            let t = g(x)?;
+            acc + t
+        }))));
+        assert!(!fold(parse_quote!(v.iter().fold(0.0, |acc, x| {
+            println!("{acc}");
+            acc + x
+        }))));
     }
 
     #[test]

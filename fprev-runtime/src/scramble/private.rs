@@ -2,14 +2,19 @@
 //!
 //! `#[fprev::scramble]` expands float reductions into a [`Reduction`] (one relaxed atomic
 //! load when off), declared loops into a check of [`loops`] and rayon sources into one of
-//! [`schedule`]; when on, a [`Scrambler`] reorders the items.
+//! [`schedule`]; when on, a [`Scrambler`] reorders the items. A rayon `.sum()` whose
+//! chain keeps positions (`zip`, `enumerate`) goes through [`ParSum`]: its items stay
+//! paired and in order, only the association of the sum changes.
 
 use rayon::iter::{IndexedParallelIterator, IntoParallelIterator, ParallelIterator};
 use rayon::iter::{IntoParallelRefIterator, IntoParallelRefMutIterator};
 use rayon::slice::ParallelSlice;
 
 /// Not public API. Used by generated code.
-pub use super::reduce::{Reduction, ViaIter, ViaValue, Wrap};
+pub use super::reduce::Reduction;
+
+/// Not public API. Used by generated code.
+pub use super::reduce::{ViaIter, ViaValue, Wrap};
 /// Not public API. Used by generated code.
 pub use super::sites::{FnSites, LeftAlone};
 use super::state::{fast_state, LOOPS, SCHEDULE};
@@ -156,5 +161,80 @@ where
         site: &'static CallSite,
     ) -> Either<Self::Iter, rayon::vec::IntoIter<<Self::Iter as ParallelIterator>::Item>> {
         into_par_iter(site, self)
+    }
+}
+
+/// Not public API. A parallel iterator whose `sum` is a reassociated reduction when
+/// reductions are scrambled (an inherent method, so it wins over rayon's).
+pub struct ParSum<P> {
+    iter: P,
+    site: &'static CallSite,
+}
+
+impl<P: ParallelIterator> ParSum<P> {
+    /// `iter.sum()`: off, rayon's own sum; on, each item becomes the term
+    /// `S::sum(once(item))` (exact), collected in the chain's order, and the terms are
+    /// combined in the drawn shape.
+    pub fn sum<S>(self) -> S
+    where
+        S: Send + std::iter::Sum<P::Item> + std::iter::Sum<S>,
+    {
+        let mut r = Reduction::<S>::begin(self.site);
+        if !r.on() {
+            return self.iter.sum();
+        }
+        let terms: Vec<S> = self
+            .iter
+            .map(|item| S::sum(std::iter::once(item)))
+            .collect();
+        if terms.is_empty() {
+            return S::sum(std::iter::empty::<P::Item>());
+        }
+        for t in terms {
+            r.push(t);
+        }
+        match r.finish() {
+            Some(v) => v,
+            None => unreachable!("fprev: a reduction that is on combines its terms"),
+        }
+    }
+}
+
+/// Not public API. Autoref dispatch for a rayon `.sum()` receiver: a parallel iterator
+/// becomes a [`ParSum`] ...
+pub trait ViaPar {
+    /// The reducing iterator.
+    type Out;
+    /// Not public API.
+    fn __fprev_par_sum(&mut self, site: &'static CallSite) -> Self::Out;
+}
+
+impl<P: ParallelIterator> ViaPar for Wrap<P> {
+    type Out = ParSum<P>;
+    #[inline(always)]
+    fn __fprev_par_sum(&mut self, site: &'static CallSite) -> ParSum<P> {
+        match self.0.take() {
+            Some(iter) => ParSum { iter, site },
+            None => unreachable!("fprev: wrapped once"),
+        }
+    }
+}
+
+/// Not public API. ... anything else is handed back untouched.
+pub trait ViaParValue {
+    /// The receiver.
+    type Out;
+    /// Not public API.
+    fn __fprev_par_sum(&mut self, site: &'static CallSite) -> Self::Out;
+}
+
+impl<T> ViaParValue for &mut Wrap<T> {
+    type Out = T;
+    #[inline(always)]
+    fn __fprev_par_sum(&mut self, _: &'static CallSite) -> T {
+        match self.0.take() {
+            Some(v) => v,
+            None => unreachable!("fprev: wrapped once"),
+        }
     }
 }

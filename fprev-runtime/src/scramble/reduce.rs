@@ -20,7 +20,6 @@
 //! ```
 
 use std::fmt;
-use std::marker::PhantomData;
 use std::ops::{Add, AddAssign, Sub, SubAssign};
 
 use half::{bf16, f16};
@@ -430,26 +429,6 @@ enum Active {
     BF16(Combiner<bf16>),
 }
 
-struct On {
-    active: Active,
-    rng: ScrambleRng,
-}
-
-/// Not public API. One execution of a reduction site: off (the code runs as written)
-/// unless reductions are scrambled and the accumulator is a float.
-///
-/// Terms are appended to a chunk of `T` (one store each, no dispatch) and handed to the
-/// shape's combiner a chunk at a time.
-pub struct Reduction<T> {
-    on: Option<Box<On>>,
-    /// Terms not yet handed to the combiner, and how many it takes at once.
-    terms: Vec<T>,
-    cap: usize,
-    /// `-0.0` in `T`, set while on.
-    zero: std::mem::MaybeUninit<T>,
-    _t: PhantomData<fn(T) -> T>,
-}
-
 macro_rules! each_kind {
     ($on:expr, $c:ident => $body:expr) => {
         match $on {
@@ -461,53 +440,31 @@ macro_rules! each_kind {
     };
 }
 
-impl<T> Reduction<T> {
-    /// Starts a reduction into the place `_place` returns (the closure is never called:
-    /// it only names the accumulator's type, so the place is not evaluated).
-    #[inline(always)]
-    pub fn begin<'a, P: FnOnce() -> &'a T>(site: &'static CallSite, _place: P) -> Self
-    where
-        T: 'a,
-    {
-        if state::fast_state() & LOOPS == 0 {
-            return Reduction {
-                on: None,
-                terms: Vec::new(),
-                cap: usize::MAX,
-                zero: std::mem::MaybeUninit::uninit(),
-                _t: PhantomData,
-            };
-        }
-        let on = Self::start(site);
-        let cap = on
-            .as_deref()
-            .map_or(usize::MAX, |on| each_kind!(&on.active, c => c.cap));
-        let terms = if on.is_some() {
-            Vec::with_capacity(CHUNK)
-        } else {
-            Vec::new()
-        };
-        let mut r = Reduction {
-            on,
-            terms,
-            cap,
-            zero: std::mem::MaybeUninit::uninit(),
-            _t: PhantomData,
-        };
-        if r.on.is_some() {
-            r.zero.write(r.neg_zero_of_kind());
-        }
-        r
-    }
+/// The type-erased part of a running reduction (the shape's combiner and the random
+/// stream). Its methods are not generic, so they are compiled once, here, rather than
+/// in every crate that instantiates `Reduction<T>`: a user's crate pays for a thin
+/// generic shell only.
+struct Engine {
+    active: Active,
+    rng: ScrambleRng,
+}
 
+/// A combined value of one of the float kinds.
+enum Value {
+    F32(f32),
+    F64(f64),
+    F16(f16),
+    BF16(bf16),
+}
+
+impl Engine {
     #[cold]
     #[inline(never)]
-    fn start(site: &'static CallSite) -> Option<Box<On>> {
+    fn start(site: &'static CallSite, kind: Kind) -> Option<Engine> {
         let st = state::state();
         if st & LOOPS == 0 {
             return None;
         }
-        let kind = kind_of::<T>()?;
         site.mark_reached();
         let (key, invocation) = super::context::next_key(site.id);
         let mut rng = rng::stream(state::seed(), key, invocation);
@@ -522,7 +479,107 @@ impl<T> Reduction<T> {
             Kind::F16 => Active::F16(Combiner::new(shape)),
             Kind::BF16 => Active::BF16(Combiner::new(shape)),
         };
-        Some(Box::new(On { active, rng }))
+        Some(Engine { active, rng })
+    }
+
+    fn cap(&self) -> usize {
+        each_kind!(&self.active, c => c.cap)
+    }
+
+    /// Hands `len` terms at `ptr` to the combiner.
+    ///
+    /// # Safety
+    /// `ptr` points to `len` initialised values of this engine's float type, borrowed
+    /// only for this call.
+    #[inline(never)]
+    unsafe fn absorb(&mut self, ptr: *mut u8, len: usize) {
+        let rng = &mut self.rng;
+        // SAFETY: per the caller.
+        unsafe {
+            each_kind!(&mut self.active, c => c.absorb(std::slice::from_raw_parts_mut(ptr.cast(), len), rng));
+        }
+    }
+
+    #[inline(never)]
+    fn finish(self) -> Option<Value> {
+        match self.active {
+            Active::F32(c) => c.finish().map(Value::F32),
+            Active::F64(c) => c.finish().map(Value::F64),
+            Active::F16(c) => c.finish().map(Value::F16),
+            Active::BF16(c) => c.finish().map(Value::BF16),
+        }
+    }
+}
+
+struct On<T> {
+    engine: Engine,
+    /// Terms not yet handed to the engine, and how many it takes at once.
+    terms: Vec<T>,
+    cap: usize,
+    /// `-0.0` in `T`.
+    zero: T,
+}
+
+/// Not public API. One execution of a reduction site: off (the code runs as written)
+/// unless reductions are scrambled and the accumulator is a float.
+///
+/// Terms are appended to a chunk of `T` (one store each, no dispatch) and handed to the
+/// shape's combiner a chunk at a time.
+///
+/// The handle has no drop glue (the state is a `ManuallyDrop` box, freed by
+/// [`write`](Self::write)): a reducer alive across a loop adds no unwind path to each
+/// call in the loop body (a function with hundreds of reductions borrow-checks and
+/// compiles several times faster than with a dropping handle). A panic between `begin` and `write` while
+/// scrambling is on leaks the buffered terms of that reduction (a few KiB at most).
+pub struct Reduction<T> {
+    on: std::mem::ManuallyDrop<Option<Box<On<T>>>>,
+}
+
+impl<T> Reduction<T> {
+    /// Starts a reduction. Its accumulator type `T` is inferred from the calls that
+    /// follow (`init(&mut place)`): the place is not evaluated here.
+    #[inline]
+    pub fn begin(site: &'static CallSite) -> Self {
+        if state::fast_state() & LOOPS == 0 {
+            return Reduction {
+                on: std::mem::ManuallyDrop::new(None),
+            };
+        }
+        Reduction {
+            on: std::mem::ManuallyDrop::new(Self::start(site)),
+        }
+    }
+
+    /// [`begin`](Self::begin) then [`init`](Self::init), for a place that can be
+    /// borrowed without running code (a variable or a field of one): one call per loop
+    /// entry, no branch in the caller.
+    #[inline]
+    pub fn begin_at(site: &'static CallSite, place: &mut T) -> Self {
+        let mut r = Self::begin(site);
+        r.init(place);
+        r
+    }
+
+    fn start(site: &'static CallSite) -> Option<Box<On<T>>> {
+        let kind = kind_of::<T>()?;
+        let engine = Engine::start(site, kind)?;
+        // SAFETY (each arm): `kind_of` chose the kind from `T`'s type, so `T` is that
+        // float type and the bit copy is a value of it.
+        let zero = unsafe {
+            match kind {
+                Kind::F32 => cast(&-0.0f32),
+                Kind::F64 => cast(&-0.0f64),
+                Kind::F16 => cast(&f16::NEG_ZERO),
+                Kind::BF16 => cast(&bf16::NEG_ZERO),
+            }
+        };
+        let cap = engine.cap();
+        Some(Box::new(On {
+            engine,
+            terms: Vec::with_capacity(CHUNK.min(cap)),
+            cap,
+            zero,
+        }))
     }
 
     /// Whether terms go to the reduction (true) or the code runs as written (false).
@@ -531,47 +588,24 @@ impl<T> Reduction<T> {
         self.on.is_some()
     }
 
-    #[inline(always)]
-    fn push(&mut self, t: T) {
-        self.terms.push(t);
-        if self.terms.len() == self.cap {
-            self.drain();
-        }
-    }
-
-    /// Hands the buffered terms to the combiner.
-    #[cold]
-    fn drain(&mut self) {
+    #[inline]
+    pub(super) fn push(&mut self, t: T) {
         let Some(on) = self.on.as_deref_mut() else {
-            self.terms.clear();
             return;
         };
-        let rng = &mut on.rng;
-        let (ptr, len) = (self.terms.as_mut_ptr(), self.terms.len());
-        // SAFETY: `start` chose the variant from `T`'s type, so the terms are `len`
-        // initialised values of that float type, borrowed only for this call.
-        unsafe {
-            each_kind!(&mut on.active, c => c.absorb(std::slice::from_raw_parts_mut(ptr.cast(), len), rng));
+        on.terms.push(t);
+        if on.terms.len() == on.cap {
+            drain(on);
         }
-        self.terms.clear();
     }
 
     /// `-0.0` in `T` (the additive identity that keeps every term's sign); only called
     /// while on.
-    #[inline(always)]
+    #[inline]
     fn neg_zero(&self) -> T {
-        debug_assert!(self.on.is_some());
-        // SAFETY: written by `begin` whenever `on` is set; a float, so a bit copy.
-        unsafe { self.zero.assume_init_read() }
-    }
-
-    fn neg_zero_of_kind(&self) -> T {
-        // SAFETY (each arm): `start` chose the variant from `T`'s type.
-        match self.on.as_deref().map(|on| &on.active) {
-            Some(Active::F32(_)) => unsafe { cast(&-0.0f32) },
-            Some(Active::F64(_)) => unsafe { cast(&-0.0f64) },
-            Some(Active::F16(_)) => unsafe { cast(&f16::NEG_ZERO) },
-            Some(Active::BF16(_)) => unsafe { cast(&bf16::NEG_ZERO) },
+        match self.on.as_deref() {
+            // SAFETY: a float (on), copied bit for bit.
+            Some(on) => unsafe { std::ptr::read(&on.zero) },
             None => unreachable!("fprev: a reduction's term is only formed while it is on"),
         }
     }
@@ -608,6 +642,76 @@ impl<T> Reduction<T> {
         self.push(t);
     }
 
+    /// `place += e` for a place borrowed without running code: the term goes to the
+    /// reduction when on, to `place` through the same `AddAssign` otherwise.
+    #[inline]
+    pub fn add_assign_at<R>(&mut self, place: &mut T, e: R)
+    where
+        T: AddAssign<R>,
+    {
+        if self.on() {
+            self.add_assign(e);
+        } else {
+            *place += e;
+        }
+    }
+
+    /// `place -= e`, as [`add_assign_at`](Self::add_assign_at).
+    #[inline]
+    pub fn sub_assign_at<R>(&mut self, place: &mut T, e: R)
+    where
+        T: SubAssign<R>,
+    {
+        if self.on() {
+            self.sub_assign(e);
+        } else {
+            *place -= e;
+        }
+    }
+
+    /// `place = place + e` as `place = r.add_right_to(place, e)`: `acc + e` when off
+    /// (the same `Add`), `acc` unchanged with the term pushed when on.
+    #[inline]
+    pub fn add_right_to<R>(&mut self, acc: T, e: R) -> T
+    where
+        T: Add<R, Output = T>,
+    {
+        if self.on() {
+            self.add_right(e);
+            acc
+        } else {
+            acc + e
+        }
+    }
+
+    /// `place = e + place`, as [`add_right_to`](Self::add_right_to).
+    #[inline]
+    pub fn add_left_to<R>(&mut self, e: R, acc: T) -> T
+    where
+        R: Add<T, Output = T>,
+    {
+        if self.on() {
+            self.add_left(e);
+            acc
+        } else {
+            e + acc
+        }
+    }
+
+    /// `place = place - e`, as [`add_right_to`](Self::add_right_to).
+    #[inline]
+    pub fn sub_right_to<R>(&mut self, acc: T, e: R) -> T
+    where
+        T: Sub<R, Output = T>,
+    {
+        if self.on() {
+            self.sub_right(e);
+            acc
+        } else {
+            acc - e
+        }
+    }
+
     /// `place = place + e`.
     #[inline]
     pub fn add_right<R>(&mut self, e: R)
@@ -635,30 +739,47 @@ impl<T> Reduction<T> {
         self.push(self.neg_zero() - e);
     }
 
-    /// Writes the combined value into the accumulator (after the loop).
+    /// Writes the combined value into the accumulator (after the loop) and frees the
+    /// state.
     #[inline]
     pub fn write(&mut self, place: &mut T) {
-        self.drain();
-        let Some(on) = self.on.take() else { return };
-        let On { active, .. } = *on;
-        // SAFETY: `start` chose the variant from `T`'s type; `init` pushed a first term.
+        if let Some(v) = self.finish_in_place() {
+            *place = v;
+        }
+    }
+
+    /// Combines the terms and frees the state; `None` when off or no term came.
+    fn finish_in_place(&mut self) -> Option<T> {
+        let mut on = self.on.take()?;
+        drain(&mut on);
+        let On { engine, .. } = *on;
+        // SAFETY (each arm): the engine's kind was chosen from `T`'s type.
         unsafe {
-            each_kind!(active, c => {
-                if let Some(v) = c.finish() {
-                    *place = cast(&v);
-                }
-            });
+            Some(match engine.finish()? {
+                Value::F32(v) => cast(&v),
+                Value::F64(v) => cast(&v),
+                Value::F16(v) => cast(&v),
+                Value::BF16(v) => cast(&v),
+            })
         }
     }
 
     /// Combines the terms without an accumulator to write to (iterator reductions).
-    fn finish(mut self) -> Option<T> {
-        self.drain();
-        let on = self.on.take()?;
-        let On { active, .. } = *on;
-        // SAFETY: as in `write`.
-        unsafe { each_kind!(active, c => c.finish().map(|v| cast(&v))) }
+    pub(super) fn finish(mut self) -> Option<T> {
+        self.finish_in_place()
     }
+}
+
+/// Hands the buffered terms to the combiner.
+#[cold]
+fn drain<T>(on: &mut On<T>) {
+    // SAFETY: the engine's kind was chosen from `T`'s type, so the terms are `len`
+    // initialised values of that float type, borrowed only for this call.
+    unsafe {
+        on.engine
+            .absorb(on.terms.as_mut_ptr().cast(), on.terms.len())
+    };
+    on.terms.clear();
 }
 
 /// Not public API. An iterator whose `sum` / `fold` are reassociated reductions when
@@ -677,7 +798,7 @@ impl<I: Iterator> ReduceIter<I> {
     /// `iter.sum()`: each item becomes the term `S::sum(once(item))` (exact), the terms are
     /// combined in the drawn shape.
     pub fn sum<S: std::iter::Sum<I::Item>>(self) -> S {
-        let mut r = Reduction::<S>::begin(self.site, || unreachable_ref());
+        let mut r = Reduction::<S>::begin(self.site);
         if !r.on() {
             return self.iter.sum();
         }
@@ -696,7 +817,7 @@ impl<I: Iterator> ReduceIter<I> {
     /// `|a, t| e + a`, `|a, t| a - e` (with `e` free of `a`) or `Add::add`: the term of
     /// an item is `f(-0.0, item)`, exactly `e` (or `-e`).
     pub fn fold<B, F: FnMut(B, I::Item) -> B>(self, init: B, mut f: F) -> B {
-        let mut r = Reduction::<B>::begin(self.site, || unreachable_ref());
+        let mut r = Reduction::<B>::begin(self.site);
         if !r.on() {
             return self.iter.fold(init, f);
         }
@@ -710,11 +831,6 @@ impl<I: Iterator> ReduceIter<I> {
             None => unreachable!("fprev: a fold reduction has its initial value"),
         }
     }
-}
-
-/// Names a type for [`Reduction::begin`] without a value; never called.
-fn unreachable_ref<'a, T>() -> &'a T {
-    unreachable!("fprev: the place closure is never called")
 }
 
 impl<I: Iterator> Iterator for ReduceIter<I> {

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Compile time of `#[fprev::scramble]` on a large function (issue 14 item 9); not run in CI.
+#
+#   scripts/scramble_compile_time.sh [LINES] [WORKDIR] [-- extra cargo build args, e.g. --release]
+#
+# Generates a LINES-line function (default 2,000) dense in reductions (loop `+=`, `x = x + e`,
+# `-=` in a `while`, nested loops, iterator `sum` and `fold`: a site every 3.5 lines) in a
+# scratch crate that depends on this checkout by path, builds its dependencies once, then
+# times a cold build of the scratch crate only (CARGO_INCREMENTAL=0, `touch`), plain and
+# annotated, three times each. Prints wall and CPU seconds per build.
+set -euo pipefail
+
+FPREV=$(cd "$(dirname "$0")/.." && pwd)
+LINES=${1:-2000}
+WORK=${2:-/tmp/fprev-compile-time}
+shift $(( $# > 2 ? 2 : $# ))
+[ "${1:-}" = "--" ] && shift
+mkdir -p "$WORK/src"
+cat > "$WORK/Cargo.toml" <<TOML
+[package]
+name = "fprev-compile-time"
+version = "0.0.0"
+edition = "2021"
+publish = false
+
+[dependencies]
+fprev = { path = "$FPREV" }
+
+[workspace]
+TOML
+cp "$FPREV/Cargo.lock" "$WORK/"
+
+generate() { # $1: 1 annotated, 0 plain
+    python3 - "$1" "$LINES" <<'PY'
+import sys
+annotated, lines = sys.argv[1] == "1", int(sys.argv[2])
+out = ["#![allow(clippy::all, unused)]", ""]
+if annotated:
+    out.append("#[fprev::scramble]")
+out += ["pub fn big(x: &[f64], y: &[f64], n: usize) -> f64 {", "    let mut total = 0.0f64;"]
+k = 0
+while len(out) < lines:
+    out += [
+        f"    let mut s{k} = 0.0f64;",
+        "    for i in 0..n {",
+        f"        let t = x[i] * y[i] + {k}.0;",
+        f"        s{k} += t * 0.5;",
+        "    }",
+        f"    let mut m{k} = 0.0f64;",
+        "    for (a, b) in x.iter().zip(y.iter()) {",
+        f"        m{k} = m{k} + a * b;",
+        "    }",
+        f"    let q{k}: f64 = x.iter().map(|v| v * {k}.0).sum();",
+        f"    let f{k} = y.iter().fold(0.0, |acc, v| acc + v * 2.0);",
+        f"    let mut w{k} = 0.0f64;",
+        f"    let mut j{k} = 0;",
+        f"    while j{k} < n {{",
+        f"        w{k} -= x[j{k}];",
+        f"        j{k} += 1;",
+        "    }",
+        "    for r in 0..n {",
+        "        let mut inner = 0.0;",
+        "        for c in 0..n {",
+        "            inner += x[r] * y[c];",
+        "        }",
+        "        total += inner;",
+        "    }",
+        f"    total += s{k} + m{k} + q{k} + f{k} + w{k};",
+    ]
+    k += 1
+out += ["    total", "}"]
+print("\n".join(out))
+PY
+}
+
+cd "$WORK"
+export CARGO_INCREMENTAL=0
+for annotated in 0 1; do
+    generate "$annotated" > src/lib.rs
+    cargo build -q "$@"
+    for _ in 1 2 3; do
+        touch src/lib.rs
+        /usr/bin/time -f "annotated=$annotated lines=$LINES wall %e s cpu %U+%S s" cargo build -q "$@"
+    done
+done
