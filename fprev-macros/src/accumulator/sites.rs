@@ -15,6 +15,25 @@
 //! closures and `async` blocks (their captures would move the frame), macro invocations
 //! (opaque tokens).
 
+/// The `VisitMut` methods that keep a visitor out of constant contexts (inline
+/// `const {}`, array and repeat lengths, const generic arguments, types): they are
+/// evaluated at compile time, so nothing there is a site. Shared by the collector and the
+/// rewriter, which must agree on what they enter.
+macro_rules! skip_constant_contexts {
+    () => {
+        fn visit_expr_const_mut(&mut self, _: &mut syn::ExprConst) {}
+        fn visit_type_mut(&mut self, _: &mut syn::Type) {}
+        fn visit_expr_repeat_mut(&mut self, r: &mut syn::ExprRepeat) {
+            self.visit_expr_mut(&mut r.expr);
+        }
+        fn visit_generic_argument_mut(&mut self, a: &mut syn::GenericArgument) {
+            if !matches!(a, syn::GenericArgument::Const(_)) {
+                syn::visit_mut::visit_generic_argument_mut(self, a);
+            }
+        }
+    };
+}
+
 mod collect;
 mod rewrite;
 mod running;

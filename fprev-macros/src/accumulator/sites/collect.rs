@@ -40,17 +40,7 @@ impl Collector {
 
 impl VisitMut for Collector {
     fn visit_item_mut(&mut self, _: &mut syn::Item) {}
-    // Constant contexts are not counted (see the rewriter).
-    fn visit_expr_const_mut(&mut self, _: &mut syn::ExprConst) {}
-    fn visit_type_mut(&mut self, _: &mut syn::Type) {}
-    fn visit_expr_repeat_mut(&mut self, r: &mut syn::ExprRepeat) {
-        self.visit_expr_mut(&mut r.expr);
-    }
-    fn visit_generic_argument_mut(&mut self, a: &mut syn::GenericArgument) {
-        if !matches!(a, syn::GenericArgument::Const(_)) {
-            visit_mut::visit_generic_argument_mut(self, a);
-        }
-    }
+    skip_constant_contexts!();
     fn visit_expr_closure_mut(&mut self, c: &mut syn::ExprClosure) {
         if c.capture.is_none() {
             visit_mut::visit_expr_closure_mut(self, c);

@@ -270,18 +270,7 @@ impl Rewriter<'_> {
 
 impl VisitMut for Rewriter<'_> {
     fn visit_item_mut(&mut self, _: &mut syn::Item) {}
-    // Constant contexts (inline `const {}`, array lengths, const generic arguments, types)
-    // are evaluated at compile time: nothing there is counted.
-    fn visit_expr_const_mut(&mut self, _: &mut syn::ExprConst) {}
-    fn visit_type_mut(&mut self, _: &mut syn::Type) {}
-    fn visit_expr_repeat_mut(&mut self, r: &mut syn::ExprRepeat) {
-        self.visit_expr_mut(&mut r.expr);
-    }
-    fn visit_generic_argument_mut(&mut self, a: &mut syn::GenericArgument) {
-        if !matches!(a, syn::GenericArgument::Const(_)) {
-            visit_mut::visit_generic_argument_mut(self, a);
-        }
-    }
+    skip_constant_contexts!();
     fn visit_expr_closure_mut(&mut self, c: &mut syn::ExprClosure) {
         if c.capture.is_some() {
             return;
