@@ -233,6 +233,9 @@ impl<I: ProbeFloat, T: ProbeFloat, F: FnMut(&[I], &mut [T])> Reduction<T> for KR
     }
 }
 
+/// The two operand vectors of a product's probe or replay input.
+type Operands<I> = (Vec<I>, Vec<I>);
+
 /// A reduction as a [`Target`] for one output element: probe `k` of a batch goes into
 /// lane `k`, so one call answers up to `lanes` probes; spare lanes repeat the batch. The
 /// answer is read from output `output` of the probe's lane, so this assumes every lane
@@ -265,7 +268,7 @@ pub struct Batched<T: ProbeFloat, R: Reduction<T>> {
     /// range cannot swamp a sum of `k` units, the product's can.
     spread: bool,
     /// The last random input drawn for a replay (its values' bits) and its operands.
-    drawn: Option<(Vec<u64>, Vec<R::Input>, Vec<R::Input>)>,
+    drawn: Option<(Vec<u64>, Operands<R::Input>)>,
 }
 
 impl<T: ProbeFloat, R: Reduction<T>> Batched<T, R> {
@@ -321,7 +324,7 @@ impl<T: ProbeFloat, R: Reduction<T>> Batched<T, R> {
 
     /// `x` split into the two operands of its products (`None` if a value is no product
     /// of two operand values).
-    fn split(&self, x: &[T]) -> Result<(Vec<R::Input>, Vec<R::Input>), TargetError> {
+    fn split(&self, x: &[T]) -> Result<Operands<R::Input>, TargetError> {
         let mut a = Vec::with_capacity(x.len());
         let mut b = Vec::with_capacity(x.len());
         for (i, v) in x.iter().enumerate() {
@@ -364,11 +367,11 @@ impl<T: ProbeFloat, R: Reduction<T>> Batched<T, R> {
 impl<T: ProbeFloat, R: Reduction<T>> Target<T> for Batched<T, R> {
     fn call(&mut self, x: &[T]) -> Result<T, TargetError> {
         if self.spread {
-            let drawn = self.drawn.take().filter(|(bits, _, _)| {
+            let drawn = self.drawn.take().filter(|(bits, _)| {
                 bits.len() == x.len() && bits.iter().zip(x).all(|(&w, v)| w == v.to_bits_u64())
             });
             let (a, b) = match drawn {
-                Some((_, a, b)) => (a, b),
+                Some((_, ab)) => ab,
                 None => self.split(x)?,
             };
             self.eval_spread(&a, &b)?;
@@ -407,7 +410,7 @@ impl<T: ProbeFloat, R: Reduction<T>> Target<T> for Batched<T, R> {
                 return false;
             }
         }
-        self.drawn = Some((x.iter().map(|v| v.to_bits_u64()).collect(), a, b));
+        self.drawn = Some((x.iter().map(|v| v.to_bits_u64()).collect(), (a, b)));
         true
     }
 
