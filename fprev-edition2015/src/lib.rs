@@ -1,8 +1,9 @@
 //! An edition-2015 crate using fprev's attributes: in 2015 a path `::core::...` starts at
-//! the crate root, so expansions must reach `core` through `::fprev::__private`. Compiling
-//! this crate is most of the test; the tests below check the behaviour too.
-
-extern crate fprev;
+//! the crate root, so expansions must reach `core` through `::fprev::__private`, and the
+//! paths they place at the user's code must still resolve in the macro's edition: this
+//! crate has no `extern crate fprev;` (published 2015 crates such as rkm do not either),
+//! so a generated `::fprev` that resolved in 2015 would find nothing at the crate root.
+//! Compiling this crate is most of the test; the tests below check the behaviour too.
 
 /// A loop reduction, an iterator reduction and two additive folds (one block-bodied), with the user's own
 /// parentheses around terms and receivers (which must not turn into `unused_parens`).
@@ -35,7 +36,10 @@ pub fn counted(v: &[f64]) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use fprev::scramble::{with_config, ScrambleConfig, Shuffle};
+    // the tests name fprev in `use` paths, which in 2015 start at the crate root (or
+    // here, at a module's own `extern crate`); the attributes above need neither
+    extern crate fprev;
+    use self::fprev::scramble::{with_config, ScrambleConfig, Shuffle};
 
     #[test]
     fn expansions_run_in_edition_2015() {
@@ -49,7 +53,7 @@ mod tests {
         // Whole numbers: every shape gives the same exact sum.
         assert_eq!(with_config(&on, || super::three_sums(&v)), plain);
         assert_eq!(super::counted(&v), 4950.0);
-        let sites = fprev::scramble::sites();
+        let sites = self::fprev::scramble::sites();
         assert_eq!(
             sites
                 .iter()
@@ -82,10 +86,12 @@ pub fn closures_2015(v: &[f64]) -> (f64, f64) {
 
 #[cfg(test)]
 mod closure_tests {
+    extern crate fprev;
+
     #[test]
     fn accumulating_closures_compile_and_count() {
         assert_eq!(super::closures_2015(&[1.0, 2.0]), (9.0, 6.0));
-        let report = fprev::chains::report();
+        let report = self::fprev::chains::report();
         assert!(report.site("closures_2015").is_some(), "{}", report);
     }
 }
