@@ -355,10 +355,15 @@ impl ProbeScale {
 /// assert_eq!(exact_sum_rounded(&v), 16777218.0);
 /// ```
 pub fn exact_sum_rounded<T: ProbeFloat>(values: &[T]) -> T {
+    exact_sum_rounded_f64(values.iter().map(|v| v.to_f64()))
+}
+
+/// [`exact_sum_rounded`] of values given exactly as `f64`.
+pub(crate) fn exact_sum_rounded_f64<T: ProbeFloat>(values: impl Iterator<Item = f64>) -> T {
     let fmt = T::FORMAT;
     let mut acc = crate::exact::Accumulator::new();
     for v in values {
-        acc.add(v.to_f64());
+        acc.add(v);
     }
     // Every supported format fits inside f64, which is all `round_to_format` needs.
     T::from_f64_round(acc.round_to_format(fmt.precision, fmt.min_exp, fmt.max_exp))

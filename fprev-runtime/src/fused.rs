@@ -394,38 +394,8 @@ impl BlockFma {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn sum_tree<T: ProbeFloat>(&self, tree: &SumTree, x: &[T]) -> T {
-        replay_tree(tree, x, |terms| self.fused(terms), |_, a, b| a.add(b))
+        tree.replay_with(x, |terms| self.fused(terms), |_, a, b| a.add(b))
     }
-}
-
-/// `tree` over `x` with `fused` computing nodes of three or more children and `pair`
-/// binary ones (given the two child ids, then their values).
-pub(crate) fn replay_tree<T: ProbeFloat>(
-    tree: &SumTree,
-    x: &[T],
-    fused: impl Fn(&[f64]) -> T,
-    pair: impl Fn([u32; 2], T, T) -> T,
-) -> T {
-    let n = tree.leaf_count();
-    assert_eq!(x.len(), n, "one value per leaf");
-    if tree.inner_count() == 0 {
-        return x.first().copied().unwrap_or(T::ZERO);
-    }
-    let mut vals: Vec<T> = Vec::with_capacity(n + tree.inner_count());
-    vals.extend_from_slice(x);
-    let mut terms: Vec<f64> = Vec::new();
-    for k in 0..tree.inner_count() {
-        let kids = tree.children(n + k);
-        let v = if let [a, b] = kids {
-            pair([*a, *b], vals[*a as usize], vals[*b as usize])
-        } else {
-            terms.clear();
-            terms.extend(kids.iter().map(|&c| vals[c as usize].to_f64()));
-            fused(&terms)
-        };
-        vals.push(v);
-    }
-    vals[n + tree.inner_count() - 1]
 }
 
 /// `x * 2^e`, exact while the result is a normal `f64` (two steps keep `2^e` in range).

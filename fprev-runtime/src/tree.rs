@@ -14,7 +14,7 @@ use std::str::FromStr;
 #[cfg(feature = "serde")]
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::float::{exact_sum_rounded, ProbeFloat};
+use crate::float::{exact_sum_rounded_f64, ProbeFloat};
 
 pub(crate) mod describe;
 mod shapes;
@@ -393,26 +393,50 @@ impl SumTree {
             // one leaf, or the empty sum
             return x.first().copied().unwrap_or(T::ZERO);
         }
-        // one buffer for leaves and inner nodes: node ids index it directly
-        let mut vals: Vec<T> = Vec::with_capacity(n + self.inner_count());
-        vals.extend_from_slice(x);
         if let Some(pairs) = self.binary_pairs() {
-            // all binary: node n + k adds slots 2k and 2k + 1
+            // all binary: node n + k adds slots 2k and 2k + 1 of one buffer for leaves
+            // and inner nodes (node ids index it directly)
+            let mut vals: Vec<T> = Vec::with_capacity(n + self.inner_count());
+            vals.extend_from_slice(x);
             for pair in pairs.chunks_exact(2) {
                 let v = vals[pair[0] as usize].add(vals[pair[1] as usize]);
                 vals.push(v);
             }
             return vals[n + self.inner_count() - 1];
         }
-        let mut scratch: Vec<T> = Vec::new();
+        self.replay_with(
+            x,
+            |terms| exact_sum_rounded_f64(terms.iter().copied()),
+            |_, a, b| a.add(b),
+        )
+    }
+
+    /// `x` summed in this tree's order with `fused` computing the nodes of three or more
+    /// children (from their values, exactly as `f64`) and `pair` the binary ones (given
+    /// the two child ids, then their values): the plain replay, and hardware models
+    /// (`crate::fused`) whose multi-way nodes truncate.
+    pub(crate) fn replay_with<T: ProbeFloat>(
+        &self,
+        x: &[T],
+        fused: impl Fn(&[f64]) -> T,
+        pair: impl Fn([u32; 2], T, T) -> T,
+    ) -> T {
+        let n = self.leaf_count();
+        assert_eq!(x.len(), n, "one value per leaf");
+        if self.inner_count() == 0 {
+            return x.first().copied().unwrap_or(T::ZERO);
+        }
+        let mut vals: Vec<T> = Vec::with_capacity(n + self.inner_count());
+        vals.extend_from_slice(x);
+        let mut terms: Vec<f64> = Vec::new();
         for w in self.child_start.windows(2) {
             let kids = &self.children[w[0] as usize..w[1] as usize];
             let v = if let [a, b] = kids {
-                vals[*a as usize].add(vals[*b as usize])
+                pair([*a, *b], vals[*a as usize], vals[*b as usize])
             } else {
-                scratch.clear();
-                scratch.extend(kids.iter().map(|&c| vals[c as usize]));
-                exact_sum_rounded(&scratch)
+                terms.clear();
+                terms.extend(kids.iter().map(|&c| vals[c as usize].to_f64()));
+                fused(&terms)
             };
             vals.push(v);
         }

@@ -9,7 +9,7 @@
 use super::error::RevealError;
 use super::prober::Prober;
 use crate::float::ProbeFloat;
-use crate::fused::{aligned_sum, output, replay_tree, MAX_FRAC};
+use crate::fused::{aligned_sum, output, MAX_FRAC};
 use crate::target::Target;
 use crate::tree::SumTree;
 
@@ -88,8 +88,7 @@ impl Candidate {
                 (multiway(kids[0]) && kids[1] < n) || (multiway(kids[1]) && kids[0] < n)
             }
         };
-        replay_tree(
-            tree,
+        tree.replay_with(
             x,
             |t| self.node(t),
             |kids, a: T, b: T| {
