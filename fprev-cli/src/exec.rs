@@ -27,7 +27,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fprev::float::FloatFormat;
-use fprev::target::{random_operands, split_product, ProbeBatch, Target, TargetError};
+use fprev::target::{
+    random_operands, split_product, DrawnOperands, ProbeBatch, Target, TargetError,
+};
 use fprev::ProbeFloat;
 
 // a child of this module, so that the files that include exec.rs by path get it too
@@ -134,10 +136,9 @@ pub struct Exec<T> {
     on_answer: Option<Box<dyn FnMut(u64)>>,
     wire: Wire,
     op: Op,
-    /// The last random dot input drawn (its products' bits) with its operands, and the
-    /// operands of the input being sent when it is that one.
-    drawn: Option<(Vec<u64>, Vec<f64>, Vec<f64>)>,
-    sending: Option<(Vec<f64>, Vec<f64>)>,
+    /// The last random dot input drawn, and its operands while it is being sent.
+    drawn: DrawnOperands<f64>,
+    sending: Option<Operands>,
     /// What the delta protocols have sent.
     delta: delta::State<T>,
     _t: PhantomData<T>,
@@ -237,7 +238,7 @@ impl<T: ProbeFloat> Exec<T> {
             on_answer: None,
             wire: Wire::of::<T>(),
             op: Op::Sum,
-            drawn: None,
+            drawn: DrawnOperands::default(),
             sending: None,
             delta: delta::State::default(),
             _t: PhantomData,
@@ -474,27 +475,15 @@ impl<T: ProbeFloat> Target<T> for Exec<T> {
             return false;
         }
         let (a, b) = (self.wire.operands)(seed, x.len(), T::FORMAT);
-        for (k, v) in x.iter_mut().enumerate() {
-            let p = a[k] * b[k];
-            *v = T::from_f64_round(p);
-            if v.to_f64() != p {
-                return false;
-            }
-        }
-        self.drawn = Some((x.iter().map(|v| v.to_bits_u64()).collect(), a, b));
-        true
+        self.drawn.fill(x, a, b, |v| *v)
     }
 
     fn call(&mut self, x: &[T]) -> Result<T, TargetError> {
         if self.protocol.is_delta() {
             return self.delta_call(x).map_err(TargetError::new);
         }
-        let drawn = self.drawn.as_ref().is_some_and(|(bits, _, _)| {
-            bits.len() == x.len() && bits.iter().zip(x).all(|(&w, v)| w == v.to_bits_u64())
-        });
-        if drawn {
-            self.sending = self.drawn.as_ref().map(|(_, a, b)| (a.clone(), b.clone()));
-        } else if self.op == Op::Dot {
+        self.sending = self.drawn.take(x);
+        if self.sending.is_none() && self.op == Op::Dot {
             if let Some(v) = x.iter().find(|v| (self.wire.split)(v.to_f64()).is_none()) {
                 return Err(TargetError::new(format!(
                     "{v} is not a product of two {} values",

@@ -352,6 +352,64 @@ impl<T: ProbeFloat, X: Target<T> + ?Sized> Target<T> for &mut X {
     }
 }
 
+/// The operands of a product target's last random input: a product's value alone does
+/// not say how it splits, so the target that drew the operands for a replay check keeps
+/// them until the engine asks for that input. Operands are any type that converts to
+/// `f64` exactly (`f64` itself where the operand type is only known at run time).
+///
+/// ```
+/// use fprev::target::DrawnOperands;
+/// let mut d = DrawnOperands::default();
+/// let mut x = [0.0f32; 2];
+/// assert!(d.fill(&mut x, vec![2.0f64, 3.0], vec![0.5, 4.0], |v| *v));
+/// assert_eq!(x, [1.0, 12.0]);
+/// assert_eq!(d.take(&x), Some((vec![2.0, 3.0], vec![0.5, 4.0])));
+/// assert_eq!(d.take(&x), None); // given back once
+/// ```
+pub struct DrawnOperands<E> {
+    drawn: Option<(Vec<u64>, Vec<E>, Vec<E>)>,
+}
+
+impl<E> Default for DrawnOperands<E> {
+    fn default() -> Self {
+        DrawnOperands { drawn: None }
+    }
+}
+
+impl<E> DrawnOperands<E> {
+    /// Write the products of `a` and `b` into `x` and keep the operands; `false` (and
+    /// nothing kept) when a product is not exact in `T`.
+    pub fn fill<T: ProbeFloat>(
+        &mut self,
+        x: &mut [T],
+        a: Vec<E>,
+        b: Vec<E>,
+        value: impl Fn(&E) -> f64,
+    ) -> bool {
+        self.drawn = None;
+        for ((v, p), q) in x.iter_mut().zip(&a).zip(&b) {
+            let exact = value(p) * value(q);
+            *v = T::from_f64_round(exact);
+            if v.to_f64() != exact {
+                return false;
+            }
+        }
+        self.drawn = Some((x.iter().map(|v| v.to_bits_u64()).collect(), a, b));
+        true
+    }
+
+    /// The operands of `x` if it is the input drawn last (bit for bit), given back once.
+    pub fn take<T: ProbeFloat>(&mut self, x: &[T]) -> Option<(Vec<E>, Vec<E>)> {
+        let same = self.drawn.as_ref().is_some_and(|(bits, _, _)| {
+            bits.len() == x.len() && bits.iter().zip(x).all(|(&w, v)| w == v.to_bits_u64())
+        });
+        if !same {
+            return None;
+        }
+        self.drawn.take().map(|(_, a, b)| (a, b))
+    }
+}
+
 /// A dot product `f(a, b)` as a target: each value the engine sends is split into a
 /// factor of `a` and a factor of `b`, so masks and units spread across both operands
 /// (`M = Ma x Mb`, `e = ea x eb`, FPRev paper §8.1.1). Formats with little range (FP8
@@ -373,8 +431,7 @@ pub struct Products<I, F> {
     f: F,
     a: Vec<I>,
     b: Vec<I>,
-    /// The last random input drawn (its products' bits) with its operands.
-    drawn: Option<(Vec<u64>, Vec<I>, Vec<I>)>,
+    drawn: DrawnOperands<I>,
 }
 
 impl<I: ProbeFloat, F> Products<I, F> {
@@ -384,7 +441,7 @@ impl<I: ProbeFloat, F> Products<I, F> {
             f,
             a: Vec::new(),
             b: Vec::new(),
-            drawn: None,
+            drawn: DrawnOperands::default(),
         }
     }
 }
@@ -457,23 +514,13 @@ pub fn split_product<I: ProbeFloat>(x: f64) -> Option<(I, I)> {
 impl<I: ProbeFloat, T: ProbeFloat, F: FnMut(&[I], &[I]) -> T> Target<T> for Products<I, F> {
     fn random_input(&mut self, seed: u64, x: &mut [T]) -> bool {
         let (a, b) = random_operands::<I>(seed, x.len(), T::FORMAT);
-        for (k, v) in x.iter_mut().enumerate() {
-            let p = a[k].to_f64() * b[k].to_f64();
-            *v = T::from_f64_round(p);
-            if v.to_f64() != p {
-                return false;
-            }
-        }
-        self.drawn = Some((x.iter().map(|v| v.to_bits_u64()).collect(), a, b));
-        true
+        self.drawn.fill(x, a, b, |v| v.to_f64())
     }
 
     fn call(&mut self, x: &[T]) -> Result<T, TargetError> {
-        if let Some((bits, a, b)) = &self.drawn {
-            if bits.len() == x.len() && bits.iter().zip(x).all(|(&w, v)| w == v.to_bits_u64()) {
-                let f = &mut self.f;
-                return caught("the dot product", || f(a, b));
-            }
+        if let Some((a, b)) = self.drawn.take(x) {
+            let f = &mut self.f;
+            return caught("the dot product", || f(&a, &b));
         }
         self.a.clear();
         self.b.clear();

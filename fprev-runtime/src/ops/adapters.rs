@@ -3,7 +3,9 @@
 
 use super::{convert, Reduction, Shape};
 use crate::float::{FloatFormat, ProbeFloat, ProbeScale};
-use crate::target::{random_operands, split_product, ProbeBatch, Target, TargetError};
+use crate::target::{
+    random_operands, split_product, DrawnOperands, ProbeBatch, Target, TargetError,
+};
 use std::marker::PhantomData;
 
 fn guarded<R>(f: impl FnOnce() -> R) -> Result<R, TargetError> {
@@ -267,8 +269,7 @@ pub struct Batched<T: ProbeFloat, R: Reduction<T>> {
     /// Masks and units spread over both operands, one probe per call: one operand's
     /// range cannot swamp a sum of `k` units, the product's can.
     spread: bool,
-    /// The last random input drawn for a replay (its values' bits) and its operands.
-    drawn: Option<(Vec<u64>, Operands<R::Input>)>,
+    drawn: DrawnOperands<R::Input>,
 }
 
 impl<T: ProbeFloat, R: Reduction<T>> Batched<T, R> {
@@ -286,7 +287,7 @@ impl<T: ProbeFloat, R: Reduction<T>> Batched<T, R> {
             out: Vec::new(),
             calls: 0,
             spread,
-            drawn: None,
+            drawn: DrawnOperands::default(),
         }
     }
 
@@ -367,11 +368,8 @@ impl<T: ProbeFloat, R: Reduction<T>> Batched<T, R> {
 impl<T: ProbeFloat, R: Reduction<T>> Target<T> for Batched<T, R> {
     fn call(&mut self, x: &[T]) -> Result<T, TargetError> {
         if self.spread {
-            let drawn = self.drawn.take().filter(|(bits, _)| {
-                bits.len() == x.len() && bits.iter().zip(x).all(|(&w, v)| w == v.to_bits_u64())
-            });
-            let (a, b) = match drawn {
-                Some((_, ab)) => ab,
+            let (a, b) = match self.drawn.take(x) {
+                Some(ab) => ab,
                 None => self.split(x)?,
             };
             self.eval_spread(&a, &b)?;
@@ -403,15 +401,7 @@ impl<T: ProbeFloat, R: Reduction<T>> Target<T> for Batched<T, R> {
             return false;
         }
         let (a, b) = random_operands::<R::Input>(seed, x.len(), T::FORMAT);
-        for (k, v) in x.iter_mut().enumerate() {
-            let p = a[k].to_f64() * b[k].to_f64();
-            *v = T::from_f64_round(p);
-            if v.to_f64() != p {
-                return false;
-            }
-        }
-        self.drawn = Some((x.iter().map(|v| v.to_bits_u64()).collect(), (a, b)));
-        true
+        self.drawn.fill(x, a, b, |v| v.to_f64())
     }
 
     fn probe_batch(&mut self, batch: &ProbeBatch<'_, T>, out: &mut [T]) -> Result<(), TargetError> {
