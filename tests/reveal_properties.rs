@@ -332,3 +332,144 @@ fn refined_hints_of_fused_targets_are_refuted() {
         check_refined_hint::<bf16>(seed + 3, n);
     }
 }
+
+/// A tree as nested children, for moving subtrees around.
+enum Nested {
+    Leaf(usize),
+    Inner(Vec<Nested>),
+}
+
+fn nested(tree: &SumTree, v: usize) -> Nested {
+    if v < tree.leaf_count() {
+        return Nested::Leaf(v);
+    }
+    Nested::Inner(
+        tree.children(v)
+            .iter()
+            .map(|&c| nested(tree, c as usize))
+            .collect(),
+    )
+}
+
+fn flatten(node: &Nested, nodes: &mut Vec<Vec<usize>>, n: usize) -> usize {
+    match node {
+        Nested::Leaf(i) => *i,
+        Nested::Inner(kids) => {
+            let ids = kids.iter().map(|k| flatten(k, nodes, n)).collect();
+            nodes.push(ids);
+            n + nodes.len() - 1
+        }
+    }
+}
+
+/// Every node of `node`, as paths of child indices (pre-order).
+fn paths(node: &Nested, prefix: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
+    out.push(prefix.clone());
+    if let Nested::Inner(kids) = node {
+        for (i, k) in kids.iter().enumerate() {
+            prefix.push(i);
+            paths(k, prefix, out);
+            prefix.pop();
+        }
+    }
+}
+
+fn at<'a>(node: &'a mut Nested, path: &[usize]) -> &'a mut Nested {
+    match (path.split_first(), node) {
+        (None, node) => node,
+        (Some((&i, rest)), Nested::Inner(kids)) => at(&mut kids[i], rest),
+        (Some(_), Nested::Leaf(_)) => unreachable!("paths follow the tree"),
+    }
+}
+
+/// `tree` with one random subtree pruned and regrafted next to another node (a node
+/// left with one child is removed): a guess that differs from the truth locally, where
+/// a neighbouring node can swallow or lose a subtree.
+fn regraft(tree: &SumTree, r: &mut rand_chacha::ChaCha8Rng) -> SumTree {
+    let n = tree.leaf_count();
+    let mut root = nested(tree, tree.root());
+    let mut all = Vec::new();
+    paths(&root, &mut Vec::new(), &mut all);
+    let x = all[r.random_range(1..all.len())].clone();
+    let (&last, parent) = x.split_last().expect("not the root");
+    let Nested::Inner(kids) = at(&mut root, parent) else {
+        unreachable!("a parent is inner")
+    };
+    let moved = kids.remove(last);
+    if kids.len() == 1 {
+        let only = kids.pop().expect("one child");
+        *at(&mut root, parent) = only;
+    }
+    let mut rest = Vec::new();
+    paths(&root, &mut Vec::new(), &mut rest);
+    let y = rest[r.random_range(0..rest.len())].clone();
+    let slot = at(&mut root, &y);
+    let old = std::mem::replace(slot, Nested::Leaf(0));
+    *slot = Nested::Inner(vec![old, moved]);
+    let mut nodes = Vec::new();
+    flatten(&root, &mut nodes, n);
+    SumTree::from_nodes(n, nodes).expect("regrafted trees are valid")
+}
+
+/// A target answering one probe per input: it keeps `Target::probe_sets`' default.
+struct OneProbePerInput<F>(F);
+
+impl<T: ProbeFloat, F: FnMut(&[T]) -> T> fprev::target::Target<T> for OneProbePerInput<F> {
+    fn call(&mut self, x: &[T]) -> Result<T, fprev::target::TargetError> {
+        Ok((self.0)(x))
+    }
+}
+
+/// A guess that moves one subtree of the truth (then refined to binary), with the replay
+/// filter fooled: the proof must refute it with inputs of several probes (plain
+/// functions answer them) exactly where it does with one probe per input.
+fn check_regrafted_hint<T: ProbeFloat>(seed: u64, n: usize, shape: Shape) {
+    let mut r = rng(seed);
+    let truth = random_tree(n, shape, &mut r);
+    let hint = common::binary_refinement(&regraft(&truth, &mut r), &mut r);
+    let deceptive = || {
+        let (truth, hint) = (truth.clone(), hint.clone());
+        let mut calls = 0;
+        move |x: &[T]| {
+            calls += 1;
+            if calls <= 2 {
+                hint.replay(x)
+            } else {
+                truth.replay(x)
+            }
+        }
+    };
+    let reveal = Reveal::new(n)
+        .seed(seed)
+        .hint(hint.clone())
+        .known_orders(false)
+        .accept_flat(true)
+        .verify(false);
+    let context = format!("seed {seed}: {} n={n} {shape:?}", T::FORMAT.name);
+    let sets = reveal
+        .run_target(fprev::target::FnTarget(deceptive()))
+        .unwrap_or_else(|e| panic!("{context}: {e}"));
+    let single = reveal
+        .run_target(OneProbePerInput(deceptive()))
+        .unwrap_or_else(|e| panic!("{context}: {e}"));
+    assert_eq!(sets.tree, truth, "{context}: accepted {hint} for {truth}");
+    assert_eq!(single.tree, truth, "{context}: accepted {hint} for {truth}");
+    assert!(
+        sets.recognized.is_none() || single.recognized.is_some(),
+        "{context}: probe sets proved what single probes refute"
+    );
+    assert!(sets.probes <= single.probes, "{context}");
+}
+
+#[test]
+fn regrafted_hints_are_refuted_by_probe_sets_as_by_single_probes() {
+    for case in 0..cases(40) {
+        let seed = 0x6A6A_0000 + case as u64 * 7_919;
+        // above the proof's sample of 32 nodes, so the probe sets decide
+        let n = rng(seed).random_range(48..=400);
+        check_regrafted_hint::<f32>(seed, n, Shape::Binary);
+        check_regrafted_hint::<f64>(seed + 1, n, Shape::Binary);
+        check_regrafted_hint::<f32>(seed + 2, n, Shape::Mixed);
+        check_regrafted_hint::<f64>(seed + 3, n, Shape::Mixed);
+    }
+}

@@ -10,7 +10,7 @@
 use std::marker::PhantomData;
 
 use fprev_runtime::ops::{Reduction, Shape};
-use fprev_runtime::target::{Probe, ProbeBatch, Target, TargetError};
+use fprev_runtime::target::{Probe, ProbeBatch, ProbeSets, Target, TargetError};
 use fprev_runtime::ProbeFloat;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -206,6 +206,50 @@ impl<I: ProbeFloat, T: ProbeFloat> Target<T> for PyTarget<I, T> {
             }
             Ok(())
         })
+    }
+
+    /// Inputs holding several probes (how a guessed tree is proved in a fraction of the
+    /// calls): each set's masks written into the reused buffer, one call, put back.
+    fn probe_sets(
+        &mut self,
+        sets: &ProbeSets<'_, T>,
+        out: &mut [T],
+    ) -> Option<Result<(), TargetError>> {
+        if self.failure.error.is_some() {
+            return Some(Err(TargetError::new(
+                "the Python callable raised an exception",
+            )));
+        }
+        Some(Python::attach(|py| {
+            if let Err(e) = py.check_signals() {
+                return Err(self.failure.keep(e, None));
+            }
+            self.set_background(sets.background);
+            let bg = |i: usize| bits_in::<I, T>(sets.background[i]);
+            for (c, slot) in out.iter_mut().enumerate().take(sets.calls()) {
+                let range = sets.call(c);
+                let first = sets.probes.get(range.start).copied();
+                if c % 1024 == 1023 {
+                    if let Err(e) = py.check_signals() {
+                        return Err(self.failure.keep(e, first));
+                    }
+                }
+                for k in range.clone() {
+                    let (p, m) = (sets.probes[k], sets.masks[k]);
+                    self.buffer.set_bits(p.plus, bits_in::<I, T>(m));
+                    let minus = I::from_f64_round(-m.to_f64()).to_bits_u64();
+                    self.buffer.set_bits(p.minus, minus);
+                }
+                let r = self.answer(py, first);
+                for k in range {
+                    let p = sets.probes[k];
+                    self.buffer.set_bits(p.plus, bg(p.plus));
+                    self.buffer.set_bits(p.minus, bg(p.minus));
+                }
+                *slot = r?;
+            }
+            Ok(())
+        }))
     }
 }
 

@@ -140,18 +140,43 @@ fn prove<T: ProbeFloat, X: Target<T>>(
 
 #[cfg(test)]
 mod tests {
+    use crate::target::Target;
     use crate::{orders, Reveal, SumTree};
 
+    /// A target that answers one probe per input (no [`Target::probe_sets`]).
+    struct Single<F>(F);
+
+    impl<F: FnMut(&[f32]) -> f32> Target<f32> for Single<F> {
+        fn call(&mut self, x: &[f32]) -> Result<f32, crate::target::TargetError> {
+            Ok((self.0)(x))
+        }
+    }
+
     #[test]
-    fn known_orders_are_proved_in_n_minus_1_probes() {
+    fn known_orders_are_proved_in_n_minus_1_probes_or_fewer_inputs() {
         let f = |x: &[f32]| orders::numpy_pairwise(x);
-        let r = Reveal::new(1000)
+        let single = Reveal::new(1000)
+            .verify(false)
+            .run_target(Single(f))
+            .unwrap();
+        assert_eq!(single.tree, SumTree::numpy_pairwise(1000));
+        assert_eq!(single.recognized.as_deref(), Some("numpy-pairwise"));
+        assert_eq!(single.probes, 999);
+        // several probes per input where the tree has nodes side by side
+        let sets = Reveal::new(1000)
             .verify(false)
             .run_target(crate::target::FnTarget(f))
             .unwrap();
-        assert_eq!(r.tree, SumTree::numpy_pairwise(1000));
-        assert_eq!(r.recognized.as_deref(), Some("numpy-pairwise"));
-        assert_eq!(r.probes, 999);
+        assert_eq!(sets.tree, single.tree);
+        assert_eq!(sets.recognized.as_deref(), Some("numpy-pairwise"));
+        assert!(sets.probes < 400, "{} inputs", sets.probes);
+        // a chain has no two nodes side by side: one probe per node
+        let chain = Reveal::new(1000)
+            .verify(false)
+            .run_target(crate::target::FnTarget(orders::sequential::<f32>))
+            .unwrap();
+        assert_eq!(chain.recognized.as_deref(), Some("sequential"));
+        assert_eq!(chain.probes, 999);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use rand_core::SeedableRng;
 use super::error::RevealError;
 use crate::float::{ProbeFloat, ProbeScale};
 use crate::scramble::rng::splitmix64;
-use crate::target::{Probe, ProbeBatch, Target};
+use crate::target::{Probe, ProbeBatch, ProbeSets, Target};
 
 /// A recorded full-window answer, kept for the determinism and consistency checks.
 #[derive(Clone, Copy, Debug)]
@@ -24,6 +24,9 @@ pub(crate) struct Sample {
 }
 
 const RESERVOIR: usize = 24;
+
+/// The most probes one input of a proof holds (see [`Prober::set_width`]).
+pub(crate) const MAX_SET_WIDTH: usize = 16;
 
 /// A uniform sample of [`RESERVOIR`] answers from a stream of unknown length
 /// (Algorithm R), drawing from a 64-bit LCG's high half: a ChaCha or SplitMix draw per
@@ -217,6 +220,77 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
             }
         }
         Ok(true)
+    }
+
+    /// How many probes one input may hold in a proof ([`ProbeSets`]): masks `2^j M` for
+    /// `j` below it must sum exactly (`j + 2` significant bits, in the formats and in the
+    /// counts the accumulator keeps exact) and stay finite. 0 when fewer than 3 fit, when
+    /// windows are in use, or at the wide scale (its masks are at the top of the range).
+    pub fn set_width(&self) -> usize {
+        if !self.full_window() || !self.scale.mask.is_finite() || self.scale.mask <= 0.0 {
+            return 0;
+        }
+        let input = self.target.input_format().unwrap_or(T::FORMAT);
+        let counted = 63 - self.scale.exact_counts_below.max(1).leading_zeros();
+        let bits = input
+            .precision
+            .min(T::FORMAT.precision)
+            .min(counted)
+            .saturating_sub(2) as i32;
+        let mask_exp = self.scale.mask.log2() as i32;
+        let room = input.max_exp.min(T::FORMAT.max_exp) - mask_exp;
+        let width = bits.min(room).clamp(0, MAX_SET_WIDTH as i32) as usize;
+        if width < 3 {
+            0
+        } else {
+            width
+        }
+    }
+
+    /// Ask inputs that hold several probes each (call `c` the probes of `ends[c-1]..ends[c]`,
+    /// probe `k` with mask `2^shift[k] M`); whether input `c` lost exactly `lost[c]`
+    /// positions. `None` when the target answers one probe per input only.
+    ///
+    /// An answer that differs ends the proof without being classified: the search that
+    /// follows asks single probes, whose bad answers are errors with their probe named.
+    pub fn expect_sets(
+        &mut self,
+        probes: &[Probe],
+        shift: &[u8],
+        ends: &[usize],
+        lost: &[u32],
+    ) -> Result<Option<bool>, RevealError> {
+        if ends.is_empty() {
+            return Ok(Some(true));
+        }
+        let masks: Vec<T> = shift
+            .iter()
+            .map(|&j| T::from_f64_round(self.scale.mask * f64::from(1u32 << j)))
+            .collect();
+        let sets = ProbeSets {
+            background: &self.background,
+            probes,
+            masks: &masks,
+            ends,
+        };
+        self.out.clear();
+        self.out.resize(ends.len(), T::ZERO);
+        let Some(answered) = self.target.probe_sets(&sets, &mut self.out) else {
+            return Ok(None);
+        };
+        answered.map_err(|e| RevealError::Target {
+            probe: e.probe,
+            message: e.message,
+        })?;
+        self.probes += ends.len() as u64;
+        self.batches += 1;
+        let units = self.units as f64;
+        let cap = self.scale.exact_counts_below as f64;
+        let holds = lost.iter().zip(&self.out).all(|(&lost, &v)| {
+            let want = units - f64::from(lost);
+            v.to_f64() * self.inv_unit == want && (0.0..cap).contains(&want)
+        });
+        Ok(Some(holds))
     }
 
     /// Offer a uniform sample of answered probes (with the counts they lost) to the

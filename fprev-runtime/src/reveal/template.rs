@@ -193,9 +193,39 @@ const SAMPLE: usize = 32;
 /// One probe per inner node of a binary tree, with the count it must lose, a sample of
 /// [`SAMPLE`] first: for node `v` with children `L` and `R`, `l(min L, min R) = |v|`.
 /// Probes and counts are kept apart, so each batch is a slice the target reads in place.
+///
+/// A whole guessed tree (with its nodes' heights known) is proved in far fewer calls when
+/// the target answers inputs holding several probes ([`Target::probe_sets`]): see
+/// [`Proof::grid`].
 pub(crate) struct Proof {
     probes: Vec<Probe>,
     lost: Vec<u32>,
+    /// Each node's height (longest path down to a leaf), when known.
+    height: Option<Vec<u32>>,
+}
+
+/// Probe sets for a proof, as [`Prober::expect_sets`] asks them.
+#[derive(Default)]
+struct Sets {
+    probes: Vec<Probe>,
+    shift: Vec<u8>,
+    ends: Vec<usize>,
+    lost: Vec<u32>,
+}
+
+impl Sets {
+    /// One input holding `nodes` (indices into the proof), node `nodes[j]` masked with
+    /// `2^j M`.
+    fn push(&mut self, proof: &Proof, nodes: impl Iterator<Item = usize>) {
+        let mut lost = 0;
+        for (j, v) in nodes.enumerate() {
+            self.probes.push(proof.probes[v]);
+            self.shift.push(j as u8);
+            lost += proof.lost[v];
+        }
+        self.ends.push(self.probes.len());
+        self.lost.push(lost);
+    }
 }
 
 impl Proof {
@@ -203,6 +233,7 @@ impl Proof {
         Proof {
             probes: Vec::with_capacity(len),
             lost: Vec::with_capacity(len),
+            height: None,
         }
     }
 
@@ -221,16 +252,20 @@ impl Proof {
         let n = tree.leaf_count();
         let m = tree.inner_count();
         let pairs = tree.binary_pairs()?;
-        // per node, leaves first: (smallest leaf, size), so no branch on leaf or node
-        let mut info: Vec<(u32, u32)> = Vec::with_capacity(n + m);
-        info.extend((0..n as u32).map(|i| (i, 1)));
+        // per node, leaves first: (smallest leaf, size, height), so no branch on leaf or node
+        let mut info: Vec<(u32, u32, u32)> = Vec::with_capacity(n + m);
+        info.extend((0..n as u32).map(|i| (i, 1, 0)));
         let mut proof = Proof::new(m);
+        let mut height = Vec::with_capacity(m);
         for pair in pairs.chunks_exact(2) {
-            let (a, sa) = info[pair[0] as usize];
-            let (b, sb) = info[pair[1] as usize];
+            let (a, sa, ha) = info[pair[0] as usize];
+            let (b, sb, hb) = info[pair[1] as usize];
             proof.push(a, b, sa + sb);
-            info.push((a.min(b), sa + sb));
+            let h = ha.max(hb) + 1;
+            height.push(h);
+            info.push((a.min(b), sa + sb, h));
         }
+        proof.height = Some(height);
         Some(proof)
     }
 
@@ -246,22 +281,103 @@ impl Proof {
         for k in 1..sampled {
             self.probes.swap(k, k * step);
             self.lost.swap(k, k * step);
+            if let Some(h) = &mut self.height {
+                h.swap(k, k * step);
+            }
         }
         sampled
     }
 
-    /// Ask the sample as one batch, then the rest as another; whether every probe lost
-    /// exactly its count. A proof that holds lends the re-check a uniform sample of its
-    /// answers (all equal to their counts).
+    /// Every node in two inputs of up to `width` probes each, so that the two inputs'
+    /// other nodes are disjoint: `None` when the heights are unknown or no input would
+    /// hold two probes.
+    ///
+    /// Nodes of one height are pairwise disjoint; each height's nodes are laid out in
+    /// square grids of up to `width` columns and rows, one input per row and one per
+    /// column (about `2 sqrt(g)` inputs for `g` nodes, never more than `g`), the node in
+    /// column `c` of a row masked with `2^c M` (in row `r` of a column, `2^r M`: the
+    /// masks of one input are distinct powers of two, so only a probe's own `-M` cancels
+    /// its `+M`). Groups of fewer than five nodes get an input per node.
+    ///
+    /// Why an input that loses exactly the sum of its nodes' counts proves them, by
+    /// induction on height: the children `L`, `R` of each node `v` in the input are nodes
+    /// of the true tree. Every unit under a node whose masks do not cancel is lost, and
+    /// the true tree's meeting node `w` of `v`'s probe has children `C ⊇ L` and
+    /// `D ⊇ R` whose masks do not cancel, so the input loses at least the units of every
+    /// `L ∪ R`, which is the expected count: equality means nothing else is lost, so
+    /// `C ∪ D` lies within the union of the input's nodes. The two inputs of `v` share
+    /// no other node, so `C ∪ D ⊆ v`: `C = L` and `D = R` are children of `w`, as one
+    /// probe of `v` would have shown. (One input alone is not enough: `C` may swallow a
+    /// neighbouring node whose units that node's own probe loses anyway.) A truncating
+    /// fused node loses every unit under it, so there `w ⊆ v`.
+    ///
+    /// Nodes before `from` (the sample, proved one probe per input) are left out.
+    fn grid(&self, width: usize, from: usize) -> Option<Sets> {
+        let height = self.height.as_ref()?;
+        if width < 2 {
+            return None;
+        }
+        let top = height.iter().copied().max()? as usize;
+        let mut levels: Vec<Vec<usize>> = vec![Vec::new(); top + 1];
+        for (v, &h) in height.iter().enumerate().skip(from) {
+            levels[h as usize].push(v);
+        }
+        if levels.iter().all(|l| l.len() < 2) {
+            return None;
+        }
+        let mut sets = Sets::default();
+        for level in &levels {
+            for group in level.chunks(width * width) {
+                let g = group.len();
+                // a square grid of g nodes takes about 2 sqrt(g) inputs: below 5 nodes
+                // that is no fewer than one input per node
+                if g < 5 {
+                    for &v in group {
+                        sets.push(self, std::iter::once(v));
+                    }
+                    continue;
+                }
+                let columns = (1..=width).find(|c| c * c >= g).unwrap_or(width);
+                let rows = g.div_ceil(columns);
+                for r in 0..rows {
+                    let row = &group[r * columns..((r + 1) * columns).min(g)];
+                    sets.push(self, row.iter().copied());
+                }
+                for c in 0..columns {
+                    let column = (0..rows).map(|r| r * columns + c).take_while(|&q| q < g);
+                    sets.push(self, column.map(|q| group[q]));
+                }
+            }
+        }
+        Some(sets)
+    }
+
+    /// Ask the sample as one batch, then the rest (as probe sets when the target
+    /// answers them, else one probe per input); whether every probe lost exactly its
+    /// count. A proof that holds lends the re-check a uniform sample of its answered
+    /// single probes (all equal to their counts).
     pub fn holds<T: ProbeFloat, X: Target<T>>(
         mut self,
         prober: &mut Prober<T, X>,
     ) -> Result<bool, RevealError> {
         let s = self.sample_first();
-        let holds = prober.expect(&self.probes[..s], &self.lost[..s])?
-            && prober.expect(&self.probes[s..], &self.lost[s..])?;
+        if !prober.expect(&self.probes[..s], &self.lost[..s])? {
+            return Ok(false);
+        }
+        let mut single = self.probes.len();
+        let mut rest = None;
+        if let Some(sets) = self.grid(prober.set_width(), s) {
+            rest = prober.expect_sets(&sets.probes, &sets.shift, &sets.ends, &sets.lost)?;
+            if rest.is_some() {
+                single = s;
+            }
+        }
+        let holds = match rest {
+            Some(holds) => holds,
+            None => prober.expect(&self.probes[s..], &self.lost[s..])?,
+        };
         if holds {
-            prober.sample_from(&self.probes, &self.lost);
+            prober.sample_from(&self.probes[..single], &self.lost[..single]);
         }
         Ok(holds)
     }
@@ -270,7 +386,73 @@ impl Proof {
 #[cfg(test)]
 mod tests {
     use super::super::arena::Arena;
-    use super::Key;
+    use super::super::prober::Prober;
+    use super::{Key, Proof, Sets};
+    use crate::target::FnTarget;
+    use crate::SumTree;
+
+    /// Whether every input of `sets` lost its count, asked of `truth`'s plain replay.
+    fn sets_hold(truth: &SumTree, sets: &Sets) -> bool {
+        let n = truth.leaf_count();
+        let mut prober = Prober::new(FnTarget(|x: &[f64]| truth.replay(x)), n, 0).unwrap();
+        prober
+            .expect_sets(&sets.probes, &sets.shift, &sets.ends, &sets.lost)
+            .unwrap()
+            .unwrap()
+    }
+
+    #[test]
+    fn one_input_per_node_is_fooled_and_the_grid_is_not() {
+        // The guess pairs (0,1) and (2,3); the truth hangs (2,3) under 0's side of the
+        // node that meets 1. With both cherries in one input, (2,3) is swallowed by
+        // (0,1)'s masked side, but its units are lost by its own probe anyway: the one
+        // input loses what the guess predicts. The grid's second input of (0,1) holds
+        // no other node, and refutes it.
+        let guess: SumTree = "((0+1)+(2+3))".parse().unwrap();
+        let truth: SumTree = "((0+(2+3))+1)".parse().unwrap();
+        let proof = Proof::of_tree(&guess).unwrap();
+        let mut one = Sets::default();
+        one.push(&proof, [0, 1].into_iter());
+        assert!(sets_hold(&truth, &one));
+        let grid = proof.grid(16, 0).unwrap();
+        assert!(!sets_hold(&truth, &grid));
+        assert!(sets_hold(&guess, &grid));
+    }
+
+    #[test]
+    fn grids_hold_every_node_twice_with_distinct_masks_per_input() {
+        let tree = SumTree::numpy_pairwise(5000);
+        let proof = Proof::of_tree(&tree).unwrap();
+        let grid = proof.grid(16, 0).unwrap();
+        assert!(sets_hold(&tree, &grid));
+        let mut seen = vec![0u32; proof.probes.len()];
+        let index: std::collections::HashMap<_, _> = proof
+            .probes
+            .iter()
+            .enumerate()
+            .map(|(v, p)| ((p.plus, p.minus), v))
+            .collect();
+        let mut start = 0;
+        for &end in &grid.ends {
+            let shifts = &grid.shift[start..end];
+            let mut sorted = shifts.to_vec();
+            sorted.sort_unstable();
+            sorted.dedup();
+            assert_eq!(sorted.len(), shifts.len(), "masks repeat in one input");
+            for p in &grid.probes[start..end] {
+                seen[index[&(p.plus, p.minus)]] += 1;
+            }
+            start = end;
+        }
+        // twice, or once alone in its input
+        assert!(seen.iter().all(|&k| k == 1 || k == 2));
+        assert!(grid.ends.len() <= proof.probes.len());
+        assert!(
+            grid.ends.len() * 4 < proof.probes.len(),
+            "{} inputs",
+            grid.ends.len()
+        );
+    }
 
     fn arena() -> Arena {
         let mut arena = Arena::new(200);
