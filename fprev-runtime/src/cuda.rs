@@ -48,13 +48,11 @@ mod imp;
 #[path = "cuda/stub.rs"]
 mod imp;
 
-use std::marker::PhantomData;
-
 pub use error::CudaError;
 pub use launch::{device_thread_permutation, LaunchPlan, LaunchScramble, SCRAMBLE_ALGORITHM};
 
-use crate::float::FloatFormat;
-use crate::target::{ProbeBatch, Target, TargetError};
+use crate::float::{FloatFormat, ProbeFloat, ProbeScale};
+use crate::target::{OperandSplit, ProbeBatch, Target, TargetError};
 use crate::tree::SumTree;
 
 /// CUDA source of the scrambling prelude: `FPREV_SCRAMBLE_PARAMS`,
@@ -169,7 +167,10 @@ impl Device {
         Ok(GemmTarget {
             state: imp::Gemm::new(&self.inner, config, I::OPERAND)?,
             config,
-            _input: PhantomData,
+            spread: spreads::<I>(config.n),
+            split: OperandSplit::default(),
+            a: Vec::new(),
+            b: Vec::new(),
         })
     }
 
@@ -602,10 +603,28 @@ fn target_error(e: CudaError) -> TargetError {
 }
 
 /// A cuBLAS gemm answering one probe per row of `A` (see [`Device::gemm`]).
+///
+/// Where the operand format alone cannot hold a mask that swamps a sum of `n` units
+/// (f16 past `n = 8192`: its range is 40 binades), masks and units are spread over both
+/// operands as the CPU adapters do ([`crate::ops::Batched::spreads_operands`]): row 0 of
+/// `A` and column 0 of `B` carry one probe's factors, one probe per call, and the
+/// engine's replay checks draw both operands at random.
 pub struct GemmTarget<I: GemmInput> {
     state: imp::Gemm,
     config: GemmConfig,
-    _input: PhantomData<I>,
+    spread: bool,
+    split: OperandSplit<I>,
+    a: Vec<I>,
+    b: Vec<I>,
+}
+
+/// Whether a gemm of `I` operands reducing `n` products spreads its probes over both
+/// operands: no mask fits one operand's range, one fits the product's.
+fn spreads<I: GemmInput>(n: usize) -> bool {
+    let (operand, acc) = (I::FORMAT, f32::FORMAT);
+    I::OPERAND != Operand::F32
+        && ProbeScale::for_formats(operand, acc, n).is_none()
+        && ProbeScale::for_formats(operand.product(), acc, n).is_some()
 }
 
 impl<I: GemmInput> GemmTarget<I> {
@@ -613,24 +632,70 @@ impl<I: GemmInput> GemmTarget<I> {
     pub fn config(&self) -> &GemmConfig {
         &self.config
     }
+
+    /// Whether probes are spread over both operands, one probe per call (f16 operands
+    /// past `n = 8192`); otherwise `A`'s rows carry one probe each and `B` is all ones.
+    ///
+    /// ```
+    /// use fprev::cuda::{Device, GemmConfig};
+    /// if let Ok(dev) = Device::open(0) {
+    ///     let long = dev.gemm::<fprev::half::f16>(GemmConfig::new(1 << 14))?;
+    ///     assert!(long.spreads_operands());
+    ///     let short = dev.gemm::<fprev::half::f16>(GemmConfig::new(64))?;
+    ///     assert!(!short.spreads_operands());
+    /// }
+    /// # Ok::<(), fprev::cuda::CudaError>(())
+    /// ```
+    pub fn spreads_operands(&self) -> bool {
+        self.spread
+    }
+
+    /// One call with the operands `x` splits into, the answer from `C[0][0]`.
+    fn call_spread(&mut self, x: &[f32]) -> Result<f32, TargetError> {
+        self.split.operands(x, &mut self.a, &mut self.b)?;
+        let a: Vec<f32> = self.a.iter().map(|v| v.to_f64() as f32).collect();
+        let b: Vec<f32> = self.b.iter().map(|v| v.to_f64() as f32).collect();
+        self.state.call_operands(&a, &b).map_err(target_error)
+    }
 }
 
 impl<I: GemmInput> Target<f32> for GemmTarget<I> {
     fn call(&mut self, x: &[f32]) -> Result<f32, TargetError> {
+        if self.spread {
+            return self.call_spread(x);
+        }
         self.state.call(x).map_err(target_error)
     }
     fn input_format(&self) -> Option<FloatFormat> {
         match (I::OPERAND, self.config.math) {
+            _ if self.spread => Some(I::FORMAT.product()),
             (Operand::F32, MathMode::Tf32) => Some(TF32),
             (Operand::F32, _) => None,
             _ => Some(I::FORMAT),
         }
+    }
+    fn replay_format(&self) -> Option<FloatFormat> {
+        self.spread.then_some(I::FORMAT)
+    }
+    fn random_input(&mut self, seed: u64, x: &mut [f32]) -> bool {
+        self.spread && self.split.random_input(seed, x)
     }
     fn probe_batch(
         &mut self,
         batch: &ProbeBatch<'_, f32>,
         out: &mut [f32],
     ) -> Result<(), TargetError> {
+        if self.spread {
+            let mut x = Vec::new();
+            for (k, &p) in batch.probes.iter().enumerate() {
+                batch.fill(k, &mut x);
+                out[k] = self.call_spread(&x).map_err(|mut e| {
+                    e.probe.get_or_insert(p);
+                    e
+                })?;
+            }
+            return Ok(());
+        }
         self.state.probe_batch(batch, out).map_err(target_error)
     }
 }

@@ -591,7 +591,7 @@ pub struct Products<I, F> {
     f: F,
     a: Vec<I>,
     b: Vec<I>,
-    drawn: DrawnOperands<I>,
+    split: OperandSplit<I>,
 }
 
 impl<I: ProbeFloat, F> Products<I, F> {
@@ -601,7 +601,7 @@ impl<I: ProbeFloat, F> Products<I, F> {
             f,
             a: Vec::new(),
             b: Vec::new(),
-            drawn: DrawnOperands::default(),
+            split: OperandSplit::default(),
         }
     }
 }
@@ -671,29 +671,67 @@ pub fn split_product<I: ProbeFloat>(x: f64) -> Option<(I, I)> {
     (a.to_f64() * b.to_f64() == x).then_some((a, b))
 }
 
-impl<I: ProbeFloat, T: ProbeFloat, F: FnMut(&[I], &[I]) -> T> Target<T> for Products<I, F> {
-    fn random_input(&mut self, seed: u64, x: &mut [T]) -> bool {
+/// How a product target turns the engine's values into its two operands: the operands
+/// it drew for a replay check (kept by [`DrawnOperands`]) or, for probes, each value
+/// split by [`split_product`]. One copy for [`Products`], [`crate::ops::Batched`] and the
+/// cuda gemm.
+pub(crate) struct OperandSplit<I> {
+    drawn: DrawnOperands<I>,
+}
+
+impl<I> Default for OperandSplit<I> {
+    fn default() -> Self {
+        OperandSplit {
+            drawn: DrawnOperands::default(),
+        }
+    }
+}
+
+impl<I: ProbeFloat> OperandSplit<I> {
+    /// Draw random operands for a replay check, write their products into `x` and keep
+    /// them ([`Target::random_input`]).
+    pub fn random_input<T: ProbeFloat>(&mut self, seed: u64, x: &mut [T]) -> bool {
         let (a, b) = random_operands::<I>(seed, x.len(), T::FORMAT);
         self.drawn.fill(x, a, b, |v| v.to_f64())
     }
 
-    fn call(&mut self, x: &[T]) -> Result<T, TargetError> {
-        if let Some((a, b)) = self.drawn.take(x) {
-            let f = &mut self.f;
-            return caught("the dot product", || f(&a, &b));
+    /// `x` as operands `a` and `b` (cleared first): the drawn ones if `x` is the input
+    /// drawn last, else every value split; an error names a value that is no product of
+    /// two `I` values.
+    pub fn operands<T: ProbeFloat>(
+        &mut self,
+        x: &[T],
+        a: &mut Vec<I>,
+        b: &mut Vec<I>,
+    ) -> Result<(), TargetError> {
+        if let Some((da, db)) = self.drawn.take(x) {
+            *a = da;
+            *b = db;
+            return Ok(());
         }
-        self.a.clear();
-        self.b.clear();
+        a.clear();
+        b.clear();
         for (i, v) in x.iter().enumerate() {
-            let (a, b) = split_product::<I>(v.to_f64()).ok_or_else(|| {
+            let (p, q) = split_product::<I>(v.to_f64()).ok_or_else(|| {
                 TargetError::new(format!(
                     "value {v} at {i} is not a product of two {} values",
                     I::FORMAT.name
                 ))
             })?;
-            self.a.push(a);
-            self.b.push(b);
+            a.push(p);
+            b.push(q);
         }
+        Ok(())
+    }
+}
+
+impl<I: ProbeFloat, T: ProbeFloat, F: FnMut(&[I], &[I]) -> T> Target<T> for Products<I, F> {
+    fn random_input(&mut self, seed: u64, x: &mut [T]) -> bool {
+        self.split.random_input(seed, x)
+    }
+
+    fn call(&mut self, x: &[T]) -> Result<T, TargetError> {
+        self.split.operands(x, &mut self.a, &mut self.b)?;
         let f = &mut self.f;
         let (a, b) = (&self.a, &self.b);
         caught("the dot product", || f(a, b))

@@ -90,6 +90,9 @@ pub(crate) struct Gemm {
     c: CudaSlice<f32>,
     host: Vec<f32>,
     host_c: Vec<f32>,
+    /// `B` as uploaded last (column-major, `n x cols`): ones, or a probe's second
+    /// operand in column 0 when probes are spread over both operands.
+    host_b: Vec<f32>,
 }
 
 impl Gemm {
@@ -104,9 +107,11 @@ impl Gemm {
         let stream = dev.stream();
         guarded("allocating the gemm operands", || {
             let host = vec![0.0f32; rows * n];
+            let host_b = vec![1.0f32; n * cols];
             Ok(Gemm {
                 a: alloc_operands(&stream, op, &host)?,
-                b: alloc_operands(&stream, op, &vec![1.0f32; n * cols])?,
+                b: alloc_operands(&stream, op, &host_b)?,
+                host_b,
                 c: stream
                     .alloc_zeros::<f32>(rows * cols)
                     .map_err(drv("allocating C"))?,
@@ -204,6 +209,22 @@ impl Gemm {
         check_len(n, x.len())?;
         self.host.fill(0.0);
         self.host[..n].copy_from_slice(x);
+        self.run()?;
+        Ok(self.host_c[0])
+    }
+
+    /// Row 0 of `A` set to `a` (the other rows zero), column 0 of `B` to `b`: `C[0][0]`
+    /// is their dot product. `B` stays as given until the next call of this kind.
+    pub fn call_operands(&mut self, a: &[f32], b: &[f32]) -> Result<f32, CudaError> {
+        let n = self.cfg.n;
+        check_len(n, a.len())?;
+        check_len(n, b.len())?;
+        self.host.fill(0.0);
+        self.host[..n].copy_from_slice(a);
+        self.host_b[..n].copy_from_slice(b);
+        guarded("uploading B", || {
+            upload(&self.dev.stream(), self.op, &self.host_b, &mut self.b)
+        })?;
         self.run()?;
         Ok(self.host_c[0])
     }

@@ -30,6 +30,9 @@ impl Gemm {
     pub fn call(&mut self, _x: &[f32]) -> Result<f32, CudaError> {
         match *self {}
     }
+    pub fn call_operands(&mut self, _a: &[f32], _b: &[f32]) -> Result<f32, CudaError> {
+        match *self {}
+    }
     pub fn probe_batch(
         &mut self,
         _b: &ProbeBatch<'_, f32>,

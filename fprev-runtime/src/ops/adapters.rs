@@ -3,9 +3,7 @@
 
 use super::{convert, Reduction, Shape};
 use crate::float::{FloatFormat, ProbeFloat, ProbeScale};
-use crate::target::{
-    random_operands, split_product, DrawnOperands, ProbeBatch, Target, TargetError,
-};
+use crate::target::{OperandSplit, ProbeBatch, Target, TargetError};
 use std::marker::PhantomData;
 
 fn guarded<R>(f: impl FnOnce() -> R) -> Result<R, TargetError> {
@@ -235,9 +233,6 @@ impl<I: ProbeFloat, T: ProbeFloat, F: FnMut(&[I], &mut [T])> Reduction<T> for KR
     }
 }
 
-/// The two operand vectors of a product's probe or replay input.
-type Operands<I> = (Vec<I>, Vec<I>);
-
 /// A reduction as a [`Target`] for one output element: probe `k` of a batch goes into
 /// lane `k`, so one call answers up to `lanes` probes; spare lanes repeat the batch. The
 /// answer is read from output `output` of the probe's lane, so this assumes every lane
@@ -269,7 +264,10 @@ pub struct Batched<T: ProbeFloat, R: Reduction<T>> {
     /// Masks and units spread over both operands, one probe per call: one operand's
     /// range cannot swamp a sum of `k` units, the product's can.
     spread: bool,
-    drawn: DrawnOperands<R::Input>,
+    split: OperandSplit<R::Input>,
+    /// The operands of the last spread call.
+    a: Vec<R::Input>,
+    b: Vec<R::Input>,
 }
 
 impl<T: ProbeFloat, R: Reduction<T>> Batched<T, R> {
@@ -287,7 +285,9 @@ impl<T: ProbeFloat, R: Reduction<T>> Batched<T, R> {
             out: Vec::new(),
             calls: 0,
             spread,
-            drawn: DrawnOperands::default(),
+            split: OperandSplit::default(),
+            a: Vec::new(),
+            b: Vec::new(),
         }
     }
 
@@ -307,38 +307,20 @@ impl<T: ProbeFloat, R: Reduction<T>> Batched<T, R> {
         self.spread
     }
 
-    /// One call with `a` in every lane and `b` as the second operand.
-    fn eval_spread(&mut self, a: &[R::Input], b: &[R::Input]) -> Result<(), TargetError> {
+    /// One call with `self.a` in every lane and `self.b` as the second operand.
+    fn eval_spread(&mut self) -> Result<(), TargetError> {
         let s = self.op.shape();
         self.input.clear();
         for _ in 0..s.lanes.max(1) {
-            self.input.extend_from_slice(a);
+            self.input.extend_from_slice(&self.a);
         }
         self.out.clear();
         self.out.resize(s.elements(), T::ZERO);
         self.calls += 1;
-        match self.op.eval_operands(&self.input, b, &mut self.out) {
+        match self.op.eval_operands(&self.input, &self.b, &mut self.out) {
             Some(r) => r,
             None => Err(TargetError::new("the operation has no second operand")),
         }
-    }
-
-    /// `x` split into the two operands of its products (`None` if a value is no product
-    /// of two operand values).
-    fn split(&self, x: &[T]) -> Result<Operands<R::Input>, TargetError> {
-        let mut a = Vec::with_capacity(x.len());
-        let mut b = Vec::with_capacity(x.len());
-        for (i, v) in x.iter().enumerate() {
-            let (p, q) = split_product::<R::Input>(v.to_f64()).ok_or_else(|| {
-                TargetError::new(format!(
-                    "value {v} at {i} is not a product of two {} values",
-                    R::Input::FORMAT.name
-                ))
-            })?;
-            a.push(p);
-            b.push(q);
-        }
-        Ok((a, b))
     }
 
     /// Calls of the underlying operation so far.
@@ -368,11 +350,8 @@ impl<T: ProbeFloat, R: Reduction<T>> Batched<T, R> {
 impl<T: ProbeFloat, R: Reduction<T>> Target<T> for Batched<T, R> {
     fn call(&mut self, x: &[T]) -> Result<T, TargetError> {
         if self.spread {
-            let (a, b) = match self.drawn.take(x) {
-                Some(ab) => ab,
-                None => self.split(x)?,
-            };
-            self.eval_spread(&a, &b)?;
+            self.split.operands(x, &mut self.a, &mut self.b)?;
+            self.eval_spread()?;
             return Ok(self.out[self.output]);
         }
         let s = self.op.shape();
@@ -400,8 +379,7 @@ impl<T: ProbeFloat, R: Reduction<T>> Target<T> for Batched<T, R> {
         if !self.spread {
             return false;
         }
-        let (a, b) = random_operands::<R::Input>(seed, x.len(), T::FORMAT);
-        self.drawn.fill(x, a, b, |v| v.to_f64())
+        self.split.random_input(seed, x)
     }
 
     fn probe_batch(&mut self, batch: &ProbeBatch<'_, T>, out: &mut [T]) -> Result<(), TargetError> {
@@ -410,11 +388,14 @@ impl<T: ProbeFloat, R: Reduction<T>> Target<T> for Batched<T, R> {
             let mut x = Vec::new();
             for (k, &p) in batch.probes.iter().enumerate() {
                 batch.fill(k, &mut x);
-                let (a, b) = self.split(&x).map_err(|mut e| {
+                let (mut a, mut b) = (std::mem::take(&mut self.a), std::mem::take(&mut self.b));
+                let split = self.split.operands(&x, &mut a, &mut b);
+                (self.a, self.b) = (a, b);
+                split.map_err(|mut e| {
                     e.probe = Some(p);
                     e
                 })?;
-                self.eval_spread(&a, &b).map_err(|mut e| {
+                self.eval_spread().map_err(|mut e| {
                     e.probe.get_or_insert(p);
                     e
                 })?;
