@@ -74,6 +74,11 @@ impl<I: ProbeFloat, T: ProbeFloat, F: FnMut(&[I], &[I], &mut [T])> Reduction<T> 
         self.ones.fill(convert::<f64, I>(1.0));
         Some(r)
     }
+    const COLUMNS: bool = true;
+    fn eval_columns(&mut self, a: &[I], b: &[I], c: &mut [T]) -> Option<Result<(), TargetError>> {
+        let f = &mut self.f;
+        Some(guarded(|| f(a, b, c)))
+    }
 }
 
 /// A matrix-vector product `y = A x`; see [`gemv`].
@@ -236,7 +241,37 @@ impl<I: ProbeFloat, T: ProbeFloat, F: FnMut(&[I], &mut [T])> Reduction<T> for KR
 }
 
 /// The two operand vectors of a product's probe or replay input.
-type Operands<I> = (Vec<I>, Vec<I>);
+pub(super) type Operands<I> = (Vec<I>, Vec<I>);
+
+/// Whether probes of a `k`-reduction `R` into `T` must spread masks and units over both
+/// operands: a product whose operand format alone cannot swamp a sum of `k` units but
+/// whose products can (FP8 operands).
+pub(super) fn spreads_operands<T: ProbeFloat, R: Reduction<T>>(k: usize) -> bool {
+    let (operand, acc) = (R::Input::FORMAT, T::FORMAT);
+    R::OPERANDS
+        && ProbeScale::for_formats(operand, acc, k).is_none()
+        && ProbeScale::for_formats(operand.product(), acc, k).is_some()
+}
+
+/// `x` split into the two operands of its products (an error names the first value
+/// that is no product of two operand values).
+pub(super) fn split_operands<T: ProbeFloat, I: ProbeFloat>(
+    x: &[T],
+) -> Result<Operands<I>, TargetError> {
+    let mut a = Vec::with_capacity(x.len());
+    let mut b = Vec::with_capacity(x.len());
+    for (i, v) in x.iter().enumerate() {
+        let (p, q) = split_product::<I>(v.to_f64()).ok_or_else(|| {
+            TargetError::new(format!(
+                "value {v} at {i} is not a product of two {} values",
+                I::FORMAT.name
+            ))
+        })?;
+        a.push(p);
+        b.push(q);
+    }
+    Ok((a, b))
+}
 
 /// A reduction as a [`Target`] for one output element: probe `k` of a batch goes into
 /// lane `k`, so one call answers up to `lanes` probes; spare lanes repeat the batch. The
@@ -276,10 +311,7 @@ impl<T: ProbeFloat, R: Reduction<T>> Batched<T, R> {
     /// Read output `output` (a column of `C`) of each lane; clamped to the last output.
     pub fn new(op: R, output: usize) -> Self {
         let s = op.shape();
-        let (operand, acc) = (R::Input::FORMAT, T::FORMAT);
-        let spread = R::OPERANDS
-            && ProbeScale::for_formats(operand, acc, s.k).is_none()
-            && ProbeScale::for_formats(operand.product(), acc, s.k).is_some();
+        let spread = spreads_operands::<T, R>(s.k);
         Batched {
             op,
             output: output.min(s.outputs.saturating_sub(1)),
@@ -326,19 +358,7 @@ impl<T: ProbeFloat, R: Reduction<T>> Batched<T, R> {
     /// `x` split into the two operands of its products (`None` if a value is no product
     /// of two operand values).
     fn split(&self, x: &[T]) -> Result<Operands<R::Input>, TargetError> {
-        let mut a = Vec::with_capacity(x.len());
-        let mut b = Vec::with_capacity(x.len());
-        for (i, v) in x.iter().enumerate() {
-            let (p, q) = split_product::<R::Input>(v.to_f64()).ok_or_else(|| {
-                TargetError::new(format!(
-                    "value {v} at {i} is not a product of two {} values",
-                    R::Input::FORMAT.name
-                ))
-            })?;
-            a.push(p);
-            b.push(q);
-        }
-        Ok((a, b))
+        split_operands(x)
     }
 
     /// Calls of the underlying operation so far.
