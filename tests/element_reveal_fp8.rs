@@ -101,7 +101,10 @@ fn gemm_case<I: ProbeFloat>(seed: u64, order: Order, (m, k, n): (usize, usize, u
         .seed(seed)
         .run(gemm::<I>(m, k, n, |_, _| order))
         .unwrap_or_else(|e| panic!("seed {seed}: {what}: {e}"));
-    uniform(seed, &what, &o, &order.tree(k), needs_spread::<I>(k));
+    // a fused adder at small k: one operand holds the masks but its random values
+    // cannot tell alignment widths apart, so ElementReveal spreads after all
+    let spread = needs_spread::<I>(k) || matches!(order, Order::Fused(_));
+    uniform(seed, &what, &o, &order.tree(k), spread);
     assert_eq!(o.shape.elements(), m * n);
 }
 
@@ -142,14 +145,16 @@ fn gemv_dot_case<I: ProbeFloat>(seed: u64, order: Order, k: usize) {
         .seed(seed)
         .run(g)
         .unwrap_or_else(|e| panic!("seed {seed}: {what}: {e}"));
-    uniform(seed, &what, &o, &truth, needs_spread::<I>(k));
+    let spread = needs_spread::<I>(k) || matches!(order, Order::Fused(_));
+    uniform(seed, &what, &o, &truth, spread);
     let what = format!("{} dot {k}, {order:?}", I::FORMAT.name);
     let d = ops::dot(k, move |x: &[I], y: &[I]| order.dot(x, y));
     let o = ElementReveal::new()
         .seed(seed)
         .run(d)
         .unwrap_or_else(|e| panic!("seed {seed}: {what}: {e}"));
-    uniform(seed, &what, &o, &truth, needs_spread::<I>(k));
+    let spread = needs_spread::<I>(k) || matches!(order, Order::Fused(_));
+    uniform(seed, &what, &o, &truth, spread);
 }
 
 #[test]
@@ -304,4 +309,18 @@ fn wide_operands_do_not_spread() {
     let o = ElementReveal::new().run(d).unwrap();
     assert!(!o.operands_spread);
     assert_eq!((o.calls, o.probes), (37, 32));
+}
+
+#[test]
+fn f16_operands_with_a_tensor_core_adder() {
+    use fprev::half::f16;
+    let model = BlockFma::H100;
+    let (m, k, n) = (4, 64, 4);
+    let order = Order::Fused(model);
+    let o = ElementReveal::new()
+        .run(gemm::<f16>(m, k, n, move |_, _| order))
+        .unwrap();
+    println!("{o}{} calls, spread {}", o.calls, o.operands_spread);
+    assert!(o.is_uniform());
+    assert_eq!(o.groups[0].tree, model.tree(k));
 }

@@ -5,7 +5,7 @@ use rand_core::SeedableRng;
 
 use super::{convert, split_operands, spreads_operands, Operands, Reduction, Shape};
 use crate::draw;
-use crate::float::{FloatFormat, ProbeFloat};
+use crate::float::{FloatFormat, ProbeFloat, ProbeScale};
 use crate::reveal::{fit, Algorithm, FittedFused, Pivot, Reveal, RevealError};
 use crate::target::{random_operands, DrawnOperands, Probe, ProbeBatch, Target, TargetError};
 use crate::tree::SumTree;
@@ -342,14 +342,43 @@ impl ElementReveal {
         let spread = spreads_operands::<T, R>(shape.k);
         let mut rec = Recorder::new(&mut op, spread);
         rec.on_call = self.on_call.clone();
+        match self.orders(&mut rec) {
+            // One operand's range held the masks, but not enough to tell a fused adder's
+            // alignment widths apart: products (their range the square of one operand's)
+            // do, when the operation has a second operand.
+            Err(RevealError::Indistinguishable { .. })
+                if !spread
+                    && R::OPERANDS
+                    && ProbeScale::for_formats(R::Input::FORMAT.product(), T::FORMAT, shape.k)
+                        .is_some() =>
+            {
+                let (calls, probes) = (rec.calls, rec.probes);
+                drop(rec);
+                let mut rec = Recorder::new(&mut op, true);
+                rec.on_call = self.on_call.clone();
+                rec.calls = calls;
+                rec.probes = probes;
+                self.orders(&mut rec)
+            }
+            other => other,
+        }
+    }
+
+    /// Every element's order through `rec`, in its mode.
+    fn orders<T: ProbeFloat, R: Reduction<T>>(
+        &self,
+        rec: &mut Recorder<'_, T, R>,
+    ) -> Result<ElementOrders, RevealError> {
+        let shape = rec.shape;
+        let spread = rec.spread;
         let all: Vec<usize> = (0..shape.elements()).collect();
         let mut groups: Vec<(SumTree, Vec<usize>)> = Vec::new();
         let mut pending = all;
         if self.coverage == Coverage::Batched {
             let first = if spread {
-                self.batched_spread(&mut rec)
+                self.batched_spread(rec)
             } else {
-                self.batched(&mut rec)
+                self.batched(rec)
             };
             if let Some(e) = rec.nondeterminism.take() {
                 return Err(e);
@@ -372,7 +401,7 @@ impl ElementReveal {
                 unresolved = std::mem::take(&mut pending);
                 break;
             }
-            let round = self.exhaustive(&mut rec, &pending);
+            let round = self.exhaustive(rec, &pending, spread);
             if let Some(e) = rec.nondeterminism.take() {
                 return Err(e);
             }
@@ -574,10 +603,16 @@ impl ElementReveal {
 
     /// Every lane answers the same probe; returns the tree of `pending[0]` and which of
     /// `pending` answered every question exactly as it did.
+    ///
+    /// With `verify`, the engine verifies its tree, fitting a block-FMA model to a tree
+    /// with truncating fused nodes; without it, a tree with a fused node that plain
+    /// replays miss is revealed again with `verify` (Tensor Core adders over operands
+    /// that need no spreading: f16, FP8 at small `k`).
     fn exhaustive<T: ProbeFloat, R: Reduction<T>>(
         &self,
         rec: &mut Recorder<'_, T, R>,
         pending: &[usize],
+        verify: bool,
     ) -> Result<(SumTree, Vec<bool>), RevealError> {
         let shape = rec.shape;
         rec.mode = Mode::Broadcast {
@@ -591,9 +626,7 @@ impl ElementReveal {
         // with operands spread, every probe is one call (all rows one probe's first
         // operand, all columns its second)
         let per_call = if rec.spread { 1 } else { shape.lanes };
-        let report = self
-            .engine(shape, per_call, rec.spread)
-            .run_target(&mut *rec)?;
+        let report = self.engine(shape, per_call, verify).run_target(&mut *rec)?;
         let tree = report.tree;
         let model = Model {
             tree: &tree,
@@ -615,6 +648,11 @@ impl ElementReveal {
                 (rec.call(&x).map_err(target_error)?, x)
             };
             if !model.predicts(&x, got) {
+                let n = tree.leaf_count();
+                let fused = (n..n + tree.inner_count()).any(|v| tree.children(v).len() > 2);
+                if !verify && fused {
+                    return self.exhaustive(rec, pending, true);
+                }
                 let want = model.primary(&x);
                 return Err(RevealError::NotPlainSummation {
                     tree: clip(tree.to_string()),
