@@ -324,3 +324,56 @@ fn f16_operands_with_a_tensor_core_adder() {
     assert!(o.is_uniform());
     assert_eq!(o.groups[0].tree, model.tree(k));
 }
+
+/// A user reduction with a second operand shared by all its outputs (no per-output
+/// operand): one probe per call, every element still checked.
+struct TwoSums {
+    k: usize,
+}
+
+impl ops::Reduction<f32> for TwoSums {
+    type Input = F8E4M3;
+    fn shape(&self) -> ops::Shape {
+        ops::Shape {
+            lanes: 2,
+            k: self.k,
+            outputs: 2,
+        }
+    }
+    fn eval(&mut self, x: &[F8E4M3], out: &mut [f32]) -> Result<(), fprev::target::TargetError> {
+        let ones = vec![F8E4M3::from_f64_round(1.0); self.k];
+        self.eval_operands(x, &ones, out).expect("has operands")
+    }
+    const OPERANDS: bool = true;
+    fn eval_operands(
+        &mut self,
+        a: &[F8E4M3],
+        b: &[F8E4M3],
+        out: &mut [f32],
+    ) -> Option<Result<(), fprev::target::TargetError>> {
+        for (row, o) in a.chunks(self.k).zip(out.chunks_mut(2)) {
+            // output 0 sequential, output 1 pairwise
+            o[0] = Order::Sequential.dot(row, b);
+            o[1] = Order::Pairwise.dot(row, b);
+        }
+        Some(Ok(()))
+    }
+}
+
+#[test]
+fn a_shared_second_operand_takes_one_probe_per_call() {
+    let k = 32;
+    let o = ElementReveal::new().run(TwoSums { k }).unwrap();
+    assert!(o.operands_spread);
+    assert_eq!(o.groups.len(), 2, "{o}");
+    for g in &o.groups {
+        let want = if g.elements[0].output == 0 {
+            SumTree::sequential(k)
+        } else {
+            SumTree::pairwise(k)
+        };
+        assert_eq!(g.tree, want);
+        assert!(g.elements.iter().all(|e| e.output == g.elements[0].output));
+        assert_eq!(g.elements.len(), 2);
+    }
+}

@@ -508,6 +508,7 @@ impl ElementReveal {
         let shape = rec.shape;
         rec.mode = Mode::Spread;
         rec.log.clear();
+        rec.first_out = None;
         rec.sources.clear();
         let report = self
             .engine(shape, rec.per_call(), true)
@@ -524,26 +525,17 @@ impl ElementReveal {
         // engine called with (in all elements at once).
         let mut primary: Vec<Option<u64>> = vec![None; rec.sources.len()];
         for call in &rec.log {
-            for lane in 0..shape.lanes {
-                for o in 0..shape.outputs {
-                    let Some(src) = call.source(lane, o) else {
+            for (e, src, got) in call.answers(shape.outputs) {
+                let source = &rec.sources[src as usize];
+                if let Source::Probe { background, .. } = source {
+                    if rec.masks[*background as usize] != mask {
                         continue;
-                    };
-                    let source = &rec.sources[src as usize];
-                    if let Source::Probe { background, .. } = source {
-                        if rec.masks[*background as usize] != mask {
-                            continue;
-                        }
                     }
-                    let e = lane * shape.outputs + o;
-                    let got = call.out[e];
-                    let want = *primary[src as usize].get_or_insert_with(|| {
-                        model.primary(&rec.source_input(source)).to_bits_u64()
-                    });
-                    if got.to_bits_u64() != want && !model.predicts(&rec.source_input(source), got)
-                    {
-                        bad[e] = true;
-                    }
+                }
+                let want = *primary[src as usize]
+                    .get_or_insert_with(|| model.primary(&rec.source_input(source)).to_bits_u64());
+                if got.to_bits_u64() != want && !model.predicts(&rec.source_input(source), got) {
+                    bad[e] = true;
                 }
             }
         }
@@ -552,11 +544,15 @@ impl ElementReveal {
         for c in 0..self.checks {
             let seed = self.seed ^ 0xC4EC_0000 ^ ((c as u64) << 40);
             let rows: Vec<Vec<R::Input>> = (0..shape.lanes)
-                .map(|i| random_operands::<R::Input>(seed ^ (i as u64) << 20, shape.k, T::FORMAT).0)
+                .map(|i| {
+                    random_operands::<R::Input>(seed ^ ((i as u64) << 20), shape.k, T::FORMAT).0
+                })
                 .collect();
             let columns = if rec.per_column { shape.outputs } else { 1 };
             let cols: Vec<Vec<R::Input>> = (0..columns)
-                .map(|j| random_operands::<R::Input>(seed ^ (j as u64) << 20, shape.k, T::FORMAT).1)
+                .map(|j| {
+                    random_operands::<R::Input>(seed ^ ((j as u64) << 20), shape.k, T::FORMAT).1
+                })
                 .collect();
             let col_of: Vec<usize> = (0..shape.outputs).map(|j| j.min(columns - 1)).collect();
             let row_of: Vec<usize> = (0..shape.lanes).collect();
@@ -577,13 +573,13 @@ impl ElementReveal {
             }
         }
         // Determinism: the first logged call again must give the same bits everywhere.
-        if let Some(first) = rec.log.first().cloned() {
+        if let (Some(first), Some(before)) = (rec.log.first().cloned(), rec.first_out.take()) {
             let cols = first.cols.clone().unwrap_or_default();
             rec.eval_sources_split(first.rows.clone(), cols)
                 .map_err(target_error)?;
             let after = rec.out.clone();
             if let Some(e) =
-                (0..after.len()).find(|&e| first.out[e].to_bits_u64() != after[e].to_bits_u64())
+                (0..after.len()).find(|&e| before[e].to_bits_u64() != after[e].to_bits_u64())
             {
                 let (lane, o) = (e / shape.outputs, e % shape.outputs);
                 let src = match first.source(lane, o) {
@@ -593,7 +589,7 @@ impl ElementReveal {
                 return Err(nondeterministic(
                     &src,
                     &rec.backgrounds,
-                    first.out[e],
+                    before[e],
                     after[e],
                 ));
             }
@@ -842,7 +838,10 @@ impl Model<'_> {
 
 /// One logged call: the source of each row (lane) and, with operands spread, of each
 /// column of `B`; element `(i, j)` answered source `s` when row `i` held `s` and,
-/// with operands spread, column `j` held it too.
+/// with operands spread, column `j` held it too. `out` holds the answers of the
+/// elements that answered a source, in row-major order (every element without
+/// spreading; with it, only the matched ones: a probe call of a large gemm answers a
+/// few hundred of its elements).
 #[derive(Clone, Debug)]
 struct Logged<T> {
     rows: Vec<u32>,
@@ -850,7 +849,15 @@ struct Logged<T> {
     out: Vec<T>,
 }
 
-impl<T> Logged<T> {
+impl<T: Copy> Logged<T> {
+    /// `(element, source, answer)` of every element that answered a source.
+    fn answers(&self, outputs: usize) -> impl Iterator<Item = (usize, u32, T)> + '_ {
+        (0..self.rows.len() * outputs)
+            .filter_map(move |e| self.source(e / outputs, e % outputs).map(|s| (e, s)))
+            .zip(self.out.iter().copied())
+            .map(|((e, s), v)| (e, s, v))
+    }
+
     fn source(&self, lane: usize, output: usize) -> Option<u32> {
         let r = self.rows[lane];
         match &self.cols {
@@ -889,6 +896,9 @@ struct Recorder<'r, T: ProbeFloat, R: Reduction<T>> {
     backgrounds: Vec<Vec<T>>,
     masks: Vec<T>,
     log: Vec<Logged<T>>,
+    /// Every answer of the first call logged with operands spread (the log keeps only
+    /// the matched ones), for the determinism re-call.
+    first_out: Option<Vec<T>>,
     // broadcast mode: a running hash of every tracked element's answers
     tracked: Vec<usize>,
     hashes: Vec<u64>,
@@ -921,6 +931,7 @@ impl<'r, T: ProbeFloat, R: Reduction<T>> Recorder<'r, T, R> {
             backgrounds: Vec::new(),
             masks: Vec::new(),
             log: Vec::new(),
+            first_out: None,
             tracked: Vec::new(),
             hashes: Vec::new(),
             first_broadcast: None,
@@ -1047,11 +1058,20 @@ impl<'r, T: ProbeFloat, R: Reduction<T>> Recorder<'r, T, R> {
         let row_of: Vec<usize> = rows.iter().map(at).collect();
         let col_of: Vec<usize> = cols.iter().map(at).collect();
         self.eval_split(&a, &row_of, &b, &col_of)?;
-        self.log.push(Logged {
+        let outputs = self.shape.outputs;
+        let mut call = Logged {
             rows,
             cols: Some(cols),
-            out: self.out.clone(),
-        });
+            out: Vec::new(),
+        };
+        call.out = (0..self.out.len())
+            .filter(|&e| call.source(e / outputs, e % outputs).is_some())
+            .map(|e| self.out[e])
+            .collect();
+        if self.log.is_empty() {
+            self.first_out = Some(self.out.clone());
+        }
+        self.log.push(call);
         Ok(())
     }
 
