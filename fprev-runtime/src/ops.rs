@@ -14,6 +14,13 @@
 //! (edge tiles, remainder rows) are revealed again with every lane answering the same
 //! probe, and grouped by tree.
 //!
+//! FP8 operands (and any operand format whose range alone cannot swamp a sum of `k`
+//! units) put masks and units over both operands of the products: each probe then
+//! needs a row of `A` and a column of `B` of its own, so a call answers probes along a
+//! matching of rows and columns (a gemv or a dot product one per call), and every
+//! element is checked on random operands of its own
+//! ([`ElementOrders::operands_spread`] says so).
+//!
 //! ```
 //! use fprev::ops::{self, ElementReveal};
 //! // A 4 x 8 by 8 x 3 product summing each dot product in two halves.

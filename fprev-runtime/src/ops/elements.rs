@@ -701,6 +701,7 @@ fn recoverable(e: &RevealError) -> bool {
             | RevealError::Nondeterministic { .. }
             | RevealError::PrecisionTooLow { .. }
             | RevealError::FusedUnverified { .. }
+            | RevealError::Indistinguishable { .. }
     )
 }
 
