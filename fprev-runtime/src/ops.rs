@@ -14,6 +14,13 @@
 //! (edge tiles, remainder rows) are revealed again with every lane answering the same
 //! probe, and grouped by tree.
 //!
+//! FP8 operands (and any operand format whose range alone cannot swamp a sum of `k`
+//! units) put masks and units over both operands of the products: each probe then
+//! needs a row of `A` and a column of `B` of its own, so a call answers probes along a
+//! matching of rows and columns (a gemv or a dot product one per call), and every
+//! element is checked on random operands of its own
+//! ([`ElementOrders::operands_spread`] says so).
+//!
 //! ```
 //! use fprev::ops::{self, ElementReveal};
 //! // A 4 x 8 by 8 x 3 product summing each dot product in two halves.
@@ -36,6 +43,7 @@ mod adapters;
 mod elements;
 
 pub use adapters::{dot, gemm, gemv, reduction, Batched, Dot, Gemm, Gemv, KReduction};
+use adapters::{split_operands, spreads_operands, Operands};
 pub use elements::{Coverage, Element, ElementOrders, ElementReveal, OrderGroup};
 
 use crate::float::ProbeFloat;
@@ -127,6 +135,42 @@ pub trait Reduction<T: ProbeFloat> {
         let _ = (input, b, out);
         None
     }
+
+    /// Whether [`eval_columns`](Self::eval_columns) takes a second operand per output
+    /// (a gemm's `B`, one column per output); with it, one call answers a probe per
+    /// row-and-column pair when masks spread over both operands.
+    const COLUMNS: bool = false;
+
+    /// Evaluate a product with a second operand per output: `b` holds `k x outputs`
+    /// values, row-major, and output `j` of lane `i` is row `i` of `input` with column
+    /// `j` of `b` (a gemm's `A` and `B`). The default answers a one-output reduction
+    /// through [`eval_operands`](Self::eval_operands) and is `None` otherwise.
+    ///
+    /// ```
+    /// use fprev::ops::{self, Reduction};
+    /// // C = A B with A 1 x 2 and B 2 x 2: each column of B its own factors
+    /// let mut g = ops::gemm(1, 2, 2, |a: &[f64], b: &[f64], c: &mut [f64]| {
+    ///     for j in 0..2 {
+    ///         c[j] = a[0] * b[j] + a[1] * b[2 + j];
+    ///     }
+    /// });
+    /// let mut c = [0.0; 2];
+    /// g.eval_columns(&[1.0, 2.0], &[3.0, 4.0, 5.0, 6.0], &mut c).unwrap()?;
+    /// assert_eq!(c, [13.0, 16.0]);
+    /// # Ok::<(), fprev::target::TargetError>(())
+    /// ```
+    fn eval_columns(
+        &mut self,
+        input: &[Self::Input],
+        b: &[Self::Input],
+        out: &mut [T],
+    ) -> Option<Result<(), TargetError>> {
+        if self.shape().outputs == 1 {
+            self.eval_operands(input, b, out)
+        } else {
+            None
+        }
+    }
 }
 
 impl<T: ProbeFloat, R: Reduction<T> + ?Sized> Reduction<T> for &mut R {
@@ -145,6 +189,15 @@ impl<T: ProbeFloat, R: Reduction<T> + ?Sized> Reduction<T> for &mut R {
         out: &mut [T],
     ) -> Option<Result<(), TargetError>> {
         (**self).eval_operands(input, b, out)
+    }
+    const COLUMNS: bool = R::COLUMNS;
+    fn eval_columns(
+        &mut self,
+        input: &[Self::Input],
+        b: &[Self::Input],
+        out: &mut [T],
+    ) -> Option<Result<(), TargetError>> {
+        (**self).eval_columns(input, b, out)
     }
 }
 

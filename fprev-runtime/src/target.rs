@@ -709,20 +709,30 @@ impl<I: ProbeFloat> OperandSplit<I> {
             *b = db;
             return Ok(());
         }
-        a.clear();
-        b.clear();
-        for (i, v) in x.iter().enumerate() {
-            let (p, q) = split_product::<I>(v.to_f64()).ok_or_else(|| {
-                TargetError::new(format!(
-                    "value {v} at {i} is not a product of two {} values",
-                    I::FORMAT.name
-                ))
-            })?;
-            a.push(p);
-            b.push(q);
-        }
-        Ok(())
+        split_values(x, a, b)
     }
+}
+
+/// Every value of `x` split by [`split_product`] into `a` and `b` (cleared first); an
+/// error names the first value that is no product of two `I` values.
+pub(crate) fn split_values<T: ProbeFloat, I: ProbeFloat>(
+    x: &[T],
+    a: &mut Vec<I>,
+    b: &mut Vec<I>,
+) -> Result<(), TargetError> {
+    a.clear();
+    b.clear();
+    for (i, v) in x.iter().enumerate() {
+        let (p, q) = split_product::<I>(v.to_f64()).ok_or_else(|| {
+            TargetError::new(format!(
+                "value {v} at {i} is not a product of two {} values",
+                I::FORMAT.name
+            ))
+        })?;
+        a.push(p);
+        b.push(q);
+    }
+    Ok(())
 }
 
 impl<I: ProbeFloat, T: ProbeFloat, F: FnMut(&[I], &[I]) -> T> Target<T> for Products<I, F> {

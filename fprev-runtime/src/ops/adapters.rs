@@ -72,6 +72,11 @@ impl<I: ProbeFloat, T: ProbeFloat, F: FnMut(&[I], &[I], &mut [T])> Reduction<T> 
         self.ones.fill(convert::<f64, I>(1.0));
         Some(r)
     }
+    const COLUMNS: bool = true;
+    fn eval_columns(&mut self, a: &[I], b: &[I], c: &mut [T]) -> Option<Result<(), TargetError>> {
+        let f = &mut self.f;
+        Some(guarded(|| f(a, b, c)))
+    }
 }
 
 /// A matrix-vector product `y = A x`; see [`gemv`].
@@ -233,6 +238,29 @@ impl<I: ProbeFloat, T: ProbeFloat, F: FnMut(&[I], &mut [T])> Reduction<T> for KR
     }
 }
 
+/// The two operand vectors of a product's probe or replay input.
+pub(super) type Operands<I> = (Vec<I>, Vec<I>);
+
+/// Whether probes of a `k`-reduction `R` into `T` must spread masks and units over both
+/// operands: a product whose operand format alone cannot swamp a sum of `k` units but
+/// whose products can (FP8 operands).
+pub(super) fn spreads_operands<T: ProbeFloat, R: Reduction<T>>(k: usize) -> bool {
+    let (operand, acc) = (R::Input::FORMAT, T::FORMAT);
+    R::OPERANDS
+        && ProbeScale::for_formats(operand, acc, k).is_none()
+        && ProbeScale::for_formats(operand.product(), acc, k).is_some()
+}
+
+/// `x` split into the two operands of its products (an error names the first value
+/// that is no product of two operand values).
+pub(super) fn split_operands<T: ProbeFloat, I: ProbeFloat>(
+    x: &[T],
+) -> Result<Operands<I>, TargetError> {
+    let (mut a, mut b) = (Vec::with_capacity(x.len()), Vec::with_capacity(x.len()));
+    crate::target::split_values(x, &mut a, &mut b)?;
+    Ok((a, b))
+}
+
 /// A reduction as a [`Target`] for one output element: probe `k` of a batch goes into
 /// lane `k`, so one call answers up to `lanes` probes; spare lanes repeat the batch. The
 /// answer is read from output `output` of the probe's lane, so this assumes every lane
@@ -274,10 +302,7 @@ impl<T: ProbeFloat, R: Reduction<T>> Batched<T, R> {
     /// Read output `output` (a column of `C`) of each lane; clamped to the last output.
     pub fn new(op: R, output: usize) -> Self {
         let s = op.shape();
-        let (operand, acc) = (R::Input::FORMAT, T::FORMAT);
-        let spread = R::OPERANDS
-            && ProbeScale::for_formats(operand, acc, s.k).is_none()
-            && ProbeScale::for_formats(operand.product(), acc, s.k).is_some();
+        let spread = spreads_operands::<T, R>(s.k);
         Batched {
             op,
             output: output.min(s.outputs.saturating_sub(1)),

@@ -23,7 +23,7 @@
 mod arena;
 mod basic;
 mod error;
-mod fit;
+pub(crate) mod fit;
 mod fprev;
 mod known;
 mod memory;
