@@ -167,7 +167,8 @@ impl Device {
         Ok(GemmTarget {
             state: imp::Gemm::new(&self.inner, config, I::OPERAND)?,
             config,
-            spread: spreads::<I>(config.n),
+            spread: I::OPERAND != Operand::F32
+                && config.spread.unwrap_or_else(|| spreads::<I>(config.n)),
             split: OperandSplit::default(),
             a: Vec::new(),
             b: Vec::new(),
@@ -274,6 +275,12 @@ pub struct GemmConfig {
     pub cols: usize,
     /// cuBLAS math mode.
     pub math: MathMode,
+    /// Spread each probe over both operands, one probe per call (f16 and bf16 operands
+    /// only): `None` (the default) spreads where one operand's range cannot swamp `n`
+    /// units; `Some(true)` always, for the widest masks the product's range allows (a
+    /// Tensor Core adder keeping more alignment bits than f16's range leaves room for is
+    /// then revealed rather than refused as indistinguishable).
+    pub spread: Option<bool>,
 }
 
 impl GemmConfig {
@@ -285,7 +292,18 @@ impl GemmConfig {
             rows: side,
             cols: side,
             math: MathMode::Default,
+            spread: None,
         }
+    }
+    /// Spread probes over both operands (see [`GemmConfig::spread`]).
+    ///
+    /// ```
+    /// let c = fprev::cuda::GemmConfig::new(4096).spread_operands(true);
+    /// assert_eq!(c.spread, Some(true));
+    /// ```
+    pub fn spread_operands(mut self, on: bool) -> Self {
+        self.spread = Some(on);
+        self
     }
     /// Probes per call (rows of `A`).
     pub fn rows(mut self, rows: usize) -> Self {
@@ -634,7 +652,8 @@ impl<I: GemmInput> GemmTarget<I> {
     }
 
     /// Whether probes are spread over both operands, one probe per call (f16 operands
-    /// past `n = 8192`); otherwise `A`'s rows carry one probe each and `B` is all ones.
+    /// past `n = 8192`, or as [`GemmConfig::spread_operands`] says); otherwise `A`'s rows
+    /// carry one probe each and `B` is all ones.
     ///
     /// ```
     /// use fprev::cuda::{Device, GemmConfig};
@@ -787,6 +806,23 @@ mod tests {
         send::<GemmTarget<half::f16>>();
         send::<GemvTarget>();
         send::<ReductionTarget>();
+    }
+
+    #[test]
+    fn only_long_f16_gemms_spread_their_probes() {
+        // f16 holds M and e with room for n units up to 2^13; bf16 and f32 have f32's range
+        assert!(!spreads::<half::f16>(8192));
+        assert!(spreads::<half::f16>(8193));
+        assert!(spreads::<half::f16>(1 << 20));
+        assert!(!spreads::<half::bf16>(1 << 20));
+        assert!(!spreads::<f32>(1 << 20));
+        // a spread probe is exact in the operands and their product, which f32 holds
+        let s = ProbeScale::for_formats(half::f16::FORMAT.product(), f32::FORMAT, 1 << 20)
+            .expect("the product's range holds a mask");
+        for v in [s.mask, -s.mask, s.unit] {
+            let (a, b) = crate::target::split_product::<half::f16>(v).expect("splits");
+            assert_eq!(a.to_f64() * b.to_f64(), v);
+        }
     }
 
     #[test]
