@@ -38,8 +38,8 @@ mod shapes;
 /// Every constructor is total: `n = 0` gives the empty tree (no leaves, no inner nodes),
 /// the sum of no values, and every method handles it: its text is `()`, its JSON has
 /// `"leaves":0`, it replays an empty slice to `+0`, it has depth 0 and it draws as an
-/// empty picture; [`FromStr`], [`from_nodes`](Self::from_nodes) and
-/// [`from_json`](Self::from_json) read it back. (A shape function that refused `n = 0`
+/// empty picture; [`FromStr`], [`from_nodes`](Self::from_nodes) and `from_json` (with
+/// the `serde` feature) read it back. (A shape function that refused `n = 0`
 /// would make every caller handle a failure for a case that has a well-defined answer.)
 /// Revealing a sum of zero values is still refused, since there is nothing to probe.
 ///

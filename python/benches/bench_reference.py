@@ -179,7 +179,7 @@ def part_largest(args):
     print("\n## largest numpy.sum n (one run per size)\n")
     print("| side | n | time | peak RSS |")
     print("|---|---|---|---|")
-    ours = [131072, 196608, 262144, 393216, 524288, 655360, 786432]
+    ours = [131072, 196608, 262144, 393216, 524288, 655360, 786432, 1048576]
     ref = [65536, 98304, 131072, 196608]
     for kind, sizes in (("reference", ref), ("ours", ours)):
         for n, r in largest(kind, sizes, args):
