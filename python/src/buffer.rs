@@ -134,7 +134,8 @@ impl Flat {
             match self.dtype.width() {
                 8 => std::ptr::read_unaligned(p as *const u64),
                 4 => u64::from(std::ptr::read_unaligned(p as *const u32)),
-                _ => u64::from(std::ptr::read_unaligned(p as *const u16)),
+                2 => u64::from(std::ptr::read_unaligned(p as *const u16)),
+                _ => u64::from(std::ptr::read(p)),
             }
         }
     }
@@ -149,7 +150,8 @@ impl Flat {
             match self.dtype.width() {
                 8 => std::ptr::write_unaligned(p as *mut u64, bits),
                 4 => std::ptr::write_unaligned(p as *mut u32, bits as u32),
-                _ => std::ptr::write_unaligned(p as *mut u16, bits as u16),
+                2 => std::ptr::write_unaligned(p as *mut u16, bits as u16),
+                _ => std::ptr::write(p, bits as u8),
             }
         }
     }

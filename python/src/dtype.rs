@@ -1,6 +1,7 @@
 //! The float formats the package probes in, by their NumPy names, and the dispatch from
 //! a runtime name pair (operands, accumulator) to the engine's generic types.
 
+use fprev_runtime::float::{F8E4M3, F8E5M2};
 use fprev_runtime::ProbeFloat;
 use half::{bf16, f16};
 use pyo3::exceptions::PyValueError;
@@ -17,6 +18,10 @@ pub enum Dtype {
     F16,
     /// bfloat16 (NumPy through ml_dtypes).
     BF16,
+    /// OCP FP8 E4M3 (ml_dtypes' `float8_e4m3fn`).
+    F8E4M3,
+    /// OCP FP8 E5M2 (ml_dtypes' `float8_e5m2`).
+    F8E5M2,
 }
 
 impl Dtype {
@@ -27,8 +32,11 @@ impl Dtype {
             "float32" | "f32" | "single" => Ok(Dtype::F32),
             "float16" | "f16" | "half" => Ok(Dtype::F16),
             "bfloat16" | "bf16" => Ok(Dtype::BF16),
+            "float8_e4m3fn" | "float8_e4m3" | "f8e4m3" => Ok(Dtype::F8E4M3),
+            "float8_e5m2" | "f8e5m2" => Ok(Dtype::F8E5M2),
             other => Err(PyValueError::new_err(format!(
-                "unsupported dtype {other:?}: expected float64, float32, float16 or bfloat16"
+                "unsupported dtype {other:?}: expected float64, float32, float16, bfloat16, \
+                 float8_e4m3fn or float8_e5m2"
             ))),
         }
     }
@@ -40,6 +48,8 @@ impl Dtype {
             Dtype::F32 => "float32",
             Dtype::F16 => "float16",
             Dtype::BF16 => "bfloat16",
+            Dtype::F8E4M3 => "float8_e4m3fn",
+            Dtype::F8E5M2 => "float8_e5m2",
         }
     }
 
@@ -49,6 +59,7 @@ impl Dtype {
             Dtype::F64 => 8,
             Dtype::F32 => 4,
             Dtype::F16 | Dtype::BF16 => 2,
+            Dtype::F8E4M3 | Dtype::F8E5M2 => 1,
         }
     }
 
@@ -59,6 +70,8 @@ impl Dtype {
             Dtype::F32 => f64::from(f32::from_bits(bits as u32)),
             Dtype::F16 => f16::from_bits(bits as u16).to_f64(),
             Dtype::BF16 => bf16::from_bits(bits as u16).to_f64(),
+            Dtype::F8E4M3 => F8E4M3::from_bits(bits as u8).to_f64(),
+            Dtype::F8E5M2 => F8E5M2::from_bits(bits as u8).to_f64(),
         }
     }
 }
@@ -72,6 +85,7 @@ pub fn bits_in<I: ProbeFloat, T: ProbeFloat>(x: T) -> u64 {
 /// two [`Dtype`]s; an accumulator narrower than its operands is refused.
 macro_rules! dispatch {
     ($input:expr, $acc:expr, |$I:ident, $T:ident| $body:expr) => {{
+        use fprev_runtime::float::{F8E4M3, F8E5M2};
         use half::{bf16, f16};
         use $crate::dtype::Dtype as D;
         let (input, acc) = ($input, $acc);
@@ -121,9 +135,40 @@ macro_rules! dispatch {
                 type $T = f64;
                 $body
             }
+            (D::F8E4M3, D::F32) => {
+                type $I = F8E4M3;
+                type $T = f32;
+                $body
+            }
+            (D::F8E4M3, D::F16) => {
+                type $I = F8E4M3;
+                type $T = f16;
+                $body
+            }
+            (D::F8E4M3, D::BF16) => {
+                type $I = F8E4M3;
+                type $T = bf16;
+                $body
+            }
+            (D::F8E5M2, D::F32) => {
+                type $I = F8E5M2;
+                type $T = f32;
+                $body
+            }
+            (D::F8E5M2, D::F16) => {
+                type $I = F8E5M2;
+                type $T = f16;
+                $body
+            }
+            (D::F8E5M2, D::BF16) => {
+                type $I = F8E5M2;
+                type $T = bf16;
+                $body
+            }
             (i, a) => Err(pyo3::exceptions::PyValueError::new_err(format!(
                 "cannot accumulate {} operands in {}: the accumulator must hold every operand \
-                 exactly (use float32 or float64 for acc_dtype)",
+                 exactly (use float32 or float64 for acc_dtype; FP8 operands accumulate in \
+                 float32, float16 or bfloat16)",
                 i.name(),
                 a.name()
             ))),

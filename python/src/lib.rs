@@ -11,6 +11,7 @@ mod tree;
 
 use fprev_runtime::ops::{ElementOrders, ElementReveal, Shape};
 use fprev_runtime::reveal::{check_memory, Algorithm};
+use fprev_runtime::target::Products;
 use fprev_runtime::{Reveal, RevealReport, SumTree};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -18,7 +19,7 @@ use pyo3::types::{PyDict, PyTuple};
 
 use buffer::Flat;
 use dtype::{dispatch, Dtype};
-use target::{PyReduction, PyTarget};
+use target::{PyDot, PyReduction, PyTarget};
 use tree::Tree;
 
 fn algorithm(name: &str) -> PyResult<Algorithm> {
@@ -96,6 +97,54 @@ fn reveal<'py>(
         }
         let report = result.map_err(errors::to_py)?;
         let dict = report_dict(py, &report, target.calls)?;
+        Ok((Tree { tree: report.tree }, dict))
+    })
+}
+
+/// Reveals a dot product `call(*args)` of the `n` items of `a` and of `b` (writable
+/// contiguous arrays of `dtype`), accumulated in `acc`, with every probe value split
+/// into a factor in each operand: for operands whose range cannot hold a mask that
+/// swamps `n` units (FP8). Returns `(Tree, report)`.
+#[pyfunction]
+#[pyo3(signature = (call, args, a, b, n, dtype, acc, algorithm_name, hint, verify, seed, accept_flat))]
+#[allow(clippy::too_many_arguments)]
+fn reveal_products<'py>(
+    py: Python<'py>,
+    call: Py<PyAny>,
+    args: Py<PyTuple>,
+    a: &Bound<'py, PyAny>,
+    b: &Bound<'py, PyAny>,
+    n: usize,
+    dtype: &str,
+    acc: &str,
+    algorithm_name: &str,
+    hint: Option<Tree>,
+    verify: bool,
+    seed: u64,
+    accept_flat: bool,
+) -> PyResult<(Tree, Bound<'py, PyDict>)> {
+    let (input, acc) = (Dtype::parse(dtype)?, Dtype::parse(acc)?);
+    let (a, b) = (
+        Flat::writable(a, &[n], input)?,
+        Flat::writable(b, &[n], input)?,
+    );
+    let mut config = Reveal::new(n)
+        .algorithm(algorithm(algorithm_name)?)
+        .verify(verify)
+        .seed(seed)
+        .accept_flat(accept_flat);
+    if let Some(h) = hint {
+        config = config.hint(h.tree);
+    }
+    dispatch!(input, acc, |I, T| {
+        let mut dot = PyDot::<I, T>::new(call, args, a, b);
+        let result =
+            py.detach(|| config.run_target(Products::new(|x: &[I], y: &[I]| dot.answer(x, y))));
+        if let Some(e) = dot.failure.take(py) {
+            return Err(e);
+        }
+        let report = result.map_err(errors::to_py)?;
+        let dict = report_dict(py, &report, dot.calls)?;
         Ok((Tree { tree: report.tree }, dict))
     })
 }
@@ -191,8 +240,12 @@ impl Orders {
 
 /// Reveals a k-reduction: `call(*args)` reads `input` (`lanes x k` items of `dtype`) and
 /// writes `lanes x outputs` float64 results into `output`.
+///
+/// `second`, when given, is the writable `k x outputs` array behind the callable's `B`
+/// (all ones): operands too narrow for one-operand masks (FP8) then spread each probe
+/// over a row of `input` and a column of `second`.
 #[pyfunction]
-#[pyo3(signature = (call, args, input, output, lanes, k, outputs, dtype, acc, algorithm_name, seed))]
+#[pyo3(signature = (call, args, input, output, lanes, k, outputs, dtype, acc, algorithm_name, seed, second=None))]
 #[allow(clippy::too_many_arguments)]
 fn reveal_reduction(
     py: Python<'_>,
@@ -207,16 +260,23 @@ fn reveal_reduction(
     acc: &str,
     algorithm_name: &str,
     seed: u64,
+    second: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Orders> {
     let (in_type, acc) = (Dtype::parse(dtype)?, Dtype::parse(acc)?);
     let input = Flat::writable(input, &[lanes, k], in_type)?;
     let output = Flat::writable(output, &[lanes, outputs], Dtype::F64)?;
+    let second = second
+        .map(|b| Flat::writable(b, &[k, outputs], in_type))
+        .transpose()?;
     let config = ElementReveal::new()
         .algorithm(algorithm(algorithm_name)?)
         .seed(seed);
     let shape = Shape { lanes, k, outputs };
     dispatch!(in_type, acc, |I, T| {
         let mut op = PyReduction::<I, T>::new(call, args, input, output, shape);
+        if let Some(second) = second {
+            op = op.with_second(second);
+        }
         let result = py.detach(|| config.run::<T, _>(&mut op));
         if let Some(e) = op.failure.take(py) {
             return Err(e);
@@ -270,6 +330,7 @@ fn _fprev(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_size, m)?)?;
     m.add_function(wrap_pyfunction!(reveal, m)?)?;
     m.add_function(wrap_pyfunction!(reveal_reduction, m)?)?;
+    m.add_function(wrap_pyfunction!(reveal_products, m)?)?;
     m.add_function(wrap_pyfunction!(exact_sum, m)?)?;
     m.add_function(wrap_pyfunction!(exact_dot, m)?)?;
     m.add_function(wrap_pyfunction!(as_tree, m)?)?;

@@ -261,6 +261,9 @@ pub struct PyReduction<I, T> {
     args: Py<PyTuple>,
     input: Flat,
     output: Flat,
+    /// The product's `B` (`k x outputs`, all ones between calls), written when probes
+    /// spread over both operands (FP8).
+    second: Option<Flat>,
     shape: Shape,
     /// What went wrong in Python.
     pub failure: Failure,
@@ -281,10 +284,59 @@ impl<I: ProbeFloat, T: ProbeFloat> PyReduction<I, T> {
             args,
             input,
             output,
+            second: None,
             shape,
             failure: Failure::default(),
             _t: PhantomData,
         }
+    }
+
+    /// The writable array behind the callable's `B`, so probes can spread over both
+    /// operands.
+    pub fn with_second(mut self, second: Flat) -> Self {
+        self.second = Some(second);
+        self
+    }
+
+    /// One call with `x` in the input and, when given, `B[l][j] = b(l, j)` (ones put
+    /// back afterwards).
+    fn eval_with(
+        &mut self,
+        x: &[I],
+        b: Option<&dyn Fn(usize, usize) -> I>,
+        out: &mut [T],
+    ) -> Result<(), TargetError> {
+        if self.failure.error.is_some() {
+            return Err(TargetError::new("the Python callable raised an exception"));
+        }
+        let (k, cols) = (self.shape.k, self.shape.outputs);
+        Python::attach(|py| {
+            if let Err(e) = py.check_signals() {
+                return Err(self.failure.keep(e, None));
+            }
+            for (i, v) in x.iter().enumerate() {
+                self.input.set_bits(i, v.to_bits_u64());
+            }
+            if let (Some(b), Some(second)) = (b, self.second.as_mut()) {
+                for l in 0..k {
+                    for j in 0..cols {
+                        second.set_bits(l * cols + j, b(l, j).to_bits_u64());
+                    }
+                }
+            }
+            let called = self.call.bind(py).call1(self.args.bind(py));
+            if let (Some(_), Some(second)) = (b, self.second.as_mut()) {
+                let one = I::from_f64_round(1.0).to_bits_u64();
+                for i in 0..k * cols {
+                    second.set_bits(i, one);
+                }
+            }
+            called.map_err(|e| self.failure.keep(e, None))?;
+            for (i, o) in out.iter_mut().enumerate() {
+                *o = T::from_f64_round(f64::from_bits(self.output.get_bits(i)));
+            }
+            Ok(())
+        })
     }
 }
 
@@ -296,24 +348,92 @@ impl<I: ProbeFloat, T: ProbeFloat> Reduction<T> for PyReduction<I, T> {
     }
 
     fn eval(&mut self, x: &[I], out: &mut [T]) -> Result<(), TargetError> {
+        self.eval_with(x, None, out)
+    }
+
+    const OPERANDS: bool = true;
+
+    fn eval_operands(
+        &mut self,
+        input: &[I],
+        b: &[I],
+        out: &mut [T],
+    ) -> Option<Result<(), TargetError>> {
+        self.second.as_ref()?;
+        Some(self.eval_with(input, Some(&|l, _| b[l]), out))
+    }
+
+    const COLUMNS: bool = true;
+
+    fn eval_columns(
+        &mut self,
+        input: &[I],
+        b: &[I],
+        out: &mut [T],
+    ) -> Option<Result<(), TargetError>> {
+        self.second.as_ref()?;
+        let cols = self.shape.outputs;
+        Some(self.eval_with(input, Some(&|l, j| b[l * cols + j]), out))
+    }
+}
+
+/// A dot product `call(*args)` over two buffers, for operands too narrow to hold a mask
+/// that swamps `n` units (FP8): wrapped in [`fprev_runtime::target::Products`], every
+/// value the engine sends is split into a factor in `a` and one in `b`.
+pub struct PyDot<I, T> {
+    call: Py<PyAny>,
+    args: Py<PyTuple>,
+    a: Flat,
+    b: Flat,
+    /// Calls of the callable.
+    pub calls: u64,
+    /// What went wrong in Python.
+    pub failure: Failure,
+    _t: PhantomData<fn() -> (I, T)>,
+}
+
+impl<I: ProbeFloat, T: ProbeFloat> PyDot<I, T> {
+    /// `call(*args)` reads `a` and `b` (of `I` items) and returns their dot product.
+    pub fn new(call: Py<PyAny>, args: Py<PyTuple>, a: Flat, b: Flat) -> Self {
+        PyDot {
+            call,
+            args,
+            a,
+            b,
+            calls: 0,
+            failure: Failure::default(),
+            _t: PhantomData,
+        }
+    }
+
+    /// The callable's answer for operands `x` and `y`; NaN when it failed (the failure
+    /// is kept and raised once the engine has returned).
+    pub fn answer(&mut self, x: &[I], y: &[I]) -> T {
+        let nan = T::from_f64_round(f64::NAN);
         if self.failure.error.is_some() {
-            return Err(TargetError::new("the Python callable raised an exception"));
+            return nan;
         }
         Python::attach(|py| {
-            if let Err(e) = py.check_signals() {
-                return Err(self.failure.keep(e, None));
+            for (i, (p, q)) in x.iter().zip(y).enumerate() {
+                self.a.set_bits(i, p.to_bits_u64());
+                self.b.set_bits(i, q.to_bits_u64());
             }
-            for (i, v) in x.iter().enumerate() {
-                self.input.set_bits(i, v.to_bits_u64());
+            self.calls += 1;
+            let r = match self.call.bind(py).call1(self.args.bind(py)) {
+                Ok(r) => r,
+                Err(e) => {
+                    self.failure.keep(e, None);
+                    return nan;
+                }
+            };
+            match scalar(&r) {
+                Ok(v) => T::from_f64_round(v),
+                Err(message) => {
+                    self.failure
+                        .keep(pyo3::exceptions::PyTypeError::new_err(message), None);
+                    nan
+                }
             }
-            self.call
-                .bind(py)
-                .call1(self.args.bind(py))
-                .map_err(|e| self.failure.keep(e, None))?;
-            for (i, o) in out.iter_mut().enumerate() {
-                *o = T::from_f64_round(f64::from_bits(self.output.get_bits(i)));
-            }
-            Ok(())
         })
     }
 }

@@ -147,7 +147,8 @@ impl Tree {
     }
 
     /// The sum of `x` added in this tree's order, in `x`'s dtype (float64, float32,
-    /// float16 or bfloat16; other arrays are read as float64), returned as a Python float.
+    /// float16, bfloat16 or FP8; other arrays are read as float64), returned as a Python
+    /// float.
     ///
     /// >>> import fprev, numpy as np
     /// >>> x = np.array([1e8, 1.0, -1e8, 1.0], dtype=np.float32)
@@ -172,6 +173,14 @@ impl Tree {
             }
             Dtype::BF16 => {
                 fprev_runtime::ProbeFloat::to_f64(tree.replay(&narrow::<half::bf16>(&values)))
+            }
+            Dtype::F8E4M3 => {
+                use fprev_runtime::float::F8E4M3;
+                fprev_runtime::ProbeFloat::to_f64(tree.replay(&narrow::<F8E4M3>(&values)))
+            }
+            Dtype::F8E5M2 => {
+                use fprev_runtime::float::F8E5M2;
+                fprev_runtime::ProbeFloat::to_f64(tree.replay(&narrow::<F8E5M2>(&values)))
             }
         }))
     }

@@ -83,7 +83,12 @@ __version__ = "0.1.0"
 
 def _formats(dtype, acc_dtype):
     operands = _dtypes.name(dtype)
-    acc = operands if acc_dtype is None else _dtypes.name(acc_dtype)
+    if acc_dtype is not None:
+        acc = _dtypes.name(acc_dtype)
+    elif _dtypes.is_fp8(operands):
+        acc = "float32"  # no library accumulates FP8 products in FP8
+    else:
+        acc = operands
     return operands, acc
 
 
@@ -148,10 +153,14 @@ def reveal(
     Parameters:
         fn: the reduction, ``fn(x) -> scalar``.
         n: number of summands.
-        dtype: operand format: "float64", "float32", "float16", "bfloat16" (needs
-            ml_dtypes), or the NumPy dtype.
+        dtype: operand format: "float64", "float32", "float16", "bfloat16",
+            "float8_e4m3fn", "float8_e5m2" (the last three need ml_dtypes), or the
+            NumPy dtype. FP8's range is too narrow for a plain sum's probes (E4M3
+            reaches 448); :func:`reveal_dot` and :func:`reveal_matmul` spread them over
+            both operands.
         acc_dtype: the format ``fn`` accumulates and answers in, when wider than the
-            operands (float16 operands summed in float32); default ``dtype``.
+            operands (float16 operands summed in float32); default ``dtype``, float32
+            for FP8.
         algorithm: "fprev" (default), "basic" (all pairs) or "naive" (n <= 8).
         hint: a :class:`Tree` (or its text) to try first; proved with one probe per
             inner node when it is right, ignored when it is not.
@@ -198,7 +207,10 @@ def reveal_dot(
 
     fprev puts its probes in ``x`` and ones in ``y`` (both read-only NumPy arrays of
     ``dtype``, reused between calls), so the products are the probe values and the
-    tree is the order ``fn`` adds them in. Arguments as for :func:`reveal`.
+    tree is the order ``fn`` adds them in. FP8 operands cannot hold a mask big enough
+    in one of them: each probe value is then split into a factor in ``x`` and one in
+    ``y`` (the FPRev paper's §8.1.1), and the checks draw both at random. Arguments as
+    for :func:`reveal`.
 
     >>> import fprev, numpy as np
     >>> t = fprev.reveal_dot(np.dot, 64, dtype=np.float64)
@@ -208,6 +220,16 @@ def reveal_dot(
     n = _size(n)
     operands, acc = _formats(dtype, acc_dtype)
     buf, view = _buffer(n, operands, algorithm)
+    if _dtypes.is_fp8(operands):
+        # E4M3 reaches 448: a mask in one operand cannot swamp n units, the product can
+        second = np.ones(n, dtype=buf.dtype)
+        second_view = second.view()
+        second_view.flags.writeable = False
+        tree, costs = _fprev.reveal_products(
+            fn, (view, second_view), buf, second, n, operands, acc, algorithm, _hint(hint),
+            bool(verify), _seed(seed), bool(accept_flat),
+        )
+        return (tree, costs) if report else tree
     ones = np.ones(n, dtype=buf.dtype)
     ones.flags.writeable = False
     tree, costs = _run(
@@ -222,7 +244,8 @@ def reveal_matmul(fn, m, n, k, dtype="float32", acc_dtype=None, algorithm="fprev
     ``fn(a, b)`` must return ``a @ b`` for ``a`` of shape ``(m, k)`` and ``b`` of
     shape ``(k, n)`` (read-only NumPy arrays of ``dtype``, reused between calls) as
     anything ``numpy.asarray`` reads with shape ``(m, n)``. fprev puts one probe in
-    each row of ``a`` and ones in ``b``, so one call answers ``m`` probes; every
+    each row of ``a`` and ones in ``b``, so one call answers ``m`` probes (FP8: a probe
+    spread over a row of ``a`` and a column of ``b``, up to ``min(m, n)`` a call); every
     element's order is then checked, and elements that sum differently (edge tiles)
     are revealed again and grouped.
 
@@ -243,11 +266,12 @@ def reveal_matmul(fn, m, n, k, dtype="float32", acc_dtype=None, algorithm="fprev
     a_view = a.view()
     a_view.flags.writeable = False
     b = np.ones((k, n), dtype=np_dtype)
-    b.flags.writeable = False
+    b_view = b.view()
+    b_view.flags.writeable = False
     out = np.empty((m, n), dtype=np.float64)
 
     def call():
-        c = np.asarray(fn(a_view, b))
+        c = np.asarray(fn(a_view, b_view))
         if c.shape != (m, n):
             raise ValueError(
                 f"the matrix product returned shape {c.shape}, expected {(m, n)}"
@@ -255,7 +279,7 @@ def reveal_matmul(fn, m, n, k, dtype="float32", acc_dtype=None, algorithm="fprev
         out[...] = c
 
     return _fprev.reveal_reduction(
-        call, (), a, out, m, k, n, operands, acc, algorithm, _seed(seed)
+        call, (), a, out, m, k, n, operands, acc, algorithm, _seed(seed), b
     )
 
 

@@ -1,4 +1,4 @@
-"""Float formats by name: NumPy dtypes, their names, and bfloat16 through ml_dtypes."""
+"""Float formats by name: NumPy dtypes, their names, and bfloat16 and FP8 through ml_dtypes."""
 
 import numpy as np
 
@@ -14,13 +14,22 @@ _NAMES = {
     "half": "float16",
     "bfloat16": "bfloat16",
     "bf16": "bfloat16",
+    "float8_e4m3fn": "float8_e4m3fn",
+    "float8_e4m3": "float8_e4m3fn",
+    "f8e4m3": "float8_e4m3fn",
+    "float8_e5m2": "float8_e5m2",
+    "f8e5m2": "float8_e5m2",
 }
+
+# formats NumPy lacks, by ml_dtypes' attribute name
+_ML_DTYPES = ("bfloat16", "float8_e4m3fn", "float8_e5m2")
 
 
 def name(dtype):
-    """The canonical name ("float64", "float32", "float16", "bfloat16") of `dtype`.
+    """The canonical name ("float64", "float32", "float16", "bfloat16", "float8_e4m3fn",
+    "float8_e5m2") of `dtype`.
 
-    `dtype` is a name, a NumPy dtype or scalar type, or ml_dtypes' bfloat16.
+    `dtype` is a name, a NumPy dtype or scalar type, or one of ml_dtypes' types.
 
     >>> import numpy as np
     >>> name(np.float16), name("f32")
@@ -34,22 +43,32 @@ def name(dtype):
         return _NAMES[key]
     except KeyError:
         raise ValueError(
-            f"unsupported dtype {dtype!r}: expected float64, float32, float16 or bfloat16"
+            f"unsupported dtype {dtype!r}: expected float64, float32, float16, bfloat16, "
+            "float8_e4m3fn or float8_e5m2"
         ) from None
 
 
 def numpy_dtype(canonical):
-    """The NumPy dtype for a canonical name; bfloat16 needs ml_dtypes.
+    """The NumPy dtype for a canonical name; bfloat16 and FP8 need ml_dtypes.
 
     >>> numpy_dtype("float32")
     dtype('float32')
     """
-    if canonical == "bfloat16":
+    if canonical in _ML_DTYPES:
         try:
             import ml_dtypes
         except ImportError:
             raise ImportError(
-                "bfloat16 arrays need ml_dtypes: pip install ml_dtypes"
+                f"{canonical} arrays need ml_dtypes: pip install ml_dtypes"
             ) from None
-        return np.dtype(ml_dtypes.bfloat16)
+        return np.dtype(getattr(ml_dtypes, canonical))
     return np.dtype(canonical)
+
+
+def is_fp8(canonical):
+    """Whether a canonical name is an FP8 format (accumulated in float32 by default).
+
+    >>> is_fp8("float8_e5m2"), is_fp8("float16")
+    (True, False)
+    """
+    return canonical.startswith("float8")
