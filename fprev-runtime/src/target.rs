@@ -457,13 +457,24 @@ impl<T: ProbeFloat, F: Fn(&[T]) -> T + Sync> Target<T> for SyncFnTarget<F> {
         if threads == 1 || calls < 4 {
             return Some(sets_each(&mut &f, sets, 0..calls, out));
         }
-        // a proof's sets come in one batch, large when the tree is: no timing needed
-        let chunk = calls.div_ceil(threads * 4).max(2);
+        // the first input alone, timed, decides how the rest run (as for probe batches)
+        let started = std::time::Instant::now();
+        if let Err(e) = sets_each(&mut &f, sets, 0..1, &mut out[..1]) {
+            return Some(Err(e));
+        }
+        let work = u32::try_from(calls - 1)
+            .ok()
+            .and_then(|k| started.elapsed().checked_mul(k));
+        if work.is_some_and(|w| w < PARALLEL_MIN_WORK) {
+            return Some(sets_each(&mut &f, sets, 1..calls, &mut out[1..]));
+        }
+        let chunk = (calls - 1).div_ceil(threads * 4).max(2);
         Some(
-            out.par_chunks_mut(chunk)
+            out[1..]
+                .par_chunks_mut(chunk)
                 .enumerate()
                 .try_for_each(|(i, out)| {
-                    let start = i * chunk;
+                    let start = 1 + i * chunk;
                     sets_each(&mut &f, sets, start..start + out.len(), out)
                 }),
         )
@@ -814,6 +825,60 @@ mod tests {
                 on_pool.into_inner(),
                 "a slow batch ran on the calling thread only"
             );
+        }
+    }
+
+    #[test]
+    fn probe_sets_answer_alike_in_parallel_and_in_sequence() {
+        // 40 inputs of two probes each over 160 positions, masks 2^40 and 2^41
+        let bg = vec![1.0f32; 160];
+        let probes: Vec<Probe> = (0..80)
+            .map(|k| Probe {
+                plus: 2 * k,
+                minus: 2 * k + 1,
+            })
+            .collect();
+        let masks: Vec<f32> = (0..80).map(|k| (1u64 << (40 + k % 2)) as f32).collect();
+        let ends: Vec<usize> = (1..=40).map(|c| 2 * c).collect();
+        let sets = ProbeSets {
+            background: &bg,
+            probes: &probes,
+            masks: &masks,
+            ends: &ends,
+        };
+        let on_pool = std::sync::atomic::AtomicBool::new(false);
+        let sum = |x: &[f32]| x.iter().fold(0.0f32, |a, &b| a + b);
+        let slow = |x: &[f32]| {
+            std::thread::sleep(std::time::Duration::from_micros(20));
+            if rayon::current_thread_index().is_some() {
+                on_pool.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+            sum(x)
+        };
+        let mut want = vec![0.0f32; 40];
+        FnTarget(sum).probe_sets(&sets, &mut want).unwrap().unwrap();
+        // a left-to-right sum loses the units before its first mask, so the answers
+        // differ between inputs
+        assert!(want.iter().any(|&v| v != want[0]));
+        for f in [&sum as &(dyn Fn(&[f32]) -> f32 + Sync), &slow] {
+            let mut got = vec![0.0f32; 40];
+            SyncFnTarget(f)
+                .probe_sets(&sets, &mut got)
+                .unwrap()
+                .unwrap();
+            assert_eq!(got, want);
+        }
+        if rayon::current_num_threads() > 1 {
+            assert!(
+                on_pool.into_inner(),
+                "slow probe sets ran on one thread only"
+            );
+        }
+        // the buffer is restored between inputs: each input alone gives the same answer
+        let mut x = Vec::new();
+        for (c, &w) in want.iter().enumerate() {
+            sets.fill(c, &mut x);
+            assert_eq!(sum(&x), w, "input {c}");
         }
     }
 }
