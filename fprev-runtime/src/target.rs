@@ -794,6 +794,15 @@ mod tests {
         assert_eq!(e.probe, Some(probes[1]));
     }
 
+    /// A left-to-right sum that takes at least 20 us and notes when it ran on the pool.
+    fn slow_sum(x: &[f32], on_pool: &std::sync::atomic::AtomicBool) -> f32 {
+        std::thread::sleep(std::time::Duration::from_micros(20));
+        if rayon::current_thread_index().is_some() {
+            on_pool.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        x.iter().fold(0.0f32, |a, &b| a + b)
+    }
+
     #[test]
     fn parallel_matches_sequential() {
         let bg = vec![1.0f32; 64];
@@ -806,13 +815,7 @@ mod tests {
         let on_pool = std::sync::atomic::AtomicBool::new(false);
         let sum = |x: &[f32]| x.iter().fold(0.0f32, |a, &b| a + b);
         // 63 probes of at least 20 us: over PARALLEL_MIN_WORK, so the pool answers them
-        let slow = |x: &[f32]| {
-            std::thread::sleep(std::time::Duration::from_micros(20));
-            if rayon::current_thread_index().is_some() {
-                on_pool.store(true, std::sync::atomic::Ordering::Relaxed);
-            }
-            sum(x)
-        };
+        let slow = |x: &[f32]| slow_sum(x, &on_pool);
         let mut want = vec![0.0f32; probes.len()];
         FnTarget(sum).probe_batch(&batch, &mut want).unwrap();
         for f in [&sum as &(dyn Fn(&[f32]) -> f32 + Sync), &slow] {
@@ -848,13 +851,7 @@ mod tests {
         };
         let on_pool = std::sync::atomic::AtomicBool::new(false);
         let sum = |x: &[f32]| x.iter().fold(0.0f32, |a, &b| a + b);
-        let slow = |x: &[f32]| {
-            std::thread::sleep(std::time::Duration::from_micros(20));
-            if rayon::current_thread_index().is_some() {
-                on_pool.store(true, std::sync::atomic::Ordering::Relaxed);
-            }
-            sum(x)
-        };
+        let slow = |x: &[f32]| slow_sum(x, &on_pool);
         let mut want = vec![0.0f32; 40];
         FnTarget(sum).probe_sets(&sets, &mut want).unwrap().unwrap();
         // a left-to-right sum loses the units before its first mask, so the answers

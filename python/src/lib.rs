@@ -60,6 +60,26 @@ fn report_dict<'py>(py: Python<'py>, r: &RevealReport, calls: u64) -> PyResult<B
     Ok(d)
 }
 
+/// The engine's settings for one reveal of `n` values.
+fn engine(
+    n: usize,
+    algorithm_name: &str,
+    hint: Option<Tree>,
+    verify: bool,
+    seed: u64,
+    accept_flat: bool,
+) -> PyResult<Reveal> {
+    let mut config = Reveal::new(n)
+        .algorithm(algorithm(algorithm_name)?)
+        .verify(verify)
+        .seed(seed)
+        .accept_flat(accept_flat);
+    if let Some(h) = hint {
+        config = config.hint(h.tree);
+    }
+    Ok(config)
+}
+
 /// Reveals `call(*args)`, a sum of the `n` items of `buffer` (a writable contiguous
 /// array of `dtype`), accumulated in `acc`. Returns `(Tree, report)`.
 #[pyfunction]
@@ -81,14 +101,7 @@ fn reveal<'py>(
 ) -> PyResult<(Tree, Bound<'py, PyDict>)> {
     let (input, acc) = (Dtype::parse(dtype)?, Dtype::parse(acc)?);
     let buffer = Flat::writable(buffer, &[n], input)?;
-    let mut config = Reveal::new(n)
-        .algorithm(algorithm(algorithm_name)?)
-        .verify(verify)
-        .seed(seed)
-        .accept_flat(accept_flat);
-    if let Some(h) = hint {
-        config = config.hint(h.tree);
-    }
+    let config = engine(n, algorithm_name, hint, verify, seed, accept_flat)?;
     dispatch!(input, acc, |I, T| {
         let mut target = PyTarget::<I, T>::new(call, args, buffer);
         let result = py.detach(|| config.run_target(&mut target));
@@ -128,14 +141,7 @@ fn reveal_products<'py>(
         Flat::writable(a, &[n], input)?,
         Flat::writable(b, &[n], input)?,
     );
-    let mut config = Reveal::new(n)
-        .algorithm(algorithm(algorithm_name)?)
-        .verify(verify)
-        .seed(seed)
-        .accept_flat(accept_flat);
-    if let Some(h) = hint {
-        config = config.hint(h.tree);
-    }
+    let config = engine(n, algorithm_name, hint, verify, seed, accept_flat)?;
     dispatch!(input, acc, |I, T| {
         let mut dot = PyDot::<I, T>::new(call, args, a, b);
         let result =
