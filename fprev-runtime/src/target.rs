@@ -103,7 +103,8 @@ impl<T: ProbeFloat> ProbeSets<'_, T> {
         self.ends.len()
     }
 
-    /// The indices in `probes` (and `masks`) of input `c`'s probes.
+    /// The indices in `probes` (and `masks`) of input `c`'s probes (`c` below
+    /// [`calls`](Self::calls); the engine's sets always are).
     pub fn call(&self, c: usize) -> std::ops::Range<usize> {
         let start = if c == 0 { 0 } else { self.ends[c - 1] };
         start..self.ends[c]
