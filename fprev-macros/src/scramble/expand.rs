@@ -116,17 +116,19 @@ pub(crate) fn rewrite_fn(args: &Args, func: &mut ItemFn) -> syn::Result<()> {
     let (sites, left) = (&rewriter.sites, &rewriter.left);
     let (ns, nl) = (sites.len(), left.len());
     let sites_ident = sites_ident();
-    prelude.push(syn::parse_quote! {
+    // Emitted as tokens, not parsed back into syntax trees: the table has a row per
+    // site, and parsing it again cost as much as parsing the user's function.
+    prelude.push(syn::Stmt::Item(Item::Verbatim(quote! {
         static #sites_ident: [#krate::__private::scramble::CallSite; #ns] = [#(#sites),*];
-    });
-    prelude.push(syn::parse_quote! {
+    })));
+    prelude.push(syn::Stmt::Item(Item::Verbatim(quote! {
         #krate::__private::inventory::submit! {
             #krate::__private::scramble::FnSites::new(&#sites_ident, {
                 static LEFT: [#krate::__private::scramble::LeftAlone; #nl] = [#(#left),*];
                 &LEFT
             })
         }
-    });
+    })));
     let body = std::mem::take(&mut func.block.stmts);
     func.block.stmts = prelude;
     func.block.stmts.extend(body);

@@ -466,7 +466,7 @@ impl Engine {
             return None;
         }
         site.mark_reached();
-        let (key, invocation) = super::context::next_key(site.id);
+        let (key, invocation) = super::context::next_key(site.id());
         let mut rng = rng::stream(state::seed(), key, invocation);
         let shuffle = site.shuffle.unwrap_or(state::decode_shuffle(st));
         let shape = Shape::draw(st & SHAPES != 0, shuffle, &mut rng);
