@@ -197,6 +197,16 @@ impl Rewriter<'_> {
         quote_spanned!(span=> &#sites[#index])
     }
 
+    /// A new site of `kind` at `span` as two arguments, the function's table and the
+    /// site's index (`&table[index]` would cost the caller a bounds check and
+    /// temporaries per site).
+    fn site_in(&mut self, span: Span, kind: &str, variant: &str) -> TokenStream {
+        let index = self.sites.len();
+        self.site(span, kind, variant);
+        let sites = sites_ident();
+        quote_spanned!(span=> &#sites, #index)
+    }
+
     fn left_alone(&mut self, span: Span, what: &str, reason: &str) {
         let krate = &self.args.krate;
         let label = format!("{}#{}", self.fn_name, what);
@@ -273,19 +283,19 @@ impl Rewriter<'_> {
                 Span::mixed_site(),
             );
             self.next_reducer += 1;
-            let site = self.site(place.span(), "reduction", "Reduction");
+            let site = self.site_in(place.span(), "reduction", "Reduction");
             let simple = classify::borrows_without_code(place);
             if simple {
                 // One call per loop entry and exit, no branch: the place can be
                 // borrowed without running any code.
                 setup.push(quote_spanned! {span=>
-                    let mut #r = #krate::__private::scramble::Reduction::begin_at(#site, &mut #place);
+                    let mut #r = #krate::__private::scramble::reduction_at(#site, &mut #place);
                 });
                 finish.push(quote_spanned! {span=> #r.write(&mut #place); });
             } else {
                 // An indexed place is evaluated only when on, as the loop body would.
                 setup.push(quote_spanned! {span=>
-                    let mut #r = #krate::__private::scramble::Reduction::begin(#site);
+                    let mut #r = #krate::__private::scramble::reduction(#site);
                     if #r.on() { #r.init(&mut #place); }
                 });
                 finish.push(quote_spanned! {span=>

@@ -25,6 +25,23 @@ pub use super::Shuffle;
 /// Not public API. Used by generated code.
 pub use rayon::iter::Either;
 
+/// Not public API. [`Reduction::begin_at_in`] as a free function: a path without a type
+/// annotation to check per call.
+#[inline(always)]
+pub fn reduction_at<T, const N: usize>(
+    sites: &'static [CallSite; N],
+    index: usize,
+    place: &mut T,
+) -> Reduction<T> {
+    Reduction::begin_at_in(sites, index, place)
+}
+
+/// Not public API. [`Reduction::begin_in`] as a free function.
+#[inline(always)]
+pub fn reduction<T, const N: usize>(sites: &'static [CallSite; N], index: usize) -> Reduction<T> {
+    Reduction::begin_in(sites, index)
+}
+
 /// Not public API. The scrambler of a sequential loop entry, `None` when loops are not
 /// scrambled.
 #[inline(always)]
