@@ -475,7 +475,7 @@ impl Rewriter<'_> {
             return;
         }
         let span = m.method.span();
-        let site = self.site(span, "sum", "IterReduction");
+        let site = self.site_in(span, "sum", "IterReduction");
         let krate = &self.args.krate;
         let mut recv = (*m.receiver).clone();
         while let Expr::Paren(p) = recv {
@@ -496,7 +496,7 @@ impl Rewriter<'_> {
             return;
         }
         let span = m.method.span();
-        let site = self.site(span, "sum", "IterReduction");
+        let site = self.site_in(span, "sum", "IterReduction");
         let krate = &self.args.krate;
         let recv = &m.receiver;
         self.uses_par_sum = true;

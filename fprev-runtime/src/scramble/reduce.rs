@@ -911,15 +911,25 @@ pub trait ViaIter {
     /// The reducing iterator.
     type Out;
     /// Not public API.
-    fn __fprev_reduce(&mut self, site: &'static CallSite) -> Self::Out;
+    /// Site `index` of the function's table `sites` (a table and a constant, so the
+    /// caller pays no bounds check per site).
+    fn __fprev_reduce<const N: usize>(
+        &mut self,
+        sites: &'static [CallSite; N],
+        index: usize,
+    ) -> Self::Out;
 }
 
 impl<I: Iterator> ViaIter for Wrap<I> {
     type Out = ReduceIter<I>;
     #[inline(always)]
-    fn __fprev_reduce(&mut self, site: &'static CallSite) -> ReduceIter<I> {
+    fn __fprev_reduce<const N: usize>(
+        &mut self,
+        sites: &'static [CallSite; N],
+        index: usize,
+    ) -> ReduceIter<I> {
         match self.0.take() {
-            Some(it) => ReduceIter::new(it, site),
+            Some(it) => ReduceIter::new(it, &sites[index]),
             None => unreachable!("fprev: wrapped once"),
         }
     }
@@ -930,13 +940,17 @@ pub trait ViaValue {
     /// The receiver.
     type Out;
     /// Not public API.
-    fn __fprev_reduce(&mut self, site: &'static CallSite) -> Self::Out;
+    fn __fprev_reduce<const N: usize>(
+        &mut self,
+        sites: &'static [CallSite; N],
+        index: usize,
+    ) -> Self::Out;
 }
 
 impl<T> ViaValue for &mut Wrap<T> {
     type Out = T;
     #[inline(always)]
-    fn __fprev_reduce(&mut self, _: &'static CallSite) -> T {
+    fn __fprev_reduce<const N: usize>(&mut self, _: &'static [CallSite; N], _: usize) -> T {
         match self.0.take() {
             Some(v) => v,
             None => unreachable!("fprev: wrapped once"),
