@@ -116,17 +116,19 @@ pub(crate) fn rewrite_fn(args: &Args, func: &mut ItemFn) -> syn::Result<()> {
     let (sites, left) = (&rewriter.sites, &rewriter.left);
     let (ns, nl) = (sites.len(), left.len());
     let sites_ident = sites_ident();
-    prelude.push(syn::parse_quote! {
+    // Emitted as tokens, not parsed back into syntax trees: the table has a row per
+    // site, and parsing it again cost as much as parsing the user's function.
+    prelude.push(syn::Stmt::Item(Item::Verbatim(quote! {
         static #sites_ident: [#krate::__private::scramble::CallSite; #ns] = [#(#sites),*];
-    });
-    prelude.push(syn::parse_quote! {
+    })));
+    prelude.push(syn::Stmt::Item(Item::Verbatim(quote! {
         #krate::__private::inventory::submit! {
             #krate::__private::scramble::FnSites::new(&#sites_ident, {
                 static LEFT: [#krate::__private::scramble::LeftAlone; #nl] = [#(#left),*];
                 &LEFT
             })
         }
-    });
+    })));
     let body = std::mem::take(&mut func.block.stmts);
     func.block.stmts = prelude;
     func.block.stmts.extend(body);
@@ -193,6 +195,16 @@ impl Rewriter<'_> {
         });
         let sites = sites_ident();
         quote_spanned!(span=> &#sites[#index])
+    }
+
+    /// A new site of `kind` at `span` as two arguments, the function's table and the
+    /// site's index (`&table[index]` would cost the caller a bounds check and
+    /// temporaries per site).
+    fn site_in(&mut self, span: Span, kind: &str, variant: &str) -> TokenStream {
+        let index = self.sites.len();
+        self.site(span, kind, variant);
+        let sites = sites_ident();
+        quote_spanned!(span=> &#sites, #index)
     }
 
     fn left_alone(&mut self, span: Span, what: &str, reason: &str) {
@@ -271,19 +283,19 @@ impl Rewriter<'_> {
                 Span::mixed_site(),
             );
             self.next_reducer += 1;
-            let site = self.site(place.span(), "reduction", "Reduction");
+            let site = self.site_in(place.span(), "reduction", "Reduction");
             let simple = classify::borrows_without_code(place);
             if simple {
                 // One call per loop entry and exit, no branch: the place can be
                 // borrowed without running any code.
                 setup.push(quote_spanned! {span=>
-                    let mut #r = #krate::__private::scramble::Reduction::begin_at(#site, &mut #place);
+                    let mut #r = #krate::__private::scramble::reduction_at(#site, &mut #place);
                 });
                 finish.push(quote_spanned! {span=> #r.write(&mut #place); });
             } else {
                 // An indexed place is evaluated only when on, as the loop body would.
                 setup.push(quote_spanned! {span=>
-                    let mut #r = #krate::__private::scramble::Reduction::begin(#site);
+                    let mut #r = #krate::__private::scramble::reduction(#site);
                     if #r.on() { #r.init(&mut #place); }
                 });
                 finish.push(quote_spanned! {span=>
@@ -463,7 +475,7 @@ impl Rewriter<'_> {
             return;
         }
         let span = m.method.span();
-        let site = self.site(span, "sum", "IterReduction");
+        let site = self.site_in(span, "sum", "IterReduction");
         let krate = &self.args.krate;
         let mut recv = (*m.receiver).clone();
         while let Expr::Paren(p) = recv {
@@ -484,7 +496,7 @@ impl Rewriter<'_> {
             return;
         }
         let span = m.method.span();
-        let site = self.site(span, "sum", "IterReduction");
+        let site = self.site_in(span, "sum", "IterReduction");
         let krate = &self.args.krate;
         let recv = &m.receiver;
         self.uses_par_sum = true;

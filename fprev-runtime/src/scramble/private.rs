@@ -25,6 +25,23 @@ pub use super::Shuffle;
 /// Not public API. Used by generated code.
 pub use rayon::iter::Either;
 
+/// Not public API. [`Reduction::begin_at_in`] as a free function: a path without a type
+/// annotation to check per call.
+#[inline(always)]
+pub fn reduction_at<T, const N: usize>(
+    sites: &'static [CallSite; N],
+    index: usize,
+    place: &mut T,
+) -> Reduction<T> {
+    Reduction::begin_at_in(sites, index, place)
+}
+
+/// Not public API. [`Reduction::begin_in`] as a free function.
+#[inline(always)]
+pub fn reduction<T, const N: usize>(sites: &'static [CallSite; N], index: usize) -> Reduction<T> {
+    Reduction::begin_in(sites, index)
+}
+
 /// Not public API. The scrambler of a sequential loop entry, `None` when loops are not
 /// scrambled.
 #[inline(always)]
@@ -206,15 +223,26 @@ pub trait ViaPar {
     /// The reducing iterator.
     type Out;
     /// Not public API.
-    fn __fprev_par_sum(&mut self, site: &'static CallSite) -> Self::Out;
+    fn __fprev_par_sum<const N: usize>(
+        &mut self,
+        sites: &'static [CallSite; N],
+        index: usize,
+    ) -> Self::Out;
 }
 
 impl<P: ParallelIterator> ViaPar for Wrap<P> {
     type Out = ParSum<P>;
     #[inline(always)]
-    fn __fprev_par_sum(&mut self, site: &'static CallSite) -> ParSum<P> {
+    fn __fprev_par_sum<const N: usize>(
+        &mut self,
+        sites: &'static [CallSite; N],
+        index: usize,
+    ) -> ParSum<P> {
         match self.0.take() {
-            Some(iter) => ParSum { iter, site },
+            Some(iter) => ParSum {
+                iter,
+                site: &sites[index],
+            },
             None => unreachable!("fprev: wrapped once"),
         }
     }
@@ -225,13 +253,17 @@ pub trait ViaParValue {
     /// The receiver.
     type Out;
     /// Not public API.
-    fn __fprev_par_sum(&mut self, site: &'static CallSite) -> Self::Out;
+    fn __fprev_par_sum<const N: usize>(
+        &mut self,
+        sites: &'static [CallSite; N],
+        index: usize,
+    ) -> Self::Out;
 }
 
 impl<T> ViaParValue for &mut Wrap<T> {
     type Out = T;
     #[inline(always)]
-    fn __fprev_par_sum(&mut self, _: &'static CallSite) -> T {
+    fn __fprev_par_sum<const N: usize>(&mut self, _: &'static [CallSite; N], _: usize) -> T {
         match self.0.take() {
             Some(v) => v,
             None => unreachable!("fprev: wrapped once"),

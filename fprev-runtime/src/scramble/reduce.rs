@@ -466,7 +466,7 @@ impl Engine {
             return None;
         }
         site.mark_reached();
-        let (key, invocation) = super::context::next_key(site.id);
+        let (key, invocation) = super::context::next_key(site.id());
         let mut rng = rng::stream(state::seed(), key, invocation);
         let shuffle = site.shuffle.unwrap_or(state::decode_shuffle(st));
         let shape = Shape::draw(st & SHAPES != 0, shuffle, &mut rng);
@@ -548,6 +548,36 @@ impl<T> Reduction<T> {
         Reduction {
             on: std::mem::ManuallyDrop::new(Self::start(site)),
         }
+    }
+
+    /// [`begin`](Self::begin) for site `index` of a function's site table. Generated code
+    /// passes the table and a constant index rather than `&table[index]`: the caller then
+    /// has no bounds check and no temporaries per site, which in a function with hundreds
+    /// of reductions is a good part of its borrow-checking time. The table is indexed
+    /// only when reductions are scrambled.
+    #[inline]
+    pub fn begin_in<const N: usize>(sites: &'static [CallSite; N], index: usize) -> Self {
+        if state::fast_state() & LOOPS == 0 {
+            return Reduction {
+                on: std::mem::ManuallyDrop::new(None),
+            };
+        }
+        Reduction {
+            on: std::mem::ManuallyDrop::new(Self::start(&sites[index])),
+        }
+    }
+
+    /// [`begin_in`](Self::begin_in) then [`init`](Self::init), as
+    /// [`begin_at`](Self::begin_at).
+    #[inline]
+    pub fn begin_at_in<const N: usize>(
+        sites: &'static [CallSite; N],
+        index: usize,
+        place: &mut T,
+    ) -> Self {
+        let mut r = Self::begin_in(sites, index);
+        r.init(place);
+        r
     }
 
     /// [`begin`](Self::begin) then [`init`](Self::init), for a place that can be
@@ -797,39 +827,68 @@ impl<I: Iterator> ReduceIter<I> {
 
     /// `iter.sum()`: each item becomes the term `S::sum(once(item))` (exact), the terms are
     /// combined in the drawn shape.
-    pub fn sum<S: std::iter::Sum<I::Item>>(self) -> S {
-        let mut r = Reduction::<S>::begin(self.site);
+    pub fn sum<S: std::iter::Sum<I::Item>>(mut self) -> S {
+        let r = Reduction::<S>::begin(self.site);
         if !r.on() {
             return self.iter.sum();
         }
-        let mut any = false;
-        for item in self.iter {
-            any = true;
-            r.push(S::sum(std::iter::once(item)));
-        }
-        match (any, r.finish()) {
-            (true, Some(v)) => v,
-            _ => S::sum(std::iter::empty::<I::Item>()),
-        }
+        sum_terms(r, &mut self.iter)
     }
 
     /// `iter.fold(init, f)` where the macro checked that `f` is `|a, t| a + e`,
     /// `|a, t| e + a`, `|a, t| a - e` (with `e` free of `a`) or `Add::add`: the term of
     /// an item is `f(-0.0, item)`, exactly `e` (or `-e`).
-    pub fn fold<B, F: FnMut(B, I::Item) -> B>(self, init: B, mut f: F) -> B {
-        let mut r = Reduction::<B>::begin(self.site);
+    pub fn fold<B, F: FnMut(B, I::Item) -> B>(mut self, init: B, mut f: F) -> B {
+        let r = Reduction::<B>::begin(self.site);
         if !r.on() {
             return self.iter.fold(init, f);
         }
-        r.push(init);
-        for item in self.iter {
-            let t = f(r.neg_zero(), item);
-            r.push(t);
-        }
-        match r.finish() {
-            Some(v) => v,
-            None => unreachable!("fprev: a fold reduction has its initial value"),
-        }
+        fold_terms(r, init, &mut self.iter, &mut f)
+    }
+}
+
+/// The one method of an iterator that a scrambled iterator reduction calls, object-safe:
+/// the loop that forms and combines the terms ([`sum_terms`], [`fold_terms`]) is then
+/// compiled once per item type, not once per iterator type (every `map` closure is a type
+/// of its own), which kept `#[scramble]` on a function dense in `.sum()`s slow to build.
+trait Pull<A> {
+    fn pull(&mut self) -> Option<A>;
+}
+
+impl<I: Iterator> Pull<I::Item> for I {
+    fn pull(&mut self) -> Option<I::Item> {
+        self.next()
+    }
+}
+
+/// The scrambled half of [`ReduceIter::sum`], `r` on.
+fn sum_terms<S: std::iter::Sum<A>, A>(mut r: Reduction<S>, items: &mut dyn Pull<A>) -> S {
+    let mut any = false;
+    while let Some(item) = items.pull() {
+        any = true;
+        r.push(S::sum(std::iter::once(item)));
+    }
+    match (any, r.finish()) {
+        (true, Some(v)) => v,
+        _ => S::sum(std::iter::empty::<A>()),
+    }
+}
+
+/// The scrambled half of [`ReduceIter::fold`], `r` on.
+fn fold_terms<B, A>(
+    mut r: Reduction<B>,
+    init: B,
+    items: &mut dyn Pull<A>,
+    f: &mut dyn FnMut(B, A) -> B,
+) -> B {
+    r.push(init);
+    while let Some(item) = items.pull() {
+        let t = f(r.neg_zero(), item);
+        r.push(t);
+    }
+    match r.finish() {
+        Some(v) => v,
+        None => unreachable!("fprev: a fold reduction has its initial value"),
     }
 }
 
@@ -852,15 +911,25 @@ pub trait ViaIter {
     /// The reducing iterator.
     type Out;
     /// Not public API.
-    fn __fprev_reduce(&mut self, site: &'static CallSite) -> Self::Out;
+    /// Site `index` of the function's table `sites` (a table and a constant, so the
+    /// caller pays no bounds check per site).
+    fn __fprev_reduce<const N: usize>(
+        &mut self,
+        sites: &'static [CallSite; N],
+        index: usize,
+    ) -> Self::Out;
 }
 
 impl<I: Iterator> ViaIter for Wrap<I> {
     type Out = ReduceIter<I>;
     #[inline(always)]
-    fn __fprev_reduce(&mut self, site: &'static CallSite) -> ReduceIter<I> {
+    fn __fprev_reduce<const N: usize>(
+        &mut self,
+        sites: &'static [CallSite; N],
+        index: usize,
+    ) -> ReduceIter<I> {
         match self.0.take() {
-            Some(it) => ReduceIter::new(it, site),
+            Some(it) => ReduceIter::new(it, &sites[index]),
             None => unreachable!("fprev: wrapped once"),
         }
     }
@@ -871,13 +940,17 @@ pub trait ViaValue {
     /// The receiver.
     type Out;
     /// Not public API.
-    fn __fprev_reduce(&mut self, site: &'static CallSite) -> Self::Out;
+    fn __fprev_reduce<const N: usize>(
+        &mut self,
+        sites: &'static [CallSite; N],
+        index: usize,
+    ) -> Self::Out;
 }
 
 impl<T> ViaValue for &mut Wrap<T> {
     type Out = T;
     #[inline(always)]
-    fn __fprev_reduce(&mut self, _: &'static CallSite) -> T {
+    fn __fprev_reduce<const N: usize>(&mut self, _: &'static [CallSite; N], _: usize) -> T {
         match self.0.take() {
             Some(v) => v,
             None => unreachable!("fprev: wrapped once"),

@@ -193,12 +193,17 @@ impl SiteKind {
 
 /// A place in the source that draws scrambled orders: a reduction, a declared loop, a
 /// rayon chain or a launch. Its id keys the random stream.
+///
+/// Construction stores the fields only: the id (a hash of label, file, line and column)
+/// is computed when the site first draws, on the cold path, so that a function with
+/// hundreds of sites does not pay for hashing their strings in the compiler's const
+/// evaluator (issue 14 item 9: most of `#[scramble]`'s compile time went there).
 #[derive(Debug)]
 pub struct CallSite {
     pub(crate) label: &'static str,
     pub(crate) file: &'static str,
     pub(crate) line: u32,
-    pub(crate) id: u64,
+    column: u32,
     pub(crate) shuffle: Option<Shuffle>,
     pub(crate) kind: SiteKind,
     reached: AtomicU64,
@@ -226,18 +231,23 @@ impl CallSite {
         shuffle: Option<Shuffle>,
         kind: SiteKind,
     ) -> Self {
-        let h = rng::str_hash(0xcbf2_9ce4_8422_2325, label);
-        let h = rng::str_hash(h, file);
-        let id = rng::splitmix64(h ^ ((line as u64) << 32 | column as u64));
         CallSite {
             label,
             file,
             line,
-            id,
+            column,
             shuffle,
             kind,
             reached: AtomicU64::new(0),
         }
+    }
+
+    /// The key of this site's random streams: a hash of label, file, line and column
+    /// (unchanged since the streams were first keyed by site, so tokens still replay).
+    pub(crate) fn id(&self) -> u64 {
+        let h = rng::str_hash(0xcbf2_9ce4_8422_2325, self.label);
+        let h = rng::str_hash(h, self.file);
+        rng::splitmix64(h ^ ((self.line as u64) << 32 | self.column as u64))
     }
 
     /// Counts one scrambled execution of this site (and one for the process).
@@ -304,7 +314,7 @@ impl Scrambler {
         site.mark_reached();
         Some(Scrambler {
             seed: seed(),
-            key: super::context::next_key(site.id),
+            key: super::context::next_key(site.id()),
             shuffle: site.shuffle.unwrap_or(decode_shuffle(st)),
             site,
         })
