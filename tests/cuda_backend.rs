@@ -139,6 +139,30 @@ fn tensor_core_gemm_is_multiway() {
 
 #[test]
 #[ignore = "needs an NVIDIA GPU: cargo test --features cuda --test cuda_backend -- --ignored"]
+fn spread_operands_reveal_the_same_tensor_core_tree() {
+    // Probes over both operands (one per call) must give the tree that probes in A's
+    // rows give, where both work; past n = 8192 only the spread probes fit f16's range.
+    let _g = GPU.lock().unwrap_or_else(|p| p.into_inner());
+    let dev = device("spread_operands_reveal_the_same_tensor_core_tree");
+    let n = 256;
+    let rows = dev.gemm::<f16>(GemmConfig::new(n)).unwrap();
+    assert!(!rows.spreads_operands());
+    let spread = dev
+        .gemm::<f16>(GemmConfig::new(n).spread_operands(true))
+        .unwrap();
+    assert!(spread.spreads_operands());
+    let by_rows = reveal_tree(n, rows).unwrap();
+    let by_spread = reveal_tree(n, spread).unwrap();
+    assert_eq!(by_spread, by_rows, "{}", dev.info().name);
+    let long = dev.gemm::<f16>(GemmConfig::new(1 << 14).rows(1).cols(1)).unwrap();
+    assert!(long.spreads_operands());
+    let t = reveal_tree(1 << 14, long).unwrap();
+    println!("{} f16 gemm n=16384 (spread): {}", dev.info().name, t.describe());
+    assert_eq!(t.leaf_count(), 1 << 14);
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU: cargo test --features cuda --test cuda_backend -- --ignored"]
 fn gemv_orders_are_revealed() {
     let _g = GPU.lock().unwrap_or_else(|p| p.into_inner());
     let dev = device("gemv_orders_are_revealed");
