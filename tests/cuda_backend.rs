@@ -154,10 +154,16 @@ fn spread_operands_reveal_the_same_tensor_core_tree() {
     let by_rows = reveal_tree(n, rows).unwrap();
     let by_spread = reveal_tree(n, spread).unwrap();
     assert_eq!(by_spread, by_rows, "{}", dev.info().name);
-    let long = dev.gemm::<f16>(GemmConfig::new(1 << 14).rows(1).cols(1)).unwrap();
+    let long = dev
+        .gemm::<f16>(GemmConfig::new(1 << 14).rows(1).cols(1))
+        .unwrap();
     assert!(long.spreads_operands());
     let t = reveal_tree(1 << 14, long).unwrap();
-    println!("{} f16 gemm n=16384 (spread): {}", dev.info().name, t.describe());
+    println!(
+        "{} f16 gemm n=16384 (spread): {}",
+        dev.info().name,
+        t.describe()
+    );
     assert_eq!(t.leaf_count(), 1 << 14);
 }
 
