@@ -401,6 +401,11 @@ fn fold_add<T: Copy + Add<Output = T> + Default>(v: &[T]) -> T {
 }
 
 #[fprev::scramble]
+fn fold_f64_add(v: &[f64]) -> f64 {
+    v.iter().copied().fold(0.0, f64::add)
+}
+
+#[fprev::scramble]
 fn matmul(a: &[f64], b: &[f64], n: usize) -> Vec<f64> {
     let mut c = vec![0.0; n * n];
     for i in 0..n {
@@ -485,6 +490,7 @@ fn pure_reductions_are_reassociated_in_every_idiom() {
     reassociated("iterator sum", || iter_sum(&v), 3000, 2.0 * m);
     reassociated("fold closure", || fold_closure(&v), 3000, m);
     reassociated("fold Add::add", || fold_add(&v), 3000, m);
+    reassociated("fold f64::add", || fold_f64_add(&v), 3000, m);
     let block_mass: f64 = v.iter().map(|x| (x * x * 0.5).abs() + x.abs()).sum();
     reassociated(
         "fold with a block body",

@@ -81,3 +81,21 @@ fn captured_names(lit: &str, out: &mut dyn FnMut(String)) {
         }
     }
 }
+
+/// A path naming `Add::add`: `Add::add`, `ops::Add::add`, `<T as Add>::add`, `f64::add`.
+pub(crate) fn adds_by_path(p: &syn::ExprPath) -> bool {
+    let segs: Vec<String> = p
+        .path
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
+    let [.., ty, method] = segs.as_slice() else {
+        return false;
+    };
+    let via_trait = match &p.qself {
+        Some(q) => q.position > 0 && segs[q.position - 1] == "Add",
+        None => ty == "Add" || matches!(ty.as_str(), "f32" | "f64" | "f16" | "bf16"),
+    };
+    method == "add" && via_trait
+}

@@ -230,7 +230,7 @@ fn iterator_site(m: &syn::ExprMethodCall) -> bool {
     let c = match &m.args[1] {
         Expr::Closure(c) => c,
         // `Add::add`, `std::ops::Add::add`, `<f64 as Add>::add`, `f64::add`.
-        Expr::Path(p) => return adds_by_path(p),
+        Expr::Path(p) => return crate::syntax::adds_by_path(p),
         _ => return false,
     };
     let mut names = Vec::new();
@@ -255,24 +255,6 @@ fn iterator_site(m: &syn::ExprMethodCall) -> bool {
         },
         _ => false,
     }
-}
-
-/// A path naming `Add::add`: `Add::add`, `ops::Add::add`, `<T as Add>::add`, `f64::add`.
-fn adds_by_path(p: &syn::ExprPath) -> bool {
-    let segs: Vec<String> = p
-        .path
-        .segments
-        .iter()
-        .map(|s| s.ident.to_string())
-        .collect();
-    let [.., ty, method] = segs.as_slice() else {
-        return false;
-    };
-    let via_trait = match &p.qself {
-        Some(q) => q.position > 0 && segs[q.position - 1] == "Add",
-        None => ty == "Add" || matches!(ty.as_str(), "f32" | "f64" | "f16" | "bf16"),
-    };
-    method == "add" && via_trait
 }
 
 #[cfg(test)]

@@ -217,16 +217,7 @@ fn on_par_chain(e: &Expr) -> bool {
 
 fn additive(f: &Expr) -> bool {
     match f {
-        Expr::Path(p) => {
-            let segs: Vec<String> = p
-                .path
-                .segments
-                .iter()
-                .map(|s| s.ident.to_string())
-                .collect();
-            let n = segs.len();
-            n >= 2 && segs[n - 2] == "Add" && segs[n - 1] == "add"
-        }
+        Expr::Path(p) => crate::syntax::adds_by_path(p),
         Expr::Closure(c) => {
             if c.inputs.len() != 2 {
                 return false;
@@ -428,6 +419,9 @@ mod tests {
             .iter()
             .fold(0.0, |s, t| s + t.1 / (t.0 as f64 - x)))));
         assert!(fold(parse_quote!(v.iter().fold(0.0, std::ops::Add::add))));
+        assert!(fold(parse_quote!(v.iter().copied().fold(0.0, f64::add))));
+        assert!(fold(parse_quote!(v.iter().fold(0.0, <f64 as Add>::add))));
+        assert!(!fold(parse_quote!(v.iter().fold(0.0, f64::mul))));
         assert!(fold(parse_quote!((0..n).sum::<f64>())));
         assert!(!fold(parse_quote!(v.iter().fold(0.0, |s, x| s + s * x))));
         assert!(!fold(parse_quote!(v.iter().fold(0.0, |s, x| s * x))));
