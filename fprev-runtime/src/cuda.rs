@@ -172,6 +172,8 @@ impl Device {
             split: OperandSplit::default(),
             a: Vec::new(),
             b: Vec::new(),
+            a32: Vec::new(),
+            b32: Vec::new(),
         })
     }
 
@@ -634,6 +636,8 @@ pub struct GemmTarget<I: GemmInput> {
     split: OperandSplit<I>,
     a: Vec<I>,
     b: Vec<I>,
+    a32: Vec<f32>,
+    b32: Vec<f32>,
 }
 
 /// Whether a gemm of `I` operands reducing `n` products spreads its probes over both
@@ -672,9 +676,14 @@ impl<I: GemmInput> GemmTarget<I> {
     /// One call with the operands `x` splits into, the answer from `C[0][0]`.
     fn call_spread(&mut self, x: &[f32]) -> Result<f32, TargetError> {
         self.split.operands(x, &mut self.a, &mut self.b)?;
-        let a: Vec<f32> = self.a.iter().map(|v| v.to_f64() as f32).collect();
-        let b: Vec<f32> = self.b.iter().map(|v| v.to_f64() as f32).collect();
-        self.state.call_operands(&a, &b).map_err(target_error)
+        // the operands as the f32 values the backend uploads (exact: I is narrower)
+        self.a32.clear();
+        self.a32.extend(self.a.iter().map(|v| v.to_f64() as f32));
+        self.b32.clear();
+        self.b32.extend(self.b.iter().map(|v| v.to_f64() as f32));
+        self.state
+            .call_operands(&self.a32, &self.b32)
+            .map_err(target_error)
     }
 }
 

@@ -413,13 +413,12 @@ impl<T: ProbeFloat, R: Reduction<T>> Target<T> for Batched<T, R> {
             let mut x = Vec::new();
             for (k, &p) in batch.probes.iter().enumerate() {
                 batch.fill(k, &mut x);
-                let (mut a, mut b) = (std::mem::take(&mut self.a), std::mem::take(&mut self.b));
-                let split = self.split.operands(&x, &mut a, &mut b);
-                (self.a, self.b) = (a, b);
-                split.map_err(|mut e| {
-                    e.probe = Some(p);
-                    e
-                })?;
+                self.split
+                    .operands(&x, &mut self.a, &mut self.b)
+                    .map_err(|mut e| {
+                        e.probe = Some(p);
+                        e
+                    })?;
                 self.eval_spread().map_err(|mut e| {
                     e.probe.get_or_insert(p);
                     e
