@@ -390,6 +390,9 @@ mod tests {
     use super::{Key, Proof, Sets};
     use crate::target::FnTarget;
     use crate::SumTree;
+    use rand::Rng;
+    use rand_chacha::ChaCha8Rng;
+    use rand_core::SeedableRng;
 
     /// Whether every input of `sets` lost its count, asked of `truth`'s plain replay.
     fn sets_hold(truth: &SumTree, sets: &Sets) -> bool {
@@ -417,6 +420,93 @@ mod tests {
         let grid = proof.grid(16, 0).unwrap();
         assert!(!sets_hold(&truth, &grid));
         assert!(sets_hold(&guess, &grid));
+    }
+
+    /// A random tree over `n` leaves: random items of a pool combined, two at a time,
+    /// or (with probability `fused`) 3 to 9 at a time.
+    fn random_tree(n: usize, fused: f64, rng: &mut ChaCha8Rng) -> SumTree {
+        let mut pool: Vec<usize> = (0..n).collect();
+        let mut nodes: Vec<Vec<usize>> = Vec::new();
+        while pool.len() > 1 {
+            let k = if rng.random_bool(fused) {
+                rng.random_range(3..=9usize)
+            } else {
+                2
+            }
+            .min(pool.len());
+            let kids = (0..k)
+                .map(|_| pool.swap_remove(rng.random_range(0..pool.len())))
+                .collect();
+            nodes.push(kids);
+            pool.push(n + nodes.len() - 1);
+        }
+        SumTree::from_nodes(n, nodes).unwrap()
+    }
+
+    /// `tree` with leaves `i` and `j` exchanged and every multiway node split into
+    /// random binary nodes: a binary guess close to the tree.
+    fn binary_guess(tree: &SumTree, i: usize, j: usize, rng: &mut ChaCha8Rng) -> SumTree {
+        let n = tree.leaf_count();
+        let mut id: Vec<usize> = (0..n).collect();
+        id.swap(i, j);
+        let mut nodes: Vec<Vec<usize>> = Vec::new();
+        for v in n..n + tree.inner_count() {
+            let mut pool: Vec<usize> = tree.children(v).iter().map(|&c| id[c as usize]).collect();
+            while pool.len() > 1 {
+                let a = pool.swap_remove(rng.random_range(0..pool.len()));
+                let b = pool.swap_remove(rng.random_range(0..pool.len()));
+                nodes.push(vec![a, b]);
+                pool.push(n + nodes.len() - 1);
+            }
+            id.push(pool[0]);
+        }
+        SumTree::from_nodes(n, nodes).unwrap()
+    }
+
+    #[test]
+    fn probe_sets_never_prove_what_single_probes_refute() {
+        // Every node of a guess close to the truth (two leaves exchanged, fused nodes
+        // refined to binary) asked both ways, all of them: the grid's inputs and one
+        // probe per node, against the truth summed plainly (fused nodes rounded once).
+        let (mut wrong, mut refuted) = (0, 0);
+        let cases: u64 = std::env::var("FPREV_PROPTEST_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(200);
+        for case in 0..cases.max(200) {
+            let seed = 0x9A1D_0000 + case;
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let n = rng.random_range(8..=300);
+            let fused = if case % 2 == 0 { 0.0 } else { 0.3 };
+            let truth = random_tree(n, fused, &mut rng);
+            let (i, j) = (rng.random_range(0..n), rng.random_range(0..n));
+            let guess = binary_guess(&truth, i, j, &mut rng);
+            let proof = Proof::of_tree(&guess).unwrap();
+            let Some(grid) = proof.grid(16, 0) else {
+                continue;
+            };
+            let target = FnTarget(|x: &[f64]| truth.replay(x));
+            let mut prober = Prober::new(target, n, seed).unwrap();
+            let singles = prober.expect(&proof.probes, &proof.lost).unwrap();
+            let sets = prober
+                .expect_sets(&grid.probes, &grid.shift, &grid.ends, &grid.lost)
+                .unwrap()
+                .unwrap();
+            assert!(
+                singles || !sets,
+                "seed {seed}: probe sets proved {guess} for {truth}, single probes refute it"
+            );
+            if guess != truth {
+                // a binary truth is refuted by single probes, so by the sets too
+                assert!(fused > 0.0 || !singles, "seed {seed}: {guess} for {truth}");
+                wrong += 1;
+                refuted += usize::from(!sets);
+            }
+        }
+        assert!(
+            wrong > 100 && refuted > 100,
+            "{wrong} wrong, {refuted} refuted"
+        );
     }
 
     #[test]
