@@ -160,21 +160,25 @@ pub(crate) fn plan(
     }
     scan.visit_block(body);
     let mut plan = LoopPlan::default();
-    let mut by_key: BTreeMap<String, (String, Expr, usize, Option<String>)> = BTreeMap::new();
+    // key -> (root, place, mentions by its updates, a term reading the root, every term
+    // an integer)
+    type Entry = (String, Expr, usize, Option<String>, bool);
+    let mut by_key: BTreeMap<String, Entry> = BTreeMap::new();
     for u in &scan.updates {
         let entry = by_key
             .entry(u.key.clone())
-            .or_insert_with(|| (u.root.clone(), u.place.clone(), 0, None));
+            .or_insert_with(|| (u.root.clone(), u.place.clone(), 0, None, true));
         entry.2 += u.mentions;
         if u.term_reads_root && entry.3.is_none() {
             entry.3 = Some(format!("a term reads `{}`", u.root));
         }
+        entry.4 &= u.integer_term;
     }
     let mut roots: BTreeMap<&str, usize> = BTreeMap::new();
     for (root, ..) in by_key.values() {
         *roots.entry(root.as_str()).or_default() += 1;
     }
-    for (key, (root, place, update_mentions, bad_term)) in &by_key {
+    for (key, (root, place, update_mentions, bad_term, integers)) in &by_key {
         if claimed.contains(key) || scan.bound.contains(root) {
             continue;
         }
@@ -185,6 +189,10 @@ pub(crate) fn plan(
         {
             Some(format!(
                 "order-carrying: reads `{root}` besides adding to `{key}`"
+            ))
+        } else if *integers {
+            Some(format!(
+                "integer accumulator: every term added to `{key}` is an integer, which any order adds the same"
             ))
         } else if root
             .chars()
@@ -222,6 +230,33 @@ struct Found {
     place: Expr,
     mentions: usize,
     term_reads_root: bool,
+    integer_term: bool,
+}
+
+/// Whether a term is an integer by its syntax alone: an integer literal (`1`, `-2`,
+/// `3usize`, not `1f64`) or a cast to an integer type (`k as usize`). No float type adds
+/// an integer (`f64 += 1` does not compile), so a place whose every term is one of these
+/// is not a float reduction whatever its type: it is left alone at compile time rather
+/// than given a reducer that would only ever find it is not a float at run time.
+pub(crate) fn integer_term(term: &Expr) -> bool {
+    const INTEGERS: [&str; 12] = [
+        "i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64", "u128", "usize",
+    ];
+    match strip(term) {
+        Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Int(i),
+            ..
+        }) => i.suffix().is_empty() || INTEGERS.contains(&i.suffix()),
+        Expr::Unary(u) if matches!(u.op, syn::UnOp::Neg(_)) => integer_term(&u.expr),
+        Expr::Cast(c) => match &*c.ty {
+            syn::Type::Path(t) if t.qself.is_none() => t
+                .path
+                .get_ident()
+                .is_some_and(|id| INTEGERS.contains(&id.to_string().as_str())),
+            _ => false,
+        },
+        _ => false,
+    }
 }
 
 /// Mentions, bindings, writes and updates inside one loop.
@@ -314,6 +349,7 @@ impl<'ast> Visit<'ast> for Scan {
                     place: u.place.clone(),
                     mentions: after - before - in_term,
                     term_reads_root: in_term > 0,
+                    integer_term: integer_term(u.term),
                 });
                 return;
             }
@@ -397,6 +433,76 @@ mod tests {
             .0,
             ["s"]
         );
+    }
+
+    #[test]
+    fn integer_accumulators_are_left_alone() {
+        for (body, key) in [
+            (
+                parse_quote!({
+                    count += 1;
+                }),
+                "count",
+            ),
+            (
+                parse_quote!({
+                    if x[i] < 0.0 {
+                        neg = neg + 1usize;
+                    }
+                }),
+                "neg",
+            ),
+            (
+                parse_quote!({
+                    hits -= -2;
+                }),
+                "hits",
+            ),
+            (
+                parse_quote!({
+                    total += (x[i] as i64);
+                }),
+                "total",
+            ),
+            (
+                parse_quote!({
+                    c[k] += 1;
+                    c[k] += i as u32;
+                }),
+                "c[k]",
+            ),
+        ] {
+            let (owned, left) = owned(body);
+            assert!(owned.is_empty(), "{key}: {owned:?}");
+            assert_eq!(left.len(), 1, "{key}: {left:?}");
+            assert!(
+                left[0].starts_with("integer accumulator"),
+                "{key}: {left:?}"
+            );
+            assert!(left[0].contains(&format!("`{key}`")), "{key}: {left:?}");
+        }
+        // A float literal, a float suffix, a float cast or one non-integer term: a
+        // reduction as before.
+        for body in [
+            parse_quote!({
+                s += 1.0;
+            }),
+            parse_quote!({
+                s += 1f64;
+            }),
+            parse_quote!({
+                s += i as f64;
+            }),
+            parse_quote!({
+                s += 1;
+                s += x[i];
+            }),
+            parse_quote!({
+                s += T::one();
+            }),
+        ] {
+            assert_eq!(owned(body).0, ["s"]);
+        }
     }
 
     #[test]
