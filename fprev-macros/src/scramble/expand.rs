@@ -23,6 +23,18 @@ pub(crate) fn scramble(args: TokenStream, item: TokenStream) -> syn::Result<Toke
         return Ok(super::strip_markers(item));
     }
     let parsed_args = Args::parse(args);
+    if let Ok(args) = &parsed_args {
+        if let Some(out) = super::chunks::rewrite(args, &item) {
+            return out;
+        }
+    }
+    whole(parsed_args, item)
+}
+
+/// [`scramble`] with the whole item parsed at once: the path for everything the
+/// statement-by-statement path declines (argument errors, items that are not functions,
+/// bodies it cannot split).
+pub(crate) fn whole(parsed_args: syn::Result<Args>, item: TokenStream) -> syn::Result<TokenStream> {
     let Ok(parsed) = syn::parse2::<Item>(item.clone()) else {
         // Not valid Rust: leave it to rustc to say so.
         return Ok(item);
@@ -66,72 +78,11 @@ fn not_a_fn(item: &Item) -> syn::Error {
 
 /// Rewrites `func`'s body in place; marker errors are combined and returned.
 pub(crate) fn rewrite_fn(args: &Args, func: &mut ItemFn) -> syn::Result<()> {
-    let mut rewriter = Rewriter {
-        args,
-        fn_name: func.sig.ident.to_string(),
-        depth: 0,
-        sites: Vec::new(),
-        left: Vec::new(),
-        active: BTreeMap::new(),
-        next_reducer: 0,
-        uses_par: false,
-        uses_iter: false,
-        uses_par_sum: false,
-        errors: Ok(()),
-    };
+    let mut rewriter = Rewriter::new(args, &func.sig.ident);
     rewriter.visit_block_mut(&mut func.block);
-    rewriter.errors?;
-    let krate = &args.krate;
-    let mut prelude: Vec<syn::Stmt> = Vec::new();
-    if rewriter.uses_par {
-        prelude.push(syn::parse_quote! {
-            #[allow(unused_imports)]
-            use #krate::__private::scramble::{ParChunks as _, ParMut as _, ParRange as _, ParRef as _};
-        });
-    }
-    if rewriter.uses_iter {
-        prelude.push(syn::parse_quote! {
-            #[allow(unused_imports)]
-            use #krate::__private::scramble::{ViaIter as _, ViaValue as _};
-        });
-    }
-    if rewriter.uses_par_sum {
-        prelude.push(syn::parse_quote! {
-            #[allow(unused_imports)]
-            use #krate::__private::scramble::{ViaPar as _, ViaParValue as _};
-        });
-    }
-    if rewriter.sites.is_empty() && rewriter.left.is_empty() {
-        let span = func.sig.ident.span();
-        let label = format!("{}#fn", rewriter.fn_name);
-        let at = respan(&krate.to_token_stream(), span);
-        rewriter.left.push(quote_spanned! {span=>
-            #krate::__private::scramble::LeftAlone::new(
-                #krate::__private::core::concat!(#krate::__private::core::module_path!(), "::", #label),
-                #at::__private::core::file!(), #at::__private::core::line!(),
-                "no float reduction, declared loop or rayon chain found: nothing to scramble",
-            )
-        });
-    }
-    let (sites, left) = (&rewriter.sites, &rewriter.left);
-    let (ns, nl) = (sites.len(), left.len());
-    let sites_ident = sites_ident();
-    // Emitted as tokens, not parsed back into syntax trees: the table has a row per
-    // site, and parsing it again cost as much as parsing the user's function.
-    prelude.push(syn::Stmt::Item(Item::Verbatim(quote! {
-        static #sites_ident: [#krate::__private::scramble::CallSite; #ns] = [#(#sites),*];
-    })));
-    prelude.push(syn::Stmt::Item(Item::Verbatim(quote! {
-        #krate::__private::inventory::submit! {
-            #krate::__private::scramble::FnSites::new(&#sites_ident, {
-                static LEFT: [#krate::__private::scramble::LeftAlone; #nl] = [#(#left),*];
-                &LEFT
-            })
-        }
-    })));
-    let body = std::mem::take(&mut func.block.stmts);
-    func.block.stmts = prelude;
-    func.block.stmts.extend(body);
+    let mut stmts = rewriter.finish(func.sig.ident.span())?;
+    stmts.append(&mut func.block.stmts);
+    func.block.stmts = stmts;
     Ok(())
 }
 
@@ -139,7 +90,7 @@ fn sites_ident() -> Ident {
     Ident::new("__FPREV_SCRAMBLE_SITES", Span::call_site())
 }
 
-struct Rewriter<'a> {
+pub(super) struct Rewriter<'a> {
     args: &'a Args,
     fn_name: String,
     /// Number of enclosing `for` loops.
@@ -158,6 +109,82 @@ struct Rewriter<'a> {
     /// A rayon sum was reassociated: its dispatch traits are imported once.
     uses_par_sum: bool,
     errors: syn::Result<()>,
+}
+
+impl<'a> Rewriter<'a> {
+    /// A rewriter for the body of function `name`.
+    pub(super) fn new(args: &'a Args, name: &Ident) -> Self {
+        Rewriter {
+            args,
+            fn_name: name.to_string(),
+            depth: 0,
+            sites: Vec::new(),
+            left: Vec::new(),
+            active: BTreeMap::new(),
+            next_reducer: 0,
+            uses_par: false,
+            uses_iter: false,
+            uses_par_sum: false,
+            errors: Ok(()),
+        }
+    }
+
+    /// The statements that go before the rewritten body (the imports its dispatch
+    /// needs, the site table and its registration), or the markers' errors. `span`: the
+    /// function's name, where a function with nothing to scramble is reported.
+    pub(super) fn finish(mut self, span: Span) -> syn::Result<Vec<syn::Stmt>> {
+        std::mem::replace(&mut self.errors, Ok(()))?;
+        let mut rewriter = self;
+        let args = rewriter.args;
+        let krate = &args.krate;
+        let mut prelude: Vec<syn::Stmt> = Vec::new();
+        if rewriter.uses_par {
+            prelude.push(syn::parse_quote! {
+                #[allow(unused_imports)]
+                use #krate::__private::scramble::{ParChunks as _, ParMut as _, ParRange as _, ParRef as _};
+            });
+        }
+        if rewriter.uses_iter {
+            prelude.push(syn::parse_quote! {
+                #[allow(unused_imports)]
+                use #krate::__private::scramble::{ViaIter as _, ViaValue as _};
+            });
+        }
+        if rewriter.uses_par_sum {
+            prelude.push(syn::parse_quote! {
+                #[allow(unused_imports)]
+                use #krate::__private::scramble::{ViaPar as _, ViaParValue as _};
+            });
+        }
+        if rewriter.sites.is_empty() && rewriter.left.is_empty() {
+            let label = format!("{}#fn", rewriter.fn_name);
+            let at = respan(&krate.to_token_stream(), span);
+            rewriter.left.push(quote_spanned! {span=>
+                #krate::__private::scramble::LeftAlone::new(
+                    #krate::__private::core::concat!(#krate::__private::core::module_path!(), "::", #label),
+                    #at::__private::core::file!(), #at::__private::core::line!(),
+                    "no float reduction, declared loop or rayon chain found: nothing to scramble",
+                )
+            });
+        }
+        let (sites, left) = (&rewriter.sites, &rewriter.left);
+        let (ns, nl) = (sites.len(), left.len());
+        let sites_ident = sites_ident();
+        // Emitted as tokens, not parsed back into syntax trees: the table has a row per
+        // site, and parsing it again cost as much as parsing the user's function.
+        prelude.push(syn::Stmt::Item(Item::Verbatim(quote! {
+            static #sites_ident: [#krate::__private::scramble::CallSite; #ns] = [#(#sites),*];
+        })));
+        prelude.push(syn::Stmt::Item(Item::Verbatim(quote! {
+            #krate::__private::inventory::submit! {
+                #krate::__private::scramble::FnSites::new(&#sites_ident, {
+                    static LEFT: [#krate::__private::scramble::LeftAlone; #nl] = [#(#left),*];
+                    &LEFT
+                })
+            }
+        })));
+        Ok(prelude)
+    }
 }
 
 impl Rewriter<'_> {
@@ -483,7 +510,7 @@ impl Rewriter<'_> {
         }
         self.uses_iter = true;
         *m.receiver = Expr::Verbatim(quote_spanned! {span=>
-            (&mut #krate::__private::scramble::Wrap(#krate::__private::core::option::Option::Some(#recv)))
+            #krate::__private::scramble::Wrap(#krate::__private::core::option::Option::Some(#recv))
                 .__fprev_reduce(#site)
         });
     }

@@ -820,11 +820,6 @@ pub struct ReduceIter<I> {
 }
 
 impl<I: Iterator> ReduceIter<I> {
-    /// Not public API.
-    pub fn new(iter: I, site: &'static CallSite) -> Self {
-        ReduceIter { iter, site }
-    }
-
     /// `iter.sum()`: each item becomes the term `S::sum(once(item))` (exact), the terms are
     /// combined in the drawn shape.
     pub fn sum<S: std::iter::Sum<I::Item>>(mut self) -> S {
@@ -904,6 +899,10 @@ impl<I: Iterator> Iterator for ReduceIter<I> {
 
 /// Not public API. Autoref dispatch for `.sum()` / `.fold(..)` receivers: an iterator
 /// becomes a [`ReduceIter`], anything else is handed back untouched.
+///
+/// The iterator case takes the wrapper by value and moves the iterator out by pattern,
+/// so a site costs the caller no generic helper (`Option::take`, a constructor) per
+/// iterator type; only the fallback, a step later in method lookup, takes it by `&mut`.
 pub struct Wrap<T>(pub Option<T>);
 
 /// Not public API. The iterator case of [`Wrap`].
@@ -914,7 +913,7 @@ pub trait ViaIter {
     /// Site `index` of the function's table `sites` (a table and a constant, so the
     /// caller pays no bounds check per site).
     fn __fprev_reduce<const N: usize>(
-        &mut self,
+        self,
         sites: &'static [CallSite; N],
         index: usize,
     ) -> Self::Out;
@@ -924,13 +923,16 @@ impl<I: Iterator> ViaIter for Wrap<I> {
     type Out = ReduceIter<I>;
     #[inline(always)]
     fn __fprev_reduce<const N: usize>(
-        &mut self,
+        self,
         sites: &'static [CallSite; N],
         index: usize,
     ) -> ReduceIter<I> {
-        match self.0.take() {
-            Some(it) => ReduceIter::new(it, &sites[index]),
-            None => unreachable!("fprev: wrapped once"),
+        match self {
+            Wrap(Some(iter)) => ReduceIter {
+                iter,
+                site: &sites[index],
+            },
+            Wrap(None) => unreachable!("fprev: wrapped once"),
         }
     }
 }
@@ -947,7 +949,7 @@ pub trait ViaValue {
     ) -> Self::Out;
 }
 
-impl<T> ViaValue for &mut Wrap<T> {
+impl<T> ViaValue for Wrap<T> {
     type Out = T;
     #[inline(always)]
     fn __fprev_reduce<const N: usize>(&mut self, _: &'static [CallSite; N], _: usize) -> T {
