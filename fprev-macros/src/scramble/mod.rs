@@ -1,12 +1,14 @@
 //! `#[scramble]`: rewrite a function's loops and rayon chains to visit their items in a
 //! scrambled order when fprev's scrambling is switched on at run time.
 //!
-//! Stages: [`args`] parses the options and the per-loop markers, [`classify`] decides
+//! Stages: [`args`] parses the options and the per-loop markers, [`chunks`] cuts the
+//! body into runs of statements and parses only those that can hold a site, [`classify`] decides
 //! which accumulations are float reductions whose terms may be reassociated,
 //! [`validate`] which loops and chains keep their meaning when reordered, [`expand`]
 //! generates code.
 
 mod args;
+mod chunks;
 mod classify;
 pub(crate) mod expand;
 mod validate;

@@ -56,8 +56,24 @@ fn render(tokens: &TokenStream) -> String {
     out
 }
 
+/// Tokens re-parsed and printed again, so that two streams compare by their syntax, not
+/// by how their tokens were grouped.
+fn normalized(tokens: &TokenStream) -> String {
+    match syn::parse2::<syn::File>(tokens.clone()) {
+        Ok(file) => quote!(#file).to_string(),
+        Err(_) => tokens.to_string(),
+    }
+}
+
 fn check_snapshot(name: &str, args: TokenStream, item: TokenStream) {
-    let expanded = expand::scramble(args, item).expect("expands");
+    let expanded = expand::scramble(args.clone(), item.clone()).expect("expands");
+    // The statement-by-statement path gives what parsing the whole item gives.
+    let whole = expand::whole(super::args::Args::parse(args), item).expect("expands");
+    assert_eq!(
+        normalized(&expanded),
+        normalized(&whole),
+        "{name}: the two paths differ"
+    );
     let got = render(&expanded);
     let path = format!(
         "{}/src/scramble/snapshots/{name}.txt",
