@@ -47,8 +47,14 @@ pub(crate) struct Update<'a> {
     pub term: &'a Expr,
 }
 
-/// The key of a place expression: its tokens without spaces.
+/// The key of a place expression: its tokens without spaces (a variable's name without
+/// printing tokens: this runs for every assignment of every loop).
 pub(crate) fn key_of(place: &Expr) -> String {
+    if let Expr::Path(p) = place {
+        if let (None, Some(id)) = (&p.qself, p.path.get_ident()) {
+            return id.to_string();
+        }
+    }
     place
         .to_token_stream()
         .to_string()
@@ -110,10 +116,20 @@ pub(crate) fn update_of(e: &Expr) -> Option<Update<'_>> {
             _ => return None,
         },
         Expr::Assign(a) => {
-            let key = key_of(&a.left);
             let Expr::Binary(b) = strip(&a.right) else {
                 return None;
             };
+            if !matches!(b.op, BinOp::Add(_) | BinOp::Sub(_)) {
+                return None;
+            }
+            // Printing places to compare them is the slow part: only when the roots
+            // match.
+            let root = root_of(&a.left)?;
+            let same_root = |e: &Expr| root_of(e).as_deref() == Some(root.as_str());
+            if !same_root(&b.left) && !same_root(&b.right) {
+                return None;
+            }
+            let key = key_of(&a.left);
             match b.op {
                 BinOp::Add(_) if key_of(&b.left) == key => (&*a.left, Form::AddRight, &*b.right),
                 BinOp::Add(_) if key_of(&b.right) == key => (&*a.left, Form::AddLeft, &*b.left),

@@ -402,6 +402,9 @@ impl Rewriter<'_> {
 
     /// An update of a place owned by an enclosing loop's reducer.
     fn update(&mut self, e: &mut Expr) -> bool {
+        if self.active.is_empty() {
+            return false;
+        }
         let Some(u) = classify::update_of(e) else {
             return false;
         };
