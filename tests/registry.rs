@@ -129,6 +129,54 @@ fn associated_functions_register_with_their_path() {
     assert_eq!(tree("mean"), "(((0+1)+2)+3)");
 }
 
+/// An associated function that names neither `self` nor `Self` is registered by its bare
+/// name, which here finds a free function of the same name: revealing it is an error
+/// that says so, not the free function's tree.
+mod twins {
+    pub fn total(x: &[f32]) -> f32 {
+        x.iter().rev().sum()
+    }
+
+    pub struct Data;
+
+    impl Data {
+        #[fprev::accumulator(reveal(op = "sum", sizes = [4]))]
+        pub fn total(x: &[f32]) -> f32 {
+            let mut s = 0.0;
+            for v in x {
+                s += v;
+            }
+            s
+        }
+    }
+}
+
+#[test]
+fn a_registration_that_finds_a_twin_is_an_error() {
+    assert_eq!(twins::Data::total(&[1.0, 2.0]), twins::total(&[1.0, 2.0]));
+    let regs = fprev::registered();
+    let r = regs
+        .iter()
+        .find(|r| r.name == "registry::twins::total")
+        .unwrap_or_else(|| panic!("twins::total not registered: {regs:?}"));
+    let err = r.reveal(4, 0).unwrap_err();
+    assert!(
+        matches!(&err, fprev::RevealError::NotTheRegisteredFunction { name } if name == "registry::twins::total"),
+        "{err:?}"
+    );
+    let msg = err.to_string();
+    assert!(
+        msg.contains("never entered") && msg.contains("path = "),
+        "{msg}"
+    );
+    // The functions that are what they register are entered, so they still reveal (the
+    // other tests), including through a path (`methods`).
+    assert!(regs
+        .iter()
+        .find(|r| r.name == "registry::seq_sum")
+        .is_some_and(|r| r.reveal(4, 0).is_ok()));
+}
+
 fn scratch(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("fprev-registry-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -248,8 +296,9 @@ fn all_pin_in_a_fresh_directory() {
     let dir = scratch("all");
     let s = Check::from_env().dir(&dir).filter("registry::").run();
     let err = s.unwrap_err();
-    // Everything but the flaky function pins.
-    assert_eq!(err.problems.len(), 1, "{err}");
+    // Everything but the flaky function and the twin pins.
+    assert_eq!(err.problems.len(), 2, "{err}");
+    assert!(err.to_string().contains("registry::twins::total"), "{err}");
     assert_eq!(err.summary.orders.len(), 8);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -212,8 +212,10 @@ pub fn scramble(args: TokenStream, item: TokenStream) -> TokenStream {
 /// for a function generic over its float type. An associated function (in an `impl`, or
 /// a provided `trait` method) is named by its path from the module:
 /// `reveal(.., path = "MyType::total")` or `path = "<MyType as Stats>::mean"`; one that
-/// names `Self` without it is an error that says so. `crate = "path"` names the `fprev`
-/// crate when it is renamed.
+/// names `Self` without it is an error that says so, and a registration whose name finds
+/// another function (a free function named like the associated one) fails when revealed
+/// (`RevealError::NotTheRegisteredFunction`): the annotated body marks each entry.
+/// `crate = "path"` names the `fprev` crate when it is renamed.
 ///
 /// ```compile_fail
 /// // A dot product takes two slices: the wrong signature is a compile error.

@@ -197,6 +197,8 @@ pub fn registered() -> Vec<&'static Registration> {
 #[doc(hidden)]
 pub mod private {
     use crate::float::ProbeFloat;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
     use crate::{Reveal, RevealError, SumTree};
 
     pub use super::{DotFn, GemmFn, GemvFn, Op, Registration, SumFn};
@@ -209,6 +211,48 @@ pub mod private {
         match v.first() {
             Some(&x) => x,
             None => panic!("the registered {op} returned an empty vector"),
+        }
+    }
+
+    /// Whether the annotated function was entered: its body marks it, a reveal of its
+    /// registration checks it, so that a registration that names another function (an
+    /// associated function's bare name finding a free twin) is an error, not a
+    /// silently wrong tree. A relaxed load per call (and a store on the first).
+    pub struct Arrival(AtomicBool);
+
+    impl Arrival {
+        /// Not yet entered.
+        #[allow(clippy::new_without_default)]
+        pub const fn new() -> Arrival {
+            Arrival(AtomicBool::new(false))
+        }
+
+        /// The annotated function was entered.
+        #[inline]
+        pub fn arrive(&self) {
+            if !self.0.load(Ordering::Relaxed) {
+                self.0.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// `adapter.reveal(n, seed)`, an error unless the annotated function (`arrival`'s)
+    /// was entered while revealing.
+    pub fn reveal_entered(
+        adapter: &impl Adapter,
+        arrival: &Arrival,
+        name: &str,
+        n: usize,
+        seed: u64,
+    ) -> Result<SumTree, RevealError> {
+        arrival.0.store(false, Ordering::Relaxed);
+        let tree = adapter.reveal(n, seed)?;
+        if arrival.0.load(Ordering::Relaxed) {
+            Ok(tree)
+        } else {
+            Err(RevealError::NotTheRegisteredFunction {
+                name: name.to_string(),
+            })
         }
     }
 

@@ -72,6 +72,11 @@ pub fn expand(plan: &Plan, mut item: syn::ItemFn) -> (TokenStream, Option<syn::E
     // names a free function.
     if let Some(r) = &plan.registration {
         prelude.extend(register(krate, &item.sig.ident, r));
+        prelude.extend(quote! {
+            static __FPREV_ARRIVAL: #krate::__private::registry::Arrival =
+                #krate::__private::registry::Arrival::new();
+            __FPREV_ARRIVAL.arrive();
+        });
     }
     if !prelude.is_empty() {
         let block = &item.block;
@@ -128,7 +133,13 @@ fn register(krate: &TokenStream, ident: &syn::Ident, r: &Registration) -> TokenS
                 n: usize,
                 seed: u64,
             ) -> #krate::__private::core::result::Result<#krate::SumTree, #krate::RevealError> {
-                __fprev_adapter().reveal(n, seed)
+                #krate::__private::registry::reveal_entered(
+                    &__fprev_adapter(),
+                    &__FPREV_ARRIVAL,
+                    #krate::__private::core::concat!(#krate::__private::core::module_path!(), "::", #name),
+                    n,
+                    seed,
+                )
             }
             fn __fprev_dtype() -> &'static str {
                 __fprev_adapter().dtype()

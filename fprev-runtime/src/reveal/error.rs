@@ -154,6 +154,14 @@ pub enum RevealError {
         /// What happened.
         detail: String,
     },
+    /// A function registered with `#[accumulator(reveal(..))]` was never entered while
+    /// its registration was revealed: the registration names another function. An
+    /// associated function that names neither `self` nor `Self` is registered by its
+    /// bare name, which then finds a free function of the same name in its module.
+    NotTheRegisteredFunction {
+        /// The registration's name (`module::function`).
+        name: String,
+    },
 }
 
 impl std::fmt::Display for RevealError {
@@ -248,6 +256,10 @@ impl std::fmt::Display for RevealError {
                 None => write!(f, "the target failed: {message}"),
             },
             RevealError::Naive { detail } => write!(f, "naive search: {detail}"),
+            RevealError::NotTheRegisteredFunction { name } => write!(
+                f,
+                "`{name}` was never entered while its registration was revealed: the registration names another function (an associated function registered by its bare name finds a free function of that name); name it with `reveal(.., path = \"Type::function\")`"
+            ),
         }
     }
 }
