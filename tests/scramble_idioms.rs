@@ -539,6 +539,47 @@ fn pure_reductions_are_reassociated_in_every_idiom() {
     unchanged("generic ints", || fold_add(&ints));
 }
 
+/// A counter beside a reduction, and inner attributes: the counter is no site (its terms
+/// are integers), the attributes stay first in the block.
+#[fprev::scramble]
+fn counted_total(v: &[f64]) -> (f64, usize) {
+    #![allow(unused_mut)]
+    let mut s = 0.0;
+    let mut negatives = 0;
+    for x in v {
+        s += x;
+        if *x < 0.0 {
+            negatives += 1;
+        }
+    }
+    (s, negatives)
+}
+
+#[test]
+fn integer_counters_are_left_alone_beside_their_reduction() {
+    let v = data(3000);
+    let negatives = v.iter().filter(|x| **x < 0.0).count();
+    reassociated(
+        "sum beside a counter",
+        || counted_total(&v).0,
+        3000,
+        mass(&v),
+    );
+    unchanged("the counter", || counted_total(&v).1);
+    assert_eq!(counted_total(&v).1, negatives);
+    let sites = fprev::scramble::sites();
+    let of = |kind: bool| {
+        sites
+            .iter()
+            .filter(|s| s.label.contains("counted_total#") && s.kind.is_some() == kind)
+            .count()
+    };
+    assert_eq!(of(true), 1, "one reduction site: {sites:#?}");
+    assert!(sites.iter().any(|s| s.label.contains("counted_total#loop")
+        && s.reason
+            .is_some_and(|r| r.starts_with("integer accumulator") && r.contains("`negatives`"))));
+}
+
 // ---- Valid code stays valid and behaves as written. ----
 
 #[fprev::scramble]

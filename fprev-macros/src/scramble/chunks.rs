@@ -45,7 +45,9 @@ pub(crate) fn rewrite(args: &Args, item: &TokenStream) -> Option<syn::Result<Tok
     }
     let mut rewriter = Rewriter::new(args, &func.sig.ident);
     let mut rewritten = TokenStream::new();
-    for run in runs(body.stream()) {
+    // Inner attributes (`#![allow(..)]`) stay first in the block, before the prelude.
+    let (inner_attributes, statements) = split_inner_attributes(body.stream());
+    for run in runs(statements) {
         if !may_hold_a_site(&run) {
             rewritten.extend(run);
             continue;
@@ -62,7 +64,7 @@ pub(crate) fn rewrite(args: &Args, item: &TokenStream) -> Option<syn::Result<Tok
         Ok(p) => p,
         Err(e) => return Some(Err(e)),
     };
-    let mut stream = TokenStream::new();
+    let mut stream = inner_attributes;
     for stmt in &prelude {
         stmt.to_tokens(&mut stream);
     }
@@ -72,6 +74,23 @@ pub(crate) fn rewrite(args: &Args, item: &TokenStream) -> Option<syn::Result<Tok
     let mut out: TokenStream = head.iter().cloned().collect();
     out.extend([TokenTree::Group(new_body)]);
     Some(Ok(out))
+}
+
+/// A block's leading inner attributes (`#![..]`, each a `#`, a `!` and a bracketed
+/// group), and the rest.
+fn split_inner_attributes(body: TokenStream) -> (TokenStream, TokenStream) {
+    let trees: Vec<TokenTree> = body.into_iter().collect();
+    let mut i = 0;
+    while let [TokenTree::Punct(hash), TokenTree::Punct(bang), TokenTree::Group(g), ..] =
+        &trees[i..]
+    {
+        if hash.as_char() != '#' || bang.as_char() != '!' || g.delimiter() != Delimiter::Bracket {
+            break;
+        }
+        i += 3;
+    }
+    let rest = trees[i..].iter().cloned().collect();
+    (trees[..i].iter().cloned().collect(), rest)
 }
 
 /// The body cut into runs of whole statements: after each top-level `;`, and after
@@ -227,6 +246,29 @@ mod tests {
             }
         };
         let lazy = rewrite(&args(), &item).expect("splits").expect("rewrites");
+        let whole = super::super::expand::whole(Ok(args()), item).expect("rewrites");
+        assert_eq!(normalized(&lazy), normalized(&whole));
+    }
+
+    #[test]
+    fn inner_attributes_stay_first() {
+        let item = quote! {
+            fn f(x: &[f64]) -> f64 {
+                #![allow(unused_mut)]
+                #![allow(clippy::all)]
+                let   unused = 1;
+                let mut s = 0.0;
+                for v in x { s += v; }
+                s
+            }
+        };
+        let lazy = rewrite(&args(), &item).expect("splits").expect("rewrites");
+        let body = lazy.to_string();
+        let start = body.find('{').expect("a body");
+        assert!(
+            body[start..].starts_with("{ # ! [allow (unused_mut)] # ! [allow (clippy :: all)]"),
+            "{body}"
+        );
         let whole = super::super::expand::whole(Ok(args()), item).expect("rewrites");
         assert_eq!(normalized(&lazy), normalized(&whole));
     }
