@@ -49,4 +49,6 @@ pub(crate) fn with_error(item: TokenStream, error: syn::Error) -> TokenStream {
     out
 }
 #[cfg(test)]
+mod properties;
+#[cfg(test)]
 mod tests;
