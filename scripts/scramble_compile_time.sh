@@ -39,86 +39,73 @@ cp "$FPREV/Cargo.lock" "$WORK/"
 
 DENSITY=${DENSITY:-dense}
 generate() { # $1: 1 annotated, 0 plain
-    if [ "$DENSITY" = realistic ]; then generate_realistic "$1"; else generate_dense "$1"; fi
-}
-
-generate_realistic() {
-    python3 - "$1" "$LINES" <<'PY'
+    python3 - "$1" "$LINES" "$DENSITY" <<'PY'
 import sys
-annotated, lines = sys.argv[1] == "1", int(sys.argv[2])
+annotated, lines, density = sys.argv[1] == "1", int(sys.argv[2]), sys.argv[3]
 out = ["#![allow(clippy::all, unused)]", ""]
 if annotated:
     out.append("#[fprev::scramble]")
-out += ["pub fn big(x: &[f64], y: &mut [f64], n: usize, a: f64) -> f64 {",
-        "    let mut total = 0.0f64;", "    let mut count = 0usize;"]
-red = [
-    lambda k: [f"    let mut s{k} = 0.0f64;", "    for i in 0..n {", f"        s{k} += x[i] * y[i];", "    }", f"    total += s{k};"],
-    lambda k: [f"    let q{k}: f64 = x.iter().map(|v| v * a{k}).sum();", f"    total += q{k};"],
-    lambda k: [f"    let mut m{k} = 0.0f64;", "    for (p, q) in x.iter().zip(y.iter()) {", f"        m{k} = m{k} + (p - q) * (p - q);", "    }", f"    total += m{k}.sqrt();"],
-    lambda k: [f"    let f{k} = y.iter().fold(0.0, |acc, v| acc + v.abs());", f"    total += f{k};"],
-]
-k = 0
-while len(out) < lines:
-    out += [
-        f"    let a{k} = a * {k}.5 + (n as f64).ln_1p();",
-        f"    let b{k} = if a{k} > 1.0 {{ a{k}.sqrt() }} else {{ a{k} * a{k} - 0.25 }};",
-        "    for i in 0..n {",
-        f"        y[i] = a{k} * x[i] + b{k};",
-        "        if y[i] < 0.0 {",
-        "            y[i] = -y[i] * 0.5;",
-        "            count += 1;",
-        "        }",
-        "    }",
-        f"    let c{k} = match count % 3 {{ 0 => b{k}.max(1.0), 1 => b{k}.min(-1.0), _ => b{k}.abs() }};",
-        f"    let idx{k} = (count * 7 + {k}) % n.max(1);",
-        f"    if idx{k} < y.len() {{ y[idx{k}] += c{k} * 1e-3; }}",
+if density == "realistic":
+    out += ["pub fn big(x: &[f64], y: &mut [f64], n: usize, a: f64) -> f64 {",
+            "    let mut total = 0.0f64;", "    let mut count = 0usize;"]
+    red = [
+        lambda k: [f"    let mut s{k} = 0.0f64;", "    for i in 0..n {", f"        s{k} += x[i] * y[i];", "    }", f"    total += s{k};"],
+        lambda k: [f"    let q{k}: f64 = x.iter().map(|v| v * a{k}).sum();", f"    total += q{k};"],
+        lambda k: [f"    let mut m{k} = 0.0f64;", "    for (p, q) in x.iter().zip(y.iter()) {", f"        m{k} = m{k} + (p - q) * (p - q);", "    }", f"    total += m{k}.sqrt();"],
+        lambda k: [f"    let f{k} = y.iter().fold(0.0, |acc, v| acc + v.abs());", f"    total += f{k};"],
     ]
-    out += red[k % 4](k)
-    k += 1
-out += ["    total + count as f64", "}"]
-print("\n".join(out))
-PY
-}
-
-generate_dense() {
-    python3 - "$1" "$LINES" <<'PY'
-import sys
-annotated, lines = sys.argv[1] == "1", int(sys.argv[2])
-out = ["#![allow(clippy::all, unused)]", ""]
-if annotated:
-    out.append("#[fprev::scramble]")
-out += ["pub fn big(x: &[f64], y: &[f64], n: usize) -> f64 {", "    let mut total = 0.0f64;"]
-k = 0
-while len(out) < lines:
-    out += [
-        f"    let mut s{k} = 0.0f64;",
-        "    for i in 0..n {",
-        f"        let t = x[i] * y[i] + {k}.0;",
-        f"        s{k} += t * 0.5;",
-        "    }",
-        f"    let mut m{k} = 0.0f64;",
-        "    for (a, b) in x.iter().zip(y.iter()) {",
-        f"        m{k} = m{k} + a * b;",
-        "    }",
-        f"    let q{k}: f64 = x.iter().map(|v| v * {k}.0).sum();",
-        f"    let f{k} = y.iter().fold(0.0, |acc, v| acc + v * 2.0);",
-        f"    let mut w{k} = 0.0f64;",
-        f"    let mut j{k} = 0;",
-        f"    while j{k} < n {{",
-        f"        w{k} -= x[j{k}];",
-        f"        j{k} += 1;",
-        "    }",
-        "    for r in 0..n {",
-        "        let mut inner = 0.0;",
-        "        for c in 0..n {",
-        "            inner += x[r] * y[c];",
-        "        }",
-        "        total += inner;",
-        "    }",
-        f"    total += s{k} + m{k} + q{k} + f{k} + w{k};",
-    ]
-    k += 1
-out += ["    total", "}"]
+    k = 0
+    while len(out) < lines:
+        out += [
+            f"    let a{k} = a * {k}.5 + (n as f64).ln_1p();",
+            f"    let b{k} = if a{k} > 1.0 {{ a{k}.sqrt() }} else {{ a{k} * a{k} - 0.25 }};",
+            "    for i in 0..n {",
+            f"        y[i] = a{k} * x[i] + b{k};",
+            "        if y[i] < 0.0 {",
+            "            y[i] = -y[i] * 0.5;",
+            "            count += 1;",
+            "        }",
+            "    }",
+            f"    let c{k} = match count % 3 {{ 0 => b{k}.max(1.0), 1 => b{k}.min(-1.0), _ => b{k}.abs() }};",
+            f"    let idx{k} = (count * 7 + {k}) % n.max(1);",
+            f"    if idx{k} < y.len() {{ y[idx{k}] += c{k} * 1e-3; }}",
+        ]
+        out += red[k % 4](k)
+        k += 1
+    out += ["    total + count as f64", "}"]
+else:
+    out += ["pub fn big(x: &[f64], y: &[f64], n: usize) -> f64 {", "    let mut total = 0.0f64;"]
+    k = 0
+    while len(out) < lines:
+        out += [
+            f"    let mut s{k} = 0.0f64;",
+            "    for i in 0..n {",
+            f"        let t = x[i] * y[i] + {k}.0;",
+            f"        s{k} += t * 0.5;",
+            "    }",
+            f"    let mut m{k} = 0.0f64;",
+            "    for (a, b) in x.iter().zip(y.iter()) {",
+            f"        m{k} = m{k} + a * b;",
+            "    }",
+            f"    let q{k}: f64 = x.iter().map(|v| v * {k}.0).sum();",
+            f"    let f{k} = y.iter().fold(0.0, |acc, v| acc + v * 2.0);",
+            f"    let mut w{k} = 0.0f64;",
+            f"    let mut j{k} = 0;",
+            f"    while j{k} < n {{",
+            f"        w{k} -= x[j{k}];",
+            f"        j{k} += 1;",
+            "    }",
+            "    for r in 0..n {",
+            "        let mut inner = 0.0;",
+            "        for c in 0..n {",
+            "            inner += x[r] * y[c];",
+            "        }",
+            "        total += inner;",
+            "    }",
+            f"    total += s{k} + m{k} + q{k} + f{k} + w{k};",
+        ]
+        k += 1
+    out += ["    total", "}"]
 print("\n".join(out))
 PY
 }
