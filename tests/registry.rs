@@ -177,6 +177,32 @@ fn a_registration_that_finds_a_twin_is_an_error() {
         .is_some_and(|r| r.reveal(4, 0).is_ok()));
 }
 
+#[test]
+fn concurrent_reveals_of_one_registration_all_succeed() {
+    // Tests pin the same function from several threads at once: none may clear the
+    // entry mark while another reveal is looking for it.
+    let regs = fprev::registered();
+    let r = regs
+        .iter()
+        .find(|r| r.name == "registry::seq_sum")
+        .expect("seq_sum registered");
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..8)
+            .map(|t| {
+                s.spawn(move || {
+                    (0..20)
+                        .map(|k| r.reveal(4 + (t + k) % 6, k as u64).map(|_| ()))
+                        .collect::<Result<Vec<()>, _>>()
+                })
+            })
+            .collect();
+        for h in handles {
+            let got = h.join().expect("no panic");
+            assert!(got.is_ok(), "{got:?}");
+        }
+    });
+}
+
 fn scratch(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("fprev-registry-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);

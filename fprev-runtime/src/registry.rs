@@ -198,6 +198,7 @@ pub fn registered() -> Vec<&'static Registration> {
 pub mod private {
     use crate::float::ProbeFloat;
     use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Mutex;
 
     use crate::{Reveal, RevealError, SumTree};
 
@@ -218,26 +219,36 @@ pub mod private {
     /// registration checks it, so that a registration that names another function (an
     /// associated function's bare name finding a free twin) is an error, not a
     /// silently wrong tree. A relaxed load per call (and a store on the first).
-    pub struct Arrival(AtomicBool);
+    pub struct Arrival {
+        entered: AtomicBool,
+        /// Held by a reveal of this registration: a second one (a test beside another,
+        /// both pinning the same function) waits, so neither clears the mark while the
+        /// other is looking for it.
+        revealing: Mutex<()>,
+    }
 
     impl Arrival {
         /// Not yet entered.
         #[allow(clippy::new_without_default)]
         pub const fn new() -> Arrival {
-            Arrival(AtomicBool::new(false))
+            Arrival {
+                entered: AtomicBool::new(false),
+                revealing: Mutex::new(()),
+            }
         }
 
         /// The annotated function was entered.
         #[inline]
         pub fn arrive(&self) {
-            if !self.0.load(Ordering::Relaxed) {
-                self.0.store(true, Ordering::Relaxed);
+            if !self.entered.load(Ordering::Relaxed) {
+                self.entered.store(true, Ordering::Relaxed);
             }
         }
     }
 
     /// `adapter.reveal(n, seed)`, an error unless the annotated function (`arrival`'s)
-    /// was entered while revealing.
+    /// was entered while revealing. Calls of the function from elsewhere during the
+    /// reveal can only hide a wrong registration, never fail a right one.
     pub fn reveal_entered(
         adapter: &impl Adapter,
         arrival: &Arrival,
@@ -245,9 +256,13 @@ pub mod private {
         n: usize,
         seed: u64,
     ) -> Result<SumTree, RevealError> {
-        arrival.0.store(false, Ordering::Relaxed);
+        let _alone = arrival
+            .revealing
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        arrival.entered.store(false, Ordering::Relaxed);
         let tree = adapter.reveal(n, seed)?;
-        if arrival.0.load(Ordering::Relaxed) {
+        if arrival.entered.load(Ordering::Relaxed) {
             Ok(tree)
         } else {
             Err(RevealError::NotTheRegisteredFunction {
