@@ -99,3 +99,32 @@ pub(crate) fn adds_by_path(p: &syn::ExprPath) -> bool {
     };
     method == "add" && via_trait
 }
+
+/// Whether a term is an integer by its syntax alone: an integer literal (`1`, `-2`,
+/// `3usize`, not `1f64`) or a cast to an integer type (`k as usize`). No float type adds
+/// an integer (`f64 += 1` does not compile), so a place whose every term is one of these
+/// is not a float accumulation whatever its type: both attributes leave it alone at
+/// compile time rather than giving it a reducer or a chain counter that would only find
+/// at run time that it is not a float.
+pub(crate) fn integer_term(term: &Expr) -> bool {
+    const INTEGERS: [&str; 12] = [
+        "i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64", "u128", "usize",
+    ];
+    match term {
+        Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Int(i),
+            ..
+        }) => i.suffix().is_empty() || INTEGERS.contains(&i.suffix()),
+        Expr::Unary(u) if matches!(u.op, syn::UnOp::Neg(_)) => integer_term(&u.expr),
+        Expr::Cast(c) => match &*c.ty {
+            syn::Type::Path(t) if t.qself.is_none() => t
+                .path
+                .get_ident()
+                .is_some_and(|id| INTEGERS.contains(&id.to_string().as_str())),
+            _ => false,
+        },
+        Expr::Paren(p) => integer_term(&p.expr),
+        Expr::Group(g) => integer_term(&g.expr),
+        _ => false,
+    }
+}

@@ -95,6 +95,36 @@ pub mod private {
         )
     }
 
+    /// The value of `x` and `2^p` of its type when its type is one of the float types
+    /// whose chains are counted (or a reference to one), `None` otherwise. Decided per
+    /// monomorphized type, by the type's name and size, so generic code instantiated
+    /// with a float is looked at too; one call per site instead of an autoref dispatch
+    /// per operand, which kept a function dense in sites slow to build.
+    #[inline]
+    pub fn exact_value<T: ?Sized>(x: &T) -> Option<(f64, f64)> {
+        let name = core::any::type_name::<T>();
+        let size = core::mem::size_of_val(x);
+        let p = x as *const T as *const u8;
+        let word = core::mem::size_of::<&f64>();
+        // SAFETY (each arm): the name is that of the primitive (or half) type read, and
+        // the size agrees; `x` is a live, aligned reference to a value of it.
+        unsafe {
+            match (name, size) {
+                ("f64", 8) => Some((*(p as *const f64), 9007199254740992.0)),
+                ("f32", 4) => Some((f64::from(*(p as *const f32)), 16777216.0)),
+                ("half::binary16::f16", 2) => Some(((*(p as *const half::f16)).to_f64(), 2048.0)),
+                ("half::bfloat::bf16", 2) => Some(((*(p as *const half::bf16)).to_f64(), 256.0)),
+                ("&f64" | "&mut f64", s) if s == word => {
+                    Some((**(p as *const &f64), 9007199254740992.0))
+                }
+                ("&f32" | "&mut f32", s) if s == word => {
+                    Some((f64::from(**(p as *const &f32)), 16777216.0))
+                }
+                _ => None,
+            }
+        }
+    }
+
     /// A value looked at by [`ExactValue`] / [`ExactFallback`] (autoref dispatch: the
     /// concrete float types give their value, anything else, generic code included,
     /// gives `None`).

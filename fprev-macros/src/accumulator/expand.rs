@@ -15,6 +15,7 @@ pub fn expand(plan: &Plan, mut item: syn::ItemFn) -> (TokenStream, Option<syn::E
     let krate = &plan.krate;
     let mut collector = Collector::new();
     collector.visit_block_mut(&mut item.block);
+    collector.finish();
     for name in super::sites::running(&item.block, &collector.vars) {
         collector.sites[collector.vars[&name]].running = true;
     }

@@ -154,16 +154,20 @@ fn pure_place(e: &Expr) -> bool {
 
 /// `x = x + e`, `x = e + x` or `x = x - e`: the right side extends the left.
 fn extends(lhs: &Expr, rhs: &Expr) -> bool {
-    let l = lhs.to_token_stream().to_string();
     match rhs {
-        Expr::Binary(b) => match b.op {
-            BinOp::Add(_) => {
-                b.left.to_token_stream().to_string() == l
-                    || b.right.to_token_stream().to_string() == l
+        Expr::Binary(b) if matches!(b.op, BinOp::Add(_) | BinOp::Sub(_)) => {
+            // Printing tokens to compare is the slow part (every assignment of the
+            // function comes here): a variable is compared by name, a place only when
+            // an operand starts like it.
+            if let Some(name) = ident_of(lhs) {
+                let same = |e: &Expr| ident_of(e).as_deref() == Some(name.as_str());
+                return same(&b.left) || (matches!(b.op, BinOp::Add(_)) && same(&b.right));
             }
-            BinOp::Sub(_) => b.left.to_token_stream().to_string() == l,
-            _ => false,
-        },
+            let l = lhs.to_token_stream().to_string();
+            let same =
+                |e: &Expr| !matches!(e, Expr::Lit(_)) && e.to_token_stream().to_string() == l;
+            same(&b.left) || (matches!(b.op, BinOp::Add(_)) && same(&b.right))
+        }
         Expr::Paren(p) => extends(lhs, &p.expr),
         _ => false,
     }

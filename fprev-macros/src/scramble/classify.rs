@@ -21,7 +21,7 @@ use quote::ToTokens;
 use syn::visit::{self, Visit};
 use syn::{BinOp, Expr, Pat};
 
-use crate::syntax::{is_assign_op, pure_value};
+use crate::syntax::{integer_term, is_assign_op, pure_value};
 
 /// How an update adds its term.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -247,32 +247,6 @@ struct Found {
     mentions: usize,
     term_reads_root: bool,
     integer_term: bool,
-}
-
-/// Whether a term is an integer by its syntax alone: an integer literal (`1`, `-2`,
-/// `3usize`, not `1f64`) or a cast to an integer type (`k as usize`). No float type adds
-/// an integer (`f64 += 1` does not compile), so a place whose every term is one of these
-/// is not a float reduction whatever its type: it is left alone at compile time rather
-/// than given a reducer that would only ever find it is not a float at run time.
-pub(crate) fn integer_term(term: &Expr) -> bool {
-    const INTEGERS: [&str; 12] = [
-        "i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64", "u128", "usize",
-    ];
-    match strip(term) {
-        Expr::Lit(syn::ExprLit {
-            lit: syn::Lit::Int(i),
-            ..
-        }) => i.suffix().is_empty() || INTEGERS.contains(&i.suffix()),
-        Expr::Unary(u) if matches!(u.op, syn::UnOp::Neg(_)) => integer_term(&u.expr),
-        Expr::Cast(c) => match &*c.ty {
-            syn::Type::Path(t) if t.qself.is_none() => t
-                .path
-                .get_ident()
-                .is_some_and(|id| INTEGERS.contains(&id.to_string().as_str())),
-            _ => false,
-        },
-        _ => false,
-    }
 }
 
 /// Mentions, bindings, writes and updates inside one loop.

@@ -293,6 +293,39 @@ impl VarChain {
     pub fn unchecked(&mut self) {
         self.stats.inexact = true;
     }
+
+    /// `s += e` (or `-=`) just ran: when the accumulator is a counted float type, the
+    /// chain grows by one plus `extra` (the chains of accumulators the term adds in),
+    /// and the term and the sum are looked at. One call per site.
+    #[inline]
+    pub fn add<A: ?Sized, B: ?Sized>(&mut self, term: &A, sum: &B, extra: u64) {
+        if super::private::is_float(sum as *const B) {
+            self.c += 1 + extra;
+            self.stats.term(
+                super::private::exact_value(term),
+                super::private::exact_value(sum),
+            );
+        }
+    }
+
+    /// `s = s + e` just ran (the accumulator at `var`): the chain grows by `grow`, the
+    /// term is not looked at.
+    #[inline]
+    pub fn grow<B: ?Sized>(&mut self, var: *const B, grow: u64) {
+        if super::private::is_float(var) {
+            self.c += grow;
+            self.unchecked();
+        }
+    }
+
+    /// An assignment to the accumulator at `var` that does not extend its chain: end it,
+    /// start over at `new`.
+    #[inline]
+    pub fn restart_at<B: ?Sized>(&mut self, var: *const B, new: u64) {
+        if super::private::is_float(var) {
+            self.restart(new);
+        }
+    }
 }
 
 impl Drop for VarChain {
@@ -335,6 +368,24 @@ impl PlaceChain {
     #[inline(always)]
     pub fn term(&mut self, term: Option<(f64, f64)>, sum: Option<(f64, f64)>) {
         self.stats.term(term, sum);
+    }
+
+    /// `*place += term` (or `-=`) just ran: [`add`](Self::add) and [`term`](Self::term)
+    /// in one call.
+    #[inline]
+    pub fn add_term<T, A: ?Sized>(&mut self, place: &T, term: &A) {
+        self.add(place as *const T);
+        self.stats.term(
+            super::private::exact_value(term),
+            super::private::exact_value(place),
+        );
+    }
+
+    /// `*place = *place + e` just ran: the term is not apart from the sum.
+    #[inline]
+    pub fn add_unchecked<T>(&mut self, place: &T) {
+        self.add(place as *const T);
+        self.stats.term(None, None);
     }
 }
 

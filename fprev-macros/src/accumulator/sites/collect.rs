@@ -1,6 +1,6 @@
 //! First pass: find the accumulator variables (and `#[acc]` misuse).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use quote::ToTokens;
 use syn::spanned::Spanned;
@@ -8,12 +8,16 @@ use syn::visit_mut::{self, VisitMut};
 use syn::{BinOp, Expr, Pat, Stmt};
 
 use super::{expr_attrs_mut, extends, ident_of, is_acc_attr, text_of, Kind, Site};
+use crate::syntax::integer_term;
 
 /// First pass: the accumulator variables, in source order, each with its site.
 pub struct Collector {
     pub sites: Vec<Site>,
     pub vars: HashMap<String, usize>,
     pub errors: Vec<syn::Error>,
+    /// Variables some update of which adds a term that is not an integer by its syntax,
+    /// or that `#[acc]` marks: the others are integer counters ([`Self::finish`]).
+    maybe_float: HashSet<String>,
 }
 
 impl Collector {
@@ -22,6 +26,37 @@ impl Collector {
             sites: Vec::new(),
             vars: HashMap::new(),
             errors: Vec::new(),
+            maybe_float: HashSet::new(),
+        }
+    }
+
+    /// Drops the variables whose every update adds an integer (`count += 1`,
+    /// `n += k as usize`): no float adds an integer, so they are never float chains, and
+    /// a counter per update in a long function costs its build more than anything else.
+    /// `#[acc]` keeps a variable whatever its terms.
+    pub fn finish(&mut self) {
+        let keep: Vec<bool> = {
+            let mut by_site = vec![true; self.sites.len()];
+            for (name, &k) in &self.vars {
+                by_site[k] = self.maybe_float.contains(name);
+            }
+            by_site
+        };
+        let mut new_index = Vec::with_capacity(keep.len());
+        let mut next = 0;
+        for &k in &keep {
+            new_index.push(next);
+            next += usize::from(k);
+        }
+        let sites = std::mem::take(&mut self.sites);
+        self.sites = sites
+            .into_iter()
+            .zip(&keep)
+            .filter_map(|(s, &k)| k.then_some(s))
+            .collect();
+        self.vars.retain(|_, k| keep[*k]);
+        for k in self.vars.values_mut() {
+            *k = new_index[*k];
         }
     }
 
@@ -58,9 +93,13 @@ impl VisitMut for Collector {
                 ));
             }
             match &l.pat {
-                Pat::Ident(i) => self.add_var(i.ident.to_string(), &*l),
+                Pat::Ident(i) => {
+                    self.maybe_float.insert(i.ident.to_string());
+                    self.add_var(i.ident.to_string(), &*l)
+                }
                 Pat::Type(t) if matches!(&*t.pat, Pat::Ident(_)) => {
                     if let Pat::Ident(i) = &*t.pat {
+                        self.maybe_float.insert(i.ident.to_string());
                         self.add_var(i.ident.to_string(), &*l)
                     }
                 }
@@ -97,11 +136,25 @@ impl VisitMut for Collector {
         match e {
             Expr::Binary(b) if matches!(b.op, BinOp::AddAssign(_) | BinOp::SubAssign(_)) => {
                 if let Some(name) = ident_of(&b.left) {
+                    if !integer_term(&b.right) {
+                        self.maybe_float.insert(name.clone());
+                    }
                     self.add_var(name, &*b);
                 }
             }
             Expr::Assign(a) if extends(&a.left, &a.right) => {
                 if let Some(name) = ident_of(&a.left) {
+                    // `s = s + e` or `s = e + s`: the term is the other side.
+                    let integer = match &*a.right {
+                        Expr::Binary(b) if ident_of(&b.left).as_ref() == Some(&name) => {
+                            integer_term(&b.right)
+                        }
+                        Expr::Binary(b) => integer_term(&b.left),
+                        _ => false,
+                    };
+                    if !integer {
+                        self.maybe_float.insert(name.clone());
+                    }
                     self.add_var(name, &*a);
                 }
             }

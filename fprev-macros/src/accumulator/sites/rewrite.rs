@@ -133,13 +133,15 @@ impl Rewriter<'_> {
         quote!(#constant #( + #terms )*)
     }
 
-    fn is_float(&self, var: TokenStream) -> TokenStream {
-        let k = self.krate;
-        quote!(#k::__private::chains::is_float(#k::__private::core::ptr::addr_of!(#var)))
-    }
-
     /// The update of variable `k` after `name = rhs` (or `let name = rhs`).
-    fn assign_update(&mut self, k: usize, name: &str, rhs: Option<&Expr>) -> TokenStream {
+    /// `var`: the variable as the user wrote it (its span resolves it).
+    fn assign_update(
+        &mut self,
+        k: usize,
+        name: &str,
+        var: &TokenStream,
+        rhs: Option<&Expr>,
+    ) -> TokenStream {
         let f = self.var_frame(k, name);
         let chain = match rhs {
             Some(r) => self.chain(r),
@@ -149,30 +151,23 @@ impl Rewriter<'_> {
             },
         };
         let t = self.chain_tokens(&chain);
+        let var = self.addr_of(var);
         if let Some(pos) = chain.vars.iter().position(|v| v.0 == k) {
             // `s = s + e`: the chain grows by the rest.
             let mut rest = chain;
             rest.vars.remove(pos);
             let t = self.chain_tokens(&rest);
-            quote!(#f.c += #t; #f.unchecked();)
+            quote!(#f.grow(#var, #t);)
         } else {
-            quote!(#f.restart(#t);)
+            quote!(#f.restart_at(#var, #t);)
         }
     }
 
-    /// The two arguments of a counter's `term`: the term and the sum after it, each
-    /// looked at when its type is a concrete float.
-    fn probes(&self, term: &TokenStream, sum: &TokenStream) -> TokenStream {
+    /// `addr_of!(name)`: the accumulator's address, which tells its type, without a
+    /// borrow.
+    fn addr_of(&self, var: &TokenStream) -> TokenStream {
         let k = self.krate;
-        let probe = |x: &TokenStream| {
-            quote! {{
-                #[allow(unused_imports)]
-                use #k::__private::chains::{ExactFallback as _, ExactValue as _};
-                (&#k::__private::chains::Probe(&#x)).__fprev_value()
-            }}
-        };
-        let (t, s) = (probe(term), probe(sum));
-        quote!(#t, #s)
+        quote!(#k::__private::core::ptr::addr_of!(#var))
     }
 
     fn new_site(&mut self, kind: Kind, node: &impl ToTokens) -> usize {
@@ -188,35 +183,36 @@ impl Rewriter<'_> {
     fn rewrite_variable(&mut self, e: &Expr, k: usize, name_expr: &Expr) -> Expr {
         let name = ident_of(name_expr).unwrap_or_default();
         let f = self.var_frame(k, &name);
-        let check = self.is_float(name_expr.to_token_stream());
+        // One call per site, after the user's own statement: generated code is kept as
+        // tokens (no parsing back), and a function dense in sites builds several times
+        // faster than with a branch and a probe per operand.
         let update = match e {
             Expr::Binary(b) if matches!(b.op, BinOp::AddAssign(_) | BinOp::SubAssign(_)) => {
                 // The right side first, as the plain code evaluates it, kept to look at.
                 let t = self.chain_tokens(&self.chain(&b.right));
                 let (lhs, op, rhs) = (&b.left, &b.op, &b.right);
                 let r = quote_spanned!(Span::mixed_site()=> __fprev_rhs);
-                let probes = self.probes(&r, &name_expr.to_token_stream());
-                return syn::parse_quote_spanned! {e.span()=>
+                return Expr::Verbatim(quote_spanned! {e.span()=>
                     {
                         let #r = #rhs;
                         #lhs #op #r;
-                        if #check {
-                            #f.c += 1 + #t;
-                            #f.term(#probes);
-                        }
+                        #f.add(&#r, &#name_expr, #t);
                     }
-                };
+                });
             }
             Expr::Binary(_) => {
                 // *=, /=, %= ...: Defour's rule resets the chain.
-                quote!(#f.restart(0);)
+                let var = self.addr_of(&name_expr.to_token_stream());
+                quote!(#f.restart_at(#var, 0);)
             }
-            Expr::Assign(a) => self.assign_update(k, &name, Some(&a.right)),
+            Expr::Assign(a) => {
+                self.assign_update(k, &name, &name_expr.to_token_stream(), Some(&a.right))
+            }
             _ => return e.clone(),
         };
-        syn::parse_quote_spanned! {e.span()=>
-            { #e; if #check { #update } }
-        }
+        Expr::Verbatim(quote_spanned! {e.span()=>
+            { #e; #update }
+        })
     }
 
     /// `place += e` (or `-=`, or `place = place + e`) as the plain code evaluates it: the
@@ -231,25 +227,23 @@ impl Rewriter<'_> {
             quote_spanned!(Span::mixed_site()=> __fprev_rhs),
             quote_spanned!(Span::mixed_site()=> __fprev_place),
         );
-        let (rhs, update, term) = match e {
+        let (rhs, update, count) = match e {
             Expr::Binary(b) => {
                 let op = &b.op;
-                let probes = self.probes(&r, &quote!(*#p));
-                (&*b.right, quote!(#op), quote!(#f.term(#probes);))
+                (&*b.right, quote!(#op), quote!(#f.add_term(&*#p, &#r);))
             }
             // `place = place + e`: the term is not apart from the sum.
-            Expr::Assign(a) => (&*a.right, quote!(=), quote!(#f.term(None, None);)),
+            Expr::Assign(a) => (&*a.right, quote!(=), quote!(#f.add_unchecked(&*#p);)),
             _ => return e.clone(),
         };
-        syn::parse_quote_spanned! {e.span()=>
+        Expr::Verbatim(quote_spanned! {e.span()=>
             {
                 let #r = #rhs;
                 let #p = &mut #place;
-                #f.add(&*#p as *const _);
                 *#p #update #r;
-                #term
+                #count
             }
-        }
+        })
     }
 
     fn rewrite_iterator(&mut self, m: &mut syn::ExprMethodCall) {
@@ -308,9 +302,9 @@ impl VisitMut for Rewriter<'_> {
                         if let Some(&k) = self.vars.get(&name) {
                             let ident = syn::Ident::new(&name, span);
                             let rhs = if single { Some(&*init.expr) } else { None };
-                            let update = self.assign_update(k, &name, rhs);
-                            let check = self.is_float(quote!(#ident));
-                            after.push(syn::parse_quote!(#(#cfgs)* { if #check { #update } }));
+                            let update =
+                                self.assign_update(k, &name, &ident.to_token_stream(), rhs);
+                            after.push(syn::parse_quote!(#(#cfgs)* { #update }));
                         }
                     }
                 }
