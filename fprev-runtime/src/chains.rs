@@ -125,53 +125,6 @@ pub mod private {
         }
     }
 
-    /// A value looked at by [`ExactValue`] / [`ExactFallback`] (autoref dispatch: the
-    /// concrete float types give their value, anything else, generic code included,
-    /// gives `None`).
-    pub struct Probe<'a, T: ?Sized>(pub &'a T);
-
-    /// Not public API. Used by generated code.
-    pub trait ExactValue {
-        /// The value and `2^p` of its type.
-        fn __fprev_value(&self) -> Option<(f64, f64)>;
-    }
-
-    macro_rules! exact_value {
-        ($($t:ty => $p:expr, $to:expr;)*) => {$(
-            impl ExactValue for Probe<'_, $t> {
-                #[inline(always)]
-                fn __fprev_value(&self) -> Option<(f64, f64)> {
-                    let to: fn(&$t) -> f64 = $to;
-                    Some((to(self.0), $p))
-                }
-            }
-        )*};
-    }
-
-    exact_value! {
-        f64 => 9007199254740992.0, |x| *x;
-        f32 => 16777216.0, |x| f64::from(*x);
-        half::f16 => 2048.0, |x| x.to_f64();
-        half::bf16 => 256.0, |x| x.to_f64();
-        &f64 => 9007199254740992.0, |x| **x;
-        &f32 => 16777216.0, |x| f64::from(**x);
-        &mut f64 => 9007199254740992.0, |x| **x;
-        &mut f32 => 16777216.0, |x| f64::from(**x);
-    }
-
-    /// Not public API. Used by generated code.
-    pub trait ExactFallback {
-        /// Nothing to look at.
-        fn __fprev_value(&self) -> Option<(f64, f64)>;
-    }
-
-    impl<T: ?Sized> ExactFallback for &Probe<'_, T> {
-        #[inline(always)]
-        fn __fprev_value(&self) -> Option<(f64, f64)> {
-            None
-        }
-    }
-
     /// Autoref dispatch for `.sum()` / `.fold(..)` receivers: an iterator is wrapped in a
     /// [`CountingIter`], anything else is handed back untouched (no trait needed from the
     /// user's type).
@@ -226,13 +179,22 @@ mod tests {
     }
 
     #[test]
-    #[allow(clippy::needless_borrow)] // the `&` picks the impl, as in generated code
     fn exact_values() {
-        assert_eq!(
-            (&Probe(&3.0f64)).__fprev_value(),
-            Some((3.0, 9007199254740992.0))
-        );
-        assert_eq!((&Probe(&&2.5f32)).__fprev_value(), Some((2.5, 16777216.0)));
-        assert_eq!((&Probe(&7i32)).__fprev_value(), None);
+        assert_eq!(exact_value(&3.0f64), Some((3.0, 9007199254740992.0)));
+        assert_eq!(exact_value(&&2.5f32), Some((2.5, 16777216.0)));
+        let mut m = -1.5f64;
+        assert_eq!(exact_value(&&mut m), Some((-1.5, 9007199254740992.0)));
+        assert_eq!(exact_value(&half::f16::from_f32(0.5)), Some((0.5, 2048.0)));
+        assert_eq!(exact_value(&half::bf16::ONE), Some((1.0, 256.0)));
+        assert_eq!(exact_value(&7i32), None);
+        assert_eq!(exact_value(&7u64), None);
+        assert_eq!(exact_value(&[1.0f64, 2.0][..]), None);
+        assert_eq!(exact_value("f64"), None);
+        // Generic code instantiated with a float is looked at (the autoref dispatch
+        // this replaced gave `None` there).
+        fn through<T>(x: &T) -> Option<(f64, f64)> {
+            exact_value(x)
+        }
+        assert_eq!(through(&4.0f32), Some((4.0, 16777216.0)));
     }
 }
