@@ -13,6 +13,7 @@
 #   3.5 lines).
 # DENSITY=realistic: a reduction every 16 lines among element-wise loops, branches, index
 #   arithmetic, integer counters and calls.
+# ATTR=accumulator: time `#[fprev::accumulator]` (chain counting) instead of `#[fprev::scramble]`.
 # COUNT=1: also count the compiler's instructions for each build (valgrind's cachegrind,
 #   one codegen unit, one thread), which a busy machine does not blur.
 set -euo pipefail
@@ -39,12 +40,12 @@ cp "$FPREV/Cargo.lock" "$WORK/"
 
 DENSITY=${DENSITY:-dense}
 generate() { # $1: 1 annotated, 0 plain
-    python3 - "$1" "$LINES" "$DENSITY" <<'PY'
+    python3 - "$1" "$LINES" "$DENSITY" "${ATTR:-scramble}" <<'PY'
 import sys
-annotated, lines, density = sys.argv[1] == "1", int(sys.argv[2]), sys.argv[3]
+annotated, lines, density, attr = sys.argv[1] == "1", int(sys.argv[2]), sys.argv[3], sys.argv[4]
 out = ["#![allow(clippy::all, unused)]", ""]
 if annotated:
-    out.append("#[fprev::scramble]")
+    out.append(f"#[fprev::{attr}]")
 if density == "realistic":
     out += ["pub fn big(x: &[f64], y: &mut [f64], n: usize, a: f64) -> f64 {",
             "    let mut total = 0.0f64;", "    let mut count = 0usize;"]
@@ -117,7 +118,7 @@ for annotated in 0 1; do
     cargo build -q "$@"
     for _ in 1 2 3; do
         touch src/lib.rs
-        /usr/bin/time -f "$DENSITY annotated=$annotated lines=$LINES wall %e s cpu %U+%S s" cargo build -q "$@"
+        /usr/bin/time -f "${ATTR:-scramble} $DENSITY annotated=$annotated lines=$LINES wall %e s cpu %U+%S s" cargo build -q "$@"
     done
     if [ "${COUNT:-0}" = 1 ]; then
         printf '#!/bin/sh\nexec valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=%s/cg.out "$@" 2>/dev/null\n' "$WORK" > "$WORK/cg.sh"
