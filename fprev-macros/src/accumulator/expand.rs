@@ -79,14 +79,28 @@ pub fn expand(plan: &Plan, mut item: syn::ItemFn) -> (TokenStream, Option<syn::E
             __FPREV_ARRIVAL.arrive();
         });
     }
-    if !prelude.is_empty() {
-        let block = &item.block;
-        let stmts = &block.stmts;
-        item.block = syn::parse_quote_spanned! {block.brace_token.span.join()=>
-            { #prelude #(#stmts)* }
-        };
+    if prelude.is_empty() {
+        return (quote!(#item), errors);
     }
-    (quote!(#item), errors)
+    // Emitted as tokens, not parsed back (that was a second parse of the whole body):
+    // outer attributes and the signature, then the body with its inner attributes
+    // first, the prelude, and the statements.
+    let syn::ItemFn {
+        attrs,
+        vis,
+        sig,
+        block,
+    } = &item;
+    let (outer, inner): (Vec<&syn::Attribute>, Vec<&syn::Attribute>) = attrs
+        .iter()
+        .partition(|a| matches!(a.style, syn::AttrStyle::Outer));
+    let stmts = &block.stmts;
+    let mut body = proc_macro2::Group::new(
+        proc_macro2::Delimiter::Brace,
+        quote!(#(#inner)* #prelude #(#stmts)*),
+    );
+    body.set_span(block.brace_token.span.join());
+    (quote!(#(#outer)* #vis #sig #body), errors)
 }
 
 /// A frame's counters: one local per site counted in it, each merged into its site when

@@ -150,3 +150,26 @@ fn registration_by_path() {
         }
     ));
 }
+
+#[test]
+fn inner_attributes_stay_first_in_the_body() {
+    // The body is emitted as tokens (not parsed back): its inner attributes go before
+    // the prelude, the outer ones before the signature.
+    let out = super::accumulator(
+        quote!(),
+        quote! {
+            #[inline]
+            fn total(x: &[f64]) -> f64 {
+                #![allow(unused_mut)]
+                let mut s = 0.0;
+                for v in x { s += v; }
+                s
+            }
+        },
+    )
+    .to_string();
+    assert!(out.starts_with("# [inline] fn total"), "{out}");
+    let body = &out[out.find('{').expect("a body")..];
+    assert!(body.starts_with("{ # ! [allow (unused_mut)]"), "{out}");
+    assert!(body.contains("VarChain :: new"), "{out}");
+}
