@@ -283,6 +283,22 @@ fn hints_are_proved_or_refuted() {
     }
 }
 
+/// A target that sums by `hint` for its first two calls (the engine's check of a hint)
+/// and by `truth` after: a wrong hint that passes the first look, which only the proof
+/// of the guessed tree can refute.
+fn deceptive<T: ProbeFloat>(hint: &SumTree, truth: &SumTree) -> impl FnMut(&[T]) -> T {
+    let (hint, truth) = (hint.clone(), truth.clone());
+    let mut calls = 0;
+    move |x: &[T]| {
+        calls += 1;
+        if calls <= 2 {
+            hint.replay(x)
+        } else {
+            truth.replay(x)
+        }
+    }
+}
+
 /// A fused (exact, rounded once) target given a binary refinement of its own tree as a
 /// hint: every sibling relation agrees. The target even answers the guess's replay
 /// filter (its first two calls) as the hint would, so the probe proof alone must refute it.
@@ -292,15 +308,7 @@ fn check_refined_hint<T: ProbeFloat>(seed: u64, n: usize) {
     let mut r = rng(seed);
     let truth = random_tree(n, Shape::Mixed, &mut r);
     let hint = common::binary_refinement(&truth, &mut r);
-    let mut calls = 0;
-    let deceptive = |x: &[T]| {
-        calls += 1;
-        if calls <= 2 {
-            hint.replay(x)
-        } else {
-            truth.replay(x)
-        }
-    };
+    let deceptive = deceptive::<T>(&hint, &truth);
     let report = Reveal::new(n)
         .seed(seed)
         .hint(hint.clone())
@@ -429,18 +437,7 @@ fn check_regrafted_hint<T: ProbeFloat>(seed: u64, n: usize, shape: Shape) -> (bo
     let mut r = rng(seed);
     let truth = random_tree(n, shape, &mut r);
     let hint = common::binary_refinement(&regraft(&truth, &mut r), &mut r);
-    let deceptive = || {
-        let (truth, hint) = (truth.clone(), hint.clone());
-        let mut calls = 0;
-        move |x: &[T]| {
-            calls += 1;
-            if calls <= 2 {
-                hint.replay(x)
-            } else {
-                truth.replay(x)
-            }
-        }
-    };
+    let deceptive = || deceptive::<T>(&hint, &truth);
     let reveal = Reveal::new(n)
         .seed(seed)
         .hint(hint.clone())

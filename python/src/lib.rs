@@ -12,7 +12,7 @@ mod tree;
 use fprev_runtime::ops::{ElementOrders, ElementReveal, Shape};
 use fprev_runtime::reveal::{check_memory, Algorithm};
 use fprev_runtime::target::Products;
-use fprev_runtime::{Reveal, RevealReport, SumTree};
+use fprev_runtime::{Reveal, RevealError, RevealReport, SumTree};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
@@ -45,6 +45,23 @@ fn check_size(n: usize, dtype: &str, algorithm_name: &str) -> PyResult<()> {
         fprev_runtime::reveal::DEFAULT_MAX_MEMORY,
     )
     .map_err(errors::to_py)
+}
+
+/// What a revelation returns to Python: the callable's own exception first (when it
+/// raised, that is why the engine stopped), then the engine's error, else the tree and
+/// its report.
+fn answer<'py>(
+    py: Python<'py>,
+    result: Result<RevealReport, RevealError>,
+    failure: Option<PyErr>,
+    calls: u64,
+) -> PyResult<(Tree, Bound<'py, PyDict>)> {
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let report = result.map_err(errors::to_py)?;
+    let dict = report_dict(py, &report, calls)?;
+    Ok((Tree { tree: report.tree }, dict))
 }
 
 fn report_dict<'py>(py: Python<'py>, r: &RevealReport, calls: u64) -> PyResult<Bound<'py, PyDict>> {
@@ -105,12 +122,7 @@ fn reveal<'py>(
     dispatch!(input, acc, |I, T| {
         let mut target = PyTarget::<I, T>::new(call, args, buffer);
         let result = py.detach(|| config.run_target(&mut target));
-        if let Some(e) = target.failure.take(py) {
-            return Err(e);
-        }
-        let report = result.map_err(errors::to_py)?;
-        let dict = report_dict(py, &report, target.calls)?;
-        Ok((Tree { tree: report.tree }, dict))
+        answer(py, result, target.failure.take(py), target.calls)
     })
 }
 
@@ -146,12 +158,7 @@ fn reveal_products<'py>(
         let mut dot = PyDot::<I, T>::new(call, args, a, b);
         let result =
             py.detach(|| config.run_target(Products::new(|x: &[I], y: &[I]| dot.answer(x, y))));
-        if let Some(e) = dot.failure.take(py) {
-            return Err(e);
-        }
-        let report = result.map_err(errors::to_py)?;
-        let dict = report_dict(py, &report, dot.calls)?;
-        Ok((Tree { tree: report.tree }, dict))
+        answer(py, result, dot.failure.take(py), dot.calls)
     })
 }
 
