@@ -10,10 +10,9 @@
 use std::collections::HashSet;
 
 use proc_macro2::TokenStream;
-use quote::quote;
 
-use super::args::Args;
-use super::{chunks, classify, expand, validate};
+use super::tests::rewrite_both_ways;
+use super::{classify, validate};
 
 /// SplitMix64: a few lines, no dependency, enough to draw statements.
 struct Draw(u64);
@@ -162,11 +161,6 @@ fn pure_reductions_are_owned_and_poisoned_ones_never() {
 #[test]
 fn statement_by_statement_equals_the_whole_rewrite_on_generated_functions() {
     let (first, cases) = cases();
-    let args = Args::parse(TokenStream::new()).expect("no arguments");
-    let normalized = |t: &TokenStream| {
-        let file: syn::File = syn::parse2(t.clone()).expect("parses");
-        quote!(#file).to_string()
-    };
     let mut lazy_taken = 0;
     for seed in first..first + cases {
         let mut d = Draw(seed);
@@ -196,16 +190,9 @@ fn statement_by_statement_equals_the_whole_rewrite_on_generated_functions() {
         let item: TokenStream = text
             .parse()
             .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{text}"));
-        let whole = expand::whole(Args::parse(TokenStream::new()), item.clone())
-            .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{text}"));
-        if let Some(lazy) = chunks::rewrite(&args, &item) {
+        let context = format!("seed {seed} (rerun with FPREV_SEED={seed} FPREV_PROPTEST_CASES=1)");
+        if rewrite_both_ways(&TokenStream::new(), &item, &context).is_some() {
             lazy_taken += 1;
-            let lazy = lazy.unwrap_or_else(|e| panic!("seed {seed}: {e}\n{text}"));
-            assert_eq!(
-                normalized(&lazy),
-                normalized(&whole),
-                "seed {seed} (rerun with FPREV_SEED={seed} FPREV_PROPTEST_CASES=1):\n{text}"
-            );
         }
     }
     assert_eq!(lazy_taken, cases, "every generated function splits");

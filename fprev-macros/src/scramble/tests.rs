@@ -65,15 +65,29 @@ fn normalized(tokens: &TokenStream) -> String {
     }
 }
 
-fn check_snapshot(name: &str, args: TokenStream, item: TokenStream) {
-    let expanded = expand::scramble(args.clone(), item.clone()).expect("expands");
-    // The statement-by-statement path gives what parsing the whole item gives.
-    let whole = expand::whole(super::args::Args::parse(args), item).expect("expands");
+/// The statement-by-statement rewrite of `item`, checked to give what the whole-item
+/// rewrite gives; `None` when it declines (then only the whole-item path runs).
+pub(super) fn rewrite_both_ways(
+    args: &TokenStream,
+    item: &TokenStream,
+    context: &str,
+) -> Option<TokenStream> {
+    let parsed = super::args::Args::parse(args.clone()).expect("valid arguments");
+    let lazy =
+        super::chunks::rewrite(&parsed, item)?.unwrap_or_else(|e| panic!("{context}: {e}\n{item}"));
+    let whole = expand::whole(super::args::Args::parse(args.clone()), item.clone())
+        .unwrap_or_else(|e| panic!("{context}: {e}\n{item}"));
     assert_eq!(
-        normalized(&expanded),
+        normalized(&lazy),
         normalized(&whole),
-        "{name}: the two paths differ"
+        "{context}: the two paths differ on\n{item}"
     );
+    Some(lazy)
+}
+
+fn check_snapshot(name: &str, args: TokenStream, item: TokenStream) {
+    rewrite_both_ways(&args, &item, name);
+    let expanded = expand::scramble(args, item).expect("expands");
     let got = render(&expanded);
     let path = format!(
         "{}/src/scramble/snapshots/{name}.txt",
