@@ -88,11 +88,62 @@ pub mod private {
 
     #[inline(always)]
     fn is_float_name(name: &str) -> bool {
-        let name = name.trim_start_matches('&');
-        matches!(
-            name,
-            "f32" | "f64" | "half::binary16::f16" | "half::bfloat::bf16" | "mut f32" | "mut f64"
-        )
+        counted(name).is_some()
+    }
+
+    /// The float types whose chains are counted.
+    #[derive(Clone, Copy)]
+    enum Counted {
+        F64,
+        F32,
+        F16,
+        BF16,
+    }
+
+    impl Counted {
+        fn size(self) -> usize {
+            match self {
+                Counted::F64 => 8,
+                Counted::F32 => 4,
+                Counted::F16 | Counted::BF16 => 2,
+            }
+        }
+
+        /// The value at `p` and `2^p` of the type.
+        ///
+        /// # Safety
+        /// `p` points to a live, aligned value of this type.
+        unsafe fn read(self, p: *const u8) -> (f64, f64) {
+            // SAFETY: as the caller promises.
+            unsafe {
+                match self {
+                    Counted::F64 => (*(p as *const f64), 9007199254740992.0),
+                    Counted::F32 => (f64::from(*(p as *const f32)), 16777216.0),
+                    Counted::F16 => ((*(p as *const half::f16)).to_f64(), 2048.0),
+                    Counted::BF16 => ((*(p as *const half::bf16)).to_f64(), 256.0),
+                }
+            }
+        }
+    }
+
+    /// The counted float type a type's name names, and through how many references
+    /// (`&f64`, `&mut f32`: one). One list for [`is_float`] and [`exact_value`].
+    #[inline(always)]
+    fn counted(name: &str) -> Option<(Counted, usize)> {
+        let base = name.trim_start_matches('&');
+        let refs = name.len() - base.len();
+        let base = match refs {
+            0 => base,
+            _ => base.strip_prefix("mut ").unwrap_or(base),
+        };
+        let kind = match base {
+            "f64" => Counted::F64,
+            "f32" => Counted::F32,
+            "half::binary16::f16" => Counted::F16,
+            "half::bfloat::bf16" => Counted::BF16,
+            _ => return None,
+        };
+        Some((kind, refs))
     }
 
     /// The value of `x` and `2^p` of its type when its type is one of the float types
@@ -102,23 +153,17 @@ pub mod private {
     /// per operand, which kept a function dense in sites slow to build.
     #[inline]
     pub fn exact_value<T: ?Sized>(x: &T) -> Option<(f64, f64)> {
-        let name = core::any::type_name::<T>();
+        let (kind, refs) = counted(core::any::type_name::<T>())?;
         let size = core::mem::size_of_val(x);
         let p = x as *const T as *const u8;
-        let word = core::mem::size_of::<&f64>();
-        // SAFETY (each arm): the name is that of the primitive (or half) type read, and
-        // the size agrees; `x` is a live, aligned reference to a value of it.
+        // SAFETY: the name is that of the counted type (or of a reference to it), and
+        // the size agrees; `x` is a live, aligned reference, and a reference it holds
+        // points to a live, aligned value.
         unsafe {
-            match (name, size) {
-                ("f64", 8) => Some((*(p as *const f64), 9007199254740992.0)),
-                ("f32", 4) => Some((f64::from(*(p as *const f32)), 16777216.0)),
-                ("half::binary16::f16", 2) => Some(((*(p as *const half::f16)).to_f64(), 2048.0)),
-                ("half::bfloat::bf16", 2) => Some(((*(p as *const half::bf16)).to_f64(), 256.0)),
-                ("&f64" | "&mut f64", s) if s == word => {
-                    Some((**(p as *const &f64), 9007199254740992.0))
-                }
-                ("&f32" | "&mut f32", s) if s == word => {
-                    Some((f64::from(**(p as *const &f32)), 16777216.0))
+            match refs {
+                0 if size == kind.size() => Some(kind.read(p)),
+                1 if size == core::mem::size_of::<&f64>() => {
+                    Some(kind.read(*(p as *const *const u8)))
                 }
                 _ => None,
             }
@@ -186,6 +231,11 @@ mod tests {
         assert_eq!(exact_value(&&mut m), Some((-1.5, 9007199254740992.0)));
         assert_eq!(exact_value(&half::f16::from_f32(0.5)), Some((0.5, 2048.0)));
         assert_eq!(exact_value(&half::bf16::ONE), Some((1.0, 256.0)));
+        let mut h = half::f16::ONE;
+        assert_eq!(exact_value(&&mut h), Some((1.0, 2048.0)));
+        // Counted through any number of references, read through one.
+        assert!(is_float_type::<&&f64>());
+        assert_eq!(exact_value(&&&1.0f64), None);
         assert_eq!(exact_value(&7i32), None);
         assert_eq!(exact_value(&7u64), None);
         assert_eq!(exact_value(&[1.0f64, 2.0][..]), None);
