@@ -101,6 +101,7 @@ pub mod private {
     }
 
     impl Counted {
+        #[inline(always)]
         fn size(self) -> usize {
             match self {
                 Counted::F64 => 8,
@@ -113,6 +114,7 @@ pub mod private {
         ///
         /// # Safety
         /// `p` points to a live, aligned value of this type.
+        #[inline(always)]
         unsafe fn read(self, p: *const u8) -> (f64, f64) {
             // SAFETY: as the caller promises.
             unsafe {
@@ -151,7 +153,7 @@ pub mod private {
     /// monomorphized type, by the type's name and size, so generic code instantiated
     /// with a float is looked at too; one call per site instead of an autoref dispatch
     /// per operand, which kept a function dense in sites slow to build.
-    #[inline]
+    #[inline(always)]
     pub fn exact_value<T: ?Sized>(x: &T) -> Option<(f64, f64)> {
         let (kind, refs) = counted(core::any::type_name::<T>())?;
         let size = core::mem::size_of_val(x);
