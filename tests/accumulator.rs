@@ -108,6 +108,37 @@ fn non_float_sites_behave_as_written() {
     assert!(r.site("non_floats").is_none(), "{r}");
 }
 
+/// A `Sum` of float items that pulls them with `next()` (not `fold`): the chain is
+/// recorded when the iterator runs dry, and once.
+struct Total(f64);
+impl std::iter::Sum<f64> for Total {
+    fn sum<I: Iterator<Item = f64>>(mut iter: I) -> Total {
+        let mut t = 0.0;
+        for x in iter.by_ref() {
+            t += x;
+        }
+        // Asking again after the end must not record a second (empty) chain.
+        assert!(iter.next().is_none());
+        Total(t)
+    }
+}
+
+#[fprev::accumulator]
+fn pulled(x: &[f64]) -> f64 {
+    let t: Total = x.iter().map(|v| v * 2.0).sum();
+    t.0
+}
+
+#[test]
+fn sum_through_next() {
+    assert_eq!(pulled(&[1.0; 7]), 14.0);
+    assert_eq!(pulled(&[1.0; 3]), 6.0);
+    let r = report();
+    let s = r.site("pulled").unwrap();
+    assert_eq!(s.kind, SiteKind::Iterator);
+    assert_eq!((s.max_chain, s.chains, s.adds), (7, 2, 10));
+}
+
 /// Generic code counts its float instances only.
 #[fprev::accumulator]
 fn generic_sum<T: Copy + Default + std::ops::AddAssign>(xs: &[T]) -> T {

@@ -179,29 +179,49 @@ pub fn scramble(args: TokenStream, item: TokenStream) -> TokenStream {
 ///     static __FPREV_SITES: [Site; 1] = [Site::new(
 ///         concat!(module_path!(), "::", "dot"), file!(), 4u32, 9u32,
 ///         "s += a[i] * b[i]", SiteKind::Variable)];
-///     let mut __fprev_v0 = VarChain::new(&__FPREV_SITES[0]); // merged into the site on drop
+///     let mut __fprev_frame = (VarChain::new(&__FPREV_SITES[0]),); // merged on drop
 ///     let mut s = 0.0;
-///     if is_float(addr_of!(s)) { __fprev_v0.restart(0u64); }
+///     { __fprev_frame.0.restart_at(addr_of!(s), 0u64); }
 ///     for i in 0..a.len() {
 ///         {
 ///             let __fprev_rhs = a[i] * b[i];
 ///             s += __fprev_rhs;
-///             if is_float(addr_of!(s)) {
-///                 __fprev_v0.c += 1 + 0u64;
-///                 // whole-number terms and sums below 2^p: an exact counter
-///                 __fprev_v0.term(probe(&__fprev_rhs), probe(&s));
-///             }
-///         }
+///             // counted when `s` is a float: the chain grows by one, and the term and
+///             // the sum are looked at (whole numbers below 2^p: an exact counter)
+///             __fprev_frame.0.add(&__fprev_rhs, &s, 0u64);
+///         };
 ///     }
 ///     s
 /// }
 /// ```
 ///
-/// The counters are plain locals while the function runs, one per site, and are merged
-/// into the site's atomics once, when they drop (returns, early returns, `?` and
-/// unwinding alike). A closure captures the counter of each variable it captures, as it
-/// captures the variable (so edition-2015/2018 closures borrow nothing more), and counts
-/// what it declares in counters of its own, so a `Fn + Sync` closure (rayon) stays one.
+/// The counters are plain values while the function runs, held in one local per frame,
+/// and are merged into the sites' atomics once, when it drops (returns, early returns,
+/// `?` and unwinding alike). A closure captures the counter of each variable it captures,
+/// as it captures the variable: such a counter is a local of its own, so an
+/// edition-2015/2018 closure, which captures whole locals, borrows nothing more. What a
+/// closure declares it counts in a frame of its own, so a `Fn + Sync` closure (rayon)
+/// stays one.
+///
+/// ```edition2018
+/// #[fprev::accumulator]
+/// fn two_closures(x: &[f64]) -> (f64, f64) {
+///     let (mut a, mut b) = (0.0, 0.0);
+///     let mut add_a = |v: f64| a += v;
+///     let mut add_b = |v: f64| b += v;
+///     for &v in x {
+///         add_a(v);
+///         add_b(2.0 * v);
+///     }
+///     let mut c = 0.0;
+///     for &v in x {
+///         c += v;
+///     }
+///     (a + c, b)
+/// }
+/// # assert_eq!(two_closures(&[1.0, 2.0]), (6.0, 6.0));
+/// ```
+///
 /// Not rewritten: nested items, `move` closures, `async` blocks and macro invocations.
 ///
 /// # Registration

@@ -39,7 +39,7 @@ mod rewrite;
 mod running;
 
 pub use collect::Collector;
-pub use rewrite::{place_counter, var_counter, Rewriter, Scope};
+pub use rewrite::{var_counter, Rewriter, Scope};
 pub use running::running;
 
 use proc_macro2::Span;

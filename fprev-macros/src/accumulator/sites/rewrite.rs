@@ -21,14 +21,18 @@ struct Chain {
 
 /// The counters of one frame: the function's, or a closure's own (so that a closure
 /// keeps its `Fn`/`Sync`-ness: it never captures the function's counters for variables
-/// and places of its own). Each counter is a local of its own (`__fprev_v<k>`,
-/// `__fprev_p<k>`), so a closure captures exactly the counters of the variables it
-/// captures, in every edition.
+/// and places of its own). The rewrite names each counter `__fprev_v<k>` or
+/// `__fprev_p<k>`; [`frame_decl`](super::super::expand::frame_decl) then puts the
+/// counters only this frame uses in one tuple, and keeps a local of its own for each
+/// counter a nested closure uses, so a closure captures exactly the counters of the
+/// variables it captures, in every edition.
 pub struct Scope {
     /// Names declared inside (None: the function, which owns every other name).
     declared: Option<HashSet<String>>,
     /// Variable sites counted in this frame.
     pub vars: BTreeSet<usize>,
+    /// Variable sites of this frame that a nested closure uses.
+    pub captured: BTreeSet<usize>,
     /// Place sites counted in this frame.
     pub places: BTreeSet<usize>,
 }
@@ -38,6 +42,7 @@ impl Scope {
         Scope {
             declared,
             vars: BTreeSet::new(),
+            captured: BTreeSet::new(),
             places: BTreeSet::new(),
         }
     }
@@ -53,7 +58,7 @@ pub fn var_counter(k: usize) -> syn::Ident {
 }
 
 /// The local counting place site `k`.
-pub fn place_counter(k: usize) -> syn::Ident {
+fn place_counter(k: usize) -> syn::Ident {
     syn::Ident::new(&format!("__fprev_p{k}"), Span::mixed_site())
 }
 
@@ -76,6 +81,8 @@ pub struct Rewriter<'a> {
     pub statics: syn::Ident,
     /// The function's frame first, then the closures being visited.
     pub scopes: Vec<Scope>,
+    /// Where each counter kept in a frame's tuple sits in it, by site.
+    pub slots: HashMap<usize, usize>,
 }
 
 impl Rewriter<'_> {
@@ -91,6 +98,9 @@ impl Rewriter<'_> {
             })
             .unwrap_or(0);
         self.scopes[i].vars.insert(k);
+        if i + 1 < self.scopes.len() {
+            self.scopes[i].captured.insert(k);
+        }
         var_counter(k)
     }
 
@@ -275,9 +285,14 @@ impl VisitMut for Rewriter<'_> {
         visit_mut::visit_expr_closure_mut(self, c);
         let scope = self.scopes.pop().expect("pushed above");
         if !scope.is_empty() {
-            let decl = super::super::expand::frame_decl(self.krate, &self.statics, &scope);
+            let decl = super::super::expand::frame_decl(
+                self.krate,
+                &self.statics,
+                &scope,
+                &mut self.slots,
+            );
             let body = &c.body;
-            *c.body = syn::parse_quote_spanned! {body.span()=> { #decl #body } };
+            *c.body = Expr::Verbatim(quote_spanned! {body.span()=> { #decl #body } });
         }
     }
     fn visit_expr_async_mut(&mut self, _: &mut syn::ExprAsync) {}
