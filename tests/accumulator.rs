@@ -139,6 +139,68 @@ fn sum_through_next() {
     assert_eq!((s.max_chain, s.chains, s.adds), (7, 2, 10));
 }
 
+/// Closures that declare the same accumulator name beside different ones: each
+/// closure's frame keeps its own counters, and a counter a closure captures stays
+/// apart from the tuples.
+#[fprev::accumulator]
+fn same_names(m: &[Vec<f64>]) -> (f64, f64, f64) {
+    // `q` is the first accumulator: the second closure's frame holds `q` before `s`,
+    // the first closure's holds `s` alone.
+    let mut q = 0.0;
+    q += 0.5;
+    let firsts: f64 = m
+        .iter()
+        .map(|row| {
+            let mut s = 0.0;
+            for v in row {
+                s += v;
+            }
+            s
+        })
+        .fold(0.0, |a, b| a.max(b));
+    let both: f64 = m
+        .iter()
+        .map(|row| {
+            let mut q = 0.0;
+            let mut s = 0.0;
+            for v in row {
+                q += 2.0 * v;
+                s -= v;
+            }
+            q + s
+        })
+        .fold(0.0, |a, b| a.max(b));
+    let mut add_q = |v: f64| q += v;
+    for row in m {
+        add_q(row[0]);
+    }
+    (firsts, both, q)
+}
+
+#[test]
+fn same_names_in_two_closures() {
+    let m = vec![vec![1.0; 6]; 4];
+    assert_eq!(same_names(&m), (6.0, 6.0, 4.5));
+    let r = report();
+    let sites: Vec<_> = r
+        .sites
+        .iter()
+        .filter(|s| s.function.ends_with("same_names"))
+        .collect();
+    let by_text = |t: &str| {
+        sites
+            .iter()
+            .find(|s| s.expr == t)
+            .unwrap_or_else(|| panic!("no site {t}: {r}"))
+    };
+    // `s` of both closures: one site, chains of 6 in each of 8 rows.
+    assert_eq!(by_text("s += v").max_chain, 6);
+    assert_eq!(by_text("s += v").adds, 48);
+    // `q`: the function's (1, then 4 through add_q) and the second closure's (6 per row).
+    assert_eq!(by_text("q += 0.5").max_chain, 6);
+    assert_eq!(by_text("q += 0.5").adds, 1 + 24 + 4);
+}
+
 /// Generic code counts its float instances only.
 #[fprev::accumulator]
 fn generic_sum<T: Copy + Default + std::ops::AddAssign>(xs: &[T]) -> T {

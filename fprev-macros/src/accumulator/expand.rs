@@ -1,14 +1,12 @@
 //! Code generation for `#[accumulator]`: the rewritten function, its sites and frame,
 //! and the registration.
 
-use std::collections::HashMap;
-
-use proc_macro2::{Group, Span, TokenStream, TokenTree};
+use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::visit_mut::VisitMut;
 
 use super::args::Op;
-use super::sites::{var_counter, Collector, Kind, Rewriter, Scope};
+use super::sites::{frame_ident, var_counter, Collector, Kind, Rewriter, Scope};
 use super::validate::{Plan, Registration};
 
 /// Rewrite `item` according to `plan`. Returns the errors found in the body (`#[acc]`
@@ -32,7 +30,7 @@ pub fn expand(plan: &Plan, mut item: syn::ItemFn) -> (TokenStream, Option<syn::E
         vars: collector.vars,
         statics: statics.clone(),
         scopes: vec![Scope::new(None)],
-        slots: HashMap::new(),
+        captured: collector.captured,
     };
     rw.visit_block_mut(&mut item.block);
     let sites = rw.sites;
@@ -68,7 +66,7 @@ pub fn expand(plan: &Plan, mut item: syn::ItemFn) -> (TokenStream, Option<syn::E
             static #statics: [#krate::__private::chains::Site; #n] = [#(#entries),*];
         });
         if !root.is_empty() {
-            prelude.extend(frame_decl(krate, &statics, &root, &mut rw.slots));
+            prelude.extend(frame_decl(krate, &statics, &root));
         }
     }
     // The registration goes inside the body: valid wherever a function is (a `const _`
@@ -98,10 +96,9 @@ pub fn expand(plan: &Plan, mut item: syn::ItemFn) -> (TokenStream, Option<syn::E
         .iter()
         .partition(|a| matches!(a.style, syn::AttrStyle::Outer));
     let stmts = &block.stmts;
-    let stmts = in_frames(quote!(#(#stmts)*), &rw.slots);
     let mut body = proc_macro2::Group::new(
         proc_macro2::Delimiter::Brace,
-        quote!(#(#inner)* #prelude #stmts),
+        quote!(#(#inner)* #prelude #(#stmts)*),
     );
     body.set_span(block.brace_token.span.join());
     (quote!(#(#outer)* #vis #sig #body), errors)
@@ -109,90 +106,34 @@ pub fn expand(plan: &Plan, mut item: syn::ItemFn) -> (TokenStream, Option<syn::E
 
 /// A frame's counters, each merged into its site when dropped (also on early return,
 /// `?` and panic): one tuple, `__fprev_frame`, for the counters only this frame uses,
-/// and a local of its own for each counter a nested closure uses (an edition-2018
-/// closure captures a whole tuple, which would conflict with every other use of it).
+/// and a local of its own for each counter a closure uses (see [`Scope`]).
 ///
 /// One local with drop glue rather than one per site: the borrow checker traces every
 /// local that needs dropping through the whole function, and a 2,000-line function with
 /// 195 counters took 2.6x its plain compile time with a local per counter.
-pub fn frame_decl(
-    krate: &TokenStream,
-    statics: &syn::Ident,
-    scope: &Scope,
-    slots: &mut HashMap<usize, usize>,
-) -> TokenStream {
-    let var = |k: usize| quote!(#krate::__private::chains::VarChain::new(&#statics[#k]));
-    let place = |k: usize| quote!(#krate::__private::chains::PlaceChain::new(&#statics[#k]));
-    let own: Vec<TokenStream> = scope
-        .vars
-        .iter()
-        .filter(|k| !scope.captured.contains(k))
-        .map(|&k| (k, var(k)))
-        .chain(scope.places.iter().map(|&k| (k, place(k))))
-        .enumerate()
-        .map(|(slot, (k, new))| {
-            slots.insert(k, slot);
-            new
-        })
-        .collect();
-    let frame = own.is_empty().then(TokenStream::new).unwrap_or_else(|| {
-        let f = frame_ident();
+pub fn frame_decl(krate: &TokenStream, statics: &syn::Ident, scope: &Scope) -> TokenStream {
+    let new = |k: usize, kind: Kind| match kind {
+        Kind::Place => quote!(#krate::__private::chains::PlaceChain::new(&#statics[#k])),
+        _ => quote!(#krate::__private::chains::VarChain::new(&#statics[#k])),
+    };
+    let frame = (!scope.members.is_empty()).then(|| {
+        let (f, members) = (
+            frame_ident(),
+            scope.members.iter().map(|&(k, kind)| new(k, kind)),
+        );
         quote! {
             #[allow(unused_mut, unused_variables)]
-            let mut #f = (#(#own,)*);
+            let mut #f = (#(#members,)*);
         }
     });
     let captured = scope.captured.iter().map(|&k| {
-        let (v, new) = (var_counter(k), var(k));
+        let (v, new) = (var_counter(k), new(k, Kind::Variable));
         quote! {
             #[allow(unused_mut, unused_variables)]
             let mut #v = #new;
         }
     });
     quote!(#frame #(#captured)*)
-}
-
-fn frame_ident() -> syn::Ident {
-    syn::Ident::new("__fprev_frame", Span::mixed_site())
-}
-
-/// The rewritten statements with every counter kept in a frame's tuple named by its
-/// place there (`__fprev_v3` becomes `__fprev_frame.0`). Site numbers are unique in the
-/// function, and a closure's frame shadows its function's only inside the closure,
-/// where the function's tuple is never named.
-fn in_frames(tokens: TokenStream, slots: &HashMap<usize, usize>) -> TokenStream {
-    if slots.is_empty() {
-        return tokens;
-    }
-    let mut out = TokenStream::new();
-    for tt in tokens {
-        match tt {
-            TokenTree::Group(g) => {
-                let mut new = Group::new(g.delimiter(), in_frames(g.stream(), slots));
-                new.set_span(g.span());
-                out.extend([TokenTree::Group(new)]);
-            }
-            TokenTree::Ident(i) => match counter_site(&i).and_then(|k| slots.get(&k)) {
-                Some(&slot) => {
-                    let (f, slot) = (frame_ident(), syn::Index::from(slot));
-                    out.extend(quote!(#f . #slot));
-                }
-                None => out.extend([TokenTree::Ident(i)]),
-            },
-            tt => out.extend([tt]),
-        }
-    }
-    out
-}
-
-/// `k` of a counter's name, `__fprev_v<k>` or `__fprev_p<k>`.
-fn counter_site(i: &proc_macro2::Ident) -> Option<usize> {
-    let name = i.to_string();
-    let rest = name.strip_prefix("__fprev_")?;
-    rest.strip_prefix('v')
-        .or_else(|| rest.strip_prefix('p'))?
-        .parse()
-        .ok()
 }
 
 fn register(krate: &TokenStream, ident: &syn::Ident, r: &Registration) -> TokenStream {

@@ -39,8 +39,10 @@ mod rewrite;
 mod running;
 
 pub use collect::Collector;
-pub use rewrite::{var_counter, Rewriter, Scope};
+pub use rewrite::{frame_ident, var_counter, Rewriter, Scope};
+
 pub use running::running;
+use std::collections::HashSet;
 
 use proc_macro2::Span;
 use quote::ToTokens;
@@ -125,6 +127,37 @@ fn closure_opens(s: &str) -> bool {
         || before.ends_with(['(', '[', '{', ',', '='])
         || before.ends_with(" move")
         || before == "move"
+}
+
+/// What a closure's body names: every name bound by a pattern inside it (parameters,
+/// `let`s, arms, loops, nested closures included) and every one-segment path it uses.
+/// Nested items are not entered.
+#[derive(Default)]
+pub struct ClosureNames {
+    pub declared: HashSet<String>,
+    pub mentioned: HashSet<String>,
+}
+
+impl ClosureNames {
+    pub fn of(c: &syn::ExprClosure) -> ClosureNames {
+        let mut names = ClosureNames::default();
+        syn::visit::Visit::visit_expr_closure(&mut names, c);
+        names
+    }
+}
+
+impl<'a> syn::visit::Visit<'a> for ClosureNames {
+    fn visit_pat_ident(&mut self, p: &'a syn::PatIdent) {
+        self.declared.insert(p.ident.to_string());
+        syn::visit::visit_pat_ident(self, p);
+    }
+    fn visit_expr_path(&mut self, p: &'a syn::ExprPath) {
+        if p.qself.is_none() && p.path.segments.len() == 1 {
+            self.mentioned.insert(p.path.segments[0].ident.to_string());
+        }
+        syn::visit::visit_expr_path(self, p);
+    }
+    fn visit_item(&mut self, _: &'a syn::Item) {}
 }
 
 /// The identifier of a one-segment path expression (`s`), if that is what `e` is.

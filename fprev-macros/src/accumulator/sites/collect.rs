@@ -7,7 +7,7 @@ use syn::spanned::Spanned;
 use syn::visit_mut::{self, VisitMut};
 use syn::{BinOp, Expr, Pat, Stmt};
 
-use super::{expr_attrs_mut, extends, ident_of, is_acc_attr, text_of, Kind, Site};
+use super::{expr_attrs_mut, extends, ident_of, is_acc_attr, text_of, ClosureNames, Kind, Site};
 use crate::syntax::integer_term;
 
 /// First pass: the accumulator variables, in source order, each with its site.
@@ -18,6 +18,10 @@ pub struct Collector {
     /// Variables some update of which adds a term that is not an integer by its syntax,
     /// or that `#[acc]` marks: the others are integer counters ([`Self::finish`]).
     maybe_float: HashSet<String>,
+    /// Names some closure uses without declaring them: the counters of such variables
+    /// are captured by a closure, so they cannot live in a frame's tuple (which an
+    /// edition-2018 closure would capture whole).
+    pub captured: HashSet<String>,
 }
 
 impl Collector {
@@ -27,6 +31,7 @@ impl Collector {
             vars: HashMap::new(),
             errors: Vec::new(),
             maybe_float: HashSet::new(),
+            captured: HashSet::new(),
         }
     }
 
@@ -78,6 +83,9 @@ impl VisitMut for Collector {
     skip_constant_contexts!();
     fn visit_expr_closure_mut(&mut self, c: &mut syn::ExprClosure) {
         if c.capture.is_none() {
+            let names = ClosureNames::of(c);
+            self.captured
+                .extend(names.mentioned.difference(&names.declared).cloned());
             visit_mut::visit_expr_closure_mut(self, c);
         }
     }

@@ -9,7 +9,8 @@ use syn::visit_mut::{self, VisitMut};
 use syn::{BinOp, Expr, Stmt};
 
 use super::{
-    bound_names, extends, ident_of, is_assign_op, iterator_site, pure_place, text_of, Kind, Site,
+    bound_names, extends, ident_of, is_assign_op, iterator_site, pure_place, text_of, ClosureNames,
+    Kind, Site,
 };
 
 /// Defour's rule for an expression, as a constant plus the chain counters of the
@@ -21,56 +22,55 @@ struct Chain {
 
 /// The counters of one frame: the function's, or a closure's own (so that a closure
 /// keeps its `Fn`/`Sync`-ness: it never captures the function's counters for variables
-/// and places of its own). The rewrite names each counter `__fprev_v<k>` or
-/// `__fprev_p<k>`; [`frame_decl`](super::super::expand::frame_decl) then puts the
-/// counters only this frame uses in one tuple, and keeps a local of its own for each
-/// counter a nested closure uses, so a closure captures exactly the counters of the
-/// variables it captures, in every edition.
+/// and places of its own). The counters only this frame uses sit in one tuple,
+/// `__fprev_frame`, in the order they are first used; the counter of a variable some
+/// closure uses is a local of its own (`__fprev_v<k>`), so a closure captures exactly
+/// the counters of the variables it captures, in every edition (an edition-2018 closure
+/// captures a whole local, and a shared tuple would conflict with every other use).
 pub struct Scope {
     /// Names declared inside (None: the function, which owns every other name).
     declared: Option<HashSet<String>>,
-    /// Variable sites counted in this frame.
-    pub vars: BTreeSet<usize>,
-    /// Variable sites of this frame that a nested closure uses.
+    /// The tuple's counters, in order: site and kind.
+    pub members: Vec<(usize, Kind)>,
+    slots: HashMap<usize, usize>,
+    /// Variable sites of this frame counted in locals of their own.
     pub captured: BTreeSet<usize>,
-    /// Place sites counted in this frame.
-    pub places: BTreeSet<usize>,
 }
 
 impl Scope {
     pub fn new(declared: Option<HashSet<String>>) -> Scope {
         Scope {
             declared,
-            vars: BTreeSet::new(),
+            members: Vec::new(),
+            slots: HashMap::new(),
             captured: BTreeSet::new(),
-            places: BTreeSet::new(),
         }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.vars.is_empty() && self.places.is_empty()
+        self.members.is_empty() && self.captured.is_empty()
+    }
+
+    /// `__fprev_frame.<slot>`: site `k`'s counter in this frame's tuple.
+    fn member(&mut self, k: usize, kind: Kind) -> TokenStream {
+        let next = self.members.len();
+        let slot = *self.slots.entry(k).or_insert(next);
+        if slot == next {
+            self.members.push((k, kind));
+        }
+        let (f, slot) = (frame_ident(), syn::Index::from(slot));
+        quote!(#f . #slot)
     }
 }
 
-/// The local counting variable site `k`.
+/// The local holding a frame's tuple of counters.
+pub fn frame_ident() -> syn::Ident {
+    syn::Ident::new("__fprev_frame", Span::mixed_site())
+}
+
+/// The local counting variable site `k` when a closure uses it.
 pub fn var_counter(k: usize) -> syn::Ident {
     syn::Ident::new(&format!("__fprev_v{k}"), Span::mixed_site())
-}
-
-/// The local counting place site `k`.
-fn place_counter(k: usize) -> syn::Ident {
-    syn::Ident::new(&format!("__fprev_p{k}"), Span::mixed_site())
-}
-
-/// Every name bound by a pattern inside a closure (parameters, `let`s, arms, loops).
-struct Declared(HashSet<String>);
-
-impl VisitMut for Declared {
-    fn visit_pat_ident_mut(&mut self, p: &mut syn::PatIdent) {
-        self.0.insert(p.ident.to_string());
-        visit_mut::visit_pat_ident_mut(self, p);
-    }
-    fn visit_item_mut(&mut self, _: &mut syn::Item) {}
 }
 
 /// Second pass: rewrite every site.
@@ -81,13 +81,14 @@ pub struct Rewriter<'a> {
     pub statics: syn::Ident,
     /// The function's frame first, then the closures being visited.
     pub scopes: Vec<Scope>,
-    /// Where each counter kept in a frame's tuple sits in it, by site.
-    pub slots: HashMap<usize, usize>,
+    /// Names some closure uses without declaring them (the collector's).
+    pub captured: HashSet<String>,
 }
 
 impl Rewriter<'_> {
-    /// The frame that counts variable `name` (site `k`), recording that it does.
-    fn var_frame(&mut self, k: usize, name: &str) -> syn::Ident {
+    /// The counter of variable `name` (site `k`) in the frame that owns it, recording
+    /// that it is used.
+    fn var_frame(&mut self, k: usize, name: &str) -> TokenStream {
         let i = (0..self.scopes.len())
             .rev()
             .find(|&i| {
@@ -97,11 +98,14 @@ impl Rewriter<'_> {
                     .is_none_or(|d| d.contains(name))
             })
             .unwrap_or(0);
-        self.scopes[i].vars.insert(k);
-        if i + 1 < self.scopes.len() {
+        // A use from a nested closure is always one the collector saw (the closure
+        // names the variable and does not declare it); a local of its own is correct
+        // whatever the closure's edition.
+        if self.captured.contains(name) || i + 1 < self.scopes.len() {
             self.scopes[i].captured.insert(k);
+            return var_counter(k).into_token_stream();
         }
-        var_counter(k)
+        self.scopes[i].member(k, Kind::Variable)
     }
 
     fn chain(&self, e: &Expr) -> Chain {
@@ -231,8 +235,7 @@ impl Rewriter<'_> {
     fn rewrite_place(&mut self, e: &Expr, place: &Expr) -> Expr {
         let k = self.new_site(Kind::Place, e);
         let scope = self.scopes.last_mut().expect("the function's frame");
-        scope.places.insert(k);
-        let f = place_counter(k);
+        let f = scope.member(k, Kind::Place);
         let (r, p) = (
             quote_spanned!(Span::mixed_site()=> __fprev_rhs),
             quote_spanned!(Span::mixed_site()=> __fprev_place),
@@ -279,18 +282,12 @@ impl VisitMut for Rewriter<'_> {
         if c.capture.is_some() {
             return;
         }
-        let mut declared = Declared(HashSet::new());
-        declared.visit_expr_closure_mut(&mut c.clone());
-        self.scopes.push(Scope::new(Some(declared.0)));
+        self.scopes
+            .push(Scope::new(Some(ClosureNames::of(c).declared)));
         visit_mut::visit_expr_closure_mut(self, c);
         let scope = self.scopes.pop().expect("pushed above");
         if !scope.is_empty() {
-            let decl = super::super::expand::frame_decl(
-                self.krate,
-                &self.statics,
-                &scope,
-                &mut self.slots,
-            );
+            let decl = super::super::expand::frame_decl(self.krate, &self.statics, &scope);
             let body = &c.body;
             *c.body = Expr::Verbatim(quote_spanned! {body.span()=> { #decl #body } });
         }
