@@ -175,21 +175,43 @@ pub mod private {
     /// Autoref dispatch for `.sum()` / `.fold(..)` receivers: an iterator is wrapped in a
     /// [`CountingIter`], anything else is handed back untouched (no trait needed from the
     /// user's type).
+    ///
+    /// The iterator case takes the wrapper by value and moves the iterator out by
+    /// pattern, and the site comes as the function's table and a constant index, so a
+    /// site costs its caller no generic helper (`Option::take`, a constructor) and no
+    /// bounds check of its own; only the fallback, a step later in method lookup, takes
+    /// it by `&mut`.
     pub struct Wrap<T>(pub Option<T>);
 
     /// Not public API. Used by generated code.
     pub trait ViaIterator {
         /// The counting iterator.
         type Out;
-        /// Wrap the iterator.
-        fn __fprev_count(self, site: &'static Site) -> Self::Out;
+        /// Wrap the iterator, counting into site `index` of `sites`.
+        fn __fprev_count<const N: usize>(
+            self,
+            sites: &'static [Site; N],
+            index: usize,
+        ) -> Self::Out;
     }
 
     impl<I: Iterator> ViaIterator for Wrap<I> {
         type Out = CountingIter<I>;
         #[inline(always)]
-        fn __fprev_count(mut self, site: &'static Site) -> CountingIter<I> {
-            CountingIter::new(self.0.take().expect("fprev: wrapped twice"), site)
+        fn __fprev_count<const N: usize>(
+            self,
+            sites: &'static [Site; N],
+            index: usize,
+        ) -> CountingIter<I> {
+            match self {
+                Wrap(Some(inner)) => CountingIter {
+                    inner,
+                    count: 0,
+                    site: &sites[index],
+                    float: is_float_type::<I::Item>(),
+                },
+                Wrap(None) => unreachable!("fprev: wrapped once"),
+            }
         }
     }
 
@@ -198,14 +220,21 @@ pub mod private {
         /// The receiver itself.
         type Out;
         /// Hand the receiver back.
-        fn __fprev_count(self, site: &'static Site) -> Self::Out;
+        fn __fprev_count<const N: usize>(
+            &mut self,
+            sites: &'static [Site; N],
+            index: usize,
+        ) -> Self::Out;
     }
 
-    impl<T> ViaOther for &mut Wrap<T> {
+    impl<T> ViaOther for Wrap<T> {
         type Out = T;
         #[inline(always)]
-        fn __fprev_count(self, _site: &'static Site) -> T {
-            self.0.take().expect("fprev: wrapped twice")
+        fn __fprev_count<const N: usize>(&mut self, _: &'static [Site; N], _: usize) -> T {
+            match self.0.take() {
+                Some(v) => v,
+                None => unreachable!("fprev: wrapped once"),
+            }
         }
     }
 }

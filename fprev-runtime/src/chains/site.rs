@@ -265,13 +265,14 @@ pub struct VarChain {
 }
 
 impl VarChain {
-    /// A counter for `site`.
+    /// A counter for site `index` of the function's table `sites` (a table and a
+    /// constant, so the caller pays no bounds check per counter).
     #[inline(always)]
-    pub fn new(site: &'static Site) -> Self {
+    pub fn new<const N: usize>(sites: &'static [Site; N], index: usize) -> Self {
         VarChain {
             c: 0,
             stats: ChainStats::default(),
-            site,
+            site: &sites[index],
         }
     }
 
@@ -345,13 +346,13 @@ pub struct PlaceChain {
 }
 
 impl PlaceChain {
-    /// The chains of `site`.
+    /// The chains of site `index` of the function's table `sites`.
     #[inline(always)]
-    pub fn new(site: &'static Site) -> Self {
+    pub fn new<const N: usize>(sites: &'static [Site; N], index: usize) -> Self {
         PlaceChain {
             places: PlaceChains::default(),
             stats: ChainStats::default(),
-            site,
+            site: &sites[index],
         }
     }
 
@@ -403,24 +404,13 @@ impl Drop for PlaceChain {
 /// when [`next`](Iterator::next) returns `None`. It has no `Drop`: a temporary with drop
 /// glue in a long function makes the borrow checker trace it through the whole function
 /// (about 40 M compiler instructions per site on a 2,000-line function).
+/// Built by the generated code's dispatch (`Wrap`), which knows whether the receiver is
+/// an iterator.
 pub struct CountingIter<I> {
-    inner: I,
-    count: u64,
-    site: &'static Site,
-    float: bool,
-}
-
-impl<I: Iterator> CountingIter<I> {
-    /// Wrap `inner`.
-    #[inline(always)]
-    pub fn new(inner: I, site: &'static Site) -> Self {
-        CountingIter {
-            inner,
-            count: 0,
-            site,
-            float: super::private::is_float_type::<I::Item>(),
-        }
-    }
+    pub(super) inner: I,
+    pub(super) count: u64,
+    pub(super) site: &'static Site,
+    pub(super) float: bool,
 }
 
 impl<I: Iterator> Iterator for CountingIter<I> {

@@ -264,14 +264,11 @@ impl Rewriter<'_> {
         let krate = self.krate;
         let statics = &self.statics;
         let recv = &m.receiver;
-        m.receiver = syn::parse_quote_spanned! {recv.span()=>
-            {
-                #[allow(unused_imports)]
-                use #krate::__private::chains::{ViaIterator as _, ViaOther as _};
-                #krate::__private::chains::Wrap(#krate::__private::core::option::Option::Some(#recv))
-                    .__fprev_count(&#statics[#k])
-            }
-        };
+        // The dispatch traits are imported once, at the top of the body.
+        *m.receiver = Expr::Verbatim(quote_spanned! {recv.span()=>
+            #krate::__private::chains::Wrap(#krate::__private::core::option::Option::Some(#recv))
+                .__fprev_count(&#statics, #k)
+        });
     }
 }
 
