@@ -201,6 +201,157 @@ fn same_names_in_two_closures() {
     assert_eq!(by_text("q += 0.5").adds, 1 + 24 + 4);
 }
 
+/// Exits: `?` (the frame merges on drop), a macro that may hide a `return` (likewise), a
+/// function without a value, and a `return` in every branch; every chain is merged once
+/// whichever way the call leaves.
+#[fprev::accumulator]
+fn parsed_total(xs: &[&str]) -> Result<f64, std::num::ParseFloatError> {
+    let mut s = 0.0;
+    for x in xs {
+        s += x.parse::<f64>()?;
+    }
+    Ok(s)
+}
+
+macro_rules! bail_if_negative {
+    ($v:expr) => {
+        if $v < 0.0 {
+            return -1.0;
+        }
+    };
+}
+
+#[fprev::accumulator]
+fn guarded_total(xs: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for &x in xs {
+        bail_if_negative!(x);
+        s += x;
+    }
+    s
+}
+
+#[fprev::accumulator]
+fn into_out(xs: &[f64], out: &mut f64) {
+    let mut s = 0.0;
+    for &x in xs {
+        s += x;
+    }
+    *out = s;
+}
+
+#[fprev::accumulator]
+#[allow(clippy::needless_return)]
+fn branches(xs: &[f64], half: bool) -> f64 {
+    let mut s = 0.0;
+    for &x in xs {
+        s += x;
+    }
+    if half {
+        return s / 2.0;
+    } else {
+        return s;
+    }
+}
+
+#[test]
+fn every_exit_merges() {
+    assert_eq!(parsed_total(&["1", "2", "3"]), Ok(6.0));
+    assert!(parsed_total(&["1", "2", "x", "4"]).is_err());
+    assert_eq!(guarded_total(&[1.0; 5]), 5.0);
+    assert_eq!(guarded_total(&[1.0, 1.0, -1.0, 1.0]), -1.0);
+    let mut out = 0.0;
+    into_out(&[1.0; 7], &mut out);
+    assert_eq!(out, 7.0);
+    assert_eq!(branches(&[1.0; 4], true), 2.0);
+    assert_eq!(branches(&[1.0; 3], false), 3.0);
+    let r = report();
+    let site = |f: &str| {
+        r.site(f)
+            .unwrap_or_else(|| panic!("no site in {f}: {r}"))
+            .clone()
+    };
+    // The `?` exit merged the two additions before it.
+    let p = site("parsed_total");
+    assert_eq!((p.max_chain, p.chains, p.adds), (3, 2, 5));
+    let g = site("guarded_total");
+    assert_eq!((g.max_chain, g.chains, g.adds), (5, 2, 7));
+    let o = site("into_out");
+    assert_eq!((o.max_chain, o.chains, o.adds), (7, 1, 7));
+    let b = site("branches");
+    assert_eq!((b.max_chain, b.chains, b.adds), (4, 2, 7));
+}
+
+/// A user type that is not `Copy`, added into a variable and into a place: the term is
+/// moved by the addition, so it is looked at before (not counted: not a float).
+#[derive(Clone, Debug, PartialEq)]
+struct Poly(Vec<f64>);
+impl std::ops::AddAssign for Poly {
+    fn add_assign(&mut self, o: Poly) {
+        for (a, b) in self.0.iter_mut().zip(o.0) {
+            *a += b;
+        }
+    }
+}
+impl std::ops::SubAssign for Poly {
+    fn sub_assign(&mut self, o: Poly) {
+        for (a, b) in self.0.iter_mut().zip(o.0) {
+            *a -= b;
+        }
+    }
+}
+
+#[fprev::accumulator]
+fn poly_sums(ps: &[Poly]) -> (Poly, Vec<Poly>) {
+    let mut s = Poly(vec![0.0; 2]);
+    let mut out = vec![Poly(vec![0.0; 2])];
+    for p in ps {
+        s += p.clone();
+        out[0] -= p.clone();
+    }
+    (s, out)
+}
+
+#[test]
+fn terms_that_are_not_copy() {
+    let (s, out) = poly_sums(&[Poly(vec![1.0, 2.0]), Poly(vec![3.0, 4.0])]);
+    assert_eq!(s, Poly(vec![4.0, 6.0]));
+    assert_eq!(out, vec![Poly(vec![-4.0, -6.0])]);
+    let r = report();
+    assert!(r.site("poly_sums").is_none(), "{r}");
+}
+
+/// A frame merged on drop (the function uses `?`) whose updates read other counters'
+/// chains, in the function and in a closure that captures its accumulator.
+#[fprev::accumulator]
+fn chained(xs: &[&str]) -> Result<f64, std::num::ParseFloatError> {
+    let mut total = 0.0;
+    let mut s = 0.0;
+    for x in xs {
+        s += x.parse::<f64>()?;
+    }
+    total += s;
+    let mut double_then_add = |v: f64| {
+        total = total + total;
+        total += v;
+    };
+    double_then_add(1.0);
+    Ok(total)
+}
+
+#[test]
+fn chains_read_across_counters() {
+    assert_eq!(chained(&["1", "2"]), Ok(7.0));
+    let r = report();
+    let t = r
+        .sites
+        .iter()
+        .find(|s| s.function.ends_with("chained") && s.expr == "total += s")
+        .unwrap_or_else(|| panic!("{r}"));
+    // 1 + s's 2 = 3; `total + total` by Defour's rule 3 + 3 + 1 = 7; `+= v` 8.
+    assert_eq!(t.max_chain, 8);
+}
+
 /// Generic code counts its float instances only.
 #[fprev::accumulator]
 fn generic_sum<T: Copy + Default + std::ops::AddAssign>(xs: &[T]) -> T {
@@ -531,6 +682,34 @@ fn ranked(x: &[f64], out: &mut [f64]) -> (f64, f64, f64, f64) {
     }
     let folded = x.iter().fold(0.0, std::ops::Add::add);
     (count, s, running, folded)
+}
+
+/// Whole numbers that pass 2^53 on the way: no exact counter, although every term and
+/// every value the additions start from is whole (the chain's initial value counts).
+#[fprev::accumulator]
+fn near_limit(n: usize) -> (f64, f64) {
+    let mut high = 9007199254740990.0; // 2^53 - 2
+    let mut low = 0.0;
+    for _ in 0..n {
+        high += 1.0;
+        low += 1.0;
+    }
+    (high, low)
+}
+
+#[test]
+fn a_counter_near_two_to_the_53_is_not_exact() {
+    use fprev::chains::Order;
+    // 2^53 + 1 is not a float: the last two additions round back to 2^53.
+    assert_eq!(near_limit(4), (9007199254740992.0, 4.0));
+    let rep = report();
+    let order_of = |text: &str| {
+        let site = rep.sites.iter().find(|s| s.expr == text);
+        site.unwrap_or_else(|| panic!("no site `{text}` in\n{rep}"))
+            .order
+    };
+    assert_eq!(order_of("high += 1.0"), Order::Reorderable);
+    assert_eq!(order_of("low += 1.0"), Order::ExactInteger);
 }
 
 #[test]

@@ -179,26 +179,37 @@ pub fn scramble(args: TokenStream, item: TokenStream) -> TokenStream {
 ///     static __FPREV_SITES: [Site; 1] = [Site::new(
 ///         concat!(module_path!(), "::", "dot"), file!(), 4u32, 9u32,
 ///         "s += a[i] * b[i]", SiteKind::Variable)];
-///     let mut __fprev_frame = (VarChain::new(&__FPREV_SITES[0]),); // merged on drop
-///     let mut s = 0.0;
-///     { __fprev_frame.0.restart_at(addr_of!(s), 0u64); }
-///     for i in 0..a.len() {
-///         {
-///             let __fprev_rhs = a[i] * b[i];
-///             s += __fprev_rhs;
-///             // counted when `s` is a float: the chain grows by one, and the term and
-///             // the sum are looked at (whole numbers below 2^p: an exact counter)
-///             __fprev_frame.0.add(&__fprev_rhs, &s, 0u64);
-///         };
-///     }
-///     s
+///     struct __FprevFrame0(VarChain);
+///     impl Finish for __FprevFrame0 { /* finish each counter */ }
+///     let mut __fprev_frame = __FprevFrame0(VarChain::new(&__FPREV_SITES, 0));
+///     let __fprev_ret: f64 = {
+///         let mut s = 0.0;
+///         { __fprev_frame.0.restart_at(addr_of!(s), 0u64); }
+///         for i in 0..a.len() {
+///             {
+///                 let __fprev_rhs = a[i] * b[i];
+///                 s += __fprev_rhs;
+///                 // counted when `s` is a float: the chain grows by one, and the term
+///                 // and the sum are looked at (whole numbers below 2^p: an exact counter)
+///                 __fprev_frame.0.add(&__fprev_rhs, &s, 0u64);
+///             };
+///         }
+///         s
+///     };
+///     Finish::finish(&mut __fprev_frame); // merged into the site: at the end, and
+///     __fprev_ret                         // at every `return` likewise
 /// }
 /// ```
 ///
 /// The counters are plain values while the function runs, held in one local per frame,
-/// and are merged into the sites' atomics once, when it drops (returns, early returns,
-/// `?` and unwinding alike). A closure captures the counter of each variable it captures,
-/// as it captures the variable: such a counter is a local of its own, so an
+/// and are merged into the sites' atomics once per call, at its exits: written out at the
+/// end of the body and at each `return`, or, where the function uses `?`, is `async`,
+/// returns `impl Trait` or invokes a macro that could hide a `return` (anything but the
+/// standard formatting, assertion and `vec!` macros), when the frame drops (which also
+/// merges a call that panics). A local that needs dropping makes every call in the
+/// function an unwinding edge: written-out merges keep a long function's build cheaper.
+/// A closure captures the counter of each variable it captures, as it captures the
+/// variable: such a counter is a local of its own, merged on drop, so an
 /// edition-2015/2018 closure, which captures whole locals, borrows nothing more. What a
 /// closure declares it counts in a frame of its own, so a `Fn + Sync` closure (rayon)
 /// stays one.

@@ -65,7 +65,7 @@ pub fn reset() {
 #[doc(hidden)]
 pub mod private {
     pub use super::site::{
-        ChainStats, CountingIter, PlaceChain, PlaceChains, Site, SiteKind, VarChain,
+        ChainStats, CountingIter, Finish, OnDrop, PlaceChain, PlaceChains, Site, SiteKind, VarChain,
     };
 
     /// Not public API. Used by generated code.

@@ -31,6 +31,9 @@ pub fn expand(plan: &Plan, mut item: syn::ItemFn) -> (TokenStream, Option<syn::E
         statics: statics.clone(),
         scopes: vec![Scope::new(None)],
         captured: collector.captured,
+        exits: super::exits::visible(&item),
+        returns: false,
+        frames: 0,
     };
     rw.visit_block_mut(&mut item.block);
     let sites = rw.sites;
@@ -71,9 +74,12 @@ pub fn expand(plan: &Plan, mut item: syn::ItemFn) -> (TokenStream, Option<syn::E
                 use #krate::__private::chains::{ViaIterator as _, ViaOther as _};
             });
         }
-        if !root.is_empty() {
-            prelude.extend(frame_decl(krate, &statics, &root));
-        }
+    }
+    // The function's frame: merged at its exits, written out, when they are all visible
+    // (and then also when empty, if a `return` was rewritten to merge it), else on drop.
+    let merge_at_exits = rw.exits.is_some() && (!root.is_empty() || rw.returns);
+    if !root.is_empty() || merge_at_exits {
+        prelude.extend(frame_decl(krate, &statics, &root, 0, !merge_at_exits));
     }
     // The registration goes inside the body: valid wherever a function is (a `const _`
     // beside an associated function is not), and there its path from the module still
@@ -102,44 +108,94 @@ pub fn expand(plan: &Plan, mut item: syn::ItemFn) -> (TokenStream, Option<syn::E
         .iter()
         .partition(|a| matches!(a.style, syn::AttrStyle::Outer));
     let stmts = &block.stmts;
+    let stmts = match (&rw.exits, merge_at_exits) {
+        (Some(ret), true) => {
+            let (f, v) = (
+                frame_ident(),
+                quote_spanned!(Span::mixed_site()=> __fprev_ret),
+            );
+            quote! {
+                #[allow(unused_variables)]
+                let #v: #ret = { #(#stmts)* };
+                #[allow(unreachable_code)]
+                #krate::__private::chains::Finish::finish(&mut #f);
+                #v
+            }
+        }
+        _ => quote!(#(#stmts)*),
+    };
     let mut body = proc_macro2::Group::new(
         proc_macro2::Delimiter::Brace,
-        quote!(#(#inner)* #prelude #(#stmts)*),
+        quote!(#(#inner)* #prelude #stmts),
     );
     body.set_span(block.brace_token.span.join());
     (quote!(#(#outer)* #vis #sig #body), errors)
 }
 
-/// A frame's counters, each merged into its site when dropped (also on early return,
-/// `?` and panic): one tuple, `__fprev_frame`, for the counters only this frame uses,
-/// and a local of its own for each counter a closure uses (see [`Scope`]).
+/// A frame's counters: a struct of its own (`__FprevFrame<n>`) holding the counters
+/// only this frame uses, in the local `__fprev_frame`, and a local of its own for each
+/// counter a closure uses (see [`Scope`]), merged into its site when dropped. The frame
+/// is merged at the function's exits, written out (see [`exits`](super::exits)), or,
+/// with `on_drop`, when it drops (also on `?` and panic).
 ///
-/// One local with drop glue rather than one per site: the borrow checker traces every
-/// local that needs dropping through the whole function, and a 2,000-line function with
-/// 195 counters took 2.6x its plain compile time with a local per counter.
-pub fn frame_decl(krate: &TokenStream, statics: &syn::Ident, scope: &Scope) -> TokenStream {
+/// One frame rather than a local per site: the borrow checker traces every local that
+/// needs dropping through the whole function, and a 2,000-line function with 195
+/// counters took 2.6x its plain compile time with a local per counter.
+pub fn frame_decl(
+    krate: &TokenStream,
+    statics: &syn::Ident,
+    scope: &Scope,
+    n: usize,
+    on_drop: bool,
+) -> TokenStream {
+    let chains = quote!(#krate::__private::chains);
     let new = |k: usize, kind: Kind| match kind {
-        Kind::Place => quote!(#krate::__private::chains::PlaceChain::new(&#statics, #k)),
-        _ => quote!(#krate::__private::chains::VarChain::new(&#statics, #k)),
+        Kind::Place => quote!(#chains::PlaceChain::new(&#statics, #k)),
+        _ => quote!(#chains::VarChain::new(&#statics, #k)),
     };
-    let frame = (!scope.members.is_empty()).then(|| {
-        let (f, members) = (
-            frame_ident(),
-            scope.members.iter().map(|&(k, kind)| new(k, kind)),
-        );
+    let (f, ty) = (
+        frame_ident(),
+        syn::Ident::new(&format!("__FprevFrame{n}"), Span::mixed_site()),
+    );
+    let fields = scope.members.iter().map(|&(_, kind)| match kind {
+        Kind::Place => quote!(#chains::PlaceChain),
+        _ => quote!(#chains::VarChain),
+    });
+    let slots = (0..scope.members.len()).map(syn::Index::from);
+    let values = scope.members.iter().map(|&(k, kind)| new(k, kind));
+    // On the struct itself, not through a wrapper: `frame.0.add(.., frame.1.c)` then
+    // borrows two fields, where a `DerefMut` would borrow the whole frame twice.
+    let on_drop = on_drop.then(|| {
         quote! {
-            #[allow(unused_mut, unused_variables)]
-            let mut #f = (#(#members,)*);
+            impl #krate::__private::core::ops::Drop for #ty {
+                #[inline]
+                fn drop(&mut self) {
+                    #chains::Finish::finish(self);
+                }
+            }
         }
     });
     let captured = scope.captured.iter().map(|&k| {
         let (v, new) = (var_counter(k), new(k, Kind::Variable));
         quote! {
             #[allow(unused_mut, unused_variables)]
-            let mut #v = #new;
+            let mut #v = #chains::OnDrop(#new);
         }
     });
-    quote!(#frame #(#captured)*)
+    quote! {
+        #[allow(non_camel_case_types)]
+        struct #ty(#(#fields),*);
+        impl #chains::Finish for #ty {
+            #[inline]
+            fn finish(&mut self) {
+                #(#chains::Finish::finish(&mut self.#slots);)*
+            }
+        }
+        #on_drop
+        #[allow(unused_mut, unused_variables)]
+        let mut #f = #ty(#(#values),*);
+        #(#captured)*
+    }
 }
 
 fn register(krate: &TokenStream, ident: &syn::Ident, r: &Registration) -> TokenStream {

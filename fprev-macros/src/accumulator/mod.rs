@@ -3,6 +3,7 @@
 //! registration ([`expand`]).
 
 mod args;
+mod exits;
 mod expand;
 mod sites;
 mod validate;

@@ -187,30 +187,39 @@ impl ChainStats {
         *cur = new;
     }
 
-    /// End every chain of `places` and merge everything into `site` (the frame's `Drop`).
+    /// End every chain of `places` and merge everything into `site` (at the frame's
+    /// exit), leaving nothing to merge a second time.
     #[inline]
     pub fn finish_places(&mut self, places: &mut PlaceChains, site: &'static Site) {
         for c in places.run.iter_mut() {
             self.end(c);
         }
-        site.merge(self);
+        site.merge(&std::mem::take(self));
     }
 
-    /// Look at one addition: its term and the sum after it, each as (value, `2^p` of its
-    /// type), `None` when the type is not a concrete float. The site stays an exact
-    /// integer counter while every term and sum is a whole number and the magnitudes of
-    /// the terms add up to less than `2^p`: then every order gives the same sum.
+    /// Look at one addition before it runs: its term and the accumulated value it is added
+    /// to, each as (value, `2^p` of its type), `None` when the type is not a concrete
+    /// float; `start` when the addition starts a chain (the value is then the chain's
+    /// initial value). The site stays an exact integer counter while every term and
+    /// value is a whole number and the magnitudes of the terms and of each chain's
+    /// initial value add up to less than `2^p`: then every partial sum, in every order,
+    /// is a whole number below `2^p`, so every order gives the same sum. Looked at before
+    /// the addition because the addition may move the term (a user type that is not
+    /// `Copy`).
     #[inline(always)]
-    pub fn term(&mut self, term: Option<(f64, f64)>, sum: Option<(f64, f64)>) {
+    pub fn term(&mut self, term: Option<(f64, f64)>, before: Option<(f64, f64)>, start: bool) {
         if self.inexact {
             return;
         }
-        match (term, sum) {
-            (Some((t, limit)), Some((s, _))) => {
+        match (term, before) {
+            (Some((t, limit)), Some((b, _))) => {
                 self.checked = true;
+                if start {
+                    self.magnitude += b.abs();
+                }
                 self.magnitude += t.abs();
                 let whole = |x: f64| x == (x as i64) as f64;
-                if !(whole(t) && whole(s) && self.magnitude < limit && s.abs() < limit) {
+                if !(whole(t) && whole(b) && self.magnitude < limit) {
                     self.inexact = true;
                 }
             }
@@ -218,11 +227,12 @@ impl ChainStats {
         }
     }
 
-    /// End `cur` and merge everything into `site` (the frame's `Drop`).
+    /// End `cur` and merge everything into `site` (at the frame's exit), leaving nothing
+    /// to merge a second time.
     #[inline]
     pub fn finish(&mut self, cur: &mut u64, site: &'static Site) {
         self.end(cur);
-        site.merge(self);
+        site.merge(&std::mem::take(self));
     }
 }
 
@@ -239,9 +249,9 @@ pub struct PlaceChains {
 const PLACE_SLOTS: usize = 16;
 
 impl PlaceChains {
-    /// One addition into the place `p`.
+    /// One addition into the place `p`; whether it starts a chain there.
     #[inline(always)]
-    pub fn add<T>(&mut self, stats: &mut ChainStats, p: *const T) {
+    pub fn add<T>(&mut self, stats: &mut ChainStats, p: *const T) -> bool {
         let a = p as usize;
         let slot = (a / std::mem::size_of::<T>().max(1)) % PLACE_SLOTS;
         if self.addr[slot] != a {
@@ -249,17 +259,21 @@ impl PlaceChains {
             self.addr[slot] = a;
         }
         self.run[slot] += 1;
+        self.run[slot] == 1
     }
 }
 
-/// The chain counter of one accumulator variable in one call (or closure call): a local
-/// of its own beside the variable, so a closure that adds into the variable captures the
-/// counter exactly as it captures the variable (no frame struct shared by every site, which
-/// an edition-2018 closure would capture whole). Merged into its site when dropped.
+/// The chain counter of one accumulator variable in one call (or closure call): a field
+/// of the function's frame, or, when a closure adds into the variable, a local of its own
+/// beside it, so the closure captures the counter exactly as it captures the variable (an
+/// edition-2018 closure captures a whole local). Merged into its site by
+/// [`Finish::finish`].
 #[derive(Debug)]
 pub struct VarChain {
     /// The running chain.
     pub c: u64,
+    /// No addition since the chain was last (re)started.
+    fresh: bool,
     stats: ChainStats,
     site: &'static Site,
 }
@@ -271,6 +285,7 @@ impl VarChain {
     pub fn new<const N: usize>(sites: &'static [Site; N], index: usize) -> Self {
         VarChain {
             c: 0,
+            fresh: true,
             stats: ChainStats::default(),
             site: &sites[index],
         }
@@ -280,12 +295,7 @@ impl VarChain {
     #[inline]
     pub fn restart(&mut self, new: u64) {
         self.stats.restart(&mut self.c, new);
-    }
-
-    /// Look at one addition's term and the sum after it (see [`ChainStats::term`]).
-    #[inline(always)]
-    pub fn term(&mut self, term: Option<(f64, f64)>, sum: Option<(f64, f64)>) {
-        self.stats.term(term, sum);
+        self.fresh = true;
     }
 
     /// An addition whose term is not looked at (`s = s + e`): the site is not called
@@ -295,16 +305,19 @@ impl VarChain {
         self.stats.inexact = true;
     }
 
-    /// `s += e` (or `-=`) just ran: when the accumulator is a counted float type, the
-    /// chain grows by one plus `extra` (the chains of accumulators the term adds in),
-    /// and the term and the sum are looked at. One call per site.
+    /// `s += e` (or `-=`) is about to run, with `term` the value of `e` and `before` the
+    /// accumulator: when it is a counted float type, the chain grows by one plus `extra`
+    /// (the chains of accumulators the term adds in), and the term and the value are
+    /// looked at (see [`ChainStats::term`]). One call per site.
     #[inline]
-    pub fn add<A: ?Sized, B: ?Sized>(&mut self, term: &A, sum: &B, extra: u64) {
-        if super::private::is_float(sum as *const B) {
+    pub fn add<A: ?Sized, B: ?Sized>(&mut self, term: &A, before: &B, extra: u64) {
+        if super::private::is_float(before as *const B) {
             self.c += 1 + extra;
+            let start = std::mem::replace(&mut self.fresh, false);
             self.stats.term(
                 super::private::exact_value(term),
-                super::private::exact_value(sum),
+                super::private::exact_value(before),
+                start,
             );
         }
     }
@@ -329,15 +342,15 @@ impl VarChain {
     }
 }
 
-impl Drop for VarChain {
+impl Finish for VarChain {
     #[inline]
-    fn drop(&mut self) {
+    fn finish(&mut self) {
         self.stats.finish(&mut self.c, self.site);
     }
 }
 
 /// The per-address chains of one place site in one call (see [`PlaceChains`]); merged
-/// into its site when dropped.
+/// into its site by [`Finish::finish`].
 #[derive(Debug)]
 pub struct PlaceChain {
     places: PlaceChains,
@@ -356,44 +369,55 @@ impl PlaceChain {
         }
     }
 
-    /// One addition into the place at `p`, counted when `T` is a float type.
-    #[inline(always)]
-    pub fn add<T>(&mut self, p: *const T) {
-        if super::private::is_float(p) {
-            self.places.add(&mut self.stats, p);
-        }
-    }
-
-    /// Look at one addition's term and the place's value after it (see
-    /// [`ChainStats::term`]).
-    #[inline(always)]
-    pub fn term(&mut self, term: Option<(f64, f64)>, sum: Option<(f64, f64)>) {
-        self.stats.term(term, sum);
-    }
-
-    /// `*place += term` (or `-=`) just ran: [`add`](Self::add) and [`term`](Self::term)
-    /// in one call.
+    /// `*place += term` (or `-=`) is about to run: when the place is a counted float
+    /// type, its chain grows by one and the term and the place's value are looked at
+    /// (see [`ChainStats::term`]).
     #[inline]
     pub fn add_term<T, A: ?Sized>(&mut self, place: &T, term: &A) {
-        self.add(place as *const T);
-        self.stats.term(
-            super::private::exact_value(term),
-            super::private::exact_value(place),
-        );
+        if super::private::is_float(place as *const T) {
+            let start = self.places.add(&mut self.stats, place as *const T);
+            self.stats.term(
+                super::private::exact_value(term),
+                super::private::exact_value(place),
+                start,
+            );
+        }
     }
 
     /// `*place = *place + e` just ran: the term is not apart from the sum.
     #[inline]
     pub fn add_unchecked<T>(&mut self, place: &T) {
-        self.add(place as *const T);
-        self.stats.term(None, None);
+        if super::private::is_float(place as *const T) {
+            self.places.add(&mut self.stats, place as *const T);
+            self.stats.inexact = true;
+        }
     }
 }
 
-impl Drop for PlaceChain {
+impl Finish for PlaceChain {
+    #[inline]
+    fn finish(&mut self) {
+        self.stats.finish_places(&mut self.places, self.site);
+    }
+}
+
+/// A counter merged into its site: by the generated frame at each of the function's
+/// exits, or on drop (see [`OnDrop`]). Merging twice merges nothing the second time.
+pub trait Finish {
+    /// End the running chains and merge the counts into the site.
+    fn finish(&mut self);
+}
+
+/// A counter merged into its site when dropped (returns, `?` and unwinding alike): the
+/// counter of a variable a closure adds into, a local of its own beside the variable.
+/// Generated code reaches the counter as `.0`, a place, so a call on it that reads
+/// another counter's chain in its arguments borrows no more than the counter.
+pub struct OnDrop<C: Finish>(pub C);
+
+impl<C: Finish> Drop for OnDrop<C> {
     #[inline]
     fn drop(&mut self) {
-        self.stats.finish_places(&mut self.places, self.site);
+        self.0.finish();
     }
 }
 

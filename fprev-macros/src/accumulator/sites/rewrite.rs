@@ -83,6 +83,13 @@ pub struct Rewriter<'a> {
     pub scopes: Vec<Scope>,
     /// Names some closure uses without declaring them (the collector's).
     pub captured: HashSet<String>,
+    /// The function's return type when every exit of it is visible (see
+    /// [`exits`](super::super::exits)): its `return`s then merge the frame.
+    pub exits: Option<TokenStream>,
+    /// Some `return` was rewritten to merge the function's frame.
+    pub returns: bool,
+    /// Frames declared so far (each has a struct of its own).
+    pub frames: usize,
 }
 
 impl Rewriter<'_> {
@@ -103,7 +110,8 @@ impl Rewriter<'_> {
         // whatever the closure's edition.
         if self.captured.contains(name) || i + 1 < self.scopes.len() {
             self.scopes[i].captured.insert(k);
-            return var_counter(k).into_token_stream();
+            let v = var_counter(k);
+            return quote!(#v . 0);
         }
         self.scopes[i].member(k, Kind::Variable)
     }
@@ -202,15 +210,16 @@ impl Rewriter<'_> {
         // faster than with a branch and a probe per operand.
         let update = match e {
             Expr::Binary(b) if matches!(b.op, BinOp::AddAssign(_) | BinOp::SubAssign(_)) => {
-                // The right side first, as the plain code evaluates it, kept to look at.
+                // The right side first, as the plain code evaluates it, looked at before
+                // the addition (which moves it when it is not `Copy`).
                 let t = self.chain_tokens(&self.chain(&b.right));
                 let (lhs, op, rhs) = (&b.left, &b.op, &b.right);
                 let r = quote_spanned!(Span::mixed_site()=> __fprev_rhs);
                 return Expr::Verbatim(quote_spanned! {e.span()=>
                     {
                         let #r = #rhs;
-                        #lhs #op #r;
                         #f.add(&#r, &#name_expr, #t);
+                        #lhs #op #r;
                     }
                 });
             }
@@ -240,21 +249,34 @@ impl Rewriter<'_> {
             quote_spanned!(Span::mixed_site()=> __fprev_rhs),
             quote_spanned!(Span::mixed_site()=> __fprev_place),
         );
-        let (rhs, update, count) = match e {
+        // The term and the place's value are looked at before the addition, which moves
+        // the term when it is not `Copy`.
+        let (rhs, before, update, after) = match e {
             Expr::Binary(b) => {
                 let op = &b.op;
-                (&*b.right, quote!(#op), quote!(#f.add_term(&*#p, &#r);))
+                (
+                    &*b.right,
+                    quote!(#f.add_term(&*#p, &#r);),
+                    quote!(#op),
+                    quote!(),
+                )
             }
             // `place = place + e`: the term is not apart from the sum.
-            Expr::Assign(a) => (&*a.right, quote!(=), quote!(#f.add_unchecked(&*#p);)),
+            Expr::Assign(a) => (
+                &*a.right,
+                quote!(),
+                quote!(=),
+                quote!(#f.add_unchecked(&*#p);),
+            ),
             _ => return e.clone(),
         };
         Expr::Verbatim(quote_spanned! {e.span()=>
             {
                 let #r = #rhs;
                 let #p = &mut #place;
+                #before
                 *#p #update #r;
-                #count
+                #after
             }
         })
     }
@@ -284,7 +306,14 @@ impl VisitMut for Rewriter<'_> {
         visit_mut::visit_expr_closure_mut(self, c);
         let scope = self.scopes.pop().expect("pushed above");
         if !scope.is_empty() {
-            let decl = super::super::expand::frame_decl(self.krate, &self.statics, &scope);
+            self.frames += 1;
+            let decl = super::super::expand::frame_decl(
+                self.krate,
+                &self.statics,
+                &scope,
+                self.frames,
+                true,
+            );
             let body = &c.body;
             *c.body = Expr::Verbatim(quote_spanned! {body.span()=> { #decl #body } });
         }
@@ -325,6 +354,15 @@ impl VisitMut for Rewriter<'_> {
 
     fn visit_expr_mut(&mut self, e: &mut Expr) {
         visit_mut::visit_expr_mut(self, e);
+        if let Expr::Return(r) = e {
+            if self.scopes.len() == 1 {
+                if let Some(ret) = &self.exits {
+                    self.returns = true;
+                    *e = Expr::Verbatim(merge_on_return(self.krate, r, ret));
+                }
+            }
+            return;
+        }
         let target = match e {
             Expr::Binary(b) if is_assign_op(&b.op) => Some((*b.left).clone()),
             Expr::Assign(a) => Some((*a.left).clone()),
@@ -358,5 +396,31 @@ impl VisitMut for Rewriter<'_> {
                 self.rewrite_iterator(m);
             }
         }
+    }
+}
+
+/// `return e` as `return { let r: R = e; finish(frame); r }`: the value first, as the
+/// plain code computes it, then the function's frame merged into its sites.
+fn merge_on_return(krate: &TokenStream, r: &syn::ExprReturn, ret: &TokenStream) -> TokenStream {
+    let (f, v) = (
+        frame_ident(),
+        quote_spanned!(Span::mixed_site()=> __fprev_ret),
+    );
+    let attrs = &r.attrs;
+    let keyword = &r.return_token;
+    let finish = quote! {
+        #[allow(unreachable_code)]
+        #krate::__private::chains::Finish::finish(&mut #f);
+    };
+    match &r.expr {
+        Some(value) => quote_spanned! {r.span()=>
+            #(#attrs)* #keyword {
+                #[allow(unused_variables)]
+                let #v: #ret = #value;
+                #finish
+                #v
+            }
+        },
+        None => quote_spanned! {r.span()=> #(#attrs)* #keyword { #finish } },
     }
 }
