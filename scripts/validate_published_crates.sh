@@ -10,6 +10,10 @@
 # under FPREV_SCRAMBLE = fisher-yates, sattolo, shapes with FPREV_SEED = 1 2 7 99, and
 # replay every failing test alone with the replay command it printed. Prints a table.
 #
+# ATTR=accumulator: annotate with `#[fprev::accumulator]` (chain counting) instead; build
+# both (warnings compared), run both suites (failures compared), then the annotated suite
+# with FPREV_CHAINS=1 (the merged chain report's site count and head go in the table).
+#
 # Environment: CRATES ("name@version[+features] ..."), MODES, SEEDS, TEST_ARGS (default
 # "--lib --tests": doctests are left out because rustdoc recompiles them on every run; set
 # TEST_ARGS="" for the whole suite), OFF_TEST_ARGS (plain and off runs; default "": the
@@ -21,6 +25,7 @@ WORK=${1:-${WORK:-/tmp/fprev-validate}}
 CRATES=${CRATES:-"statrs@0.19.1 rulinalg@0.4.2 rkm@0.8.1+parallel"}
 MODES=${MODES:-"fisher-yates sattolo shapes"}
 SEEDS=${SEEDS:-"1 2 7 99"}
+ATTR=${ATTR:-scramble}
 TEST_ARGS=${TEST_ARGS---lib --tests}
 OFF_TEST_ARGS=${OFF_TEST_ARGS-}   # plain and off runs: the whole suite, doctests included
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$WORK/target}
@@ -79,6 +84,22 @@ for spec in $CRATES; do
     n_fns=$(python3 "$FPREV/scripts/annotate_scramble.py" "$ann" "$FPREV" --list "$LOGS/$name.annotated.txt" | sed -n "s/^annotated //p")
     lib=$(python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print(next(t['src_path'] for p in m['packages'] if p['name']==sys.argv[2] for t in p['targets'] if 'lib' in t['kind']))" "$WORK/scratch/metadata.json" "$name")
     lib=$ann/${lib#"$src"/}
+    if [[ $ATTR == accumulator ]]; then
+        grep -rl 'fprev::scramble' "$ann" --include='*.rs' | xargs -r sed -i 's/#\[fprev::scramble\]/#[fprev::accumulator]/g'
+        (cd "$plain" && cargo test $feats $TEST_ARGS --no-run) > "$LOGS/$name.build-plain.log" 2>&1
+        (cd "$ann" && cargo test $feats $TEST_ARGS --no-run) > "$LOGS/$name.acc.build.log" 2>&1 ||
+            { ROWS+=("$name $version|$n_fns|COMPILE ERROR (see $LOGS/$name.acc.build.log)"); continue; }
+        new_warn=$(comm -13 <(warnings_of "$LOGS/$name.build-plain.log") <(warnings_of "$LOGS/$name.acc.build.log") | wc -l)
+        (cd "$plain" && cargo test $feats $OFF_TEST_ARGS --no-fail-fast) > "$LOGS/$name.plain.log" 2>&1
+        (cd "$ann" && rm -rf "$CARGO_TARGET_DIR/fprev" && FPREV_CHAINS=1 cargo test $feats $OFF_TEST_ARGS --no-fail-fast) > "$LOGS/$name.acc.log" 2>&1
+        read -r pp pf pi < <(counts "$LOGS/$name.plain.log")
+        read -r ap af ai < <(counts "$LOGS/$name.acc.log")
+        same=$([[ "$(failed_tests "$LOGS/$name.plain.log")" == "$(failed_tests "$LOGS/$name.acc.log")" && $pp == "$ap" ]] && echo same || echo DIFFERENT)
+        cp "$CARGO_TARGET_DIR/fprev/chains.txt" "$LOGS/$name.chains.txt" 2>/dev/null
+        n_sites=$(grep -o '^fprev chains: [0-9]*' "$LOGS/$name.chains.txt" 2>/dev/null | grep -o '[0-9]*$')
+        ROWS+=("$name $version|$n_fns|new warnings $new_warn|passed/failed plain $pp/$pf, annotated $ap/$af ($same)|${n_sites:-NO} sites in the merged chain report ($LOGS/$name.chains.txt)")
+        continue
+    fi
     cat >> "$lib" <<'RS'
 
 #[cfg(test)]
@@ -153,6 +174,12 @@ RS
 done
 
 echo
+if [[ $ATTR == accumulator ]]; then
+    echo "crate | fns annotated | build | suites | chain report"
+    for r in "${ROWS[@]}"; do echo "$r"; done
+    echo "logs: $LOGS"
+    exit 0
+fi
 echo "crate | fns annotated | reduction sites (lib) | loops/fns left alone: top reasons | off | scrambled test failures (all modes x seeds)"
 for r in "${ROWS[@]}"; do echo "$r"; done
 echo "logs, site lists and coverage lines: $LOGS"

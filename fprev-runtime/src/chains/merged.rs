@@ -6,8 +6,10 @@
 //! "Printed once" works like this: each process prints its own report on stderr, as
 //! before, and one line naming the merged file; the file is the record. Binaries of one
 //! `cargo test` run one after another, so when the last one exits the file holds the
-//! report of them all. A run is told apart from the next by its parent process (cargo):
-//! counts left by another parent are replaced, not added to.
+//! report of them all. A run is told apart from the next by its cargo process: the
+//! nearest ancestor named `cargo` (doctests run under rustdoc, under cargo; on Linux,
+//! read from `/proc`), else the parent. Counts left by another run are replaced, not
+//! added to.
 //!
 //! `<target>` is `$CARGO_TARGET_DIR` when set to an absolute path, else found from the
 //! binary's path (`target/debug/deps/name-hash` gives `target`).
@@ -85,16 +87,39 @@ pub fn merge_into(dir: &Path, report: &ChainReport) -> std::io::Result<(PathBuf,
     Ok((txt, processes))
 }
 
-/// The processes of one `cargo test` share their parent.
+/// The processes of one `cargo test` share their cargo process: the parent of the test
+/// binaries, the grandparent of the doctests (run by rustdoc).
 fn run_key() -> String {
     #[cfg(unix)]
     {
-        format!("parent-{}", std::os::unix::process::parent_id())
+        let parent = std::os::unix::process::parent_id();
+        format!("parent-{}", cargo_ancestor(parent).unwrap_or(parent))
     }
     #[cfg(not(unix))]
     {
         "any".to_string()
     }
+}
+
+/// `pid` or its nearest ancestor named `cargo`, a few levels up, where `/proc` tells.
+#[cfg(unix)]
+fn cargo_ancestor(mut pid: u32) -> Option<u32> {
+    for _ in 0..4 {
+        let comm = fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+        if comm.trim_end() == "cargo" {
+            return Some(pid);
+        }
+        pid = parent_in_stat(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)?;
+    }
+    None
+}
+
+/// The parent pid in a `/proc/<pid>/stat` line, `pid (comm) state ppid ...`, where the
+/// command name may itself hold spaces and parentheses.
+#[cfg(unix)]
+fn parent_in_stat(stat: &str) -> Option<u32> {
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    after_name.split_whitespace().nth(1)?.parse().ok()
 }
 
 type Key = (String, String, u32, u32, String);
@@ -290,5 +315,24 @@ mod tests {
         );
         assert!(!dir.join("chains.lock").exists());
         let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_run_is_its_cargo_process() {
+        assert_eq!(parent_in_stat("4242 (rustdoc) S 4100 4242 ..."), Some(4100));
+        assert_eq!(parent_in_stat("17 (a (b) c) R 9 17 ..."), Some(9));
+        assert_eq!(parent_in_stat("garbage"), None);
+        // Under `cargo test` (cargo sets `CARGO` for the tests it runs) on Linux, this
+        // binary's parent is cargo; a doctest's grandparent is.
+        let parent = std::os::unix::process::parent_id();
+        if std::env::var_os("CARGO").is_some() && Path::new("/proc/self/stat").exists() {
+            assert_eq!(cargo_ancestor(parent), Some(parent));
+            assert_eq!(cargo_ancestor(std::process::id()), Some(parent));
+        }
+        assert_eq!(
+            run_key(),
+            format!("parent-{}", cargo_ancestor(parent).unwrap_or(parent))
+        );
     }
 }
