@@ -4,7 +4,16 @@
 // Counting and registration are compiled out with the `off` feature.
 #![cfg(not(feature = "off"))]
 
-use fprev::chains::{report, Shape, SiteKind};
+use fprev::chains::{report, ChainReport, Shape, SiteKind, SiteReport};
+
+/// The site `expr` of the function whose path ends with `function`, or a panic that
+/// shows the report.
+fn site_of<'a>(r: &'a ChainReport, function: &str, expr: &str) -> &'a SiteReport {
+    r.sites
+        .iter()
+        .find(|s| s.function.ends_with(function) && s.expr == expr)
+        .unwrap_or_else(|| panic!("no site `{expr}` in {function}:\n{r}"))
+}
 
 #[fprev::accumulator]
 fn dot(a: &[f64], b: &[f64]) -> f64 {
@@ -33,7 +42,7 @@ fn sequential_dot() {
     assert_eq!(s.max_chain, 1000);
     assert_eq!(s.kind, SiteKind::Variable);
     assert_eq!(s.shape, Shape::Sequential);
-    assert_eq!(s.line, 13);
+    assert_eq!(s.line, 22);
     assert_eq!(s.column, 9);
     assert_eq!(s.expr, "s += a[i] * b[i]");
     println!("{r}");
@@ -182,17 +191,7 @@ fn same_names_in_two_closures() {
     let m = vec![vec![1.0; 6]; 4];
     assert_eq!(same_names(&m), (6.0, 6.0, 4.5));
     let r = report();
-    let sites: Vec<_> = r
-        .sites
-        .iter()
-        .filter(|s| s.function.ends_with("same_names"))
-        .collect();
-    let by_text = |t: &str| {
-        sites
-            .iter()
-            .find(|s| s.expr == t)
-            .unwrap_or_else(|| panic!("no site {t}: {r}"))
-    };
+    let by_text = |t: &str| site_of(&r, "same_names", t);
     // `s` of both closures: one site, chains of 6 in each of 8 rows.
     assert_eq!(by_text("s += v").max_chain, 6);
     assert_eq!(by_text("s += v").adds, 48);
@@ -343,11 +342,7 @@ fn chained(xs: &[&str]) -> Result<f64, std::num::ParseFloatError> {
 fn chains_read_across_counters() {
     assert_eq!(chained(&["1", "2"]), Ok(7.0));
     let r = report();
-    let t = r
-        .sites
-        .iter()
-        .find(|s| s.function.ends_with("chained") && s.expr == "total += s")
-        .unwrap_or_else(|| panic!("{r}"));
+    let t = site_of(&r, "chained", "total += s");
     // 1 + s's 2 = 3; `total + total` by Defour's rule 3 + 3 + 1 = 7; `+= v` 8.
     assert_eq!(t.max_chain, 8);
 }
@@ -703,11 +698,7 @@ fn a_counter_near_two_to_the_53_is_not_exact() {
     // 2^53 + 1 is not a float: the last two additions round back to 2^53.
     assert_eq!(near_limit(4), (9007199254740992.0, 4.0));
     let rep = report();
-    let order_of = |text: &str| {
-        let site = rep.sites.iter().find(|s| s.expr == text);
-        site.unwrap_or_else(|| panic!("no site `{text}` in\n{rep}"))
-            .order
-    };
+    let order_of = |text: &str| site_of(&rep, "near_limit", text).order;
     assert_eq!(order_of("high += 1.0"), Order::Reorderable);
     assert_eq!(order_of("low += 1.0"), Order::ExactInteger);
 }
@@ -721,11 +712,7 @@ fn counters_and_running_values_rank_below_reductions() {
     assert_eq!((count, s.to_bits()), (64.0, running.to_bits()));
     assert!((folded - s).abs() < 1e-9);
     let rep = report();
-    let order_of = |text: &str| {
-        let site = rep.sites.iter().find(|s| s.expr == text);
-        site.unwrap_or_else(|| panic!("no site `{text}` in\n{rep}"))
-            .order
-    };
+    let order_of = |text: &str| site_of(&rep, "ranked", text).order;
     assert_eq!(order_of("count += 1.0"), Order::ExactInteger);
     assert_eq!(order_of("s += v"), Order::Reorderable);
     assert_eq!(order_of("running += v"), Order::RunningValue);
