@@ -313,12 +313,16 @@ impl VarChain {
     pub fn add<A: ?Sized, B: ?Sized>(&mut self, term: &A, before: &B, extra: u64) {
         if super::private::is_float(before as *const B) {
             self.c += 1 + extra;
-            let start = std::mem::replace(&mut self.fresh, false);
-            self.stats.term(
-                super::private::exact_value(term),
-                super::private::exact_value(before),
-                start,
-            );
+            // Nothing more once a term showed the site is no exact counter: the hot path
+            // of a real reduction is the chain count alone.
+            if !self.stats.inexact {
+                let start = std::mem::replace(&mut self.fresh, false);
+                self.stats.term(
+                    super::private::exact_value(term),
+                    super::private::exact_value(before),
+                    start,
+                );
+            }
         }
     }
 
