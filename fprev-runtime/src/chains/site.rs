@@ -460,14 +460,20 @@ impl<I: Iterator> Iterator for CountingIter<I> {
     }
 
     #[inline(always)]
-    fn fold<B, F: FnMut(B, Self::Item) -> B>(self, init: B, mut f: F) -> B {
-        let mut count = self.count;
-        let r = self.inner.fold(init, |acc, x| {
-            count += 1;
-            f(acc, x)
-        });
-        record_iter(self.site, count, self.float);
-        r
+    fn fold<B, F: FnMut(B, Self::Item) -> B>(mut self, init: B, mut f: F) -> B {
+        // A `next` loop, not the inner iterator's own `fold` with a counting closure: per
+        // site (each with its own iterator type) that is one function fewer for the
+        // compiler, 0.26 G of 7.0 G instructions on a 2,000-line function with 64 sites.
+        // An adaptor whose `fold` beats its `next` (`chain`, `flatten`) runs at its `next`
+        // speed while counted.
+        let mut acc = init;
+        #[allow(clippy::while_let_on_iterator)] // `by_ref` costs an instantiation per site
+        while let Some(x) = self.inner.next() {
+            self.count += 1;
+            acc = f(acc, x);
+        }
+        record_iter(self.site, self.count, self.float);
+        acc
     }
 }
 
