@@ -347,6 +347,25 @@ fn chains_read_across_counters() {
     assert_eq!(t.max_chain, 8);
 }
 
+/// Written on one line on purpose: the rewritten `s += v` must not look like a block
+/// missing its `else` to clippy (`possible_missing_else`), which CI runs on this file.
+#[rustfmt::skip]
+#[fprev::accumulator]
+fn skip_nans(x: &[f64]) -> Option<f64> {
+    let mut s = 0.0;
+    for v in x { if v.is_nan() { return None; } s += v; }
+    Some(s)
+}
+
+#[test]
+fn one_line_if_then_update() {
+    assert_eq!(skip_nans(&[1.0, 2.0]), Some(3.0));
+    assert_eq!(skip_nans(&[1.0, f64::NAN]), None);
+    let r = report();
+    let s = site_of(&r, "skip_nans", "s += v");
+    assert_eq!((s.max_chain, s.chains, s.adds), (2, 2, 3));
+}
+
 /// Generic code counts its float instances only.
 #[fprev::accumulator]
 fn generic_sum<T: Copy + Default + std::ops::AddAssign>(xs: &[T]) -> T {

@@ -682,3 +682,21 @@ fn valid_forms_compile_and_behave_as_written() {
     with_config(&on, || grow(&mut g, &[1.0, 2.0]));
     assert_eq!(g.0, [0.0, 0.0, 0.0, 3.0]);
 }
+
+/// On one line on purpose: the block that wraps a reduction loop must not look like a
+/// block missing its `else` to clippy (`possible_missing_else`), which CI runs on this
+/// file.
+#[rustfmt::skip]
+#[fprev::scramble]
+fn after_one_line_if(x: &[f64], c: bool) -> f64 {
+    let mut s = 0.0;
+    if c { s = 1.0; } for v in x { s += v; }
+    s
+}
+
+#[test]
+fn reduction_loop_after_a_one_line_if() {
+    // Whole numbers: every order gives the same sum.
+    assert_eq!(after_one_line_if(&[1.0, 2.0, 4.0], true), 8.0);
+    assert_eq!(after_one_line_if(&[1.0, 2.0, 4.0], false), 7.0);
+}

@@ -349,6 +349,9 @@ impl Rewriter<'_> {
         }
         if !setup.is_empty() {
             let the_loop = e.clone();
+            // Marked as the macro's (located at the loop): a block after `if c { .. }` on
+            // one line is not the user's missing `else` (clippy `possible_missing_else`).
+            let span = Span::mixed_site().located_at(span);
             *e = Expr::Verbatim(quote_spanned! {span=>
                 {
                     #(#setup)*

@@ -215,7 +215,7 @@ impl Rewriter<'_> {
                 let t = self.chain_tokens(&self.chain(&b.right));
                 let (lhs, op, rhs) = (&b.left, &b.op, &b.right);
                 let r = quote_spanned!(Span::mixed_site()=> __fprev_rhs);
-                return Expr::Verbatim(quote_spanned! {e.span()=>
+                return Expr::Verbatim(quote_spanned! {generated(e)=>
                     {
                         let #r = #rhs;
                         #f.add(&#r, &#name_expr, #t);
@@ -233,7 +233,7 @@ impl Rewriter<'_> {
             }
             _ => return e.clone(),
         };
-        Expr::Verbatim(quote_spanned! {e.span()=>
+        Expr::Verbatim(quote_spanned! {generated(e)=>
             { #e; #update }
         })
     }
@@ -270,7 +270,7 @@ impl Rewriter<'_> {
             ),
             _ => return e.clone(),
         };
-        Expr::Verbatim(quote_spanned! {e.span()=>
+        Expr::Verbatim(quote_spanned! {generated(e)=>
             {
                 let #r = #rhs;
                 let #p = &mut #place;
@@ -423,4 +423,11 @@ fn merge_on_return(krate: &TokenStream, r: &syn::ExprReturn, ret: &TokenStream) 
         },
         None => quote_spanned! {r.span()=> #(#attrs)* #keyword { #finish } },
     }
+}
+
+/// The span of the code that replaces `e`: at `e` for diagnostics, but marked as the
+/// macro's, so lints about how user code is laid out (clippy's `possible_missing_else`
+/// on `if c { .. } s += v;` written on one line, now `if c { .. } { .. }`) skip it.
+fn generated(e: &Expr) -> Span {
+    Span::mixed_site().located_at(e.span())
 }
