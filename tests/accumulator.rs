@@ -236,6 +236,9 @@ fn into_out(xs: &[f64], out: &mut f64) {
     for &x in xs {
         s += x;
     }
+    if s < 0.0 {
+        return;
+    }
     *out = s;
 }
 
@@ -262,6 +265,9 @@ fn every_exit_merges() {
     let mut out = 0.0;
     into_out(&[1.0; 7], &mut out);
     assert_eq!(out, 7.0);
+    // `return;` merges too: its chain of 2 is counted, `out` is left as it was.
+    into_out(&[-1.0; 2], &mut out);
+    assert_eq!(out, 7.0);
     assert_eq!(branches(&[1.0; 4], true), 2.0);
     assert_eq!(branches(&[1.0; 3], false), 3.0);
     let r = report();
@@ -276,7 +282,7 @@ fn every_exit_merges() {
     let g = site("guarded_total");
     assert_eq!((g.max_chain, g.chains, g.adds), (5, 2, 7));
     let o = site("into_out");
-    assert_eq!((o.max_chain, o.chains, o.adds), (7, 1, 7));
+    assert_eq!((o.max_chain, o.chains, o.adds), (7, 2, 9));
     let b = site("branches");
     assert_eq!((b.max_chain, b.chains, b.adds), (4, 2, 7));
 }

@@ -109,19 +109,7 @@ pub fn expand(plan: &Plan, mut item: syn::ItemFn) -> (TokenStream, Option<syn::E
         .partition(|a| matches!(a.style, syn::AttrStyle::Outer));
     let stmts = &block.stmts;
     let stmts = match (&rw.exits, merge_at_exits) {
-        (Some(ret), true) => {
-            let (f, v) = (
-                frame_ident(),
-                quote_spanned!(Span::mixed_site()=> __fprev_ret),
-            );
-            quote! {
-                #[allow(unused_variables)]
-                let #v: #ret = { #(#stmts)* };
-                #[allow(unreachable_code)]
-                #krate::__private::chains::Finish::finish(&mut #f);
-                #v
-            }
-        }
+        (Some(ret), true) => exit_with(krate, ret, quote!({ #(#stmts)* })),
         _ => quote!(#(#stmts)*),
     };
     let mut body = proc_macro2::Group::new(
@@ -130,6 +118,23 @@ pub fn expand(plan: &Plan, mut item: syn::ItemFn) -> (TokenStream, Option<syn::E
     );
     body.set_span(block.brace_token.span.join());
     (quote!(#(#outer)* #vis #sig #body), errors)
+}
+
+/// The statements that leave the function with `value` when its frame is merged at
+/// its exits (the end of the body and each `return`): `value` bound to the return type
+/// `ret` first, as the plain code computes it, then the frame merged, then the value.
+pub fn exit_with(krate: &TokenStream, ret: &TokenStream, value: TokenStream) -> TokenStream {
+    let (f, v) = (
+        frame_ident(),
+        quote_spanned!(Span::mixed_site()=> __fprev_ret),
+    );
+    quote! {
+        #[allow(unused_variables)]
+        let #v: #ret = #value;
+        #[allow(unreachable_code)]
+        #krate::__private::chains::Finish::finish(&mut #f);
+        #v
+    }
 }
 
 /// A frame's counters: a struct of its own (`__FprevFrame<n>`) holding the counters

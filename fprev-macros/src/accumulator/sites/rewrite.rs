@@ -399,30 +399,17 @@ impl VisitMut for Rewriter<'_> {
     }
 }
 
-/// `return e` as `return { let r: R = e; finish(frame); r }`: the value first, as the
-/// plain code computes it, then the function's frame merged into its sites.
+/// `return e` as `return { let r: R = e; finish(frame); r }` (`return` as
+/// `return ()`): the value first, as the plain code computes it, then the function's
+/// frame merged into its sites.
 fn merge_on_return(krate: &TokenStream, r: &syn::ExprReturn, ret: &TokenStream) -> TokenStream {
-    let (f, v) = (
-        frame_ident(),
-        quote_spanned!(Span::mixed_site()=> __fprev_ret),
-    );
-    let attrs = &r.attrs;
-    let keyword = &r.return_token;
-    let finish = quote! {
-        #[allow(unreachable_code)]
-        #krate::__private::chains::Finish::finish(&mut #f);
-    };
-    match &r.expr {
-        Some(value) => quote_spanned! {r.span()=>
-            #(#attrs)* #keyword {
-                #[allow(unused_variables)]
-                let #v: #ret = #value;
-                #finish
-                #v
-            }
-        },
-        None => quote_spanned! {r.span()=> #(#attrs)* #keyword { #finish } },
-    }
+    let (attrs, keyword) = (&r.attrs, &r.return_token);
+    let value = r
+        .expr
+        .as_ref()
+        .map_or_else(|| quote!(()), |e| e.to_token_stream());
+    let exit = super::super::expand::exit_with(krate, ret, value);
+    quote_spanned! {r.span()=> #(#attrs)* #keyword { #exit } }
 }
 
 /// The span of the code that replaces `e`: at `e` for diagnostics, but marked as the
