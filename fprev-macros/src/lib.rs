@@ -179,19 +179,18 @@ pub fn scramble(args: TokenStream, item: TokenStream) -> TokenStream {
 ///     static __FPREV_SITES: [Site; 1] = [Site::new(
 ///         concat!(module_path!(), "::", "dot"), file!(), 4u32, 9u32,
 ///         "s += a[i] * b[i]", SiteKind::Variable)];
-///     struct __FprevFrame0(VarChain);
-///     impl Finish for __FprevFrame0 { /* finish each counter */ }
-///     let mut __fprev_frame = __FprevFrame0(VarChain::new(&__FPREV_SITES, 0));
+///     // the counters: variable slot 0 counts site 0; no place slot
+///     let mut __fprev_frame = Frame::new(&__FPREV_SITES, &[0usize], &[]);
 ///     let __fprev_ret: f64 = {
 ///         let mut s = 0.0;
-///         { __fprev_frame.0.restart_at(addr_of!(s), 0u64); }
+///         { __fprev_frame.restart_at(0, addr_of!(s), 0u64); }
 ///         for i in 0..a.len() {
 ///             {
 ///                 let __fprev_rhs = a[i] * b[i];
-///                 s += __fprev_rhs;
 ///                 // counted when `s` is a float: the chain grows by one, and the term
 ///                 // and the sum are looked at (whole numbers below 2^p: an exact counter)
-///                 __fprev_frame.0.add(&__fprev_rhs, &s, 0u64);
+///                 __fprev_frame.add(0, &__fprev_rhs, &s, 0u64);
+///                 s += __fprev_rhs;
 ///             };
 ///         }
 ///         s
@@ -201,7 +200,8 @@ pub fn scramble(args: TokenStream, item: TokenStream) -> TokenStream {
 /// }
 /// ```
 ///
-/// The counters are plain values while the function runs, held in one local per frame,
+/// The counters are plain values while the function runs, held in one local per frame
+/// (one value, updated by slot),
 /// and are merged into the sites' atomics once per call, at its exits: written out at the
 /// end of the body and at each `return`, or, where the function uses `?`, is `async`,
 /// returns `impl Trait` or invokes a macro that could hide a `return` (anything but the

@@ -24,16 +24,16 @@ pub fn expand(plan: &Plan, mut item: syn::ItemFn) -> (TokenStream, Option<syn::E
         a
     });
     let statics = syn::Ident::new("__FPREV_SITES", Span::call_site());
+    let exits = super::exits::visible(&item);
     let mut rw = Rewriter {
         krate,
         sites: collector.sites,
         vars: collector.vars,
         statics: statics.clone(),
-        scopes: vec![Scope::new(None)],
+        scopes: vec![Scope::new(None, exits.is_none())],
         captured: collector.captured,
-        exits: super::exits::visible(&item),
+        exits,
         returns: false,
-        frames: 0,
     };
     rw.visit_block_mut(&mut item.block);
     let sites = rw.sites;
@@ -79,7 +79,7 @@ pub fn expand(plan: &Plan, mut item: syn::ItemFn) -> (TokenStream, Option<syn::E
     // (and then also when empty, if a `return` was rewritten to merge it), else on drop.
     let merge_at_exits = rw.exits.is_some() && (!root.is_empty() || rw.returns);
     if !root.is_empty() || merge_at_exits {
-        prelude.extend(frame_decl(krate, &statics, &root, 0, !merge_at_exits));
+        prelude.extend(frame_decl(krate, &statics, &root, !merge_at_exits));
     }
     // The registration goes inside the body: valid wherever a function is (a `const _`
     // beside an associated function is not), and there its path from the module still
@@ -137,68 +137,49 @@ pub fn exit_with(krate: &TokenStream, ret: &TokenStream, value: TokenStream) -> 
     }
 }
 
-/// A frame's counters: a struct of its own (`__FprevFrame<n>`) holding the counters
-/// only this frame uses, in the local `__fprev_frame`, and a local of its own for each
-/// counter a closure uses (see [`Scope`]), merged into its site when dropped. The frame
-/// is merged at the function's exits, written out (see [`exits`](super::exits)), or,
-/// with `on_drop`, when it drops (also on `?` and panic).
+/// A frame's counters: the counters only this frame uses in one `Frame`, in the local
+/// `__fprev_frame`, and a frame of its own for each counter a closure uses (see
+/// [`Scope`]), merged into its site when dropped. The frame is merged at the function's
+/// exits, written out (see [`exits`](super::exits)), or, with `on_drop`, when it drops
+/// (also on `?` and panic).
 ///
-/// One frame rather than a local per site: the borrow checker traces every local that
+/// One local rather than one per site: the borrow checker traces every local that
 /// needs dropping through the whole function, and a 2,000-line function with 195
-/// counters took 2.6x its plain compile time with a local per counter.
+/// counters took 2.6x its plain compile time with a local per counter. One value built
+/// by one call rather than a struct with a field per counter: a call per counter to
+/// build it and another to merge it cost that function 0.25 G compiler instructions.
 pub fn frame_decl(
     krate: &TokenStream,
     statics: &syn::Ident,
     scope: &Scope,
-    n: usize,
     on_drop: bool,
 ) -> TokenStream {
     let chains = quote!(#krate::__private::chains);
-    let new = |k: usize, kind: Kind| match kind {
-        Kind::Place => quote!(#chains::PlaceChain::new(&#statics, #k)),
-        _ => quote!(#chains::VarChain::new(&#statics, #k)),
+    let f = frame_ident();
+    let (vars, places) = (&scope.vars, &scope.places);
+    // An empty frame (a function whose `return`s merge it, with no site of its own)
+    // names no table: the function has none.
+    let table = if vars.is_empty() && places.is_empty() {
+        quote!(&[])
+    } else {
+        quote!(&#statics)
     };
-    let (f, ty) = (
-        frame_ident(),
-        syn::Ident::new(&format!("__FprevFrame{n}"), Span::mixed_site()),
-    );
-    let fields = scope.members.iter().map(|&(_, kind)| match kind {
-        Kind::Place => quote!(#chains::PlaceChain),
-        _ => quote!(#chains::VarChain),
-    });
-    let slots = (0..scope.members.len()).map(syn::Index::from);
-    let values = scope.members.iter().map(|&(k, kind)| new(k, kind));
-    // On the struct itself, not through a wrapper: `frame.0.add(.., frame.1.c)` then
-    // borrows two fields, where a `DerefMut` would borrow the whole frame twice.
-    let on_drop = on_drop.then(|| {
-        quote! {
-            impl #krate::__private::core::ops::Drop for #ty {
-                #[inline]
-                fn drop(&mut self) {
-                    #chains::Finish::finish(self);
-                }
-            }
-        }
-    });
+    let frame = quote!(#chains::Frame::new(#table, &[#(#vars),*], &[#(#places),*]));
+    let frame = if on_drop {
+        quote!(#chains::OnDrop(#frame))
+    } else {
+        frame
+    };
     let captured = scope.captured.iter().map(|&k| {
-        let (v, new) = (var_counter(k), new(k, Kind::Variable));
+        let v = var_counter(k);
         quote! {
             #[allow(unused_mut, unused_variables)]
-            let mut #v = #chains::OnDrop(#new);
+            let mut #v = #chains::OnDrop(#chains::Frame::new(&#statics, &[#k], &[]));
         }
     });
     quote! {
-        #[allow(non_camel_case_types)]
-        struct #ty(#(#fields),*);
-        impl #chains::Finish for #ty {
-            #[inline]
-            fn finish(&mut self) {
-                #(#chains::Finish::finish(&mut self.#slots);)*
-            }
-        }
-        #on_drop
         #[allow(unused_mut, unused_variables)]
-        let mut #f = #ty(#(#values),*);
+        let mut #f = #frame;
         #(#captured)*
     }
 }

@@ -171,5 +171,5 @@ fn inner_attributes_stay_first_in_the_body() {
     assert!(out.starts_with("# [inline] fn total"), "{out}");
     let body = &out[out.find('{').expect("a body")..];
     assert!(body.starts_with("{ # ! [allow (unused_mut)]"), "{out}");
-    assert!(body.contains("VarChain :: new"), "{out}");
+    assert!(body.contains("Frame :: new"), "{out}");
 }

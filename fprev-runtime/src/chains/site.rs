@@ -14,7 +14,7 @@ pub enum SiteKind {
     /// chains follow Defour's rule through every assignment to it in the function.
     Variable,
     /// An indexed, field or dereferenced place (`c[i] += e`, `*out += e`): chains are
-    /// kept per address (see [`PlaceChains`]).
+    /// kept per address (see [`PlaceChains`](super::frame::PlaceChains)).
     Place,
     /// `.sum()` or `.fold(init, |a, b| a + b)`: one chain of as many additions as items.
     Iterator,
@@ -168,6 +168,17 @@ pub struct ChainStats {
 }
 
 impl ChainStats {
+    /// No counts yet (the `Default`, usable in a constant).
+    pub const NEW: ChainStats = ChainStats {
+        max: 0,
+        adds: 0,
+        chains: 0,
+        hist: [0; HISTOGRAM_BUCKETS],
+        checked: false,
+        inexact: false,
+        magnitude: 0.0,
+    };
+
     /// End the chain `cur` (if any) and start over at 0.
     #[inline]
     pub fn end(&mut self, cur: &mut u64) {
@@ -185,16 +196,6 @@ impl ChainStats {
     pub fn restart(&mut self, cur: &mut u64, new: u64) {
         self.end(cur);
         *cur = new;
-    }
-
-    /// End every chain of `places` and merge everything into `site` (at the frame's
-    /// exit), leaving nothing to merge a second time.
-    #[inline]
-    pub fn finish_places(&mut self, places: &mut PlaceChains, site: &'static Site) {
-        for c in places.run.iter_mut() {
-            self.end(c);
-        }
-        site.merge(&std::mem::take(self));
     }
 
     /// Look at one addition before it runs: its term and the accumulated value it is added
@@ -236,195 +237,6 @@ impl ChainStats {
     }
 }
 
-/// Chains of one place site, per address: a direct-mapped table of 16 addresses, so
-/// up to 16 interleaved accumulators (lanes `acc[i % 8]`, the outputs of an `i-p-j`
-/// matrix product) keep their own chains. A chain ends when its slot is taken by
-/// another address, or when the function returns.
-#[derive(Clone, Debug, Default)]
-pub struct PlaceChains {
-    addr: [usize; PLACE_SLOTS],
-    run: [u64; PLACE_SLOTS],
-}
-
-const PLACE_SLOTS: usize = 16;
-
-impl PlaceChains {
-    /// One addition into the place `p`; whether it starts a chain there.
-    #[inline(always)]
-    pub fn add<T>(&mut self, stats: &mut ChainStats, p: *const T) -> bool {
-        let a = p as usize;
-        let slot = (a / std::mem::size_of::<T>().max(1)) % PLACE_SLOTS;
-        if self.addr[slot] != a {
-            stats.end(&mut self.run[slot]);
-            self.addr[slot] = a;
-        }
-        self.run[slot] += 1;
-        self.run[slot] == 1
-    }
-}
-
-/// The chain counter of one accumulator variable in one call (or closure call): a field
-/// of the function's frame, or, when a closure adds into the variable, a local of its own
-/// beside it, so the closure captures the counter exactly as it captures the variable (an
-/// edition-2018 closure captures a whole local). Merged into its site by
-/// [`Finish::finish`].
-#[derive(Debug)]
-pub struct VarChain {
-    /// The running chain.
-    pub c: u64,
-    /// No addition since the chain was last (re)started.
-    fresh: bool,
-    stats: ChainStats,
-    site: &'static Site,
-}
-
-impl VarChain {
-    /// A counter for site `index` of the function's table `sites` (a table and a
-    /// constant, so the caller pays no bounds check per counter).
-    #[inline(always)]
-    pub fn new<const N: usize>(sites: &'static [Site; N], index: usize) -> Self {
-        VarChain {
-            c: 0,
-            fresh: true,
-            stats: ChainStats::default(),
-            site: &sites[index],
-        }
-    }
-
-    /// An assignment that does not extend the chain: end it, start over at `new`.
-    #[inline]
-    pub fn restart(&mut self, new: u64) {
-        self.stats.restart(&mut self.c, new);
-        self.fresh = true;
-    }
-
-    /// An addition whose term is not looked at (`s = s + e`): the site is not called
-    /// an exact integer counter.
-    #[inline(always)]
-    pub fn unchecked(&mut self) {
-        self.stats.inexact = true;
-    }
-
-    /// `s += e` (or `-=`) is about to run, with `term` the value of `e` and `before` the
-    /// accumulator: when it is a counted float type, the chain grows by one plus `extra`
-    /// (the chains of accumulators the term adds in), and the term and the value are
-    /// looked at (see [`ChainStats::term`]). One call per site.
-    #[inline]
-    pub fn add<A: ?Sized, B: ?Sized>(&mut self, term: &A, before: &B, extra: u64) {
-        if super::private::is_float(before as *const B) {
-            self.c += 1 + extra;
-            // Nothing more once a term showed the site is no exact counter: the hot path
-            // of a real reduction is the chain count alone.
-            if !self.stats.inexact {
-                let start = std::mem::replace(&mut self.fresh, false);
-                self.stats.term(
-                    super::private::exact_value(term),
-                    super::private::exact_value(before),
-                    start,
-                );
-            }
-        }
-    }
-
-    /// `s = s + e` just ran (the accumulator at `var`): the chain grows by `grow`, the
-    /// term is not looked at.
-    #[inline]
-    pub fn grow<B: ?Sized>(&mut self, var: *const B, grow: u64) {
-        if super::private::is_float(var) {
-            self.c += grow;
-            self.unchecked();
-        }
-    }
-
-    /// An assignment to the accumulator at `var` that does not extend its chain: end it,
-    /// start over at `new`.
-    #[inline]
-    pub fn restart_at<B: ?Sized>(&mut self, var: *const B, new: u64) {
-        if super::private::is_float(var) {
-            self.restart(new);
-        }
-    }
-}
-
-impl Finish for VarChain {
-    #[inline]
-    fn finish(&mut self) {
-        self.stats.finish(&mut self.c, self.site);
-    }
-}
-
-/// The per-address chains of one place site in one call (see [`PlaceChains`]); merged
-/// into its site by [`Finish::finish`].
-#[derive(Debug)]
-pub struct PlaceChain {
-    places: PlaceChains,
-    stats: ChainStats,
-    site: &'static Site,
-}
-
-impl PlaceChain {
-    /// The chains of site `index` of the function's table `sites`.
-    #[inline(always)]
-    pub fn new<const N: usize>(sites: &'static [Site; N], index: usize) -> Self {
-        PlaceChain {
-            places: PlaceChains::default(),
-            stats: ChainStats::default(),
-            site: &sites[index],
-        }
-    }
-
-    /// `*place += term` (or `-=`) is about to run: when the place is a counted float
-    /// type, its chain grows by one and the term and the place's value are looked at
-    /// (see [`ChainStats::term`]).
-    #[inline]
-    pub fn add_term<T, A: ?Sized>(&mut self, place: &T, term: &A) {
-        if super::private::is_float(place as *const T) {
-            let start = self.places.add(&mut self.stats, place as *const T);
-            self.stats.term(
-                super::private::exact_value(term),
-                super::private::exact_value(place),
-                start,
-            );
-        }
-    }
-
-    /// `*place = *place + e` just ran: the term is not apart from the sum.
-    #[inline]
-    pub fn add_unchecked<T>(&mut self, place: &T) {
-        if super::private::is_float(place as *const T) {
-            self.places.add(&mut self.stats, place as *const T);
-            self.stats.inexact = true;
-        }
-    }
-}
-
-impl Finish for PlaceChain {
-    #[inline]
-    fn finish(&mut self) {
-        self.stats.finish_places(&mut self.places, self.site);
-    }
-}
-
-/// A counter merged into its site: by the generated frame at each of the function's
-/// exits, or on drop (see [`OnDrop`]). Merging twice merges nothing the second time.
-pub trait Finish {
-    /// End the running chains and merge the counts into the site.
-    fn finish(&mut self);
-}
-
-/// A counter merged into its site when dropped (returns, `?` and unwinding alike): the
-/// counter of a variable a closure adds into, a local of its own beside the variable.
-/// Generated code reaches the counter as `.0`, a place, so a call on it that reads
-/// another counter's chain in its arguments borrows no more than the counter.
-pub struct OnDrop<C: Finish>(pub C);
-
-impl<C: Finish> Drop for OnDrop<C> {
-    #[inline]
-    fn drop(&mut self) {
-        self.0.finish();
-    }
-}
-
 /// An iterator that counts the items a `.sum()` or `.fold(..)` consumes (one chain).
 ///
 /// The chain is recorded when the iterator is exhausted: at the end of
@@ -444,7 +256,7 @@ pub struct CountingIter<I> {
 impl<I: Iterator> Iterator for CountingIter<I> {
     type Item = I::Item;
 
-    #[inline(always)]
+    #[inline]
     fn next(&mut self) -> Option<I::Item> {
         let x = self.inner.next();
         match x {
@@ -454,12 +266,12 @@ impl<I: Iterator> Iterator for CountingIter<I> {
         x
     }
 
-    #[inline(always)]
+    #[inline]
     fn size_hint(&self) -> (usize, Option<usize>) {
         self.inner.size_hint()
     }
 
-    #[inline(always)]
+    #[inline]
     fn fold<B, F: FnMut(B, Self::Item) -> B>(mut self, init: B, mut f: F) -> B {
         // A `next` loop, not the inner iterator's own `fold` with a counting closure: per
         // site (each with its own iterator type) that is one function fewer for the

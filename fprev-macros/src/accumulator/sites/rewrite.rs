@@ -22,48 +22,69 @@ struct Chain {
 
 /// The counters of one frame: the function's, or a closure's own (so that a closure
 /// keeps its `Fn`/`Sync`-ness: it never captures the function's counters for variables
-/// and places of its own). The counters only this frame uses sit in one tuple,
-/// `__fprev_frame`, in the order they are first used; the counter of a variable some
-/// closure uses is a local of its own (`__fprev_v<k>`), so a closure captures exactly
-/// the counters of the variables it captures, in every edition (an edition-2018 closure
-/// captures a whole local, and a shared tuple would conflict with every other use).
+/// and places of its own). The counters only this frame uses sit in one
+/// `Frame` value, `__fprev_frame`, in slots numbered in the order they are first used
+/// (variables and places apart); the counter of a variable some closure uses is a frame
+/// of its own (`__fprev_v<k>`), so a closure captures exactly the counters of the
+/// variables it captures, in every edition (an edition-2018 closure captures a whole
+/// local, and a shared frame would conflict with every other use).
 pub struct Scope {
     /// Names declared inside (None: the function, which owns every other name).
     declared: Option<HashSet<String>>,
-    /// The tuple's counters, in order: site and kind.
-    pub members: Vec<(usize, Kind)>,
+    /// The frame as generated code reaches it: `__fprev_frame`, or `__fprev_frame.0`
+    /// when it merges on drop.
+    frame: TokenStream,
+    /// The site of each variable slot, in slot order.
+    pub vars: Vec<usize>,
+    /// The site of each place slot, in slot order.
+    pub places: Vec<usize>,
     slots: HashMap<usize, usize>,
     /// Variable sites of this frame counted in locals of their own.
     pub captured: BTreeSet<usize>,
 }
 
+/// A counter as generated code reaches it: the frame holding it and its slot there.
+struct Counter {
+    frame: TokenStream,
+    slot: proc_macro2::Literal,
+}
+
 impl Scope {
-    pub fn new(declared: Option<HashSet<String>>) -> Scope {
+    /// A frame that merges at the function's exits, or, with `on_drop`, when dropped.
+    pub fn new(declared: Option<HashSet<String>>, on_drop: bool) -> Scope {
+        let f = frame_ident();
         Scope {
             declared,
-            members: Vec::new(),
+            frame: if on_drop { quote!(#f.0) } else { quote!(#f) },
+            vars: Vec::new(),
+            places: Vec::new(),
             slots: HashMap::new(),
             captured: BTreeSet::new(),
         }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.members.is_empty() && self.captured.is_empty()
+        self.vars.is_empty() && self.places.is_empty() && self.captured.is_empty()
     }
 
-    /// `__fprev_frame.<slot>`: site `k`'s counter in this frame's tuple.
-    fn member(&mut self, k: usize, kind: Kind) -> TokenStream {
-        let next = self.members.len();
-        let slot = *self.slots.entry(k).or_insert(next);
-        if slot == next {
-            self.members.push((k, kind));
+    /// Site `k`'s counter in this frame, given a slot when first used.
+    fn member(&mut self, k: usize, kind: Kind) -> Counter {
+        let list = match kind {
+            Kind::Place => &mut self.places,
+            _ => &mut self.vars,
+        };
+        let slot = *self.slots.entry(k).or_insert_with(|| {
+            list.push(k);
+            list.len() - 1
+        });
+        Counter {
+            frame: self.frame.clone(),
+            slot: proc_macro2::Literal::usize_unsuffixed(slot),
         }
-        let (f, slot) = (frame_ident(), syn::Index::from(slot));
-        quote!(#f . #slot)
     }
 }
 
-/// The local holding a frame's tuple of counters.
+/// The local holding a frame's counters.
 pub fn frame_ident() -> syn::Ident {
     syn::Ident::new("__fprev_frame", Span::mixed_site())
 }
@@ -88,14 +109,12 @@ pub struct Rewriter<'a> {
     pub exits: Option<TokenStream>,
     /// Some `return` was rewritten to merge the function's frame.
     pub returns: bool,
-    /// Frames declared so far (each has a struct of its own).
-    pub frames: usize,
 }
 
 impl Rewriter<'_> {
     /// The counter of variable `name` (site `k`) in the frame that owns it, recording
     /// that it is used.
-    fn var_frame(&mut self, k: usize, name: &str) -> TokenStream {
+    fn var_frame(&mut self, k: usize, name: &str) -> Counter {
         let i = (0..self.scopes.len())
             .rev()
             .find(|&i| {
@@ -111,7 +130,10 @@ impl Rewriter<'_> {
         if self.captured.contains(name) || i + 1 < self.scopes.len() {
             self.scopes[i].captured.insert(k);
             let v = var_counter(k);
-            return quote!(#v . 0);
+            return Counter {
+                frame: quote!(#v.0),
+                slot: proc_macro2::Literal::usize_unsuffixed(0),
+            };
         }
         self.scopes[i].member(k, Kind::Variable)
     }
@@ -148,8 +170,8 @@ impl Rewriter<'_> {
             .vars
             .iter()
             .map(|(k, name)| {
-                let f = self.var_frame(*k, name);
-                quote!(#f.c)
+                let Counter { frame, slot } = self.var_frame(*k, name);
+                quote!(#frame.c(#slot))
             })
             .collect();
         quote!(#constant #( + #terms )*)
@@ -164,7 +186,7 @@ impl Rewriter<'_> {
         var: &TokenStream,
         rhs: Option<&Expr>,
     ) -> TokenStream {
-        let f = self.var_frame(k, name);
+        let Counter { frame, slot } = self.var_frame(k, name);
         let chain = match rhs {
             Some(r) => self.chain(r),
             None => Chain {
@@ -179,9 +201,9 @@ impl Rewriter<'_> {
             let mut rest = chain;
             rest.vars.remove(pos);
             let t = self.chain_tokens(&rest);
-            quote!(#f.grow(#var, #t);)
+            quote!(#frame.grow(#slot, #var, #t);)
         } else {
-            quote!(#f.restart_at(#var, #t);)
+            quote!(#frame.restart_at(#slot, #var, #t);)
         }
     }
 
@@ -204,7 +226,7 @@ impl Rewriter<'_> {
 
     fn rewrite_variable(&mut self, e: &Expr, k: usize, name_expr: &Expr) -> Expr {
         let name = ident_of(name_expr).unwrap_or_default();
-        let f = self.var_frame(k, &name);
+        let Counter { frame, slot } = self.var_frame(k, &name);
         // One call per site, after the user's own statement: generated code is kept as
         // tokens (no parsing back), and a function dense in sites builds several times
         // faster than with a branch and a probe per operand.
@@ -218,7 +240,7 @@ impl Rewriter<'_> {
                 return Expr::Verbatim(quote_spanned! {generated(e)=>
                     {
                         let #r = #rhs;
-                        #f.add(&#r, &#name_expr, #t);
+                        #frame.add(#slot, &#r, &#name_expr, #t);
                         #lhs #op #r;
                     }
                 });
@@ -226,7 +248,7 @@ impl Rewriter<'_> {
             Expr::Binary(_) => {
                 // *=, /=, %= ...: Defour's rule resets the chain.
                 let var = self.addr_of(&name_expr.to_token_stream());
-                quote!(#f.restart_at(#var, 0);)
+                quote!(#frame.restart_at(#slot, #var, 0);)
             }
             Expr::Assign(a) => {
                 self.assign_update(k, &name, &name_expr.to_token_stream(), Some(&a.right))
@@ -244,7 +266,7 @@ impl Rewriter<'_> {
     fn rewrite_place(&mut self, e: &Expr, place: &Expr) -> Expr {
         let k = self.new_site(Kind::Place, e);
         let scope = self.scopes.last_mut().expect("the function's frame");
-        let f = scope.member(k, Kind::Place);
+        let Counter { frame, slot } = scope.member(k, Kind::Place);
         let (r, p) = (
             quote_spanned!(Span::mixed_site()=> __fprev_rhs),
             quote_spanned!(Span::mixed_site()=> __fprev_place),
@@ -256,7 +278,7 @@ impl Rewriter<'_> {
                 let op = &b.op;
                 (
                     &*b.right,
-                    quote!(#f.add_term(&*#p, &#r);),
+                    quote!(#frame.add_term(#slot, &*#p, &#r);),
                     quote!(#op),
                     quote!(),
                 )
@@ -266,7 +288,7 @@ impl Rewriter<'_> {
                 &*a.right,
                 quote!(),
                 quote!(=),
-                quote!(#f.add_unchecked(&*#p);),
+                quote!(#frame.add_unchecked(#slot, &*#p);),
             ),
             _ => return e.clone(),
         };
@@ -302,18 +324,11 @@ impl VisitMut for Rewriter<'_> {
             return;
         }
         self.scopes
-            .push(Scope::new(Some(ClosureNames::of(c).declared)));
+            .push(Scope::new(Some(ClosureNames::of(c).declared), true));
         visit_mut::visit_expr_closure_mut(self, c);
         let scope = self.scopes.pop().expect("pushed above");
         if !scope.is_empty() {
-            self.frames += 1;
-            let decl = super::super::expand::frame_decl(
-                self.krate,
-                &self.statics,
-                &scope,
-                self.frames,
-                true,
-            );
+            let decl = super::super::expand::frame_decl(self.krate, &self.statics, &scope, true);
             let body = &c.body;
             *c.body = Expr::Verbatim(quote_spanned! {body.span()=> { #decl #body } });
         }

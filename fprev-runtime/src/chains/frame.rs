@@ -1,0 +1,324 @@
+//! The counters of one call of an annotated function (or of a closure in it): a
+//! [`Frame`] the generated code builds at the top of the body, updates at each site by
+//! slot, and merges into the sites' atomic counters when the call ends.
+//!
+//! One value with two arrays, built by one call, rather than a struct with a field per
+//! counter: a 2,000-line function with 195 counters paid a constructor call and a merge
+//! call per counter, about 0.25 G of its 6.7 G compiler instructions.
+
+use super::site::{ChainStats, Site};
+
+/// Chains of one place site, per address: a direct-mapped table of 16 addresses, so
+/// up to 16 interleaved accumulators (lanes `acc[i % 8]`, the outputs of an `i-p-j`
+/// matrix product) keep their own chains. A chain ends when its slot is taken by
+/// another address, or when the function returns.
+#[derive(Clone, Debug, Default)]
+pub struct PlaceChains {
+    addr: [usize; PLACE_SLOTS],
+    run: [u64; PLACE_SLOTS],
+}
+
+const PLACE_SLOTS: usize = 16;
+
+impl PlaceChains {
+    /// No chains yet.
+    pub const NEW: PlaceChains = PlaceChains {
+        addr: [0; PLACE_SLOTS],
+        run: [0; PLACE_SLOTS],
+    };
+
+    /// One addition into the place `p`; whether it starts a chain there.
+    #[inline(always)]
+    pub fn add<T>(&mut self, stats: &mut ChainStats, p: *const T) -> bool {
+        let a = p as usize;
+        let slot = (a / std::mem::size_of::<T>().max(1)) % PLACE_SLOTS;
+        if self.addr[slot] != a {
+            stats.end(&mut self.run[slot]);
+            self.addr[slot] = a;
+        }
+        self.run[slot] += 1;
+        self.run[slot] == 1
+    }
+}
+
+/// The chain counter of one accumulator variable in one call (or closure call).
+#[derive(Debug)]
+pub struct VarChain {
+    /// The running chain.
+    pub c: u64,
+    /// No addition since the chain was last (re)started.
+    fresh: bool,
+    stats: ChainStats,
+}
+
+impl VarChain {
+    /// No chain yet.
+    pub const NEW: VarChain = VarChain {
+        c: 0,
+        fresh: true,
+        stats: ChainStats::NEW,
+    };
+
+    /// An assignment that does not extend the chain: end it, start over at `new`.
+    #[inline]
+    pub fn restart(&mut self, new: u64) {
+        self.stats.restart(&mut self.c, new);
+        self.fresh = true;
+    }
+
+    /// An addition whose term is not looked at (`s = s + e`): the site is not called
+    /// an exact integer counter.
+    #[inline(always)]
+    pub fn unchecked(&mut self) {
+        self.stats.inexact = true;
+    }
+
+    /// `s += e` (or `-=`) is about to run, with `term` the value of `e` and `before` the
+    /// accumulator: when it is a counted float type, the chain grows by one plus `extra`
+    /// (the chains of accumulators the term adds in), and the term and the value are
+    /// looked at (see [`ChainStats::term`]).
+    #[inline]
+    pub fn add<A: ?Sized, B: ?Sized>(&mut self, term: &A, before: &B, extra: u64) {
+        if super::private::is_float(before as *const B) {
+            self.c += 1 + extra;
+            // Nothing more once a term showed the site is no exact counter: the hot path
+            // of a real reduction is the chain count alone.
+            if !self.stats.inexact {
+                let start = std::mem::replace(&mut self.fresh, false);
+                self.stats.term(
+                    super::private::exact_value(term),
+                    super::private::exact_value(before),
+                    start,
+                );
+            }
+        }
+    }
+
+    /// `s = s + e` just ran (the accumulator at `var`): the chain grows by `grow`, the
+    /// term is not looked at.
+    #[inline]
+    pub fn grow<B: ?Sized>(&mut self, var: *const B, grow: u64) {
+        if super::private::is_float(var) {
+            self.c += grow;
+            self.unchecked();
+        }
+    }
+
+    /// An assignment to the accumulator at `var` that does not extend its chain: end it,
+    /// start over at `new`.
+    #[inline]
+    pub fn restart_at<B: ?Sized>(&mut self, var: *const B, new: u64) {
+        if super::private::is_float(var) {
+            self.restart(new);
+        }
+    }
+
+    /// End the running chain and merge everything into `site`, leaving nothing to merge
+    /// a second time.
+    pub fn finish(&mut self, site: &'static Site) {
+        self.stats.finish(&mut self.c, site);
+    }
+}
+
+/// The per-address chains of one place site in one call (see [`PlaceChains`]).
+#[derive(Debug)]
+pub struct PlaceChain {
+    places: PlaceChains,
+    stats: ChainStats,
+}
+
+impl PlaceChain {
+    /// No chains yet.
+    pub const NEW: PlaceChain = PlaceChain {
+        places: PlaceChains::NEW,
+        stats: ChainStats::NEW,
+    };
+
+    /// `*place += term` (or `-=`) is about to run: when the place is a counted float
+    /// type, its chain grows by one and the term and the place's value are looked at
+    /// (see [`ChainStats::term`]).
+    #[inline]
+    pub fn add_term<T, A: ?Sized>(&mut self, place: &T, term: &A) {
+        if super::private::is_float(place as *const T) {
+            let start = self.places.add(&mut self.stats, place as *const T);
+            self.stats.term(
+                super::private::exact_value(term),
+                super::private::exact_value(place),
+                start,
+            );
+        }
+    }
+
+    /// `*place = *place + e` just ran: the term is not apart from the sum.
+    #[inline]
+    pub fn add_unchecked<T>(&mut self, place: &T) {
+        if super::private::is_float(place as *const T) {
+            self.places.add(&mut self.stats, place as *const T);
+            self.stats.inexact = true;
+        }
+    }
+
+    /// End every chain and merge everything into `site`, leaving nothing to merge a
+    /// second time.
+    pub fn finish(&mut self, site: &'static Site) {
+        for c in self.places.run.iter_mut() {
+            self.stats.end(c);
+        }
+        site.merge(&std::mem::take(&mut self.stats));
+    }
+}
+
+/// The counters of one call: `V` variable counters and `P` place counters, each in a
+/// slot that the generated code names by a constant, and the sites they merge into.
+///
+/// Every update is one method call on the frame with the slot first
+/// (`frame.add(2, &term, &s, 0)`), so a site costs its function one call and no bounds
+/// check of its own.
+pub struct Frame<const V: usize, const P: usize> {
+    vars: [VarChain; V],
+    places: [PlaceChain; P],
+    sites: &'static [Site],
+    var_sites: &'static [usize; V],
+    place_sites: &'static [usize; P],
+}
+
+impl<const V: usize, const P: usize> Frame<V, P> {
+    /// Counters for the variable sites `var_sites` and the place sites `place_sites`
+    /// (indexes into the function's table `sites`), in that slot order.
+    #[inline]
+    pub fn new(
+        sites: &'static [Site],
+        var_sites: &'static [usize; V],
+        place_sites: &'static [usize; P],
+    ) -> Self {
+        Frame {
+            vars: [VarChain::NEW; V],
+            places: [PlaceChain::NEW; P],
+            sites,
+            var_sites,
+            place_sites,
+        }
+    }
+
+    /// The running chain of variable slot `slot`.
+    #[inline]
+    pub fn c(&self, slot: usize) -> u64 {
+        self.vars[slot].c
+    }
+
+    /// [`VarChain::add`] on variable slot `slot`.
+    #[inline]
+    pub fn add<A: ?Sized, B: ?Sized>(&mut self, slot: usize, term: &A, before: &B, extra: u64) {
+        self.vars[slot].add(term, before, extra);
+    }
+
+    /// [`VarChain::grow`] on variable slot `slot`.
+    #[inline]
+    pub fn grow<B: ?Sized>(&mut self, slot: usize, var: *const B, grow: u64) {
+        self.vars[slot].grow(var, grow);
+    }
+
+    /// [`VarChain::restart_at`] on variable slot `slot`.
+    #[inline]
+    pub fn restart_at<B: ?Sized>(&mut self, slot: usize, var: *const B, new: u64) {
+        self.vars[slot].restart_at(var, new);
+    }
+
+    /// [`PlaceChain::add_term`] on place slot `slot`.
+    #[inline]
+    pub fn add_term<T, A: ?Sized>(&mut self, slot: usize, place: &T, term: &A) {
+        self.places[slot].add_term(place, term);
+    }
+
+    /// [`PlaceChain::add_unchecked`] on place slot `slot`.
+    #[inline]
+    pub fn add_unchecked<T>(&mut self, slot: usize, place: &T) {
+        self.places[slot].add_unchecked(place);
+    }
+}
+
+impl<const V: usize, const P: usize> Finish for Frame<V, P> {
+    #[inline]
+    fn finish(&mut self) {
+        finish_all(
+            &mut self.vars,
+            &mut self.places,
+            self.sites,
+            self.var_sites,
+            self.place_sites,
+        );
+    }
+}
+
+/// The body of [`Frame::finish`], compiled once here rather than per frame size.
+fn finish_all(
+    vars: &mut [VarChain],
+    places: &mut [PlaceChain],
+    sites: &'static [Site],
+    var_sites: &[usize],
+    place_sites: &[usize],
+) {
+    for (c, &k) in vars.iter_mut().zip(var_sites) {
+        c.finish(&sites[k]);
+    }
+    for (c, &k) in places.iter_mut().zip(place_sites) {
+        c.finish(&sites[k]);
+    }
+}
+
+/// Counters merged into their sites: by the generated code at each of the function's
+/// exits, or on drop (see [`OnDrop`]). Merging twice merges nothing the second time.
+pub trait Finish {
+    /// End the running chains and merge the counts into the sites.
+    fn finish(&mut self);
+}
+
+/// Counters merged into their sites when dropped (returns, `?` and unwinding alike): a
+/// closure's frame, the counter of a variable a closure adds into (a local of its own
+/// beside the variable), and a function's frame when not every exit is visible.
+/// Generated code reaches the counters as `.0`, a place, so a call on it that reads
+/// another counter's chain in its arguments borrows no more than the counters.
+pub struct OnDrop<C: Finish>(pub C);
+
+impl<C: Finish> Drop for OnDrop<C> {
+    #[inline]
+    fn drop(&mut self) {
+        self.0.finish();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chains::SiteKind;
+
+    static SITES: [Site; 2] = [
+        Site::new("frame::f", "f.rs", 1, 1, "s += x", SiteKind::Variable),
+        Site::new("frame::f", "f.rs", 2, 1, "c[i] += x", SiteKind::Place),
+    ];
+
+    #[test]
+    fn a_frame_merges_each_slot_into_its_site_once() {
+        let mut frame = Frame::new(&SITES, &[0], &[1]);
+        let (mut s, mut c) = (0.0f64, [0.0f64; 2]);
+        for i in 0..6 {
+            let x = 0.5 * i as f64;
+            frame.add(0, &x, &s, 0);
+            s += x;
+            frame.add_term(0, &c[i % 2], &x);
+            c[i % 2] += x;
+        }
+        assert_eq!(frame.c(0), 6);
+        frame.finish();
+        frame.finish();
+        assert_eq!(SITES[0].adds.load(std::sync::atomic::Ordering::Relaxed), 6);
+        assert_eq!(SITES[0].max.load(std::sync::atomic::Ordering::Relaxed), 6);
+        assert_eq!(SITES[1].adds.load(std::sync::atomic::Ordering::Relaxed), 6);
+        // Two addresses, each a chain of 3.
+        assert_eq!(SITES[1].max.load(std::sync::atomic::Ordering::Relaxed), 3);
+        assert_eq!(
+            SITES[1].chains.load(std::sync::atomic::Ordering::Relaxed),
+            2
+        );
+    }
+}
