@@ -5,6 +5,7 @@ use proc_macro::TokenStream;
 
 mod accumulator;
 mod respan;
+mod runs;
 mod scramble;
 mod syntax;
 

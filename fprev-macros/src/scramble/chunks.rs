@@ -1,45 +1,27 @@
 //! Statement-by-statement rewriting: only the statements that can hold a site are
 //! parsed.
 //!
-//! A proc macro is built without optimizations in a user's debug build, and parsing a
-//! function body with `syn` is most of what `#[scramble]` costs there: a 2,000-line
-//! function took 0.1 s to parse. Most statements of a long function hold no loop,
-//! iterator reduction or rayon chain, and the rewriter changes nothing in them. So the
-//! body is cut, on its token stream, into runs of whole statements: at each top-level
-//! `;`, and after the body of a statement that starts a loop. A run that mentions none
+//! The body is cut into runs of whole statements (see [`crate::runs`]): most
+//! statements of a long function hold no loop, iterator reduction or rayon chain, and
+//! the rewriter changes nothing in them. A run that mentions none
 //! of the names a site needs ([`may_hold_a_site`]) is passed through token for token;
 //! the others are parsed and rewritten as [`super::expand::rewrite_fn`] would rewrite
 //! them, with one rewriter for the whole function, so sites are numbered as before.
 //! Anything unexpected (a run that does not parse, a signature that is not a plain
 //! function's) declines, and the whole item is parsed at once.
 
-use proc_macro2::{Delimiter, Group, TokenStream, TokenTree};
+use proc_macro2::{TokenStream, TokenTree};
 use quote::ToTokens;
 use syn::parse::Parser;
 use syn::visit_mut::VisitMut;
-use syn::Item;
 
 use super::args::Args;
 use super::expand::Rewriter;
+use crate::runs::{runs, split_inner_attributes, Body};
 
 /// The rewritten item, or `None` to have the whole item parsed instead.
 pub(crate) fn rewrite(args: &Args, item: &TokenStream) -> Option<syn::Result<TokenStream>> {
-    let trees: Vec<TokenTree> = item.clone().into_iter().collect();
-    let (TokenTree::Group(body), head) = trees.split_last()? else {
-        return None;
-    };
-    if body.delimiter() != Delimiter::Brace {
-        return None;
-    }
-    // The signature alone, with an empty body: cheap to parse.
-    let mut signature: TokenStream = head.iter().cloned().collect();
-    signature.extend([TokenTree::Group(Group::new(
-        Delimiter::Brace,
-        TokenStream::new(),
-    ))]);
-    let Ok(Item::Fn(func)) = syn::parse2::<Item>(signature) else {
-        return None;
-    };
+    let Body { head, body, func } = Body::split(item)?;
     if func.sig.constness.is_some() {
         return None;
     }
@@ -69,74 +51,7 @@ pub(crate) fn rewrite(args: &Args, item: &TokenStream) -> Option<syn::Result<Tok
         stmt.to_tokens(&mut stream);
     }
     stream.extend(rewritten);
-    let mut new_body = Group::new(Delimiter::Brace, stream);
-    new_body.set_span(body.span());
-    let mut out: TokenStream = head.iter().cloned().collect();
-    out.extend([TokenTree::Group(new_body)]);
-    Some(Ok(out))
-}
-
-/// A block's leading inner attributes (`#![..]`, each a `#`, a `!` and a bracketed
-/// group), and the rest.
-fn split_inner_attributes(body: TokenStream) -> (TokenStream, TokenStream) {
-    let trees: Vec<TokenTree> = body.into_iter().collect();
-    let mut i = 0;
-    while let [TokenTree::Punct(hash), TokenTree::Punct(bang), TokenTree::Group(g), ..] =
-        &trees[i..]
-    {
-        if hash.as_char() != '#' || bang.as_char() != '!' || g.delimiter() != Delimiter::Bracket {
-            break;
-        }
-        i += 3;
-    }
-    let rest = trees[i..].iter().cloned().collect();
-    (trees[..i].iter().cloned().collect(), rest)
-}
-
-/// The body cut into runs of whole statements: after each top-level `;`, and after
-/// the first top-level `{ .. }` of a run that starts (past outer attributes and a
-/// label) with `for`, `while` or `loop`, which is that loop's body, since a loop's
-/// header cannot end in a block (a run cut wrongly would not parse, and the whole
-/// item would be parsed instead).
-fn runs(body: TokenStream) -> Vec<TokenStream> {
-    let mut out = Vec::new();
-    let mut run: Vec<TokenTree> = Vec::new();
-    for tree in body {
-        let ends = match &tree {
-            TokenTree::Punct(p) => p.as_char() == ';',
-            TokenTree::Group(g) => g.delimiter() == Delimiter::Brace && starts_a_loop(&run),
-            _ => false,
-        };
-        run.push(tree);
-        if ends {
-            out.push(run.drain(..).collect());
-        }
-    }
-    if !run.is_empty() {
-        out.push(run.into_iter().collect());
-    }
-    out
-}
-
-/// Whether a run's first token, past outer attributes (`#[..]`) and a label (`'a:`),
-/// is `for`, `while` or `loop`.
-fn starts_a_loop(run: &[TokenTree]) -> bool {
-    let mut i = 0;
-    while let (Some(TokenTree::Punct(p)), Some(TokenTree::Group(g))) = (run.get(i), run.get(i + 1))
-    {
-        if p.as_char() != '#' || g.delimiter() != Delimiter::Bracket {
-            break;
-        }
-        i += 2;
-    }
-    if let (Some(TokenTree::Punct(q)), Some(TokenTree::Ident(_)), Some(TokenTree::Punct(c))) =
-        (run.get(i), run.get(i + 1), run.get(i + 2))
-    {
-        if q.as_char() == '\'' && c.as_char() == ':' {
-            i += 3;
-        }
-    }
-    matches!(run.get(i), Some(TokenTree::Ident(k)) if k == "for" || k == "while" || k == "loop")
+    Some(Ok(Body::assemble(&head, &body, stream)))
 }
 
 /// Whether tokens mention a name that every site the rewriter makes needs: a loop
@@ -169,29 +84,6 @@ mod tests {
 
     fn args() -> Args {
         Args::parse(TokenStream::new()).expect("no arguments")
-    }
-
-    #[test]
-    fn runs_end_at_semicolons_and_loop_bodies() {
-        let body = quote! {
-            let a = 1;
-            #[allow(unused)] 'outer: for i in 0..3 { s += x[i]; }
-            while k < n { k += 1; }
-            if c { d } else { e }
-            let f = [0; 3];
-            g
-        };
-        let runs: Vec<String> = runs(body).iter().map(|r| r.to_string()).collect();
-        assert_eq!(
-            runs,
-            [
-                "let a = 1 ;",
-                "# [allow (unused)] 'outer : for i in 0 .. 3 { s += x [i] ; }",
-                "while k < n { k += 1 ; }",
-                "if c { d } else { e } let f = [0 ; 3] ;",
-                "g",
-            ]
-        );
     }
 
     #[test]
