@@ -4,6 +4,8 @@
 use proc_macro::TokenStream;
 
 mod accumulator;
+#[cfg(test)]
+mod cases;
 mod respan;
 mod runs;
 mod scramble;

@@ -73,21 +73,28 @@ pub(crate) fn split_inner_attributes(body: TokenStream) -> (TokenStream, TokenSt
     (trees[..i].iter().cloned().collect(), rest)
 }
 
-/// The body cut into runs of whole statements: after each top-level `;`, and after
-/// the first top-level `{ .. }` of a run that starts (past outer attributes and a
-/// label) with `for`, `while` or `loop`, which is that loop's body, since a loop's
-/// header cannot end in a block (a run cut wrongly would not parse, and the whole
-/// item would be parsed instead).
+/// The body cut into runs of whole statements: after each top-level `;`; after the
+/// first top-level `{ .. }` of a run that starts (past outer attributes and a label)
+/// with `for`, `while` or `loop`, which is that loop's body, since a loop's header
+/// cannot end in a block; and after a top-level `{ .. }` of a run that starts with
+/// `if`, `match`, `unsafe` or a block, unless `else`, `.` or `?` follows (a block-like
+/// statement goes on only through those). A run cut wrongly would not parse, and the
+/// whole item would be parsed instead.
 pub(crate) fn runs(body: TokenStream) -> Vec<TokenStream> {
+    let trees: Vec<TokenTree> = body.into_iter().collect();
     let mut out = Vec::new();
     let mut run: Vec<TokenTree> = Vec::new();
-    for tree in body {
-        let ends = match &tree {
+    for (i, tree) in trees.iter().enumerate() {
+        let ends = match tree {
             TokenTree::Punct(p) => p.as_char() == ';',
-            TokenTree::Group(g) => g.delimiter() == Delimiter::Brace && starts_a_loop(&run),
+            TokenTree::Group(g) if g.delimiter() == Delimiter::Brace => {
+                starts_a_loop(&run)
+                    || (starts_a_block_statement(&run) || run.is_empty())
+                        && !continues(trees.get(i + 1))
+            }
             _ => false,
         };
-        run.push(tree);
+        run.push(tree.clone());
         if ends {
             out.push(run.drain(..).collect());
         }
@@ -98,9 +105,17 @@ pub(crate) fn runs(body: TokenStream) -> Vec<TokenStream> {
     out
 }
 
-/// Whether a run's first token, past outer attributes (`#[..]`) and a label (`'a:`),
-/// is `for`, `while` or `loop`.
-fn starts_a_loop(run: &[TokenTree]) -> bool {
+/// Whether a block-like statement goes on with `next`: `else`, a method call or a `?`.
+fn continues(next: Option<&TokenTree>) -> bool {
+    match next {
+        Some(TokenTree::Ident(i)) => i == "else",
+        Some(TokenTree::Punct(p)) => matches!(p.as_char(), '.' | '?'),
+        _ => false,
+    }
+}
+
+/// The run past its outer attributes (`#[..]`) and a label (`'a:`).
+fn past_attributes_and_label(run: &[TokenTree]) -> &[TokenTree] {
     let mut i = 0;
     while let (Some(TokenTree::Punct(p)), Some(TokenTree::Group(g))) = (run.get(i), run.get(i + 1))
     {
@@ -116,7 +131,19 @@ fn starts_a_loop(run: &[TokenTree]) -> bool {
             i += 3;
         }
     }
-    matches!(run.get(i), Some(TokenTree::Ident(k)) if k == "for" || k == "while" || k == "loop")
+    &run[i..]
+}
+
+/// Whether a run's first token, past outer attributes and a label, is `for`, `while`
+/// or `loop`.
+fn starts_a_loop(run: &[TokenTree]) -> bool {
+    matches!(past_attributes_and_label(run).first(), Some(TokenTree::Ident(k)) if k == "for" || k == "while" || k == "loop")
+}
+
+/// Whether a run's first token, past outer attributes and a label, is `if`, `match` or
+/// `unsafe`.
+fn starts_a_block_statement(run: &[TokenTree]) -> bool {
+    matches!(past_attributes_and_label(run).first(), Some(TokenTree::Ident(k)) if k == "if" || k == "match" || k == "unsafe")
 }
 
 #[cfg(test)]
@@ -130,8 +157,13 @@ mod tests {
             let a = 1;
             #[allow(unused)] 'outer: for i in 0..3 { s += x[i]; }
             while k < n { k += 1; }
-            if c { d } else { e }
+            if c { d } else if b { e } else { f }
             let f = [0; 3];
+            match m { _ => v }.len();
+            match m { _ => () }
+            unsafe { g() }
+            { let h = 1; }
+            if c { d }?;
             g
         };
         let runs: Vec<String> = runs(body).iter().map(|r| r.to_string()).collect();
@@ -141,7 +173,13 @@ mod tests {
                 "let a = 1 ;",
                 "# [allow (unused)] 'outer : for i in 0 .. 3 { s += x [i] ; }",
                 "while k < n { k += 1 ; }",
-                "if c { d } else { e } let f = [0 ; 3] ;",
+                "if c { d } else if b { e } else { f }",
+                "let f = [0 ; 3] ;",
+                "match m { _ => v } . len () ;",
+                "match m { _ => () }",
+                "unsafe { g () }",
+                "{ let h = 1 ; }",
+                "if c { d } ? ;",
                 "g",
             ]
         );

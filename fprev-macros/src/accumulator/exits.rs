@@ -52,12 +52,16 @@ const TRANSPARENT_MACROS: &[&str] = &[
     "writeln",
 ];
 
-/// The function's return type (`()` when it has none) when every exit is visible.
-pub fn visible(f: &syn::ItemFn) -> Option<TokenStream> {
-    if f.sig.asyncness.is_some() {
+/// The function's return type (`()` when it has none) when every exit of a function
+/// with signature `sig` and the statements `body` is visible.
+pub fn visible<'a>(
+    sig: &syn::Signature,
+    body: impl IntoIterator<Item = &'a syn::Stmt>,
+) -> Option<TokenStream> {
+    if sig.asyncness.is_some() {
         return None;
     }
-    let ret = match &f.sig.output {
+    let ret = match &sig.output {
         syn::ReturnType::Default => quote!(()),
         syn::ReturnType::Type(_, t) if matches!(**t, syn::Type::Never(_)) => return None,
         syn::ReturnType::Type(_, t) => {
@@ -69,7 +73,9 @@ pub fn visible(f: &syn::ItemFn) -> Option<TokenStream> {
         }
     };
     let mut scan = Scan { visible: true };
-    scan.visit_block(&f.block);
+    for s in body {
+        scan.visit_stmt(s);
+    }
     scan.visible.then_some(ret)
 }
 
@@ -121,7 +127,8 @@ mod tests {
     use super::*;
 
     fn of(f: TokenStream) -> Option<String> {
-        visible(&syn::parse2(f).unwrap()).map(|t| t.to_string())
+        let f: syn::ItemFn = syn::parse2(f).unwrap();
+        visible(&f.sig, &f.block.stmts).map(|t| t.to_string())
     }
 
     #[test]

@@ -2,21 +2,110 @@
 //! and the registration.
 
 use proc_macro2::{Span, TokenStream};
-use quote::{quote, quote_spanned};
+use quote::{quote, quote_spanned, ToTokens};
+use syn::parse::Parser;
 use syn::visit_mut::VisitMut;
+use syn::Stmt;
 
 use super::args::Op;
 use super::sites::{frame_ident, var_counter, Collector, Kind, Rewriter, Scope};
 use super::validate::{Plan, Registration};
 
+/// A run of the body's statements: parsed (and rewritten), or passed through as
+/// tokens (see [`chunks`](super::chunks)).
+pub enum Piece {
+    Parsed(Vec<Stmt>),
+    Verbatim(TokenStream),
+}
+
+/// A rewritten body: what goes before the statements (the sites' table, the frame, the
+/// registration), the statements, and the errors found in them (`#[acc]` misuse).
+pub struct Rewritten {
+    pub prelude: TokenStream,
+    pub stmts: TokenStream,
+    pub errors: Option<syn::Error>,
+}
+
 /// Rewrite `item` according to `plan`. Returns the errors found in the body (`#[acc]`
 /// misuse) beside the code, so the item is always emitted.
-pub fn expand(plan: &Plan, mut item: syn::ItemFn) -> (TokenStream, Option<syn::Error>) {
+pub fn expand(plan: &Plan, item: syn::ItemFn) -> (TokenStream, Option<syn::Error>) {
+    let syn::ItemFn {
+        attrs,
+        vis,
+        sig,
+        block,
+    } = item;
+    let span = block.brace_token.span.join();
+    let Some(Rewritten {
+        prelude,
+        stmts,
+        errors,
+    }) = rewrite_body(plan, &sig, vec![Piece::Parsed(block.stmts)])
+    else {
+        unreachable!("a parsed body has no run left to parse")
+    };
+    // Emitted as tokens, not parsed back (that was a second parse of the whole body):
+    // outer attributes and the signature, then the body with its inner attributes
+    // first, the prelude, and the statements.
+    let (outer, inner): (Vec<&syn::Attribute>, Vec<&syn::Attribute>) = attrs
+        .iter()
+        .partition(|a| matches!(a.style, syn::AttrStyle::Outer));
+    let mut body = proc_macro2::Group::new(
+        proc_macro2::Delimiter::Brace,
+        quote!(#(#inner)* #prelude #stmts),
+    );
+    body.set_span(span);
+    (quote!(#(#outer)* #vis #sig #body), errors)
+}
+
+/// Rewrite the body of the function with signature `sig`, given as runs of statements
+/// in order: `None` when a run passed as tokens names an accumulator (so it must be
+/// rewritten) and does not parse on its own.
+///
+/// The runs passed as tokens must hold no site, exit or macro (see
+/// [`chunks::may_hold_a_site`](super::chunks::may_hold_a_site)); those that name an
+/// accumulator are parsed here, once the accumulators are known (a `let` that declares
+/// one restarts its chain, a closure that reads one captures its counter).
+pub fn rewrite_body(
+    plan: &Plan,
+    sig: &syn::Signature,
+    mut pieces: Vec<Piece>,
+) -> Option<Rewritten> {
     let krate = &plan.krate;
     let mut collector = Collector::new();
-    collector.visit_block_mut(&mut item.block);
+    for (i, piece) in pieces.iter_mut().enumerate() {
+        if let Piece::Parsed(stmts) = piece {
+            collector.position = (i, 0);
+            for s in stmts {
+                collector.visit_stmt_mut(s);
+            }
+        }
+    }
+    // Runs passed as tokens that name an accumulator are parsed after all, and visited
+    // in their place (by position).
+    let floats = collector.float_vars();
+    if !floats.is_empty() {
+        for (i, piece) in pieces.iter_mut().enumerate() {
+            if let Piece::Verbatim(run) = piece {
+                if super::chunks::names_any(run, &floats) {
+                    let mut stmts = syn::Block::parse_within.parse2(run.clone()).ok()?;
+                    collector.position = (i, 0);
+                    for s in &mut stmts {
+                        collector.visit_stmt_mut(s);
+                    }
+                    *piece = Piece::Parsed(stmts);
+                }
+            }
+        }
+    }
     collector.finish();
-    for name in super::sites::running(&item.block, &collector.vars) {
+    let parsed = || {
+        pieces.iter().flat_map(|p| match p {
+            Piece::Parsed(stmts) => stmts.as_slice(),
+            Piece::Verbatim(_) => &[],
+        })
+    };
+    for name in super::sites::running(parsed(), &collector.vars) {
         collector.sites[collector.vars[&name]].running = true;
     }
     let errors = collector.errors.into_iter().reduce(|mut a, b| {
@@ -24,7 +113,7 @@ pub fn expand(plan: &Plan, mut item: syn::ItemFn) -> (TokenStream, Option<syn::E
         a
     });
     let statics = syn::Ident::new("__FPREV_SITES", Span::call_site());
-    let exits = super::exits::visible(&item);
+    let exits = super::exits::visible(sig, parsed());
     let mut rw = Rewriter {
         krate,
         sites: collector.sites,
@@ -35,11 +124,21 @@ pub fn expand(plan: &Plan, mut item: syn::ItemFn) -> (TokenStream, Option<syn::E
         exits,
         returns: false,
     };
-    rw.visit_block_mut(&mut item.block);
+    let mut stmts = TokenStream::new();
+    for piece in pieces {
+        match piece {
+            Piece::Parsed(run) => {
+                for s in rw.rewrite_stmts(run) {
+                    s.to_tokens(&mut stmts);
+                }
+            }
+            Piece::Verbatim(run) => stmts.extend(run),
+        }
+    }
     let sites = rw.sites;
     let root = rw.scopes.pop().expect("the function's frame");
 
-    let fn_name = item.sig.ident.to_string();
+    let fn_name = sig.ident.to_string();
     let mut prelude = TokenStream::new();
     if !sites.is_empty() {
         let n = sites.len();
@@ -85,39 +184,22 @@ pub fn expand(plan: &Plan, mut item: syn::ItemFn) -> (TokenStream, Option<syn::E
     // beside an associated function is not), and there its path from the module still
     // names a free function.
     if let Some(r) = &plan.registration {
-        prelude.extend(register(krate, &item.sig.ident, r));
+        prelude.extend(register(krate, &sig.ident, r));
         prelude.extend(quote! {
             static __FPREV_ARRIVAL: #krate::__private::registry::Arrival =
                 #krate::__private::registry::Arrival::new();
             __FPREV_ARRIVAL.arrive();
         });
     }
-    if prelude.is_empty() {
-        return (quote!(#item), errors);
-    }
-    // Emitted as tokens, not parsed back (that was a second parse of the whole body):
-    // outer attributes and the signature, then the body with its inner attributes
-    // first, the prelude, and the statements.
-    let syn::ItemFn {
-        attrs,
-        vis,
-        sig,
-        block,
-    } = &item;
-    let (outer, inner): (Vec<&syn::Attribute>, Vec<&syn::Attribute>) = attrs
-        .iter()
-        .partition(|a| matches!(a.style, syn::AttrStyle::Outer));
-    let stmts = &block.stmts;
     let stmts = match (&rw.exits, merge_at_exits) {
-        (Some(ret), true) => exit_with(krate, ret, quote!({ #(#stmts)* })),
-        _ => quote!(#(#stmts)*),
+        (Some(ret), true) => exit_with(krate, ret, quote!({ #stmts })),
+        _ => stmts,
     };
-    let mut body = proc_macro2::Group::new(
-        proc_macro2::Delimiter::Brace,
-        quote!(#(#inner)* #prelude #stmts),
-    );
-    body.set_span(block.brace_token.span.join());
-    (quote!(#(#outer)* #vis #sig #body), errors)
+    Some(Rewritten {
+        prelude,
+        stmts,
+        errors,
+    })
 }
 
 /// The statements that leave the function with `value` when its frame is merged at

@@ -3,6 +3,7 @@
 //! registration ([`expand`]).
 
 mod args;
+mod chunks;
 mod exits;
 mod expand;
 mod sites;
@@ -17,6 +18,26 @@ use syn::visit_mut::VisitMut;
 
 /// The whole attribute: never fails to emit the user's item.
 pub fn accumulator(args: TokenStream, item: TokenStream) -> TokenStream {
+    if cfg!(feature = "off")
+        && !chunks::names(&item, &|n| n == "acc")
+        && crate::runs::Body::split(&item).is_some()
+    {
+        // A function with nothing to strip: as written, its body unparsed.
+        return item;
+    }
+    if !cfg!(feature = "off") {
+        if let Some((code, errors)) = chunks::expand(args.clone(), &item) {
+            let errors = errors.map(syn::Error::into_compile_error);
+            return quote!(#errors #code);
+        }
+    }
+    whole(args, item)
+}
+
+/// The attribute with the whole item parsed at once: what the statement-by-statement
+/// path ([`chunks`]) must give, and where it declines (argument errors, declarations,
+/// runs that do not parse on their own).
+fn whole(args: TokenStream, item: TokenStream) -> TokenStream {
     let func: syn::ItemFn = match syn::parse2(item.clone()) {
         Ok(f) => f,
         Err(_) => {
@@ -57,8 +78,7 @@ pub fn accumulator(args: TokenStream, item: TokenStream) -> TokenStream {
 /// With the `off` feature: the item token for token, except that inner `#[acc]`
 /// attributes (which are not valid Rust on their own) are removed.
 fn off(item: TokenStream, func: syn::ItemFn) -> TokenStream {
-    let has_acc = item.to_string().contains("acc");
-    if !has_acc {
+    if !chunks::names(&item, &|n| n == "acc") {
         return item;
     }
     let clean = strip_acc(func);

@@ -4,9 +4,30 @@
 use quote::quote;
 
 fn expand(args: proc_macro2::TokenStream, item: proc_macro2::TokenStream) -> String {
-    let out = super::accumulator(args, item);
+    let out = both_ways(args, item, "a snapshot");
     let file: syn::File = syn::parse2(out).expect("the expansion parses as items");
     prettyplease::unparse(&file)
+}
+
+/// The expansion, checked to be the one of the whole-item path (the statement-by-
+/// statement path reads only some statements; it must not change what comes out).
+pub(super) fn both_ways(
+    args: proc_macro2::TokenStream,
+    item: proc_macro2::TokenStream,
+    context: &str,
+) -> proc_macro2::TokenStream {
+    let out = super::accumulator(args.clone(), item.clone());
+    let whole = super::whole(args, item.clone());
+    let normalized = |t: &proc_macro2::TokenStream| match syn::parse2::<syn::File>(t.clone()) {
+        Ok(file) => quote!(#file).to_string(),
+        Err(_) => t.to_string(),
+    };
+    assert_eq!(
+        normalized(&out),
+        normalized(&whole),
+        "{context}: the two paths differ on\n{item}"
+    );
+    out
 }
 
 #[test]

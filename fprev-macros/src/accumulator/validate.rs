@@ -25,7 +25,7 @@ pub struct Plan {
 
 /// Where `Self` first appears in `tokens`, if it does (then the function is an
 /// associated one, which a registration cannot name by a path from its module).
-fn names_self(tokens: TokenStream) -> Option<proc_macro2::Span> {
+pub(super) fn names_self(tokens: TokenStream) -> Option<proc_macro2::Span> {
     tokens.into_iter().find_map(|t| match t {
         proc_macro2::TokenTree::Ident(i) if i == "Self" => Some(i.span()),
         proc_macro2::TokenTree::Group(g) => names_self(g.stream()),

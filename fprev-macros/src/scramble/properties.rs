@@ -13,27 +13,7 @@ use proc_macro2::TokenStream;
 
 use super::tests::rewrite_both_ways;
 use super::{classify, validate};
-
-/// SplitMix64: a few lines, no dependency, enough to draw statements.
-struct Draw(u64);
-
-impl Draw {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn pick<'a>(&mut self, options: &[&'a str]) -> &'a str {
-        options[self.below(options.len())]
-    }
-}
+use crate::cases::{cases, Draw};
 
 /// A term that does not read `s`.
 fn term(d: &mut Draw) -> &'static str {
@@ -114,18 +94,6 @@ fn body(d: &mut Draw, poisoned: bool) -> String {
         stmts.swap(i, j);
     }
     stmts.join(" ")
-}
-
-fn cases() -> (u64, u64) {
-    let cases = std::env::var("FPREV_PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(400);
-    let first = std::env::var("FPREV_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1);
-    (first, cases)
 }
 
 #[test]

@@ -22,6 +22,12 @@ pub struct Collector {
     /// are captured by a closure, so they cannot live in a frame's tuple (which an
     /// edition-2018 closure would capture whole).
     pub captured: HashSet<String>,
+    /// Where in the body the visit is: the run of statements (see
+    /// [`chunks`](super::super::chunks)) and a count within it. Runs may be visited out
+    /// of order; each variable's site is its first update in the body all the same.
+    pub position: (usize, usize),
+    /// The position of each site's update.
+    positions: Vec<(usize, usize)>,
 }
 
 impl Collector {
@@ -32,13 +38,25 @@ impl Collector {
             errors: Vec::new(),
             maybe_float: HashSet::new(),
             captured: HashSet::new(),
+            position: (0, 0),
+            positions: Vec::new(),
         }
+    }
+
+    /// Variables some update of which may add a float (see [`Self::finish`]).
+    pub fn float_vars(&self) -> HashMap<String, usize> {
+        self.vars
+            .iter()
+            .filter(|(name, _)| self.maybe_float.contains(*name))
+            .map(|(name, &k)| (name.clone(), k))
+            .collect()
     }
 
     /// Drops the variables whose every update adds an integer (`count += 1`,
     /// `n += k as usize`): no float adds an integer, so they are never float chains, and
     /// a counter per update in a long function costs its build more than anything else.
-    /// `#[acc]` keeps a variable whatever its terms.
+    /// `#[acc]` keeps a variable whatever its terms. The sites kept are numbered in the
+    /// order of their first update in the body.
     pub fn finish(&mut self) {
         let keep: Vec<bool> = {
             let mut by_site = vec![true; self.sites.len()];
@@ -47,17 +65,19 @@ impl Collector {
             }
             by_site
         };
-        let mut new_index = Vec::with_capacity(keep.len());
-        let mut next = 0;
-        for &k in &keep {
-            new_index.push(next);
-            next += usize::from(k);
+        let mut order: Vec<usize> = (0..self.sites.len()).filter(|&k| keep[k]).collect();
+        order.sort_by_key(|&k| self.positions[k]);
+        let mut new_index = vec![usize::MAX; keep.len()];
+        for (new, &old) in order.iter().enumerate() {
+            new_index[old] = new;
         }
-        let sites = std::mem::take(&mut self.sites);
-        self.sites = sites
+        let mut sites: Vec<Option<Site>> = std::mem::take(&mut self.sites)
             .into_iter()
-            .zip(&keep)
-            .filter_map(|(s, &k)| k.then_some(s))
+            .map(Some)
+            .collect();
+        self.sites = order
+            .iter()
+            .map(|&k| sites[k].take().expect("each site once"))
             .collect();
         self.vars.retain(|_, k| keep[*k]);
         for k in self.vars.values_mut() {
@@ -66,14 +86,25 @@ impl Collector {
     }
 
     fn add_var(&mut self, name: String, node: &impl ToTokens) {
-        if !self.vars.contains_key(&name) {
-            self.vars.insert(name, self.sites.len());
-            self.sites.push(Site {
-                kind: Kind::Variable,
-                span: node.span(),
-                text: text_of(node),
-                running: false,
-            });
+        self.position.1 += 1;
+        let site = || Site {
+            kind: Kind::Variable,
+            span: node.span(),
+            text: text_of(node),
+            running: false,
+        };
+        match self.vars.get(&name) {
+            None => {
+                self.vars.insert(name, self.sites.len());
+                self.sites.push(site());
+                self.positions.push(self.position);
+            }
+            // Seen first in a run visited later (see `position`).
+            Some(&k) if self.position < self.positions[k] => {
+                self.sites[k] = site();
+                self.positions[k] = self.position;
+            }
+            Some(_) => {}
         }
     }
 }

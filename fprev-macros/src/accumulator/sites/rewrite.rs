@@ -8,6 +8,8 @@ use syn::spanned::Spanned;
 use syn::visit_mut::{self, VisitMut};
 use syn::{BinOp, Expr, Stmt};
 
+use crate::syntax::integer_term;
+
 use super::{
     bound_names, extends, ident_of, is_assign_op, iterator_site, pure_place, text_of, ClosureNames,
     Kind, Site,
@@ -303,6 +305,41 @@ impl Rewriter<'_> {
         })
     }
 
+    /// A block's statements rewritten: each visited, and each `let` of an accumulator
+    /// followed by the update of its counter.
+    pub fn rewrite_stmts(&mut self, stmts: Vec<Stmt>) -> Vec<Stmt> {
+        let mut out = Vec::with_capacity(stmts.len());
+        for mut stmt in stmts {
+            self.visit_stmt_mut(&mut stmt);
+            let mut after = Vec::new();
+            if let Stmt::Local(l) = &stmt {
+                // A `#[cfg(..)] let` takes its counter update with it.
+                let cfgs: Vec<&syn::Attribute> = l
+                    .attrs
+                    .iter()
+                    .filter(|a| a.path().is_ident("cfg") || a.path().is_ident("cfg_attr"))
+                    .collect();
+                if let Some(init) = &l.init {
+                    let mut names = Vec::new();
+                    bound_names(&l.pat, &mut names);
+                    let single = names.len() == 1;
+                    for (name, span) in names {
+                        if let Some(&k) = self.vars.get(&name) {
+                            let ident = syn::Ident::new(&name, span);
+                            let rhs = if single { Some(&*init.expr) } else { None };
+                            let update =
+                                self.assign_update(k, &name, &ident.to_token_stream(), rhs);
+                            after.push(syn::parse_quote!(#(#cfgs)* { #update }));
+                        }
+                    }
+                }
+            }
+            out.push(stmt);
+            out.extend(after);
+        }
+        out
+    }
+
     fn rewrite_iterator(&mut self, m: &mut syn::ExprMethodCall) {
         let k = self.new_site(Kind::Iterator, &*m);
         let krate = self.krate;
@@ -337,34 +374,7 @@ impl VisitMut for Rewriter<'_> {
 
     fn visit_block_mut(&mut self, b: &mut syn::Block) {
         let stmts = std::mem::take(&mut b.stmts);
-        for mut stmt in stmts {
-            self.visit_stmt_mut(&mut stmt);
-            let mut after = Vec::new();
-            if let Stmt::Local(l) = &stmt {
-                // A `#[cfg(..)] let` takes its counter update with it.
-                let cfgs: Vec<&syn::Attribute> = l
-                    .attrs
-                    .iter()
-                    .filter(|a| a.path().is_ident("cfg") || a.path().is_ident("cfg_attr"))
-                    .collect();
-                if let Some(init) = &l.init {
-                    let mut names = Vec::new();
-                    bound_names(&l.pat, &mut names);
-                    let single = names.len() == 1;
-                    for (name, span) in names {
-                        if let Some(&k) = self.vars.get(&name) {
-                            let ident = syn::Ident::new(&name, span);
-                            let rhs = if single { Some(&*init.expr) } else { None };
-                            let update =
-                                self.assign_update(k, &name, &ident.to_token_stream(), rhs);
-                            after.push(syn::parse_quote!(#(#cfgs)* { #update }));
-                        }
-                    }
-                }
-            }
-            b.stmts.push(stmt);
-            b.stmts.extend(after);
-        }
+        b.stmts = self.rewrite_stmts(stmts);
     }
 
     fn visit_expr_mut(&mut self, e: &mut Expr) {
@@ -401,6 +411,7 @@ impl VisitMut for Rewriter<'_> {
                 && ident_of(&lhs).is_none()
                 && !matches!(lhs, Expr::Path(_))
                 && pure_place(&lhs)
+                && !matches!(e, Expr::Binary(b) if integer_term(&b.right))
             {
                 *e = self.rewrite_place(e, &lhs);
             }

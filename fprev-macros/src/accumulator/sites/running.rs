@@ -16,13 +16,19 @@ use syn::Expr;
 
 use super::{extends, ident_of};
 
-/// The accumulator variables (of `vars`) read inside a loop that updates them.
-pub fn running(block: &syn::Block, vars: &HashMap<String, usize>) -> HashSet<String> {
+/// The accumulator variables (of `vars`) read inside a loop (of the statements
+/// `stmts`) that updates them.
+pub fn running<'a>(
+    stmts: impl IntoIterator<Item = &'a syn::Stmt>,
+    vars: &HashMap<String, usize>,
+) -> HashSet<String> {
     let mut loops = Loops {
         vars,
         found: HashSet::new(),
     };
-    loops.visit_block(block);
+    for s in stmts {
+        loops.visit_stmt(s);
+    }
     loops.found
 }
 
@@ -114,7 +120,7 @@ mod tests {
         let block: syn::Block = syn::parse2(body).unwrap();
         let vars = ["s", "t"].iter().enumerate();
         let vars = vars.map(|(k, n)| (n.to_string(), k)).collect();
-        let mut v: Vec<String> = running(&block, &vars).into_iter().collect();
+        let mut v: Vec<String> = running(&block.stmts, &vars).into_iter().collect();
         v.sort();
         v
     }

@@ -1,0 +1,37 @@
+//! Seeded draws for the property tests of both attributes: a failing case prints its
+//! seed, and `FPREV_SEED=<seed> FPREV_PROPTEST_CASES=1` reruns it alone.
+
+/// SplitMix64: a few lines, no dependency, enough to draw statements.
+pub(crate) struct Draw(pub u64);
+
+impl Draw {
+    pub(crate) fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    pub(crate) fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    pub(crate) fn pick<'a>(&mut self, options: &[&'a str]) -> &'a str {
+        options[self.below(options.len())]
+    }
+}
+
+/// The first seed and the number of cases: `FPREV_SEED` (default 1) and
+/// `FPREV_PROPTEST_CASES` (default 400).
+pub(crate) fn cases() -> (u64, u64) {
+    let cases = std::env::var("FPREV_PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(400);
+    let first = std::env::var("FPREV_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1);
+    (first, cases)
+}
