@@ -179,9 +179,11 @@ pub fn scramble(args: TokenStream, item: TokenStream) -> TokenStream {
 ///
 /// ```text
 /// fn dot(a: &[f64], b: &[f64]) -> f64 {
-///     static __FPREV_SITES: [Site; 1] = [Site::new(
-///         concat!(module_path!(), "::", "dot"), file!(), 4u32, 9u32,
-///         "s += a[i] * b[i]", SiteKind::Variable)];
+///     const __FPREV_FN: &str = concat!(module_path!(), "::", "dot");
+///     // spanned at `s += a[i] * b[i]`: `here` (`#[track_caller]`) reads its file,
+///     // line and column from there
+///     static __FPREV_SITES: [Site; 1] =
+///         [Site::here(__FPREV_FN, "s += a[i] * b[i]", SiteKind::Variable)];
 ///     // the counters: variable slot 0 counts site 0; no place slot
 ///     let mut __fprev_frame = Frame::new(&__FPREV_SITES, &[0usize], &[]);
 ///     let __fprev_ret: f64 = {

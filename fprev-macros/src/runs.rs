@@ -58,8 +58,8 @@ impl Body {
 
 /// A block's leading inner attributes (`#![..]`, each a `#`, a `!` and a bracketed
 /// group), and the rest.
-pub(crate) fn split_inner_attributes(body: TokenStream) -> (TokenStream, TokenStream) {
-    let trees: Vec<TokenTree> = body.into_iter().collect();
+pub(crate) fn split_inner_attributes(body: TokenStream) -> (TokenStream, Vec<TokenTree>) {
+    let mut trees: Vec<TokenTree> = body.into_iter().collect();
     let mut i = 0;
     while let [TokenTree::Punct(hash), TokenTree::Punct(bang), TokenTree::Group(g), ..] =
         &trees[i..]
@@ -69,8 +69,8 @@ pub(crate) fn split_inner_attributes(body: TokenStream) -> (TokenStream, TokenSt
         }
         i += 3;
     }
-    let rest = trees[i..].iter().cloned().collect();
-    (trees[..i].iter().cloned().collect(), rest)
+    let rest = trees.split_off(i);
+    (trees.into_iter().collect(), rest)
 }
 
 /// The body cut into runs of whole statements: after each top-level `;`; after the
@@ -80,27 +80,30 @@ pub(crate) fn split_inner_attributes(body: TokenStream) -> (TokenStream, TokenSt
 /// `if`, `match`, `unsafe` or a block, unless `else`, `.` or `?` follows (a block-like
 /// statement goes on only through those). A run cut wrongly would not parse, and the
 /// whole item would be parsed instead.
-pub(crate) fn runs(body: TokenStream) -> Vec<TokenStream> {
-    let trees: Vec<TokenTree> = body.into_iter().collect();
+///
+/// The runs stay token trees (slices of `body`, moved, not copied): in a proc macro each
+/// token stream built, cloned or walked is a call into the compiler.
+pub(crate) fn runs(body: Vec<TokenTree>) -> Vec<Vec<TokenTree>> {
     let mut out = Vec::new();
     let mut run: Vec<TokenTree> = Vec::new();
-    for (i, tree) in trees.iter().enumerate() {
-        let ends = match tree {
+    let mut trees = body.into_iter().peekable();
+    while let Some(tree) = trees.next() {
+        let ends = match &tree {
             TokenTree::Punct(p) => p.as_char() == ';',
             TokenTree::Group(g) if g.delimiter() == Delimiter::Brace => {
                 starts_a_loop(&run)
                     || (starts_a_block_statement(&run) || run.is_empty())
-                        && !continues(trees.get(i + 1))
+                        && !continues(trees.peek())
             }
             _ => false,
         };
-        run.push(tree.clone());
+        run.push(tree);
         if ends {
-            out.push(run.drain(..).collect());
+            out.push(std::mem::take(&mut run));
         }
     }
     if !run.is_empty() {
-        out.push(run.into_iter().collect());
+        out.push(run);
     }
     out
 }
@@ -166,7 +169,10 @@ mod tests {
             if c { d }?;
             g
         };
-        let runs: Vec<String> = runs(body).iter().map(|r| r.to_string()).collect();
+        let runs: Vec<String> = runs(body.into_iter().collect())
+            .into_iter()
+            .map(|r| r.into_iter().collect::<TokenStream>().to_string())
+            .collect();
         assert_eq!(
             runs,
             [

@@ -36,7 +36,8 @@ pub fn expand(args: TokenStream, item: &TokenStream) -> Option<(TokenStream, Opt
     let mut pieces = Vec::new();
     for run in runs(statements) {
         pieces.push(if may_hold_a_site(&run) {
-            Piece::Parsed(syn::Block::parse_within.parse2(run).ok()?)
+            let tokens = run.into_iter().collect();
+            Piece::Parsed(syn::Block::parse_within.parse2(tokens).ok()?)
         } else {
             Piece::Verbatim(run)
         });
@@ -58,8 +59,7 @@ pub fn expand(args: TokenStream, item: &TokenStream) -> Option<(TokenStream, Opt
 /// on its right, as in `s = s + e` and `c[i] = c[i] + e`), `sum`, `fold` (iterator
 /// sites), `acc` (`#[acc]`), `return`, `?`, or a macro call (`name!`), which may hide an
 /// exit. A superset is only slower.
-pub(crate) fn may_hold_a_site(tokens: &TokenStream) -> bool {
-    let trees: Vec<TokenTree> = tokens.clone().into_iter().collect();
+pub(crate) fn may_hold_a_site(trees: &[TokenTree]) -> bool {
     // A `let` (or `if let`, `while let`) whose `=` is still to come.
     let mut in_let = false;
     // Where the statement (or the expression after a block) that holds `i` starts.
@@ -103,7 +103,8 @@ pub(crate) fn may_hold_a_site(tokens: &TokenStream) -> bool {
                 _ => {}
             },
             TokenTree::Group(g) => {
-                if may_hold_a_site(&g.stream()) {
+                let inner: Vec<TokenTree> = g.stream().into_iter().collect();
+                if may_hold_a_site(&inner) {
                     return true;
                 }
                 if g.delimiter() == Delimiter::Brace {
@@ -137,17 +138,46 @@ fn integer_literal(rest: &[TokenTree]) -> bool {
         && matches!(after, None | Some(TokenTree::Punct(_)) if after.is_none_or(|a| matches!(a, TokenTree::Punct(p) if p.as_char() == ';')))
 }
 
-/// Whether a name of the left side of an assignment, outside its indexes (`c` of
-/// `c[i]`, `s`, `self` and `acc` of `self.acc`), appears on its right side (up to the
-/// end of the statement), at any depth: an update `x = x + e` always does.
+/// Whether an assignment may be an update `x = x + e`, `x = e + x` or `x = x - e`
+/// (the rewriter's rule, parentheses looked through): its right side (up to the end of
+/// the statement) has a binary `+` or `-` outside any group, and a name of its left
+/// side, outside its indexes (`c` of `c[i]`; `self` and `acc` of `self.acc`), appears on
+/// its right side at any depth.
 fn comes_back(left: &[TokenTree], right: &[TokenTree]) -> bool {
-    let mut names = Vec::new();
-    collect_names(left, &mut names);
     let end = right
         .iter()
         .position(|t| matches!(t, TokenTree::Punct(p) if p.as_char() == ';'))
         .unwrap_or(right.len());
-    !names.is_empty() && names_in(&right[..end], &names)
+    let mut right = right[..end].to_vec();
+    while let [TokenTree::Group(g)] = right.as_slice() {
+        if g.delimiter() != Delimiter::Parenthesis {
+            break;
+        }
+        right = g.stream().into_iter().collect();
+    }
+    if !has_binary_add_or_sub(&right) {
+        return false;
+    }
+    let mut names = Vec::new();
+    collect_names(left, &mut names);
+    !names.is_empty() && names_in(&right, &names)
+}
+
+/// Whether `trees` hold a `+` or `-` (not `+=`, `-=` or `->`) that follows an operand
+/// (a name, a literal, a group, or `?`), outside any group.
+fn has_binary_add_or_sub(trees: &[TokenTree]) -> bool {
+    trees.windows(2).enumerate().any(|(i, w)| {
+        let TokenTree::Punct(p) = &w[1] else {
+            return false;
+        };
+        let operand_before = match &w[0] {
+            TokenTree::Ident(_) | TokenTree::Literal(_) | TokenTree::Group(_) => true,
+            TokenTree::Punct(q) => q.as_char() == '?',
+        };
+        let compound = p.spacing() == Spacing::Joint
+            && matches!(trees.get(i + 2), Some(TokenTree::Punct(n)) if matches!(n.as_char(), '=' | '>'));
+        matches!(p.as_char(), '+' | '-') && operand_before && !compound
+    })
 }
 
 fn collect_names(trees: &[TokenTree], out: &mut Vec<String>) {
@@ -175,17 +205,17 @@ fn names_in(trees: &[TokenTree], names: &[String]) -> bool {
 }
 
 /// Whether tokens name one of `vars`, at any depth.
-pub(crate) fn names_any(tokens: &TokenStream, vars: &HashMap<String, usize>) -> bool {
-    names(tokens, &|n| vars.contains_key(n))
+pub(crate) fn names_any(trees: &[TokenTree], vars: &HashMap<String, usize>) -> bool {
+    trees.iter().any(|t| names(t, &|n| vars.contains_key(n)))
 }
 
 /// Whether tokens hold an identifier for which `is` holds, at any depth.
-pub(crate) fn names(tokens: &TokenStream, is: &impl Fn(&str) -> bool) -> bool {
-    tokens.clone().into_iter().any(|t| match t {
+pub(crate) fn names(tree: &TokenTree, is: &impl Fn(&str) -> bool) -> bool {
+    match tree {
         TokenTree::Ident(i) => is(&i.to_string()),
-        TokenTree::Group(g) => names(&g.stream(), is),
+        TokenTree::Group(g) => g.stream().into_iter().any(|t| names(&t, is)),
         _ => false,
-    })
+    }
 }
 
 #[cfg(test)]
@@ -213,7 +243,15 @@ mod tests {
                 }),
                 false,
             ),
-            (quote!(y[i] = -y[i] * 0.5;), true),
+            (quote!(y[i] = -y[i] * 0.5;), false),
+            (quote!(y[i] = y[i] * 2.0;), false),
+            (quote!(y[i] = 2.0 * y[i] + b;), true),
+            (quote!(s = s - -e;), true),
+            (quote!(s = s--e;), true),
+            (quote!(s = (e + s);), true),
+            (quote!(s = f(x)? - s;), true),
+            (quote!(s = t + u;), false),
+            (quote!(f = |s: f64| -> f64 { s };), false),
             (quote!(self.acc = self.acc + e;), true),
             (quote!(x.iter().for_each(|v| s = s + 2.0);), true),
             (quote!(if c { d } t = t + 1.0;), true),
@@ -275,18 +313,20 @@ mod tests {
             (quote!(let m = match k { 0 => a, _ => b };), false),
             (quote!(let idx = (count * 7 + 1) % n.max(1);), false),
         ] {
-            assert_eq!(may_hold_a_site(&tokens), parsed, "{tokens}");
+            let trees: Vec<TokenTree> = tokens.clone().into_iter().collect();
+            assert_eq!(may_hold_a_site(&trees), parsed, "{tokens}");
         }
     }
 
     #[test]
     fn names_are_found_at_any_depth() {
         let vars: HashMap<String, usize> = [("s".to_string(), 0)].into();
-        assert!(names_any(&quote!(let mut s = 0.0;), &vars));
-        assert!(names_any(&quote!(let f = |v| { g(v, s) };), &vars));
+        let names_any = |t: TokenStream, v| super::names_any(&t.into_iter().collect::<Vec<_>>(), v);
+        assert!(names_any(quote!(let mut s = 0.0;), &vars));
+        assert!(names_any(quote!(let f = |v| { g(v, s) };), &vars));
         // A field of the same name too: a superset is only slower.
-        assert!(names_any(&quote!(let t = x.s;), &vars));
-        assert!(!names_any(&quote!(let t = g(x);), &vars));
+        assert!(names_any(quote!(let t = x.s;), &vars));
+        assert!(!names_any(quote!(let t = g(x);), &vars));
     }
 
     #[test]
@@ -319,7 +359,11 @@ mod properties {
     /// macros, and neutral statements the statement-by-statement path passes through.
     fn statement(d: &mut Draw) -> String {
         let v = d.pick(&["s", "t", "u"]);
-        match d.below(25) {
+        match d.below(29) {
+            25 => "out[k % 4] = out[k % 4] + a;".to_string(),
+            26 => "out[0] = -out[0] * 0.5;".to_string(),
+            27 => "out[1] = a - -out[1];".to_string(),
+            28 => format!("out[2] = ({v} + out[2]);"),
             22 => "let mut s = 0usize; s += 1;".to_string(),
             23 => "hist[k % 4] += 1;".to_string(),
             24 => format!("if a < 0.5 {{ {v} = {v} - 1.0; }} else {{ {v} *= 2.0; }}"),

@@ -15,7 +15,7 @@ use super::validate::{Plan, Registration};
 /// tokens (see [`chunks`](super::chunks)).
 pub enum Piece {
     Parsed(Vec<Stmt>),
-    Verbatim(TokenStream),
+    Verbatim(Vec<proc_macro2::TokenTree>),
 }
 
 /// A rewritten body: what goes before the statements (the sites' table, the frame, the
@@ -88,7 +88,8 @@ pub fn rewrite_body(
         for (i, piece) in pieces.iter_mut().enumerate() {
             if let Piece::Verbatim(run) = piece {
                 if super::chunks::names_any(run, &floats) {
-                    let mut stmts = syn::Block::parse_within.parse2(run.clone()).ok()?;
+                    let tokens = run.iter().cloned().collect();
+                    let mut stmts = syn::Block::parse_within.parse2(tokens).ok()?;
                     collector.position = (i, 0);
                     for s in &mut stmts {
                         collector.visit_stmt_mut(s);
@@ -149,21 +150,21 @@ pub fn rewrite_body(
                 Kind::Iterator => quote!(Iterator),
             };
             let text = &s.text;
+            // `Site::here` takes its file, line and column from where it is called: the
+            // whole call is spanned at the site (a path from the user's code, see
+            // [`crate::respan`]).
             let at = crate::respan::respan(krate, s.span);
-            let (line, column) = (
-                quote_spanned!(s.span=> #at::__private::core::line!()),
-                quote_spanned!(s.span=> #at::__private::core::column!()),
-            );
             let running = s.running.then(|| quote!(.running_value()));
-            quote! {
-                #krate::__private::chains::Site::new(
-                    #krate::__private::core::concat!(#krate::__private::core::module_path!(), "::", #fn_name),
-                    #krate::__private::core::file!(), #line, #column, #text,
-                    #krate::__private::chains::SiteKind::#kind,
+            quote_spanned! {s.span=>
+                #at::__private::chains::Site::here(
+                    __FPREV_FN, #text, #at::__private::chains::SiteKind::#kind,
                 ) #running
             }
         });
         prelude.extend(quote! {
+            const __FPREV_FN: &str = #krate::__private::core::concat!(
+                #krate::__private::core::module_path!(), "::", #fn_name
+            );
             #[allow(non_upper_case_globals)]
             static #statics: [#krate::__private::chains::Site; #n] = [#(#entries),*];
         });

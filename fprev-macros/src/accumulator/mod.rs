@@ -18,10 +18,7 @@ use syn::visit_mut::VisitMut;
 
 /// The whole attribute: never fails to emit the user's item.
 pub fn accumulator(args: TokenStream, item: TokenStream) -> TokenStream {
-    if cfg!(feature = "off")
-        && !chunks::names(&item, &|n| n == "acc")
-        && crate::runs::Body::split(&item).is_some()
-    {
+    if cfg!(feature = "off") && !names_acc(&item) && crate::runs::Body::split(&item).is_some() {
         // A function with nothing to strip: as written, its body unparsed.
         return item;
     }
@@ -75,10 +72,17 @@ fn whole(args: TokenStream, item: TokenStream) -> TokenStream {
     }
 }
 
+/// Whether `item` names `acc` anywhere (an `#[acc]` to strip or to read).
+fn names_acc(item: &TokenStream) -> bool {
+    item.clone()
+        .into_iter()
+        .any(|t| chunks::names(&t, &|n| n == "acc"))
+}
+
 /// With the `off` feature: the item token for token, except that inner `#[acc]`
 /// attributes (which are not valid Rust on their own) are removed.
 fn off(item: TokenStream, func: syn::ItemFn) -> TokenStream {
-    if !chunks::names(&item, &|n| n == "acc") {
+    if !names_acc(&item) {
         return item;
     }
     let clean = strip_acc(func);

@@ -34,7 +34,9 @@ pub(crate) fn rewrite(args: &Args, item: &TokenStream) -> Option<syn::Result<Tok
             rewritten.extend(run);
             continue;
         }
-        let mut stmts = syn::Block::parse_within.parse2(run).ok()?;
+        let mut stmts = syn::Block::parse_within
+            .parse2(run.into_iter().collect())
+            .ok()?;
         for stmt in &mut stmts {
             rewriter.visit_stmt_mut(stmt);
         }
@@ -58,17 +60,21 @@ pub(crate) fn rewrite(args: &Args, item: &TokenStream) -> Option<syn::Result<Tok
 /// keyword (reductions, declared loops and their markers), `sum` or `fold` (iterator
 /// reductions), or a rayon source (`par_iter`, `into_par_iter`, ...). Inside groups
 /// too; macro arguments count (a superset is only slower).
-pub(crate) fn may_hold_a_site(tokens: &TokenStream) -> bool {
-    tokens.clone().into_iter().any(|t| match t {
+pub(crate) fn may_hold_a_site(trees: &[TokenTree]) -> bool {
+    trees.iter().any(names_a_site)
+}
+
+fn names_a_site(tree: &TokenTree) -> bool {
+    match tree {
         TokenTree::Ident(i) => {
             let name = i.to_string();
             matches!(name.as_str(), "for" | "while" | "loop" | "sum" | "fold")
                 || name.starts_with("par_")
                 || name.starts_with("into_par")
         }
-        TokenTree::Group(g) => may_hold_a_site(&g.stream()),
+        TokenTree::Group(g) => g.stream().into_iter().any(|t| names_a_site(&t)),
         _ => false,
-    })
+    }
 }
 
 #[cfg(test)]
@@ -88,20 +94,21 @@ mod tests {
 
     #[test]
     fn only_runs_that_name_a_site_are_parsed() {
-        assert!(may_hold_a_site(
-            &quote!(let q: f64 = v.iter().map(|x| x * 2.0).sum();)
-        ));
-        assert!(may_hold_a_site(
-            &quote!(let t = { let f = |v: &[f64]| v.par_iter(); f };)
-        ));
-        assert!(may_hold_a_site(&quote!(if ok {
+        let trees = |t: TokenStream| t.into_iter().collect::<Vec<_>>();
+        assert!(may_hold_a_site(&trees(
+            quote!(let q: f64 = v.iter().map(|x| x * 2.0).sum();)
+        )));
+        assert!(may_hold_a_site(&trees(
+            quote!(let t = { let f = |v: &[f64]| v.par_iter(); f };)
+        )));
+        assert!(may_hold_a_site(&trees(quote!(if ok {
             loop {
                 break;
             }
-        })));
-        assert!(!may_hold_a_site(
-            &quote!(let y = a * x + b; out[i] = y.max(0.0);)
-        ));
+        }))));
+        assert!(!may_hold_a_site(&trees(
+            quote!(let y = a * x + b; out[i] = y.max(0.0);)
+        )));
         // Untouched runs come back token for token, odd spacing and all.
         let item = quote! {
             fn f(x: &[f64]) -> f64 {
