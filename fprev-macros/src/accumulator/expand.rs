@@ -171,7 +171,7 @@ pub fn rewrite_body(
         if sites.iter().any(|s| s.kind == Kind::Iterator) {
             prelude.extend(quote! {
                 #[allow(unused_imports)]
-                use #krate::__private::chains::{ViaIterator as _, ViaOther as _};
+                use #krate::__private::chains::ViaOther as _;
             });
         }
     }

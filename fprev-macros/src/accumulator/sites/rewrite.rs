@@ -345,10 +345,9 @@ impl Rewriter<'_> {
         let krate = self.krate;
         let statics = &self.statics;
         let recv = &m.receiver;
-        // The dispatch traits are imported once, at the top of the body.
+        // The fallback's trait is imported once, at the top of the body.
         *m.receiver = Expr::Verbatim(quote_spanned! {recv.span()=>
-            #krate::__private::chains::Wrap(#krate::__private::core::option::Option::Some(#recv))
-                .__fprev_count(&#statics, #k)
+            #krate::__private::chains::Wrap(#recv).__fprev_count(&#statics, #k)
         });
     }
 }
