@@ -147,13 +147,13 @@ impl<'a> Rewriter<'a> {
         if rewriter.uses_iter {
             prelude.push(syn::parse_quote! {
                 #[allow(unused_imports)]
-                use #krate::__private::scramble::{ViaIter as _, ViaValue as _};
+                use #krate::__private::scramble::ViaValue as _;
             });
         }
         if rewriter.uses_par_sum {
             prelude.push(syn::parse_quote! {
                 #[allow(unused_imports)]
-                use #krate::__private::scramble::{ViaPar as _, ViaParValue as _};
+                use #krate::__private::scramble::ViaParValue as _;
             });
         }
         if rewriter.sites.is_empty() && rewriter.left.is_empty() {
@@ -516,8 +516,7 @@ impl Rewriter<'_> {
         }
         self.uses_iter = true;
         *m.receiver = Expr::Verbatim(quote_spanned! {span=>
-            #krate::__private::scramble::Wrap(#krate::__private::core::option::Option::Some(#recv))
-                .__fprev_reduce(#site)
+            #krate::__private::scramble::Wrap(#recv).__fprev_reduce(#site)
         });
     }
 
@@ -534,8 +533,7 @@ impl Rewriter<'_> {
         let recv = &m.receiver;
         self.uses_par_sum = true;
         *m.receiver = Expr::Verbatim(quote_spanned! {span=>
-            (&mut #krate::__private::scramble::Wrap(#krate::__private::core::option::Option::Some(#recv)))
-                .__fprev_par_sum(#site)
+            #krate::__private::scramble::Wrap(#recv).__fprev_par_sum(#site)
         });
     }
 

@@ -14,7 +14,7 @@ use rayon::slice::ParallelSlice;
 pub use super::reduce::Reduction;
 
 /// Not public API. Used by generated code.
-pub use super::reduce::{ViaIter, ViaValue, Wrap};
+pub use super::reduce::{ViaValue, Wrap};
 /// Not public API. Used by generated code.
 pub use super::sites::{FnSites, LeftAlone};
 use super::state::{fast_state, LOOPS, SCHEDULE};
@@ -217,33 +217,20 @@ impl<P: ParallelIterator> ParSum<P> {
     }
 }
 
-/// Not public API. Autoref dispatch for a rayon `.sum()` receiver: a parallel iterator
-/// becomes a [`ParSum`] ...
-pub trait ViaPar {
-    /// The reducing iterator.
-    type Out;
+/// Not public API. Dispatch for a rayon `.sum()` receiver, as [`Wrap`]'s for iterators:
+/// a parallel iterator becomes a [`ParSum`] (the inherent method, when its bound
+/// holds), anything else is handed back untouched ([`ViaParValue`]).
+impl<P: ParallelIterator> Wrap<P> {
     /// Not public API.
-    fn __fprev_par_sum<const N: usize>(
-        &mut self,
-        sites: &'static [CallSite; N],
-        index: usize,
-    ) -> Self::Out;
-}
-
-impl<P: ParallelIterator> ViaPar for Wrap<P> {
-    type Out = ParSum<P>;
     #[inline(always)]
-    fn __fprev_par_sum<const N: usize>(
-        &mut self,
+    pub fn __fprev_par_sum<const N: usize>(
+        self,
         sites: &'static [CallSite; N],
         index: usize,
     ) -> ParSum<P> {
-        match self.0.take() {
-            Some(iter) => ParSum {
-                iter,
-                site: &sites[index],
-            },
-            None => unreachable!("fprev: wrapped once"),
+        ParSum {
+            iter: self.0,
+            site: &sites[index],
         }
     }
 }
@@ -254,19 +241,16 @@ pub trait ViaParValue {
     type Out;
     /// Not public API.
     fn __fprev_par_sum<const N: usize>(
-        &mut self,
+        self,
         sites: &'static [CallSite; N],
         index: usize,
     ) -> Self::Out;
 }
 
-impl<T> ViaParValue for &mut Wrap<T> {
+impl<T> ViaParValue for Wrap<T> {
     type Out = T;
     #[inline(always)]
-    fn __fprev_par_sum<const N: usize>(&mut self, _: &'static [CallSite; N], _: usize) -> T {
-        match self.0.take() {
-            Some(v) => v,
-            None => unreachable!("fprev: wrapped once"),
-        }
+    fn __fprev_par_sum<const N: usize>(self, _: &'static [CallSite; N], _: usize) -> T {
+        self.0
     }
 }

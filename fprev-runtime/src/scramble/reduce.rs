@@ -897,42 +897,29 @@ impl<I: Iterator> Iterator for ReduceIter<I> {
     }
 }
 
-/// Not public API. Autoref dispatch for `.sum()` / `.fold(..)` receivers: an iterator
-/// becomes a [`ReduceIter`], anything else is handed back untouched.
+/// Not public API. Dispatch for `.sum()` / `.fold(..)` receivers: an iterator becomes a
+/// [`ReduceIter`], anything else is handed back untouched.
 ///
-/// The iterator case takes the wrapper by value and moves the iterator out by pattern,
-/// so a site costs the caller no generic helper (`Option::take`, a constructor) per
-/// iterator type; only the fallback, a step later in method lookup, takes it by `&mut`.
-pub struct Wrap<T>(pub Option<T>);
+/// Method lookup prefers an inherent method to a trait method on the same receiver
+/// type, and skips an inherent one whose bounds do not hold: `Wrap(it).__fprev_reduce`
+/// is the inherent one when `it` is an iterator, [`ViaValue`]'s otherwise. Both take the
+/// wrapper by value, so it holds the receiver itself (no `Option` to take it out of a
+/// `&mut`): a site costs the caller no generic helper per iterator type.
+pub struct Wrap<T>(pub T);
 
-/// Not public API. The iterator case of [`Wrap`].
-pub trait ViaIter {
-    /// The reducing iterator.
-    type Out;
+impl<I: Iterator> Wrap<I> {
     /// Not public API.
     /// Site `index` of the function's table `sites` (a table and a constant, so the
     /// caller pays no bounds check per site).
-    fn __fprev_reduce<const N: usize>(
-        self,
-        sites: &'static [CallSite; N],
-        index: usize,
-    ) -> Self::Out;
-}
-
-impl<I: Iterator> ViaIter for Wrap<I> {
-    type Out = ReduceIter<I>;
     #[inline(always)]
-    fn __fprev_reduce<const N: usize>(
+    pub fn __fprev_reduce<const N: usize>(
         self,
         sites: &'static [CallSite; N],
         index: usize,
     ) -> ReduceIter<I> {
-        match self {
-            Wrap(Some(iter)) => ReduceIter {
-                iter,
-                site: &sites[index],
-            },
-            Wrap(None) => unreachable!("fprev: wrapped once"),
+        ReduceIter {
+            iter: self.0,
+            site: &sites[index],
         }
     }
 }
@@ -943,7 +930,7 @@ pub trait ViaValue {
     type Out;
     /// Not public API.
     fn __fprev_reduce<const N: usize>(
-        &mut self,
+        self,
         sites: &'static [CallSite; N],
         index: usize,
     ) -> Self::Out;
@@ -952,11 +939,8 @@ pub trait ViaValue {
 impl<T> ViaValue for Wrap<T> {
     type Out = T;
     #[inline(always)]
-    fn __fprev_reduce<const N: usize>(&mut self, _: &'static [CallSite; N], _: usize) -> T {
-        match self.0.take() {
-            Some(v) => v,
-            None => unreachable!("fprev: wrapped once"),
-        }
+    fn __fprev_reduce<const N: usize>(self, _: &'static [CallSite; N], _: usize) -> T {
+        self.0
     }
 }
 
