@@ -172,7 +172,7 @@ impl PlaceChain {
 /// slot that the generated code names by a constant, and the sites they merge into.
 ///
 /// Every update is one method call on the frame with the slot first
-/// (`frame.add(2, &term, &s, 0)`), so a site costs its function one call and no bounds
+/// (`s += frame.add(2, term, &s, 0)`), so a site costs its function one call and no bounds
 /// check of its own.
 pub struct Frame<const V: usize, const P: usize> {
     vars: [VarChain; V],
@@ -206,15 +206,58 @@ impl<const V: usize, const P: usize> Frame<V, P> {
         self.vars[slot].c
     }
 
-    /// [`VarChain::add`] on variable slot `slot`.
+    /// `extra` plus the running chains of the variable slots `chains`: what a value
+    /// that adds those accumulators in brings to a chain.
     #[inline]
-    pub fn add<A: ?Sized, B: ?Sized>(&mut self, slot: usize, term: &A, before: &B, extra: u64) {
-        self.vars[slot].add(term, before, extra);
+    fn extra(&self, extra: u64, chains: &[usize]) -> u64 {
+        chains
+            .iter()
+            .fold(extra, |e, &k| e.saturating_add(self.vars[k].c))
+    }
+
+    /// [`VarChain::add`] on variable slot `slot`, with the term, which comes back (the
+    /// generated `s += frame.add(0, t, &s, 0)` moves it through, where a borrow would
+    /// be one more loan for the borrow checker to follow through the function).
+    #[inline]
+    pub fn add<A, B: ?Sized>(&mut self, slot: usize, term: A, before: &B, extra: u64) -> A {
+        self.vars[slot].add(&term, before, extra);
+        term
+    }
+
+    /// [`Frame::add`] for a term that adds in the running chains of the variable slots
+    /// `chains` (`s += t + u`): the frame reads them, where a read in the arguments
+    /// would be a call, a temporary and an overflow check each.
+    #[inline]
+    pub fn add_chains<A, B: ?Sized>(
+        &mut self,
+        slot: usize,
+        term: A,
+        before: &B,
+        extra: u64,
+        chains: &[usize],
+    ) -> A {
+        let extra = self.extra(extra, chains);
+        self.vars[slot].add(&term, before, extra);
+        term
     }
 
     /// [`VarChain::grow`] on variable slot `slot`.
     #[inline]
     pub fn grow<B: ?Sized>(&mut self, slot: usize, var: *const B, grow: u64) {
+        self.vars[slot].grow(var, grow);
+    }
+
+    /// [`Frame::grow`] by `grow` and the running chains of the variable slots `chains`
+    /// (`s = s + t`).
+    #[inline]
+    pub fn grow_chains<B: ?Sized>(
+        &mut self,
+        slot: usize,
+        var: *const B,
+        grow: u64,
+        chains: &[usize],
+    ) {
+        let grow = self.extra(grow, chains);
         self.vars[slot].grow(var, grow);
     }
 
@@ -224,10 +267,25 @@ impl<const V: usize, const P: usize> Frame<V, P> {
         self.vars[slot].restart_at(var, new);
     }
 
-    /// [`PlaceChain::add_term`] on place slot `slot`.
+    /// [`Frame::restart_at`] with a new value that adds in the running chains of the
+    /// variable slots `chains` (`t = s`).
     #[inline]
-    pub fn add_term<T, A: ?Sized>(&mut self, slot: usize, place: &T, term: &A) {
-        self.places[slot].add_term(place, term);
+    pub fn restart_chains<B: ?Sized>(
+        &mut self,
+        slot: usize,
+        var: *const B,
+        new: u64,
+        chains: &[usize],
+    ) {
+        let new = self.extra(new, chains);
+        self.vars[slot].restart_at(var, new);
+    }
+
+    /// [`PlaceChain::add_term`] on place slot `slot`, with the term, which comes back.
+    #[inline]
+    pub fn add_term<T, A>(&mut self, slot: usize, place: &T, term: A) -> A {
+        self.places[slot].add_term(place, &term);
+        term
     }
 
     /// [`PlaceChain::add_unchecked`] on place slot `slot`.
@@ -303,10 +361,8 @@ mod tests {
         let (mut s, mut c) = (0.0f64, [0.0f64; 2]);
         for i in 0..6 {
             let x = 0.5 * i as f64;
-            frame.add(0, &x, &s, 0);
-            s += x;
-            frame.add_term(0, &c[i % 2], &x);
-            c[i % 2] += x;
+            s += frame.add(0, x, &s, 0);
+            c[i % 2] += frame.add_term(0, &c[i % 2], x);
         }
         assert_eq!(frame.c(0), 6);
         frame.finish();
@@ -320,5 +376,29 @@ mod tests {
             SITES[1].chains.load(std::sync::atomic::Ordering::Relaxed),
             2
         );
+    }
+
+    #[test]
+    fn a_term_brings_the_chains_it_adds_in() {
+        static SITES: [Site; 2] = [
+            Site::new("frame::g", "g.rs", 1, 1, "s += t + u", SiteKind::Variable),
+            Site::new("frame::g", "g.rs", 2, 1, "t += x", SiteKind::Variable),
+        ];
+        let mut frame = Frame::new(&SITES, &[0, 1], &[]);
+        let (mut s, mut t) = (0.0f64, 0.0f64);
+        frame.restart_at(0, &raw const s, 0);
+        frame.restart_at(1, &raw const t, 0);
+        for x in [1.0, 2.0, 3.0] {
+            t += frame.add(1, x, &t, 0);
+        }
+        // `s += t + u`: one addition written, one more for `s`, and `t`'s chain of 3.
+        let u = 4.0;
+        s += frame.add_chains(0, t + u, &s, 1, &[1]);
+        assert_eq!((s, frame.c(0), frame.c(1)), (10.0, 5, 3));
+        // `t = s`: `t` restarts with `s`'s chain.
+        t = s;
+        frame.restart_chains(1, &raw const t, 0, &[0]);
+        assert_eq!((t, frame.c(1)), (10.0, 5));
+        frame.finish();
     }
 }

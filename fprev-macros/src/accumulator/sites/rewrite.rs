@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::{Literal, Span, TokenStream};
 use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 use syn::visit_mut::{self, VisitMut};
@@ -166,17 +166,26 @@ impl Rewriter<'_> {
         }
     }
 
-    fn chain_tokens(&mut self, c: &Chain) -> TokenStream {
+    /// The chains a value adds in, for a frame call on `frame`: a constant (the
+    /// additions written, plus the running chains of accumulators kept in other
+    /// frames), and the slots of `frame` whose running chains it adds in, which the
+    /// frame reads itself (`add_chains`, `restart_chains`): a read in the arguments
+    /// would be a call, a temporary and an overflow check each, and a function dense in
+    /// sites built 10% faster without them.
+    fn chain_args(&mut self, c: &Chain, frame: &TokenStream) -> (TokenStream, Vec<Literal>) {
         let constant = c.constant;
-        let terms: Vec<TokenStream> = c
-            .vars
-            .iter()
-            .map(|(k, name)| {
-                let Counter { frame, slot } = self.var_frame(*k, name);
-                quote!(#frame.c(#slot))
-            })
-            .collect();
-        quote!(#constant #( + #terms )*)
+        let here = frame.to_string();
+        let mut slots = Vec::new();
+        let mut others = Vec::new();
+        for (k, name) in &c.vars {
+            let Counter { frame: f, slot } = self.var_frame(*k, name);
+            if f.to_string() == here {
+                slots.push(slot);
+            } else {
+                others.push(quote!(#f.c(#slot)));
+            }
+        }
+        (quote!(#constant #( + #others )*), slots)
     }
 
     /// The update of variable `k` after `name = rhs` (or `let name = rhs`).
@@ -196,24 +205,27 @@ impl Rewriter<'_> {
                 vars: Vec::new(),
             },
         };
-        let t = self.chain_tokens(&chain);
         let var = self.addr_of(var);
         if let Some(pos) = chain.vars.iter().position(|v| v.0 == k) {
             // `s = s + e`: the chain grows by the rest.
             let mut rest = chain;
             rest.vars.remove(pos);
-            let t = self.chain_tokens(&rest);
-            quote!(#frame.grow(#slot, #var, #t);)
+            match self.chain_args(&rest, &frame) {
+                (t, slots) if slots.is_empty() => quote!(#frame.grow(#slot, #var, #t);),
+                (t, slots) => quote!(#frame.grow_chains(#slot, #var, #t, &[#(#slots),*]);),
+            }
         } else {
-            quote!(#frame.restart_at(#slot, #var, #t);)
+            match self.chain_args(&chain, &frame) {
+                (t, slots) if slots.is_empty() => quote!(#frame.restart_at(#slot, #var, #t);),
+                (t, slots) => quote!(#frame.restart_chains(#slot, #var, #t, &[#(#slots),*]);),
+            }
         }
     }
 
-    /// `addr_of!(name)`: the accumulator's address, which tells its type, without a
-    /// borrow.
+    /// `&raw const name`: the accumulator's address, which tells its type, without a
+    /// borrow (and without the expansion of `addr_of!` per site).
     fn addr_of(&self, var: &TokenStream) -> TokenStream {
-        let k = self.krate;
-        quote!(#k::__private::core::ptr::addr_of!(#var))
+        quote!(&raw const #var)
     }
 
     fn new_site(&mut self, kind: Kind, node: &impl ToTokens) -> usize {
@@ -236,14 +248,24 @@ impl Rewriter<'_> {
             Expr::Binary(b) if matches!(b.op, BinOp::AddAssign(_) | BinOp::SubAssign(_)) => {
                 // The right side first, as the plain code evaluates it, looked at before
                 // the addition (which moves it when it is not `Copy`).
-                let t = self.chain_tokens(&self.chain(&b.right));
+                // The term goes through the call and comes back (a borrow of it would be
+                // one more loan for the borrow checker to follow through the function);
+                // the accumulator is read after the term, as `s += e` reads it.
+                let chain = self.chain(&b.right);
                 let (lhs, op, rhs) = (&b.left, &b.op, &b.right);
                 let r = quote_spanned!(Span::mixed_site()=> __fprev_rhs);
+                let add = match self.chain_args(&chain, &frame) {
+                    (t, slots) if slots.is_empty() => {
+                        quote!(#frame.add(#slot, #r, &#name_expr, #t))
+                    }
+                    (t, slots) => {
+                        quote!(#frame.add_chains(#slot, #r, &#name_expr, #t, &[#(#slots),*]))
+                    }
+                };
                 return Expr::Verbatim(quote_spanned! {generated(e)=>
                     {
                         let #r = #rhs;
-                        #frame.add(#slot, &#r, &#name_expr, #t);
-                        #lhs #op #r;
+                        #lhs #op #add;
                     }
                 });
             }
@@ -275,21 +297,23 @@ impl Rewriter<'_> {
         );
         // The term and the place's value are looked at before the addition, which moves
         // the term when it is not `Copy`.
-        let (rhs, before, update, after) = match e {
+        let (rhs, update, term, after) = match e {
+            // The term goes through the call and comes back, looked at with the place's
+            // value before the addition.
             Expr::Binary(b) => {
                 let op = &b.op;
                 (
                     &*b.right,
-                    quote!(#frame.add_term(#slot, &*#p, &#r);),
                     quote!(#op),
+                    quote!(#frame.add_term(#slot, &*#p, #r)),
                     quote!(),
                 )
             }
             // `place = place + e`: the term is not apart from the sum.
             Expr::Assign(a) => (
                 &*a.right,
-                quote!(),
                 quote!(=),
+                quote!(#r),
                 quote!(#frame.add_unchecked(#slot, &*#p);),
             ),
             _ => return e.clone(),
@@ -298,8 +322,7 @@ impl Rewriter<'_> {
             {
                 let #r = #rhs;
                 let #p = &mut #place;
-                #before
-                *#p #update #r;
+                *#p #update #term;
                 #after
             }
         })
