@@ -755,3 +755,47 @@ fn counters_and_running_values_rank_below_reductions() {
     assert_eq!(text.lines().count(), rep.sites.len() + 2, "{text}");
     assert!(text.contains("`running += v` (variable) [running value: order is meaning]"));
 }
+
+/// The first `let` of an accumulator in the function's own block costs no call (its
+/// counter is still empty); a `let` after the counter was used, at the top or deeper,
+/// still ends the running chain.
+#[fprev::accumulator]
+fn lets_that_restart(x: &[f64], mut s: f64) -> f64 {
+    // The parameter's chain: 2 additions.
+    s += x[0];
+    s += x[1];
+    // Ends it, starts one of x.len() additions.
+    let mut s = 0.0;
+    for v in x {
+        s += v;
+    }
+    let first = s;
+    // A fresh name at the top, first counted here: no call, a chain of 3.
+    let mut t = 0.0;
+    for v in &x[..3] {
+        t += v;
+    }
+    // A restart in a loop body, each time around: chains of 1.
+    for v in x {
+        let mut u = 0.0;
+        u += v;
+        t -= u * 0.0;
+    }
+    first + s + t
+}
+
+#[test]
+fn a_let_restarts_its_chain_unless_nothing_counted_it_yet() {
+    let x: Vec<f64> = (1..=8).map(f64::from).collect();
+    assert_eq!(lets_that_restart(&x, 0.5), 36.0 + 36.0 + 6.0);
+    let r = report();
+    let s = site_of(&r, "lets_that_restart", "s += x[0]");
+    // Both `s` updates share one variable site: the parameter's chain of 2, then 8.
+    assert_eq!((s.max_chain, s.adds), (8, 10));
+    assert_eq!(s.chains, 2);
+    let t = site_of(&r, "lets_that_restart", "t += v");
+    // 3 additions, then 8 subtractions (a product brings no chain).
+    assert_eq!((t.max_chain, t.chains), (11, 1));
+    let u = site_of(&r, "lets_that_restart", "u += v");
+    assert_eq!((u.max_chain, u.chains), (1, 8));
+}

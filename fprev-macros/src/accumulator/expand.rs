@@ -1,6 +1,8 @@
 //! Code generation for `#[accumulator]`: the rewritten function, its sites and frame,
 //! and the registration.
 
+use std::collections::HashSet;
+
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned, ToTokens};
 use syn::parse::Parser;
@@ -124,6 +126,8 @@ pub fn rewrite_body(
         captured: collector.captured,
         exits,
         returns: false,
+        touched: HashSet::new(),
+        depth: 0,
     };
     let mut stmts = TokenStream::new();
     for piece in pieces {

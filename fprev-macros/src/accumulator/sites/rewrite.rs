@@ -22,6 +22,13 @@ struct Chain {
     vars: Vec<(usize, String)>,
 }
 
+impl Chain {
+    /// A value that brings no chain (`0.0`, `x[i]`).
+    fn is_zero(&self) -> bool {
+        self.constant == 0 && self.vars.is_empty()
+    }
+}
+
 /// The counters of one frame: the function's, or a closure's own (so that a closure
 /// keeps its `Fn`/`Sync`-ness: it never captures the function's counters for variables
 /// and places of its own). The counters only this frame uses sit in one
@@ -111,12 +118,17 @@ pub struct Rewriter<'a> {
     pub exits: Option<TokenStream>,
     /// Some `return` was rewritten to merge the function's frame.
     pub returns: bool,
+    /// The variable sites some generated code names so far, in source order.
+    pub touched: HashSet<usize>,
+    /// How many blocks deep the statements being rewritten are (0: the function's).
+    pub depth: usize,
 }
 
 impl Rewriter<'_> {
     /// The counter of variable `name` (site `k`) in the frame that owns it, recording
     /// that it is used.
     fn var_frame(&mut self, k: usize, name: &str) -> Counter {
+        self.touched.insert(k);
         let i = (0..self.scopes.len())
             .rev()
             .find(|&i| {
@@ -348,8 +360,16 @@ impl Rewriter<'_> {
                     let single = names.len() == 1;
                     for (name, span) in names {
                         if let Some(&k) = self.vars.get(&name) {
-                            let ident = syn::Ident::new(&name, span);
                             let rhs = if single { Some(&*init.expr) } else { None };
+                            // The first `let` of an accumulator in the function's own
+                            // block, before any code counts it, runs once per call on a
+                            // counter still empty: a chain restarted at 0 changes nothing
+                            // there (`let mut s = 0.0;`, the common case, costs no call).
+                            let fresh = self.depth == 0 && !self.touched.contains(&k);
+                            if fresh && rhs.is_none_or(|r| self.chain(r).is_zero()) {
+                                continue;
+                            }
+                            let ident = syn::Ident::new(&name, span);
                             let update =
                                 self.assign_update(k, &name, &ident.to_token_stream(), rhs);
                             after.push(syn::parse_quote!(#(#cfgs)* { #update }));
@@ -396,7 +416,9 @@ impl VisitMut for Rewriter<'_> {
 
     fn visit_block_mut(&mut self, b: &mut syn::Block) {
         let stmts = std::mem::take(&mut b.stmts);
+        self.depth += 1;
         b.stmts = self.rewrite_stmts(stmts);
+        self.depth -= 1;
     }
 
     fn visit_expr_mut(&mut self, e: &mut Expr) {
