@@ -187,15 +187,15 @@ pub fn scramble(args: TokenStream, item: TokenStream) -> TokenStream {
 ///     // the counters: variable slot 0 counts site 0; no place slot
 ///     let mut __fprev_frame = Frame::new(&__FPREV_SITES, &[0usize], &[]);
 ///     let __fprev_ret: f64 = {
+///         // the first `let` of `s`: its counter is still empty, no call
 ///         let mut s = 0.0;
-///         { __fprev_frame.restart_at(0, addr_of!(s), 0u64); }
 ///         for i in 0..a.len() {
 ///             {
 ///                 let __fprev_rhs = a[i] * b[i];
 ///                 // counted when `s` is a float: the chain grows by one, and the term
-///                 // and the sum are looked at (whole numbers below 2^p: an exact counter)
-///                 __fprev_frame.add(0, &__fprev_rhs, &s, 0u64);
-///                 s += __fprev_rhs;
+///                 // and the sum are looked at (whole numbers below 2^p: an exact
+///                 // counter); the term goes through the call and comes back
+///                 s += __fprev_frame.add(0, __fprev_rhs, &s, 0u64);
 ///             };
 ///         }
 ///         s

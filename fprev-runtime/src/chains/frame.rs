@@ -6,6 +6,8 @@
 //! counter: a 2,000-line function with 195 counters paid a constructor call and a merge
 //! call per counter, about 0.25 G of its 6.7 G compiler instructions.
 
+use std::ops::{AddAssign, SubAssign};
+
 use super::site::{ChainStats, Site};
 
 /// Chains of one place site, per address: a direct-mapped table of 16 addresses, so
@@ -281,11 +283,22 @@ impl<const V: usize, const P: usize> Frame<V, P> {
         self.vars[slot].restart_at(var, new);
     }
 
-    /// [`PlaceChain::add_term`] on place slot `slot`, with the term, which comes back.
+    /// `*place += term` on place slot `slot`, the term and the place's value looked at
+    /// first ([`PlaceChain::add_term`]). The generated `frame.add_to(1, t, &mut c[i])`
+    /// evaluates the place once, after the term, as `c[i] += t` does, through the
+    /// same `IndexMut` and `AddAssign` the plain statement calls, and holds no
+    /// reference to it beyond the call.
     #[inline]
-    pub fn add_term<T, A>(&mut self, slot: usize, place: &T, term: A) -> A {
-        self.places[slot].add_term(place, &term);
-        term
+    pub fn add_to<T: AddAssign<A>, A>(&mut self, slot: usize, term: A, place: &mut T) {
+        self.places[slot].add_term(&*place, &term);
+        *place += term;
+    }
+
+    /// `*place -= term`, as [`Frame::add_to`].
+    #[inline]
+    pub fn sub_from<T: SubAssign<A>, A>(&mut self, slot: usize, term: A, place: &mut T) {
+        self.places[slot].add_term(&*place, &term);
+        *place -= term;
     }
 
     /// [`PlaceChain::add_unchecked`] on place slot `slot`.
@@ -362,7 +375,7 @@ mod tests {
         for i in 0..6 {
             let x = 0.5 * i as f64;
             s += frame.add(0, x, &s, 0);
-            c[i % 2] += frame.add_term(0, &c[i % 2], x);
+            frame.add_to(0, x, &mut c[i % 2]);
         }
         assert_eq!(frame.c(0), 6);
         frame.finish();

@@ -298,7 +298,7 @@ impl Rewriter<'_> {
 
     /// `place += e` (or `-=`, or `place = place + e`) as the plain code evaluates it: the
     /// right side first, then the place once, through `IndexMut` where it is indexed (never
-    /// an extra `Index::index`), then the update through that one reference.
+    /// an extra `Index::index`), then the update (`add_to`: in the frame, after it looks).
     fn rewrite_place(&mut self, e: &Expr, place: &Expr) -> Expr {
         let k = self.new_site(Kind::Place, e);
         let scope = self.scopes.last_mut().expect("the function's frame");
@@ -307,36 +307,34 @@ impl Rewriter<'_> {
             quote_spanned!(Span::mixed_site()=> __fprev_rhs),
             quote_spanned!(Span::mixed_site()=> __fprev_place),
         );
-        // The term and the place's value are looked at before the addition, which moves
-        // the term when it is not `Copy`.
-        let (rhs, update, term, after) = match e {
-            // The term goes through the call and comes back, looked at with the place's
-            // value before the addition.
+        let rhs_and_update = match e {
+            // The frame looks at the term and the place's value, then adds: the place is
+            // evaluated once, after the term, as the plain statement does.
             Expr::Binary(b) => {
-                let op = &b.op;
-                (
-                    &*b.right,
-                    quote!(#op),
-                    quote!(#frame.add_term(#slot, &*#p, #r)),
-                    quote!(),
-                )
+                let method = match b.op {
+                    BinOp::SubAssign(_) => quote!(sub_from),
+                    _ => quote!(add_to),
+                };
+                let rhs = &b.right;
+                quote! {
+                    let #r = #rhs;
+                    #frame.#method(#slot, #r, &mut #place);
+                }
             }
             // `place = place + e`: the term is not apart from the sum.
-            Expr::Assign(a) => (
-                &*a.right,
-                quote!(=),
-                quote!(#r),
-                quote!(#frame.add_unchecked(#slot, &*#p);),
-            ),
+            Expr::Assign(a) => {
+                let rhs = &a.right;
+                quote! {
+                    let #r = #rhs;
+                    let #p = &mut #place;
+                    *#p = #r;
+                    #frame.add_unchecked(#slot, &*#p);
+                }
+            }
             _ => return e.clone(),
         };
         Expr::Verbatim(quote_spanned! {generated(e)=>
-            {
-                let #r = #rhs;
-                let #p = &mut #place;
-                *#p #update #term;
-                #after
-            }
+            { #rhs_and_update }
         })
     }
 
