@@ -799,3 +799,91 @@ fn a_let_restarts_its_chain_unless_nothing_counted_it_yet() {
     let u = site_of(&r, "lets_that_restart", "u += v");
     assert_eq!((u.max_chain, u.chains), (1, 8));
 }
+
+/// A collection that iterates (`&Pairwise: IntoIterator`) but is no iterator, with a
+/// `sum` of its own that adds pairwise, and one with a `sum` that consumes it.
+struct Pairwise(Vec<f64>);
+
+impl Pairwise {
+    fn sum(&self) -> f64 {
+        fn tree(x: &[f64]) -> f64 {
+            match x.len() {
+                0 => 0.0,
+                1 => x[0],
+                n => tree(&x[..n / 2]) + tree(&x[n / 2..]),
+            }
+        }
+        tree(&self.0)
+    }
+}
+
+impl<'a> IntoIterator for &'a Pairwise {
+    type Item = &'a f64;
+    type IntoIter = std::slice::Iter<'a, f64>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+struct Consumed(Vec<f64>);
+
+impl Consumed {
+    fn sum(self) -> f64 {
+        self.0.into_iter().rev().fold(0.0, |a, b| a + b)
+    }
+}
+
+#[fprev::accumulator]
+fn receivers(x: &[f64]) -> (f64, f64, f64) {
+    // Not iterators: their own `sum` runs, untouched and uncounted.
+    let p = Pairwise(x.to_vec()).sum();
+    let c = Consumed(x.to_vec()).sum();
+    // An iterator: counted.
+    let s: f64 = (&Pairwise(x.to_vec())).into_iter().sum();
+    (p, c, s)
+}
+
+fn plain_iterator_sum<I: Iterator<Item = f64>>(it: I) -> f64 {
+    it.sum()
+}
+
+#[fprev::accumulator]
+fn generic_receiver<I: Iterator<Item = f64>>(it: I) -> f64 {
+    // An iterator by its bound only: counted too.
+    it.map(|v| v * 2.0).sum()
+}
+
+#[test]
+fn sum_receivers_dispatch_by_what_they_are() {
+    let x: Vec<f64> = (0..37).map(|i| f64::from(i).sin()).collect();
+    let plain = (
+        Pairwise(x.clone()).sum(),
+        Consumed(x.clone()).sum(),
+        x.iter().sum::<f64>(),
+    );
+    let (p, c, s) = receivers(&x);
+    assert_eq!(
+        (p.to_bits(), c.to_bits(), s.to_bits()),
+        (plain.0.to_bits(), plain.1.to_bits(), plain.2.to_bits())
+    );
+    // The three orders differ on these terms, so the equalities above say which ran.
+    assert_ne!(plain.0.to_bits(), plain.2.to_bits());
+    assert_ne!(plain.1.to_bits(), plain.2.to_bits());
+    let r = report();
+    let counted: Vec<&SiteReport> = r
+        .sites
+        .iter()
+        .filter(|s| s.function.ends_with("receivers") && s.kind == SiteKind::Iterator)
+        .filter(|s| s.adds > 0)
+        .collect();
+    assert_eq!(counted.len(), 1, "{r}");
+    assert_eq!(counted[0].max_chain, 37);
+    let g = generic_receiver(x.iter().copied());
+    assert_eq!(
+        g.to_bits(),
+        plain_iterator_sum(x.iter().map(|v| v * 2.0)).to_bits()
+    );
+    let r = report();
+    let s = site_of(&r, "generic_receiver", "it.map(|v| v * 2.0).sum()");
+    assert_eq!(s.max_chain, 37);
+}
