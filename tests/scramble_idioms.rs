@@ -700,3 +700,47 @@ fn reduction_loop_after_a_one_line_if() {
     assert_eq!(after_one_line_if(&[1.0, 2.0, 4.0], true), 8.0);
     assert_eq!(after_one_line_if(&[1.0, 2.0, 4.0], false), 7.0);
 }
+
+/// A collection with its own `sum(&self)` that adds pairwise, and one whose `sum`
+/// consumes it: neither is an iterator, so the dispatch hands them back and their own
+/// `sum` runs, bit for bit, scrambling on or off.
+struct Pairwise(Vec<f64>);
+
+impl Pairwise {
+    fn sum(&self) -> f64 {
+        fn tree(x: &[f64]) -> f64 {
+            match x.len() {
+                0 => 0.0,
+                1 => x[0],
+                n => tree(&x[..n / 2]) + tree(&x[n / 2..]),
+            }
+        }
+        tree(&self.0)
+    }
+}
+
+struct Consumed(Vec<f64>);
+
+impl Consumed {
+    fn sum(self) -> f64 {
+        self.0.into_iter().rev().fold(0.0, |a, b| a + b)
+    }
+}
+
+#[fprev::scramble]
+fn temporary_receivers(x: &[f64]) -> (u64, u64) {
+    let p = Pairwise(x.to_vec()).sum();
+    let c = Consumed(x.to_vec()).sum();
+    (p.to_bits(), c.to_bits())
+}
+
+#[test]
+fn receivers_that_are_not_iterators_keep_their_own_sum() {
+    let x: Vec<f64> = (0..37).map(|i| f64::from(i).sin()).collect();
+    let own = (
+        Pairwise(x.clone()).sum().to_bits(),
+        Consumed(x.clone()).sum().to_bits(),
+    );
+    assert_eq!(temporary_receivers(&x), own);
+    unchanged("temporary_receivers", || temporary_receivers(&x));
+}
