@@ -800,38 +800,9 @@ fn a_let_restarts_its_chain_unless_nothing_counted_it_yet() {
     assert_eq!((u.max_chain, u.chains), (1, 8));
 }
 
-/// A collection that iterates (`&Pairwise: IntoIterator`) but is no iterator, with a
-/// `sum` of its own that adds pairwise, and one with a `sum` that consumes it.
-struct Pairwise(Vec<f64>);
-
-impl Pairwise {
-    fn sum(&self) -> f64 {
-        fn tree(x: &[f64]) -> f64 {
-            match x.len() {
-                0 => 0.0,
-                1 => x[0],
-                n => tree(&x[..n / 2]) + tree(&x[n / 2..]),
-            }
-        }
-        tree(&self.0)
-    }
-}
-
-impl<'a> IntoIterator for &'a Pairwise {
-    type Item = &'a f64;
-    type IntoIter = std::slice::Iter<'a, f64>;
-    fn into_iter(self) -> Self::IntoIter {
-        self.0.iter()
-    }
-}
-
-struct Consumed(Vec<f64>);
-
-impl Consumed {
-    fn sum(self) -> f64 {
-        self.0.into_iter().rev().fold(0.0, |a, b| a + b)
-    }
-}
+#[path = "common/not_iterators.rs"]
+mod not_iterators;
+use not_iterators::{Consumed, Pairwise};
 
 #[fprev::accumulator]
 fn receivers(x: &[f64]) -> (f64, f64, f64) {

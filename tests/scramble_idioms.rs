@@ -701,31 +701,9 @@ fn reduction_loop_after_a_one_line_if() {
     assert_eq!(after_one_line_if(&[1.0, 2.0, 4.0], false), 7.0);
 }
 
-/// A collection with its own `sum(&self)` that adds pairwise, and one whose `sum`
-/// consumes it: neither is an iterator, so the dispatch hands them back and their own
-/// `sum` runs, bit for bit, scrambling on or off.
-struct Pairwise(Vec<f64>);
-
-impl Pairwise {
-    fn sum(&self) -> f64 {
-        fn tree(x: &[f64]) -> f64 {
-            match x.len() {
-                0 => 0.0,
-                1 => x[0],
-                n => tree(&x[..n / 2]) + tree(&x[n / 2..]),
-            }
-        }
-        tree(&self.0)
-    }
-}
-
-struct Consumed(Vec<f64>);
-
-impl Consumed {
-    fn sum(self) -> f64 {
-        self.0.into_iter().rev().fold(0.0, |a, b| a + b)
-    }
-}
+#[path = "common/not_iterators.rs"]
+mod not_iterators;
+use not_iterators::{Consumed, Pairwise};
 
 #[fprev::scramble]
 fn temporary_receivers(x: &[f64]) -> (u64, u64) {
