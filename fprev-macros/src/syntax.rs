@@ -107,14 +107,8 @@ pub(crate) fn adds_by_path(p: &syn::ExprPath) -> bool {
 /// compile time rather than giving it a reducer or a chain counter that would only find
 /// at run time that it is not a float.
 pub(crate) fn integer_term(term: &Expr) -> bool {
-    const INTEGERS: [&str; 12] = [
-        "i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64", "u128", "usize",
-    ];
     match term {
-        Expr::Lit(syn::ExprLit {
-            lit: syn::Lit::Int(i),
-            ..
-        }) => i.suffix().is_empty() || INTEGERS.contains(&i.suffix()),
+        Expr::Lit(syn::ExprLit { lit, .. }) => integer_literal(lit),
         Expr::Unary(u) if matches!(u.op, syn::UnOp::Neg(_)) => integer_term(&u.expr),
         Expr::Cast(c) => match &*c.ty {
             syn::Type::Path(t) if t.qself.is_none() => t
@@ -125,6 +119,19 @@ pub(crate) fn integer_term(term: &Expr) -> bool {
         },
         Expr::Paren(p) => integer_term(&p.expr),
         Expr::Group(g) => integer_term(&g.expr),
+        _ => false,
+    }
+}
+
+/// The integer types, by name.
+const INTEGERS: [&str; 12] = [
+    "i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64", "u128", "usize",
+];
+
+/// Whether a literal is an integer one (`1`, `0x10`, `3usize`; not `1f64` or `1.0`).
+pub(crate) fn integer_literal(lit: &syn::Lit) -> bool {
+    match lit {
+        syn::Lit::Int(i) => i.suffix().is_empty() || INTEGERS.contains(&i.suffix()),
         _ => false,
     }
 }

@@ -118,24 +118,15 @@ pub(crate) fn may_hold_a_site(trees: &[TokenTree]) -> bool {
 }
 
 /// Whether `rest` (what follows `+=`) is one integer literal (`1`, `2usize`) and then
-/// the end of the statement.
+/// the end of the statement: the term [`crate::syntax::integer_term`] would find.
 fn integer_literal(rest: &[TokenTree]) -> bool {
-    const SUFFIXES: [&str; 12] = [
-        "i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64", "u128", "usize",
-    ];
-    let (Some(TokenTree::Literal(l)), after) = (rest.first(), rest.get(1)) else {
-        return false;
-    };
-    let text = l.to_string();
-    let digits = SUFFIXES
-        .iter()
-        .find_map(|s| text.strip_suffix(s))
-        .unwrap_or(&text);
-    let whole = !digits.is_empty()
-        && digits.starts_with(|c: char| c.is_ascii_digit())
-        && digits.chars().all(|c| c.is_ascii_digit() || c == '_');
-    whole
-        && matches!(after, None | Some(TokenTree::Punct(_)) if after.is_none_or(|a| matches!(a, TokenTree::Punct(p) if p.as_char() == ';')))
+    match rest {
+        [TokenTree::Literal(l)] => crate::syntax::integer_literal(&syn::Lit::new(l.clone())),
+        [TokenTree::Literal(l), TokenTree::Punct(end), ..] if end.as_char() == ';' => {
+            crate::syntax::integer_literal(&syn::Lit::new(l.clone()))
+        }
+        _ => false,
+    }
 }
 
 /// Whether an assignment may be an update `x = x + e`, `x = e + x` or `x = x - e`
@@ -228,6 +219,14 @@ mod tests {
         for (tokens, parsed) in [
             (quote!(s += x[i];), true),
             (quote!(count += 1;), false),
+            (quote!(k += 0x10;), false),
+            (
+                quote!(if c {
+                    k += 1
+                }),
+                false,
+            ),
+            (quote!(s += 2e3;), true),
             (
                 quote!(if c {
                     k -= 2usize;
