@@ -22,6 +22,7 @@ pub mod reveal;
 pub mod scramble;
 pub mod target;
 pub mod tree;
+mod wrap;
 
 pub use float::ProbeFloat;
 pub use reveal::{reveal, Algorithm, Reveal, RevealError, RevealReport};

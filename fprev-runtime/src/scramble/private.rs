@@ -14,7 +14,7 @@ use rayon::slice::ParallelSlice;
 pub use super::reduce::Reduction;
 
 /// Not public API. Used by generated code.
-pub use super::reduce::{ViaValue, Wrap};
+pub use super::reduce::ViaValue;
 /// Not public API. Used by generated code.
 pub use super::sites::{FnSites, LeftAlone};
 use super::state::{fast_state, LOOPS, SCHEDULE};
@@ -22,6 +22,8 @@ use super::state::{fast_state, LOOPS, SCHEDULE};
 pub use super::state::{CallSite, Scrambler, SiteKind};
 /// Not public API. Used by generated code.
 pub use super::Shuffle;
+/// Not public API. Used by generated code.
+pub use crate::wrap::Wrap;
 /// Not public API. Used by generated code.
 pub use rayon::iter::Either;
 

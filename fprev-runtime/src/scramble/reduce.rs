@@ -28,6 +28,7 @@ use super::rng::{self, below, ScrambleRng};
 use super::state::{self, CallSite, LOOPS, SHAPES};
 use super::Shuffle;
 use crate::float::ProbeFloat;
+use crate::wrap::Wrap;
 
 /// How a reduction's terms (its initial value first) are combined.
 #[non_exhaustive]
@@ -897,16 +898,8 @@ impl<I: Iterator> Iterator for ReduceIter<I> {
     }
 }
 
-/// Not public API. Dispatch for `.sum()` / `.fold(..)` receivers: an iterator becomes a
-/// [`ReduceIter`], anything else is handed back untouched.
-///
-/// Method lookup prefers an inherent method to a trait method on the same receiver
-/// type, and skips an inherent one whose bounds do not hold: `Wrap(it).__fprev_reduce`
-/// is the inherent one when `it` is an iterator, [`ViaValue`]'s otherwise. Both take the
-/// wrapper by value, so it holds the receiver itself (no `Option` to take it out of a
-/// `&mut`): a site costs the caller no generic helper per iterator type.
-pub struct Wrap<T>(pub T);
-
+/// `.sum()` / `.fold(..)` receivers: an iterator becomes a [`ReduceIter`], anything else
+/// is handed back untouched ([`ViaValue`]); see [`Wrap`].
 impl<I: Iterator> Wrap<I> {
     /// Not public API.
     /// Site `index` of the function's table `sites` (a table and a constant, so the
