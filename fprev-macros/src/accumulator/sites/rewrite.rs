@@ -56,6 +56,9 @@ pub struct Scope {
 struct Counter {
     frame: TokenStream,
     slot: proc_macro2::Literal,
+    /// Which frame: `None` for the innermost scope's, `Some(k)` for variable `k`'s own
+    /// (a variable captured by a closure).
+    owner: Option<usize>,
 }
 
 impl Scope {
@@ -89,6 +92,7 @@ impl Scope {
         Counter {
             frame: self.frame.clone(),
             slot: proc_macro2::Literal::usize_unsuffixed(slot),
+            owner: None,
         }
     }
 }
@@ -147,6 +151,7 @@ impl Rewriter<'_> {
             return Counter {
                 frame: quote!(#v.0),
                 slot: proc_macro2::Literal::usize_unsuffixed(0),
+                owner: Some(k),
             };
         }
         self.scopes[i].member(k, Kind::Variable)
@@ -178,22 +183,23 @@ impl Rewriter<'_> {
         }
     }
 
-    /// The chains a value adds in, for a frame call on `frame`: a constant (the
+    /// The chains a value adds in, for a frame call on the frame `frame` (a
+    /// [`Counter::owner`]): a constant (the
     /// additions written, plus the running chains of accumulators kept in other
     /// frames), and the slots of `frame` whose running chains it adds in, which the
     /// frame reads itself (`add_chains`, `restart_chains`): a read in the arguments
     /// would be a call, a temporary and an overflow check each, and a function dense in
     /// sites built 10% faster without them.
-    fn chain_args(&mut self, c: &Chain, frame: &TokenStream) -> (TokenStream, Vec<Literal>) {
+    fn chain_args(&mut self, c: &Chain, frame: Option<usize>) -> (TokenStream, Vec<Literal>) {
         let constant = c.constant;
-        let here = frame.to_string();
         let mut slots = Vec::new();
         let mut others = Vec::new();
         for (k, name) in &c.vars {
-            let Counter { frame: f, slot } = self.var_frame(*k, name);
-            if f.to_string() == here {
-                slots.push(slot);
+            let counter = self.var_frame(*k, name);
+            if counter.owner == frame {
+                slots.push(counter.slot);
             } else {
+                let (f, slot) = (counter.frame, counter.slot);
                 others.push(quote!(#f.c(#slot)));
             }
         }
@@ -209,7 +215,7 @@ impl Rewriter<'_> {
         var: &TokenStream,
         rhs: Option<&Expr>,
     ) -> TokenStream {
-        let Counter { frame, slot } = self.var_frame(k, name);
+        let Counter { frame, slot, owner } = self.var_frame(k, name);
         let chain = match rhs {
             Some(r) => self.chain(r),
             None => Chain {
@@ -222,12 +228,12 @@ impl Rewriter<'_> {
             // `s = s + e`: the chain grows by the rest.
             let mut rest = chain;
             rest.vars.remove(pos);
-            match self.chain_args(&rest, &frame) {
+            match self.chain_args(&rest, owner) {
                 (t, slots) if slots.is_empty() => quote!(#frame.grow(#slot, #var, #t);),
                 (t, slots) => quote!(#frame.grow_chains(#slot, #var, #t, &[#(#slots),*]);),
             }
         } else {
-            match self.chain_args(&chain, &frame) {
+            match self.chain_args(&chain, owner) {
                 (t, slots) if slots.is_empty() => quote!(#frame.restart_at(#slot, #var, #t);),
                 (t, slots) => quote!(#frame.restart_chains(#slot, #var, #t, &[#(#slots),*]);),
             }
@@ -252,7 +258,7 @@ impl Rewriter<'_> {
 
     fn rewrite_variable(&mut self, e: &Expr, k: usize, name_expr: &Expr) -> Expr {
         let name = ident_of(name_expr).unwrap_or_default();
-        let Counter { frame, slot } = self.var_frame(k, &name);
+        let Counter { frame, slot, owner } = self.var_frame(k, &name);
         // One call per site, after the user's own statement: generated code is kept as
         // tokens (no parsing back), and a function dense in sites builds several times
         // faster than with a branch and a probe per operand.
@@ -266,7 +272,7 @@ impl Rewriter<'_> {
                 let chain = self.chain(&b.right);
                 let (lhs, op, rhs) = (&b.left, &b.op, &b.right);
                 let r = quote_spanned!(Span::mixed_site()=> __fprev_rhs);
-                let add = match self.chain_args(&chain, &frame) {
+                let add = match self.chain_args(&chain, owner) {
                     (t, slots) if slots.is_empty() => {
                         quote!(#frame.add(#slot, #r, &#name_expr, #t))
                     }
@@ -302,7 +308,7 @@ impl Rewriter<'_> {
     fn rewrite_place(&mut self, e: &Expr, place: &Expr) -> Expr {
         let k = self.new_site(Kind::Place, e);
         let scope = self.scopes.last_mut().expect("the function's frame");
-        let Counter { frame, slot } = scope.member(k, Kind::Place);
+        let Counter { frame, slot, .. } = scope.member(k, Kind::Place);
         let (r, p) = (
             quote_spanned!(Span::mixed_site()=> __fprev_rhs),
             quote_spanned!(Span::mixed_site()=> __fprev_place),
