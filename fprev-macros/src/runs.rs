@@ -149,6 +149,15 @@ fn starts_a_block_statement(run: &[TokenTree]) -> bool {
     matches!(past_attributes_and_label(run).first(), Some(TokenTree::Ident(k)) if k == "if" || k == "match" || k == "unsafe")
 }
 
+/// Whether a token tree is or holds, at any depth, an identifier for which `is` holds.
+pub(crate) fn names(tree: &TokenTree, is: &impl Fn(&str) -> bool) -> bool {
+    match tree {
+        TokenTree::Ident(i) => is(&i.to_string()),
+        TokenTree::Group(g) => g.stream().into_iter().any(|t| names(&t, is)),
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

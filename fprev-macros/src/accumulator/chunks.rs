@@ -151,7 +151,10 @@ fn comes_back(left: &[TokenTree], right: &[TokenTree]) -> bool {
     }
     let mut names = Vec::new();
     collect_names(left, &mut names);
-    !names.is_empty() && names_in(&right, &names)
+    !names.is_empty()
+        && right
+            .iter()
+            .any(|t| crate::runs::names(t, &|n| names.iter().any(|m| m == n)))
 }
 
 /// Whether `trees` hold a `+` or `-` (not `+=`, `-=` or `->`) that follows an operand
@@ -184,29 +187,11 @@ fn collect_names(trees: &[TokenTree], out: &mut Vec<String>) {
     }
 }
 
-fn names_in(trees: &[TokenTree], names: &[String]) -> bool {
-    trees.iter().any(|t| match t {
-        TokenTree::Ident(i) => names.iter().any(|n| i == n),
-        TokenTree::Group(g) => {
-            let inner: Vec<TokenTree> = g.stream().into_iter().collect();
-            names_in(&inner, names)
-        }
-        _ => false,
-    })
-}
-
 /// Whether tokens name one of `vars`, at any depth.
 pub(crate) fn names_any(trees: &[TokenTree], vars: &HashMap<String, usize>) -> bool {
-    trees.iter().any(|t| names(t, &|n| vars.contains_key(n)))
-}
-
-/// Whether tokens hold an identifier for which `is` holds, at any depth.
-pub(crate) fn names(tree: &TokenTree, is: &impl Fn(&str) -> bool) -> bool {
-    match tree {
-        TokenTree::Ident(i) => is(&i.to_string()),
-        TokenTree::Group(g) => g.stream().into_iter().any(|t| names(&t, is)),
-        _ => false,
-    }
+    trees
+        .iter()
+        .any(|t| crate::runs::names(t, &|n| vars.contains_key(n)))
 }
 
 #[cfg(test)]

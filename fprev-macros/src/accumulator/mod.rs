@@ -76,7 +76,7 @@ fn whole(args: TokenStream, item: TokenStream) -> TokenStream {
 fn names_acc(item: &TokenStream) -> bool {
     item.clone()
         .into_iter()
-        .any(|t| chunks::names(&t, &|n| n == "acc"))
+        .any(|t| crate::runs::names(&t, &|n| n == "acc"))
 }
 
 /// With the `off` feature: the item token for token, except that inner `#[acc]`

@@ -65,16 +65,11 @@ pub(crate) fn may_hold_a_site(trees: &[TokenTree]) -> bool {
 }
 
 fn names_a_site(tree: &TokenTree) -> bool {
-    match tree {
-        TokenTree::Ident(i) => {
-            let name = i.to_string();
-            matches!(name.as_str(), "for" | "while" | "loop" | "sum" | "fold")
-                || name.starts_with("par_")
-                || name.starts_with("into_par")
-        }
-        TokenTree::Group(g) => g.stream().into_iter().any(|t| names_a_site(&t)),
-        _ => false,
-    }
+    crate::runs::names(tree, &|name| {
+        matches!(name, "for" | "while" | "loop" | "sum" | "fold")
+            || name.starts_with("par_")
+            || name.starts_with("into_par")
+    })
 }
 
 #[cfg(test)]
