@@ -721,4 +721,11 @@ fn receivers_that_are_not_iterators_keep_their_own_sum() {
     );
     assert_eq!(temporary_receivers(&x), own);
     unchanged("temporary_receivers", || temporary_receivers(&x));
+    // Both `.sum()`s are sites, so the dispatch ran (and handed the receivers back).
+    let dispatched = fprev::scramble::sites()
+        .iter()
+        .filter(|s| s.label.contains("temporary_receivers#"))
+        .filter(|s| s.kind == Some(fprev::scramble::SiteKind::IterReduction))
+        .count();
+    assert_eq!(dispatched, 2);
 }
