@@ -239,8 +239,7 @@ impl<const V: usize, const P: usize> Frame<V, P> {
         chains: &[usize],
     ) -> A {
         let extra = self.extra(extra, chains);
-        self.vars[slot].add(&term, before, extra);
-        term
+        self.add(slot, term, before, extra)
     }
 
     /// [`VarChain::grow`] on variable slot `slot`.
@@ -260,7 +259,7 @@ impl<const V: usize, const P: usize> Frame<V, P> {
         chains: &[usize],
     ) {
         let grow = self.extra(grow, chains);
-        self.vars[slot].grow(var, grow);
+        self.grow(slot, var, grow);
     }
 
     /// [`VarChain::restart_at`] on variable slot `slot`.
@@ -280,7 +279,7 @@ impl<const V: usize, const P: usize> Frame<V, P> {
         chains: &[usize],
     ) {
         let new = self.extra(new, chains);
-        self.vars[slot].restart_at(var, new);
+        self.restart_at(slot, var, new);
     }
 
     /// `*place += term` on place slot `slot`, the term and the place's value looked at
