@@ -65,20 +65,17 @@ impl Collector {
             }
             by_site
         };
-        let mut order: Vec<usize> = (0..self.sites.len()).filter(|&k| keep[k]).collect();
-        order.sort_by_key(|&k| self.positions[k]);
+        let mut kept: Vec<(usize, Site)> = std::mem::take(&mut self.sites)
+            .into_iter()
+            .enumerate()
+            .filter(|&(k, _)| keep[k])
+            .collect();
+        kept.sort_by_key(|&(k, _)| self.positions[k]);
         let mut new_index = vec![usize::MAX; keep.len()];
-        for (new, &old) in order.iter().enumerate() {
+        for (new, &(old, _)) in kept.iter().enumerate() {
             new_index[old] = new;
         }
-        let mut sites: Vec<Option<Site>> = std::mem::take(&mut self.sites)
-            .into_iter()
-            .map(Some)
-            .collect();
-        self.sites = order
-            .iter()
-            .map(|&k| sites[k].take().expect("each site once"))
-            .collect();
+        self.sites = kept.into_iter().map(|(_, site)| site).collect();
         self.vars.retain(|_, k| keep[*k]);
         for k in self.vars.values_mut() {
             *k = new_index[*k];
