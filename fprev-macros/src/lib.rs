@@ -91,9 +91,11 @@ mod syntax;
 ///
 /// An indexed place (`c[i * n + j] += e`) is evaluated only when on around the loop
 /// (`if r.on() { r.init(&mut c[..]) }`), and its update keeps the user's own statement in
-/// the off branch. Draws come from a ChaCha8 stream keyed by (run seed, thread
-/// context, site, invocation within that context), so `FPREV_SEED=<token> cargo test
-/// name` replays the same bits alone or within the whole suite. With the `off` feature of
+/// the off branch. A reduction's draws come from a ChaCha8 stream keyed by (run seed,
+/// site): one seed is one consistent platform, the same shape at every call, so a value
+/// computed twice gives the same bits twice (`FPREV_VARY=call` keys them by call too, as
+/// declared loops and rayon chains always are), and `FPREV_SEED=<token> cargo test name`
+/// replays the same bits alone or within the whole suite. With the `off` feature of
 /// `fprev` the function is emitted token for token (per-loop markers are removed).
 ///
 /// # Options

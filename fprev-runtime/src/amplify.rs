@@ -11,6 +11,11 @@
 //! 4. [`Stage::LoopOrder`]: reassociated float reductions (and declared order-free
 //!    loops) in `#[scramble]` functions.
 //!
+//! Each scrambled run is one consistent other platform: a reduction site combines its
+//! terms in one shape for the whole run, however often the computation reaches it (see
+//! [`Vary`](crate::scramble::Vary); `FPREV_VARY` is for `#[scramble]` code run under
+//! `FPREV_SCRAMBLE`, the amplifier's runs are its variation).
+//!
 //! Each run's seed carries its stage in the top 4 bits and everything about the run is
 //! derived from it, so its [`ReplayToken`] alone replays it: set `FPREV_SEED` to the
 //! token and the amplifier runs just that run. A campaign token (top bits 0) replays

@@ -21,9 +21,11 @@
 //!   loops were left alone and why.
 //!
 //! The `#[fprev::scramble]` attribute rewrites a function's reductions (and declared
-//! loops and rayon chains) to go through the hidden [`private`] module; a random stream is
-//! derived from (run seed, thread context, call site, invocation within that context), so
-//! one seed replays a run alone or inside a whole test suite.
+//! loops and rayon chains) to go through the hidden [`private`] module. A reduction draws
+//! from a stream keyed by (run seed, site): one seed is one consistent other platform
+//! ([`Vary`]). A declared loop or rayon chain draws from (run seed, thread context, site,
+//! invocation within that context). Either way one seed replays a run alone or inside a
+//! whole test suite.
 //!
 //! ```
 //! use fprev_runtime::scramble::{with_config, ScrambleConfig, Shuffle};
@@ -45,7 +47,7 @@ pub mod rng;
 mod sites;
 pub(crate) mod state;
 
-pub use config::{vars, Level, ReplayToken, ScrambleConfig, TokenError, ALGORITHM_VERSION};
+pub use config::{vars, Level, ReplayToken, ScrambleConfig, TokenError, Vary, ALGORITHM_VERSION};
 pub use launch::{launch, Dim3, ThreadCtx};
 pub use reduce::Shape;
 pub use rng::{permutation, shuffle, ScrambleRng};

@@ -18,6 +18,9 @@ pub mod vars {
     pub const FPREV_SCRAMBLE: &str = "FPREV_SCRAMBLE";
     /// Seed or replay token (`v2-0123456789abcdef`, or a decimal / `0x` number).
     pub const FPREV_SEED: &str = "FPREV_SEED";
+    /// What draws anew: `site` (default: a reduction site keeps its shape for the whole
+    /// run, as one other platform would) or `call` (every call of a reduction draws anew).
+    pub const FPREV_VARY: &str = "FPREV_VARY";
     /// Runs per amplifier stage (default 20).
     pub const FPREV_RUNS: &str = "FPREV_RUNS";
     /// Amplifier stages, comma-separated: `repeat,distribution,schedule,loops` or `all`.
@@ -68,6 +71,7 @@ pub mod vars {
     pub const KNOWN: &[&str] = &[
         FPREV_SCRAMBLE,
         FPREV_SEED,
+        FPREV_VARY,
         FPREV_RUNS,
         FPREV_STAGES,
         FPREV_THREADS,
@@ -105,6 +109,69 @@ pub enum Level {
     Loops,
 }
 
+/// Which scrambled draws stay fixed for a whole run and which are made anew at every call.
+///
+/// A seed stands for one other platform: another compiler, SIMD width, BLAS blocking or
+/// thread count. Such a platform is a fixed build: it combines the terms of one reduction
+/// the same way every time that reduction runs over the same number of terms, so a
+/// program that computes a value twice gets the same bits twice, there as here. Drawing a
+/// new shape at every call would break that, and the test that compares two computations
+/// of one value would fail on an alarm no real platform could raise.
+///
+/// ```
+/// use fprev_runtime::scramble::{ScrambleConfig, Vary};
+///
+/// assert_eq!(ScrambleConfig::off().vary, Vary::Site);
+/// assert_eq!(Vary::from_name("call"), Some(Vary::Call));
+/// ```
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Vary {
+    /// One consistent platform per seed (the default). A reduction's shape, and with it
+    /// its whole tree, is a function of (seed, site, number of terms): the same at every
+    /// call in the process, in every test and thread. Rayon chains, loops declared
+    /// order-free and the kernel-launch model still draw at every call, since a real
+    /// scheduler may order those differently from one call to the next.
+    #[default]
+    Site,
+    /// Every call of a reduction draws a new shape (`FPREV_VARY=call`): what a program
+    /// whose library picks its reduction order at run time (by timing, by the number of
+    /// idle threads) could see. Two computations of one value may then differ.
+    Call,
+}
+
+impl Vary {
+    /// The name used by `FPREV_VARY`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Vary::Site => "site",
+            Vary::Call => "call",
+        }
+    }
+
+    /// Parses a name produced by [`Vary::name`].
+    pub fn from_name(name: &str) -> Option<Vary> {
+        match name {
+            "site" => Some(Vary::Site),
+            "call" => Some(Vary::Call),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Vary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+pub(crate) const VARIES: &str = "site or call";
+
+/// `FPREV_VARY`, or the default ([`Vary::Site`]) with a warning when it does not parse.
+pub(crate) fn vary_from_env() -> Vary {
+    env_parse(vars::FPREV_VARY, VARIES, "site", Vary::from_name).unwrap_or_default()
+}
+
 /// Scrambling settings. [`ScrambleConfig::from_env`] is what `#[scramble]` functions use
 /// unless [`with_config`](super::with_config) or the amplifier sets another one.
 ///
@@ -128,6 +195,9 @@ pub struct ScrambleConfig {
     /// splits, random trees, permuted) rather than in the shuffle's permuted order.
     /// Default false; `FPREV_SCRAMBLE=shapes` (or `on`) sets it.
     pub shapes: bool,
+    /// Whether reductions draw once per site or at every call. Default [`Vary::Site`];
+    /// `FPREV_VARY` overrides it.
+    pub vary: Vary,
 }
 
 impl ScrambleConfig {
@@ -138,10 +208,11 @@ impl ScrambleConfig {
             seed: 0,
             level: Level::All,
             shapes: false,
+            vary: Vary::Site,
         }
     }
 
-    /// The defaults overridden by `FPREV_SCRAMBLE` and `FPREV_SEED`; bad values are
+    /// The defaults overridden by `FPREV_SCRAMBLE`, `FPREV_SEED` and `FPREV_VARY`; bad values are
     /// reported on stderr (variable, value, default used) and replaced by the default.
     pub fn from_env() -> Self {
         warn_unknown_vars();
@@ -156,7 +227,14 @@ impl ScrambleConfig {
             seed,
             level: Level::All,
             shapes,
+            vary: vary_from_env(),
         }
+    }
+
+    /// Sets whether reductions draw once per site or at every call.
+    pub fn vary(mut self, vary: Vary) -> Self {
+        self.vary = vary;
+        self
     }
 
     /// Sets whether reductions combine in a mix of shapes.

@@ -25,7 +25,7 @@ use std::ops::{Add, AddAssign, Sub, SubAssign};
 use half::{bf16, f16};
 
 use super::rng::{self, below, ScrambleRng};
-use super::state::{self, CallSite, LOOPS, SHAPES};
+use super::state::{self, CallSite, LOOPS, SHAPES, VARY_CALL};
 use super::Shuffle;
 use crate::float::ProbeFloat;
 use crate::wrap::Wrap;
@@ -121,6 +121,9 @@ impl Shape {
         }
     }
 }
+
+/// Salt of the per-site streams, so that they never coincide with a per-call stream.
+const PER_SITE: u64 = 0x7065_722d_7369_7465;
 
 /// Buffered shapes hold at most this many terms; a longer reduction is combined in
 /// chunks of this size (each in the drawn shape), the chunk results added in order, so
@@ -467,8 +470,15 @@ impl Engine {
             return None;
         }
         site.mark_reached();
-        let (key, invocation) = super::context::next_key(site.id());
-        let mut rng = rng::stream(state::seed(), key, invocation);
+        let mut rng = if st & VARY_CALL != 0 {
+            let (key, invocation) = super::context::next_key(site.id());
+            rng::stream(state::seed(), key, invocation)
+        } else {
+            // One platform per seed: the same stream at every call, in every thread and
+            // test, so the shape and every draw it makes depend only on the seed, the
+            // site and the number of terms.
+            rng::stream(state::seed(), site.id() ^ PER_SITE, 0)
+        };
         let shuffle = site.shuffle.unwrap_or(state::decode_shuffle(st));
         let shape = Shape::draw(st & SHAPES != 0, shuffle, &mut rng);
         if super::entropy::is_recording() {

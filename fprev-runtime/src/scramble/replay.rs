@@ -4,7 +4,7 @@
 
 use std::sync::Once;
 
-use super::config::{vars, ScrambleConfig};
+use super::config::{vars, ScrambleConfig, Vary};
 use super::sites::Coverage;
 
 static HOOK: Once = Once::new();
@@ -13,6 +13,10 @@ static HOOK: Once = Once::new();
 pub(crate) fn install(cfg: &ScrambleConfig) {
     let mode = std::env::var(vars::FPREV_SCRAMBLE).unwrap_or_default();
     let token = cfg.token();
+    let vary = match cfg.vary {
+        Vary::Site => String::new(),
+        other => format!("{}={other} ", vars::FPREV_VARY),
+    };
     HOOK.call_once(move || {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
@@ -22,7 +26,7 @@ pub(crate) fn install(cfg: &ScrambleConfig) {
                 .filter(|n| *n != "main")
                 .map_or_else(String::new, |n| format!(" {n} -- --exact"));
             eprintln!(
-                "fprev: scrambling was on ({}={mode}); replay: {}={mode} {}={token} cargo test{test}",
+                "fprev: scrambling was on ({}={mode}); replay: {vary}{}={mode} {}={token} cargo test{test}",
                 vars::FPREV_SCRAMBLE,
                 vars::FPREV_SCRAMBLE,
                 vars::FPREV_SEED,

@@ -7,7 +7,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard, Once};
 
-use super::config::{Level, ScrambleConfig};
+use super::config::{Level, ScrambleConfig, Vary};
 use super::rng::{self, ScrambleRng};
 use super::Shuffle;
 
@@ -16,6 +16,8 @@ pub(crate) const SCHEDULE: u8 = 1;
 pub(crate) const LOOPS: u8 = 2;
 /// Reductions combine in a mix of shapes rather than the shuffle's permuted order.
 pub(crate) const SHAPES: u8 = 8;
+/// Reductions draw a new shape at every call ([`Vary::Call`]) rather than once per site.
+pub(crate) const VARY_CALL: u8 = 0x40;
 const SHUFFLE_SHIFT: u8 = 4;
 /// All level bits set, so that the fast checks fall into the slow path that initialises.
 const UNINIT: u8 = 0xFF;
@@ -39,7 +41,11 @@ fn encode(cfg: &ScrambleConfig) -> u8 {
         Shuffle::Identity => 2,
     };
     let shapes = if cfg.shapes { SHAPES } else { 0 };
-    levels | shapes | (code << SHUFFLE_SHIFT)
+    let vary = match cfg.vary {
+        Vary::Site => 0,
+        Vary::Call => VARY_CALL,
+    };
+    levels | shapes | vary | (code << SHUFFLE_SHIFT)
 }
 
 pub(crate) fn decode_shuffle(state: u8) -> Shuffle {
@@ -99,6 +105,11 @@ pub fn current_config() -> ScrambleConfig {
     ScrambleConfig::off()
         .shuffle((st & (SCHEDULE | LOOPS) != 0).then(|| decode_shuffle(st)))
         .shapes(st & SHAPES != 0)
+        .vary(if st & VARY_CALL != 0 {
+            Vary::Call
+        } else {
+            Vary::Site
+        })
         .seed(seed())
         .level(level)
 }
