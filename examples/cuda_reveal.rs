@@ -3,7 +3,8 @@
 //! kernel gives under scrambled launches.
 //!
 //! `cargo run --release --features cuda --example cuda_reveal [n...]` (default n = 32 256).
-//! Without the feature or without a GPU it says so and exits cleanly.
+//! Without the feature or without a GPU it says so and exits cleanly (with
+//! `FPREV_CUDA_REQUIRED=1`, it fails instead).
 
 use fprev::cuda::{self, AmplifyConfig, AtomicKernel, Device, GemmConfig, MathMode};
 use fprev::half::{bf16, f16};
@@ -39,6 +40,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dev = match Device::open(0) {
         Ok(d) => d,
         Err(e) => {
+            let required = std::env::var(fprev::scramble::vars::FPREV_CUDA_REQUIRED)
+                .is_ok_and(|v| !v.is_empty() && v != "0");
+            if required {
+                return Err(format!("cuda_reveal: FPREV_CUDA_REQUIRED is set, but {e}").into());
+            }
             println!("cuda_reveal: nothing to reveal here: {e}");
             return Ok(());
         }

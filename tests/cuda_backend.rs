@@ -3,8 +3,10 @@
 //! NVIDIA GPU the ignored tests reveal real orders.
 //!
 //! Run: `cargo test --test cuda_backend` (no GPU needed), and on a GPU machine
-//! `cargo test --features cuda --test cuda_backend -- --ignored --nocapture` (the trees
-//! are printed; a missing device fails them).
+//! `FPREV_CUDA_REQUIRED=1 cargo test --features cuda --test cuda_backend --
+//! --include-ignored --nocapture --test-threads=1` (the trees are printed; a missing
+//! device, driver or library fails every test instead of skipping); `scripts/gpu_verify.sh`
+//! does that and more in one prepared run.
 
 use std::sync::Mutex;
 
@@ -17,6 +19,15 @@ use fprev::{Reveal, RevealError, SumTree};
 
 /// One GPU test at a time: they share the device and print tables.
 static GPU: Mutex<()> = Mutex::new(());
+
+/// `FPREV_CUDA_REQUIRED=1` (set by `scripts/gpu_verify.sh` on a GPU machine) turns every
+/// skip into a failure: there a missing driver, library or device is the finding.
+fn skip(test: &str, why: impl std::fmt::Display) {
+    let required = std::env::var(fprev::scramble::vars::FPREV_CUDA_REQUIRED)
+        .is_ok_and(|v| !v.is_empty() && v != "0");
+    assert!(!required, "{test}: FPREV_CUDA_REQUIRED is set, but {why}");
+    println!("SKIPPED {test}: {why}");
+}
 
 /// Device 0; the GPU tests are ignored unless asked for, so a missing device fails them.
 fn device(test: &str) -> Device {
@@ -40,12 +51,12 @@ fn missing_backend_or_device_is_a_typed_error() {
         }
         (Err(CudaError::NotCompiled), Err(CudaError::NotCompiled)) => {
             assert!(!cuda::compiled());
-            println!("SKIPPED GPU checks: not compiled with cuda");
+            skip("GPU checks", "not compiled with cuda");
         }
         (Err(CudaError::NoDevice { reason }), _) => {
             assert!(cuda::compiled());
             assert!(!reason.is_empty());
-            println!("SKIPPED GPU checks: no CUDA device ({reason})");
+            skip("GPU checks", format!("no CUDA device ({reason})"));
         }
         (a, b) => panic!("inconsistent answers: open {a:?}, count {b:?}"),
     }
@@ -79,11 +90,9 @@ fn kernels_compile_with_nvrtc() {
         }
         Err(CudaError::NotCompiled) => {
             assert!(!cuda::compiled());
-            println!("SKIPPED kernels_compile_with_nvrtc: not compiled with cuda");
+            skip("kernels_compile_with_nvrtc", "not compiled with cuda");
         }
-        Err(e @ CudaError::MissingLibrary { .. }) => {
-            println!("SKIPPED kernels_compile_with_nvrtc: {e}");
-        }
+        Err(e @ CudaError::MissingLibrary { .. }) => skip("kernels_compile_with_nvrtc", e),
         Err(e) => panic!("{e}"),
     }
 }
