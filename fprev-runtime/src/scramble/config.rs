@@ -21,6 +21,13 @@ pub mod vars {
     /// What draws anew: `site` (default: a reduction site keeps its shape for the whole
     /// run, as one other platform would) or `call` (every call of a reduction draws anew).
     pub const FPREV_VARY: &str = "FPREV_VARY";
+    /// Scramble only these sites (comma-separated labels, `module::function#kindN`, as
+    /// `FPREV_SITES_OUT` writes them); the others run as written. `cargo fprev blame` sets
+    /// it to find which reductions a failure needs.
+    pub const FPREV_SITES: &str = "FPREV_SITES";
+    /// File that receives, when the process exits, one line per scramble site reached
+    /// (`label<TAB>file<TAB>line`), when scrambling was switched on from the environment.
+    pub const FPREV_SITES_OUT: &str = "FPREV_SITES_OUT";
     /// Runs per amplifier stage (default 20).
     pub const FPREV_RUNS: &str = "FPREV_RUNS";
     /// Amplifier stages, comma-separated: `repeat,distribution,schedule,loops` or `all`.
@@ -52,7 +59,8 @@ pub mod vars {
     pub const FPREV_EXACT_N: &str = "FPREV_EXACT_N";
     /// Where pinned orders live (read by the registry checks).
     pub const FPREV_ORDERS_DIR: &str = "FPREV_ORDERS_DIR";
-    /// Makes the CUDA tests fail instead of skipping when no GPU or driver is found.
+    /// Makes the CUDA tests and the `cuda_reveal` example fail instead of skipping when no
+    /// GPU, driver or CUDA library is found (`scripts/gpu_verify.sh` sets it).
     pub const FPREV_CUDA_REQUIRED: &str = "FPREV_CUDA_REQUIRED";
     /// Runs of the `exact_table` example.
     pub const FPREV_EXACT_REPS: &str = "FPREV_EXACT_REPS";
@@ -72,6 +80,8 @@ pub mod vars {
         FPREV_SCRAMBLE,
         FPREV_SEED,
         FPREV_VARY,
+        FPREV_SITES,
+        FPREV_SITES_OUT,
         FPREV_RUNS,
         FPREV_STAGES,
         FPREV_THREADS,

@@ -466,7 +466,7 @@ impl Engine {
     #[inline(never)]
     fn start(site: &'static CallSite, kind: Kind) -> Option<Engine> {
         let st = state::state();
-        if st & LOOPS == 0 {
+        if st & LOOPS == 0 || !site.enabled() {
             return None;
         }
         site.mark_reached();

@@ -38,4 +38,15 @@ pub(crate) fn install(cfg: &ScrambleConfig) {
 
 extern "C" fn print_coverage_at_exit() {
     eprintln!("fprev scramble: {}", Coverage::now());
+    if let Ok(path) = std::env::var(vars::FPREV_SITES_OUT) {
+        let mut text = String::new();
+        for s in super::sites::sites() {
+            if s.kind.is_some() && s.reached > 0 {
+                text.push_str(&format!("{}\t{}\t{}\n", s.label, s.file, s.line));
+            }
+        }
+        if let Err(e) = std::fs::write(&path, text) {
+            eprintln!("fprev: cannot write {}={path}: {e}", vars::FPREV_SITES_OUT);
+        }
+    }
 }

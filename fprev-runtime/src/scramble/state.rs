@@ -261,6 +261,23 @@ impl CallSite {
         rng::splitmix64(h ^ ((self.line as u64) << 32 | self.column as u64))
     }
 
+    /// Whether this site may scramble: every site, unless `FPREV_SITES` names some.
+    pub(crate) fn enabled(&self) -> bool {
+        static ONLY: std::sync::OnceLock<Option<Vec<String>>> = std::sync::OnceLock::new();
+        let only = ONLY.get_or_init(|| {
+            let v = std::env::var(super::config::vars::FPREV_SITES).ok()?;
+            Some(
+                v.split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect(),
+            )
+        });
+        only.as_ref()
+            .is_none_or(|o| o.iter().any(|l| l == self.label))
+    }
+
     /// Counts one scrambled execution of this site (and one for the process).
     pub(crate) fn mark_reached(&self) {
         self.reached.fetch_add(1, Ordering::Relaxed);
@@ -319,7 +336,7 @@ impl Scrambler {
     #[inline(never)]
     pub(crate) fn begin(site: &'static CallSite, level_bit: u8) -> Option<Scrambler> {
         let st = state();
-        if st & level_bit == 0 {
+        if st & level_bit == 0 || !site.enabled() {
             return None;
         }
         site.mark_reached();

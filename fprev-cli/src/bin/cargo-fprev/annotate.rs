@@ -1,0 +1,370 @@
+//! Puts `#[fprev::scramble]` on every function of a source file whose body accumulates,
+//! as a user would by hand, without moving a line: the attribute goes on the line of the
+//! function's first token (its visibility or `fn`), so every file:line a test failure,
+//! a panic or a site report prints is the original file's.
+//!
+//! Which functions: every function with a body (free functions, inherent and trait
+//! methods, trait-provided methods) that accumulates syntactically (`+=`, `-=`,
+//! `x = x + ..`, `x = x - ..`, `.sum(`, `.sum::<`, `.fold(`); not `const fn`, not test code
+//! (`#[test]`, `#[cfg(test)]` items), not inside a macro, not one already annotated.
+//! Whether each of its loops and chains is then scrambled, and why not, is the macro's
+//! own decision at compile time.
+
+use proc_macro2::{Delimiter, Spacing, TokenStream, TokenTree};
+use syn::spanned::Spanned;
+use syn::visit::Visit;
+
+/// One annotated function.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Annotated {
+    /// 1-based line of the function's first token (where the attribute went).
+    pub line: usize,
+    /// The function's name (`Type::method` inside an impl).
+    pub name: String,
+}
+
+/// What annotating one file did.
+#[derive(Debug, Default)]
+pub struct FileResult {
+    /// The new text, when a function was annotated.
+    pub text: Option<String>,
+    pub annotated: Vec<Annotated>,
+}
+
+/// Annotates `src` (a whole `.rs` file). A file that does not parse is an error: the
+/// caller reports it and leaves the file alone.
+pub fn annotate(src: &str) -> Result<FileResult, syn::Error> {
+    let file = syn::parse_file(src)?;
+    let mut finder = Finder {
+        at: Vec::new(),
+        scope: Vec::new(),
+    };
+    finder.visit_file(&file);
+    let mut inserts: Vec<(usize, Annotated)> = Vec::new();
+    for (line, column, name) in finder.at {
+        let Some(offset) = byte_offset(src, line, column) else {
+            continue;
+        };
+        inserts.push((offset, Annotated { line, name }));
+    }
+    inserts.sort_by_key(|(o, _)| *o);
+    inserts.dedup_by_key(|(o, _)| *o);
+    if inserts.is_empty() {
+        return Ok(FileResult::default());
+    }
+    let mut text = String::with_capacity(src.len() + inserts.len() * 20);
+    let mut last = 0;
+    for (offset, _) in &inserts {
+        text.push_str(&src[last..*offset]);
+        text.push_str("#[fprev::scramble] ");
+        last = *offset;
+    }
+    text.push_str(&src[last..]);
+    Ok(FileResult {
+        text: Some(text),
+        annotated: inserts.into_iter().map(|(_, a)| a).collect(),
+    })
+}
+
+/// The byte offset of a (1-based line, 0-based column in characters) position.
+fn byte_offset(src: &str, line: usize, column: usize) -> Option<usize> {
+    let start = if line == 1 {
+        0
+    } else {
+        src.match_indices('\n').nth(line - 2)?.0 + 1
+    };
+    let rest = &src[start..];
+    let within = rest
+        .char_indices()
+        .nth(column)
+        .map_or(rest.len(), |(i, _)| i);
+    Some(start + within)
+}
+
+struct Finder {
+    /// (line, column, name) of each function to annotate.
+    at: Vec<(usize, usize, String)>,
+    /// Names of the enclosing impls, for reports.
+    scope: Vec<String>,
+}
+
+impl Finder {
+    fn consider(
+        &mut self,
+        attrs: &[syn::Attribute],
+        first: proc_macro2::Span,
+        sig: &syn::Signature,
+        body: &syn::Block,
+    ) {
+        if sig.constness.is_some() || is_test(attrs) || is_annotated(attrs) {
+            return;
+        }
+        if !accumulates(body.stmts.iter().map(quote::ToTokens::to_token_stream)) {
+            return;
+        }
+        let start = first.start();
+        let name = match self.scope.last() {
+            Some(ty) => format!("{ty}::{}", sig.ident),
+            None => sig.ident.to_string(),
+        };
+        self.at.push((start.line, start.column, name));
+    }
+}
+
+/// The span of an item's first token after its attributes: its visibility when it has
+/// one, else its signature.
+fn first_span(vis: &syn::Visibility, sig: &syn::Signature) -> proc_macro2::Span {
+    match vis {
+        syn::Visibility::Inherited => sig.span(),
+        v => v.span(),
+    }
+}
+
+impl<'ast> Visit<'ast> for Finder {
+    fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
+        self.consider(&f.attrs, first_span(&f.vis, &f.sig), &f.sig, &f.block);
+        // Functions nested in a body are part of it; the macro leaves them alone.
+    }
+
+    fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
+        if !is_test(&m.attrs) {
+            syn::visit::visit_item_mod(self, m);
+        }
+    }
+
+    fn visit_item_impl(&mut self, i: &'ast syn::ItemImpl) {
+        if is_test(&i.attrs) {
+            return;
+        }
+        let ty = &i.self_ty;
+        self.scope.push(
+            quote::ToTokens::to_token_stream(ty)
+                .to_string()
+                .replace(' ', ""),
+        );
+        for item in &i.items {
+            if let syn::ImplItem::Fn(f) = item {
+                let first = match (&f.vis, &f.defaultness) {
+                    (syn::Visibility::Inherited, Some(d)) => d.span(),
+                    (v, _) => first_span(v, &f.sig),
+                };
+                self.consider(&f.attrs, first, &f.sig, &f.block);
+            }
+        }
+        self.scope.pop();
+    }
+
+    fn visit_item_trait(&mut self, t: &'ast syn::ItemTrait) {
+        if is_test(&t.attrs) {
+            return;
+        }
+        self.scope.push(t.ident.to_string());
+        for item in &t.items {
+            if let syn::TraitItem::Fn(f) = item {
+                if let Some(body) = &f.default {
+                    self.consider(&f.attrs, f.sig.span(), &f.sig, body);
+                }
+            }
+        }
+        self.scope.pop();
+    }
+}
+
+/// `#[test]`, `#[cfg(test)]`, `#[cfg(all(test, ..))]`, `#[tokio::test]` and the like.
+fn is_test(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        let path = a.path();
+        if path.segments.last().is_some_and(|s| s.ident == "test") {
+            return true;
+        }
+        if path.is_ident("cfg") {
+            let text = quote::ToTokens::to_token_stream(&a.meta)
+                .to_string()
+                .replace(' ', "");
+            return text == "cfg(test)" || text.starts_with("cfg(all(test");
+        }
+        false
+    })
+}
+
+fn is_annotated(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path()
+            .segments
+            .last()
+            .is_some_and(|s| s.ident == "scramble" || s.ident == "accumulator")
+    })
+}
+
+/// Whether the statements accumulate syntactically (see the module docs). Macro
+/// invocations' tokens count too: `assert!(..)` holds none of these forms.
+fn accumulates(stmts: impl Iterator<Item = TokenStream>) -> bool {
+    let mut flat = Vec::new();
+    for s in stmts {
+        flatten(s, &mut flat);
+    }
+    flat.windows(3).enumerate().any(|(k, w)| match w {
+        [Tok::Punct('+', Spacing::Joint), Tok::Punct('=', _), _]
+        | [Tok::Punct('-', Spacing::Joint), Tok::Punct('=', _), _] => {
+            // not `-=>`-like sequences, which do not exist; `+=` and `-=` are joint pairs
+            !matches!(
+                flat.get(k.wrapping_sub(1)),
+                Some(Tok::Punct('=', Spacing::Joint))
+            )
+        }
+        [Tok::Punct('.', _), Tok::Ident(m), Tok::Open(Delimiter::Parenthesis)] => {
+            m == "sum" || m == "fold"
+        }
+        [Tok::Punct('.', _), Tok::Ident(m), Tok::Punct(':', Spacing::Joint)] => m == "sum",
+        [Tok::Ident(a), Tok::Punct('=', Spacing::Alone), Tok::Ident(b)] => {
+            a == b
+                && matches!(flat.get(k + 3), Some(Tok::Punct('+' | '-', _)))
+                && !matches!(
+                    flat.get(k.wrapping_sub(1)),
+                    Some(Tok::Punct('.' | ':' | '<' | '>' | '!' | '=', _))
+                )
+        }
+        _ => false,
+    })
+}
+
+#[derive(Debug, PartialEq)]
+enum Tok {
+    Ident(String),
+    Punct(char, Spacing),
+    Open(Delimiter),
+    Close,
+    Literal,
+}
+
+fn flatten(ts: TokenStream, out: &mut Vec<Tok>) {
+    for tt in ts {
+        match tt {
+            TokenTree::Ident(i) => out.push(Tok::Ident(i.to_string())),
+            TokenTree::Punct(p) => out.push(Tok::Punct(p.as_char(), p.spacing())),
+            TokenTree::Literal(_) => out.push(Tok::Literal),
+            TokenTree::Group(g) => {
+                out.push(Tok::Open(g.delimiter()));
+                flatten(g.stream(), out);
+                out.push(Tok::Close);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(src: &str) -> (String, Vec<(usize, String)>) {
+        let r = annotate(src).expect("parses");
+        let list = r
+            .annotated
+            .iter()
+            .map(|a| (a.line, a.name.clone()))
+            .collect();
+        (r.text.unwrap_or_else(|| src.to_string()), list)
+    }
+
+    #[test]
+    fn accumulating_functions_get_the_attribute_on_their_own_line() {
+        let src = "\
+/// Docs.
+#[inline]
+pub fn total(v: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for x in v { s += x; }
+    s
+}
+
+fn plain(v: &[f64]) -> f64 { v[0] * 2.0 }
+
+pub(crate) unsafe fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+fn fold_it(v: &[f64]) -> f64 { v.iter().fold(0.0, |a, b| a + b) }
+fn rebind(v: &[f64]) -> f64 { let mut t = 0.0; for x in v { t = t + x; } t }
+fn turbofish(v: &[f64]) -> f64 { v.iter().sum::<f64>() }
+const fn never(x: u32) -> u32 { let mut y = x; y += 1; y }
+";
+        let (text, list) = run(src);
+        assert_eq!(
+            list,
+            vec![
+                (3, "total".to_string()),
+                (11, "dot".to_string()),
+                (15, "fold_it".to_string()),
+                (16, "rebind".to_string()),
+                (17, "turbofish".to_string()),
+            ]
+        );
+        assert_eq!(text.lines().count(), src.lines().count(), "no line moved");
+        assert!(text.contains("#[inline]\n#[fprev::scramble] pub fn total"));
+        assert!(text.contains("#[fprev::scramble] pub(crate) unsafe fn dot"));
+        assert!(text.contains("\nfn plain"));
+        assert!(text.contains("\nconst fn never"));
+        syn::parse_file(&text).expect("the annotated file parses");
+    }
+
+    #[test]
+    fn methods_traits_and_tests() {
+        let src = "\
+struct M(Vec<f64>);
+impl M {
+    pub fn norm(&self) -> f64 { let mut s = 0.0; for x in &self.0 { s += x * x; } s.sqrt() }
+    fn first(&self) -> f64 { self.0[0] }
+}
+trait Total {
+    fn items(&self) -> &[f64];
+    fn total(&self) -> f64 { self.items().iter().sum() }
+}
+#[cfg(test)]
+mod tests {
+    fn helper(v: &[f64]) -> f64 { v.iter().sum() }
+    #[test]
+    fn t() { let mut s = 0.0; s += 1.0; assert_eq!(s, 1.0); }
+}
+#[test]
+fn top_level_test() { let mut s = 0.0; s += 1.0; }
+mod inner {
+    #[fprev::scramble]
+    fn already(v: &[f64]) -> f64 { v.iter().sum() }
+    fn found(v: &[f64]) -> f64 { v.iter().sum() }
+}
+";
+        let (text, list) = run(src);
+        assert_eq!(
+            list,
+            vec![
+                (3, "M::norm".to_string()),
+                (8, "Total::total".to_string()),
+                (21, "found".to_string()),
+            ]
+        );
+        assert!(text.contains("    #[fprev::scramble] pub fn norm"));
+        assert!(text.contains("    #[fprev::scramble] fn total(&self)"));
+        assert_eq!(text.matches("#[fprev::scramble]").count(), 4);
+        syn::parse_file(&text).expect("parses");
+    }
+
+    #[test]
+    fn non_ascii_columns_and_comparisons() {
+        // A multi-byte character before the item on its line, and `==`/`<=` forms that
+        // are no updates.
+        let src = "/* é */ fn f(v: &[f64]) -> f64 { let mut s = 0.0; for x in v { s += x; } s }\n\
+                   fn g(a: f64, b: f64) -> bool { a == b || a <= b }\n\
+                   fn h(a: &mut Vec<f64>) { a.push(1.0); let n = a.len() + 1; let _ = n; }\n";
+        let (text, list) = run(src);
+        assert_eq!(list, vec![(1, "f".to_string())]);
+        assert!(
+            text.starts_with("/* é */ #[fprev::scramble] fn f"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_file_that_does_not_parse_is_an_error() {
+        assert!(annotate("fn broken( {").is_err());
+    }
+}

@@ -1,0 +1,234 @@
+//! What `cargo fprev test` found, and the files it writes: `findings.json` (the schema is
+//! in docs/cargo-fprev.md, field by field), `findings.md` and `junit.xml`.
+
+use std::fmt::Write as _;
+
+/// A test that fails scrambled, passes unscrambled and fails again alone with the same
+/// token: the order dependence is real and replays.
+#[derive(Clone, Debug)]
+pub struct Finding {
+    pub test: String,
+    pub package: String,
+    /// The test binary's target (`lib`'s name, or the integration test file's).
+    pub target: String,
+    /// `fail` or `timeout`.
+    pub kind: &'static str,
+    pub mode: String,
+    pub token: String,
+    /// The command that replays it.
+    pub replay: String,
+    /// The panic message (or, for a timeout, how long it ran).
+    pub message: String,
+    /// `file:line:column` of the panic, when it printed one.
+    pub at: Option<String>,
+    /// Scrambled sites the failing run reached (its coverage line).
+    pub coverage: Option<String>,
+    /// The scramble sites the failing run reached.
+    pub sites: Vec<crate::blame::Site>,
+    /// The smallest set of them whose scrambling alone fails the test (`--blame`).
+    pub blame: Option<Vec<crate::blame::Site>>,
+}
+
+fn sites_json(sites: &[crate::blame::Site]) -> serde_json::Value {
+    sites
+        .iter()
+        .map(|s| serde_json::json!({"site": s.label, "file": s.file, "line": s.line}))
+        .collect()
+}
+
+/// Everything one `cargo fprev test` found.
+#[derive(Debug, Default)]
+pub struct Summary {
+    pub findings: Vec<Finding>,
+    pub unscrambled_failures: Vec<String>,
+    /// Tests that failed scrambled but passed when re-run alone with the same token:
+    /// flaky on their own (threads, time), not findings.
+    pub not_reproduced: Vec<String>,
+    pub runs: usize,
+    pub seeds: Vec<String>,
+    pub modes: Vec<String>,
+    pub functions_annotated: usize,
+    pub tests: usize,
+    pub wall_s: f64,
+}
+
+fn json_str(s: &str) -> serde_json::Value {
+    serde_json::Value::String(s.to_string())
+}
+
+impl Summary {
+    pub fn to_json(&self) -> String {
+        let findings: Vec<serde_json::Value> = self
+            .findings
+            .iter()
+            .map(|f| {
+                serde_json::json!({
+                    "test": f.test,
+                    "package": f.package,
+                    "target": f.target,
+                    "kind": f.kind,
+                    "mode": f.mode,
+                    "token": f.token,
+                    "replay": f.replay,
+                    "message": f.message,
+                    "at": f.at,
+                    "coverage": f.coverage,
+                    "sites": sites_json(&f.sites),
+                    "blame": f.blame.as_deref().map(sites_json),
+                })
+            })
+            .collect();
+        let doc = serde_json::json!({
+            "findings": findings,
+            "unscrambled_failures": self.unscrambled_failures,
+            "not_reproduced": self.not_reproduced,
+            "runs": self.runs,
+            "seeds": self.seeds.iter().map(|s| json_str(s)).collect::<Vec<_>>(),
+            "modes": self.modes,
+            "functions_annotated": self.functions_annotated,
+            "tests": self.tests,
+            "wall_s": self.wall_s,
+        });
+        serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+    }
+
+    /// The table the command prints, as Markdown.
+    pub fn to_markdown(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "# cargo fprev test\n\n{} finding(s) in {} runs ({} tests, {} functions annotated, \
+             seeds {}, modes {}), {:.0} s.\n",
+            self.findings.len(),
+            self.runs,
+            self.tests,
+            self.functions_annotated,
+            self.seeds.len(),
+            self.modes.join(", "),
+            self.wall_s
+        );
+        if !self.findings.is_empty() {
+            s.push_str("| test | kind | mode | token | first assertion | replay |\n");
+            s.push_str("|---|---|---|---|---|---|\n");
+            for f in &self.findings {
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {} | `{}` | {} | `{}` |",
+                    md_cell(&f.test),
+                    f.kind,
+                    f.mode,
+                    f.token,
+                    md_cell(f.at.as_deref().unwrap_or("-")),
+                    md_cell(&f.replay)
+                );
+            }
+        }
+        if !self.unscrambled_failures.is_empty() {
+            let _ = writeln!(
+                s,
+                "\nFailing unscrambled (not findings): {}",
+                self.unscrambled_failures
+                    .iter()
+                    .map(|t| md_cell(t))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        if !self.not_reproduced.is_empty() {
+            let _ = writeln!(
+                s,
+                "\nFailed scrambled but passed alone with the same token (not findings): {}",
+                self.not_reproduced
+                    .iter()
+                    .map(|t| md_cell(t))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        s
+    }
+
+    pub fn to_junit(&self) -> String {
+        let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+        let _ = writeln!(
+            s,
+            "<testsuite name=\"cargo-fprev\" tests=\"{}\" failures=\"{}\">",
+            self.findings.len(),
+            self.findings.len()
+        );
+        for f in &self.findings {
+            let _ = writeln!(
+                s,
+                "  <testcase classname=\"{}\" name=\"{} [{} {}]\">\n    <failure message=\"{}\">{}</failure>\n  </testcase>",
+                xml(&f.package),
+                xml(&f.test),
+                xml(&f.mode),
+                xml(&f.token),
+                xml(f.kind),
+                xml(&format!("{}\nreplay: {}", f.message, f.replay))
+            );
+        }
+        s.push_str("</testsuite>\n");
+        s
+    }
+}
+
+/// A Markdown table cell: `|` escaped, line breaks as spaces.
+fn md_cell(s: &str) -> String {
+    s.replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
+/// XML 1.0 text: markup escaped, characters XML cannot carry replaced.
+fn xml(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\t' | '\n' | '\r' => out.push(c),
+            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => out.push('\u{FFFD}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn finding(test: &str) -> Finding {
+        Finding {
+            test: test.into(),
+            package: "p".into(),
+            target: "p".into(),
+            kind: "fail",
+            mode: "shapes".into(),
+            token: "v3-0000000000000001".into(),
+            replay: "cargo fprev replay v3-0000000000000001 t".into(),
+            message: "a <b> & \u{0}".into(),
+            at: Some("src/lib.rs:3:5".into()),
+            coverage: None,
+            sites: Vec::new(),
+            blame: None,
+        }
+    }
+
+    #[test]
+    fn reports_escape_what_their_formats_cannot_carry() {
+        let s = Summary {
+            findings: vec![finding("odd|name\nx")],
+            ..Summary::default()
+        };
+        let md = s.to_markdown();
+        assert!(md.contains("odd\\|name x"), "{md}");
+        let junit = s.to_junit();
+        assert!(junit.contains("a &lt;b&gt; &amp; \u{FFFD}"), "{junit}");
+        assert!(!junit.contains('\u{0}'));
+        let json: serde_json::Value = serde_json::from_str(&s.to_json()).expect("json");
+        assert_eq!(json["findings"][0]["test"], "odd|name\nx");
+        assert_eq!(json["findings"][0]["kind"], "fail");
+    }
+}

@@ -1,0 +1,735 @@
+//! `cargo fprev`: point fprev's amplifier at a crate without editing it.
+//!
+//! `cargo fprev test` copies the workspace to a scratch directory, puts
+//! `#[fprev::scramble]` on every function that accumulates (on the function's own line,
+//! so every file:line stays the original's), builds the tests once, runs them
+//! unscrambled, then once per seed and mode, and re-runs every test that failed alone
+//! with its token. A finding fails scrambled, passes unscrambled and fails again alone:
+//! an order dependence that replays. `cargo fprev replay` runs one finding again.
+//!
+//! Exit status: 0 no findings, 2 findings, 1 an error (not a cargo project, tests that do
+//! not build, nothing to annotate, every test failing unscrambled).
+
+mod annotate;
+mod blame;
+mod findings;
+mod runner;
+mod workspace;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::{Args, Parser, Subcommand};
+use fprev::scramble::ReplayToken;
+
+use findings::{Finding, Summary};
+use runner::{Outcome, TestBinary};
+
+/// An error for the user: printed as `cargo fprev: <text>`, exit status 1.
+#[derive(Debug)]
+pub struct Failure(pub String);
+
+#[derive(Parser)]
+#[command(
+    name = "cargo-fprev",
+    bin_name = "cargo fprev",
+    version,
+    about = "Run a crate's tests under scrambled float reductions, without editing it"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Annotate a copy, run its tests unscrambled and under every seed and mode, report
+    /// the failures that replay. Exit 0: none; 2: findings; 1: error.
+    Test(TestArgs),
+    /// Run one test of the annotated copy with a token (as a finding's `replay` says).
+    Replay(ReplayArgs),
+    /// Find the smallest set of reductions whose reordering alone fails a test (delta
+    /// debugging over the sites its failing run reached).
+    Blame(ReplayArgs),
+    /// List the functions `test` would annotate, with file:line.
+    Scan(CopyArgs),
+}
+
+#[derive(Args, Clone)]
+struct CopyArgs {
+    /// Annotate only this package (repeatable; default: every workspace member).
+    #[arg(short = 'p', long = "package")]
+    packages: Vec<String>,
+    /// Path to the workspace's Cargo.toml (default: the current directory's).
+    #[arg(long)]
+    manifest_path: Option<PathBuf>,
+    /// The fprev checkout the copy depends on (default: the one this tool was built from).
+    #[arg(long)]
+    fprev_path: Option<PathBuf>,
+    /// Where the annotated copy and its build live (default: a folder per workspace under
+    /// the system's temporary directory, reused by later calls).
+    #[arg(long)]
+    scratch: Option<PathBuf>,
+    /// Features to build the tests with (passed to cargo).
+    #[arg(long)]
+    features: Option<String>,
+    /// Build the tests with every feature.
+    #[arg(long)]
+    all_features: bool,
+}
+
+#[derive(Args)]
+struct TestArgs {
+    #[command(flatten)]
+    copy: CopyArgs,
+    /// Seeds per mode.
+    #[arg(long, default_value_t = 8)]
+    seeds: u64,
+    /// The first seed is this plus one (a nightly passes the date, say).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Scrambling modes, comma-separated: shapes, fisher-yates, sattolo.
+    #[arg(long, default_value = "shapes", value_delimiter = ',')]
+    modes: Vec<String>,
+    /// Where findings.json, findings.md, junit.xml and the run logs go.
+    #[arg(long, default_value = "fprev.out")]
+    out: PathBuf,
+    /// A scrambled run longer than this many times its unscrambled time is stopped; a
+    /// test that does so alone too is a finding of kind `timeout`.
+    #[arg(long, default_value_t = 5.0)]
+    timeout_factor: f64,
+    /// Blame every finding on its smallest set of sites (`cargo fprev blame`'s search).
+    #[arg(long)]
+    blame: bool,
+    /// Arguments for the test binaries (a filter, --test-threads ...).
+    #[arg(last = true)]
+    test_args: Vec<String>,
+}
+
+#[derive(Args)]
+struct ReplayArgs {
+    #[command(flatten)]
+    copy: CopyArgs,
+    /// The scrambling mode of the finding.
+    #[arg(long, default_value = "shapes")]
+    mode: String,
+    /// The finding's token (v3-...).
+    token: String,
+    /// The test's full name, as libtest prints it.
+    test: String,
+}
+
+const MODES: [&str; 3] = ["shapes", "fisher-yates", "sattolo"];
+
+fn main() -> ExitCode {
+    // `cargo fprev ...` runs `cargo-fprev fprev ...`.
+    let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|a| a == "fprev") {
+        args.remove(1);
+    }
+    let cli = Cli::parse_from(args);
+    let result = match cli.command {
+        Cmd::Test(a) => test(&a),
+        Cmd::Replay(a) => replay(&a),
+        Cmd::Blame(a) => blame_cmd(&a),
+        Cmd::Scan(a) => scan(&a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(Failure(msg)) => {
+            eprintln!("cargo fprev: {msg}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// The annotated copy, ready to build.
+struct Prepared {
+    root: PathBuf,
+    tree: PathBuf,
+    target_dir: PathBuf,
+    packages: Vec<String>,
+    annotated: Vec<(String, usize, String)>,
+}
+
+fn prepare(a: &CopyArgs, write: bool) -> Result<Prepared, Failure> {
+    let ws = workspace::locate(a.manifest_path.as_deref())?;
+    for p in &a.packages {
+        if !ws.members.iter().any(|m| &m.name == p) {
+            let names: Vec<&str> = ws.members.iter().map(|m| m.name.as_str()).collect();
+            return Err(Failure(format!(
+                "no package `{p}` in the workspace (members: {})",
+                names.join(", ")
+            )));
+        }
+    }
+    let selected: Vec<&workspace::Package> = ws
+        .members
+        .iter()
+        .filter(|m| a.packages.is_empty() || a.packages.contains(&m.name))
+        .collect();
+    let scratch = workspace::scratch_dir(&ws.root, a.scratch.as_deref());
+    let tree = scratch.join("tree");
+    let fprev = workspace::fprev_path(a.fprev_path.as_deref())?;
+    if write {
+        let files = workspace::files(&ws.root)?;
+        workspace::copy(&ws.root, &files, &tree)?;
+    }
+    let mut annotated = Vec::new();
+    let mut packages = Vec::new();
+    for p in selected {
+        if p.proc_macro {
+            eprintln!(
+                "cargo fprev: note: {} is a proc-macro package (its code runs in the \
+                 compiler): left as it is",
+                p.name
+            );
+            continue;
+        }
+        packages.push(p.name.clone());
+        let mut found = 0;
+        for dir in &p.src_dirs {
+            let mut files = Vec::new();
+            rust_files(&ws.root.join(dir), &mut files);
+            files.sort();
+            for file in files {
+                let rel = file.strip_prefix(&ws.root).unwrap_or(&file).to_path_buf();
+                let Ok(src) = std::fs::read_to_string(&file) else {
+                    continue;
+                };
+                match annotate::annotate(&src) {
+                    Ok(r) => {
+                        if let (true, Some(text)) = (write, &r.text) {
+                            std::fs::write(tree.join(&rel), text).map_err(|e| {
+                                Failure(format!("cannot write the copy of {}: {e}", rel.display()))
+                            })?;
+                        }
+                        for f in r.annotated {
+                            annotated.push((rel.display().to_string(), f.line, f.name));
+                            found += 1;
+                        }
+                    }
+                    Err(e) => eprintln!(
+                        "cargo fprev: note: {} does not parse ({e}); left as it is",
+                        rel.display()
+                    ),
+                }
+            }
+        }
+        if write && found > 0 {
+            workspace::add_dependency(&tree.join(&p.dir).join("Cargo.toml"), &fprev)?;
+        }
+    }
+    if annotated.is_empty() {
+        return Err(Failure(
+            "no function that accumulates floats was found in the selected packages \
+             (looked for +=, -=, x = x + .., .sum(), .fold() outside test code)"
+                .into(),
+        ));
+    }
+    Ok(Prepared {
+        root: ws.root.clone(),
+        tree,
+        target_dir: scratch.join("target"),
+        packages,
+        annotated,
+    })
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+fn cargo_args(a: &CopyArgs) -> Vec<String> {
+    let mut v = Vec::new();
+    if let Some(f) = &a.features {
+        v.push("--features".into());
+        v.push(f.clone());
+    }
+    if a.all_features {
+        v.push("--all-features".into());
+    }
+    v
+}
+
+fn scan(a: &CopyArgs) -> Result<ExitCode, Failure> {
+    let p = prepare(a, false)?;
+    for (file, line, name) in &p.annotated {
+        println!("{file}:{line}: fn {name}");
+    }
+    println!("{} function(s) accumulate", p.annotated.len());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn env_for(mode: &str, token: &str) -> Vec<(String, String)> {
+    vec![
+        ("FPREV_SCRAMBLE".into(), mode.into()),
+        ("FPREV_SEED".into(), token.into()),
+    ]
+}
+
+fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
+    let start = Instant::now();
+    for m in &a.modes {
+        if !MODES.contains(&m.as_str()) {
+            return Err(Failure(format!(
+                "unknown mode `{m}` (expected {})",
+                MODES.join(", ")
+            )));
+        }
+    }
+    if a.seeds == 0 {
+        return Err(Failure("--seeds 0 runs nothing".into()));
+    }
+    if !(a.timeout_factor.is_finite() && a.timeout_factor >= 1.0) {
+        return Err(Failure(format!(
+            "--timeout-factor {} must be a number of at least 1",
+            a.timeout_factor
+        )));
+    }
+    let p = prepare(&a.copy, true)?;
+    eprintln!(
+        "cargo fprev: annotated {} function(s) in {} package(s); building the tests once",
+        p.annotated.len(),
+        p.packages.len()
+    );
+    let bins = runner::build(&p.tree, &p.target_dir, &p.packages, &cargo_args(&a.copy))?;
+    let logs = a.out.join("logs");
+    std::fs::create_dir_all(&logs)
+        .map_err(|e| Failure(format!("cannot create {}: {e}", logs.display())))?;
+
+    let tokens: Vec<String> = (1..=a.seeds)
+        .map(|i| ReplayToken::new(a.seed.wrapping_add(i)).to_string())
+        .collect();
+    let total = (bins.len() * (1 + tokens.len() * a.modes.len())) as u64;
+    let bar = indicatif::ProgressBar::new(total);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} runs (ETA {eta}) {msg}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+
+    // Unscrambled first: what fails here is the crate's own failure, never a finding.
+    let mut baseline = Vec::new();
+    let mut summary = Summary {
+        seeds: tokens.clone(),
+        modes: a.modes.clone(),
+        functions_annotated: p.annotated.len(),
+        ..Summary::default()
+    };
+    for (k, bin) in bins.iter().enumerate() {
+        bar.set_message(format!("unscrambled {}", bin.target));
+        let run = runner::run(bin, &a.test_args, &env_for("off", "0"), None)?;
+        write_log(&logs, &format!("unscrambled-{k}-{}", bin.target), &run.log);
+        for (t, o) in &run.tests {
+            if *o == Outcome::Failed {
+                summary.unscrambled_failures.push(t.clone());
+            }
+        }
+        summary.tests += run.tests.len();
+        summary.runs += 1;
+        bar.inc(1);
+        baseline.push(run);
+    }
+    let passing: usize = baseline
+        .iter()
+        .map(|r| r.tests.values().filter(|o| **o == Outcome::Passed).count())
+        .sum();
+    if passing == 0 {
+        bar.finish_and_clear();
+        return Err(Failure(if summary.tests == 0 {
+            "the selected packages have no tests to run".into()
+        } else {
+            format!(
+                "no test passes unscrambled ({} fail): nothing to compare against",
+                summary.unscrambled_failures.len()
+            )
+        }));
+    }
+
+    for mode in &a.modes {
+        for token in &tokens {
+            for (k, bin) in bins.iter().enumerate() {
+                bar.set_message(format!("{mode} {token} {}", bin.target));
+                let base = &baseline[k];
+                let limit = base.wall.mul_f64(a.timeout_factor) + Duration::from_secs(5);
+                let env = env_for(mode, token);
+                let run = runner::run(bin, &a.test_args, &env, Some(limit))?;
+                summary.runs += 1;
+                write_log(
+                    &logs,
+                    &format!("{mode}-{token}-{k}-{}", bin.target),
+                    &run.log,
+                );
+                let mut candidates: Vec<String> = run
+                    .tests
+                    .iter()
+                    .filter(|(t, o)| {
+                        **o == Outcome::Failed && base.tests.get(*t) == Some(&Outcome::Passed)
+                    })
+                    .map(|(t, _)| t.clone())
+                    .collect();
+                let mut timed: Vec<String> = Vec::new();
+                if run.timed_out {
+                    timed = base
+                        .tests
+                        .iter()
+                        .filter(|(t, o)| **o == Outcome::Passed && !run.tests.contains_key(*t))
+                        .map(|(t, _)| t.clone())
+                        .collect();
+                }
+                if run.crashed {
+                    // A crash names no test: every test that did not report passing is
+                    // re-run alone.
+                    candidates = base
+                        .tests
+                        .iter()
+                        .filter(|(t, o)| {
+                            **o == Outcome::Passed && run.tests.get(*t) != Some(&Outcome::Passed)
+                        })
+                        .map(|(t, _)| t.clone())
+                        .collect();
+                }
+                let ctx = Confirm {
+                    bin,
+                    mode,
+                    token,
+                    limit,
+                    logs: &logs,
+                    blame: a.blame,
+                };
+                for t in candidates {
+                    ctx.confirm(&t, false, &mut summary)?;
+                }
+                for t in timed {
+                    ctx.confirm(&t, true, &mut summary)?;
+                }
+                bar.inc(1);
+            }
+        }
+    }
+    bar.finish_and_clear();
+    summary.wall_s = start.elapsed().as_secs_f64();
+    summary.unscrambled_failures.sort();
+    summary.unscrambled_failures.dedup();
+    print_table(&summary);
+    write_file(&a.out.join("findings.json"), &summary.to_json())?;
+    write_file(&a.out.join("findings.md"), &summary.to_markdown())?;
+    write_file(&a.out.join("junit.xml"), &summary.to_junit())?;
+    println!(
+        "wrote {}/findings.json, findings.md, junit.xml and logs/",
+        a.out.display()
+    );
+    Ok(if summary.findings.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
+}
+
+/// One scrambled run's failures, to be confirmed alone.
+struct Confirm<'a> {
+    bin: &'a TestBinary,
+    mode: &'a str,
+    token: &'a str,
+    limit: Duration,
+    logs: &'a Path,
+    blame: bool,
+}
+
+impl Confirm<'_> {
+    /// Re-runs `test` alone with the token that made it fail (or stop): a finding when
+    /// it does so again.
+    fn confirm(&self, test: &str, timeout: bool, summary: &mut Summary) -> Result<(), Failure> {
+        let (mode, token) = (self.mode, self.token);
+        if summary
+            .findings
+            .iter()
+            .any(|f| f.test == test && f.mode == mode && f.token == token)
+        {
+            return Ok(());
+        }
+        let name = format!("alone-{mode}-{token}-{}", sanitize(test));
+        let (run, sites) = run_alone(
+            self.bin,
+            test,
+            mode,
+            token,
+            Some(self.limit),
+            self.logs,
+            &name,
+        )?;
+        summary.runs += 1;
+        let failed = run.tests.get(test) == Some(&Outcome::Failed) || run.crashed;
+        let (kind, message, at) = if timeout && run.timed_out {
+            (
+                "timeout",
+                format!(
+                    "still running after {:.1} s (its unscrambled time times --timeout-factor)",
+                    self.limit.as_secs_f64()
+                ),
+                None,
+            )
+        } else if !timeout && failed {
+            let (at, msg) = runner::panic_site(run.messages.get(test).map_or("", String::as_str));
+            ("fail", msg, at)
+        } else {
+            summary
+                .not_reproduced
+                .push(format!("{test} ({mode} {token})"));
+            return Ok(());
+        };
+        let coverage = run
+            .log
+            .lines()
+            .find(|l| l.starts_with("fprev scramble: "))
+            .map(|l| l.trim_start_matches("fprev scramble: ").to_string());
+        let blamed = if self.blame && kind == "fail" && !sites.is_empty() {
+            let (set, runs) = blame_search(self.bin, test, mode, token, Some(self.limit), &sites)?;
+            summary.runs += runs;
+            Some(set)
+        } else {
+            None
+        };
+        summary.findings.push(Finding {
+            test: test.to_string(),
+            package: self.bin.package.clone(),
+            target: self.bin.target.clone(),
+            kind,
+            mode: mode.to_string(),
+            token: token.to_string(),
+            replay: format!(
+                "cargo fprev replay -p {} --mode {mode} {token} {test}",
+                self.bin.package
+            ),
+            message,
+            at,
+            coverage,
+            sites,
+            blame: blamed,
+        });
+        Ok(())
+    }
+}
+
+/// Runs `test` alone under `mode` and `token`, and reads the sites it reached.
+fn run_alone(
+    bin: &TestBinary,
+    test: &str,
+    mode: &str,
+    token: &str,
+    limit: Option<Duration>,
+    logs: &Path,
+    name: &str,
+) -> Result<(runner::Run, Vec<blame::Site>), Failure> {
+    let out = logs.join(format!("{}.sites", sanitize(name)));
+    let mut env = env_for(mode, token);
+    env.push(("FPREV_SITES_OUT".into(), out.display().to_string()));
+    let args = vec![test.to_string(), "--exact".to_string()];
+    let run = runner::run(bin, &args, &env, limit)?;
+    write_log(logs, name, &run.log);
+    let sites = blame::parse_sites(&std::fs::read_to_string(&out).unwrap_or_default());
+    Ok((run, sites))
+}
+
+/// ddmin over `sites`: the smallest set whose scrambling alone fails `test`.
+fn blame_search(
+    bin: &TestBinary,
+    test: &str,
+    mode: &str,
+    token: &str,
+    limit: Option<Duration>,
+    sites: &[blame::Site],
+) -> Result<(Vec<blame::Site>, usize), Failure> {
+    let args = vec![test.to_string(), "--exact".to_string()];
+    blame::ddmin(sites, |subset| {
+        let mut env = env_for(mode, token);
+        let labels: Vec<&str> = subset.iter().map(|s| s.label.as_str()).collect();
+        env.push(("FPREV_SITES".into(), labels.join(",")));
+        let run = runner::run(bin, &args, &env, limit)?;
+        Ok(run.tests.get(test) == Some(&Outcome::Failed) || run.crashed)
+    })
+}
+
+fn sanitize(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(80)
+        .collect()
+}
+
+fn write_log(dir: &Path, name: &str, text: &str) {
+    let _ = std::fs::write(dir.join(format!("{}.log", sanitize(name))), text);
+}
+
+fn write_file(path: &Path, text: &str) -> Result<(), Failure> {
+    std::fs::write(path, text).map_err(|e| Failure(format!("cannot write {}: {e}", path.display())))
+}
+
+fn print_table(s: &Summary) {
+    println!(
+        "cargo fprev: {} finding(s); {} runs of {} tests ({} seeds x {} mode(s)), {:.0} s",
+        s.findings.len(),
+        s.runs,
+        s.tests,
+        s.seeds.len(),
+        s.modes.len(),
+        s.wall_s
+    );
+    if !s.findings.is_empty() {
+        println!(
+            "{:<50} {:<8} {:<13} {:<20} first assertion",
+            "test", "kind", "mode", "token"
+        );
+        for f in &s.findings {
+            println!(
+                "{:<50} {:<8} {:<13} {:<20} {}",
+                f.test,
+                f.kind,
+                f.mode,
+                f.token,
+                f.at.as_deref().unwrap_or("-")
+            );
+        }
+        println!("replay one: {}", s.findings[0].replay);
+    }
+    if !s.unscrambled_failures.is_empty() {
+        println!(
+            "failing unscrambled (not findings): {}",
+            s.unscrambled_failures.join(", ")
+        );
+    }
+    if !s.not_reproduced.is_empty() {
+        println!(
+            "failed scrambled, passed alone with the same token (not findings): {}",
+            s.not_reproduced.join(", ")
+        );
+    }
+}
+
+fn replay(a: &ReplayArgs) -> Result<ExitCode, Failure> {
+    check_mode(&a.mode)?;
+    let token: ReplayToken = a
+        .token
+        .parse()
+        .map_err(|e| Failure(format!("TOKEN: {e}")))?;
+    let p = prepare(&a.copy, true)?;
+    let bins = runner::build(&p.tree, &p.target_dir, &p.packages, &cargo_args(&a.copy))?;
+    if let Some(bin) = find_binary(&bins, &a.test)? {
+        let args = vec![a.test.clone(), "--exact".into(), "--nocapture".into()];
+        let run = runner::run(bin, &args, &env_for(&a.mode, &token.to_string()), None)?;
+        print!("{}", run.log);
+        let failed = run.tests.get(&a.test) == Some(&Outcome::Failed) || run.crashed;
+        println!(
+            "cargo fprev replay: {} {} under FPREV_SCRAMBLE={} FPREV_SEED={token}",
+            a.test,
+            if failed { "FAILED" } else { "passed" },
+            a.mode
+        );
+        return Ok(if failed {
+            ExitCode::from(2)
+        } else {
+            ExitCode::SUCCESS
+        });
+    }
+    Err(Failure(format!(
+        "no test named `{}` in the built tests of {}",
+        a.test,
+        p.packages.join(", ")
+    )))
+}
+
+/// The built test binary that holds `test`.
+fn find_binary<'a>(bins: &'a [TestBinary], test: &str) -> Result<Option<&'a TestBinary>, Failure> {
+    let list = vec![test.to_string(), "--exact".into(), "--list".into()];
+    for bin in bins {
+        let listed = runner::run(bin, &list, &[], None)?;
+        if listed.log.contains(&format!("{test}: test")) {
+            return Ok(Some(bin));
+        }
+    }
+    Ok(None)
+}
+
+fn blame_cmd(a: &ReplayArgs) -> Result<ExitCode, Failure> {
+    check_mode(&a.mode)?;
+    let token: ReplayToken = a
+        .token
+        .parse()
+        .map_err(|e| Failure(format!("TOKEN: {e}")))?;
+    let token = token.to_string();
+    let p = prepare(&a.copy, true)?;
+    let bins = runner::build(&p.tree, &p.target_dir, &p.packages, &cargo_args(&a.copy))?;
+    let Some(bin) = find_binary(&bins, &a.test)? else {
+        return Err(Failure(format!(
+            "no test named `{}` in the built tests",
+            a.test
+        )));
+    };
+    let logs = p.target_dir.join("fprev-blame");
+    std::fs::create_dir_all(&logs)
+        .map_err(|e| Failure(format!("cannot create {}: {e}", logs.display())))?;
+    let (run, sites) = run_alone(bin, &a.test, &a.mode, &token, None, &logs, "blame-full")?;
+    if run.tests.get(&a.test) != Some(&Outcome::Failed) && !run.crashed {
+        return Err(Failure(format!(
+            "{} passes under FPREV_SCRAMBLE={} FPREV_SEED={token}: nothing to blame",
+            a.test, a.mode
+        )));
+    }
+    if sites.is_empty() {
+        return Err(Failure(format!(
+            "{} fails, but its run reached no scramble site: the failure is not fprev's",
+            a.test
+        )));
+    }
+    let (set, runs) = blame_search(bin, &a.test, &a.mode, &token, None, &sites)?;
+    println!(
+        "{} fails under FPREV_SCRAMBLE={} FPREV_SEED={token} when only these {} of the {} \
+         reduction site(s) it reached are scrambled ({runs} runs):",
+        a.test,
+        a.mode,
+        set.len(),
+        sites.len()
+    );
+    for s in &set {
+        let code = std::fs::read_to_string(p.root.join(&s.file))
+            .ok()
+            .and_then(|t| {
+                t.lines()
+                    .nth(s.line as usize - 1)
+                    .map(|l| l.trim().to_string())
+            })
+            .unwrap_or_default();
+        println!("  {}:{}  {}\n      {}", s.file, s.line, s.label, code);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn check_mode(mode: &str) -> Result<(), Failure> {
+    if MODES.contains(&mode) {
+        Ok(())
+    } else {
+        Err(Failure(format!(
+            "unknown mode `{mode}` (expected {})",
+            MODES.join(", ")
+        )))
+    }
+}

@@ -1,0 +1,249 @@
+//! The user's workspace as cargo describes it, and the scratch copy that is annotated,
+//! built and run: the user's own tree is only ever read.
+
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::Failure;
+
+/// A package of the workspace that is annotated.
+#[derive(Clone, Debug)]
+pub struct Package {
+    pub name: String,
+    /// Its directory, relative to the workspace root.
+    pub dir: PathBuf,
+    /// Directories of its library and binary targets' sources, relative to the root.
+    pub src_dirs: Vec<PathBuf>,
+    /// A proc-macro package: its functions run in the compiler, not in the tests.
+    pub proc_macro: bool,
+}
+
+/// What `cargo metadata` says of the workspace the command runs in.
+#[derive(Debug)]
+pub struct Workspace {
+    pub root: PathBuf,
+    pub members: Vec<Package>,
+}
+
+/// Reads the workspace of the current directory (`cargo metadata --no-deps`).
+pub fn locate(manifest_path: Option<&Path>) -> Result<Workspace, Failure> {
+    let mut cmd = Command::new(cargo());
+    cmd.args(["metadata", "--format-version", "1", "--no-deps"]);
+    if let Some(m) = manifest_path {
+        cmd.arg("--manifest-path").arg(m);
+    }
+    let out = cmd
+        .output()
+        .map_err(|e| Failure(format!("cannot run cargo: {e}")))?;
+    if !out.status.success() {
+        return Err(Failure(format!(
+            "not a cargo project here (cargo metadata failed):\n{}",
+            String::from_utf8_lossy(&out.stderr).trim_end()
+        )));
+    }
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .map_err(|e| Failure(format!("cargo metadata printed no JSON: {e}")))?;
+    let root = PathBuf::from(
+        meta["workspace_root"]
+            .as_str()
+            .ok_or_else(|| Failure("cargo metadata: no workspace_root".into()))?,
+    );
+    let ids: Vec<&str> = meta["workspace_members"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|v| v.as_str()).collect())
+        .unwrap_or_default();
+    let mut members = Vec::new();
+    for p in meta["packages"].as_array().into_iter().flatten() {
+        if !ids.contains(&p["id"].as_str().unwrap_or("")) {
+            continue;
+        }
+        let manifest = PathBuf::from(p["manifest_path"].as_str().unwrap_or(""));
+        let dir = manifest
+            .parent()
+            .and_then(|d| d.strip_prefix(&root).ok())
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        let mut src_dirs = Vec::new();
+        let mut proc_macro = false;
+        for t in p["targets"].as_array().into_iter().flatten() {
+            let kinds: Vec<&str> = t["kind"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|v| v.as_str()).collect())
+                .unwrap_or_default();
+            proc_macro |= kinds.contains(&"proc-macro");
+            let code = kinds.iter().any(|k| {
+                matches!(
+                    *k,
+                    "lib" | "rlib" | "bin" | "cdylib" | "dylib" | "staticlib"
+                )
+            });
+            if !code {
+                continue;
+            }
+            let src = PathBuf::from(t["src_path"].as_str().unwrap_or(""));
+            if let Some(d) = src.parent().and_then(|d| d.strip_prefix(&root).ok()) {
+                if !src_dirs.iter().any(|s: &PathBuf| d.starts_with(s)) {
+                    src_dirs.retain(|s: &PathBuf| !s.starts_with(d));
+                    src_dirs.push(d.to_path_buf());
+                }
+            }
+        }
+        members.push(Package {
+            name: p["name"].as_str().unwrap_or("").to_string(),
+            dir,
+            src_dirs,
+            proc_macro,
+        });
+    }
+    Ok(Workspace { root, members })
+}
+
+/// `$CARGO` when cargo runs us as a subcommand, else `cargo`.
+pub fn cargo() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
+}
+
+/// The scratch directory of a workspace: the same on every call, so a later `replay`
+/// reuses the copy's build. Under the system's temporary directory unless `FPREV_SCRATCH`
+/// is set... by `--scratch DIR`.
+pub fn scratch_dir(root: &Path, over: Option<&Path>) -> PathBuf {
+    if let Some(d) = over {
+        return d.to_path_buf();
+    }
+    let mut h = DefaultHasher::new();
+    root.hash(&mut h);
+    let name = root
+        .file_name()
+        .map_or_else(|| "workspace".into(), |n| n.to_string_lossy().into_owned());
+    std::env::temp_dir().join(format!("cargo-fprev-{name}-{:016x}", h.finish()))
+}
+
+/// The files of the workspace to copy: git's view (tracked, and untracked but not
+/// ignored) when the root is in a git work tree, else every file outside `target/` and
+/// `.git/`. `Cargo.lock` always comes along, so the copy builds the same versions.
+pub fn files(root: &Path) -> Result<Vec<PathBuf>, Failure> {
+    let git = Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args([
+            "ls-files",
+            "-z",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+        ])
+        .output();
+    let mut out: Vec<PathBuf> = match git {
+        Ok(o) if o.status.success() => o
+            .stdout
+            .split(|b| *b == 0)
+            .filter(|s| !s.is_empty())
+            .map(|s| PathBuf::from(String::from_utf8_lossy(s).into_owned()))
+            .filter(|p| root.join(p).is_file())
+            .collect(),
+        _ => {
+            let mut v = Vec::new();
+            walk(root, Path::new(""), &mut v)?;
+            v
+        }
+    };
+    if root.join("Cargo.lock").is_file() && !out.iter().any(|p| p == Path::new("Cargo.lock")) {
+        out.push(PathBuf::from("Cargo.lock"));
+    }
+    Ok(out)
+}
+
+fn walk(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> Result<(), Failure> {
+    let dir = root.join(rel);
+    let entries =
+        std::fs::read_dir(&dir).map_err(|e| Failure(format!("{}: {e}", dir.display())))?;
+    for e in entries {
+        let e = e.map_err(|e| Failure(format!("{}: {e}", dir.display())))?;
+        let name = e.file_name();
+        if rel.as_os_str().is_empty() && (name == "target" || name == ".git") {
+            continue;
+        }
+        let path = rel.join(&name);
+        let ty = e
+            .file_type()
+            .map_err(|e| Failure(format!("{}: {e}", path.display())))?;
+        if ty.is_dir() {
+            walk(root, &path, out)?;
+        } else if ty.is_file() {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// Copies `files` from `root` into `dest`, replacing what an earlier copy left there
+/// (the copy's own `target/` is elsewhere and stays).
+pub fn copy(root: &Path, files: &[PathBuf], dest: &Path) -> Result<(), Failure> {
+    if dest.exists() {
+        std::fs::remove_dir_all(dest)
+            .map_err(|e| Failure(format!("cannot clear {}: {e}", dest.display())))?;
+    }
+    for f in files {
+        let to = dest.join(f);
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| Failure(format!("cannot create {}: {e}", parent.display())))?;
+        }
+        std::fs::copy(root.join(f), &to)
+            .map_err(|e| Failure(format!("cannot copy {}: {e}", f.display())))?;
+    }
+    Ok(())
+}
+
+/// Adds `fprev = { path = FPREV, default-features = false }` to a package manifest's
+/// `[dependencies]` (unless it has an `fprev` dependency already).
+pub fn add_dependency(manifest: &Path, fprev: &Path) -> Result<(), Failure> {
+    let text = std::fs::read_to_string(manifest)
+        .map_err(|e| Failure(format!("{}: {e}", manifest.display())))?;
+    let mut doc: toml_edit::DocumentMut = text
+        .parse()
+        .map_err(|e| Failure(format!("{}: not a TOML manifest: {e}", manifest.display())))?;
+    let deps = doc
+        .entry("dependencies")
+        .or_insert_with(toml_edit::table)
+        .as_table_like_mut()
+        .ok_or_else(|| {
+            Failure(format!(
+                "{}: [dependencies] is not a table",
+                manifest.display()
+            ))
+        })?;
+    if deps.contains_key("fprev") {
+        return Ok(());
+    }
+    let mut dep = toml_edit::InlineTable::new();
+    dep.insert("path", fprev.to_string_lossy().as_ref().into());
+    dep.insert("default-features", false.into());
+    deps.insert("fprev", toml_edit::value(dep));
+    std::fs::write(manifest, doc.to_string())
+        .map_err(|e| Failure(format!("cannot write {}: {e}", manifest.display())))
+}
+
+/// The fprev checkout this tool was built from (its facade crate), or `over`.
+pub fn fprev_path(over: Option<&Path>) -> Result<PathBuf, Failure> {
+    let path = match over {
+        Some(p) => p.to_path_buf(),
+        None => Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default(),
+    };
+    let manifest = path.join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap_or_default();
+    if !text.contains("name = \"fprev\"") {
+        return Err(Failure(format!(
+            "{} is not an fprev checkout (no package `fprev` in {}); pass --fprev-path DIR",
+            path.display(),
+            manifest.display()
+        )));
+    }
+    path.canonicalize()
+        .map_err(|e| Failure(format!("{}: {e}", path.display())))
+}

@@ -1,0 +1,165 @@
+//! `cargo fprev` on a real crate (tests/fixtures/orderdep), edited by nobody: its golden
+//! test is a finding that replays and is blamed on the one reduction it needs; its
+//! compute-twice test is never one (one seed is one consistent platform); its test that
+//! fails unscrambled is reported as such, never as a finding; bad input ends in exit 1.
+//!
+//! The first run builds fprev into the copy's own target folder (about two minutes on
+//! two cores); the later commands reuse that build.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn cargo_fprev() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_cargo-fprev"))
+}
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/orderdep")
+}
+
+fn scratch() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("cargo-fprev-orderdep")
+}
+
+fn show(out: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[test]
+fn findings_replay_and_are_blamed_on_their_sites() {
+    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cargo-fprev-out");
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let before = std::fs::read_dir(fixture()).expect("fixture").count();
+    let out = cargo_fprev()
+        .current_dir(fixture())
+        // `cargo fprev test` as cargo runs it: the subcommand's name comes first.
+        .args(["fprev", "test", "--seeds", "3", "--modes", "shapes,sattolo"])
+        .arg("--blame")
+        .arg("--out")
+        .arg(&out_dir)
+        .arg("--scratch")
+        .arg(scratch())
+        .output()
+        .expect("run cargo-fprev");
+    let text = show(&out);
+    assert_eq!(out.status.code(), Some(2), "findings exit with 2: {text}");
+    assert_eq!(
+        std::fs::read_dir(fixture()).expect("fixture").count(),
+        before,
+        "the user's tree is only read"
+    );
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out_dir.join("findings.json")).expect("findings.json"),
+    )
+    .expect("valid JSON");
+    let findings = json["findings"].as_array().expect("findings");
+    let tests: Vec<&str> = findings.iter().filter_map(|f| f["test"].as_str()).collect();
+    assert!(
+        tests.contains(&"tests::golden_total"),
+        "the golden value must fail under some seed: {text}"
+    );
+    for t in [
+        "tests::computed_twice",
+        "tests::within_tolerance",
+        "mean_is_close",
+    ] {
+        assert!(!tests.contains(&t), "{t} is no finding: {text}");
+    }
+    assert_eq!(
+        json["unscrambled_failures"],
+        serde_json::json!(["broken_anyway"])
+    );
+    assert_eq!(json["runs"].as_u64().map(|r| r >= 2 + 2 * 6), Some(true));
+    let golden = findings
+        .iter()
+        .find(|f| f["test"] == "tests::golden_total")
+        .expect("golden finding");
+    assert_eq!(golden["kind"], "fail");
+    assert_eq!(golden["at"], "src/lib.rs:39:9", "the original file's line");
+    assert_eq!(
+        golden["blame"],
+        serde_json::json!([{"site": "orderdep::total#reduction0", "file": "src/lib.rs", "line": 13}]),
+        "golden_total needs total's reduction alone"
+    );
+    for f in ["findings.md", "junit.xml"] {
+        assert!(out_dir.join(f).is_file(), "{f} written");
+    }
+
+    // The finding replays alone, with the same values.
+    let replay = cargo_fprev()
+        .current_dir(fixture())
+        .args(["replay", "--mode"])
+        .arg(golden["mode"].as_str().expect("mode"))
+        .arg(golden["token"].as_str().expect("token"))
+        .arg("tests::golden_total")
+        .arg("--scratch")
+        .arg(scratch())
+        .output()
+        .expect("replay");
+    let replayed = show(&replay);
+    assert_eq!(replay.status.code(), Some(2), "{replayed}");
+    let first_value = golden["message"]
+        .as_str()
+        .and_then(|m| m.lines().find(|l| l.trim_start().starts_with("left:")))
+        .expect("the assertion's left value");
+    assert!(
+        replayed.contains(first_value.trim()),
+        "same values: {first_value}\n{replayed}"
+    );
+}
+
+#[test]
+fn scan_lists_the_accumulating_functions_with_their_lines() {
+    let out = cargo_fprev()
+        .current_dir(fixture())
+        .arg("scan")
+        .output()
+        .expect("scan");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", show(&out));
+    assert!(text.contains("src/lib.rs:10: fn total"), "{text}");
+    assert!(text.contains("src/lib.rs:18: fn mean"), "{text}");
+    assert!(!text.contains("fn first"), "{text}");
+    assert!(text.contains("2 function(s) accumulate"), "{text}");
+}
+
+#[test]
+fn bad_input_is_an_error_with_exit_status_1() {
+    // Outside fprev's own workspace (CARGO_TARGET_TMPDIR is inside it).
+    let empty = std::env::temp_dir().join(format!("fprev-not-a-project-{}", std::process::id()));
+    std::fs::create_dir_all(&empty).expect("dir");
+    let fixture = fixture();
+    let cases: Vec<(Vec<&str>, &Path, &str)> = vec![
+        (vec!["test"], &empty, "not a cargo project"),
+        (vec!["scan", "-p", "nope"], &fixture, "no package `nope`"),
+        (
+            vec!["test", "--modes", "junk"],
+            &fixture,
+            "unknown mode `junk`",
+        ),
+        (vec!["test", "--seeds", "0"], &fixture, "--seeds 0"),
+        (
+            vec!["replay", "banana", "t"],
+            &fixture,
+            "is not a replay token",
+        ),
+    ];
+    for (args, dir, words) in cases {
+        let out = cargo_fprev()
+            .current_dir(dir)
+            .args(&args)
+            .output()
+            .expect("run");
+        let text = show(&out);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {text}");
+        assert!(
+            text.contains(words),
+            "{args:?} should say {words:?}: {text}"
+        );
+    }
+}
