@@ -48,6 +48,9 @@ pub struct Summary {
     pub seeds: Vec<String>,
     pub modes: Vec<String>,
     pub functions_annotated: usize,
+    /// Per test binary, the coverage line of its first scrambled run: sites compiled in,
+    /// reached, loops left alone.
+    pub coverage: Vec<(String, String)>,
     pub tests: usize,
     pub wall_s: f64,
 }
@@ -86,6 +89,11 @@ impl Summary {
             "seeds": self.seeds.iter().map(|s| json_str(s)).collect::<Vec<_>>(),
             "modes": self.modes,
             "functions_annotated": self.functions_annotated,
+            "coverage": self
+                .coverage
+                .iter()
+                .map(|(t, c)| serde_json::json!({"target": t, "coverage": c}))
+                .collect::<Vec<_>>(),
             "tests": self.tests,
             "wall_s": self.wall_s,
         });

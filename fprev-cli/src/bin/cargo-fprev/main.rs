@@ -373,6 +373,16 @@ fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
                     &format!("{mode}-{token}-{k}-{}", bin.target),
                     &run.log,
                 );
+                if summary.coverage.len() <= k {
+                    let line = run
+                        .log
+                        .lines()
+                        .find_map(|l| l.strip_prefix("fprev scramble: "))
+                        .unwrap_or("no coverage line (no scrambled code linked)");
+                    summary
+                        .coverage
+                        .push((bin.target.clone(), line.to_string()));
+                }
                 let mut candidates: Vec<String> = run
                     .tests
                     .iter()

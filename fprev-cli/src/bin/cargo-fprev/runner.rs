@@ -192,9 +192,7 @@ pub fn parse_libtest(stdout: &str) -> (BTreeMap<String, Outcome>, BTreeMap<Strin
     for line in stdout.lines() {
         if let Some(rest) = line.strip_prefix("test ") {
             if let Some((name, result)) = rest.rsplit_once(" ... ") {
-                let word = result
-                    .split(|c: char| c.is_whitespace() || c == ',')
-                    .next();
+                let word = result.split(|c: char| c.is_whitespace() || c == ',').next();
                 let outcome = match word {
                     Some("ok") => Some(Outcome::Passed),
                     Some("FAILED") => Some(Outcome::Failed),
