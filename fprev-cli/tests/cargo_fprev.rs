@@ -90,6 +90,27 @@ fn findings_replay_and_are_blamed_on_their_sites() {
         assert!(out_dir.join(f).is_file(), "{f} written");
     }
 
+    // A shard runs its own seeds only.
+    let shard_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cargo-fprev-shard");
+    let shard = cargo_fprev()
+        .current_dir(fixture())
+        .args(["test", "--seeds", "3", "--shard", "2/2", "--out"])
+        .arg(&shard_dir)
+        .arg("--scratch")
+        .arg(scratch())
+        .output()
+        .expect("shard");
+    let seeds: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(shard_dir.join("findings.json")).expect("shard findings"),
+    )
+    .expect("json");
+    assert_eq!(
+        seeds["seeds"].as_array().map(Vec::len),
+        Some(1),
+        "shard 2/2 of 3 seeds runs the second only: {}",
+        show(&shard)
+    );
+
     // The finding replays alone, with the same values.
     let replay = cargo_fprev()
         .current_dir(fixture())
@@ -111,6 +132,95 @@ fn findings_replay_and_are_blamed_on_their_sites() {
         replayed.contains(first_value.trim()),
         "same values: {first_value}\n{replayed}"
     );
+}
+
+#[test]
+fn in_diff_annotates_only_what_a_diff_touches() {
+    let diff = std::env::temp_dir().join(format!("fprev-in-diff-{}.patch", std::process::id()));
+    std::fs::write(
+        &diff,
+        "--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -19,1 +19,1 @@\n-x\n+y\n",
+    )
+    .expect("write the diff");
+    let out = cargo_fprev()
+        .current_dir(fixture())
+        .args(["scan", "--in-diff"])
+        .arg(&diff)
+        .output()
+        .expect("scan");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", show(&out));
+    assert!(text.contains("src/lib.rs:18: fn mean"), "{text}");
+    assert!(!text.contains("fn total"), "{text}");
+    std::fs::write(&diff, "--- a/README\n+++ b/README\n@@ -1 +1 @@\n-a\n+b\n").expect("write");
+    let out = cargo_fprev()
+        .current_dir(fixture())
+        .args(["scan", "--in-diff"])
+        .arg(&diff)
+        .output()
+        .expect("scan");
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert!(
+        show(&out).contains("the diff touches no function"),
+        "{}",
+        show(&out)
+    );
+}
+
+#[test]
+fn merge_joins_findings_and_refuses_what_would_lose_data() {
+    let dir = std::env::temp_dir().join(format!("fprev-merge-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let finding = |token: &str| serde_json::json!({"test": "t", "mode": "shapes", "token": token, "kind": "fail"});
+    let doc = |tokens: &[&str], runs: u64| {
+        serde_json::json!({
+            "findings": tokens.iter().map(|t| finding(t)).collect::<Vec<_>>(),
+            "unscrambled_failures": ["broken"],
+            "seeds": tokens,
+            "runs": runs,
+        })
+    };
+    let (a, b) = (dir.join("a.json"), dir.join("b.json"));
+    std::fs::write(&a, doc(&["v-1", "v-2"], 10).to_string()).expect("a");
+    std::fs::write(&b, doc(&["v-2", "v-3"], 7).to_string()).expect("b");
+    let out = cargo_fprev()
+        .args(["merge"])
+        .arg(&a)
+        .arg(&b)
+        .output()
+        .expect("merge");
+    assert_eq!(out.status.code(), Some(2), "findings: {}", show(&out));
+    let merged: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(merged["runs"], 17);
+    assert_eq!(merged["findings"].as_array().map(Vec::len), Some(3));
+    assert_eq!(
+        merged["unscrambled_failures"],
+        serde_json::json!(["broken"])
+    );
+    for (args, words) in [
+        (vec![a.clone(), a.clone()], "given twice"),
+        (
+            vec![a.clone(), b.clone(), "-o".into(), a.clone()],
+            "names an input",
+        ),
+    ] {
+        let out = cargo_fprev()
+            .arg("merge")
+            .args(&args)
+            .output()
+            .expect("merge");
+        assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+        assert!(show(&out).contains(words), "{}", show(&out));
+    }
+    std::fs::write(&b, r#"{"findings": []}"#).expect("b");
+    let out = cargo_fprev()
+        .arg("merge")
+        .arg(&a)
+        .arg(&b)
+        .output()
+        .expect("merge");
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert!(show(&out).contains("not a cargo fprev findings.json"));
 }
 
 #[test]

@@ -19,6 +19,8 @@ use syn::visit::Visit;
 pub struct Annotated {
     /// 1-based line of the function's first token (where the attribute went).
     pub line: usize,
+    /// 1-based line of its closing brace.
+    pub end_line: usize,
     /// The function's name (`Type::method` inside an impl).
     pub name: String,
 }
@@ -33,7 +35,16 @@ pub struct FileResult {
 
 /// Annotates `src` (a whole `.rs` file). A file that does not parse is an error: the
 /// caller reports it and leaves the file alone.
+#[cfg(test)]
 pub fn annotate(src: &str) -> Result<FileResult, syn::Error> {
+    annotate_where(src, |_| true)
+}
+
+/// [`annotate`], keeping only the functions `keep` accepts (by their lines).
+pub fn annotate_where(
+    src: &str,
+    keep: impl Fn(&Annotated) -> bool,
+) -> Result<FileResult, syn::Error> {
     let file = syn::parse_file(src)?;
     let mut finder = Finder {
         at: Vec::new(),
@@ -41,11 +52,18 @@ pub fn annotate(src: &str) -> Result<FileResult, syn::Error> {
     };
     finder.visit_file(&file);
     let mut inserts: Vec<(usize, Annotated)> = Vec::new();
-    for (line, column, name) in finder.at {
+    for (line, column, end_line, name) in finder.at {
         let Some(offset) = byte_offset(src, line, column) else {
             continue;
         };
-        inserts.push((offset, Annotated { line, name }));
+        let a = Annotated {
+            line,
+            end_line,
+            name,
+        };
+        if keep(&a) {
+            inserts.push((offset, a));
+        }
     }
     inserts.sort_by_key(|(o, _)| *o);
     inserts.dedup_by_key(|(o, _)| *o);
@@ -82,8 +100,8 @@ fn byte_offset(src: &str, line: usize, column: usize) -> Option<usize> {
 }
 
 struct Finder {
-    /// (line, column, name) of each function to annotate.
-    at: Vec<(usize, usize, String)>,
+    /// (line, column, end line, name) of each function to annotate.
+    at: Vec<(usize, usize, usize, String)>,
     /// Names of the enclosing impls, for reports.
     scope: Vec<String>,
 }
@@ -107,7 +125,8 @@ impl Finder {
             Some(ty) => format!("{ty}::{}", sig.ident),
             None => sig.ident.to_string(),
         };
-        self.at.push((start.line, start.column, name));
+        let end = body.brace_token.span.close().end().line;
+        self.at.push((start.line, start.column, end, name));
     }
 }
 

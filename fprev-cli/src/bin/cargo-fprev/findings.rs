@@ -203,6 +203,71 @@ fn xml(s: &str) -> String {
     out
 }
 
+/// Joins findings.json documents (already checked to have the top-level fields).
+pub fn merge(docs: &[serde_json::Value]) -> Result<serde_json::Value, String> {
+    use serde_json::Value;
+    let mut findings: Vec<Value> = Vec::new();
+    let mut keys = std::collections::HashSet::new();
+    let mut lists: [(&str, Vec<Value>); 4] = [
+        ("unscrambled_failures", Vec::new()),
+        ("not_reproduced", Vec::new()),
+        ("seeds", Vec::new()),
+        ("modes", Vec::new()),
+    ];
+    let mut runs: u64 = 0;
+    let mut wall = 0.0f64;
+    let mut coverage: Vec<Value> = Vec::new();
+    let mut functions = 0u64;
+    let mut tests = 0u64;
+    for (i, d) in docs.iter().enumerate() {
+        for f in d["findings"]
+            .as_array()
+            .ok_or(format!("input {}: findings is not a list", i + 1))?
+        {
+            let key = (
+                f["test"].to_string(),
+                f["mode"].to_string(),
+                f["token"].to_string(),
+            );
+            if keys.insert(key) {
+                findings.push(f.clone());
+            }
+        }
+        for (field, acc) in lists.iter_mut() {
+            for v in d[*field].as_array().into_iter().flatten() {
+                if !acc.contains(v) {
+                    acc.push(v.clone());
+                }
+            }
+        }
+        let r = d["runs"]
+            .as_u64()
+            .ok_or(format!("input {}: runs is not a count", i + 1))?;
+        runs = runs
+            .checked_add(r)
+            .ok_or(format!("input {}: runs overflow", i + 1))?;
+        wall += d["wall_s"].as_f64().unwrap_or(0.0);
+        functions = functions.max(d["functions_annotated"].as_u64().unwrap_or(0));
+        tests = tests.max(d["tests"].as_u64().unwrap_or(0));
+        for c in d["coverage"].as_array().into_iter().flatten() {
+            if !coverage.contains(c) {
+                coverage.push(c.clone());
+            }
+        }
+    }
+    let mut out = serde_json::Map::new();
+    out.insert("findings".into(), Value::Array(findings));
+    for (field, acc) in lists {
+        out.insert(field.into(), Value::Array(acc));
+    }
+    out.insert("runs".into(), runs.into());
+    out.insert("functions_annotated".into(), functions.into());
+    out.insert("tests".into(), tests.into());
+    out.insert("coverage".into(), Value::Array(coverage));
+    out.insert("wall_s".into(), wall.into());
+    Ok(Value::Object(out))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

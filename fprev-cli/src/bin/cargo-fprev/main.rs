@@ -12,6 +12,7 @@
 
 mod annotate;
 mod blame;
+mod diff;
 mod findings;
 mod runner;
 mod workspace;
@@ -54,6 +55,8 @@ enum Cmd {
     Blame(ReplayArgs),
     /// List the functions `test` would annotate, with file:line.
     Scan(CopyArgs),
+    /// Join the findings.json of several shards or runs into one.
+    Merge(MergeArgs),
 }
 
 #[derive(Args, Clone)]
@@ -77,15 +80,25 @@ struct CopyArgs {
     /// Build the tests with every feature.
     #[arg(long)]
     all_features: bool,
+    /// Annotate only the functions a unified diff (`git diff` output) touches.
+    #[arg(long)]
+    in_diff: Option<PathBuf>,
 }
 
 #[derive(Args)]
 struct TestArgs {
     #[command(flatten)]
     copy: CopyArgs,
-    /// Seeds per mode.
-    #[arg(long, default_value_t = 8)]
-    seeds: u64,
+    /// Seeds per mode (with --time, the most seeds; default then: no cap).
+    #[arg(long)]
+    seeds: Option<u64>,
+    /// Stop starting new seeds after this long (`90s`, `10m`, `2h`): a nightly campaign.
+    #[arg(long)]
+    time: Option<String>,
+    /// Run only shard k of N of the seeds (1-based: seeds k, k+N, k+2N, ...), so N
+    /// machines split one campaign; `cargo fprev merge` joins their findings.json.
+    #[arg(long)]
+    shard: Option<String>,
     /// The first seed is this plus one (a nightly passes the date, say).
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -105,6 +118,16 @@ struct TestArgs {
     /// Arguments for the test binaries (a filter, --test-threads ...).
     #[arg(last = true)]
     test_args: Vec<String>,
+}
+
+#[derive(Args)]
+struct MergeArgs {
+    /// findings.json files.
+    #[arg(required = true)]
+    inputs: Vec<PathBuf>,
+    /// Where the merged findings.json goes (default: standard output).
+    #[arg(short = 'o', long)]
+    output: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -134,6 +157,7 @@ fn main() -> ExitCode {
         Cmd::Replay(a) => replay(&a),
         Cmd::Blame(a) => blame_cmd(&a),
         Cmd::Scan(a) => scan(&a),
+        Cmd::Merge(a) => merge(&a),
     };
     match result {
         Ok(code) => code,
@@ -172,6 +196,17 @@ fn prepare(a: &CopyArgs, write: bool) -> Result<Prepared, Failure> {
     let scratch = workspace::scratch_dir(&ws.root, a.scratch.as_deref());
     let tree = scratch.join("tree");
     let fprev = workspace::fprev_path(a.fprev_path.as_deref())?;
+    let changed = match &a.in_diff {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| Failure(format!("--in-diff {}: {e}", path.display())))?;
+            Some(
+                diff::Changed::parse(&text)
+                    .map_err(|e| Failure(format!("--in-diff {}: {e}", path.display())))?,
+            )
+        }
+        None => None,
+    };
     if write {
         let files = workspace::files(&ws.root)?;
         workspace::copy(&ws.root, &files, &tree)?;
@@ -198,7 +233,13 @@ fn prepare(a: &CopyArgs, write: bool) -> Result<Prepared, Failure> {
                 let Ok(src) = std::fs::read_to_string(&file) else {
                     continue;
                 };
-                match annotate::annotate(&src) {
+                let rel_text = rel.to_string_lossy().replace('\\', "/");
+                let keep = |f: &annotate::Annotated| {
+                    changed
+                        .as_ref()
+                        .is_none_or(|c| c.touches(&rel_text, f.line, f.end_line))
+                };
+                match annotate::annotate_where(&src, keep) {
                     Ok(r) => {
                         if let (true, Some(text)) = (write, &r.text) {
                             std::fs::write(tree.join(&rel), text).map_err(|e| {
@@ -222,11 +263,13 @@ fn prepare(a: &CopyArgs, write: bool) -> Result<Prepared, Failure> {
         }
     }
     if annotated.is_empty() {
-        return Err(Failure(
+        return Err(Failure(if a.in_diff.is_some() {
+            "the diff touches no function that accumulates floats: nothing to scramble".into()
+        } else {
             "no function that accumulates floats was found in the selected packages \
              (looked for +=, -=, x = x + .., .sum(), .fold() outside test code)"
-                .into(),
-        ));
+                .into()
+        }));
     }
     Ok(Prepared {
         root: ws.root.clone(),
@@ -289,9 +332,24 @@ fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
             )));
         }
     }
-    if a.seeds == 0 {
+    if a.seeds == Some(0) {
         return Err(Failure("--seeds 0 runs nothing".into()));
     }
+    let budget = match &a.time {
+        Some(t) => Some(
+            fprev::amplify::parse_duration(t).map_err(|e| Failure(format!("--time {t}: {e}")))?,
+        ),
+        None => None,
+    };
+    let seeds = a
+        .seeds
+        .unwrap_or(if budget.is_some() { u64::MAX } else { 8 });
+    let shard = match &a.shard {
+        Some(s) => s
+            .parse::<fprev::amplify::Shard>()
+            .map_err(|e| Failure(format!("--shard {s}: {e}")))?,
+        None => fprev::amplify::Shard::WHOLE,
+    };
     if !(a.timeout_factor.is_finite() && a.timeout_factor >= 1.0) {
         return Err(Failure(format!(
             "--timeout-factor {} must be a number of at least 1",
@@ -309,11 +367,20 @@ fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
     std::fs::create_dir_all(&logs)
         .map_err(|e| Failure(format!("cannot create {}: {e}", logs.display())))?;
 
-    let tokens: Vec<String> = (1..=a.seeds)
-        .map(|i| ReplayToken::new(a.seed.wrapping_add(i)).to_string())
-        .collect();
-    let total = (bins.len() * (1 + tokens.len() * a.modes.len())) as u64;
-    let bar = indicatif::ProgressBar::new(total);
+    // This shard's seeds, in order; with a time budget the list is cut where it runs out.
+    let shard_seeds =
+        (0..seeds).filter(move |i| i % u64::from(shard.count()) == u64::from(shard.index() - 1));
+    let planned = if budget.is_some() {
+        0
+    } else {
+        shard_seeds.clone().count()
+    };
+    let total = (bins.len() * (1 + planned * a.modes.len())) as u64;
+    let bar = if budget.is_some() {
+        indicatif::ProgressBar::no_length()
+    } else {
+        indicatif::ProgressBar::new(total)
+    };
     bar.set_style(
         indicatif::ProgressStyle::with_template(
             "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} runs (ETA {eta}) {msg}",
@@ -324,7 +391,6 @@ fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
     // Unscrambled first: what fails here is the crate's own failure, never a finding.
     let mut baseline = Vec::new();
     let mut summary = Summary {
-        seeds: tokens.clone(),
         modes: a.modes.clone(),
         functions_annotated: p.annotated.len(),
         ..Summary::default()
@@ -359,8 +425,13 @@ fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
         }));
     }
 
-    for mode in &a.modes {
-        for token in &tokens {
+    for i in shard_seeds {
+        if budget.is_some_and(|b| start.elapsed() >= b) {
+            break;
+        }
+        let token = &ReplayToken::new(a.seed.wrapping_add(i + 1)).to_string();
+        summary.seeds.push(token.clone());
+        for mode in &a.modes {
             for (k, bin) in bins.iter().enumerate() {
                 bar.set_message(format!("{mode} {token} {}", bin.target));
                 let base = &baseline[k];
@@ -742,4 +813,60 @@ fn check_mode(mode: &str) -> Result<(), Failure> {
             MODES.join(", ")
         )))
     }
+}
+
+/// Joins findings.json files: findings deduplicated by (test, mode, token), failure lists
+/// united, runs added, seeds and coverage united in order.
+fn merge(a: &MergeArgs) -> Result<ExitCode, Failure> {
+    let mut seen_paths = Vec::new();
+    let mut docs = Vec::new();
+    for path in &a.inputs {
+        let canon = path.canonicalize().unwrap_or_else(|_| path.clone());
+        if seen_paths.contains(&canon) {
+            return Err(Failure(format!("{} is given twice", path.display())));
+        }
+        if a.output
+            .as_ref()
+            .is_some_and(|o| o.canonicalize().unwrap_or_else(|_| o.clone()) == canon)
+        {
+            return Err(Failure(format!(
+                "-o {} names an input: it would be overwritten",
+                path.display()
+            )));
+        }
+        seen_paths.push(canon);
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Failure(format!("{}: {e}", path.display())))?;
+        let doc: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| Failure(format!("{}: not JSON: {e}", path.display())))?;
+        for field in ["findings", "unscrambled_failures", "seeds", "runs"] {
+            if doc.get(field).is_none() {
+                return Err(Failure(format!(
+                    "{}: no `{field}`: not a cargo fprev findings.json",
+                    path.display()
+                )));
+            }
+        }
+        docs.push(doc);
+    }
+    let merged = findings::merge(&docs).map_err(Failure)?;
+    let text = serde_json::to_string_pretty(&merged).unwrap_or_default() + "\n";
+    match &a.output {
+        Some(o) => write_file(o, &text)?,
+        None => {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+                if e.kind() != std::io::ErrorKind::BrokenPipe {
+                    return Err(Failure(format!("cannot write to standard output: {e}")));
+                }
+            }
+        }
+    }
+    let n = merged["findings"].as_array().map_or(0, Vec::len);
+    Ok(if n == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
 }
