@@ -53,6 +53,8 @@ pub struct Summary {
     pub coverage: Vec<(String, String)>,
     pub tests: usize,
     pub wall_s: f64,
+    /// Stopped by Ctrl-C (SIGINT) or SIGTERM before the last run.
+    pub interrupted: bool,
 }
 
 fn json_str(s: &str) -> serde_json::Value {
@@ -96,6 +98,7 @@ impl Summary {
                 .collect::<Vec<_>>(),
             "tests": self.tests,
             "wall_s": self.wall_s,
+            "interrupted": self.interrupted,
         });
         serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
     }

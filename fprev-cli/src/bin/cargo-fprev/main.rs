@@ -145,6 +145,28 @@ struct ReplayArgs {
 
 const MODES: [&str; 3] = ["shapes", "fisher-yates", "sattolo"];
 
+/// Set by SIGINT/SIGTERM: the campaign stops starting runs and writes what it found.
+/// A terminal's Ctrl-C reaches the running test binary too (same process group), so
+/// nothing keeps running.
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_interrupt(_: libc::c_int) {
+    INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+fn interrupted() -> bool {
+    INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+fn catch_interrupts() {
+    let handler = on_interrupt as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGINT, handler);
+        libc::signal(libc::SIGTERM, handler);
+    }
+}
+
 fn main() -> ExitCode {
     // `cargo fprev ...` runs `cargo-fprev fprev ...`.
     let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
@@ -357,6 +379,7 @@ fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
         )));
     }
     let p = prepare(&a.copy, true)?;
+    catch_interrupts();
     eprintln!(
         "cargo fprev: annotated {} function(s) in {} package(s); building the tests once",
         p.annotated.len(),
@@ -426,7 +449,7 @@ fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
     }
 
     for i in shard_seeds {
-        if budget.is_some_and(|b| start.elapsed() >= b) {
+        if budget.is_some_and(|b| start.elapsed() >= b) || interrupted() {
             break;
         }
         let token = &ReplayToken::new(a.seed.wrapping_add(i + 1)).to_string();
@@ -436,8 +459,15 @@ fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
                 bar.set_message(format!("{mode} {token} {}", bin.target));
                 let base = &baseline[k];
                 let limit = base.wall.mul_f64(a.timeout_factor) + Duration::from_secs(5);
+                if interrupted() {
+                    break;
+                }
                 let env = env_for(mode, token);
                 let run = runner::run(bin, &a.test_args, &env, Some(limit))?;
+                if interrupted() {
+                    // The binary was interrupted too: its failures are not findings.
+                    break;
+                }
                 summary.runs += 1;
                 write_log(
                     &logs,
@@ -502,6 +532,7 @@ fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
         }
     }
     bar.finish_and_clear();
+    summary.interrupted = interrupted();
     summary.wall_s = start.elapsed().as_secs_f64();
     summary.unscrambled_failures.sort();
     summary.unscrambled_failures.dedup();
@@ -513,6 +544,10 @@ fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
         "wrote {}/findings.json, findings.md, junit.xml and logs/",
         a.out.display()
     );
+    if summary.interrupted {
+        eprintln!("cargo fprev: interrupted: the report holds the runs made before");
+        return Ok(ExitCode::from(130));
+    }
     Ok(if summary.findings.is_empty() {
         ExitCode::SUCCESS
     } else {
