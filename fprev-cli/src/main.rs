@@ -7,6 +7,7 @@ mod campaign;
 mod demo;
 mod exec;
 mod limits;
+mod reports;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
