@@ -475,11 +475,61 @@ fn num(v: &Value) -> f64 {
     }
 }
 
-fn xml(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+/// `c` as a text escape (`\x00`, `\u{fffe}`), for characters a format cannot carry.
+fn char_escape(c: char) -> String {
+    if (c as u32) < 0x100 {
+        format!("\\x{:02x}", c as u32)
+    } else {
+        format!("\\u{{{:x}}}", c as u32)
+    }
+}
+
+/// `s` escaped for XML 1.0 text (`attr` false) or a double-quoted attribute value (true).
+/// XML 1.0 cannot carry control characters other than tab, line feed and carriage return,
+/// nor U+FFFE and U+FFFF, even as character references: those are written as text
+/// escapes. Line ends in attributes, and carriage returns anywhere, are character
+/// references, which parsers do not normalize away.
+fn xml(s: &str, attr: bool) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\r' => out.push_str("&#13;"),
+            '\n' if attr => out.push_str("&#10;"),
+            '\t' if attr => out.push_str("&#9;"),
+            '\n' | '\t' => out.push(c),
+            c if c < ' ' || c == '\u{FFFE}' || c == '\u{FFFF}' => out.push_str(&char_escape(c)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `s` as one cell of the table: in Markdown `|` is escaped and line ends become `<br>`
+/// (either would end the cell or the row); control characters are text escapes.
+fn cell(s: &str, markdown: bool) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '|' if markdown => out.push_str("\\|"),
+            '\r' | '\n' if markdown => {
+                if c == '\r' && chars.peek() == Some(&'\n') {
+                    chars.next();
+                }
+                out.push_str("<br>");
+            }
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&char_escape(c)),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// The merged result as JUnit XML: one `<testcase>` per test, failing when a process
@@ -503,7 +553,7 @@ pub(crate) fn junit_xml(merged: &Value) -> String {
         let _ = write!(
             x,
             "    <testcase classname=\"fprev.campaign\" name=\"{}\" time=\"{:.3}\"",
-            xml(&as_str(&t["name"])),
+            xml(&as_str(&t["name"]), true),
             t["duration_s"].as_f64().unwrap_or(0.0)
         );
         if !failing(t) {
@@ -528,7 +578,7 @@ pub(crate) fn junit_xml(merged: &Value) -> String {
         let _ = write!(
             x,
             ">\n      <failure message=\"not reproducible\">{}</failure>\n    </testcase>\n",
-            xml(&text)
+            xml(&text, false)
         );
     }
     x.push_str("  </testsuite>\n</testsuites>\n");
@@ -591,8 +641,8 @@ pub(crate) fn table(merged: &Value, markdown: bool) -> String {
     for t in tests {
         for s in t["stages"].as_array().unwrap_or(&empty) {
             rows.push([
-                as_str(&t["name"]),
-                as_str(&s["label"]),
+                cell(&as_str(&t["name"]), markdown),
+                cell(&as_str(&s["label"]), markdown),
                 strings(&t["shards"]).collect::<Vec<_>>().join(","),
                 s["runs"].to_string(),
                 s["distinct"].to_string(),
@@ -622,7 +672,7 @@ pub(crate) fn table(merged: &Value, markdown: bool) -> String {
         let mut widths = header.map(str::len);
         for r in &rows {
             for (w, c) in widths.iter_mut().zip(r) {
-                *w = (*w).max(c.len());
+                *w = (*w).max(c.chars().count());
             }
         }
         let line = |cells: &[String]| {
@@ -677,13 +727,13 @@ pub(crate) fn table(merged: &Value, markdown: bool) -> String {
             out,
             "{}- {} {}: element {} = {} (reference {}), seen {}x; replay: {}",
             if markdown { "" } else { "  " },
-            as_str(&t["name"]),
-            as_str(&f["stage"]),
+            cell(&as_str(&t["name"]), markdown),
+            cell(&as_str(&f["stage"]), markdown),
             f["element"],
             f["value"],
             f["reference"],
             f["seen"],
-            as_str(&f["replay"]),
+            cell(&as_str(&f["replay"]), markdown),
         );
     }
     let hidden: usize = shown.values().map(|&n| n.saturating_sub(2)).sum();

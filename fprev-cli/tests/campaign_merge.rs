@@ -348,3 +348,53 @@ fn merge_reads_at_most_max_input_bytes() {
         stdout(&help)
     );
 }
+
+/// Whether `c` may appear in an XML 1.0 document.
+fn xml_char(c: char) -> bool {
+    matches!(c, '\t' | '\n' | '\r' | ' '..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..)
+}
+
+#[test]
+fn junit_and_markdown_escape_control_characters_pipes_and_line_ends() {
+    // Before: the NUL went into the JUnit XML as is (not well-formed XML 1.0), and the
+    // `|` and the line end split the Markdown row.
+    let name = "sum\u{0}x|y\nz\u{1b}\u{FFFE}";
+    let mut d = report_json(1);
+    d["tests"][0]["name"] = json!(name);
+    let a = write("escape-a.json", &format!("{d}\n"));
+    let xml_path = tmp("escape.xml");
+    let o = fprev(&[
+        "campaign",
+        "merge",
+        &s(&a),
+        "--markdown",
+        "--junit",
+        &s(&xml_path),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let xml = std::fs::read_to_string(&xml_path).expect("junit");
+    assert!(xml.chars().all(xml_char), "{xml:?}");
+    assert!(
+        xml.contains(r#"name="sum\x00x|y&#10;z\x1b\u{fffe}""#),
+        "{xml}"
+    );
+    let table = stdout(&o);
+    let rows: Vec<&str> = table.lines().filter(|l| l.starts_with("| ")).collect();
+    assert_eq!(rows.len(), 3, "header, separator, one row: {table}");
+    let row = rows[2];
+    assert!(
+        row.starts_with("| sum\\x00x\\|y<br>z\\x1b\u{FFFE} | 4 vary reductions |"),
+        "{row}"
+    );
+    // ten cell borders: nine columns, the escaped pipe not among them
+    let borders = row.matches('|').count() - row.matches("\\|").count();
+    assert_eq!(borders, 10, "{row}");
+    assert!(!table.contains('\u{0}'), "{table:?}");
+    let o = fprev(&["campaign", "merge", &s(&a)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("sum\\x00x|y\\nz\\x1b\u{FFFE}  4 vary"),
+        "{}",
+        stdout(&o)
+    );
+}
