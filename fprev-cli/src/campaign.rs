@@ -64,14 +64,13 @@ pub(crate) fn run(cmd: &CampaignCmd) -> Result<(), Failure> {
             if let Some(out) = output {
                 let text = serde_json::to_string_pretty(&merged)? + "\n";
                 std::fs::write(out, text)
-                    .map_err(|e| Failure(format!("{}: {e}", out.display())))?;
+                    .map_err(|e| Failure::Message(format!("{}: {e}", out.display())))?;
             }
             if let Some(out) = junit {
                 std::fs::write(out, junit_xml(&merged))
-                    .map_err(|e| Failure(format!("{}: {e}", out.display())))?;
+                    .map_err(|e| Failure::Message(format!("{}: {e}", out.display())))?;
             }
-            print!("{}", table(&merged, *markdown));
-            Ok(())
+            crate::write_out(&table(&merged, *markdown))
         }
     }
 }
@@ -80,18 +79,18 @@ pub(crate) fn run(cmd: &CampaignCmd) -> Result<(), Failure> {
 /// device or a pipe is never read past the cap), then checked against the schema.
 fn read_file(path: &Path, max_bytes: u64) -> Result<(String, Vec<Report>), Failure> {
     let name = path.display();
-    let file = std::fs::File::open(path).map_err(|e| Failure(format!("{name}: {e}")))?;
+    let file = std::fs::File::open(path).map_err(|e| Failure::Message(format!("{name}: {e}")))?;
     let mut bytes = Vec::new();
     file.take(max_bytes.saturating_add(1))
         .read_to_end(&mut bytes)
-        .map_err(|e| Failure(format!("{name}: {e}")))?;
+        .map_err(|e| Failure::Message(format!("{name}: {e}")))?;
     if bytes.len() as u64 > max_bytes {
-        return Err(Failure(format!(
+        return Err(Failure::Message(format!(
             "{name}: larger than {max_bytes} bytes (--max-input-bytes); raise the limit to merge it"
         )));
     }
     let text = String::from_utf8(bytes).map_err(|e| {
-        Failure(format!(
+        Failure::Message(format!(
             "{name}: not UTF-8 text (byte {} is not valid UTF-8)",
             e.utf8_error().valid_up_to()
         ))
@@ -122,7 +121,7 @@ fn read_inputs(
             .iter()
             .find(|i| *i == out || id(out).is_some_and(|o| id(i) == Some(o)))
         {
-            return Err(Failure(format!(
+            return Err(Failure::Message(format!(
                 "{flag} {} names the input {}: it would be overwritten; write the merged result elsewhere",
                 out.display(),
                 input.display()
@@ -131,7 +130,7 @@ fn read_inputs(
     }
     if let [(a, pa), (b, pb)] = outputs {
         if pa == pb || id(pa).is_some_and(|x| id(pb) == Some(x)) {
-            return Err(Failure(format!(
+            return Err(Failure::Message(format!(
                 "{a} and {b} name the same file {}",
                 pa.display()
             )));
@@ -143,7 +142,7 @@ fn read_inputs(
             .iter()
             .find(|(p, i, _)| *p == path || (file_id.is_some() && *i == file_id))
         {
-            return Err(Failure(format!(
+            return Err(Failure::Message(format!(
                 "{} and {} are the same file: merging it twice would count its runs twice",
                 earlier.display(),
                 path.display()
@@ -151,7 +150,7 @@ fn read_inputs(
         }
         let (text, reports) = read_file(path, max_bytes)?;
         if let Some((earlier, _, _)) = seen.iter().find(|(_, _, t)| *t == text) {
-            return Err(Failure(format!(
+            return Err(Failure::Message(format!(
                 "{} has the same content as {}: merging it twice would count its runs twice",
                 path.display(),
                 earlier.display()
@@ -159,7 +158,7 @@ fn read_inputs(
         }
         for (line, r) in text.lines().filter(|l| !l.trim().is_empty()).zip(&reports) {
             if let Some(first) = docs.insert(line.to_string(), r.place.clone()) {
-                return Err(Failure(format!(
+                return Err(Failure::Message(format!(
                     "{}: the same process report as {first}: merging it twice would count its runs twice",
                     r.place
                 )));
@@ -179,7 +178,7 @@ fn sorted_sum(mut v: Vec<f64>, what: &str) -> Result<f64, Failure> {
     if sum.is_finite() {
         Ok(sum)
     } else {
-        Err(Failure(format!(
+        Err(Failure::Message(format!(
             "{what} add up past the largest float ({sum})"
         )))
     }
@@ -210,7 +209,7 @@ impl Largest {
 /// `total + add` of field `field` (read at `place`), or an error: counts never wrap.
 fn checked(total: u64, add: u64, place: &str, field: &str, what: &str) -> Result<u64, Failure> {
     total.checked_add(add).ok_or_else(|| {
-        Failure(
+        Failure::Message(
             reports::SchemaError {
                 place: place.to_string(),
                 field: field.to_string(),
@@ -798,7 +797,10 @@ mod tests {
         for (i, d) in docs.iter().enumerate() {
             all.extend(parse(&format!("r{i}.json"), d)?);
         }
-        merge(&all).map_err(|Failure(e)| e)
+        merge(&all).map_err(|e| match e {
+            Failure::Message(m) => m,
+            Failure::OutputClosed => "output closed".to_string(),
+        })
     }
 
     fn stage_of(doc: &mut Value) -> &mut Value {

@@ -398,3 +398,33 @@ fn junit_and_markdown_escape_control_characters_pipes_and_line_ends() {
         stdout(&o)
     );
 }
+
+#[test]
+fn a_full_stdout_is_an_error_not_a_panic() {
+    // Before: `fprev campaign merge a.json --markdown > /dev/full` panicked (status 101).
+    let a = write("full-a.json", &format!("{}\n", report_json(1)));
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    let o = Command::new(env!("CARGO_BIN_EXE_fprev"))
+        .args(["campaign", "merge", &s(&a), "--markdown"])
+        .stdout(full)
+        .output()
+        .expect("run fprev");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("fprev: cannot write to standard output: No space left on device"),
+        "{}",
+        stderr(&o)
+    );
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let o = Command::new(env!("CARGO_BIN_EXE_fprev"))
+        .args(["campaign", "merge", &s(&a), "--markdown"])
+        .stdout(writer)
+        .output()
+        .expect("run fprev");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).is_empty(), "{}", stderr(&o));
+}

@@ -812,3 +812,95 @@ fn acc_dtype_and_op_are_checked() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+/// `fprev args...` with standard output sent to `stdout` and standard error to
+/// `stderr_to` (a pipe when none).
+fn fprev_to(
+    args: &[&str],
+    stdout: std::process::Stdio,
+    stderr_to: Option<std::fs::File>,
+) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fprev"));
+    cmd.args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(stdout);
+    if let Some(f) = stderr_to {
+        cmd.stderr(f);
+    }
+    cmd.output().expect("run fprev")
+}
+
+fn dev_full() -> std::fs::File {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full")
+}
+
+/// The commands that print to standard output, each printing something.
+fn printing_commands() -> Vec<Vec<String>> {
+    let (a, b) = (tmp("full-a.txt"), tmp("full-b.txt"));
+    std::fs::write(&a, "((0+1)+2)\n").expect("write");
+    std::fs::write(&b, "(0+(1+2))\n").expect("write");
+    let s = |p: &PathBuf| p.to_str().unwrap_or_default().to_string();
+    let demo = tmp("full-demo");
+    [
+        vec!["targets".to_string()],
+        vec!["diff".into(), s(&a), s(&a)],
+        vec!["diff".into(), s(&a), s(&b)],
+        vec!["reveal".into(), "unrolled4".into(), "-n".into(), "8".into()],
+        vec![
+            "reveal".into(),
+            "--exec".into(),
+            "cat".into(),
+            "-n".into(),
+            "1".into(),
+        ],
+        vec![
+            "demo".into(),
+            "--only".into(),
+            "loops".into(),
+            "--out".into(),
+            s(&demo),
+        ],
+    ]
+    .into()
+}
+
+#[test]
+fn a_full_stdout_is_an_error_not_a_panic() {
+    // Before: println! panicked ("failed printing to stdout"), exit status 101.
+    for args in printing_commands() {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = fprev_to(&args, dev_full().into(), None);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("fprev: cannot write to standard output: No space left on device"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+        assert!(!stderr(&o).contains("panicked"), "{args:?}: {}", stderr(&o));
+        // and with standard error full too: no panic, nothing to say
+        let o = fprev_to(&args, dev_full().into(), Some(dev_full()));
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+    }
+}
+
+#[test]
+fn a_closed_pipe_on_stdout_ends_quietly() {
+    // Before: println! panicked on the broken pipe (exit status 101); now fprev stops
+    // quietly with status 0, as `| head -1` expects.
+    for args in printing_commands() {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (reader, writer) = std::io::pipe().expect("pipe");
+        drop(reader);
+        let o = fprev_to(&args, writer.into(), None);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("panicked"), "{args:?}: {}", stderr(&o));
+        assert!(
+            !stderr(&o).contains("standard output"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+}
