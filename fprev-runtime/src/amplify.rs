@@ -902,6 +902,18 @@ mod tests {
         assert!(s.max_rel.is_nan(), "max_rel {}", s.max_rel);
         assert!(s.norm2.is_nan(), "norm2 {}", s.norm2);
         assert_eq!(s.max_ulps, u64::MAX);
+        let text = report.to_string();
+        assert!(!text.contains(&u64::MAX.to_string()), "{text}");
+        let row = text
+            .lines()
+            .find(|l| l.contains("1 same config"))
+            .unwrap_or_default();
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(
+            cells[cells.len() - 4..],
+            ["NaN", "NaN", "NaN", "-"],
+            "{row:?}"
+        );
         // and a NaN run against a number reference
         let calls = AtomicU64::new(0);
         let report = amplify_named(&config, "nan_run", || {
