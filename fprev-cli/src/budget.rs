@@ -58,7 +58,7 @@ impl Estimate {
         if yes || self.work() <= WORK_LIMIT {
             return Ok(());
         }
-        Err(Failure(format!(
+        Err(Failure::Message(format!(
             "refusing to start: revealing {what} takes about {} calls of {} summands \
              ({} additions, roughly {} at {RATE:.0e} per second), over the limit of \
              {WORK_LIMIT:.0e} (about {}); use a smaller -n, or pass --yes to run it anyway",
@@ -175,7 +175,9 @@ mod tests {
     #[test]
     fn huge_sums_are_refused_small_ones_start() {
         let e = Estimate::new(AlgorithmArg::Fprev, 10_000_000, 1, 1e7);
-        let msg = e.check("iter-sum at n = 10000000", false).unwrap_err().0;
+        let Err(crate::Failure::Message(msg)) = e.check("iter-sum at n = 10000000", false) else {
+            panic!("not refused with a message");
+        };
         assert!(msg.contains("--yes") && msg.contains("days"), "{msg}");
         assert!(e.check("iter-sum", true).is_ok());
         assert!(Estimate::new(AlgorithmArg::Fprev, 100_000, 1, 1e5)

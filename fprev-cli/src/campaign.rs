@@ -7,15 +7,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
+use crate::reports::{self, float_json, Report};
 use crate::Failure;
 
-/// The process reports' schema this merge reads.
-const REPORT_SCHEMA: &str = "fprev-campaign-report";
-const REPORT_VERSION: u64 = 1;
 /// The merged document's schema.
 const MERGED_SCHEMA: &str = "fprev-campaign-merged";
 const MERGED_VERSION: u64 = 1;
@@ -37,6 +36,10 @@ pub(crate) enum CampaignCmd {
         /// when it was not reproducible), for CI dashboards.
         #[arg(long)]
         junit: Option<PathBuf>,
+        /// Largest input file read (bytes, or with K, M, G, T): a larger file, a device
+        /// or an endless pipe is an error after this many bytes.
+        #[arg(long, value_parser = crate::limits::bytes, default_value = "64M")]
+        max_input_bytes: u64,
     },
 }
 
@@ -47,93 +50,177 @@ pub(crate) fn run(cmd: &CampaignCmd) -> Result<(), Failure> {
             output,
             markdown,
             junit,
+            max_input_bytes,
         } => {
-            let mut docs = Vec::new();
-            for path in reports {
-                docs.extend(read_reports(path)?);
+            let mut outputs: Vec<(&str, &Path)> = Vec::new();
+            if let Some(o) = output {
+                outputs.push(("-o", o));
             }
-            let merged = merge(&docs);
+            if let Some(j) = junit {
+                outputs.push(("--junit", j));
+            }
+            let docs = read_inputs(reports, &outputs, *max_input_bytes)?;
+            let merged = merge(&docs)?;
             if let Some(out) = output {
                 let text = serde_json::to_string_pretty(&merged)? + "\n";
                 std::fs::write(out, text)
-                    .map_err(|e| Failure(format!("{}: {e}", out.display())))?;
+                    .map_err(|e| Failure::Message(format!("{}: {e}", out.display())))?;
             }
             if let Some(out) = junit {
                 std::fs::write(out, junit_xml(&merged))
-                    .map_err(|e| Failure(format!("{}: {e}", out.display())))?;
+                    .map_err(|e| Failure::Message(format!("{}: {e}", out.display())))?;
             }
-            print!("{}", table(&merged, *markdown));
-            Ok(())
+            crate::write_out(&table(&merged, *markdown))
         }
     }
 }
 
-/// Every document of a report file, checked against the schema's name and version.
-fn read_reports(path: &Path) -> Result<Vec<Value>, Failure> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| Failure(format!("{}: {e}", path.display())))?;
-    let mut docs = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let at = || format!("{}:{}", path.display(), i + 1);
-        let doc: Value = serde_json::from_str(line)
-            .map_err(|e| Failure(format!("{}: not a JSON document: {e}", at())))?;
-        if doc["schema"] != REPORT_SCHEMA {
-            return Err(Failure(format!(
-                "{}: not an fprev campaign report (schema {:?}; expected {REPORT_SCHEMA:?})",
-                at(),
-                doc["schema"]
-            )));
-        }
-        if doc["version"] != REPORT_VERSION {
-            return Err(Failure(format!(
-                "{}: report schema version {} (this fprev reads version {REPORT_VERSION})",
-                at(),
-                doc["version"]
-            )));
-        }
-        docs.push(doc);
-    }
-    if docs.is_empty() {
-        return Err(Failure(format!(
-            "{}: no report in the file",
-            path.display()
+/// Every process report of `path`: at most `max_bytes` read (through `Read::take`, so a
+/// device or a pipe is never read past the cap), then checked against the schema.
+fn read_file(path: &Path, max_bytes: u64) -> Result<(String, Vec<Report>), Failure> {
+    let name = path.display();
+    let file = std::fs::File::open(path).map_err(|e| Failure::Message(format!("{name}: {e}")))?;
+    let mut bytes = Vec::new();
+    file.take(max_bytes.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| Failure::Message(format!("{name}: {e}")))?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(Failure::Message(format!(
+            "{name}: larger than {max_bytes} bytes (--max-input-bytes); raise the limit to merge it"
         )));
     }
-    Ok(docs)
+    let text = String::from_utf8(bytes).map_err(|e| {
+        Failure::Message(format!(
+            "{name}: not UTF-8 text (byte {} is not valid UTF-8)",
+            e.utf8_error().valid_up_to()
+        ))
+    })?;
+    let reports = reports::parse(&name.to_string(), &text)?;
+    Ok((text, reports))
 }
 
-fn as_str(v: &Value) -> String {
-    v.as_str().map_or_else(|| v.to_string(), str::to_string)
-}
+/// A file's device and inode: two paths name the same file when these are equal.
+type FileId = (u64, u64);
 
-fn num(v: &Value) -> f64 {
-    match v {
-        Value::Number(n) => n.as_f64().unwrap_or(0.0),
-        // Reports write non-finite errors as strings.
-        Value::String(s) => s.parse().unwrap_or(f64::NAN),
-        _ => 0.0,
+/// The inputs, refusing one given twice (the same file, or the same content), an output
+/// that names an input (it would be overwritten before, or while, it is read), and an
+/// output named twice.
+fn read_inputs(
+    inputs: &[PathBuf],
+    outputs: &[(&str, &Path)],
+    max_bytes: u64,
+) -> Result<Vec<Report>, Failure> {
+    use std::os::unix::fs::MetadataExt;
+    let id = |p: &Path| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
+    // (argument, device and inode, content) of each input read
+    let mut seen: Vec<(&Path, Option<FileId>, String)> = Vec::new();
+    let mut docs: BTreeMap<String, String> = BTreeMap::new();
+    let mut all = Vec::new();
+    for (flag, out) in outputs {
+        if let Some(input) = inputs
+            .iter()
+            .find(|i| *i == out || id(out).is_some_and(|o| id(i) == Some(o)))
+        {
+            return Err(Failure::Message(format!(
+                "{flag} {} names the input {}: it would be overwritten; write the merged result elsewhere",
+                out.display(),
+                input.display()
+            )));
+        }
     }
+    if let [(a, pa), (b, pb)] = outputs {
+        if pa == pb || id(pa).is_some_and(|x| id(pb) == Some(x)) {
+            return Err(Failure::Message(format!(
+                "{a} and {b} name the same file {}",
+                pa.display()
+            )));
+        }
+    }
+    for path in inputs {
+        let file_id = id(path);
+        if let Some((earlier, _, _)) = seen
+            .iter()
+            .find(|(p, i, _)| *p == path || (file_id.is_some() && *i == file_id))
+        {
+            return Err(Failure::Message(format!(
+                "{} and {} are the same file: merging it twice would count its runs twice",
+                earlier.display(),
+                path.display()
+            )));
+        }
+        let (text, reports) = read_file(path, max_bytes)?;
+        if let Some((earlier, _, _)) = seen.iter().find(|(_, _, t)| *t == text) {
+            return Err(Failure::Message(format!(
+                "{} has the same content as {}: merging it twice would count its runs twice",
+                path.display(),
+                earlier.display()
+            )));
+        }
+        for (line, r) in text.lines().filter(|l| !l.trim().is_empty()).zip(&reports) {
+            if let Some(first) = docs.insert(line.to_string(), r.place.clone()) {
+                return Err(Failure::Message(format!(
+                    "{}: the same process report as {first}: merging it twice would count its runs twice",
+                    r.place
+                )));
+            }
+        }
+        all.extend(reports);
+        seen.push((path, file_id, text));
+    }
+    Ok(all)
 }
 
-fn strings(v: &Value) -> impl Iterator<Item = String> + '_ {
-    v.as_array().into_iter().flatten().map(as_str)
-}
-
-/// A sum that does not depend on the order of its terms: the terms sorted first.
-fn sorted_sum(mut v: Vec<f64>) -> f64 {
+/// A sum that does not depend on the order of its terms: the terms sorted first; an
+/// error past the largest float.
+fn sorted_sum(mut v: Vec<f64>, what: &str) -> Result<f64, Failure> {
     v.sort_by(f64::total_cmp);
-    v.into_iter().sum()
+    let sum: f64 = v.into_iter().sum();
+    if sum.is_finite() {
+        Ok(sum)
+    } else {
+        Err(Failure::Message(format!(
+            "{what} add up past the largest float ({sum})"
+        )))
+    }
 }
 
-fn max_f(a: f64, b: f64) -> f64 {
-    if a.is_nan() || b.is_nan() {
-        f64::NAN
-    } else {
-        a.max(b)
+/// The largest of some error measures: NaN when any is NaN (an error that cannot be
+/// measured stays visible), and beside it the largest finite one, which a shard's NaN or
+/// infinity would otherwise hide.
+#[derive(Clone, Copy, Default)]
+struct Largest {
+    all: f64,
+    finite: Option<f64>,
+}
+
+impl Largest {
+    fn add(&mut self, x: f64) {
+        self.all = if self.all.is_nan() || x.is_nan() {
+            f64::NAN
+        } else {
+            self.all.max(x)
+        };
+        if x.is_finite() {
+            self.finite = Some(self.finite.map_or(x, |f| f.max(x)));
+        }
     }
+}
+
+/// `total + add` of field `field` (read at `place`), or an error: counts never wrap.
+fn checked(total: u64, add: u64, place: &str, field: &str, what: &str) -> Result<u64, Failure> {
+    total.checked_add(add).ok_or_else(|| {
+        Failure::Message(
+            reports::SchemaError {
+                place: place.to_string(),
+                field: field.to_string(),
+                problem: format!(
+                    "{add} more {what} make more than {} in all: the inputs cannot be counted",
+                    u64::MAX
+                ),
+            }
+            .to_string(),
+        )
+    })
 }
 
 #[derive(Default)]
@@ -146,10 +233,12 @@ struct StageAcc {
     /// Largest `distinct` of one process (counted over all its runs, not only kept ones).
     distinct: u64,
     tokens: BTreeMap<String, u64>,
-    max_abs: f64,
-    max_rel: f64,
-    norm2: f64,
+    max_abs: Largest,
+    max_rel: Largest,
+    norm2: Largest,
     max_ulps: u64,
+    /// Largest `max_ulps` below `u64::MAX` (which stands for a distance with no ulp count).
+    finite_ulps: Option<u64>,
     max_elements: u64,
     sites_reached: u64,
     durations: Vec<f64>,
@@ -176,181 +265,270 @@ struct TestAcc {
     persisted: BTreeSet<String>,
 }
 
-/// Joins process reports; the result is the same for any order of `docs`.
-pub(crate) fn merge(docs: &[Value]) -> Value {
+fn opt_float_json(x: Option<f64>) -> Value {
+    x.map_or(Value::Null, float_json)
+}
+
+/// Joins process reports; the result is the same for any order of `docs`. Counts that
+/// would pass `u64::MAX` are an error naming the report and field that overflowed them.
+pub(crate) fn merge(docs: &[Report]) -> Result<Value, Failure> {
     let mut tests: BTreeMap<String, TestAcc> = BTreeMap::new();
     let mut seeds = BTreeSet::new();
     let mut shards = BTreeSet::new();
     let mut binaries = BTreeSet::new();
-    let mut sites: BTreeMap<(String, String, u64), (Value, u64)> = BTreeMap::new();
+    let mut sites: BTreeMap<(String, String, u64), (Value, bool, u64)> = BTreeMap::new();
     for doc in docs {
-        if !doc["seed"].is_null() {
-            seeds.insert(as_str(&doc["seed"]));
+        if let Some(seed) = &doc.seed {
+            seeds.insert(seed.clone());
         }
-        binaries.insert(as_str(&doc["binary"]));
-        for t in doc["tests"].as_array().into_iter().flatten() {
-            let acc = tests.entry(as_str(&t["name"])).or_insert_with(|| TestAcc {
+        binaries.insert(doc.binary.clone());
+        for (ti, t) in doc.tests.iter().enumerate() {
+            let acc = tests.entry(t.name.clone()).or_insert_with(|| TestAcc {
                 reproducible: true,
                 ..TestAcc::default()
             });
             acc.processes += 1;
-            if !t["location"].is_null() {
-                acc.locations.insert(as_str(&t["location"]));
+            if let Some(l) = &t.location {
+                acc.locations.insert(l.clone());
             }
-            acc.campaigns.insert(as_str(&t["campaign"]));
-            let shard = (
-                t["shard"]["index"].as_u64().unwrap_or(1),
-                t["shard"]["count"].as_u64().unwrap_or(1),
-            );
-            acc.shards.insert(shard);
-            shards.insert(shard);
-            acc.reproducible &= t["reproducible"].as_bool().unwrap_or(false);
-            acc.reached_a_site |= t["reached_a_site"].as_bool().unwrap_or(false);
-            acc.durations.push(num(&t["duration_s"]));
-            for s in t["stages"].as_array().into_iter().flatten() {
-                let name = as_str(&s["stage"]);
-                let st = acc.stages.entry(name.clone()).or_default();
-                st.number = s["number"].as_u64().unwrap_or(0);
-                st.label = as_str(&s["label"]);
-                st.runs += s["runs"].as_u64().unwrap_or(0);
-                st.differing += s["differing"].as_u64().unwrap_or(0);
-                st.hashes.extend(strings(&s["result_hashes"]));
-                st.distinct = st.distinct.max(s["distinct"].as_u64().unwrap_or(0));
-                for tok in strings(&s["tokens"]) {
-                    *st.tokens.entry(tok).or_insert(0) += 1;
+            acc.campaigns.insert(t.campaign.clone());
+            acc.shards.insert(t.shard);
+            shards.insert(t.shard);
+            acc.reproducible &= t.reproducible;
+            acc.reached_a_site |= t.reached_a_site;
+            acc.durations.push(t.duration_s);
+            for (si, s) in t.stages.iter().enumerate() {
+                let field = |key: &str| format!("tests[{ti}].stages[{si}].{key}");
+                let st = acc.stages.entry(s.stage.clone()).or_default();
+                st.number = s.number;
+                st.label = s.label.clone();
+                st.runs = checked(st.runs, s.runs, &doc.place, &field("runs"), "runs")?;
+                st.differing = checked(
+                    st.differing,
+                    s.differing,
+                    &doc.place,
+                    &field("differing"),
+                    "differing runs",
+                )?;
+                st.hashes.extend(s.result_hashes.iter().cloned());
+                st.distinct = st.distinct.max(s.distinct);
+                for tok in &s.tokens {
+                    *st.tokens.entry(tok.clone()).or_insert(0) += 1;
                 }
-                st.max_abs = max_f(st.max_abs, num(&s["max_abs"]));
-                st.max_rel = max_f(st.max_rel, num(&s["max_rel"]));
-                st.norm2 = max_f(st.norm2, num(&s["norm2"]));
-                st.max_ulps = st.max_ulps.max(s["max_ulps"].as_u64().unwrap_or(0));
-                st.max_elements = st.max_elements.max(s["max_elements"].as_u64().unwrap_or(0));
-                st.sites_reached += s["sites_reached"].as_u64().unwrap_or(0);
-                st.durations.push(num(&s["duration_s"]));
-                st.ended_by.insert(as_str(&s["ended_by"]));
-                for f in s["findings"].as_array().into_iter().flatten() {
+                st.max_abs.add(s.max_abs);
+                st.max_rel.add(s.max_rel);
+                st.norm2.add(s.norm2);
+                st.max_ulps = st.max_ulps.max(s.max_ulps);
+                if s.max_ulps != u64::MAX {
+                    st.finite_ulps = Some(st.finite_ulps.map_or(s.max_ulps, |u| u.max(s.max_ulps)));
+                }
+                st.max_elements = st.max_elements.max(s.max_elements);
+                st.sites_reached = checked(
+                    st.sites_reached,
+                    s.sites_reached,
+                    &doc.place,
+                    &field("sites_reached"),
+                    "site executions",
+                )?;
+                st.durations.push(s.duration_s);
+                st.ended_by.insert(s.ended_by.clone());
+                for f in &s.findings {
                     let key = (
                         st.number,
-                        name.clone(),
-                        f["element"].to_string(),
-                        f["value"].to_string(),
-                        f["reference"].to_string(),
+                        s.stage.clone(),
+                        f.element.map_or(Value::Null, Value::from).to_string(),
+                        opt_float_json(f.value).to_string(),
+                        opt_float_json(f.reference).to_string(),
                     );
                     acc.findings
                         .entry(key)
                         .or_default()
-                        .insert(as_str(&f["token"]), as_str(&f["replay"]));
+                        .insert(f.token.clone(), f.replay.clone());
                 }
             }
-            let reg = &t["regressions"];
-            acc.still_reproduce.extend(strings(&reg["still_reproduce"]));
-            acc.persisted.extend(strings(&reg["added"]));
+            acc.still_reproduce
+                .extend(t.still_reproduce.iter().cloned());
+            acc.persisted.extend(t.persisted.iter().cloned());
         }
-        for site in doc["sites"].as_array().into_iter().flatten() {
-            let key = (
-                as_str(&site["label"]),
-                as_str(&site["file"]),
-                site["line"].as_u64().unwrap_or(0),
-            );
-            let entry = sites.entry(key).or_insert_with(|| (site.clone(), 0));
-            entry.1 += site["reached"].as_u64().unwrap_or(0);
+        for (i, site) in doc.sites.iter().enumerate() {
+            let key = (site.label.clone(), site.file.clone(), site.line);
+            let entry = sites
+                .entry(key)
+                .or_insert_with(|| (site.json.clone(), site.compiled, 0));
+            entry.2 = checked(
+                entry.2,
+                site.reached,
+                &doc.place,
+                &format!("sites[{i}].reached"),
+                "site executions",
+            )?;
         }
     }
-    let tests: Vec<Value> = tests
-        .into_iter()
-        .map(|(name, t)| {
-            let stages: Vec<Value> = {
-                let mut v: Vec<(&String, &StageAcc)> = t.stages.iter().collect();
-                v.sort_by_key(|(_, s)| s.number);
-                v.into_iter()
-                    .map(|(stage, s)| {
-                        let overlap = s.tokens.values().filter(|&&n| n > 1).count();
-                        json!({
-                            "stage": stage,
-                            "number": s.number,
-                            "label": s.label,
-                            "runs": s.runs,
-                            "distinct_schedules": s.tokens.len(),
-                            "overlapping_schedules": overlap,
-                            "distinct": s.distinct.max(s.hashes.len() as u64),
-                            "differing": s.differing,
-                            "max_abs": s.max_abs,
-                            "max_rel": s.max_rel,
-                            "norm2": s.norm2,
-                            "max_ulps": s.max_ulps,
-                            "max_elements": s.max_elements,
-                            "sites_reached": s.sites_reached,
-                            "duration_s": sorted_sum(s.durations.clone()),
-                            "ended_by": s.ended_by.iter().collect::<Vec<_>>(),
-                        })
-                    })
-                    .collect()
-            };
-            let findings: Vec<Value> = t
-                .findings
-                .iter()
-                .map(|((_, stage, element, value, reference), tokens)| {
-                    let (token, replay) = tokens.iter().next().unzip();
-                    json!({
-                        "stage": stage,
-                        "element": serde_json::from_str::<Value>(element).unwrap_or(Value::Null),
-                        "value": serde_json::from_str::<Value>(value).unwrap_or(Value::Null),
-                        "reference": serde_json::from_str::<Value>(reference).unwrap_or(Value::Null),
-                        "token": token,
-                        "replay": replay,
-                        "seen": tokens.len(),
-                    })
+    let mut tests_json = Vec::new();
+    for (name, t) in tests {
+        let mut ordered: Vec<(&String, &StageAcc)> = t.stages.iter().collect();
+        ordered.sort_by_key(|(_, s)| s.number);
+        let mut stages = Vec::new();
+        for (stage, s) in ordered {
+            let overlap = s.tokens.values().filter(|&&n| n > 1).count();
+            stages.push(json!({
+                "stage": stage,
+                "number": s.number,
+                "label": s.label,
+                "runs": s.runs,
+                "distinct_schedules": s.tokens.len(),
+                "overlapping_schedules": overlap,
+                "distinct": s.distinct.max(s.hashes.len() as u64),
+                "differing": s.differing,
+                "max_abs": float_json(s.max_abs.all),
+                "max_rel": float_json(s.max_rel.all),
+                "norm2": float_json(s.norm2.all),
+                "max_ulps": s.max_ulps,
+                "finite_max_abs": opt_float_json(s.max_abs.finite),
+                "finite_max_rel": opt_float_json(s.max_rel.finite),
+                "finite_norm2": opt_float_json(s.norm2.finite),
+                "finite_max_ulps": s.finite_ulps,
+                "max_elements": s.max_elements,
+                "sites_reached": s.sites_reached,
+                "duration_s": sorted_sum(
+                    s.durations.clone(),
+                    &format!("the durations of test {name:?}, stage {stage}"),
+                )?,
+                "ended_by": s.ended_by.iter().collect::<Vec<_>>(),
+            }));
+        }
+        let findings: Vec<Value> = t
+            .findings
+            .iter()
+            .map(|((_, stage, element, value, reference), tokens)| {
+                let (token, replay) = tokens.iter().next().unzip();
+                // The keys are JSON text this merge wrote itself.
+                let back = |s: &str| serde_json::from_str::<Value>(s).unwrap_or(Value::Null);
+                json!({
+                    "stage": stage,
+                    "element": back(element),
+                    "value": back(value),
+                    "reference": back(reference),
+                    "token": token,
+                    "replay": replay,
+                    "seen": tokens.len(),
                 })
-                .collect();
-            json!({
-                "name": name,
-                "locations": t.locations,
-                "campaigns": t.campaigns,
-                "shards": t.shards.iter().map(|(k, n)| format!("{k}/{n}")).collect::<Vec<_>>(),
-                "processes": t.processes,
-                "reproducible": t.reproducible,
-                "reached_a_site": t.reached_a_site,
-                "duration_s": sorted_sum(t.durations.clone()),
-                "stages": stages,
-                "findings": findings,
-                "still_reproduce": t.still_reproduce,
-                "persisted": t.persisted,
             })
-        })
-        .collect();
+            .collect();
+        tests_json.push(json!({
+            "name": name,
+            "locations": t.locations,
+            "campaigns": t.campaigns,
+            "shards": t.shards.iter().map(|(k, n)| format!("{k}/{n}")).collect::<Vec<_>>(),
+            "processes": t.processes,
+            "reproducible": t.reproducible,
+            "reached_a_site": t.reached_a_site,
+            "duration_s": sorted_sum(t.durations, &format!("the durations of test {name:?}"))?,
+            "stages": stages,
+            "findings": findings,
+            "still_reproduce": t.still_reproduce,
+            "persisted": t.persisted,
+        }));
+    }
+    let compiled = sites.values().filter(|s| s.1).count();
+    let reached = sites.values().filter(|s| s.1 && s.2 > 0).count();
+    let left_alone = sites.len() - compiled;
     let sites: Vec<Value> = sites
         .into_values()
-        .map(|(mut site, reached)| {
+        .map(|(mut site, _, reached)| {
             site["reached"] = json!(reached);
             site
         })
         .collect();
-    let compiled = sites.iter().filter(|s| !s["kind"].is_null()).count();
-    let reached = sites
-        .iter()
-        .filter(|s| !s["kind"].is_null() && s["reached"].as_u64().unwrap_or(0) > 0)
-        .count();
-    json!({
+    Ok(json!({
         "schema": MERGED_SCHEMA,
         "version": MERGED_VERSION,
         "processes": docs.len(),
         "binaries": binaries,
         "seeds": seeds,
         "shards": shards.iter().map(|(k, n)| format!("{k}/{n}")).collect::<Vec<_>>(),
-        "tests": tests,
+        "tests": tests_json,
         "coverage": {
             "compiled": compiled,
             "reached": reached,
-            "left_alone": sites.len() - compiled,
+            "left_alone": left_alone,
         },
         "sites": sites,
-    })
+    }))
 }
 
-fn xml(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+fn as_str(v: &Value) -> String {
+    v.as_str().map_or_else(|| v.to_string(), str::to_string)
+}
+
+fn strings(v: &Value) -> impl Iterator<Item = String> + '_ {
+    v.as_array().into_iter().flatten().map(as_str)
+}
+
+/// A float of the merged document (non-finite ones are strings there).
+fn num(v: &Value) -> f64 {
+    match v {
+        Value::Number(n) => n.as_f64().unwrap_or(f64::NAN),
+        Value::String(s) => s.parse().unwrap_or(f64::NAN),
+        _ => f64::NAN,
+    }
+}
+
+/// `c` as a text escape (`\x00`, `\u{fffe}`), for characters a format cannot carry.
+fn char_escape(c: char) -> String {
+    if (c as u32) < 0x100 {
+        format!("\\x{:02x}", c as u32)
+    } else {
+        format!("\\u{{{:x}}}", c as u32)
+    }
+}
+
+/// `s` escaped for XML 1.0 text (`attr` false) or a double-quoted attribute value (true).
+/// XML 1.0 cannot carry control characters other than tab, line feed and carriage return,
+/// nor U+FFFE and U+FFFF, even as character references: those are written as text
+/// escapes. Line ends in attributes, and carriage returns anywhere, are character
+/// references, which parsers do not normalize away.
+fn xml(s: &str, attr: bool) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\r' => out.push_str("&#13;"),
+            '\n' if attr => out.push_str("&#10;"),
+            '\t' if attr => out.push_str("&#9;"),
+            '\n' | '\t' => out.push(c),
+            c if c < ' ' || c == '\u{FFFE}' || c == '\u{FFFF}' => out.push_str(&char_escape(c)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `s` as one cell of the table: in Markdown `|` is escaped and line ends become `<br>`
+/// (either would end the cell or the row); control characters are text escapes.
+fn cell(s: &str, markdown: bool) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '|' if markdown => out.push_str("\\|"),
+            '\r' | '\n' if markdown => {
+                if c == '\r' && chars.peek() == Some(&'\n') {
+                    chars.next();
+                }
+                out.push_str("<br>");
+            }
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&char_escape(c)),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// The merged result as JUnit XML: one `<testcase>` per test, failing when a process
@@ -374,8 +552,8 @@ pub(crate) fn junit_xml(merged: &Value) -> String {
         let _ = write!(
             x,
             "    <testcase classname=\"fprev.campaign\" name=\"{}\" time=\"{:.3}\"",
-            xml(&as_str(&t["name"])),
-            num(&t["duration_s"])
+            xml(&as_str(&t["name"]), true),
+            t["duration_s"].as_f64().unwrap_or(0.0)
         );
         if !failing(t) {
             x.push_str("/>\n");
@@ -389,8 +567,8 @@ pub(crate) fn junit_xml(merged: &Value) -> String {
                 as_str(&s["label"]),
                 s["differing"],
                 s["runs"],
-                sci(&s["max_rel"]),
-                s["max_ulps"]
+                error_cell(s, "max_rel"),
+                ulps_cell(s)
             );
         }
         for f in t["findings"].as_array().unwrap_or(&empty) {
@@ -399,19 +577,47 @@ pub(crate) fn junit_xml(merged: &Value) -> String {
         let _ = write!(
             x,
             ">\n      <failure message=\"not reproducible\">{}</failure>\n    </testcase>\n",
-            xml(&text)
+            xml(&text, false)
         );
     }
     x.push_str("  </testsuite>\n</testsuites>\n");
     x
 }
 
-fn sci(v: &Value) -> String {
-    let x = num(v);
+fn sci(x: f64) -> String {
     if x == 0.0 {
         "0".to_string()
+    } else if x.is_nan() {
+        "NaN".to_string()
+    } else if x.is_infinite() {
+        "inf".to_string()
     } else {
         format!("{x:.2e}")
+    }
+}
+
+/// An error of a merged stage: its largest value, and when that is NaN or infinite, the
+/// largest finite value another shard reported, in parentheses.
+fn error_cell(stage: &Value, key: &str) -> String {
+    let x = num(&stage[key]);
+    let finite = &stage[format!("finite_{key}")];
+    if x.is_finite() || !finite.is_number() {
+        sci(x)
+    } else {
+        format!("{} ({})", sci(x), sci(num(finite)))
+    }
+}
+
+/// The ulp distance of a merged stage: `-` for a distance with no ulp count (`u64::MAX`:
+/// a NaN, or results of different lengths), with the largest counted one in parentheses.
+fn ulps_cell(stage: &Value) -> String {
+    match (
+        stage["max_ulps"].as_u64(),
+        stage["finite_max_ulps"].as_u64(),
+    ) {
+        (Some(u64::MAX), Some(u)) => format!("- ({u})"),
+        (Some(u64::MAX) | None, _) => "-".to_string(),
+        (Some(u), _) => u.to_string(),
     }
 }
 
@@ -433,20 +639,15 @@ pub(crate) fn table(merged: &Value, markdown: bool) -> String {
     let tests = merged["tests"].as_array().unwrap_or(&empty);
     for t in tests {
         for s in t["stages"].as_array().unwrap_or(&empty) {
-            let ulps = s["max_ulps"].as_u64().unwrap_or(0);
             rows.push([
-                as_str(&t["name"]),
-                as_str(&s["label"]),
+                cell(&as_str(&t["name"]), markdown),
+                cell(&as_str(&s["label"]), markdown),
                 strings(&t["shards"]).collect::<Vec<_>>().join(","),
                 s["runs"].to_string(),
                 s["distinct"].to_string(),
                 s["differing"].to_string(),
-                sci(&s["max_rel"]),
-                if ulps == u64::MAX {
-                    "-".to_string()
-                } else {
-                    ulps.to_string()
-                },
+                error_cell(s, "max_rel"),
+                ulps_cell(s),
                 s["overlapping_schedules"].to_string(),
             ]);
         }
@@ -470,7 +671,7 @@ pub(crate) fn table(merged: &Value, markdown: bool) -> String {
         let mut widths = header.map(str::len);
         for r in &rows {
             for (w, c) in widths.iter_mut().zip(r) {
-                *w = (*w).max(c.len());
+                *w = (*w).max(c.chars().count());
             }
         }
         let line = |cells: &[String]| {
@@ -525,13 +726,13 @@ pub(crate) fn table(merged: &Value, markdown: bool) -> String {
             out,
             "{}- {} {}: element {} = {} (reference {}), seen {}x; replay: {}",
             if markdown { "" } else { "  " },
-            as_str(&t["name"]),
-            as_str(&f["stage"]),
+            cell(&as_str(&t["name"]), markdown),
+            cell(&as_str(&f["stage"]), markdown),
             f["element"],
             f["value"],
             f["reference"],
             f["seen"],
-            as_str(&f["replay"]),
+            cell(&as_str(&f["replay"]), markdown),
         );
     }
     let hidden: usize = shown.values().map(|&n| n.saturating_sub(2)).sum();
@@ -550,6 +751,7 @@ pub(crate) fn table(merged: &Value, markdown: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reports::REPORT_SCHEMA;
 
     fn doc(shard: u64, tokens: &[&str], hashes: &[&str], value: f64) -> Value {
         let finding = json!({"token": tokens[0], "element": 0, "value": value,
@@ -582,12 +784,35 @@ mod tests {
         })
     }
 
+    const H1: &str = "0000000000000001";
+    const H2: &str = "0000000000000002";
+    const H3: &str = "0000000000000003";
+
+    fn parse(name: &str, doc: &Value) -> Result<Vec<Report>, String> {
+        reports::parse(name, &doc.to_string()).map_err(|e| e.to_string())
+    }
+
+    fn merged(docs: &[Value]) -> Result<Value, String> {
+        let mut all = Vec::new();
+        for (i, d) in docs.iter().enumerate() {
+            all.extend(parse(&format!("r{i}.json"), d)?);
+        }
+        merge(&all).map_err(|e| match e {
+            Failure::Message(m) => m,
+            Failure::OutputClosed => "output closed".to_string(),
+        })
+    }
+
+    fn stage_of(doc: &mut Value) -> &mut Value {
+        &mut doc["tests"][0]["stages"][0]
+    }
+
     #[test]
     fn merge_is_order_independent_and_dedupes_findings() {
-        let a = doc(1, &["v2-4a", "v2-4b"], &["01", "02"], 2.0);
-        let b = doc(2, &["v2-4c", "v2-4d"], &["02", "03"], 2.0);
-        let ab = merge(&[a.clone(), b.clone()]);
-        let ba = merge(&[b, a]);
+        let a = doc(1, &["v2-4a", "v2-4b"], &[H1, H2], 2.0);
+        let b = doc(2, &["v2-4c", "v2-4d"], &[H2, H3], 2.0);
+        let ab = merged(&[a.clone(), b.clone()]).expect("merge");
+        let ba = merged(&[b, a]).expect("merge");
         assert_eq!(ab, ba);
         let t = &ab["tests"][0];
         let s = &t["stages"][0];
@@ -603,5 +828,184 @@ mod tests {
         let xml = junit_xml(&ab);
         assert!(xml.contains("tests=\"1\" failures=\"1\""), "{xml}");
         assert!(xml.contains("replay: x"), "{xml}");
+    }
+
+    #[test]
+    fn non_finite_errors_stay_non_finite_and_keep_the_finite_ones() {
+        // Before: "NaN" read as 0 by the max, written as null, and the table said 0.
+        for (bad, shown) in [("NaN", "NaN"), ("inf", "inf")] {
+            let mut a = doc(1, &["v2-4a"], &[H1], 2.0);
+            let b = doc(2, &["v2-4b"], &[H2], 2.0);
+            for key in ["max_abs", "max_rel", "norm2"] {
+                stage_of(&mut a)[key] = json!(bad);
+            }
+            stage_of(&mut a)["max_ulps"] = json!(u64::MAX);
+            stage_of(&mut a)["findings"][0]["value"] = json!(bad);
+            let m = merged(&[a.clone(), b.clone()]).expect("merge");
+            assert_eq!(m, merged(&[b, a]).expect("merge"));
+            let s = &m["tests"][0]["stages"][0];
+            for key in ["max_abs", "max_rel", "norm2"] {
+                assert_eq!(s[key], bad, "{key}: {s}");
+            }
+            assert_eq!(s["finite_max_rel"], 2e-7);
+            assert_eq!(s["finite_max_abs"], 1e-9);
+            assert_eq!(s["max_ulps"], u64::MAX);
+            assert_eq!(s["finite_max_ulps"], 2);
+            let values: Vec<&Value> = m["tests"][0]["findings"]
+                .as_array()
+                .expect("findings")
+                .iter()
+                .map(|f| &f["value"])
+                .collect();
+            assert!(values.contains(&&json!(bad)), "{values:?}");
+            let table = table(&m, true);
+            assert!(
+                table.contains(&format!("| {shown} (2.00e-7) | - (2) |")),
+                "{table}"
+            );
+            assert!(junit_xml(&m).contains(&format!("max rel err {shown} (2.00e-7)")));
+        }
+    }
+
+    /// `doc` as text with the value of `field` (a JSON pointer) replaced by `raw`.
+    fn with_raw(doc: &Value, field: &str, raw: &str) -> String {
+        let mut d = doc.clone();
+        *d.pointer_mut(field).expect("field") = json!("@@raw@@");
+        d.to_string().replace("\"@@raw@@\"", raw)
+    }
+
+    fn without(doc: &Value, parent: &str, key: &str) -> String {
+        let mut d = doc.clone();
+        d.pointer_mut(parent)
+            .and_then(Value::as_object_mut)
+            .expect("object")
+            .remove(key);
+        d.to_string()
+    }
+
+    #[test]
+    fn fields_outside_the_schema_are_refused_naming_the_field() {
+        // Before: each of these became 0, 1/1 or an empty list, silently.
+        let d = doc(1, &["v2-4a"], &[H1], 2.0);
+        let st = "/tests/0/stages/0";
+        let raw = |f: &str, r: &str| with_raw(&d, f, r);
+        let cases: Vec<(String, &str)> = vec![
+            (
+                raw("/tests/0/stages/0/runs", "-5"),
+                "tests[0].stages[0].runs: expected a whole number",
+            ),
+            (
+                raw("/tests/0/stages/0/runs", "1.5"),
+                "tests[0].stages[0].runs: expected a whole number",
+            ),
+            (
+                raw("/tests/0/stages/0/runs", "18446744073709551616"),
+                "tests[0].stages[0].runs",
+            ),
+            (
+                raw("/tests/0/stages/0/max_ulps", "99999999999999999999999"),
+                "tests[0].stages[0].max_ulps",
+            ),
+            (
+                raw("/tests/0/stages/0/max_rel", "-1"),
+                "tests[0].stages[0].max_rel: expected an error",
+            ),
+            (
+                raw("/tests/0/stages/0/max_rel", "\"nan\""),
+                "tests[0].stages[0].max_rel",
+            ),
+            (
+                raw("/tests/0/stages/0/max_abs", "null"),
+                "tests[0].stages[0].max_abs",
+            ),
+            (
+                raw("/tests/0/stages/0/differing", "7"),
+                "more than the stage's 1 runs",
+            ),
+            (
+                raw("/tests/0/shard", r#"{"index":0,"count":0}"#),
+                "tests[0].shard: shard 0/0 does not exist",
+            ),
+            (
+                raw("/tests/0/shard", r#"{"index":5,"count":2}"#),
+                "tests[0].shard: shard 5/2 does not exist",
+            ),
+            (
+                raw("/shard", r#"{"index":3,"count":2}"#),
+                "field shard: shard 3/2",
+            ),
+            (
+                raw("/tests/0/stages/0/run_numbers/step", "0"),
+                "run_numbers.step: 0",
+            ),
+            (
+                raw("/tests/0/stages/0/run_numbers/first", "5"),
+                "is not shard 1/2's",
+            ),
+            (raw("/tests/0/stages/0/stage", "\"loop\""), "is not a stage"),
+            (raw("/tests/0/stages/0/number", "2"), "is number 4, not 2"),
+            (raw("/tests/0/stages/0/ended_by", "\"tired\""), "ended_by"),
+            (
+                raw("/tests/0/stages/0/result_hashes/0", "\"xyz\""),
+                "result_hashes[0]",
+            ),
+            (
+                raw("/tests/0/stages/0/duration_s", "-1"),
+                "duration_s: expected seconds",
+            ),
+            (
+                raw("/tests/0/reproducible", "1"),
+                "reproducible: expected true or false",
+            ),
+            (raw("/sites/0/line", "-3"), "sites[0].line"),
+            (
+                without(&d, st, "result_hashes"),
+                "tests[0].stages[0].result_hashes: missing",
+            ),
+            (
+                without(&d, st, "findings"),
+                "tests[0].stages[0].findings: missing",
+            ),
+            (without(&d, st, "run_numbers"), "run_numbers: missing"),
+            (
+                without(&d, "/tests/0", "stages"),
+                "tests[0].stages: missing",
+            ),
+            (without(&d, "/tests/0", "name"), "tests[0].name: missing"),
+            (without(&d, "/tests/0", "shard"), "tests[0].shard: missing"),
+            (without(&d, "", "tests"), "field tests: missing"),
+            (without(&d, "", "sites"), "field sites: missing"),
+            (
+                without(&d, "/tests/0/stages/0/findings/0", "token"),
+                "findings[0].token: missing",
+            ),
+        ];
+        for (text, says) in cases {
+            let err = reports::parse("r.json", &text)
+                .err()
+                .unwrap_or_else(|| panic!("accepted: {text}"))
+                .to_string();
+            assert!(err.starts_with("r.json:1: "), "{err}");
+            assert!(err.contains(says), "{says:?} not in {err:?}");
+        }
+    }
+
+    #[test]
+    fn sums_past_u64_max_are_an_error() {
+        // Before: two shards of 2^63 runs merged to 0 runs.
+        let mut a = doc(1, &["v2-4a"], &[H1], 2.0);
+        let mut b = doc(2, &["v2-4b"], &[H2], 2.0);
+        for d in [&mut a, &mut b] {
+            stage_of(d)["runs"] = json!(1u64 << 63);
+        }
+        let err = merged(&[a.clone(), b.clone()]).expect_err("overflow");
+        assert!(
+            err.contains("r1.json:1: field tests[0].stages[0].runs"),
+            "{err}"
+        );
+        // 2^63 - 1 + 2^63 still fits
+        stage_of(&mut a)["runs"] = json!((1u64 << 63) - 1);
+        let m = merged(&[a, b]).expect("fits");
+        assert_eq!(m["tests"][0]["stages"][0]["runs"], u64::MAX);
     }
 }

@@ -131,19 +131,20 @@ fn rerun_command(key: &str) -> String {
 
 /// The amplifier's report with its replay commands pointing at this demo section (the
 /// report's own commands re-run a `cargo test` of that name, which the demo is not).
-fn print_report(report: &fprev::AmplifyReport, key: &str) {
+fn print_report(report: &fprev::AmplifyReport, key: &str) -> Result<(), Failure> {
     let text = report
         .to_string()
         .replace(&format!("cargo test {}", report.name), &rerun_command(key));
-    println!("{text}");
+    outln!("{text}");
+    Ok(())
 }
 
 fn scramble_catches(_out: &Path) -> Result<(), Failure> {
     let v = demo_values();
     let report =
         fprev::amplify::amplify_named(&amplify_config(), "demo::plain_total", || plain_total(&v));
-    print_report(&report, "scramble");
-    println!(
+    print_report(&report, "scramble")?;
+    outln!(
         "-> {}",
         if report.is_reproducible() {
             "no order dependence found"
@@ -158,8 +159,8 @@ fn exact_fixes(_out: &Path) -> Result<(), Failure> {
     let v = demo_values();
     let report =
         fprev::amplify::amplify_named(&amplify_config(), "demo::exact_total", || exact_total(&v));
-    print_report(&report, "exact");
-    println!(
+    print_report(&report, "exact")?;
+    outln!(
         "-> exact::Accumulator: {}",
         if report.is_reproducible() {
             "one result under every schedule"
@@ -169,9 +170,9 @@ fn exact_fixes(_out: &Path) -> Result<(), Failure> {
     );
     match fprev::reveal(64, fprev::exact::sum) {
         Err(e @ fprev::RevealError::OrderIndependent { .. }) => {
-            println!("-> fprev::reveal(64, exact::sum): {e}")
+            outln!("-> fprev::reveal(64, exact::sum): {e}")
         }
-        other => println!("-> fprev::reveal(64, exact::sum): unexpected {other:?}"),
+        other => outln!("-> fprev::reveal(64, exact::sum): unexpected {other:?}"),
     }
     Ok(())
 }
@@ -185,9 +186,9 @@ fn numpy_exec(out: &Path) -> Result<(), Failure> {
         .output()
         .is_ok_and(|o| o.status.success());
     if !have_numpy {
-        println!("SKIPPED: this section needs python3 with numpy, which was not found.");
-        println!("   To run it: python3 -m venv .venv && .venv/bin/pip install numpy");
-        println!("   then: PATH=\"$PWD/.venv/bin:$PATH\" cargo run --release");
+        outln!("SKIPPED: this section needs python3 with numpy, which was not found.");
+        outln!("   To run it: python3 -m venv .venv && .venv/bin/pip install numpy");
+        outln!("   then: PATH=\"$PWD/.venv/bin:$PATH\" cargo run --release");
         return Ok(());
     }
     let command = format!("python3 -c '{NUMPY_SUM}'");
@@ -200,7 +201,7 @@ fn numpy_exec(out: &Path) -> Result<(), Failure> {
             std::time::Duration::from_secs(30),
             std::time::Duration::from_secs(2),
         )
-        .map_err(Failure)?;
+        .map_err(Failure::Message)?;
         let start = Instant::now();
         let r = fprev::Reveal::new(n)
             .known_orders(guess)
@@ -209,12 +210,12 @@ fn numpy_exec(out: &Path) -> Result<(), Failure> {
             Some(name) => format!("recognized as {name} and proved"),
             None => "found by search".to_string(),
         };
-        println!(
+        outln!(
             "numpy.sum, float32, n = {n}: {how}, {} probes, {:.2} s",
             r.probes,
             start.elapsed().as_secs_f64()
         );
-        println!("   {}", clip(&r.tree));
+        outln!("   {}", clip(&r.tree));
         picture(
             out,
             &format!("numpy_sum_{n}.svg"),
@@ -230,22 +231,23 @@ pub fn run(out: &Path, only: Option<&str>) -> Result<(), Failure> {
     if let Some(key) = only {
         if !SECTIONS.iter().any(|s| s.key == key) {
             let keys: Vec<&str> = SECTIONS.iter().map(|s| s.key).collect();
-            return Err(Failure(format!(
+            return Err(Failure::Message(format!(
                 "no demo section {key:?}; sections: {}",
                 keys.join(", ")
             )));
         }
     }
-    std::fs::create_dir_all(out).map_err(|e| Failure(format!("{}: {e}", out.display())))?;
+    std::fs::create_dir_all(out)
+        .map_err(|e| Failure::Message(format!("{}: {e}", out.display())))?;
     let start = Instant::now();
     for (i, s) in SECTIONS.iter().enumerate() {
         if only.is_some_and(|k| k != s.key) {
             continue;
         }
-        println!("\n== {}. {} ==", i + 1, s.title);
+        outln!("\n== {}. {} ==", i + 1, s.title);
         (s.run)(out)?;
     }
-    println!(
+    outln!(
         "\ndone in {:.1} s; pictures in {}/",
         start.elapsed().as_secs_f64(),
         out.display()
@@ -290,8 +292,8 @@ fn clip(t: &SumTree) -> String {
 fn picture(out: &Path, file: &str, title: &str, t: &SumTree) -> Result<(), Failure> {
     let path = out.join(file);
     std::fs::write(&path, Picture::new().title(title).render(t))
-        .map_err(|e| Failure(format!("{}: {e}", path.display())))?;
-    println!("   picture: {}", path.display());
+        .map_err(|e| Failure::Message(format!("{}: {e}", path.display())))?;
+    outln!("   picture: {}", path.display());
     Ok(())
 }
 
@@ -302,14 +304,14 @@ fn one(name: &str, n: usize) -> Result<SumTree, Failure> {
 
 fn plain_loops(out: &Path) -> Result<(), Failure> {
     let t = one("iter-sum", 16)?;
-    println!(
+    outln!(
         "Iterator::sum, f32, n = 16 (sequential: {}):",
         t == SumTree::sequential(16)
     );
-    println!("   {}", clip(&t));
+    outln!("   {}", clip(&t));
     let t = one("unrolled4", 18)?;
-    println!("hand-unrolled, 4 accumulators, n = 18:");
-    println!("   {}", clip(&t));
+    outln!("hand-unrolled, 4 accumulators, n = 18:");
+    outln!("   {}", clip(&t));
     picture(
         out,
         "unrolled4_18.svg",
@@ -320,8 +322,8 @@ fn plain_loops(out: &Path) -> Result<(), Failure> {
 
 fn ndarray_lanes(out: &Path) -> Result<(), Failure> {
     let t = one("ndarray-sum", 32)?;
-    println!("ndarray sum, f32, n = 32:");
-    println!("   {}", clip(&t));
+    outln!("ndarray sum, f32, n = 32:");
+    outln!("   {}", clip(&t));
     picture(
         out,
         "ndarray_sum_32.svg",
@@ -329,8 +331,8 @@ fn ndarray_lanes(out: &Path) -> Result<(), Failure> {
         &t,
     )?;
     let t = one("ndarray-dot", 37)?;
-    println!("ndarray dot, f32, n = 37 (5 leftovers added at the end):");
-    println!("   {}", clip(&t));
+    outln!("ndarray dot, f32, n = 37 (5 leftovers added at the end):");
+    outln!("   {}", clip(&t));
     Ok(())
 }
 
@@ -369,7 +371,7 @@ fn matrix_products(out: &Path) -> Result<(), Failure> {
             .iter()
             .map(|&c| t.leaves_under(c as usize).len())
             .collect();
-        println!(
+        outln!(
             "{name}, f32, {} x {} by {} x {}: {} in {} calls ({:.2} s); root adds blocks of {:?}",
             size.rows,
             size.n,
@@ -400,7 +402,7 @@ fn matrix_products(out: &Path) -> Result<(), Failure> {
         &ElementReveal::new(),
         None,
     )?;
-    println!(
+    outln!(
         "matrixmultiply sgemm 512 x 512 x 512: {} elements, {} order(s), {} calls, {:.2} s",
         o.shape.elements(),
         o.groups.len(),
@@ -415,7 +417,7 @@ fn matrix_products(out: &Path) -> Result<(), Failure> {
         },
         &ElementReveal::new(),
     )?;
-    println!(
+    outln!(
         "f16 operands, f32 accumulation (sgemm), k = 64: sequential = {}",
         o.groups[0].tree == SumTree::sequential(64)
     );
@@ -442,12 +444,12 @@ fn rayon_threads(out: &Path) -> Result<(), Failure> {
                     }
                 }
                 Err(e) => {
-                    println!("   {label}: failed, {}", clip_words(&e.to_string(), 60));
+                    outln!("   {label}: failed, {}", clip_words(&e.to_string(), 60));
                 }
             }
         }
     }
-    println!(
+    outln!(
         "rayon par_iter().sum(), f32, n = {n}: {} distinct trees",
         seen.len()
     );
@@ -457,7 +459,7 @@ fn rayon_threads(out: &Path) -> Result<(), Failure> {
             .iter()
             .map(|&c| t.leaves_under(c as usize).len())
             .collect();
-        println!(
+        outln!(
             "   tree {i}: root halves {top:?}, depth {}; seen with {}",
             t.stats().depth,
             labels.join("; ")
@@ -487,7 +489,7 @@ fn rayon_threads(out: &Path) -> Result<(), Failure> {
         let first = failures
             .first()
             .map(|f| format!(" (first: {})", clip_words(f, 110)));
-        println!(
+        outln!(
             "rayon, n = {n}, {threads} thread(s), 3 reveals: {} distinct tree(s), {} failed{}",
             trees.len(),
             failures.len(),

@@ -19,7 +19,6 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::marker::PhantomData;
-use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
@@ -171,19 +170,22 @@ impl<T: ProbeFloat> Exec<T> {
         timeout: Duration,
         grace: Duration,
     ) -> Result<Exec<T>, String> {
-        let mut child = Command::new("sh")
-            .arg("-c")
+        peer::guard_signals();
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
             .arg(command)
-            // its own process group, so a stalled pipeline can be stopped as a whole
-            .process_group(0)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::inherit());
+        // its own process group, so a stalled pipeline can be stopped as a whole
+        peer::configure(&mut cmd);
+        let mut child = cmd
             .spawn()
             .map_err(|e| format!("cannot start {command:?}: {e}"))?;
         let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(format!("cannot connect to {command:?}"));
         };
+        peer::register(child.id());
         let (to_child, inbox) = mpsc::sync_channel::<Vec<u8>>(QUEUE);
         let stop = Arc::new(AtomicBool::new(false));
         let written = Arc::new(AtomicU64::new(0));
@@ -565,6 +567,7 @@ impl<T> Drop for Exec<T> {
         self.stop.store(true, Ordering::Relaxed);
         self.to_child = None;
         peer::shutdown(&mut self.child, self.grace);
+        peer::unregister(self.child.id());
     }
 }
 

@@ -1,12 +1,36 @@
 //! The `fprev` command-line tool: reveal the summation order of built-in library targets
 //! or of any program, compare trees, draw them, and run the demo.
 
+/// `println!` that returns a [`Failure`] from the enclosing function when standard output
+/// cannot be written (`println!` panics).
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::write_out(&format!("{}\n", format_args!($($arg)*)))?
+    };
+}
+
+/// `eprintln!` that ignores a failed write (`eprintln!` panics): with standard error
+/// gone there is nowhere left to report anything.
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// `eprint!` of `text`, ignoring a failed write as [`errln!`] does.
+fn errout(text: &str) {
+    use std::io::Write as _;
+    let _ = std::io::stderr().write_all(text.as_bytes());
+}
+
 mod budget;
 mod builtins;
 mod campaign;
 mod demo;
 mod exec;
 mod limits;
+mod reports;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -163,13 +187,38 @@ struct RevealArgs {
     output: Option<PathBuf>,
 }
 
-/// A failure, printed as `fprev: <message>` with exit code 2.
-struct Failure(String);
+/// Why a command stopped.
+enum Failure {
+    /// Printed as `fprev: <message>`, with exit code 2.
+    Message(String),
+    /// Standard output's reader went away (a broken pipe, as under `| head`): nothing
+    /// more can be shown, so fprev stops quietly with status 0, as ripgrep does.
+    OutputClosed,
+}
 
 impl<E: std::fmt::Display> From<E> for Failure {
     fn from(e: E) -> Self {
-        Failure(e.to_string())
+        Failure::Message(e.to_string())
     }
+}
+
+/// The failure of a write to standard output.
+fn stdout_failure(e: std::io::Error) -> Failure {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        Failure::OutputClosed
+    } else {
+        Failure::Message(format!("cannot write to standard output: {e}"))
+    }
+}
+
+/// Writes `text` to standard output and flushes it: an error is a [`Failure`], never a
+/// panic (as `print!` would give).
+fn write_out(text: &str) -> Result<(), Failure> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(stdout_failure)
 }
 
 fn main() -> ExitCode {
@@ -181,10 +230,11 @@ fn main() -> ExitCode {
     let result = match command {
         Cmd::Reveal(args) => reveal(&args),
         Cmd::Targets => {
+            let mut text = String::new();
             for b in builtins::BUILTINS {
-                println!("{:<22} {:<16} {}", b.name, b.dtypes.join(","), b.about);
+                text += &format!("{:<22} {:<16} {}\n", b.name, b.dtypes.join(","), b.about);
             }
-            Ok(ExitCode::SUCCESS)
+            write_out(&text).map(|()| ExitCode::SUCCESS)
         }
         Cmd::Diff { a, b } => diff(&a, &b),
         Cmd::Demo { out, only } => demo::run(&out, only.as_deref()).map(|_| ExitCode::SUCCESS),
@@ -192,22 +242,23 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
-        Err(Failure(msg)) => {
+        Err(Failure::OutputClosed) => ExitCode::SUCCESS,
+        Err(Failure::Message(msg)) => {
             // The library's messages name its Rust API; here the switch is a flag.
             let msg = msg.replace(
                 "use Reveal::accept_flat(true)",
                 "pass --accept-flat (Reveal::accept_flat(true) in Rust)",
             );
-            eprintln!("fprev: {msg}");
+            errln!("fprev: {msg}");
             ExitCode::from(2)
         }
     }
 }
 
 fn read_tree(path: &PathBuf) -> Result<SumTree, Failure> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| Failure(format!("{}: {e}", path.display())))?;
-    parse_tree(&text).map_err(|e| Failure(format!("{}: {e}", path.display())))
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Failure::Message(format!("{}: {e}", path.display())))?;
+    parse_tree(&text).map_err(|e| Failure::Message(format!("{}: {e}", path.display())))
 }
 
 /// A tree in canonical text or JSON.
@@ -224,22 +275,22 @@ fn diff(a: &PathBuf, b: &PathBuf) -> Result<ExitCode, Failure> {
     let (ta, tb) = (read_tree(a)?, read_tree(b)?);
     match ta.diff(&tb) {
         None => {
-            println!("same tree ({} leaves)", ta.leaf_count());
+            outln!("same tree ({} leaves)", ta.leaf_count());
             Ok(ExitCode::SUCCESS)
         }
         Some(d) => {
             if d.leaves.is_empty() {
-                println!("different sizes: {} vs {}", d.left, d.right);
+                outln!("different sizes: {} vs {}", d.left, d.right);
             } else {
                 let shown: Vec<String> = d.leaves.iter().take(16).map(|l| l.to_string()).collect();
                 let more = if d.leaves.len() > 16 { ",..." } else { "" };
-                println!(
+                outln!(
                     "trees differ; smallest differing subtree covers leaves {{{}{more}}} ({} leaves)",
                     shown.join(","),
                     d.leaves.len()
                 );
-                println!("{}: {}", a.display(), d.left);
-                println!("{}: {}", b.display(), d.right);
+                outln!("{}: {}", a.display(), d.left);
+                outln!("{}: {}", b.display(), d.right);
             }
             Ok(ExitCode::from(1))
         }
@@ -266,7 +317,7 @@ fn reveal(args: &RevealArgs) -> Result<ExitCode, Failure> {
     let start = Instant::now();
     if let Some(cmd) = &args.exec {
         for w in budget::ignored_options(args, false) {
-            eprintln!("fprev: {w}");
+            errln!("fprev: {w}");
         }
         // Memory first: a size that cannot be held is refused whatever --yes says.
         let acc = acc_dtype(args)?;
@@ -275,7 +326,7 @@ fn reveal(args: &RevealArgs) -> Result<ExitCode, Failure> {
             Dtype::F32 => 4,
             _ => 2,
         };
-        limits::vector(args.n, elem, args.max_memory).map_err(Failure)?;
+        limits::vector(args.n, elem, args.max_memory).map_err(Failure::Message)?;
         fprev::reveal::check_memory(args.n, algorithm_of(args), elem, args.max_memory)?;
         budget::Estimate::new(args.algorithm, args.n, 1, args.n as f64)
             .check(&format!("{cmd:?} at n = {}", args.n), args.yes)?;
@@ -285,7 +336,7 @@ fn reveal(args: &RevealArgs) -> Result<ExitCode, Failure> {
             Dtype::F16 => reveal_exec::<fprev::half::f16>(cmd, args)?,
             _ => reveal_exec::<fprev::half::bf16>(cmd, args)?,
         };
-        eprintln!(
+        errln!(
             "revealed {cmd:?}: n = {}, {probes} probes in {:.2} s",
             args.n,
             start.elapsed().as_secs_f64()
@@ -295,12 +346,12 @@ fn reveal(args: &RevealArgs) -> Result<ExitCode, Failure> {
         return Ok(ExitCode::SUCCESS);
     }
     let Some(name) = args.target.as_deref() else {
-        return Err(Failure(
+        return Err(Failure::Message(
             "name a built-in target (see `fprev targets`) or pass --exec \"<command>\"".into(),
         ));
     };
     let Some(b) = builtins::find(name) else {
-        return Err(Failure(format!(
+        return Err(Failure::Message(format!(
             "no built-in target {name:?}; `fprev targets` lists them"
         )));
     };
@@ -308,23 +359,23 @@ fn reveal(args: &RevealArgs) -> Result<ExitCode, Failure> {
     // the one built-in with narrower operands than its accumulator
     let mixed = name == "matrixmultiply-f16";
     if mixed && args.dtype == Dtype::F16 && args.acc_dtype != Some(Dtype::F32) {
-        return Err(Failure(format!(
+        return Err(Failure::Message(format!(
             "{name} accumulates f16 operands in f32: pass --dtype f16 --acc-dtype f32"
         )));
     }
     let acc_ok = |a: Dtype| a == args.dtype || (mixed && a == Dtype::F32);
     if args.acc_dtype.is_some_and(|a| !acc_ok(a)) {
-        return Err(Failure(format!(
+        return Err(Failure::Message(format!(
             "{name} accumulates in its --dtype; --acc-dtype applies to --exec programs and to matrixmultiply-f16"
         )));
     }
     if args.op == exec::Op::Dot {
-        return Err(Failure(
+        return Err(Failure::Message(
             "--op dot applies to --exec programs; the built-in dot and matrix targets are named (see `fprev targets`)".into(),
         ));
     }
     if !b.dtypes.contains(&dt) {
-        return Err(Failure(format!(
+        return Err(Failure::Message(format!(
             "{name} supports --dtype {}",
             b.dtypes.join(", ")
         )));
@@ -336,13 +387,14 @@ fn reveal(args: &RevealArgs) -> Result<ExitCode, Failure> {
     };
     let elem = if args.dtype == Dtype::F64 { 8 } else { 4 };
     if b.matrix {
-        limits::matrix(size.n, size.rows, size.cols, elem, args.max_memory).map_err(Failure)?;
+        limits::matrix(size.n, size.rows, size.cols, elem, args.max_memory)
+            .map_err(Failure::Message)?;
     } else {
-        limits::vector(size.n, elem, args.max_memory).map_err(Failure)?;
+        limits::vector(size.n, elem, args.max_memory).map_err(Failure::Message)?;
     }
     fprev::reveal::check_memory(size.n, algorithm_of(args), elem, args.max_memory)?;
     for w in budget::ignored_options(args, b.matrix) {
-        eprintln!("fprev: {w}");
+        errln!("fprev: {w}");
     }
     let (lanes, per_call) = if b.matrix {
         (
@@ -371,7 +423,7 @@ fn reveal(args: &RevealArgs) -> Result<ExitCode, Failure> {
     } else {
         format!("n = {}", size.n)
     };
-    eprintln!(
+    errln!(
         "revealed {name} ({dt}, {shape}): {} probes in {} calls, {:.3} s",
         orders.probes,
         orders.calls,
@@ -379,7 +431,7 @@ fn reveal(args: &RevealArgs) -> Result<ExitCode, Failure> {
     );
     if b.matrix {
         let summary = orders.to_string();
-        eprintln!("{}", summary.lines().next().unwrap_or_default());
+        errln!("{}", summary.lines().next().unwrap_or_default());
     }
     let title = format!("{name}, {dt}, {shape}");
     emit(args, &orders.groups[0].tree, Some(&orders), &title)?;
@@ -405,7 +457,7 @@ fn acc_dtype(args: &RevealArgs) -> Result<Dtype, Failure> {
         .acc_dtype
         .unwrap_or(if fp8 { Dtype::F32 } else { args.dtype });
     if matches!(acc, Dtype::F8e4m3 | Dtype::F8e5m2) {
-        return Err(Failure(format!(
+        return Err(Failure::Message(format!(
             "--acc-dtype {}: FP8 is an operand type; accumulate in f16, bf16, f32 or f64",
             dtype_name(acc)
         )));
@@ -425,7 +477,7 @@ fn acc_dtype(args: &RevealArgs) -> Result<Dtype, Failure> {
         Dtype::F8e4m3 => 8,
     };
     if bits(acc) < bits(args.dtype) || range(acc) < range(args.dtype) {
-        return Err(Failure(format!(
+        return Err(Failure::Message(format!(
             "--acc-dtype {} cannot hold every --dtype {} value exactly",
             dtype_name(acc),
             dtype_name(args.dtype)
@@ -456,12 +508,12 @@ fn emit(
     let text = match (args.format, groups) {
         (Format::Text, None) => format!("{tree}\n"),
         (Format::Text, Some(o)) => {
-            eprint!("{o}");
+            errout(&o.to_string());
             o.groups.iter().map(|g| format!("{}\n", g.tree)).collect()
         }
         (Format::Summary, None) => format!("{}\n", tree.describe()),
         (Format::Summary, Some(o)) => {
-            eprint!("{o}");
+            errout(&o.to_string());
             o.groups
                 .iter()
                 .map(|g| format!("{}\n", g.tree.describe()))
@@ -491,29 +543,26 @@ fn emit(
         (Format::Svg, _) => fprev::picture::Picture::new().title(title).render(tree),
     };
     match &args.output {
-        Some(p) => std::fs::write(p, text).map_err(|e| Failure(format!("{}: {e}", p.display()))),
-        None => {
-            use std::io::Write;
-            let mut out = std::io::stdout().lock();
-            out.write_all(text.as_bytes())?;
-            Ok(())
+        Some(p) => {
+            std::fs::write(p, text).map_err(|e| Failure::Message(format!("{}: {e}", p.display())))
         }
+        None => write_out(&text),
     }
 }
 
 fn reveal_exec<T: ProbeFloat>(cmd: &str, args: &RevealArgs) -> Result<(SumTree, u64), Failure> {
-    let timeout = limits::seconds("--timeout", args.timeout, false).map_err(Failure)?;
-    let grace = limits::seconds("--grace", args.grace, true).map_err(Failure)?;
+    let timeout = limits::seconds("--timeout", args.timeout, false).map_err(Failure::Message)?;
+    let grace = limits::seconds("--grace", args.grace, true).map_err(Failure::Message)?;
     if args.n == 0 {
-        return Err(Failure("--n 0: there is nothing to sum".into()));
+        return Err(Failure::Message("--n 0: there is nothing to sum".into()));
     }
     if args.op == exec::Op::Dot && args.protocol.is_delta() {
-        return Err(Failure(
+        return Err(Failure::Message(
             "--op dot sends both operands whole: use --protocol text or binary".into(),
         ));
     }
     let mut target = exec::Exec::<T>::spawn(cmd, args.protocol, timeout, grace)
-        .map_err(Failure)?
+        .map_err(Failure::Message)?
         .with_wire(wire_of(args.dtype), args.op);
     let estimate = budget::Estimate::new(args.algorithm, args.n, 1, args.n as f64);
     let progress = budget::Progress::new(estimate.calls, "probes");
@@ -540,26 +589,26 @@ fn run_engine<T: ProbeFloat>(
     }
     let r = reveal.run_target(target)?;
     if let Some(name) = &r.recognized {
-        eprintln!("recognized the {name} order (proved with one probe per inner node)");
+        errln!("recognized the {name} order (proved with one probe per inner node)");
     }
     if let Some(f) = r.verification.fused {
         let out = match f.frac_out {
             Some(k) => format!("results truncated to {k} fraction bits"),
             None => "results rounded to nearest".into(),
         };
-        eprintln!(
+        errln!(
             "truncating fused nodes: replayed {} random inputs bit for bit under a block-FMA model (terms aligned to {} fraction bits, {out})",
             f.inputs, f.frac
         );
     }
     if r.verification.excluded_width < 53 && r.verification.fused.is_none() {
-        eprintln!(
+        errln!(
             "note: a fused adder that keeps {} or more fraction bits below its largest term would answer these probes like a different tree; this format's range cannot exclude it",
             r.verification.excluded_width
         );
     }
     if let Some(bits) = r.verification.count_bits {
-        eprintln!("unit counts are exact only below 2^{bits}: counted in windows of that size");
+        errln!("unit counts are exact only below 2^{bits}: counted in windows of that size");
     }
     Ok((r.tree, r.probes))
 }
@@ -568,7 +617,7 @@ fn run_engine<T: ProbeFloat>(
 fn read_hint(hint: &str) -> Result<SumTree, Failure> {
     let t = hint.trim();
     if t.starts_with('(') || t.parse::<usize>().is_ok() {
-        return parse_tree(t).map_err(|e| Failure(format!("--hint {hint}: {e}")));
+        return parse_tree(t).map_err(|e| Failure::Message(format!("--hint {hint}: {e}")));
     }
     read_tree(&PathBuf::from(hint))
 }

@@ -812,3 +812,193 @@ fn acc_dtype_and_op_are_checked() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+/// `fprev args...` with standard output sent to `stdout` and standard error to
+/// `stderr_to` (a pipe when none).
+fn fprev_to(
+    args: &[&str],
+    stdout: std::process::Stdio,
+    stderr_to: Option<std::fs::File>,
+) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fprev"));
+    cmd.args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(stdout);
+    if let Some(f) = stderr_to {
+        cmd.stderr(f);
+    }
+    cmd.output().expect("run fprev")
+}
+
+fn dev_full() -> std::fs::File {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full")
+}
+
+/// The commands that print to standard output, each printing something.
+fn printing_commands() -> Vec<Vec<String>> {
+    let (a, b) = (tmp("full-a.txt"), tmp("full-b.txt"));
+    std::fs::write(&a, "((0+1)+2)\n").expect("write");
+    std::fs::write(&b, "(0+(1+2))\n").expect("write");
+    let s = |p: &PathBuf| p.to_str().unwrap_or_default().to_string();
+    let demo = tmp("full-demo");
+    [
+        vec!["targets".to_string()],
+        vec!["diff".into(), s(&a), s(&a)],
+        vec!["diff".into(), s(&a), s(&b)],
+        vec!["reveal".into(), "unrolled4".into(), "-n".into(), "8".into()],
+        vec![
+            "reveal".into(),
+            "--exec".into(),
+            "cat".into(),
+            "-n".into(),
+            "1".into(),
+        ],
+        vec![
+            "demo".into(),
+            "--only".into(),
+            "loops".into(),
+            "--out".into(),
+            s(&demo),
+        ],
+    ]
+    .into()
+}
+
+#[test]
+fn a_full_stdout_is_an_error_not_a_panic() {
+    // Before: println! panicked ("failed printing to stdout"), exit status 101.
+    for args in printing_commands() {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = fprev_to(&args, dev_full().into(), None);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("fprev: cannot write to standard output: No space left on device"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+        assert!(!stderr(&o).contains("panicked"), "{args:?}: {}", stderr(&o));
+        // and with standard error full too: no panic, nothing to say
+        let o = fprev_to(&args, dev_full().into(), Some(dev_full()));
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+    }
+}
+
+#[test]
+fn a_closed_pipe_on_stdout_ends_quietly() {
+    // Before: println! panicked on the broken pipe (exit status 101); now fprev stops
+    // quietly with status 0, as `| head -1` expects.
+    for args in printing_commands() {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (reader, writer) = std::io::pipe().expect("pipe");
+        drop(reader);
+        let o = fprev_to(&args, writer.into(), None);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("panicked"), "{args:?}: {}", stderr(&o));
+        assert!(
+            !stderr(&o).contains("standard output"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+}
+
+/// Polls `f` every 10 ms, at most `tries` times, until it gives a value.
+fn poll<T>(tries: u32, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    for _ in 0..tries {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    None
+}
+
+/// Starts `fprev reveal --exec <peer>` (the peer never answers) with the default action
+/// for SIGINT and SIGHUP (a test runner started in the background ignores them, and
+/// fprev would inherit that), and waits for the peer to write `pid_file`.
+fn fprev_with_peer(peer: &str, pid_file: &std::path::Path) -> (std::process::Child, String) {
+    use std::os::unix::process::CommandExt;
+    let _ = std::fs::remove_file(pid_file);
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fprev"));
+    cmd.args(["reveal", "--exec", peer, "--n", "4", "--timeout", "300"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // SAFETY: signal(2) only, between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            libc::signal(libc::SIGHUP, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().expect("run fprev");
+    let pid = poll(3000, || {
+        std::fs::read_to_string(pid_file)
+            .ok()
+            .filter(|s| s.ends_with('\n'))
+    });
+    let Some(pid) = pid else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("the peer did not start");
+    };
+    (child, pid)
+}
+
+/// Waits (bounded) for `child` to end.
+fn ended(child: &mut std::process::Child) -> std::process::ExitStatus {
+    match poll(3000, || child.try_wait().ok().flatten()) {
+        Some(status) => status,
+        None => {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("fprev did not end");
+        }
+    }
+}
+
+#[test]
+fn a_signalled_fprev_ends_the_peers_background_children() {
+    use std::os::unix::process::ExitStatusExt;
+    // Before: the peer died of a broken pipe and its background sleep kept running.
+    for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+        let pids = tmp(&format!("signalled-{signal}.pid"));
+        let peer = format!(
+            "sleep 300 </dev/null >/dev/null 2>&1 & echo $! > {0}.tmp && mv {0}.tmp {0}; \
+             exec sleep 300",
+            pids.display()
+        );
+        let (mut child, pid) = fprev_with_peer(&peer, &pids);
+        let fprev_pid = i32::try_from(child.id()).expect("pid");
+        // SAFETY: kill(2) of the child this test started.
+        assert_eq!(unsafe { libc::kill(fprev_pid, signal) }, 0);
+        let status = ended(&mut child);
+        assert_eq!(status.signal(), Some(signal), "{status:?}");
+        assert!(
+            poll(1000, || (!running(&pid)).then_some(())).is_some(),
+            "signal {signal}: the peer's background sleep {} outlived fprev",
+            pid.trim()
+        );
+    }
+}
+
+#[test]
+fn a_killed_fprev_takes_its_direct_peer_along() {
+    // SIGKILL cannot be handled: the kernel's parent-death signal ends the direct peer.
+    let pids = tmp("killed.pid");
+    let peer = format!(
+        "echo $$ > {0}.tmp && mv {0}.tmp {0}; exec sleep 300",
+        pids.display()
+    );
+    let (mut child, pid) = fprev_with_peer(&peer, &pids);
+    child.kill().expect("SIGKILL");
+    let _ = ended(&mut child);
+    assert!(
+        poll(1000, || (!running(&pid)).then_some(())).is_some(),
+        "the peer {} outlived a SIGKILLed fprev",
+        pid.trim()
+    );
+}

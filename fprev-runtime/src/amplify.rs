@@ -706,12 +706,18 @@ fn run_stage<R: Floats, F: Fn() -> R + Sync>(
                     record.first_difference = Some((k, x, r));
                 }
                 let abs = (x - r).abs();
-                let rel = if r != 0.0 { abs / r.abs() } else { abs };
-                report.max_abs = report.max_abs.max(abs);
-                report.max_rel = report.max_rel.max(rel);
+                // an infinite reference makes any other value infinitely wrong (abs / |r|
+                // would be NaN for a value of the other sign)
+                let rel = if r != 0.0 && r.is_finite() {
+                    abs / r.abs()
+                } else {
+                    abs
+                };
+                report.max_abs = max_or_nan(report.max_abs, abs);
+                report.max_rel = max_or_nan(report.max_rel, rel);
                 norm2 += rel * rel;
             }
-            report.norm2 = report.norm2.max(norm2.sqrt());
+            report.norm2 = max_or_nan(report.norm2, norm2.sqrt());
             report.max_elements = report.max_elements.max(elements);
         } else {
             report.max_elements = reference.len().max(out.len());
@@ -734,6 +740,17 @@ fn run_stage<R: Floats, F: Fn() -> R + Sync>(
     report.sites_reached = reached_total() - reached_before;
     report.duration = start.elapsed();
     report
+}
+
+/// The larger of two errors, NaN when either is: `f64::max` drops a NaN, and a run that
+/// differs from a NaN reference (or gives NaN against a number) would then report no
+/// error at all.
+fn max_or_nan(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else {
+        a.max(b)
+    }
 }
 
 /// Distance in ulps between `x` and `r`, in the narrowest of `f32` / `f64` that holds
@@ -866,6 +883,63 @@ mod tests {
             ulps(f64::from(f32::from_bits(1)), -f64::from(f32::from_bits(1))),
             2
         );
+    }
+
+    #[test]
+    fn errors_against_a_nan_reference_are_nan_not_zero() {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        // The first call is the reference run: NaN; every later run answers 1.0.
+        let calls = AtomicU64::new(0);
+        let config = AmplifyConfig::default()
+            .runs(2)
+            .seed(7)
+            .stages(&[Stage::Repeat]);
+        let report = amplify_named(&config, "nan_reference", || {
+            if calls.fetch_add(1, Ordering::Relaxed) == 0 {
+                [f64::NAN]
+            } else {
+                [1.0]
+            }
+        });
+        let s = &report.stages[0];
+        assert_eq!(s.differing_count, 2);
+        assert!(s.max_abs.is_nan(), "max_abs {}", s.max_abs);
+        assert!(s.max_rel.is_nan(), "max_rel {}", s.max_rel);
+        assert!(s.norm2.is_nan(), "norm2 {}", s.norm2);
+        assert_eq!(s.max_ulps, u64::MAX);
+        let text = report.to_string();
+        assert!(!text.contains(&u64::MAX.to_string()), "{text}");
+        let row = text
+            .lines()
+            .find(|l| l.contains("1 same config"))
+            .unwrap_or_default();
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(
+            cells[cells.len() - 4..],
+            ["NaN", "NaN", "NaN", "-"],
+            "{row:?}"
+        );
+        // and a NaN run against a number reference
+        let calls = AtomicU64::new(0);
+        let report = amplify_named(&config, "nan_run", || {
+            if calls.fetch_add(1, Ordering::Relaxed) == 0 {
+                [1.0, 2.0]
+            } else {
+                [1.5, f64::NAN]
+            }
+        });
+        let s = &report.stages[0];
+        assert!(s.max_abs.is_nan() && s.max_rel.is_nan() && s.norm2.is_nan());
+        // an infinite reference: the other-signed infinity is infinitely far, not NaN
+        let calls = AtomicU64::new(0);
+        let report = amplify_named(&config, "inf_reference", || {
+            if calls.fetch_add(1, Ordering::Relaxed) == 0 {
+                [f64::INFINITY]
+            } else {
+                [f64::NEG_INFINITY]
+            }
+        });
+        assert_eq!(report.stages[0].max_rel, f64::INFINITY);
     }
 
     #[test]

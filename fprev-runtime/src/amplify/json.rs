@@ -136,7 +136,8 @@ pub(crate) fn xml_escape(out: &mut String, s: &str) {
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
             '\n' | '\r' | '\t' => out.push(c),
-            c if (c as u32) < 0x20 => out.push('?'),
+            // XML 1.0 cannot carry these at all, not even as character references
+            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => out.push('?'),
             c => out.push(c),
         }
     }
@@ -163,5 +164,8 @@ mod tests {
         let mut x = String::new();
         xml_escape(&mut x, "<a & 'b'>");
         assert_eq!(x, "&lt;a &amp; &apos;b&apos;&gt;");
+        let mut x = String::new();
+        xml_escape(&mut x, "a\u{0}b\u{1f}\u{FFFE}\u{FFFF}\u{FFFD}\t");
+        assert_eq!(x, "a?b???\u{FFFD}\t");
     }
 }

@@ -221,6 +221,16 @@ fn sci(x: f64) -> String {
     }
 }
 
+/// `-` for a distance with no ulp count (`u64::MAX`: a NaN, or results of different
+/// lengths), which would read as a real, enormous distance.
+fn ulps_text(u: u64) -> String {
+    if u == u64::MAX {
+        "-".to_string()
+    } else {
+        u.to_string()
+    }
+}
+
 impl fmt::Display for AmplifyReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let verdict = if !self.is_reproducible() {
@@ -264,7 +274,7 @@ impl fmt::Display for AmplifyReport {
                 sci(s.max_abs),
                 sci(s.max_rel),
                 sci(s.norm2),
-                s.max_ulps
+                ulps_text(s.max_ulps)
             )?;
             if s.ended_by == StageEnd::Budget {
                 writeln!(
