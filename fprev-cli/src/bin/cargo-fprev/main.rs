@@ -284,6 +284,9 @@ fn prepare(a: &CopyArgs, write: bool) -> Result<Prepared, Failure> {
             workspace::add_dependency(&tree.join(&p.dir).join("Cargo.toml"), &fprev)?;
         }
     }
+    if write {
+        workspace::optimize_runtime(&tree.join("Cargo.toml"))?;
+    }
     if annotated.is_empty() {
         return Err(Failure(if a.in_diff.is_some() {
             "the diff touches no function that accumulates floats: nothing to scramble".into()
@@ -520,6 +523,7 @@ fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
                     limit,
                     logs: &logs,
                     blame: a.blame,
+                    factor: a.timeout_factor,
                 };
                 for t in candidates {
                     ctx.confirm(&t, false, &mut summary)?;
@@ -563,6 +567,7 @@ struct Confirm<'a> {
     limit: Duration,
     logs: &'a Path,
     blame: bool,
+    factor: f64,
 }
 
 impl Confirm<'_> {
@@ -578,33 +583,41 @@ impl Confirm<'_> {
             return Ok(());
         }
         let name = format!("alone-{mode}-{token}-{}", sanitize(test));
-        let (run, sites) = run_alone(
-            self.bin,
-            test,
-            mode,
-            token,
-            Some(self.limit),
-            self.logs,
-            &name,
-        )?;
+        let mut limit = self.limit;
+        if timeout {
+            // A test the stopped run never finished: its own unscrambled time, alone,
+            // sets its limit (most such tests were merely queued behind a slow one).
+            let args = vec![test.to_string(), "--exact".to_string()];
+            let plain = runner::run(self.bin, &args, &env_for("off", "0"), Some(self.limit))?;
+            summary.runs += 1;
+            if plain.timed_out || plain.tests.get(test) != Some(&Outcome::Passed) {
+                return Ok(());
+            }
+            limit = plain.wall.mul_f64(self.factor) + Duration::from_secs(5);
+        }
+        let (run, sites) = run_alone(self.bin, test, mode, token, Some(limit), self.logs, &name)?;
         summary.runs += 1;
         let failed = run.tests.get(test) == Some(&Outcome::Failed) || run.crashed;
         let (kind, message, at) = if timeout && run.timed_out {
             (
                 "timeout",
                 format!(
-                    "still running after {:.1} s (its unscrambled time times --timeout-factor)",
-                    self.limit.as_secs_f64()
+                    "still running after {:.1} s alone ({} times its unscrambled time alone, \
+                     plus 5 s)",
+                    limit.as_secs_f64(),
+                    self.factor
                 ),
                 None,
             )
-        } else if !timeout && failed {
+        } else if failed {
             let (at, msg) = runner::panic_site(run.messages.get(test).map_or("", String::as_str));
             ("fail", msg, at)
         } else {
-            summary
-                .not_reproduced
-                .push(format!("{test} ({mode} {token})"));
+            if !timeout {
+                summary
+                    .not_reproduced
+                    .push(format!("{test} ({mode} {token})"));
+            }
             return Ok(());
         };
         let coverage = run
@@ -613,7 +626,7 @@ impl Confirm<'_> {
             .find(|l| l.starts_with("fprev scramble: "))
             .map(|l| l.trim_start_matches("fprev scramble: ").to_string());
         let blamed = if self.blame && kind == "fail" && !sites.is_empty() {
-            let (set, runs) = blame_search(self.bin, test, mode, token, Some(self.limit), &sites)?;
+            let (set, runs) = blame_search(self.bin, test, mode, token, Some(limit), &sites)?;
             summary.runs += runs;
             Some(set)
         } else {

@@ -226,6 +226,52 @@ pub fn add_dependency(manifest: &Path, fprev: &Path) -> Result<(), Failure> {
         .map_err(|e| Failure(format!("cannot write {}: {e}", manifest.display())))
 }
 
+/// Packages of fprev's that scrambled code calls on every reduction: built optimized in
+/// the copy's test profile, as fprev's own workspace builds them, so that scrambling costs
+/// the tests little time and a slow test stays a finding about order, not about a debug
+/// build of the runtime.
+const OPTIMIZED: [&str; 3] = ["fprev-runtime", "half", "rand_chacha"];
+
+/// Sets `[profile.dev.package.<name>] opt-level = 2` in the workspace root manifest for
+/// [`OPTIMIZED`] (a setting the user made is kept).
+pub fn optimize_runtime(root_manifest: &Path) -> Result<(), Failure> {
+    let text = std::fs::read_to_string(root_manifest)
+        .map_err(|e| Failure(format!("{}: {e}", root_manifest.display())))?;
+    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e| {
+        Failure(format!(
+            "{}: not a TOML manifest: {e}",
+            root_manifest.display()
+        ))
+    })?;
+    let profile = doc.entry("profile").or_insert_with(toml_edit::table);
+    let Some(profile) = profile.as_table_like_mut() else {
+        return Ok(());
+    };
+    profile.set_dotted(true);
+    let dev = profile
+        .entry("dev")
+        .or_insert(toml_edit::Item::Table(toml_edit::Table::new()));
+    let Some(dev) = dev.as_table_like_mut() else {
+        return Ok(());
+    };
+    let package = dev
+        .entry("package")
+        .or_insert(toml_edit::Item::Table(toml_edit::Table::new()));
+    let Some(package) = package.as_table_like_mut() else {
+        return Ok(());
+    };
+    package.set_dotted(true);
+    for name in OPTIMIZED {
+        if package.get(name).is_none() {
+            let mut t = toml_edit::Table::new();
+            t.insert("opt-level", toml_edit::value(2));
+            package.insert(name, toml_edit::Item::Table(t));
+        }
+    }
+    std::fs::write(root_manifest, doc.to_string())
+        .map_err(|e| Failure(format!("cannot write {}: {e}", root_manifest.display())))
+}
+
 /// The fprev checkout this tool was built from (its facade crate), or `over`.
 pub fn fprev_path(over: Option<&Path>) -> Result<PathBuf, Failure> {
     let path = match over {
@@ -246,4 +292,35 @@ pub fn fprev_path(over: Option<&Path>) -> Result<PathBuf, Failure> {
     }
     path.canonicalize()
         .map_err(|e| Failure(format!("{}: {e}", path.display())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_runtime_is_optimized_in_the_copy_and_a_users_setting_kept() {
+        let dir = std::env::temp_dir().join(format!("fprev-profile-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let m = dir.join("Cargo.toml");
+        std::fs::write(
+            &m,
+            "[package]\nname = \"x\"\n\n[profile.dev.package.half]\nopt-level = 1\n",
+        )
+        .expect("write");
+        optimize_runtime(&m).expect("edit");
+        let doc: toml_edit::DocumentMut = std::fs::read_to_string(&m)
+            .expect("read")
+            .parse()
+            .expect("toml");
+        let pkg = &doc["profile"]["dev"]["package"];
+        assert_eq!(pkg["fprev-runtime"]["opt-level"].as_integer(), Some(2));
+        assert_eq!(pkg["rand_chacha"]["opt-level"].as_integer(), Some(2));
+        assert_eq!(
+            pkg["half"]["opt-level"].as_integer(),
+            Some(1),
+            "the user's own"
+        );
+        assert_eq!(doc["package"]["name"].as_str(), Some("x"));
+    }
 }
