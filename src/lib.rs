@@ -94,13 +94,13 @@
 //! With `(i as f32).sin() * 1e3` values instead, the same assertion fails:
 //!
 //! ```text
-//! fprev amplify: mean_is_reproducible: NOT reproducible (1 floats, campaign v2-0c9d21b30282192c)
+//! fprev amplify: mean_is_reproducible: NOT reproducible (1 floats, campaign v3-0c9d21b30282192c)
 //!   stage                   runs  distinct  differing  elements max abs err max rel err norm2 rel err  max ulps
 //!   1 same config             20         1          0       0/1           0           0             0         0
 //!   ...
 //!   4 vary reductions         20        17         20       1/1     1.99e-5     1.02e-4       1.02e-4      1334
 //!   ...
-//!       replay: FPREV_SEED=v2-4c814543b07718e5 cargo test mean_is_reproducible
+//!       replay: FPREV_SEED=v3-4c814543b07718e5 cargo test mean_is_reproducible
 //! ```
 //!
 //! See the repository's `docs/scramble.md` for the classification rules (what is a

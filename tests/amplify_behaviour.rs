@@ -54,7 +54,7 @@ fn order_dependent_sum_fails_with_tokens_and_replay_commands() {
     let msg = err.downcast_ref::<String>().expect("a formatted report");
     assert!(msg.contains("NOT reproducible"), "{msg}");
     assert!(msg.contains("4 vary reductions"), "{msg}");
-    assert!(msg.contains("FPREV_SEED=v2-4"), "{msg}");
+    assert!(msg.contains("FPREV_SEED=v3-4"), "{msg}");
     assert!(
         msg.contains("cargo test order_dependent_sum_fails"),
         "{msg}"

@@ -14,7 +14,7 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 const CHILD: &str = "FPREV_TEST_CHILD";
-const SEED: &str = "v2-0000000000000c0d";
+const SEED: &str = "v3-0000000000000c0d";
 
 #[fprev::scramble]
 fn total(v: &[f64]) -> f64 {
@@ -232,7 +232,7 @@ fn findings_persist_replay_first_and_pass_once_fixed() {
     assert!(saved.contains("Commit this file"), "{saved}");
     let tokens: Vec<&str> = saved
         .lines()
-        .filter(|l| l.starts_with("v2-"))
+        .filter(|l| l.starts_with("v3-"))
         .map(|l| l.split(' ').next().unwrap_or(""))
         .collect();
     assert!(!tokens.is_empty() && tokens.len() <= 2, "{saved}");

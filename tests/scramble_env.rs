@@ -6,7 +6,7 @@ use fprev::scramble::{ReplayToken, ScrambleConfig, Shuffle};
 
 #[test]
 fn environment_overrides_and_bad_values() {
-    let token: ReplayToken = "v2-4000000000000abc".parse().unwrap();
+    let token: ReplayToken = "v3-4000000000000abc".parse().unwrap();
     std::env::set_var("FPREV_SEED", token.to_string());
     std::env::set_var("FPREV_SCRAMBLE", "sattolo");
     std::env::set_var("FPREV_RUNS", "7");

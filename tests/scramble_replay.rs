@@ -64,7 +64,7 @@ fn child(args: &[&str], mode: &str) -> std::process::Output {
         .args(args)
         .env(CHILD, mode)
         .env("FPREV_SCRAMBLE", "shapes")
-        .env("FPREV_SEED", "v2-00000000000bead5")
+        .env("FPREV_SEED", "v3-00000000000bead5")
         .output()
         .expect("run the test binary")
 }
@@ -132,7 +132,7 @@ fn a_failing_test_prints_its_replay_command() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stdout.contains(
-            "replay: FPREV_SCRAMBLE=shapes FPREV_SEED=v2-00000000000bead5 cargo test child_fails -- --exact"
+            "replay: FPREV_SCRAMBLE=shapes FPREV_SEED=v3-00000000000bead5 cargo test child_fails -- --exact"
         ),
         "{stdout}"
     );

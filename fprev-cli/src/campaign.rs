@@ -767,7 +767,7 @@ mod tests {
             "findings": [finding]
         });
         let test = json!({
-            "name": "sum", "location": "tests/a.rs:1", "campaign": "v2-0000000000000001",
+            "name": "sum", "location": "tests/a.rs:1", "campaign": "v3-0000000000000001",
             "replay": false, "shard": {"index": shard, "count": 2}, "reproducible": false,
             "reached_a_site": true, "floats": 1, "duration_s": 0.1 * shard as f64,
             "time_budget_s": null, "max_threads": 4, "stages": [stage], "regressions": null
@@ -777,7 +777,7 @@ mod tests {
         json!({
             "schema": REPORT_SCHEMA, "version": 1, "fprev": "0.1.0", "algorithm": 2,
             "binary": "t", "pid": shard, "finished": "2026-01-01T00:00:00Z",
-            "seed": "v2-0000000000000001", "shard": {"index": shard, "count": 2},
+            "seed": "v3-0000000000000001", "shard": {"index": shard, "count": 2},
             "time_budget_s": null, "tests": [test],
             "coverage": {"compiled": 1, "reached": 1, "left_alone": 0},
             "sites": [site], "chains": []
@@ -809,8 +809,8 @@ mod tests {
 
     #[test]
     fn merge_is_order_independent_and_dedupes_findings() {
-        let a = doc(1, &["v2-4a", "v2-4b"], &[H1, H2], 2.0);
-        let b = doc(2, &["v2-4c", "v2-4d"], &[H2, H3], 2.0);
+        let a = doc(1, &["v3-4a", "v3-4b"], &[H1, H2], 2.0);
+        let b = doc(2, &["v3-4c", "v3-4d"], &[H2, H3], 2.0);
         let ab = merged(&[a.clone(), b.clone()]).expect("merge");
         let ba = merged(&[b, a]).expect("merge");
         assert_eq!(ab, ba);
@@ -822,7 +822,7 @@ mod tests {
         assert_eq!(s["max_ulps"], 2);
         assert_eq!(t["findings"].as_array().map(Vec::len), Some(1));
         assert_eq!(t["findings"][0]["seen"], 2);
-        assert_eq!(t["findings"][0]["token"], "v2-4a");
+        assert_eq!(t["findings"][0]["token"], "v3-4a");
         assert_eq!(ab["sites"][0]["reached"], 20);
         assert!(table(&ab, true).starts_with("| test | stage |"));
         let xml = junit_xml(&ab);
@@ -834,8 +834,8 @@ mod tests {
     fn non_finite_errors_stay_non_finite_and_keep_the_finite_ones() {
         // Before: "NaN" read as 0 by the max, written as null, and the table said 0.
         for (bad, shown) in [("NaN", "NaN"), ("inf", "inf")] {
-            let mut a = doc(1, &["v2-4a"], &[H1], 2.0);
-            let b = doc(2, &["v2-4b"], &[H2], 2.0);
+            let mut a = doc(1, &["v3-4a"], &[H1], 2.0);
+            let b = doc(2, &["v3-4b"], &[H2], 2.0);
             for key in ["max_abs", "max_rel", "norm2"] {
                 stage_of(&mut a)[key] = json!(bad);
             }
@@ -886,7 +886,7 @@ mod tests {
     #[test]
     fn fields_outside_the_schema_are_refused_naming_the_field() {
         // Before: each of these became 0, 1/1 or an empty list, silently.
-        let d = doc(1, &["v2-4a"], &[H1], 2.0);
+        let d = doc(1, &["v3-4a"], &[H1], 2.0);
         let st = "/tests/0/stages/0";
         let raw = |f: &str, r: &str| with_raw(&d, f, r);
         let cases: Vec<(String, &str)> = vec![
@@ -993,8 +993,8 @@ mod tests {
     #[test]
     fn sums_past_u64_max_are_an_error() {
         // Before: two shards of 2^63 runs merged to 0 runs.
-        let mut a = doc(1, &["v2-4a"], &[H1], 2.0);
-        let mut b = doc(2, &["v2-4b"], &[H2], 2.0);
+        let mut a = doc(1, &["v3-4a"], &[H1], 2.0);
+        let mut b = doc(2, &["v3-4b"], &[H2], 2.0);
         for d in [&mut a, &mut b] {
             stage_of(d)["runs"] = json!(1u64 << 63);
         }

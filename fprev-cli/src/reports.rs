@@ -621,9 +621,9 @@ mod fuzz {
             "max_ulps": u64::MAX, "max_elements": 1, "sites_reached": 3,
             "duration_s": 0.05, "ended_by": "runs",
             "run_numbers": {"first": k - 1, "step": 2},
-            "tokens": ["v2-4000000000000001", "v2-4000000000000002"],
+            "tokens": ["v3-4000000000000001", "v3-4000000000000002"],
             "result_hashes": ["00000000000000aa"], "orders": [],
-            "findings": [{"token": "v2-4000000000000001", "element": 0, "value": "-inf",
+            "findings": [{"token": "v3-4000000000000001", "element": 0, "value": "-inf",
                           "reference": 1.0, "floats": 1, "replay": "x | y"}]
         });
         json!({
@@ -631,12 +631,12 @@ mod fuzz {
             "binary": "t", "pid": k, "finished": "2026-01-01T00:00:00Z",
             "seed": null, "shard": {"index": k, "count": 2}, "time_budget_s": null,
             "tests": [{
-                "name": "sum", "location": null, "campaign": "v2-0000000000000001",
+                "name": "sum", "location": null, "campaign": "v3-0000000000000001",
                 "replay": false, "shard": {"index": k, "count": 2}, "reproducible": false,
                 "reached_a_site": true, "floats": 1, "duration_s": 0.1,
                 "time_budget_s": null, "max_threads": 4, "stages": [stage],
                 "regressions": {"file": "f", "replayed": [], "still_reproduce": [],
-                                "added": ["v2-4000000000000001"]}
+                                "added": ["v3-4000000000000001"]}
             }],
             "coverage": {"compiled": 1, "reached": 1, "left_alone": 0},
             "sites": [{"kind": "reduction", "label": "a", "file": "a.rs", "line": 3,

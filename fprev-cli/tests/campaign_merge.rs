@@ -24,7 +24,7 @@ fn tmp(name: &str) -> PathBuf {
 /// plus the required keys).
 fn report(k: u32, tokens: [&str; 2], hash: &str, value: f64) -> String {
     format!(
-        r#"{{"schema":"fprev-campaign-report","version":1,"fprev":"0.1.0","algorithm":2,"binary":"ports","pid":{k},"finished":"2026-11-24T00:00:00Z","seed":"v2-0000000000000abc","shard":{{"index":{k},"count":2}},"time_budget_s":null,"tests":[{{"name":"reduction","location":null,"campaign":"v2-0000000000000abc","replay":false,"shard":{{"index":{k},"count":2}},"reproducible":false,"reached_a_site":true,"floats":1,"duration_s":0.{k},"time_budget_s":null,"max_threads":4,"stages":[{{"stage":"loops","number":4,"label":"4 vary reductions","runs":2,"distinct":1,"differing":2,"max_abs":1e-6,"max_rel":{k}e-7,"norm2":1e-7,"max_ulps":{k},"max_elements":1,"sites_reached":2,"duration_s":0.0{k},"ended_by":"runs","run_numbers":{{"first":{k0},"step":2}},"tokens":["{t0}","{t1}"],"result_hashes":["{hash}"],"orders":[],"findings":[{{"token":"{t0}","element":0,"value":{value},"reference":1.0,"floats":1,"replay":"FPREV_SEED={t0} cargo test reduction"}}]}}],"regressions":null}}],"coverage":{{"compiled":1,"reached":1,"left_alone":0}},"sites":[{{"kind":"reduction","label":"ports::reduction#reduction0","file":"ports.rs","line":30,"reached":4,"reason":null}}],"chains":[]}}"#,
+        r#"{{"schema":"fprev-campaign-report","version":1,"fprev":"0.1.0","algorithm":2,"binary":"ports","pid":{k},"finished":"2026-11-24T00:00:00Z","seed":"v3-0000000000000abc","shard":{{"index":{k},"count":2}},"time_budget_s":null,"tests":[{{"name":"reduction","location":null,"campaign":"v3-0000000000000abc","replay":false,"shard":{{"index":{k},"count":2}},"reproducible":false,"reached_a_site":true,"floats":1,"duration_s":0.{k},"time_budget_s":null,"max_threads":4,"stages":[{{"stage":"loops","number":4,"label":"4 vary reductions","runs":2,"distinct":1,"differing":2,"max_abs":1e-6,"max_rel":{k}e-7,"norm2":1e-7,"max_ulps":{k},"max_elements":1,"sites_reached":2,"duration_s":0.0{k},"ended_by":"runs","run_numbers":{{"first":{k0},"step":2}},"tokens":["{t0}","{t1}"],"result_hashes":["{hash}"],"orders":[],"findings":[{{"token":"{t0}","element":0,"value":{value},"reference":1.0,"floats":1,"replay":"FPREV_SEED={t0} cargo test reduction"}}]}}],"regressions":null}}],"coverage":{{"compiled":1,"reached":1,"left_alone":0}},"sites":[{{"kind":"reduction","label":"ports::reduction#reduction0","file":"ports.rs","line":30,"reached":4,"reason":null}}],"chains":[]}}"#,
         k0 = k - 1,
         t0 = tokens[0],
         t1 = tokens[1],
@@ -39,7 +39,7 @@ fn merge_is_order_independent() {
         &a,
         report(
             1,
-            ["v2-4000000000000001", "v2-4000000000000003"],
+            ["v3-4000000000000001", "v3-4000000000000003"],
             "00000000000000aa",
             0.5,
         ) + "\n",
@@ -49,7 +49,7 @@ fn merge_is_order_independent() {
         &b,
         report(
             2,
-            ["v2-4000000000000002", "v2-4000000000000004"],
+            ["v3-4000000000000002", "v3-4000000000000004"],
             "00000000000000bb",
             0.5,
         ) + "\n",
@@ -121,8 +121,8 @@ fn stdout(o: &Output) -> String {
 /// Shard `k`'s report as a JSON value, to edit.
 fn report_json(k: u32) -> Value {
     let tokens = [
-        ["v2-4000000000000001", "v2-4000000000000003"],
-        ["v2-4000000000000002", "v2-4000000000000004"],
+        ["v3-4000000000000001", "v3-4000000000000003"],
+        ["v3-4000000000000002", "v3-4000000000000004"],
     ];
     let hash = ["00000000000000aa", "00000000000000bb"];
     let i = (k - 1) as usize;

@@ -452,12 +452,12 @@ fn demo_honours_fprev_seed() {
     let o = Command::new(env!("CARGO_BIN_EXE_fprev"))
         .args(["demo", "--only", "scramble", "--out"])
         .arg(tmp("demo-seed"))
-        .env("FPREV_SEED", "v2-00000000000000ff")
+        .env("FPREV_SEED", "v3-00000000000000ff")
         .output()
         .expect("run fprev");
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
-        stdout(&o).contains("campaign v2-00000000000000ff"),
+        stdout(&o).contains("campaign v3-00000000000000ff"),
         "{}",
         stdout(&o)
     );

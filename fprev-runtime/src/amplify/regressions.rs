@@ -202,8 +202,8 @@ mod tests {
 
     #[test]
     fn lines_parse_and_paths_are_safe() {
-        let text = "# header\n\nv2-4000000000000001 at=tests/a.rs:3 date=2026-01-01T00:00:00Z stage=loops element 0 = 1.0 (reference 2.0)\n\
-                    v2-2000000000000002 threads=4 at=x date=y stage=distribution element 1 = 3.0 (reference 2.0)\nnot-a-token\n";
+        let text = "# header\n\nv3-4000000000000001 at=tests/a.rs:3 date=2026-01-01T00:00:00Z stage=loops element 0 = 1.0 (reference 2.0)\n\
+                    v3-2000000000000002 threads=4 at=x date=y stage=distribution element 1 = 3.0 (reference 2.0)\nnot-a-token\n";
         let f = parse(text, Path::new("f.txt"));
         assert_eq!(f.len(), 2);
         assert_eq!(f[0].token, ReplayToken::new(0x4000_0000_0000_0001));

@@ -9,14 +9,14 @@ use super::Shuffle;
 /// Version of the drawing algorithms (generator, key derivation, bounded draws, shuffles,
 /// run-seed derivation). It is part of every [`ReplayToken`]; bump it whenever any of
 /// them would draw differently for the same seed.
-pub const ALGORITHM_VERSION: u32 = 2;
+pub const ALGORITHM_VERSION: u32 = 3;
 
 /// Names of the environment variables fprev reads, in one place.
 pub mod vars {
     /// Scrambling mode: `off` (default), `shapes` (or `on`: reductions in a mix of shapes),
     /// `fisher-yates`, `sattolo` (reductions in a permuted order) or `identity`.
     pub const FPREV_SCRAMBLE: &str = "FPREV_SCRAMBLE";
-    /// Seed or replay token (`v2-0123456789abcdef`, or a decimal / `0x` number).
+    /// Seed or replay token (`v3-0123456789abcdef`, or a decimal / `0x` number).
     pub const FPREV_SEED: &str = "FPREV_SEED";
     /// What draws anew: `site` (default: a reduction site keeps its shape for the whole
     /// run, as one other platform would) or `call` (every call of a reduction draws anew).
@@ -189,7 +189,7 @@ pub(crate) fn vary_from_env() -> Vary {
 /// use fprev_runtime::scramble::{Level, ScrambleConfig, Shuffle};
 ///
 /// let cfg = ScrambleConfig::off().shuffle(Some(Shuffle::Sattolo)).seed(42).level(Level::Loops);
-/// assert_eq!(cfg.token().to_string(), "v2-000000000000002a");
+/// assert_eq!(cfg.token().to_string(), "v3-000000000000002a");
 /// ```
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -284,7 +284,7 @@ impl Default for ScrambleConfig {
 }
 
 pub(crate) const MODES: &str = "off, shapes (or on), fisher-yates, sattolo or identity";
-pub(crate) const SEEDS: &str = "a replay token v2-<16 hex digits>, a decimal or a 0x number";
+pub(crate) const SEEDS: &str = "a replay token v3-<16 hex digits>, a decimal or a 0x number";
 
 /// `(shuffle, shapes)` of an `FPREV_SCRAMBLE` value.
 pub(crate) fn parse_mode(s: &str) -> Option<(Option<Shuffle>, bool)> {
@@ -337,7 +337,7 @@ pub(crate) fn random_seed() -> u64 {
     crate::draw::fresh_seed() >> 4
 }
 
-/// A replay token: the algorithm version and a seed, written `v2-0123456789abcdef`.
+/// A replay token: the algorithm version and a seed, written `v3-0123456789abcdef`.
 /// Set `FPREV_SEED` to it to replay the same draws.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ReplayToken {
