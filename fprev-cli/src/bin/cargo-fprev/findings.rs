@@ -55,6 +55,11 @@ pub struct Summary {
     pub wall_s: f64,
     /// Stopped by Ctrl-C (SIGINT) or SIGTERM before the last run.
     pub interrupted: bool,
+    /// Seconds spent building the copy's tests, in the unscrambled runs and in the
+    /// scrambled runs (the rest of `wall_s` went to confirming and blaming failures).
+    pub build_s: f64,
+    pub unscrambled_s: f64,
+    pub scrambled_s: f64,
 }
 
 fn json_str(s: &str) -> serde_json::Value {
@@ -99,6 +104,9 @@ impl Summary {
             "tests": self.tests,
             "wall_s": self.wall_s,
             "interrupted": self.interrupted,
+            "build_s": self.build_s,
+            "unscrambled_s": self.unscrambled_s,
+            "scrambled_s": self.scrambled_s,
         });
         serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
     }

@@ -383,12 +383,14 @@ fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
     }
     let p = prepare(&a.copy, true)?;
     catch_interrupts();
+    let build_start = Instant::now();
     eprintln!(
         "cargo fprev: annotated {} function(s) in {} package(s); building the tests once",
         p.annotated.len(),
         p.packages.len()
     );
     let bins = runner::build(&p.tree, &p.target_dir, &p.packages, &cargo_args(&a.copy))?;
+    let build_s = build_start.elapsed().as_secs_f64();
     let logs = a.out.join("logs");
     std::fs::create_dir_all(&logs)
         .map_err(|e| Failure(format!("cannot create {}: {e}", logs.display())))?;
@@ -432,6 +434,7 @@ fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
         }
         summary.tests += run.tests.len();
         summary.runs += 1;
+        summary.unscrambled_s += run.wall.as_secs_f64();
         bar.inc(1);
         baseline.push(run);
     }
@@ -472,6 +475,7 @@ fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
                     break;
                 }
                 summary.runs += 1;
+                summary.scrambled_s += run.wall.as_secs_f64();
                 write_log(
                     &logs,
                     &format!("{mode}-{token}-{k}-{}", bin.target),
@@ -537,6 +541,7 @@ fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
     }
     bar.finish_and_clear();
     summary.interrupted = interrupted();
+    summary.build_s = build_s;
     summary.wall_s = start.elapsed().as_secs_f64();
     summary.unscrambled_failures.sort();
     summary.unscrambled_failures.dedup();
