@@ -274,8 +274,10 @@ fn prepare(a: &CopyArgs, write: bool) -> Result<Prepared, Failure> {
                         }
                     }
                     Err(e) => eprintln!(
-                        "cargo fprev: note: {} does not parse ({e}); left as it is",
-                        rel.display()
+                        "cargo fprev: note: {}:{}:{} does not parse ({e}); left as it is",
+                        rel.display(),
+                        e.span().start().line,
+                        e.span().start().column + 1
                     ),
                 }
             }
