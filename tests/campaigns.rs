@@ -358,6 +358,60 @@ fn token(seed: u64) -> String {
 }
 
 #[test]
+fn ignored_settings_are_reported_with_what_is_used() {
+    if is_child() {
+        return;
+    }
+    let dir = TempDir::new("settings");
+    let report = dir.0.join("r.json");
+    let out = child(
+        "fixed",
+        &dir.0,
+        &[
+            ("FPREV_STAGES", "loops,loops"),
+            ("FPREV_RUNS", "2"),
+            ("FPREV_REGRESSIONS", "off"),
+            ("FPREV_REPORT", report.to_str().expect("utf-8")),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains(
+            "ignoring FPREV_STAGES=\"loops,loops\": expected all, or a list of repeat, \
+             distribution, schedule, loops (each at most once); using the default (all)"
+        ),
+        "{}",
+        text(&out)
+    );
+    let stages: Vec<String> = stage_tokens(&reports(&report)[0])
+        .into_iter()
+        .map(|(s, _)| s)
+        .collect();
+    assert_eq!(stages, ["repeat", "distribution", "schedule", "loops"]);
+    for value in ["", "junk"] {
+        let out = child(
+            "fixed",
+            &dir.0,
+            &[
+                ("FPREV_SCRAMBLE", value),
+                ("FPREV_RUNS", "2"),
+                ("FPREV_REGRESSIONS", "off"),
+            ],
+        );
+        assert!(out.status.success(), "{}", text(&out));
+        assert!(
+            text(&out).contains(&format!(
+                "ignoring FPREV_SCRAMBLE={value:?}: expected off, shapes (or on), fisher-yates, \
+                 sattolo or identity; using the default (off; the amplifier's scrambled stages \
+                 scramble in shapes)"
+            )),
+            "{}",
+            text(&out)
+        );
+    }
+}
+
+#[test]
 fn persisted_lines_with_bad_thread_counts_are_reported() {
     if is_child() {
         return;
