@@ -432,4 +432,87 @@ mod tests {
             "{problems:?}"
         );
     }
+
+    /// A seeded fuzz harness for the findings-file reader: lines of valid findings,
+    /// mutated and mixed with bytes that are not UTF-8, signs, spaces and pool sizes out
+    /// of range. Nothing may panic, every line read keeps a pool size in range, every
+    /// message names a line of the file, and the valid lines are all read. Each case's
+    /// seed is printed when it fails.
+    #[test]
+    fn fuzz_the_findings_reader() {
+        use rand::{Rng, SeedableRng};
+        let cases: u64 = std::env::var(vars::FPREV_PROPTEST_CASES)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(300);
+        let v = crate::scramble::ALGORITHM_VERSION;
+        let pieces: &[&[u8]] = &[
+            b" ",
+            b"\t",
+            b"\r",
+            b"#",
+            b"+",
+            b"-",
+            b"0",
+            b"threads=",
+            b"threads=0",
+            b"threads=-3",
+            b"threads=99999999",
+            b"threads=18446744073709551616",
+            b"at=x",
+            b"stage=loops",
+            b"\xff",
+            b"\xc3",
+            b"\xe9",
+            b"\xef\xbb\xbf",
+            b"\x00",
+            "\u{e9}".as_bytes(),
+        ];
+        for case in 0..cases {
+            let seed = 0xF1D5_0000 + case;
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+            let mut bytes = Vec::new();
+            let mut valid = 0;
+            for _ in 0..rng.random_range(0..12) {
+                let threads = rng.random_range(1..=super::super::threads::MAX_POOL_THREADS);
+                let line = format!(
+                    "v{v}-{:016x} threads={threads} at=a.rs:1 date=d stage=loops element {} = 1.0 (reference 2.0)",
+                    rng.random::<u64>(),
+                    rng.random_range(0..9)
+                );
+                let mut line = line.into_bytes();
+                if rng.random_bool(0.5) {
+                    valid += 1;
+                } else {
+                    for _ in 0..rng.random_range(1..4) {
+                        let at = rng.random_range(0..=line.len());
+                        let piece = pieces[rng.random_range(0..pieces.len())];
+                        line.splice(at..at, piece.iter().copied());
+                    }
+                }
+                bytes.extend_from_slice(&line);
+                bytes.push(b'\n');
+            }
+            let (found, problems) = parse(&bytes, Path::new("f.txt"));
+            let lines = bytes.split(|&b| b == b'\n').count();
+            assert!(found.len() <= lines, "seed {seed}");
+            assert!(found.len() >= valid, "seed {seed}: {found:?}");
+            for p in &problems {
+                let line: Option<usize> = p
+                    .strip_prefix("f.txt:")
+                    .and_then(|r| r.split(':').next())
+                    .and_then(|n| n.parse().ok());
+                assert!(
+                    line.is_some_and(|l| (1..=lines).contains(&l)),
+                    "seed {seed}: {p}"
+                );
+            }
+            for f in &found {
+                assert!(
+                    f.threads.is_none_or(|t| (1..=256).contains(&t)),
+                    "seed {seed}: {f:?}"
+                );
+            }
+        }
+    }
 }
