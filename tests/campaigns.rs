@@ -352,6 +352,133 @@ fn bad_settings_fail_naming_the_variable() {
     );
 }
 
+/// A token of this fprev for `seed`.
+fn token(seed: u64) -> String {
+    format!("v{}-{seed:016x}", fprev::scramble::ALGORITHM_VERSION)
+}
+
+#[test]
+fn ignored_settings_are_reported_with_what_is_used() {
+    if is_child() {
+        return;
+    }
+    let dir = TempDir::new("settings");
+    let report = dir.0.join("r.json");
+    let out = child(
+        "fixed",
+        &dir.0,
+        &[
+            ("FPREV_STAGES", "loops,loops"),
+            ("FPREV_RUNS", "2"),
+            ("FPREV_REGRESSIONS", "off"),
+            ("FPREV_REPORT", report.to_str().expect("utf-8")),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains(
+            "ignoring FPREV_STAGES=\"loops,loops\": expected all, or a list of repeat, \
+             distribution, schedule, loops (each at most once); using the default (all)"
+        ),
+        "{}",
+        text(&out)
+    );
+    let stages: Vec<String> = stage_tokens(&reports(&report)[0])
+        .into_iter()
+        .map(|(s, _)| s)
+        .collect();
+    assert_eq!(stages, ["repeat", "distribution", "schedule", "loops"]);
+    for value in ["", "junk"] {
+        let out = child(
+            "fixed",
+            &dir.0,
+            &[
+                ("FPREV_SCRAMBLE", value),
+                ("FPREV_RUNS", "2"),
+                ("FPREV_REGRESSIONS", "off"),
+            ],
+        );
+        assert!(out.status.success(), "{}", text(&out));
+        assert!(
+            text(&out).contains(&format!(
+                "ignoring FPREV_SCRAMBLE={value:?}: expected off, shapes (or on), fisher-yates, \
+                 sattolo or identity; using the default (off; the amplifier's scrambled stages \
+                 scramble in shapes)"
+            )),
+            "{}",
+            text(&out)
+        );
+    }
+}
+
+#[test]
+fn persisted_lines_with_bad_thread_counts_are_reported() {
+    if is_child() {
+        return;
+    }
+    let dir = TempDir::new("threads");
+    let file = dir.0.join("regressions/campaigns/child_campaign.txt");
+    std::fs::create_dir_all(file.parent().expect("a parent")).expect("mkdir");
+    let mut lines = String::from("# persisted by hand\n");
+    for (n, threads) in ["0", "-3", "99999999"].into_iter().enumerate() {
+        lines.push_str(&format!(
+            "{} threads={threads} at=a.rs:1 date=d stage=distribution element 0 = {n}.0 (reference 0.5)\n",
+            token(0x2000_0000_0000_0010 + n as u64)
+        ));
+    }
+    std::fs::write(&file, &lines).expect("write the findings");
+    let out = child("fixed", &dir.0, &[("FPREV_RUNS", "2")]);
+    assert!(out.status.success(), "{}", text(&out));
+    for (line, threads) in [(2, "0"), (3, "-3"), (4, "99999999")] {
+        let says = format!(
+            "child_campaign.txt:{line}: threads={threads} is not a positive integer up to 256; \
+             replaying v"
+        );
+        assert!(text(&out).contains(&says), "{says}\n{}", text(&out));
+    }
+    assert_eq!(std::fs::read_to_string(&file).expect("file"), lines);
+}
+
+#[test]
+fn a_findings_file_that_is_not_utf8_loses_nothing() {
+    if is_child() {
+        return;
+    }
+    let dir = TempDir::new("not-utf8");
+    let file = dir.0.join("regressions/campaigns/child_campaign.txt");
+    std::fs::create_dir_all(file.parent().expect("a parent")).expect("mkdir");
+    // UTF-16, as an editor may save it: not UTF-8 from its first byte on
+    let mut bytes = vec![0xff, 0xfe];
+    for unit in "# saved as UTF-16\n".encode_utf16() {
+        bytes.extend_from_slice(&unit.to_le_bytes());
+    }
+    std::fs::write(&file, &bytes).expect("write the findings");
+    let out = child(
+        "broken",
+        &dir.0,
+        &[("FPREV_SEED", SEED), ("FPREV_RUNS", "3")],
+    );
+    assert!(!out.status.success());
+    let said = text(&out);
+    assert!(
+        said.contains("child_campaign.txt:1: skipping a line that is not UTF-8"),
+        "{said}"
+    );
+    assert!(
+        said.contains("child_campaign.txt is not UTF-8 from line 1 on, so it was left as it is")
+            && said.contains("child_campaign.txt.new instead"),
+        "{said}"
+    );
+    assert!(
+        !said.contains("stream did not contain valid UTF-8"),
+        "{said}"
+    );
+    assert_eq!(std::fs::read(&file).expect("file"), bytes, "left as it was");
+    let side = std::fs::read_to_string(file.with_extension("txt.new")).expect("the side file");
+    let v = format!("v{}-", fprev::scramble::ALGORITHM_VERSION);
+    assert!(side.lines().any(|l| l.starts_with(&v)), "{side}");
+}
+
 /// A key and the test its value must pass.
 type Field<'a> = (&'a str, fn(&Value) -> bool);
 

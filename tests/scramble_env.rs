@@ -30,4 +30,16 @@ fn environment_overrides_and_bad_values() {
         None,
         "bad value keeps the default (off)"
     );
+    // A seed that is not spelled exactly is refused (and reported), not read as another
+    // seed: an extra digit, a sign or a space.
+    let v = fprev::scramble::ALGORITHM_VERSION;
+    for bad in [
+        format!("v{v}-0000000000000abc0"),
+        "+42".to_string(),
+        " 42".to_string(),
+        "42 ".to_string(),
+    ] {
+        std::env::set_var("FPREV_SEED", &bad);
+        assert_eq!(AmplifyConfig::from_env().seed, None, "{bad:?}");
+    }
 }

@@ -168,7 +168,8 @@ fn sgemm_256_in_few_calls() {
     .expect("sgemm");
     assert!(o.is_uniform());
     assert_eq!(o.groups[0].tree, SumTree::sequential(256));
-    assert!(o.calls <= 8, "{} calls", o.calls);
+    // a few calls for the probes (one per row of A) and the engine's verification
+    assert!(o.calls <= 16, "{} calls", o.calls);
 }
 
 #[test]

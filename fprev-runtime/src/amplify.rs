@@ -55,7 +55,7 @@ pub use report::{AmplifyReport, RunRecord, StageEnd, StageReport};
 pub use shard::{Shard, ShardError};
 
 use crate::scramble::config::{
-    env_parse, parse_mode, random_seed, vars, warn_unknown_vars, MODES, SEEDS,
+    env_parse, parse_mode, random_seed, vars, warn_unknown_vars, MODES, MODE_DEFAULT, SEEDS,
 };
 use crate::scramble::rng::{order_hash, splitmix64};
 use crate::scramble::state::{apply, reached_total, Session};
@@ -229,7 +229,12 @@ impl AmplifyConfig {
     pub fn from_env() -> Self {
         let (cfg, errors) = Self::read_env();
         for e in errors {
-            eprintln!("fprev: warning: ignoring {e}; using the default");
+            // Past libtest's capture, like every ignored setting's warning.
+            use std::io::Write as _;
+            let _ = writeln!(
+                std::io::stderr(),
+                "fprev: warning: ignoring {e}; using the default"
+            );
         }
         cfg
     }
@@ -287,14 +292,14 @@ impl AmplifyConfig {
         }
         if let Some(stages) = env_parse(
             vars::FPREV_STAGES,
-            "all or a list of repeat, distribution, schedule, loops",
+            "all, or a list of repeat, distribution, schedule, loops (each at most once)",
             "all",
             parse_stages,
         ) {
             cfg.stages = stages;
         }
         if let Some((Some(s), shapes)) =
-            env_parse(vars::FPREV_SCRAMBLE, MODES, "shapes", parse_mode)
+            env_parse(vars::FPREV_SCRAMBLE, MODES, MODE_DEFAULT, parse_mode)
         {
             cfg.shuffle = s;
             cfg.shapes = shapes;
@@ -400,15 +405,22 @@ fn parse_stages(s: &str) -> Option<Vec<Stage>> {
     if s.trim() == "all" {
         return Some(Stage::ALL.to_vec());
     }
-    s.split(',')
+    let stages = s
+        .split(',')
         .map(|name| {
             let name = name.trim();
             Stage::ALL
                 .into_iter()
                 .find(|st| st.name() == name || st.number().to_string() == name)
         })
-        .collect::<Option<Vec<_>>>()
-        .filter(|v| !v.is_empty())
+        .collect::<Option<Vec<_>>>()?;
+    // A stage named twice would run twice, which is more likely a typo for another
+    // stage than a wish: it is refused like any other bad value.
+    let distinct = stages
+        .iter()
+        .enumerate()
+        .all(|(i, st)| !stages[..i].contains(st));
+    Some(stages).filter(|v| !v.is_empty() && distinct)
 }
 
 /// Chunk-size shift of the current distribution run (log2 of the scale).
@@ -953,5 +965,8 @@ mod tests {
         );
         assert_eq!(parse_stages("4"), Some(vec![Stage::LoopOrder]));
         assert_eq!(parse_stages("bogus"), None);
+        for twice in ["loops,loops", "loops,4", "repeat, schedule,repeat"] {
+            assert_eq!(parse_stages(twice), None, "{twice}");
+        }
     }
 }

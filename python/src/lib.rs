@@ -9,6 +9,7 @@ mod errors;
 mod target;
 mod tree;
 
+use fprev_runtime::exact::Accumulator;
 use fprev_runtime::ops::{ElementOrders, ElementReveal, Shape};
 use fprev_runtime::reveal::{check_memory, Algorithm};
 use fprev_runtime::target::Products;
@@ -53,13 +54,13 @@ fn check_size(n: usize, dtype: &str, algorithm_name: &str) -> PyResult<()> {
 fn answer<'py>(
     py: Python<'py>,
     result: Result<RevealReport, RevealError>,
-    failure: Option<PyErr>,
+    failure: &mut target::Failure,
     calls: u64,
 ) -> PyResult<(Tree, Bound<'py, PyDict>)> {
-    if let Some(e) = failure {
+    if let Some(e) = failure.take(py) {
         return Err(e);
     }
-    let report = result.map_err(errors::to_py)?;
+    let report = result.map_err(|e| failure.chain(py, errors::to_py(e)))?;
     let dict = report_dict(py, &report, calls)?;
     Ok((Tree { tree: report.tree }, dict))
 }
@@ -122,7 +123,7 @@ fn reveal<'py>(
     dispatch!(input, acc, |I, T| {
         let mut target = PyTarget::<I, T>::new(call, args, buffer);
         let result = py.detach(|| config.run_target(&mut target));
-        answer(py, result, target.failure.take(py), target.calls)
+        answer(py, result, &mut target.failure, target.calls)
     })
 }
 
@@ -158,7 +159,7 @@ fn reveal_products<'py>(
         let mut dot = PyDot::<I, T>::new(call, args, a, b);
         let result =
             py.detach(|| config.run_target(Products::new(|x: &[I], y: &[I]| dot.answer(x, y))));
-        answer(py, result, dot.failure.take(py), dot.calls)
+        answer(py, result, &mut dot.failure, dot.calls)
     })
 }
 
@@ -257,8 +258,11 @@ impl Orders {
 /// `second`, when given, is the writable `k x outputs` array behind the callable's `B`
 /// (all ones): operands too narrow for one-operand masks (FP8) then spread each probe
 /// over a row of `input` and a column of `second`.
+///
+/// `verify` checks every tree as `reveal` does (sampled probes again, seeded random
+/// inputs); off, only each element's own checks run.
 #[pyfunction]
-#[pyo3(signature = (call, args, input, output, lanes, k, outputs, dtype, acc, algorithm_name, seed, second=None))]
+#[pyo3(signature = (call, args, input, output, lanes, k, outputs, dtype, acc, algorithm_name, seed, second=None, verify=true))]
 #[allow(clippy::too_many_arguments)]
 fn reveal_reduction(
     py: Python<'_>,
@@ -274,6 +278,7 @@ fn reveal_reduction(
     algorithm_name: &str,
     seed: u64,
     second: Option<&Bound<'_, PyAny>>,
+    verify: bool,
 ) -> PyResult<Orders> {
     let (in_type, acc) = (Dtype::parse(dtype)?, Dtype::parse(acc)?);
     let input = Flat::writable(input, &[lanes, k], in_type)?;
@@ -283,7 +288,8 @@ fn reveal_reduction(
         .transpose()?;
     let config = ElementReveal::new()
         .algorithm(algorithm(algorithm_name)?)
-        .seed(seed);
+        .seed(seed)
+        .verify(verify);
     let shape = Shape { lanes, k, outputs };
     dispatch!(in_type, acc, |I, T| {
         let mut op = PyReduction::<I, T>::new(call, args, input, output, shape);
@@ -300,20 +306,39 @@ fn reveal_reduction(
     })
 }
 
-/// The exact sum of the items of `x`, correctly rounded to float64.
+/// The exact sum of the items of `x`, correctly rounded to float64, read in chunks (no
+/// float64 copy of the array).
 #[pyfunction]
 fn exact_sum(py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<f64> {
-    let values = Flat::readable(py, x)?.to_f64();
-    Ok(py.detach(|| fprev_runtime::exact::sum(&values)))
+    let x = Flat::readable(py, x)?;
+    let mut acc = Accumulator::new();
+    let mut chunk = Vec::new();
+    for start in (0..x.len).step_by(buffer::CHUNK) {
+        x.read_chunk(start, &mut chunk);
+        py.detach(|| acc.add_slice(&chunk));
+    }
+    Ok(acc.finish())
 }
 
-/// The exact dot product of `a` and `b`, correctly rounded to float64.
+/// The exact dot product of `a` and `b`, correctly rounded to float64, read in chunks.
 #[pyfunction]
 fn exact_dot(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<f64> {
-    let a = Flat::readable(py, a)?.to_f64();
-    let b = Flat::readable(py, b)?.to_f64();
-    py.detach(|| fprev_runtime::exact::dot(&a, &b))
-        .map_err(|e| PyValueError::new_err(e.to_string()))
+    let (a, b) = (Flat::readable(py, a)?, Flat::readable(py, b)?);
+    if a.len != b.len {
+        let e = fprev_runtime::exact::LengthMismatch {
+            left: a.len,
+            right: b.len,
+        };
+        return Err(PyValueError::new_err(e.to_string()));
+    }
+    let mut acc = Accumulator::new();
+    let (mut x, mut y) = (Vec::new(), Vec::new());
+    for start in (0..a.len).step_by(buffer::CHUNK) {
+        a.read_chunk(start, &mut x);
+        b.read_chunk(start, &mut y);
+        py.detach(|| acc.add_dot(&x, &y));
+    }
+    Ok(acc.finish())
 }
 
 /// The tree in `text`, for hints given as text.

@@ -14,7 +14,7 @@ use fprev_runtime::target::{Probe, ProbeBatch, ProbeSets, Target, TargetError};
 use fprev_runtime::ProbeFloat;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyFloat, PyTuple};
+use pyo3::types::{PyComplex, PyFloat, PyTuple};
 
 use crate::buffer::Flat;
 use crate::dtype::bits_in;
@@ -26,9 +26,32 @@ pub struct Failure {
     pub error: Option<PyErr>,
     /// The probe it was answering, when one.
     pub probe: Option<Probe>,
+    /// The exception that made an answer unreadable (its `__float__` raised): the
+    /// engine's error says the answer is not a number, and chains this as its cause.
+    pub cause: Option<PyErr>,
 }
 
 impl Failure {
+    /// The engine's error for an answer that is not a number, its cause kept (the
+    /// first one wins) to be chained to the exception raised for it.
+    pub fn bad_answer(&mut self, bad: BadAnswer, probe: Option<Probe>) -> TargetError {
+        if self.cause.is_none() {
+            self.cause = bad.cause;
+        }
+        TargetError {
+            message: bad.message,
+            probe,
+        }
+    }
+
+    /// `e` with the kept cause (when one) as its `__cause__`.
+    pub fn chain(&mut self, py: Python<'_>, e: PyErr) -> PyErr {
+        if let Some(cause) = self.cause.take() {
+            e.set_cause(py, Some(cause));
+        }
+        e
+    }
+
     /// Keep `e` (the first one wins) and say so to the engine.
     fn keep(&mut self, e: PyErr, probe: Option<Probe>) -> TargetError {
         if self.error.is_none() {
@@ -56,38 +79,103 @@ impl Failure {
     }
 }
 
+/// Why a callable's answer is not one real number.
+pub struct BadAnswer {
+    /// What was wrong, for the engine's [`TargetError`].
+    pub message: String,
+    /// The exception its conversion raised, when the object's own `__float__` (or
+    /// `__index__`) raised one.
+    pub cause: Option<PyErr>,
+}
+
+impl BadAnswer {
+    fn new(message: String) -> Self {
+        BadAnswer {
+            message,
+            cause: None,
+        }
+    }
+}
+
 /// Reads a callable's answer as one number: a Python float or int, a NumPy scalar or
 /// 0-d array, a torch or JAX scalar (anything with `__float__` and no dimensions).
-pub fn scalar(answer: &Bound<'_, PyAny>) -> Result<f64, String> {
+/// Complex answers are refused, whatever their type: NumPy's and torch's `__float__`
+/// would keep the real part with only a warning.
+pub fn scalar(answer: &Bound<'_, PyAny>) -> Result<f64, BadAnswer> {
+    let py = answer.py();
+    let kind = || {
+        answer
+            .get_type()
+            .name()
+            .map(|n| n.to_string())
+            .unwrap_or_else(|_| "object".to_string())
+    };
     // a Python float has no shape; anything else is asked for one first, so that an
     // array of one element is not taken for its element
     if !answer.is_exact_instance_of::<PyFloat>() {
-        if let Ok(shape) = answer.getattr(intern!(answer.py(), "shape")) {
+        if let Ok(shape) = answer.getattr(intern!(py, "shape")) {
             if let Ok(dims) = shape.extract::<Vec<usize>>() {
                 if !dims.is_empty() {
-                    return Err(format!(
+                    return Err(BadAnswer::new(format!(
                         "the callable returned an array of shape {}, not a scalar \
                          (reduce over every element, or index the result)",
                         describe_shape(&dims)
-                    ));
+                    )));
                 }
             }
+        }
+        if is_complex(answer) {
+            return Err(BadAnswer::new(format!(
+                "the callable returned a {}, not a real number \
+                 (return its real part, or abs(), if that is the sum)",
+                kind()
+            )));
         }
     }
     match answer.extract::<f64>() {
         Ok(v) => Ok(v),
-        Err(_) => {
-            let kind = answer
-                .get_type()
-                .name()
-                .map(|n| n.to_string())
-                .unwrap_or_else(|_| "object".to_string());
-            Err(format!(
-                "the callable returned a {kind}, not a number \
-                 (return a float, a NumPy scalar or a 0-d array)"
-            ))
+        Err(e) => {
+            let own = answer.hasattr(intern!(py, "__float__")).unwrap_or(false)
+                || answer.hasattr(intern!(py, "__index__")).unwrap_or(false);
+            if own {
+                return Err(BadAnswer {
+                    message: format!(
+                        "the callable returned a {}, whose conversion to float raised {}",
+                        kind(),
+                        e.get_type(py)
+                            .name()
+                            .map(|n| n.to_string())
+                            .unwrap_or_else(|_| "an exception".to_string())
+                    ),
+                    cause: Some(e),
+                });
+            }
+            Err(BadAnswer::new(format!(
+                "the callable returned a {}, not a number \
+                 (return a float, a NumPy scalar or a 0-d array)",
+                kind()
+            )))
         }
     }
+}
+
+/// Whether `x` is a complex number: a Python `complex`, a NumPy complex scalar or 0-d
+/// array (dtype kind `c`), or a tensor that says so (`is_complex()`, torch).
+fn is_complex(x: &Bound<'_, PyAny>) -> bool {
+    let py = x.py();
+    if x.is_instance_of::<PyComplex>() {
+        return true;
+    }
+    let numpy_kind = x
+        .getattr(intern!(py, "dtype"))
+        .and_then(|d| d.getattr(intern!(py, "kind")))
+        .and_then(|k| k.extract::<String>());
+    if let Ok(kind) = numpy_kind {
+        return kind == "c";
+    }
+    x.call_method0(intern!(py, "is_complex"))
+        .and_then(|c| c.extract::<bool>())
+        .unwrap_or(false)
 }
 
 fn describe_shape(dims: &[usize]) -> String {
@@ -137,7 +225,7 @@ impl<I: ProbeFloat, T: ProbeFloat> PyTarget<I, T> {
             .map_err(|e| self.failure.keep(e, probe))?;
         match scalar(&r) {
             Ok(v) => Ok(T::from_f64_round(v)),
-            Err(message) => Err(TargetError { message, probe }),
+            Err(bad) => Err(self.failure.bad_answer(bad, probe)),
         }
     }
 
@@ -428,9 +516,17 @@ impl<I: ProbeFloat, T: ProbeFloat> PyDot<I, T> {
             };
             match scalar(&r) {
                 Ok(v) => T::from_f64_round(v),
-                Err(message) => {
-                    self.failure
-                        .keep(pyo3::exceptions::PyTypeError::new_err(message), None);
+                Err(bad) => {
+                    // the same error as `reveal`'s for the same answer (the engine sees
+                    // only the NaN, so the error is made here)
+                    let e = crate::errors::TargetError::new_err(format!(
+                        "the target failed: {}",
+                        bad.message
+                    ));
+                    if let Some(cause) = bad.cause {
+                        e.set_cause(py, Some(cause));
+                    }
+                    self.failure.keep(e, None);
                     nan
                 }
             }

@@ -97,13 +97,23 @@ where
     if let (Some(store), Some(reg)) = (&store, &mut persisted) {
         if !report.is_reproducible() && !report.replay {
             match store.add(&regressions::findings(&report), &location) {
-                Ok(added) if !added.is_empty() => {
-                    note = format!(
-                        "\n  persisted {} finding(s) to {}: commit it; `cargo test` replays them first",
-                        added.len(),
-                        shown(&store.path)
-                    );
-                    reg.added = added;
+                Ok(added) if !added.tokens.is_empty() => {
+                    note = match added.not_utf8 {
+                        None => format!(
+                            "\n  persisted {} finding(s) to {}: commit it; `cargo test` replays them first",
+                            added.tokens.len(),
+                            shown(&added.file)
+                        ),
+                        Some(line) => format!(
+                            "\n  {} is not UTF-8 from line {line} on, so it was left as it is; \
+                             persisted {} finding(s) to {} instead: fix that file, then move \
+                             these lines into it (only it is replayed)",
+                            shown(&store.path),
+                            added.tokens.len(),
+                            shown(&added.file)
+                        ),
+                    };
+                    reg.added = added.tokens;
                 }
                 Ok(_) => {}
                 Err(e) => {

@@ -77,30 +77,69 @@ impl Store {
         })
     }
 
-    /// The findings persisted so far (none when there is no file). Lines that do not
-    /// start with a token of this fprev are reported and skipped.
+    /// The findings persisted so far (none when there is no file). Lines that are not
+    /// UTF-8, do not start with a token of this fprev or carry a bad `threads=` are
+    /// reported (past libtest's capture, so a passing test shows them too): the first two
+    /// are skipped, the third replays under the configured pool.
     pub(crate) fn load(&self) -> Vec<Finding> {
-        let text = match fs::read_to_string(&self.path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Vec::new(),
+        let bytes = match read(&self.path) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => return Vec::new(),
             Err(e) => {
-                eprintln!("fprev: cannot read {}: {e}", self.path.display());
+                warn(&format!("cannot read {}: {e}", self.path.display()));
                 return Vec::new();
             }
         };
-        parse(&text, &self.path)
+        let (findings, problems) = parse(&bytes, &self.path);
+        for p in &problems {
+            warn(p);
+        }
+        findings
     }
 
-    /// Appends the findings not already in the file; returns the tokens added.
-    pub(crate) fn add(&self, findings: &[Finding], at: &str) -> io::Result<Vec<ReplayToken>> {
+    /// Where findings go while the store's file is not UTF-8: `<file>.new`.
+    pub(crate) fn side_file(&self) -> PathBuf {
+        let mut side = self.path.as_os_str().to_owned();
+        side.push(".new");
+        PathBuf::from(side)
+    }
+
+    /// Appends the findings not already in the file. A file that is not UTF-8 is left
+    /// as it is (rewriting it would change bytes this cannot read): the findings then go
+    /// to [`side_file`](Self::side_file), and [`Added::not_utf8`] says why.
+    pub(crate) fn add(&self, findings: &[Finding], at: &str) -> io::Result<Added> {
         let _lock = FileLock::acquire(&self.path)?;
-        let mut text = match fs::read_to_string(&self.path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => header(&self.test),
-            Err(e) => return Err(e),
+        let bytes = read(&self.path)?;
+        // Its problems were reported when it was loaded.
+        let mut known = bytes
+            .as_deref()
+            .map_or_else(Vec::new, |b| parse(b, &self.path).0);
+        let (file, not_utf8, mut text) = match bytes.map(String::from_utf8) {
+            None => (self.path.clone(), None, header(&self.test)),
+            Some(Ok(text)) => (self.path.clone(), None, text),
+            Some(Err(e)) => {
+                let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+                let line = 1 + valid.iter().filter(|&&b| b == b'\n').count();
+                let side = self.side_file();
+                let text = match read(&side)? {
+                    None => header(&self.test),
+                    Some(b) => String::from_utf8(b).map_err(|e| {
+                        io::Error::new(
+                            io::ErrorKind::InvalidData,
+                            format!(
+                                "neither {} nor {} is UTF-8 ({})",
+                                self.path.display(),
+                                side.display(),
+                                e.utf8_error()
+                            ),
+                        )
+                    })?,
+                };
+                known.extend(parse(text.as_bytes(), &side).0);
+                (side, Some(line), text)
+            }
         };
-        let mut known = parse(&text, &self.path);
-        let mut added = Vec::new();
+        let mut tokens = Vec::new();
         let date = utc_now();
         for f in findings {
             if known.iter().any(|k| k.token == f.token || k.what == f.what) {
@@ -119,13 +158,45 @@ impl Store {
                 f.what
             ));
             known.push(f.clone());
-            added.push(f.token);
+            tokens.push(f.token);
         }
-        if !added.is_empty() {
-            write_atomically(&self.path, &text)?;
+        if !tokens.is_empty() {
+            write_atomically(&file, &text)?;
         }
-        Ok(added)
+        Ok(Added {
+            tokens,
+            file,
+            not_utf8,
+        })
     }
+}
+
+/// What [`Store::add`] wrote.
+#[derive(Debug)]
+pub(crate) struct Added {
+    /// The tokens added (none: every finding was already persisted).
+    pub(crate) tokens: Vec<ReplayToken>,
+    /// The file they were added to.
+    pub(crate) file: PathBuf,
+    /// `Some(line)` when the store's file is not UTF-8 from that line on, and `file` is
+    /// its side file.
+    pub(crate) not_utf8: Option<usize>,
+}
+
+/// The bytes of `path`, or `None` when there is no such file.
+fn read(path: &Path) -> io::Result<Option<Vec<u8>>> {
+    match fs::read(path) {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// A warning written to the process's stderr itself: libtest captures `eprintln!` and
+/// shows it only for failing tests, and a skipped line matters when the test passes.
+fn warn(what: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(io::stderr(), "fprev: warning: {what}");
 }
 
 fn header(test: &str) -> String {
@@ -138,9 +209,23 @@ fn header(test: &str) -> String {
     )
 }
 
-fn parse(text: &str, path: &Path) -> Vec<Finding> {
+/// The findings of a file's bytes, and one message (`path:line: ...`) per line that is
+/// skipped or not read whole.
+fn parse(bytes: &[u8], path: &Path) -> (Vec<Finding>, Vec<String>) {
     let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
+    let mut problems = Vec::new();
+    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        let at = format!("{}:{}", path.display(), i + 1);
+        let Ok(line) = std::str::from_utf8(line) else {
+            problems.push(format!("{at}: skipping a line that is not UTF-8"));
+            continue;
+        };
+        // An editor's byte-order mark is not part of the first line's token.
+        let line = if i == 0 {
+            line.strip_prefix('\u{feff}').unwrap_or(line)
+        } else {
+            line
+        };
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
             continue;
@@ -149,11 +234,7 @@ fn parse(text: &str, path: &Path) -> Vec<Finding> {
         let token = match words.next().map(str::parse::<ReplayToken>) {
             Some(Ok(t)) => t,
             Some(Err(e)) => {
-                eprintln!(
-                    "fprev: warning: {}:{}: skipping a line: {e}",
-                    path.display(),
-                    i + 1
-                );
+                problems.push(format!("{at}: skipping a line: {e}"));
                 continue;
             }
             None => continue,
@@ -162,7 +243,16 @@ fn parse(text: &str, path: &Path) -> Vec<Finding> {
         let mut what = Vec::new();
         for w in words {
             if let Some(t) = w.strip_prefix("threads=") {
-                threads = t.parse().ok();
+                // A pool size out of range would be clamped (or abort the process), so
+                // the line would not replay what it says: it replays under the
+                // configured pool instead, and says so.
+                threads = super::threads::parse(t);
+                if threads.is_none() {
+                    problems.push(format!(
+                        "{at}: threads={t} is not {}; replaying {token} under the configured pool",
+                        super::threads::EXPECTED
+                    ));
+                }
             } else if !(w.starts_with("at=") || w.starts_with("date=")) {
                 what.push(w);
             }
@@ -173,7 +263,7 @@ fn parse(text: &str, path: &Path) -> Vec<Finding> {
             what: what.join(" "),
         });
     }
-    out
+    (out, problems)
 }
 
 /// The findings of a report worth persisting: the first differing run of each stage.
@@ -204,8 +294,9 @@ mod tests {
     fn lines_parse_and_paths_are_safe() {
         let text = "# header\n\nv3-4000000000000001 at=tests/a.rs:3 date=2026-01-01T00:00:00Z stage=loops element 0 = 1.0 (reference 2.0)\n\
                     v3-2000000000000002 threads=4 at=x date=y stage=distribution element 1 = 3.0 (reference 2.0)\nnot-a-token\n";
-        let f = parse(text, Path::new("f.txt"));
+        let (f, problems) = parse(text.as_bytes(), Path::new("f.txt"));
         assert_eq!(f.len(), 2);
+        assert_eq!(problems.len(), 1, "{problems:?}");
         assert_eq!(f[0].token, ReplayToken::new(0x4000_0000_0000_0001));
         assert_eq!(f[0].what, "stage=loops element 0 = 1.0 (reference 2.0)");
         assert_eq!(f[1].threads, Some(4));
@@ -244,11 +335,184 @@ mod tests {
         let mut same_value = finding(3);
         same_value.token = ReplayToken::new(0x4000_0000_0000_00ff);
         let added = store.add(&[finding(1), same_value], "a.rs:1").expect("add");
-        assert!(added.is_empty(), "{added:?}");
+        assert!(added.tokens.is_empty(), "{added:?}");
         let loaded = store.load();
         let _ = fs::remove_dir_all(&dir);
         let mut tokens: Vec<u64> = loaded.iter().map(|f| f.token.seed & 0xff).collect();
         tokens.sort_unstable();
         assert_eq!(tokens, (0..8).collect::<Vec<_>>());
+    }
+
+    fn temp_store(tag: &str) -> (PathBuf, Store) {
+        let dir = std::env::temp_dir().join(format!(
+            "fprev-regressions-{tag}-{}-{:?}",
+            std::process::id(),
+            std::time::SystemTime::now()
+        ));
+        let store = Store {
+            path: dir.join("c/t.txt"),
+            test: "t".into(),
+        };
+        (dir, store)
+    }
+
+    #[test]
+    fn a_file_that_is_not_utf8_keeps_its_bytes_and_the_findings_go_beside_it() {
+        let v = crate::scramble::ALGORITHM_VERSION;
+        let (dir, store) = temp_store("not-utf8");
+        fs::create_dir_all(store.path.parent().expect("a parent")).expect("mkdir");
+        let mut bytes = format!(
+            "# header\nv{v}-4000000000000001 at=a.rs:1 date=d stage=loops element 0 = 1.0 (reference 2.0)\n"
+        )
+        .into_bytes();
+        // a Latin-1 line, then garbage: not UTF-8 from line 3 on
+        bytes.extend_from_slice(b"caf\xe9 in Latin-1\n\xfe\xff\x00\n");
+        fs::write(&store.path, &bytes).expect("write");
+        let (loaded, problems) = parse(&bytes, &store.path);
+        assert_eq!(loaded.len(), 1, "the readable line still replays");
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(
+            problems[0].ends_with("t.txt:3: skipping a line that is not UTF-8"),
+            "{problems:?}"
+        );
+        let new = |n: u64| Finding {
+            token: ReplayToken::new(0x4000_0000_0000_0100 | n),
+            threads: Some(4),
+            what: format!("stage=distribution element 0 = {n}.0 (reference 0.0)"),
+        };
+        let added = store.add(&[new(1)], "b.rs:2").expect("add");
+        assert_eq!(added.tokens, [new(1).token]);
+        assert_eq!(added.not_utf8, Some(3));
+        assert_eq!(added.file, store.side_file());
+        assert!(added.file.ends_with("c/t.txt.new"), "{added:?}");
+        // Twice, another one, and one already in the file: each once in the side file.
+        let already = loaded[0].clone();
+        let again = store
+            .add(&[new(1), new(2), already], "b.rs:2")
+            .expect("add");
+        assert_eq!(again.tokens, [new(2).token]);
+        assert_eq!(
+            fs::read(&store.path).expect("read"),
+            bytes,
+            "left as it was"
+        );
+        let side = Store {
+            path: store.side_file(),
+            test: "t".into(),
+        };
+        let kept = side.load();
+        let _ = fs::remove_dir_all(&dir);
+        assert_eq!(kept, [new(1), new(2)]);
+    }
+
+    #[test]
+    fn bad_thread_counts_and_marks_are_reported() {
+        let v = crate::scramble::ALGORITHM_VERSION;
+        let line = |threads: &str| {
+            format!("v{v}-4000000000000001 threads={threads} at=a date=d stage=distribution element 0 = 1.0 (reference 2.0)\n")
+        };
+        let mut text = String::from("\u{feff}# an editor's byte-order mark\n");
+        for t in ["0", "-3", "99999999", "257", "four", "", "256", "1"] {
+            text.push_str(&line(t));
+        }
+        let (f, problems) = parse(text.as_bytes(), Path::new("f.txt"));
+        let threads: Vec<Option<usize>> = f.iter().map(|f| f.threads).collect();
+        assert_eq!(
+            threads,
+            [None, None, None, None, None, None, Some(256), Some(1)]
+        );
+        assert_eq!(problems.len(), 6, "{problems:?}");
+        assert!(
+            problems[0]
+                .starts_with("f.txt:2: threads=0 is not a positive integer up to 256; replaying v"),
+            "{problems:?}"
+        );
+        assert!(
+            problems[2].contains("threads=99999999 is not"),
+            "{problems:?}"
+        );
+    }
+
+    /// A seeded fuzz harness for the findings-file reader: lines of valid findings,
+    /// mutated and mixed with bytes that are not UTF-8, signs, spaces and pool sizes out
+    /// of range. Nothing may panic, every line read keeps a pool size in range, every
+    /// message names a line of the file, and the valid lines are all read. Each case's
+    /// seed is printed when it fails.
+    #[test]
+    fn fuzz_the_findings_reader() {
+        use rand::{Rng, SeedableRng};
+        let cases: u64 = std::env::var(vars::FPREV_PROPTEST_CASES)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(300);
+        let v = crate::scramble::ALGORITHM_VERSION;
+        let pieces: &[&[u8]] = &[
+            b" ",
+            b"\t",
+            b"\r",
+            b"#",
+            b"+",
+            b"-",
+            b"0",
+            b"threads=",
+            b"threads=0",
+            b"threads=-3",
+            b"threads=99999999",
+            b"threads=18446744073709551616",
+            b"at=x",
+            b"stage=loops",
+            b"\xff",
+            b"\xc3",
+            b"\xe9",
+            b"\xef\xbb\xbf",
+            b"\x00",
+            "\u{e9}".as_bytes(),
+        ];
+        for case in 0..cases {
+            let seed = 0xF1D5_0000 + case;
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+            let mut bytes = Vec::new();
+            let mut valid = 0;
+            for _ in 0..rng.random_range(0..12) {
+                let threads = rng.random_range(1..=super::super::threads::MAX_POOL_THREADS);
+                let line = format!(
+                    "v{v}-{:016x} threads={threads} at=a.rs:1 date=d stage=loops element {} = 1.0 (reference 2.0)",
+                    rng.random::<u64>(),
+                    rng.random_range(0..9)
+                );
+                let mut line = line.into_bytes();
+                if rng.random_bool(0.5) {
+                    valid += 1;
+                } else {
+                    for _ in 0..rng.random_range(1..4) {
+                        let at = rng.random_range(0..=line.len());
+                        let piece = pieces[rng.random_range(0..pieces.len())];
+                        line.splice(at..at, piece.iter().copied());
+                    }
+                }
+                bytes.extend_from_slice(&line);
+                bytes.push(b'\n');
+            }
+            let (found, problems) = parse(&bytes, Path::new("f.txt"));
+            let lines = bytes.split(|&b| b == b'\n').count();
+            assert!(found.len() <= lines, "seed {seed}");
+            assert!(found.len() >= valid, "seed {seed}: {found:?}");
+            for p in &problems {
+                let line: Option<usize> = p
+                    .strip_prefix("f.txt:")
+                    .and_then(|r| r.split(':').next())
+                    .and_then(|n| n.parse().ok());
+                assert!(
+                    line.is_some_and(|l| (1..=lines).contains(&l)),
+                    "seed {seed}: {p}"
+                );
+            }
+            for f in &found {
+                assert!(
+                    f.threads.is_none_or(|t| (1..=256).contains(&t)),
+                    "seed {seed}: {f:?}"
+                );
+            }
+        }
     }
 }

@@ -20,9 +20,10 @@ use crate::tree::SumTree;
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Coverage {
-    /// One probe per lane per call, then every element's answers and two seeded
-    /// random inputs per lane are checked against the tree (the default: a gemm of size
-    /// 512 in about 5 calls). Elements that disagree are revealed again exhaustively.
+    /// One probe per lane per call, the tree verified as [`Reveal`] verifies it, then
+    /// every element's answers and two seeded random inputs per lane are checked against
+    /// the tree (the default: a gemm of size 512 in about 15 calls). Elements that
+    /// disagree are revealed again exhaustively.
     #[default]
     Batched,
     /// Every lane answers the same probe, so every element answers the whole adaptive
@@ -140,7 +141,8 @@ impl std::fmt::Display for ElementOrders {
 /// Reveal the order of every output element of a [`Reduction`].
 ///
 /// Defaults: [`Coverage::Batched`], FPRev (pivots: see [`pivot`](Self::pivot)), seed 0,
-/// two random check calls, at most 16 distinct orders.
+/// trees verified as [`Reveal`] verifies them, two random check calls, at most 16
+/// distinct orders.
 ///
 /// ```
 /// use fprev::ops::{self, ElementReveal};
@@ -161,6 +163,7 @@ pub struct ElementReveal {
     pivot: Option<Pivot>,
     seed: u64,
     accept_flat: bool,
+    verify: bool,
     checks: usize,
     max_groups: usize,
     max_memory: u64,
@@ -192,6 +195,7 @@ impl ElementReveal {
             pivot: None,
             seed: 0,
             accept_flat: false,
+            verify: true,
             checks: 2,
             max_groups: 16,
             on_call: None,
@@ -255,6 +259,30 @@ impl ElementReveal {
         self
     }
 
+    /// Verify every revealed tree as [`Reveal::verify`] does (default on): sampled probes
+    /// asked again, then the tree replayed on the same seeded random inputs as `Reveal`
+    /// replays, which every element of a call answers. The per-element checks
+    /// ([`checks`](Self::checks)) run either way; alone they are fewer inputs than a
+    /// `Reveal` checks, and an operation that is not a plain summation (one that rounds
+    /// its results to whole numbers) can pass them.
+    ///
+    /// ```
+    /// use fprev::ops::{self, ElementReveal};
+    /// let truncated = ops::gemm(4, 8, 4, |a: &[f32], b: &[f32], c: &mut [f32]| {
+    ///     for i in 0..4 {
+    ///         for j in 0..4 {
+    ///             c[i * 4 + j] = (0..8).fold(0.0f32, |s, l| s + a[i * 8 + l] * b[l * 4 + j]).trunc();
+    ///         }
+    ///     }
+    /// });
+    /// let e = ElementReveal::new().run(truncated).unwrap_err();
+    /// assert!(matches!(e, fprev::RevealError::NotPlainSummation { .. }), "{e}");
+    /// ```
+    pub fn verify(mut self, on: bool) -> Self {
+        self.verify = on;
+        self
+    }
+
     /// Calls with seeded random inputs that every element must reproduce (default 2).
     pub fn checks(mut self, calls: usize) -> Self {
         self.checks = calls;
@@ -280,11 +308,12 @@ impl ElementReveal {
         self
     }
 
-    /// The engine for one tree, `per_call` probes answered by one call. Every element
-    /// is checked below against its tree on random inputs, which covers what the
-    /// engine's replay of one element would; with operands spread (`verify`), the engine
-    /// verifies too, so that a tree with truncating fused nodes comes with the block-FMA
-    /// model those checks replay it under.
+    /// The engine for one tree, `per_call` probes answered by one call. It verifies its
+    /// tree as [`Reveal`] does unless [`verify`](Self::verify) is off: the checks of
+    /// every element below draw fewer inputs, so they alone would accept what a
+    /// `Reveal` of one element refuses. `verify` turns it on regardless: with operands
+    /// spread, or a fused node that plain replays miss, a tree with truncating fused
+    /// nodes needs the block-FMA model the engine fits while verifying.
     fn engine(&self, shape: Shape, per_call: usize, verify: bool) -> Reveal {
         let k = shape.k;
         let pivot = self.pivot.unwrap_or(if per_call > 1 {
@@ -298,7 +327,7 @@ impl ElementReveal {
             .seed(self.seed)
             .accept_flat(self.accept_flat)
             .max_memory(self.max_memory)
-            .verify(verify)
+            .verify(verify || self.verify)
     }
 
     /// Reveal every element's order.
@@ -611,6 +640,7 @@ impl ElementReveal {
         verify: bool,
     ) -> Result<(SumTree, Vec<bool>), RevealError> {
         let shape = rec.shape;
+        let verify = verify || self.verify;
         rec.mode = Mode::Broadcast {
             reference: pending[0],
         };

@@ -226,8 +226,8 @@ impl ScrambleConfig {
     /// reported on stderr (variable, value, default used) and replaced by the default.
     pub fn from_env() -> Self {
         warn_unknown_vars();
-        let (shuffle, shapes) =
-            env_parse(vars::FPREV_SCRAMBLE, MODES, "off", parse_mode).unwrap_or((None, false));
+        let (shuffle, shapes) = env_parse(vars::FPREV_SCRAMBLE, MODES, MODE_DEFAULT, parse_mode)
+            .unwrap_or((None, false));
         let seed = env_parse(vars::FPREV_SEED, SEEDS, "a random seed", |s| {
             s.parse::<ReplayToken>().ok().map(|t| t.seed)
         })
@@ -284,12 +284,16 @@ impl Default for ScrambleConfig {
 }
 
 pub(crate) const MODES: &str = "off, shapes (or on), fisher-yates, sattolo or identity";
+/// What a bad `FPREV_SCRAMBLE` falls back to. Both readers say the same (only the first
+/// warns), so it names what each of them uses.
+pub(crate) const MODE_DEFAULT: &str = "off; the amplifier's scrambled stages scramble in shapes";
 pub(crate) const SEEDS: &str = "a replay token v3-<16 hex digits>, a decimal or a 0x number";
 
-/// `(shuffle, shapes)` of an `FPREV_SCRAMBLE` value.
+/// `(shuffle, shapes)` of an `FPREV_SCRAMBLE` value. An empty value is not `off`: it is
+/// more likely a script's unset variable than a choice, so it is reported.
 pub(crate) fn parse_mode(s: &str) -> Option<(Option<Shuffle>, bool)> {
     match s.trim().to_ascii_lowercase().as_str() {
-        "off" | "0" | "false" | "none" | "" => Some((None, false)),
+        "off" | "0" | "false" | "none" => Some((None, false)),
         "on" | "1" | "true" | "shapes" => Some((Some(Shuffle::FisherYates), true)),
         other => Shuffle::from_name(other).map(|s| (Some(s), false)),
     }
@@ -310,7 +314,13 @@ pub(crate) fn env_parse<T>(
         let mut warned = WARNED.lock().unwrap_or_else(|e| e.into_inner());
         if !warned.iter().any(|w| w == var) {
             warned.push(var.to_string());
-            eprintln!("fprev: warning: ignoring {var}={value:?}: expected {expected}; using the default ({default})");
+            // Past libtest's capture: a passing test's eprintln! is never shown, and a
+            // setting ignored without a word is what the warning is for.
+            use std::io::Write as _;
+            let _ = writeln!(
+                std::io::stderr(),
+                "fprev: warning: ignoring {var}={value:?}: expected {expected}; using the default ({default})"
+            );
         }
     }
     parsed
@@ -393,22 +403,40 @@ impl FromStr for ReplayToken {
     type Err = TokenError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let s = s.trim();
         let malformed = || TokenError::Malformed(s.to_string());
+        // Only the exact spelling is read: Rust's integer parsers also take a sign, and
+        // a trimmed space, an extra digit or a sign would otherwise replay another seed
+        // (or the same one by luck) without a word.
+        let all_digits =
+            |t: &str, radix: u32| !t.is_empty() && t.chars().all(|c| c.is_digit(radix));
         if let Some(rest) = s.strip_prefix('v') {
             let (version, seed) = rest.split_once('-').ok_or_else(malformed)?;
+            if !all_digits(version, 10) {
+                return Err(malformed());
+            }
             let version: u32 = version.parse().map_err(|_| malformed())?;
-            let seed = u64::from_str_radix(seed, 16).map_err(|_| malformed())?;
+            // Another version may write its seeds differently: say that it is another
+            // version before judging the digits.
             if version != ALGORITHM_VERSION {
                 return Err(TokenError::Version(version));
             }
+            if seed.len() != 16 || !all_digits(seed, 16) {
+                return Err(malformed());
+            }
+            let seed = u64::from_str_radix(seed, 16).map_err(|_| malformed())?;
             return Ok(ReplayToken::new(seed));
         }
-        let seed = match s.strip_prefix("0x") {
-            Some(hex) => u64::from_str_radix(hex, 16),
-            None => s.parse(),
+        let (digits, radix) = match s.strip_prefix("0x") {
+            Some(hex) => (hex, 16),
+            None => (s, 10),
         };
-        seed.map(ReplayToken::new).map_err(|_| malformed())
+        if !all_digits(digits, radix) {
+            return Err(malformed());
+        }
+        // Only overflow is left to fail here.
+        u64::from_str_radix(digits, radix)
+            .map(ReplayToken::new)
+            .map_err(|_| malformed())
     }
 }
 
@@ -427,6 +455,60 @@ mod tests {
     }
 
     #[test]
+    fn tokens_are_exact_or_refused() {
+        let v = ALGORITHM_VERSION;
+        let exact = format!("v{v}-000000000000abc0");
+        assert_eq!(exact.parse(), Ok(ReplayToken::new(0xabc0)));
+        assert_eq!(
+            format!("v{v}-000000000000ABC0").parse(),
+            Ok(ReplayToken::new(0xabc0))
+        );
+        let refused = [
+            // 17 and 15 hex digits: another seed, not this one
+            format!("v{v}-0000000000000abc0"),
+            format!("v{v}-00000000000abc0"),
+            format!("v{v}-"),
+            format!("v{v}-+00000000000abc0"),
+            format!("v{v}- 00000000000abc0"),
+            format!("v+{v}-000000000000abc0"),
+            format!(" v{v}-000000000000abc0"),
+            format!("v{v}-000000000000abc0 "),
+            format!("v{v}-000000000000abc0\n"),
+            " 42".to_string(),
+            "42 ".to_string(),
+            "+42".to_string(),
+            "-42".to_string(),
+            "4_2".to_string(),
+            String::new(),
+            "0x".to_string(),
+            "0x+2a".to_string(),
+            " 0x2a".to_string(),
+            "0x2a ".to_string(),
+            "0x 2a".to_string(),
+            // one past u64::MAX, in decimal and in hex
+            "18446744073709551616".to_string(),
+            "0x10000000000000000".to_string(),
+        ];
+        for s in &refused {
+            assert_eq!(
+                s.parse::<ReplayToken>(),
+                Err(TokenError::Malformed(s.clone())),
+                "{s:?}"
+            );
+        }
+        assert_eq!(
+            "18446744073709551615".parse(),
+            Ok(ReplayToken::new(u64::MAX))
+        );
+        assert_eq!("0xffffffffffffffff".parse(), Ok(ReplayToken::new(u64::MAX)));
+        let other = v + 1;
+        assert_eq!(
+            format!("v{other}-000000000000abc0").parse::<ReplayToken>(),
+            Err(TokenError::Version(other))
+        );
+    }
+
+    #[test]
     fn modes_parse() {
         assert_eq!(parse_mode("off"), Some((None, false)));
         assert_eq!(parse_mode("Sattolo"), Some((Some(Shuffle::Sattolo), false)));
@@ -435,5 +517,7 @@ mod tests {
             Some((Some(Shuffle::FisherYates), true))
         );
         assert_eq!(parse_mode("shuffled"), None);
+        assert_eq!(parse_mode(""), None);
+        assert_eq!(parse_mode(" "), None);
     }
 }

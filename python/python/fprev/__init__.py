@@ -93,6 +93,9 @@ def _formats(dtype, acc_dtype):
 
 
 def _size(n, what="n"):
+    # bool is an int subclass: n=True would be read as 1 without a word
+    if isinstance(n, (bool, np.bool_)):
+        raise TypeError(f"{what} must be an integer, got {type(n).__name__}")
     try:
         n = operator.index(n)
     except TypeError:
@@ -102,9 +105,19 @@ def _size(n, what="n"):
     return n
 
 
+def _flag(value, what):
+    """``value`` as a bool; anything but True or False is refused (``verify="no"`` is a
+    true string, and would verify)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{what} must be True or False, got {type(value).__name__}")
+    return bool(value)
+
+
 def _seed(seed):
     if seed is None:
         return 0
+    if isinstance(seed, (bool, np.bool_)):
+        raise TypeError(f"seed must be an integer or None, got {type(seed).__name__}")
     seed = operator.index(seed)
     if not 0 <= seed < 2**64:
         raise ValueError(f"seed must be in [0, 2**64), got {seed}")
@@ -126,8 +139,8 @@ def _buffer(n, operands, algorithm, shape=None):
 
 def _run(call, args, buf, n, operands, acc, algorithm, hint, verify, seed, accept_flat=False):
     return _fprev.reveal(
-        call, args, buf, n, operands, acc, algorithm, _hint(hint), bool(verify), _seed(seed),
-        bool(accept_flat),
+        call, args, buf, n, operands, acc, algorithm, _hint(hint), _flag(verify, "verify"),
+        _seed(seed), _flag(accept_flat, "accept_flat"),
     )
 
 
@@ -183,6 +196,7 @@ def reveal(
     (((((0+1)+(2+3))+((4+5)+(6+7)))+8)+9)
     """
     n = _size(n)
+    report = _flag(report, "report")
     operands, acc = _formats(dtype, acc_dtype)
     buf, view = _buffer(n, operands, algorithm)
     tree, costs = _run(
@@ -218,6 +232,7 @@ def reveal_dot(
     64
     """
     n = _size(n)
+    report = _flag(report, "report")
     operands, acc = _formats(dtype, acc_dtype)
     buf, view = _buffer(n, operands, algorithm)
     if _dtypes.is_fp8(operands):
@@ -227,7 +242,7 @@ def reveal_dot(
         second_view.flags.writeable = False
         tree, costs = _fprev.reveal_products(
             fn, (view, second_view), buf, second, n, operands, acc, algorithm, _hint(hint),
-            bool(verify), _seed(seed), bool(accept_flat),
+            _flag(verify, "verify"), _seed(seed), _flag(accept_flat, "accept_flat"),
         )
         return (tree, costs) if report else tree
     ones = np.ones(n, dtype=buf.dtype)
@@ -238,7 +253,9 @@ def reveal_dot(
     return (tree, costs) if report else tree
 
 
-def reveal_matmul(fn, m, n, k, dtype="float32", acc_dtype=None, algorithm="fprev", seed=None):
+def reveal_matmul(
+    fn, m, n, k, dtype="float32", acc_dtype=None, algorithm="fprev", seed=None, verify=True
+):
     """Reveal the summation order of every element of a matrix product.
 
     ``fn(a, b)`` must return ``a @ b`` for ``a`` of shape ``(m, k)`` and ``b`` of
@@ -248,6 +265,11 @@ def reveal_matmul(fn, m, n, k, dtype="float32", acc_dtype=None, algorithm="fprev
     spread over a row of ``a`` and a column of ``b``, up to ``min(m, n)`` a call); every
     element's order is then checked, and elements that sum differently (edge tiles)
     are revealed again and grouped.
+
+    ``verify`` checks every tree as :func:`reveal` does (sampled probes asked again,
+    seeded random inputs): a product that is not a plain summation (one that rounds its
+    results to whole numbers) raises :class:`NotPlainSummationError` as ``reveal`` of
+    one element does. Off, only every element's own checks run (fewer inputs).
 
     Returns:
         :class:`Orders`: ``.uniform``, ``.tree`` (when uniform), ``.groups`` as
@@ -259,6 +281,7 @@ def reveal_matmul(fn, m, n, k, dtype="float32", acc_dtype=None, algorithm="fprev
     (True, 16)
     """
     m, n, k = _size(m, "m"), _size(n, "n"), _size(k, "k")
+    verify = _flag(verify, "verify")
     operands, acc = _formats(dtype, acc_dtype)
     _fprev.check_size(k, operands, algorithm)
     np_dtype = _dtypes.numpy_dtype(operands)
@@ -276,10 +299,16 @@ def reveal_matmul(fn, m, n, k, dtype="float32", acc_dtype=None, algorithm="fprev
             raise ValueError(
                 f"the matrix product returned shape {c.shape}, expected {(m, n)}"
             )
+        # the copy below would keep the real parts with only a ComplexWarning
+        if np.iscomplexobj(c):
+            raise TargetError(
+                f"the matrix product returned {c.dtype} values, not real numbers "
+                "(return the real part, or abs(), if that is the product)"
+            )
         out[...] = c
 
     return _fprev.reveal_reduction(
-        call, (), a, out, m, k, n, operands, acc, algorithm, _seed(seed), b
+        call, (), a, out, m, k, n, operands, acc, algorithm, _seed(seed), b, verify
     )
 
 

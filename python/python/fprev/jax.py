@@ -5,7 +5,7 @@ each call gets ``jax.numpy.asarray`` of fprev's probe buffer (one host-to-device
 copy per call).
 """
 
-from . import _buffer, _dtypes, _formats, _run, _size
+from . import _buffer, _dtypes, _flag, _formats, _run, _size
 
 
 def _name(dtype):
@@ -44,6 +44,7 @@ def reveal(
     import jax.numpy as jnp
 
     n = _size(n)
+    report = _flag(report, "report")
     operands, acc = _formats(_name(dtype), _name(acc_dtype))
     buf, view = _buffer(n, operands, algorithm)
     f = jax.jit(fn) if jit else fn

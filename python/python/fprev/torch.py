@@ -5,7 +5,7 @@ PyTorch is imported only when a function here is called.
 
 import numpy as np
 
-from . import _buffer, _dtypes, _formats, _fprev, _run, _size
+from . import _buffer, _dtypes, _flag, _formats, _fprev, _run, _size
 
 _TORCH_NAMES = {
     "torch.float64": "float64",
@@ -51,6 +51,7 @@ def reveal(
     import torch
 
     n = _size(n)
+    report = _flag(report, "report")
     operands, acc = _formats(_name(dtype), _name(acc_dtype))
     if operands == "bfloat16":
         # raw 16-bit storage viewed as torch.bfloat16: needs no ml_dtypes
