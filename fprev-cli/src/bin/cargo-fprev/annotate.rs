@@ -11,6 +11,8 @@
 //! own decision at compile time.
 
 use proc_macro2::{Delimiter, Spacing, TokenStream, TokenTree};
+use syn::parse::discouraged::Speculative;
+use syn::parse::{ParseStream, Parser};
 use syn::spanned::Spanned;
 use syn::visit::Visit;
 
@@ -31,6 +33,10 @@ pub struct FileResult {
     /// The new text, when a function was annotated.
     pub text: Option<String>,
     pub annotated: Vec<Annotated>,
+    /// The file as a whole did not parse (syntax `syn` no longer reads, such as an
+    /// edition-2015 `&Fn(T) -> T`): it was read item by item, and the items that do not
+    /// parse were left alone. The first error.
+    pub partial: Option<syn::Error>,
 }
 
 /// Annotates `src` (a whole `.rs` file). A file that does not parse is an error: the
@@ -40,17 +46,30 @@ pub fn annotate(src: &str) -> Result<FileResult, syn::Error> {
     annotate_where(src, |_| true)
 }
 
-/// [`annotate`], keeping only the functions `keep` accepts (by their lines).
+/// Annotates `src`, keeping only the functions `keep` accepts (by their lines). A file
+/// that does not lex is an error; one that lexes but does not parse as a whole is read
+/// item by item ([`FileResult::partial`]).
 pub fn annotate_where(
     src: &str,
     keep: impl Fn(&Annotated) -> bool,
 ) -> Result<FileResult, syn::Error> {
-    let file = syn::parse_file(src)?;
     let mut finder = Finder {
         at: Vec::new(),
         scope: Vec::new(),
     };
-    finder.visit_file(&file);
+    let partial = match syn::parse_file(src) {
+        Ok(file) => {
+            finder.visit_file(&file);
+            None
+        }
+        Err(e) => {
+            let tokens: TokenStream = src
+                .parse()
+                .map_err(|l: proc_macro2::LexError| syn::Error::new(l.span(), l))?;
+            finder.items_one_by_one(tokens);
+            Some(e)
+        }
+    };
     let mut inserts: Vec<(usize, Annotated)> = Vec::new();
     for (line, column, end_line, name) in finder.at {
         let Some(offset) = byte_offset(src, line, column) else {
@@ -68,7 +87,10 @@ pub fn annotate_where(
     inserts.sort_by_key(|(o, _)| *o);
     inserts.dedup_by_key(|(o, _)| *o);
     if inserts.is_empty() {
-        return Ok(FileResult::default());
+        return Ok(FileResult {
+            partial,
+            ..FileResult::default()
+        });
     }
     let mut text = String::with_capacity(src.len() + inserts.len() * 20);
     let mut last = 0;
@@ -81,6 +103,7 @@ pub fn annotate_where(
     Ok(FileResult {
         text: Some(text),
         annotated: inserts.into_iter().map(|(_, a)| a).collect(),
+        partial,
     })
 }
 
@@ -130,6 +153,61 @@ impl Finder {
     }
 }
 
+impl Finder {
+    /// Reads `tokens` as a sequence of items (or impl/trait members), skipping one token
+    /// at a time past whatever does not parse and looking inside the braces it skips, so
+    /// that one unreadable signature costs only its own function.
+    fn items_one_by_one(&mut self, tokens: TokenStream) {
+        let parser = |input: ParseStream| -> syn::Result<()> {
+            let mut test_attr = false;
+            while !input.is_empty() {
+                let fork = input.fork();
+                if let Ok(item) = fork.parse::<syn::Item>() {
+                    input.advance_to(&fork);
+                    self.visit_item(&item);
+                    test_attr = false;
+                    continue;
+                }
+                let fork = input.fork();
+                if let Ok(syn::ImplItem::Fn(f)) = fork.parse::<syn::ImplItem>() {
+                    input.advance_to(&fork);
+                    self.consider(&f.attrs, impl_fn_first(&f), &f.sig, &f.block);
+                    test_attr = false;
+                    continue;
+                }
+                match input.parse::<TokenTree>()? {
+                    TokenTree::Group(g) if g.delimiter() == Delimiter::Bracket => {
+                        let text = g.stream().to_string().replace(' ', "");
+                        test_attr |= text == "test"
+                            || text == "cfg(test)"
+                            || text.starts_with("cfg(all(test")
+                            || text.ends_with("::test");
+                    }
+                    TokenTree::Group(g) if g.delimiter() == Delimiter::Brace => {
+                        if !test_attr {
+                            self.items_one_by_one(g.stream());
+                        }
+                        test_attr = false;
+                    }
+                    TokenTree::Punct(p) if p.as_char() == ';' => test_attr = false,
+                    _ => {}
+                }
+            }
+            Ok(())
+        };
+        // Every error is recovered from above; only running out of tokens ends it.
+        let _ = parser.parse2(tokens);
+    }
+}
+
+/// The first token of an impl method: its visibility, or `default`, or its signature.
+fn impl_fn_first(f: &syn::ImplItemFn) -> proc_macro2::Span {
+    match (&f.vis, &f.defaultness) {
+        (syn::Visibility::Inherited, Some(d)) => d.span(),
+        (v, _) => first_span(v, &f.sig),
+    }
+}
+
 /// The span of an item's first token after its attributes: its visibility when it has
 /// one, else its signature.
 fn first_span(vis: &syn::Visibility, sig: &syn::Signature) -> proc_macro2::Span {
@@ -163,11 +241,7 @@ impl<'ast> Visit<'ast> for Finder {
         );
         for item in &i.items {
             if let syn::ImplItem::Fn(f) = item {
-                let first = match (&f.vis, &f.defaultness) {
-                    (syn::Visibility::Inherited, Some(d)) => d.span(),
-                    (v, _) => first_span(v, &f.sig),
-                };
-                self.consider(&f.attrs, first, &f.sig, &f.block);
+                self.consider(&f.attrs, impl_fn_first(f), &f.sig, &f.block);
             }
         }
         self.scope.pop();
@@ -383,7 +457,42 @@ mod inner {
     }
 
     #[test]
-    fn a_file_that_does_not_parse_is_an_error() {
+    fn a_file_that_does_not_lex_is_an_error() {
         assert!(annotate("fn broken( {").is_err());
+    }
+
+    #[test]
+    fn a_file_syn_cannot_read_whole_is_read_item_by_item() {
+        // Edition 2015's bare `&Fn(T) -> T` in one method's signature: that method is
+        // left alone, its neighbours (in the same impl) and the free function are not.
+        let src = "\
+#![allow(dead_code)]
+struct V(Vec<f64>);
+impl V {
+    fn apply(mut self, f: &Fn(f64) -> f64) -> Self { for v in &mut self.0 { *v = f(*v); } self }
+    pub fn sum(&self) -> f64 { let mut s = 0.0; for x in &self.0 { s += x; } s }
+}
+fn dot(a: &[f64], b: &[f64]) -> f64 { a.iter().zip(b).map(|(x, y)| x * y).sum() }
+#[cfg(test)]
+mod tests {
+    fn helper(v: &[f64]) -> f64 { v.iter().sum() }
+    fn broken(f: &Fn(f64) -> f64) -> f64 { let mut s = 0.0; s += f(1.0); s }
+}
+";
+        let r = annotate(src).expect("lexes");
+        assert!(r.partial.is_some(), "the whole file does not parse");
+        let names: Vec<(usize, String)> = r
+            .annotated
+            .iter()
+            .map(|a| (a.line, a.name.clone()))
+            .collect();
+        assert_eq!(names, vec![(5, "sum".to_string()), (7, "dot".to_string())]);
+        let text = r.text.expect("annotated");
+        assert!(
+            text.contains("    #[fprev::scramble] pub fn sum(&self)"),
+            "{text}"
+        );
+        assert!(text.contains("\n#[fprev::scramble] fn dot("), "{text}");
+        assert_eq!(text.lines().count(), src.lines().count());
     }
 }

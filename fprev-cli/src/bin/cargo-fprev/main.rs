@@ -263,6 +263,15 @@ fn prepare(a: &CopyArgs, write: bool) -> Result<Prepared, Failure> {
                 };
                 match annotate::annotate_where(&src, keep) {
                     Ok(r) => {
+                        if let Some(e) = &r.partial {
+                            eprintln!(
+                                "cargo fprev: note: {} does not parse as a whole ({}:{}: {e}); \
+                                 read item by item, the items that do not parse left as they are",
+                                rel.display(),
+                                e.span().start().line,
+                                e.span().start().column + 1
+                            );
+                        }
                         if let (true, Some(text)) = (write, &r.text) {
                             std::fs::write(tree.join(&rel), text).map_err(|e| {
                                 Failure(format!("cannot write the copy of {}: {e}", rel.display()))
