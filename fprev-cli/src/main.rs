@@ -255,10 +255,32 @@ fn main() -> ExitCode {
     }
 }
 
+/// The largest tree file `diff` and `--hint` read: canonical text of about 25 million
+/// leaves. Read through `Read::take`, so a device or a pipe is never read past it.
+const MAX_TREE_FILE: u64 = 256 << 20;
+
 fn read_tree(path: &PathBuf) -> Result<SumTree, Failure> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Failure::Message(format!("{}: {e}", path.display())))?;
-    parse_tree(&text).map_err(|e| Failure::Message(format!("{}: {e}", path.display())))
+    use std::io::Read;
+    let name = path.display();
+    let file = std::fs::File::open(path).map_err(|e| Failure::Message(format!("{name}: {e}")))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_TREE_FILE + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Failure::Message(format!("{name}: {e}")))?;
+    if bytes.len() as u64 > MAX_TREE_FILE {
+        return Err(Failure::Message(format!(
+            "{name}: larger than {} MiB: not a tree file (fprev reads trees of up to about \
+             25 million leaves)",
+            MAX_TREE_FILE >> 20
+        )));
+    }
+    let text = String::from_utf8(bytes).map_err(|e| {
+        Failure::Message(format!(
+            "{name}: not UTF-8 text (byte {} is not valid UTF-8)",
+            e.utf8_error().valid_up_to()
+        ))
+    })?;
+    parse_tree(&text).map_err(|e| Failure::Message(format!("{name}: {e}")))
 }
 
 /// A tree in canonical text or JSON.

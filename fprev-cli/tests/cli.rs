@@ -1002,3 +1002,12 @@ fn a_killed_fprev_takes_its_direct_peer_along() {
         pid.trim()
     );
 }
+
+#[test]
+fn tree_files_are_read_within_a_bound() {
+    // `diff` (and `--hint`, through the same reader) read files: a device that never
+    // ends is refused after a bounded read, in bounded memory, as `campaign merge`
+    // refuses one.
+    let o = fprev_limited(LIMIT_KIB, &["diff", "/dev/zero", "/dev/zero"]);
+    refused(&o, "/dev/zero: larger than 256 MiB: not a tree file");
+}
