@@ -838,12 +838,14 @@ fn dev_full() -> std::fs::File {
 }
 
 /// The commands that print to standard output, each printing something.
-fn printing_commands() -> Vec<Vec<String>> {
-    let (a, b) = (tmp("full-a.txt"), tmp("full-b.txt"));
+/// Each test passes its own `tag`: tests run in parallel, and one rewriting a file another
+/// is reading would hand that one an empty tree.
+fn printing_commands(tag: &str) -> Vec<Vec<String>> {
+    let (a, b) = (tmp(&format!("{tag}-a.txt")), tmp(&format!("{tag}-b.txt")));
     std::fs::write(&a, "((0+1)+2)\n").expect("write");
     std::fs::write(&b, "(0+(1+2))\n").expect("write");
     let s = |p: &PathBuf| p.to_str().unwrap_or_default().to_string();
-    let demo = tmp("full-demo");
+    let demo = tmp(&format!("{tag}-demo"));
     [
         vec!["targets".to_string()],
         vec!["diff".into(), s(&a), s(&a)],
@@ -870,7 +872,7 @@ fn printing_commands() -> Vec<Vec<String>> {
 #[test]
 fn a_full_stdout_is_an_error_not_a_panic() {
     // Before: println! panicked ("failed printing to stdout"), exit status 101.
-    for args in printing_commands() {
+    for args in printing_commands("full-stdout") {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let o = fprev_to(&args, dev_full().into(), None);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
@@ -890,7 +892,7 @@ fn a_full_stdout_is_an_error_not_a_panic() {
 fn a_closed_pipe_on_stdout_ends_quietly() {
     // Before: println! panicked on the broken pipe (exit status 101); now fprev stops
     // quietly with status 0, as `| head -1` expects.
-    for args in printing_commands() {
+    for args in printing_commands("closed-pipe") {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let (reader, writer) = std::io::pipe().expect("pipe");
         drop(reader);
