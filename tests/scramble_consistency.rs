@@ -40,20 +40,30 @@ fn both_products(a: &[f64], p: &[f64], pp: &[f64]) -> (Vec<f64>, Vec<f64>) {
     (matvec(a, p), matvec(a, pp))
 }
 
-/// An iterator reduction and a nested block sum: two more kinds of site.
-#[fprev::scramble]
-fn norms(v: &[f64]) -> (f64, f64) {
-    let squares: f64 = v.iter().map(|x| x * x).sum();
-    let mut blocks = 0.0;
-    for c in v.chunks(37) {
-        let mut part = 0.0;
-        for x in c {
-            part += x;
+/// An iterator reduction and a nested block sum: two more kinds of site; `plain` is
+/// the same body unannotated, the golden value.
+macro_rules! norms {
+    ($(#[$attr:meta])* $name:ident) => {
+        $(#[$attr])*
+        fn $name(v: &[f64]) -> (f64, f64) {
+            let squares: f64 = v.iter().map(|x| x * x).sum();
+            let mut blocks = 0.0;
+            for c in v.chunks(37) {
+                let mut part = 0.0;
+                for x in c {
+                    part += x;
+                }
+                blocks += part;
+            }
+            (squares, blocks)
         }
-        blocks += part;
-    }
-    (squares, blocks)
+    };
 }
+norms!(
+    #[fprev::scramble]
+    norms
+);
+norms!(plain_norms);
 
 /// A loop the user declares order-free: a real scheduler may run it in another order at
 /// every call, so it still draws per call.
@@ -64,19 +74,6 @@ fn declared(v: &[f64]) -> Vec<usize> {
         seen.push(i);
     }
     seen
-}
-
-fn plain_norms(v: &[f64]) -> (f64, f64) {
-    let squares: f64 = v.iter().map(|x| x * x).sum();
-    let mut blocks = 0.0;
-    for c in v.chunks(37) {
-        let mut part = 0.0;
-        for x in c {
-            part += x;
-        }
-        blocks += part;
-    }
-    (squares, blocks)
 }
 
 fn plain_matvec(a: &[f64], x: &[f64]) -> Vec<f64> {

@@ -28,6 +28,7 @@ mod budget;
 mod builtins;
 mod campaign;
 mod demo;
+mod escape;
 mod exec;
 mod limits;
 mod reports;

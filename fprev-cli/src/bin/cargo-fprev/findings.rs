@@ -3,6 +3,8 @@
 
 use std::fmt::Write as _;
 
+use crate::escape::{cell, xml};
+
 /// A test that fails scrambled, passes unscrambled and fails again alone with the same
 /// token: the order dependence is real and replays.
 #[derive(Clone, Debug)]
@@ -133,12 +135,12 @@ impl Summary {
                 let _ = writeln!(
                     s,
                     "| {} | {} | {} | `{}` | {} | `{}` |",
-                    md_cell(&f.test),
+                    cell(&f.test, true),
                     f.kind,
                     f.mode,
                     f.token,
-                    md_cell(f.at.as_deref().unwrap_or("-")),
-                    md_cell(&f.replay)
+                    cell(f.at.as_deref().unwrap_or("-"), true),
+                    cell(&f.replay, true)
                 );
             }
         }
@@ -148,7 +150,7 @@ impl Summary {
                 "\nFailing unscrambled (not findings): {}",
                 self.unscrambled_failures
                     .iter()
-                    .map(|t| md_cell(t))
+                    .map(|t| cell(t, true))
                     .collect::<Vec<_>>()
                     .join(", ")
             );
@@ -159,7 +161,7 @@ impl Summary {
                 "\nFailed scrambled but passed alone with the same token (not findings): {}",
                 self.not_reproduced
                     .iter()
-                    .map(|t| md_cell(t))
+                    .map(|t| cell(t, true))
                     .collect::<Vec<_>>()
                     .join(", ")
             );
@@ -179,39 +181,17 @@ impl Summary {
             let _ = writeln!(
                 s,
                 "  <testcase classname=\"{}\" name=\"{} [{} {}]\">\n    <failure message=\"{}\">{}</failure>\n  </testcase>",
-                xml(&f.package),
-                xml(&f.test),
-                xml(&f.mode),
-                xml(&f.token),
-                xml(f.kind),
-                xml(&format!("{}\nreplay: {}", f.message, f.replay))
+                xml(&f.package, true),
+                xml(&f.test, true),
+                xml(&f.mode, true),
+                xml(&f.token, true),
+                xml(f.kind, true),
+                xml(&format!("{}\nreplay: {}", f.message, f.replay), false)
             );
         }
         s.push_str("</testsuite>\n");
         s
     }
-}
-
-/// A Markdown table cell: `|` escaped, line breaks as spaces.
-fn md_cell(s: &str) -> String {
-    s.replace('|', "\\|").replace(['\n', '\r'], " ")
-}
-
-/// XML 1.0 text: markup escaped, characters XML cannot carry replaced.
-fn xml(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\t' | '\n' | '\r' => out.push(c),
-            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => out.push('\u{FFFD}'),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// Joins findings.json documents (already checked to have the top-level fields).
@@ -307,9 +287,9 @@ mod tests {
             ..Summary::default()
         };
         let md = s.to_markdown();
-        assert!(md.contains("odd\\|name x"), "{md}");
+        assert!(md.contains("odd\\|name<br>x"), "{md}");
         let junit = s.to_junit();
-        assert!(junit.contains("a &lt;b&gt; &amp; \u{FFFD}"), "{junit}");
+        assert!(junit.contains("a &lt;b&gt; &amp; \\x00"), "{junit}");
         assert!(!junit.contains('\u{0}'));
         let json: serde_json::Value = serde_json::from_str(&s.to_json()).expect("json");
         assert_eq!(json["findings"][0]["test"], "odd|name\nx");

@@ -13,6 +13,9 @@
 mod annotate;
 mod blame;
 mod diff;
+// The escaping `fprev campaign merge` uses, shared by both binaries of this package.
+#[path = "../../escape.rs"]
+mod escape;
 mod findings;
 mod runner;
 mod workspace;
