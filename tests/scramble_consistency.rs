@@ -141,6 +141,15 @@ fn computing_twice_gives_the_same_bits_under_every_mode_and_seed() {
             });
         }
     }
+    // The comparisons above compared scrambled runs, not plain ones.
+    for name in ["matvec", "norms"] {
+        let reached: u64 = fprev::scramble::sites()
+            .iter()
+            .filter(|s| s.kind.is_some() && s.label.contains(name))
+            .map(|s| s.reached)
+            .sum();
+        assert!(reached > 0, "{name}'s sites never ran scrambled");
+    }
 }
 
 #[test]
