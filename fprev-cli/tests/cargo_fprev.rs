@@ -273,3 +273,62 @@ fn bad_input_is_an_error_with_exit_status_1() {
         );
     }
 }
+
+#[test]
+fn chains_reports_the_suites_accumulations_at_their_original_lines() {
+    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cargo-fprev-chains-out");
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let run = || {
+        cargo_fprev()
+            .current_dir(fixture())
+            .args(["fprev", "chains", "--out"])
+            .arg(&out_dir)
+            .arg("--scratch")
+            .arg(scratch())
+            .output()
+            .expect("run cargo-fprev chains")
+    };
+    let out = run();
+    let text = show(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let report = std::fs::read_to_string(out_dir.join("chains.txt")).expect("chains.txt");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(&report),
+        "{text}"
+    );
+    // Both sites, at the fixture's own lines: the attribute went on the function's line.
+    let lines: Vec<&str> = report.lines().collect();
+    let total = lines
+        .iter()
+        .find(|l| l.contains("orderdep::total src/lib.rs:13:9 `s += x` (variable)"))
+        .unwrap_or_else(|| panic!("the loop of total: {text}"));
+    assert!(
+        lines.iter().any(
+            |l| l.contains("orderdep::mean src/lib.rs:19:5 `v.iter().sum::<f64>()` (iterator)")
+        ),
+        "the sum of mean: {text}"
+    );
+    // Every test that calls total adds 2000 terms in one chain (plus the 100 of
+    // mean_is_close), sequentially: the longest chain is the trip count.
+    let max_chain: u64 = total
+        .split_whitespace()
+        .next()
+        .and_then(|w| w.parse().ok())
+        .expect("max chain");
+    assert_eq!(max_chain, 2000, "{text}");
+    assert!(total.contains("sequential"), "{text}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("1 test(s) failed")
+            && text.contains("broken_anyway"),
+        "the failing test is named: {text}"
+    );
+    // A second run replaces the counts rather than adding to them.
+    let again = run();
+    assert_eq!(again.status.code(), Some(0), "{}", show(&again));
+    let second = std::fs::read_to_string(out_dir.join("chains.txt")).expect("chains.txt");
+    assert_eq!(
+        second.lines().skip(1).collect::<Vec<_>>(),
+        lines[1..].to_vec(),
+        "the same suite gives the same report"
+    );
+}

@@ -1,4 +1,5 @@
-//! Puts `#[fprev::scramble]` on every function of a source file whose body accumulates,
+//! Puts an fprev attribute (`#[fprev::scramble]`, or `#[fprev::accumulator]` for chain
+//! reports) on every function of a source file whose body accumulates,
 //! as a user would by hand, without moving a line: the attribute goes on the line of the
 //! function's first token (its visibility or `fn`), so every file:line a test failure,
 //! a panic or a site report prints is the original file's.
@@ -15,6 +16,24 @@ use syn::parse::discouraged::Speculative;
 use syn::parse::{ParseStream, Parser};
 use syn::spanned::Spanned;
 use syn::visit::Visit;
+
+/// Which attribute goes on the functions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Attribute {
+    /// `#[fprev::scramble]`: reductions run in drawn orders (`cargo fprev test`).
+    Scramble,
+    /// `#[fprev::accumulator]`: accumulation chains are counted (`cargo fprev chains`).
+    Accumulator,
+}
+
+impl Attribute {
+    fn text(self) -> &'static str {
+        match self {
+            Attribute::Scramble => "#[fprev::scramble] ",
+            Attribute::Accumulator => "#[fprev::accumulator] ",
+        }
+    }
+}
 
 /// One annotated function.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,7 +62,7 @@ pub struct FileResult {
 /// caller reports it and leaves the file alone.
 #[cfg(test)]
 pub fn annotate(src: &str) -> Result<FileResult, syn::Error> {
-    annotate_where(src, |_| true)
+    annotate_where(src, Attribute::Scramble, |_| true)
 }
 
 /// Annotates `src`, keeping only the functions `keep` accepts (by their lines). A file
@@ -51,6 +70,7 @@ pub fn annotate(src: &str) -> Result<FileResult, syn::Error> {
 /// item by item ([`FileResult::partial`]).
 pub fn annotate_where(
     src: &str,
+    attribute: Attribute,
     keep: impl Fn(&Annotated) -> bool,
 ) -> Result<FileResult, syn::Error> {
     let mut finder = Finder {
@@ -96,7 +116,7 @@ pub fn annotate_where(
     let mut last = 0;
     for (offset, _) in &inserts {
         text.push_str(&src[last..*offset]);
-        text.push_str("#[fprev::scramble] ");
+        text.push_str(attribute.text());
         last = *offset;
     }
     text.push_str(&src[last..]);

@@ -12,6 +12,7 @@
 
 mod annotate;
 mod blame;
+mod chains;
 mod diff;
 // The escaping `fprev campaign merge` uses, shared by both binaries of this package.
 #[path = "../../escape.rs"]
@@ -58,6 +59,9 @@ enum Cmd {
     Blame(ReplayArgs),
     /// List the functions `test` would annotate, with file:line.
     Scan(CopyArgs),
+    /// Count accumulation chains: annotate a copy with `#[fprev::accumulator]`, run its
+    /// tests with `FPREV_CHAINS=1`, print the merged report (original file:line).
+    Chains(chains::ChainsArgs),
     /// Join the findings.json of several shards or runs into one.
     Merge(MergeArgs),
 }
@@ -182,6 +186,7 @@ fn main() -> ExitCode {
         Cmd::Replay(a) => replay(&a),
         Cmd::Blame(a) => blame_cmd(&a),
         Cmd::Scan(a) => scan(&a),
+        Cmd::Chains(a) => chains::chains(&a),
         Cmd::Merge(a) => merge(&a),
     };
     match result {
@@ -202,7 +207,11 @@ struct Prepared {
     annotated: Vec<(String, usize, String)>,
 }
 
-fn prepare(a: &CopyArgs, write: bool) -> Result<Prepared, Failure> {
+/// Copies the workspace (when `write`) and puts `attribute` on its accumulating
+/// functions. Each attribute has a copy of its own in the scratch folder, so that
+/// `test` and `chains` alternate without rebuilding each other's copy; they share the
+/// target folder (and so the dependencies' builds).
+fn prepare(a: &CopyArgs, write: bool, attribute: annotate::Attribute) -> Result<Prepared, Failure> {
     let ws = workspace::locate(a.manifest_path.as_deref())?;
     for p in &a.packages {
         if !ws.members.iter().any(|m| &m.name == p) {
@@ -219,7 +228,10 @@ fn prepare(a: &CopyArgs, write: bool) -> Result<Prepared, Failure> {
         .filter(|m| a.packages.is_empty() || a.packages.contains(&m.name))
         .collect();
     let scratch = workspace::scratch_dir(&ws.root, a.scratch.as_deref());
-    let tree = scratch.join("tree");
+    let tree = scratch.join(match attribute {
+        annotate::Attribute::Scramble => "tree",
+        annotate::Attribute::Accumulator => "tree-chains",
+    });
     let fprev = workspace::fprev_path(a.fprev_path.as_deref())?;
     let changed = match &a.in_diff {
         Some(path) => {
@@ -264,7 +276,7 @@ fn prepare(a: &CopyArgs, write: bool) -> Result<Prepared, Failure> {
                         .as_ref()
                         .is_none_or(|c| c.touches(&rel_text, f.line, f.end_line))
                 };
-                match annotate::annotate_where(&src, keep) {
+                match annotate::annotate_where(&src, attribute, keep) {
                     Ok(r) => {
                         if let Some(e) = &r.partial {
                             eprintln!(
@@ -346,7 +358,7 @@ fn cargo_args(a: &CopyArgs) -> Vec<String> {
 }
 
 fn scan(a: &CopyArgs) -> Result<ExitCode, Failure> {
-    let p = prepare(a, false)?;
+    let p = prepare(a, false, annotate::Attribute::Scramble)?;
     for (file, line, name) in &p.annotated {
         println!("{file}:{line}: fn {name}");
     }
@@ -395,7 +407,7 @@ fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
             a.timeout_factor
         )));
     }
-    let p = prepare(&a.copy, true)?;
+    let p = prepare(&a.copy, true, annotate::Attribute::Scramble)?;
     catch_interrupts();
     let build_start = Instant::now();
     eprintln!(
@@ -779,7 +791,7 @@ fn replay(a: &ReplayArgs) -> Result<ExitCode, Failure> {
         .token
         .parse()
         .map_err(|e| Failure(format!("TOKEN: {e}")))?;
-    let p = prepare(&a.copy, true)?;
+    let p = prepare(&a.copy, true, annotate::Attribute::Scramble)?;
     let bins = runner::build(&p.tree, &p.target_dir, &p.packages, &cargo_args(&a.copy))?;
     if let Some(bin) = find_binary(&bins, &a.test)? {
         let args = vec![a.test.clone(), "--exact".into(), "--nocapture".into()];
@@ -824,7 +836,7 @@ fn blame_cmd(a: &ReplayArgs) -> Result<ExitCode, Failure> {
         .parse()
         .map_err(|e| Failure(format!("TOKEN: {e}")))?;
     let token = token.to_string();
-    let p = prepare(&a.copy, true)?;
+    let p = prepare(&a.copy, true, annotate::Attribute::Scramble)?;
     let bins = runner::build(&p.tree, &p.target_dir, &p.packages, &cargo_args(&a.copy))?;
     let Some(bin) = find_binary(&bins, &a.test)? else {
         return Err(Failure(format!(

@@ -1,0 +1,101 @@
+//! `cargo fprev chains`: the chain report of a crate's own test suite, with nothing
+//! edited. A copy of the workspace gets `#[fprev::accumulator]` on every accumulating
+//! function (on the function's own line, so the report's file:line are the original's),
+//! its tests are built once and run with `FPREV_CHAINS=1`, and the report that the test
+//! processes merge into `<target>/fprev/chains.txt` is printed and kept.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+
+use crate::annotate::Attribute;
+use crate::runner::{self, Outcome};
+use crate::{cargo_args, prepare, write_file, CopyArgs, Failure};
+
+#[derive(Args)]
+pub struct ChainsArgs {
+    #[command(flatten)]
+    pub copy: CopyArgs,
+    /// Where chains.txt (the merged report) and the run logs go.
+    #[arg(long, default_value = "fprev.out")]
+    pub out: PathBuf,
+    /// Arguments for the test binaries (a filter, --test-threads ...).
+    #[arg(last = true)]
+    pub test_args: Vec<String>,
+}
+
+pub fn chains(a: &ChainsArgs) -> Result<ExitCode, Failure> {
+    let p = prepare(&a.copy, true, Attribute::Accumulator)?;
+    eprintln!(
+        "cargo fprev: annotated {} function(s) in {} package(s) with #[fprev::accumulator]; \
+         building the tests",
+        p.annotated.len(),
+        p.packages.len()
+    );
+    let bins = runner::build(&p.tree, &p.target_dir, &p.packages, &cargo_args(&a.copy))?;
+    // The test processes find the merged report's folder from CARGO_TARGET_DIR only
+    // when it is absolute.
+    let target = absolute(&p.target_dir)?;
+    let dir = target.join("fprev");
+    // Counts of an earlier run are never added to this one's.
+    for f in ["chains.tsv", "chains.txt"] {
+        let _ = std::fs::remove_file(dir.join(f));
+    }
+    let logs = a.out.join("logs");
+    std::fs::create_dir_all(&logs)
+        .map_err(|e| Failure(format!("cannot create {}: {e}", logs.display())))?;
+    let env = [
+        ("FPREV_CHAINS".to_string(), "1".to_string()),
+        ("CARGO_TARGET_DIR".to_string(), target.display().to_string()),
+    ];
+    let mut failed = Vec::new();
+    let mut tests = 0;
+    for (k, bin) in bins.iter().enumerate() {
+        let run = runner::run(bin, &a.test_args, &env, None)?;
+        let _ = std::fs::write(
+            logs.join(format!("chains-{k}-{}.log", bin.target)),
+            &run.log,
+        );
+        tests += run.tests.len();
+        failed.extend(
+            run.tests
+                .iter()
+                .filter(|(_, o)| **o == Outcome::Failed)
+                .map(|(t, _)| t.clone()),
+        );
+        if run.crashed {
+            failed.push(format!("{} (the binary crashed)", bin.target));
+        }
+    }
+    let report = std::fs::read_to_string(dir.join("chains.txt")).map_err(|_| {
+        Failure(format!(
+            "the tests ran ({tests} test(s) in {} binaries) but wrote no chain report: \
+             none of them called an annotated function",
+            bins.len()
+        ))
+    })?;
+    print!("{report}");
+    let kept = a.out.join("chains.txt");
+    write_file(&kept, &report)?;
+    println!(
+        "cargo fprev chains: {} function(s) annotated, {tests} test(s) run; wrote {}",
+        p.annotated.len(),
+        kept.display()
+    );
+    if !failed.is_empty() {
+        println!(
+            "note: {} test(s) failed; #[fprev::accumulator] changes no value, so they fail \
+             without it too (their counts are in the report up to where they stopped): {}",
+            failed.len(),
+            failed.join(", ")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn absolute(dir: &Path) -> Result<PathBuf, Failure> {
+    std::fs::create_dir_all(dir)
+        .and_then(|()| dir.canonicalize())
+        .map_err(|e| Failure(format!("{}: {e}", dir.display())))
+}
