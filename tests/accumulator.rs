@@ -858,3 +858,63 @@ fn sum_receivers_dispatch_by_what_they_are() {
     let s = site_of(&r, "generic_receiver", "it.map(|v| v * 2.0).sum()");
     assert_eq!(s.max_chain, 37);
 }
+
+/// A vector declared again in every round of an outer loop: each element gets one
+/// subtraction per round from a fresh value (its chain is 1), although the allocator
+/// hands the new vector the old one's address.
+#[fprev::accumulator]
+fn redeclared(w: &[f64], y: &[f64], rounds: usize) -> f64 {
+    let mut total = 0.0;
+    for _ in 0..rounds {
+        let mut z = w.to_vec();
+        for i in 0..z.len() {
+            z[i] -= y[i];
+        }
+        total += z[0];
+    }
+    total
+}
+
+/// Two sites adding into one place in one loop build one value: each site's chain runs
+/// through the other's additions.
+#[fprev::accumulator]
+fn two_sites_one_place(a: &[f64], b: &[f64]) -> [f64; 2] {
+    let mut g = [0.0; 2];
+    for k in 0..a.len() {
+        g[1] += a[k];
+        g[1] = g[1] + b[k];
+    }
+    g
+}
+
+/// A place scaled between additions: the scaling ends the chain (Defour's rule).
+#[fprev::accumulator]
+fn scaled_between(x: &[f64]) -> f64 {
+    let mut acc = [0.0f64; 1];
+    for (k, v) in x.iter().enumerate() {
+        acc[0] += v;
+        if k % 4 == 3 {
+            acc[0] *= 0.5;
+        }
+    }
+    acc[0]
+}
+
+#[test]
+fn a_place_set_by_other_code_starts_a_new_chain() {
+    let w: Vec<f64> = (0..8).map(|i| 1.5 + i as f64).collect();
+    let y: Vec<f64> = (0..8).map(|i| 0.25 * i as f64 + 0.125).collect();
+    assert_eq!(redeclared(&w, &y, 50), 50.0 * (1.5 - 0.125));
+    let x: Vec<f64> = (0..40).map(|i| i as f64 * 0.1).collect();
+    let g = two_sites_one_place(&x, &x);
+    assert_eq!(g[1], x.iter().map(|v| v + v).fold(0.0, |a, b| a + b));
+    scaled_between(&x);
+    let r = report();
+    let z = site_of(&r, "redeclared", "z[i] -= y[i]");
+    assert_eq!((z.max_chain, z.adds), (1, 400), "{r}");
+    let first = site_of(&r, "two_sites_one_place", "g[1] += a[k]");
+    let second = site_of(&r, "two_sites_one_place", "g[1] = g[1] + b[k]");
+    assert_eq!((first.max_chain, second.max_chain), (40, 40), "{r}");
+    let scaled = site_of(&r, "scaled_between", "acc[0] += v");
+    assert_eq!((scaled.max_chain, scaled.adds), (4, 40), "{r}");
+}

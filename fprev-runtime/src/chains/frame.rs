@@ -13,33 +13,61 @@ use super::site::{ChainStats, Site};
 /// Chains of one place site, per address: a direct-mapped table of 16 addresses, so
 /// up to 16 interleaved accumulators (lanes `acc[i % 8]`, the outputs of an `i-p-j`
 /// matrix product) keep their own chains. A chain ends when its slot is taken by
-/// another address, or when the function returns.
+/// another address, when the place no longer holds the value the last counted addition
+/// left there (something else set it: a vector declared again in an outer loop, a
+/// scaling), or when the function returns.
 #[derive(Clone, Debug, Default)]
 pub struct PlaceChains {
     addr: [usize; PLACE_SLOTS],
     run: [u64; PLACE_SLOTS],
+    /// The bits (as `f64`) of the value the last counted addition left at `addr`.
+    last: [u64; PLACE_SLOTS],
 }
 
 const PLACE_SLOTS: usize = 16;
+
+fn slot_of<T>(a: usize) -> usize {
+    (a / std::mem::size_of::<T>().max(1)) % PLACE_SLOTS
+}
 
 impl PlaceChains {
     /// No chains yet.
     pub const NEW: PlaceChains = PlaceChains {
         addr: [0; PLACE_SLOTS],
         run: [0; PLACE_SLOTS],
+        last: [0; PLACE_SLOTS],
     };
 
-    /// One addition into the place `p`; whether it starts a chain there.
+    /// One addition into the place `p`, which `continues` its chain unless something
+    /// else set it since the last counted addition; whether it starts a chain there.
     #[inline(always)]
-    pub fn add<T>(&mut self, stats: &mut ChainStats, p: *const T) -> bool {
+    pub fn add<T>(&mut self, stats: &mut ChainStats, p: *const T, continues: bool) -> bool {
         let a = p as usize;
-        let slot = (a / std::mem::size_of::<T>().max(1)) % PLACE_SLOTS;
-        if self.addr[slot] != a {
+        let slot = slot_of::<T>(a);
+        if self.addr[slot] != a || !continues {
             stats.end(&mut self.run[slot]);
             self.addr[slot] = a;
         }
         self.run[slot] += 1;
         self.run[slot] == 1
+    }
+
+    /// A counted addition left the value with these bits at `p`.
+    #[inline(always)]
+    fn wrote<T>(&mut self, p: *const T, bits: u64) {
+        let a = p as usize;
+        let slot = slot_of::<T>(a);
+        if self.addr[slot] == a {
+            self.last[slot] = bits;
+        }
+    }
+
+    /// Whether a counted addition of this site was the last to set `p`, to `bits`.
+    #[inline(always)]
+    fn left<T>(&self, p: *const T, bits: u64) -> bool {
+        let a = p as usize;
+        let slot = slot_of::<T>(a);
+        self.addr[slot] == a && self.run[slot] > 0 && self.last[slot] == bits
     }
 }
 
@@ -136,13 +164,15 @@ impl PlaceChain {
         stats: ChainStats::NEW,
     };
 
-    /// `*place += term` (or `-=`) is about to run: when the place is a counted float
-    /// type, its chain grows by one and the term and the place's value are looked at
-    /// (see [`ChainStats::term`]).
+    /// `*place += term` (or `-=`) is about to run, the place's chain going on when
+    /// `continues`: when the place is a counted float type, its chain grows by one and
+    /// the term and the place's value are looked at (see [`ChainStats::term`]).
     #[inline]
-    pub fn add_term<T, A: ?Sized>(&mut self, place: &T, term: &A) {
+    pub fn add_term<T, A: ?Sized>(&mut self, place: &T, term: &A, continues: bool) {
         if super::private::is_float(place as *const T) {
-            let start = self.places.add(&mut self.stats, place as *const T);
+            let start = self
+                .places
+                .add(&mut self.stats, place as *const T, continues);
             self.stats.term(
                 super::private::exact_value(term),
                 super::private::exact_value(place),
@@ -151,11 +181,13 @@ impl PlaceChain {
         }
     }
 
-    /// `*place = *place + e` just ran: the term is not apart from the sum.
+    /// `*place = *place + e` is about to set the place, its chain going on when
+    /// `continues`: the term is not apart from the sum.
     #[inline]
-    pub fn add_unchecked<T>(&mut self, place: &T) {
+    pub fn add_unchecked<T>(&mut self, place: &T, continues: bool) {
         if super::private::is_float(place as *const T) {
-            self.places.add(&mut self.stats, place as *const T);
+            self.places
+                .add(&mut self.stats, place as *const T, continues);
             self.stats.inexact = true;
         }
     }
@@ -168,6 +200,12 @@ impl PlaceChain {
         }
         site.merge(&std::mem::take(&mut self.stats));
     }
+}
+
+/// The bits of a counted float value (as `f64`, exact for every counted type).
+#[inline(always)]
+fn value_bits<T>(x: &T) -> Option<u64> {
+    super::private::exact_value(x).map(|(v, _)| v.to_bits())
 }
 
 /// The counters of one call: `V` variable counters and `P` place counters, each in a
@@ -282,6 +320,16 @@ impl<const V: usize, const P: usize> Frame<V, P> {
         self.restart_at(slot, var, new);
     }
 
+    /// Whether an addition into `place`, holding `bits` now, goes on with a chain: a
+    /// counted addition (of this site or of another place site of the frame: `g[j] += a`
+    /// and `g[j] += b` in one loop build one value) left it so. Otherwise something else
+    /// set it since: a new vector where the old one was, a non-additive update.
+    #[inline]
+    fn continues<T>(&self, slot: usize, place: *const T, bits: u64) -> bool {
+        self.places[slot].places.left(place, bits)
+            || self.places.iter().any(|p| p.places.left(place, bits))
+    }
+
     /// `*place += term` on place slot `slot`, the term and the place's value looked at
     /// first ([`PlaceChain::add_term`]). The generated `frame.add_to(1, t, &mut c[i])`
     /// evaluates the place once, after the term, as `c[i] += t` does, through the
@@ -289,21 +337,52 @@ impl<const V: usize, const P: usize> Frame<V, P> {
     /// reference to it beyond the call.
     #[inline]
     pub fn add_to<T: AddAssign<A>, A>(&mut self, slot: usize, term: A, place: &mut T) {
-        self.places[slot].add_term(&*place, &term);
-        *place += term;
+        match value_bits(&*place) {
+            Some(bits) => {
+                let continues = self.continues(slot, &*place, bits);
+                self.places[slot].add_term(&*place, &term, continues);
+                *place += term;
+                self.wrote(slot, place);
+            }
+            None => *place += term,
+        }
     }
 
     /// `*place -= term`, as [`Frame::add_to`].
     #[inline]
     pub fn sub_from<T: SubAssign<A>, A>(&mut self, slot: usize, term: A, place: &mut T) {
-        self.places[slot].add_term(&*place, &term);
-        *place -= term;
+        match value_bits(&*place) {
+            Some(bits) => {
+                let continues = self.continues(slot, &*place, bits);
+                self.places[slot].add_term(&*place, &term, continues);
+                *place -= term;
+                self.wrote(slot, place);
+            }
+            None => *place -= term,
+        }
     }
 
-    /// [`PlaceChain::add_unchecked`] on place slot `slot`.
+    /// `*place = sum` for `place = place + e` (or `e + place`, `place - e`) on place
+    /// slot `slot`, with `sum` the right side, already computed: the term is not apart
+    /// from the sum.
     #[inline]
-    pub fn add_unchecked<T>(&mut self, slot: usize, place: &T) {
-        self.places[slot].add_unchecked(place);
+    pub fn assign_sum<T>(&mut self, slot: usize, sum: T, place: &mut T) {
+        match value_bits(&*place) {
+            Some(bits) => {
+                let continues = self.continues(slot, &*place, bits);
+                self.places[slot].add_unchecked(&*place, continues);
+                *place = sum;
+                self.wrote(slot, place);
+            }
+            None => *place = sum,
+        }
+    }
+
+    #[inline(always)]
+    fn wrote<T>(&mut self, slot: usize, place: &T) {
+        if let Some(bits) = value_bits(place) {
+            self.places[slot].places.wrote(place as *const T, bits);
+        }
     }
 }
 

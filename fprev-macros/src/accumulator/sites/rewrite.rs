@@ -309,10 +309,7 @@ impl Rewriter<'_> {
         let k = self.new_site(Kind::Place, e);
         let scope = self.scopes.last_mut().expect("the function's frame");
         let Counter { frame, slot, .. } = scope.member(k, Kind::Place);
-        let (r, p) = (
-            quote_spanned!(Span::mixed_site()=> __fprev_rhs),
-            quote_spanned!(Span::mixed_site()=> __fprev_place),
-        );
+        let r = quote_spanned!(Span::mixed_site()=> __fprev_rhs);
         let rhs_and_update = match e {
             // The frame looks at the term and the place's value, then adds: the place is
             // evaluated once, after the term, as the plain statement does.
@@ -327,14 +324,13 @@ impl Rewriter<'_> {
                     #frame.#method(#slot, #r, &mut #place);
                 }
             }
-            // `place = place + e`: the term is not apart from the sum.
+            // `place = place + e`: the term is not apart from the sum. The frame looks
+            // at the place's value before it sets it.
             Expr::Assign(a) => {
                 let rhs = &a.right;
                 quote! {
                     let #r = #rhs;
-                    let #p = &mut #place;
-                    *#p = #r;
-                    #frame.add_unchecked(#slot, &*#p);
+                    #frame.assign_sum(#slot, #r, &mut #place);
                 }
             }
             _ => return e.clone(),
