@@ -41,6 +41,7 @@ fn every_variable_read_is_known() {
         "benches",
         "fprev-runtime",
         "fprev-macros",
+        "fprev-expand",
     ] {
         quoted_names(&root.join(dir), &mut names);
     }

@@ -1,15 +1,10 @@
 //! Procedural macros of fprev. Use them through the `fprev` crate (`#[fprev::scramble]`,
 //! `#[fprev::accumulator]`); expansions refer only to `::fprev::__private`.
+//!
+//! The expansions themselves live in `fprev-expand`, a library crate: a proc-macro crate
+//! can export only macros, and `cargo fprev scan` reports the attributes' own decisions.
 
 use proc_macro::TokenStream;
-
-mod accumulator;
-#[cfg(test)]
-mod cases;
-mod respan;
-mod runs;
-mod scramble;
-mod syntax;
 
 /// Makes a function's float reductions show their order dependence in tests: when
 /// fprev's scrambling is switched on at run time (`FPREV_SCRAMBLE=shapes`,
@@ -144,10 +139,7 @@ mod syntax;
 /// ```
 #[proc_macro_attribute]
 pub fn scramble(args: TokenStream, item: TokenStream) -> TokenStream {
-    let item = proc_macro2::TokenStream::from(item);
-    scramble::expand::scramble(args.into(), item.clone())
-        .unwrap_or_else(|e| scramble::with_error(item, e))
-        .into()
+    fprev_expand::scramble(args.into(), item.into()).into()
 }
 
 /// Count the accumulation chains of a function, and optionally register it so that
@@ -267,5 +259,5 @@ pub fn scramble(args: TokenStream, item: TokenStream) -> TokenStream {
 /// removed) and nothing is registered.
 #[proc_macro_attribute]
 pub fn accumulator(args: TokenStream, item: TokenStream) -> TokenStream {
-    accumulator::accumulator(args.into(), item.into()).into()
+    fprev_expand::accumulator(args.into(), item.into()).into()
 }

@@ -1,5 +1,5 @@
 //! Snapshots of what `#[accumulator]` expands to. Review changes with `cargo insta review`
-//! (or `INSTA_UPDATE=always cargo test -p fprev-macros` and read the diff).
+//! (or `INSTA_UPDATE=always cargo test -p fprev-expand` and read the diff).
 
 use quote::quote;
 

@@ -1,4 +1,4 @@
-//! Expansion snapshots (`FPREV_BLESS=1 cargo test -p fprev-macros` rewrites them; review
+//! Expansion snapshots (`FPREV_BLESS=1 cargo test -p fprev-expand` rewrites them; review
 //! the diff) and the off-path guarantees, without compiling the expansions.
 
 use proc_macro2::TokenStream;
