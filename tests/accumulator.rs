@@ -918,3 +918,67 @@ fn a_place_set_by_other_code_starts_a_new_chain() {
     let scaled = site_of(&r, "scaled_between", "acc[0] += v");
     assert_eq!((scaled.max_chain, scaled.adds), (4, 40), "{r}");
 }
+
+/// One body, both attributes (a macro around the whole function: sites inside a macro
+/// invocation are not rewritten): an SMO-style gradient update (the loop reads `g`
+/// through `iter_mut` besides adding to `g[p]`), a plain reduction and two lanes.
+macro_rules! smo {
+    ($attr:meta, $name:ident) => {
+        #[$attr]
+        fn $name(g: &mut [f64], x: &[f64], d: f64) -> f64 {
+            let n = g.len();
+            let mut lanes = [0.0f64; 2];
+            let mut s = 0.0;
+            for i in 0..n {
+                for (j, g_j) in g.iter_mut().enumerate() {
+                    *g_j -= d * x[(i + j) % n];
+                }
+                g[i % n] -= d;
+                s += x[i];
+                lanes[0] += x[i];
+                lanes[1] += g[i];
+            }
+            s + lanes[0] + lanes[1]
+        }
+    };
+}
+smo!(fprev::accumulator, smo_counted);
+smo!(fprev::scramble, smo_scrambled);
+
+#[test]
+fn both_attributes_agree_on_what_carries_its_order() {
+    use fprev::chains::Order;
+    let x: Vec<f64> = (0..16).map(|i| 0.5 + i as f64).collect();
+    let (mut g1, mut g2) = (vec![1.0; 16], vec![1.0; 16]);
+    assert_eq!(
+        smo_counted(&mut g1, &x, 0.25).to_bits(),
+        smo_scrambled(&mut g2, &x, 0.25).to_bits()
+    );
+    let rep = report();
+    let order_of = |text: &str| site_of(&rep, "smo_counted", text).order;
+    assert_eq!(order_of("g[i % n] -= d"), Order::RunningValue, "{rep}");
+    assert_eq!(order_of("s += x[i]"), Order::Reorderable, "{rep}");
+    assert_eq!(order_of("lanes[0] += x[i]"), Order::Reorderable, "{rep}");
+    // #[scramble] leaves the same update alone for the same reason, and owns `s`.
+    let sites = fprev::scramble::sites();
+    let reasons: Vec<&str> = sites
+        .iter()
+        .filter(|s| s.kind.is_none() && s.label.contains("smo_scrambled#"))
+        .filter_map(|s| s.reason)
+        .collect();
+    assert!(
+        reasons.contains(&"order-carrying: reads `g` besides adding to `g[i%n]`"),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.starts_with("several places of `lanes` are added to")),
+        "{reasons:?}"
+    );
+    let reductions = sites
+        .iter()
+        .filter(|s| s.kind.is_some() && s.label.contains("smo_scrambled#"))
+        .count();
+    assert_eq!(reductions, 1, "only `s` is reassociated");
+}

@@ -108,8 +108,11 @@ pub fn rewrite_body(
             Piece::Verbatim(_) => &[],
         })
     };
-    for name in super::sites::running(parsed(), &collector.vars) {
-        collector.sites[collector.vars[&name]].running = true;
+    let running = super::sites::running(parsed(), &collector.vars);
+    for name in &running {
+        if let Some(&k) = collector.vars.get(name) {
+            collector.sites[k].running = true;
+        }
     }
     let errors = collector.errors.into_iter().reduce(|mut a, b| {
         a.combine(b);
@@ -128,6 +131,7 @@ pub fn rewrite_body(
         returns: false,
         touched: HashSet::new(),
         depth: 0,
+        running,
     };
     let mut stmts = TokenStream::new();
     for piece in pieces {

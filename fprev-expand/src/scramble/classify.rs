@@ -14,7 +14,7 @@
 //! Mentions inside closures, `async` blocks and macro invocations count as reads. When
 //! unsure, a loop is order-carrying: it runs as written.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use proc_macro2::TokenStream;
 use quote::ToTokens;
@@ -156,6 +156,34 @@ pub(crate) struct LoopPlan {
     pub reductions: BTreeMap<String, Expr>,
     /// Accumulations left alone, with the reason ("order-carrying: reads `s`").
     pub left_alone: Vec<String>,
+    /// The keys of those left alone because the loop reads their running value: their
+    /// order is what the code means (`#[accumulator]` ranks them as running values).
+    pub order_carrying: BTreeSet<String>,
+}
+
+/// [`plan`] for the loop `e` (`for`, `while` or `loop`; `None` for anything else), with
+/// its early exits found as `#[scramble]` finds them. One analysis for both attributes:
+/// `#[scramble]` reassociates the reductions it owns, `#[accumulator]` tags the
+/// order-carrying ones.
+pub(crate) fn plan_of(e: &Expr, claimed: &HashSet<String>) -> Option<LoopPlan> {
+    use super::validate;
+    Some(match e {
+        Expr::ForLoop(f) => {
+            let exits = validate::exits_early(f.label.as_ref(), &f.body);
+            plan(Some(&f.pat), None, &f.body, exits, claimed)
+        }
+        Expr::While(w) => {
+            let exits = validate::exits_early(w.label.as_ref(), &w.body);
+            plan(None, Some(&w.cond), &w.body, exits, claimed)
+        }
+        Expr::Loop(l) => {
+            // A `loop` owns reductions only when it ends by plain `break`s: its value
+            // is then `()`, and the write-back after it always runs.
+            let exits = !validate::loop_ends_by_plain_breaks(l.label.as_ref(), &l.body);
+            plan(None, None, &l.body, exits, claimed)
+        }
+        _ => return None,
+    })
 }
 
 /// Analyses loop `body` (and a `while` loop's `cond`); `pat` is a `for` loop's pattern,
@@ -190,21 +218,38 @@ pub(crate) fn plan(
         }
         entry.4 &= u.integer_term;
     }
-    let mut roots: BTreeMap<&str, usize> = BTreeMap::new();
-    for (root, ..) in by_key.values() {
-        *roots.entry(root.as_str()).or_default() += 1;
+    // root -> (keys, mentions by the updates of all its keys)
+    let mut roots: BTreeMap<&str, (Vec<&str>, usize)> = BTreeMap::new();
+    for (key, (root, _, update_mentions, ..)) in &by_key {
+        let r = roots.entry(root.as_str()).or_default();
+        r.0.push(key.as_str());
+        r.1 += update_mentions;
     }
-    for (key, (root, place, update_mentions, bad_term, integers)) in &by_key {
+    for (key, (root, place, _, bad_term, integers)) in &by_key {
         if claimed.contains(key) || scan.bound.contains(root) {
             continue;
         }
-        let reason = if let Some(r) = bad_term {
+        let (keys, root_updates) = &roots[root.as_str()];
+        let carried = if let Some(r) = bad_term {
             Some(format!("order-carrying: {r}"))
-        } else if scan.mentions.get(root).copied().unwrap_or(0) > *update_mentions
-            || roots[root.as_str()] > 1
-        {
+        } else if scan.mentions.get(root).copied().unwrap_or(0) > *root_updates {
             Some(format!(
                 "order-carrying: reads `{root}` besides adding to `{key}`"
+            ))
+        } else {
+            None
+        };
+        if carried.is_some() {
+            plan.order_carrying.insert(key.clone());
+        }
+        let reason = if carried.is_some() {
+            carried
+        } else if keys.len() > 1 {
+            // `acc[0] += x; acc[1] += y`: lanes, or one place under two spellings
+            // (`c[i]`, `c[j]` with `i == j`); which is not known here.
+            Some(format!(
+                "several places of `{root}` are added to (`{}`), which may be one place: `{key}` keeps its order",
+                keys.join("`, `")
             ))
         } else if *integers {
             Some(format!(
@@ -560,6 +605,29 @@ mod tests {
             out[i] = s;
         }));
         assert_eq!(why, ["order-carrying: reads `s` besides adding to `s`"]);
+    }
+
+    #[test]
+    fn lanes_are_left_alone_without_being_called_order_carrying() {
+        let body: syn::Block = parse_quote!({
+            acc[0] += x[2 * i];
+            acc[1] += x[2 * i + 1];
+        });
+        let p = plan(None, None, &body, false, &HashSet::new());
+        assert!(p.reductions.is_empty() && p.order_carrying.is_empty());
+        assert_eq!(
+            p.left_alone[0],
+            "several places of `acc` are added to (`acc[0]`, `acc[1]`), which may be one place: `acc[0]` keeps its order"
+        );
+        let read: syn::Block = parse_quote!({
+            acc[0] += x[i];
+            acc[1] += acc[0];
+        });
+        let p = plan(None, None, &read, false, &HashSet::new());
+        assert_eq!(
+            p.order_carrying.into_iter().collect::<Vec<_>>(),
+            ["acc[0]", "acc[1]"]
+        );
     }
 
     #[test]

@@ -275,22 +275,8 @@ impl Rewriter<'_> {
             return;
         }
         let claimed: HashSet<String> = self.active.keys().cloned().collect();
-        let plan = match &*e {
-            Expr::ForLoop(f) => {
-                let exits = validate::exits_early(f.label.as_ref(), &f.body);
-                classify::plan(Some(&f.pat), None, &f.body, exits, &claimed)
-            }
-            Expr::While(w) => {
-                let exits = validate::exits_early(w.label.as_ref(), &w.body);
-                classify::plan(None, Some(&w.cond), &w.body, exits, &claimed)
-            }
-            Expr::Loop(l) => {
-                // A `loop` owns reductions only when it ends by plain `break`s: its value
-                // is then `()`, and the write-back after it always runs.
-                let exits = !validate::loop_ends_by_plain_breaks(l.label.as_ref(), &l.body);
-                classify::plan(None, None, &l.body, exits, &claimed)
-            }
-            _ => return,
+        let Some(plan) = classify::plan_of(e, &claimed) else {
+            return;
         };
         for reason in &plan.left_alone {
             self.left_alone(span, "loop", reason);

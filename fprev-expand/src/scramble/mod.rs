@@ -9,7 +9,7 @@
 
 mod args;
 mod chunks;
-mod classify;
+pub(crate) mod classify;
 pub(crate) mod expand;
 mod validate;
 

@@ -126,6 +126,9 @@ pub struct Rewriter<'a> {
     pub touched: HashSet<usize>,
     /// How many blocks deep the statements being rewritten are (0: the function's).
     pub depth: usize,
+    /// The keys of the running values (see [`running`](super::running)): a place site
+    /// whose place is one of them is marked so.
+    pub running: HashSet<String>,
 }
 
 impl Rewriter<'_> {
@@ -307,6 +310,9 @@ impl Rewriter<'_> {
     /// an extra `Index::index`), then the update (`add_to`: in the frame, after it looks).
     fn rewrite_place(&mut self, e: &Expr, place: &Expr) -> Expr {
         let k = self.new_site(Kind::Place, e);
+        self.sites[k].running = self
+            .running
+            .contains(&crate::scramble::classify::key_of(place));
         let scope = self.scopes.last_mut().expect("the function's frame");
         let Counter { frame, slot, .. } = scope.member(k, Kind::Place);
         let r = quote_spanned!(Span::mixed_site()=> __fprev_rhs);

@@ -1,13 +1,18 @@
-//! Running values: accumulator variables read inside the loop that builds them.
+//! Running values: accumulations whose order is what the code means.
 //!
-//! `s += x; out[i] = s;` is a prefix sum, `while s < limit { s += x }` a running test:
-//! the order of the additions is what the code means, not a rounding choice the
-//! compiler or a library might make, so the report ranks such sites below reorderable
-//! reductions. A variable is a running value when, inside a loop (its condition
-//! included) that updates it and that it is declared outside of, its name appears more
-//! often than the updates themselves account for (`s` on the left of `s += e`, and the
-//! `s` of `s = s + e`). A variable declared inside the loop (the `acc` of a matrix
-//! product, read after its inner loop) is a fresh reduction per iteration.
+//! `s += x; out[i] = s;` is a prefix sum, `while s < limit { s += x }` a running test,
+//! `for i in .. { g[p] -= d; ..g.. }` an update of a place the loop also reads: the order
+//! of the additions is the code's meaning, not a rounding choice a compiler or a library
+//! might make, so the report ranks such sites below reorderable reductions.
+//!
+//! The verdict is `#[scramble]`'s own ([`classify::plan_of`]): a variable or place that
+//! some loop leaves alone as *order-carrying* (it reads the running value, or a term
+//! reads it) is a running value here, so the two attributes never disagree about which
+//! accumulation may be reassociated. A variable or place declared inside the loop is a
+//! fresh reduction per iteration (the `acc` of a matrix product, read after its inner
+//! loop). Besides, a counted variable that a loop sets by an expression that reads it
+//! without extending it (an `#[acc]` recurrence `t = t * decay + x`, which `#[scramble]`
+//! does not take for an accumulation at all) is a running value.
 
 use std::collections::{HashMap, HashSet};
 
@@ -15,21 +20,52 @@ use syn::visit::{self, Visit};
 use syn::Expr;
 
 use super::{extends, ident_of};
+use crate::scramble::classify;
 
-/// The accumulator variables (of `vars`) read inside a loop (of the statements
-/// `stmts`) that updates them.
+/// The keys ([`classify::key_of`]: a variable's name, a place's tokens without spaces,
+/// `g[p]`) of the accumulations of `stmts` whose order is their meaning: those some loop
+/// leaves alone as order-carrying, and the recurrences among the counted variables
+/// `vars`.
 pub fn running<'a>(
-    stmts: impl IntoIterator<Item = &'a syn::Stmt>,
+    stmts: impl IntoIterator<Item = &'a syn::Stmt> + Clone,
     vars: &HashMap<String, usize>,
 ) -> HashSet<String> {
+    let mut carried = Carried::default();
+    for s in stmts.clone() {
+        carried.visit_stmt(s);
+    }
     let mut loops = Loops {
         vars,
-        found: HashSet::new(),
+        found: carried.found,
     };
     for s in stmts {
         loops.visit_stmt(s);
     }
     loops.found
+}
+
+/// Walks the loops as `#[scramble]` does, outermost first: a key an enclosing loop owns
+/// as a reduction is that loop's, not analysed again inside.
+#[derive(Default)]
+struct Carried {
+    claimed: Vec<String>,
+    found: HashSet<String>,
+}
+
+impl<'ast> Visit<'ast> for Carried {
+    fn visit_item(&mut self, _: &'ast syn::Item) {}
+    fn visit_expr(&mut self, e: &'ast Expr) {
+        let claimed: HashSet<String> = self.claimed.iter().cloned().collect();
+        let Some(plan) = classify::plan_of(e, &claimed) else {
+            visit::visit_expr(self, e);
+            return;
+        };
+        self.found.extend(plan.order_carrying);
+        let depth = self.claimed.len();
+        self.claimed.extend(plan.reductions.into_keys());
+        visit::visit_expr(self, e);
+        self.claimed.truncate(depth);
+    }
 }
 
 struct Loops<'a> {
@@ -176,5 +212,53 @@ mod tests {
             })),
             ["s"]
         );
+    }
+
+    #[test]
+    fn places_read_in_their_loop_are_running_values() {
+        use quote::quote;
+        // An SMO-style gradient update: every `g[j]` is an order-free sum, but the loop
+        // also reads `g` (through `iter_mut`) besides adding to `g[p]`.
+        assert_eq!(
+            found(quote!({
+                for i in 0..n {
+                    for (j, g_j) in g.iter_mut().enumerate() {
+                        *g_j -= d * x[j];
+                    }
+                    g[p] -= d;
+                }
+            })),
+            ["g[p]"]
+        );
+        assert_eq!(
+            found(quote!({
+                for k in 0..n {
+                    self.x += v[k];
+                    if self.x > 1.0 {
+                        hits += 1;
+                    }
+                }
+            })),
+            ["self.x"]
+        );
+        // Lanes are not read: not running values.
+        assert!(found(quote!({
+            for k in 0..n {
+                acc[0] += v[2 * k];
+                acc[1] += v[2 * k + 1];
+            }
+        }))
+        .is_empty());
+        // A vector declared in the outer loop is fresh in each of its rounds.
+        assert!(found(quote!({
+            for r in 0..n {
+                let mut z = w.clone();
+                for i in 0..m {
+                    z[i] -= y[i];
+                }
+                out[r] = z[0];
+            }
+        }))
+        .is_empty());
     }
 }
