@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
-# `cargo fprev test` on published crates, fetched fresh and never edited; not run in CI
+# `cargo fprev` on published crates, fetched fresh and never edited; not run in CI
 # (it needs the registry and about half an hour on two cores).
 #
 #   scripts/validate_cargo_fprev.sh [WORKDIR]
 #
 # For each crate of CRATES ("name@version[+features] ...", default a statistics crate, a
 # linear-algebra crate with solvers and a rayon clustering crate): fetch it through a
-# scratch cargo project, copy the published source out of cargo's registry, run
-# `cargo fprev test --seeds $SEEDS --blame` on the copy, then replay every finding with
-# `cargo fprev replay` and check that it fails again. Prints one row per crate:
-# functions annotated, coverage, findings by kind, unscrambled failures, replays that
-# reproduced, wall time. Each crate's findings.json and logs stay in WORKDIR/out-<crate>.
+# scratch cargo project, copy the published source out of cargo's registry, then on the
+# copy:
+# - `cargo fprev scan --json`: functions, loops and chains scrambled, left alone by reason;
+# - `cargo fprev test --seeds $SEEDS --blame`, then `cargo fprev replay` on every finding
+#   (it must fail again);
+# - `cargo fprev chains`: the chain report of the suite (sites, running values).
+# Prints one row per crate. Each crate's scan.json, findings.json, chains.txt and logs
+# stay in WORKDIR/out-<crate>.
 set -uo pipefail
 
 FPREV=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,8 +22,8 @@ CRATES=${CRATES:-"statrs@0.19.1 rulinalg@0.4.2 rkm@0.8.1+parallel"}
 SEEDS=${SEEDS:-8}
 export CARGO_TERM_COLOR=never
 
-cargo build --quiet --manifest-path "$FPREV/Cargo.toml" -p fprev-cli --bin cargo-fprev || exit 1
-TOOL="$FPREV/target/debug/cargo-fprev"
+cargo build --release --quiet --manifest-path "$FPREV/Cargo.toml" -p fprev-cli --bin cargo-fprev || exit 1
+TOOL="$FPREV/target/release/cargo-fprev"
 
 rm -rf "$WORK/scratch"
 mkdir -p "$WORK"
@@ -32,7 +35,7 @@ done
 (cd "$WORK/scratch" && cargo fetch --quiet) || exit 1
 (cd "$WORK/scratch" && cargo metadata --format-version 1) >"$WORK/scratch/metadata.json" || exit 1
 
-printf '| crate | functions | coverage (binary with the most sites) | findings (fail/timeout) | unscrambled failures | replays reproduced | wall |\n|---|---|---|---|---|---|---|\n' >"$WORK/table.md"
+printf '| crate | functions | scrambled (loops, chains) | left alone, by reason | coverage (binary with the most sites) | findings (fail/timeout) | unscrambled failures | replays reproduced | wall: test (build; plain runs; scrambled runs) | chain report: sites (running values) |\n|---|---|---|---|---|---|---|---|---|---|\n' >"$WORK/table.md"
 for spec in $CRATES; do
     nv=${spec%%+*}
     name=${nv%@*}
@@ -50,6 +53,9 @@ PY
     rm -rf "$copy"
     cp -r "$src" "$copy"
     out="$WORK/out-$name"
+    mkdir -p "$out"
+    # shellcheck disable=SC2086
+    (cd "$copy" && "$TOOL" fprev scan --json $features) >"$out/scan.json" 2>"$WORK/$name.scan.log"
     start=$SECONDS
     # shellcheck disable=SC2086
     (cd "$copy" && "$TOOL" fprev test --seeds "$SEEDS" --blame --out "$out" $features) \
@@ -72,20 +78,35 @@ for f in json.load(open(sys.argv[1]))["findings"]:
         print(f"{f['mode']}\t{f['token']}\t{f['test']}")
 PY
 )
-    python3 - "$out/findings.json" "$spec" "$status" "$replayed" "$total" "$wall" >>"$WORK/table.md" <<'PY'
-import json, sys
-spec, status, replayed, total, wall = sys.argv[2:7]
+    # shellcheck disable=SC2086
+    (cd "$copy" && "$TOOL" fprev chains --out "$out" $features) >"$WORK/$name.chains.log" 2>&1
+    python3 - "$out" "$spec" "$status" "$replayed" "$total" "$wall" >>"$WORK/table.md" <<'PY'
+import json, os, sys
+out, spec, status, replayed, total, wall = sys.argv[1:7]
 try:
-    d = json.load(open(sys.argv[1]))
+    scan = json.load(open(os.path.join(out, "scan.json")))["totals"]
+    scanned = (f"{scan['functions']} | {scan['scrambled']} | {scan['left_alone']}: "
+               + ", ".join(f"{n} {k}" for k, n in sorted(scan["left_alone_by_reason"].items(), key=lambda kv: -kv[1])))
 except Exception:
-    print(f"| {spec} | - | - | - | - | - | {wall} s (exit {status}, no report) |")
+    scanned = "- | - | -"
+try:
+    lines = open(os.path.join(out, "chains.txt")).read().splitlines()
+    sites = [l for l in lines[3:] if l.strip()]
+    chains = f"{len(sites)} ({sum('[running value' in l for l in sites)})"
+except Exception:
+    chains = "-"
+try:
+    d = json.load(open(os.path.join(out, "findings.json")))
+except Exception:
+    print(f"| {spec} | {scanned} | - | - | - | - | {wall} s (exit {status}, no report) | {chains} |")
     sys.exit()
 kinds = [f["kind"] for f in d["findings"]]
 # the test binary that links the most scramble sites (integration tests may link none)
 covs = [c["coverage"].split(" (")[0] for c in d.get("coverage", []) if "scramble site" in c["coverage"]]
 cov = max(covs, key=lambda c: int(c.split(" of ")[1].split()[0]), default="-")
-print(f"| {spec} | {d['functions_annotated']} | {cov} | {kinds.count('fail')}/{kinds.count('timeout')} "
-      f"| {len(d['unscrambled_failures'])} | {replayed} of {total} | {wall} s |")
+times = f"{d['wall_s']:.0f} s ({d['build_s']:.0f} s; {d['unscrambled_s']:.1f} s; {d['scrambled_s']:.1f} s)"
+print(f"| {spec} | {scanned} | {cov} | {kinds.count('fail')}/{kinds.count('timeout')} "
+      f"| {len(d['unscrambled_failures'])} | {replayed} of {total} | {times} | {chains} |")
 PY
 done
 cat "$WORK/table.md"
