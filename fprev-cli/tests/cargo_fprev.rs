@@ -332,3 +332,77 @@ fn chains_reports_the_suites_accumulations_at_their_original_lines() {
         "the same suite gives the same report"
     );
 }
+
+#[test]
+fn a_workspace_as_published_crates_make_them() {
+    let ws = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/realws");
+    let scan = cargo_fprev()
+        .current_dir(&ws)
+        .args(["fprev", "scan"])
+        .output()
+        .expect("scan");
+    let text = show(&scan);
+    assert_eq!(scan.status.code(), Some(0), "{text}");
+    for f in [
+        "core/src/lib.rs:11: fn total",
+        "core/src/lib.rs:20: fn extra_total",
+    ] {
+        assert!(text.contains(f), "{f}: {text}");
+    }
+    // syn reads no `&Fn(f64) -> f64` (edition 2015): that one item is left as it is,
+    // with a note, and the rest of the file is read item by item.
+    assert!(
+        !text.contains("fn apply") && !text.contains("fn three"),
+        "{text}"
+    );
+    assert!(
+        text.contains("core/src/lib.rs does not parse as a whole"),
+        "{text}"
+    );
+    assert!(
+        text.contains("wspm is a proc-macro package"),
+        "the proc-macro member is named: {text}"
+    );
+    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cargo-fprev-realws-out");
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let out = cargo_fprev()
+        .current_dir(&ws)
+        .args([
+            "fprev",
+            "test",
+            "--seeds",
+            "2",
+            "--features",
+            "extra",
+            "--out",
+        ])
+        .arg(&out_dir)
+        .arg("--scratch")
+        .arg(Path::new(env!("CARGO_TARGET_TMPDIR")).join("cargo-fprev-realws"))
+        // fprev's own build is shared with the other tests' copy.
+        .arg("--target-dir")
+        .arg(scratch().join("target"))
+        .output()
+        .expect("test");
+    let text = show(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out_dir.join("findings.json")).expect("findings.json"),
+    )
+    .expect("valid JSON");
+    let mut tests: Vec<&str> = json["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter_map(|f| f["test"].as_str())
+        .collect();
+    tests.sort();
+    tests.dedup();
+    // The declared test target ran, with the feature on and the build script's output.
+    assert_eq!(tests, ["extra_golden", "golden"], "{text}");
+    assert_eq!(
+        json["unscrambled_failures"],
+        serde_json::json!([]),
+        "{text}"
+    );
+}

@@ -81,6 +81,11 @@ struct CopyArgs {
     /// the system's temporary directory, reused by later calls).
     #[arg(long)]
     scratch: Option<PathBuf>,
+    /// Where the copy is built (default: `target` in the scratch folder). Copies of
+    /// several workspaces can share one, and so one build of fprev and the common
+    /// dependencies.
+    #[arg(long)]
+    target_dir: Option<PathBuf>,
     /// Features to build the tests with (passed to cargo).
     #[arg(long)]
     features: Option<String>,
@@ -325,7 +330,10 @@ fn prepare(a: &CopyArgs, write: bool, attribute: annotate::Attribute) -> Result<
     Ok(Prepared {
         root: ws.root.clone(),
         tree,
-        target_dir: scratch.join("target"),
+        target_dir: a
+            .target_dir
+            .clone()
+            .unwrap_or_else(|| scratch.join("target")),
         packages,
         annotated,
     })
