@@ -25,6 +25,9 @@
 //! // The loop's updates go through a reduction (with `off`: the item as written).
 //! assert_eq!(out.to_string().contains("reduction_at"), !cfg!(feature = "off"));
 //! ```
+//!
+//! [`explain_scramble`] runs the same rewriter and returns what it decided, loop by loop
+//! and chain by chain, with the reasons the expansion registers.
 
 use proc_macro2::TokenStream;
 
@@ -36,6 +39,8 @@ mod runs;
 mod scramble;
 mod syntax;
 
+pub use scramble::{Construct, Decision, Outcome};
+
 /// `#[scramble(args)] item`: the rewritten function, or, when the attribute is misused,
 /// the user's item (per-loop markers removed) followed by the errors, so that an IDE
 /// still sees the function. With the `off` feature the item as written.
@@ -44,7 +49,9 @@ mod syntax;
 /// use quote::quote;
 ///
 /// let out = fprev_expand::scramble(quote!(), quote!(struct NotAFunction;));
-/// assert!(out.to_string().contains("compile_error"));
+/// // The struct, then the error that says where the attribute goes.
+/// assert!(out.to_string().starts_with("struct NotAFunction"));
+/// assert_eq!(out.to_string().contains("compile_error"), !cfg!(feature = "off"));
 /// ```
 pub fn scramble(args: TokenStream, item: TokenStream) -> TokenStream {
     scramble::expand::scramble(args, item.clone()).unwrap_or_else(|e| scramble::with_error(item, e))
@@ -69,4 +76,58 @@ pub fn scramble(args: TokenStream, item: TokenStream) -> TokenStream {
 /// ```
 pub fn accumulator(args: TokenStream, item: TokenStream) -> TokenStream {
     accumulator::accumulator(args, item)
+}
+
+/// What `#[scramble(args)]` decides for each loop, iterator reduction and rayon chain of
+/// `item`: the attribute's own rewriter runs (the code is generated, then dropped) and
+/// its record of every site and every loop left alone comes back, in the order the
+/// rewriter met them (outer loops before the loops inside them; an iterator chain's
+/// inner reductions before the outer one). The `off` feature is not consulted: these
+/// are the decisions of the attribute switched on. Errors are the attribute's (not a
+/// function, a `const fn`, a misplaced marker), or the parse error of an item that is
+/// not valid Rust (which the attribute leaves to rustc to report).
+///
+/// A function in which nothing is scrambled or left alone gives one decision about the
+/// [`Construct::Function`] itself. Loops that accumulate nothing are not listed.
+///
+/// ```
+/// use fprev_expand::{explain_scramble, Construct, Outcome};
+/// use quote::quote;
+///
+/// let decisions = explain_scramble(
+///     quote!(),
+///     quote! {
+///         fn prefix(v: &mut [f64]) -> f64 {
+///             let mut s = 0.0;
+///             for x in v.iter_mut() {
+///                 s += *x;
+///                 *x = s;
+///             }
+///             v.iter().map(|x| x * x).sum()
+///         }
+///     },
+/// )
+/// .expect("a function");
+/// let seen: Vec<(Construct, bool)> = decisions
+///     .iter()
+///     .map(|d| (d.construct, d.outcome.is_scrambled()))
+///     .collect();
+/// assert_eq!(
+///     seen,
+///     [(Construct::ForLoop, false), (Construct::IterReduction, true)]
+/// );
+/// assert_eq!(
+///     decisions[0].outcome.reason(),
+///     Some("order-carrying: reads `s` besides adding to `s`")
+/// );
+/// ```
+pub fn explain_scramble(args: TokenStream, item: TokenStream) -> syn::Result<Vec<Decision>> {
+    let mut record = Vec::new();
+    scramble::expand::recorded(args, item.clone(), &mut record)?;
+    if record.is_empty() {
+        // The rewriter records at least the function itself: it never ran, so the item
+        // did not parse.
+        syn::parse2::<syn::Item>(item)?;
+    }
+    Ok(record)
 }

@@ -31,6 +31,7 @@ pub(super) fn both_ways(
 }
 
 #[test]
+#[cfg_attr(feature = "off", ignore = "expansions are the identity with `off`")]
 fn dot_loop() {
     insta::assert_snapshot!(expand(
         quote!(),
@@ -47,6 +48,7 @@ fn dot_loop() {
 }
 
 #[test]
+#[cfg_attr(feature = "off", ignore = "expansions are the identity with `off`")]
 fn every_site_kind() {
     insta::assert_snapshot!(expand(
         quote!(crate = "my_fprev"),
@@ -69,6 +71,7 @@ fn every_site_kind() {
 }
 
 #[test]
+#[cfg_attr(feature = "off", ignore = "expansions are the identity with `off`")]
 fn closure_frame() {
     insta::assert_snapshot!(expand(
         quote!(),
@@ -89,6 +92,7 @@ fn closure_frame() {
 }
 
 #[test]
+#[cfg_attr(feature = "off", ignore = "expansions are the identity with `off`")]
 fn registration() {
     insta::assert_snapshot!(expand(
         quote!(reveal(op = "dot", sizes = [8, 100], dtype = f32)),
@@ -101,6 +105,7 @@ fn registration() {
 }
 
 #[test]
+#[cfg_attr(feature = "off", ignore = "expansions are the identity with `off`")]
 fn errors_keep_the_item() {
     insta::assert_snapshot!(expand(
         quote!(reveal(op = "dot", sizes = [8])),
@@ -113,6 +118,7 @@ fn errors_keep_the_item() {
 }
 
 #[test]
+#[cfg_attr(feature = "off", ignore = "expansions are the identity with `off`")]
 fn off_is_token_for_token() {
     let item = quote! {
         fn dot(a: &[f64], b: &[f64]) -> f64 {
@@ -136,6 +142,7 @@ fn off_is_token_for_token() {
 }
 
 #[test]
+#[cfg_attr(feature = "off", ignore = "expansions are the identity with `off`")]
 fn valid_forms_left_valid() {
     // A `#[cfg]` let takes its counter update along; constant contexts are not entered;
     // `(n).sum()` on a named value is not a site; a place goes through `IndexMut` once.
@@ -156,6 +163,7 @@ fn valid_forms_left_valid() {
 }
 
 #[test]
+#[cfg_attr(feature = "off", ignore = "expansions are the identity with `off`")]
 fn registration_by_path() {
     // An associated function: registered by the path given, from inside its body.
     insta::assert_snapshot!(expand(
@@ -173,6 +181,7 @@ fn registration_by_path() {
 }
 
 #[test]
+#[cfg_attr(feature = "off", ignore = "expansions are the identity with `off`")]
 fn inner_attributes_stay_first_in_the_body() {
     // The body is emitted as tokens (not parsed back): its inner attributes go before
     // the prelude, the outer ones before the signature.

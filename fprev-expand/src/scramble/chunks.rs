@@ -16,11 +16,17 @@ use syn::parse::Parser;
 use syn::visit_mut::VisitMut;
 
 use super::args::Args;
+use super::decision::Decision;
 use super::expand::Rewriter;
 use crate::runs::{runs, split_inner_attributes, Body};
 
-/// The rewritten item, or `None` to have the whole item parsed instead.
-pub(crate) fn rewrite(args: &Args, item: &TokenStream) -> Option<syn::Result<TokenStream>> {
+/// The rewritten item, its decisions appended to `record`, or `None` to have the whole
+/// item parsed instead (nothing recorded then).
+pub(crate) fn rewrite(
+    args: &Args,
+    item: &TokenStream,
+    record: &mut Vec<Decision>,
+) -> Option<syn::Result<TokenStream>> {
     let Body { head, body, func } = Body::split(item)?;
     if func.sig.constness.is_some() {
         return None;
@@ -44,7 +50,7 @@ pub(crate) fn rewrite(args: &Args, item: &TokenStream) -> Option<syn::Result<Tok
             stmt.to_tokens(&mut rewritten);
         }
     }
-    let prelude = match rewriter.finish(func.sig.ident.span()) {
+    let prelude = match rewriter.finish(func.sig.ident.span(), record) {
         Ok(p) => p,
         Err(e) => return Some(Err(e)),
     };
@@ -113,7 +119,9 @@ mod tests {
                 s
             }
         };
-        let out = rewrite(&args(), &item).expect("splits").expect("rewrites");
+        let out = rewrite(&args(), &item, &mut Vec::new())
+            .expect("splits")
+            .expect("rewrites");
         assert!(out.to_string().contains("let scale = 2.0 ;"), "{out}");
         assert!(out.to_string().contains("reduction_at"), "{out}");
     }
@@ -192,7 +200,7 @@ mod tests {
                 }
             ),
         ] {
-            assert!(rewrite(&args(), &item).is_none(), "{item}");
+            assert!(rewrite(&args(), &item, &mut Vec::new()).is_none(), "{item}");
         }
     }
 }

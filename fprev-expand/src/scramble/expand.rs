@@ -12,6 +12,7 @@ use syn::{Expr, Ident, Item, ItemFn};
 
 use super::args::{self, Args, Loops, Marker};
 use super::classify::{self, Form};
+use super::decision::{Construct, Decision, Outcome};
 use super::validate::{self, ParSource};
 use crate::respan::respan;
 
@@ -22,19 +23,33 @@ pub(crate) fn scramble(args: TokenStream, item: TokenStream) -> syn::Result<Toke
     if cfg!(feature = "off") {
         return Ok(super::strip_markers(item));
     }
+    recorded(args, item, &mut Vec::new())
+}
+
+/// [`scramble`] as if the `off` feature were not set, its decisions appended to
+/// `record` (none when the item is not valid Rust).
+pub(crate) fn recorded(
+    args: TokenStream,
+    item: TokenStream,
+    record: &mut Vec<Decision>,
+) -> syn::Result<TokenStream> {
     let parsed_args = Args::parse(args);
     if let Ok(args) = &parsed_args {
-        if let Some(out) = super::chunks::rewrite(args, &item) {
+        if let Some(out) = super::chunks::rewrite(args, &item, record) {
             return out;
         }
     }
-    whole(parsed_args, item)
+    whole(parsed_args, item, record)
 }
 
 /// [`scramble`] with the whole item parsed at once: the path for everything the
 /// statement-by-statement path declines (argument errors, items that are not functions,
 /// bodies it cannot split).
-pub(crate) fn whole(parsed_args: syn::Result<Args>, item: TokenStream) -> syn::Result<TokenStream> {
+pub(crate) fn whole(
+    parsed_args: syn::Result<Args>,
+    item: TokenStream,
+    record: &mut Vec<Decision>,
+) -> syn::Result<TokenStream> {
     let Ok(parsed) = syn::parse2::<Item>(item.clone()) else {
         // Not valid Rust: leave it to rustc to say so.
         return Ok(item);
@@ -50,7 +65,7 @@ pub(crate) fn whole(parsed_args: syn::Result<Args>, item: TokenStream) -> syn::R
             "#[scramble] cannot rewrite a `const fn`: scrambled reductions call the runtime; remove `const` or the attribute",
         ));
     }
-    rewrite_fn(&args, &mut func)?;
+    rewrite_fn(&args, &mut func, record)?;
     Ok(quote!(#func))
 }
 
@@ -76,11 +91,16 @@ fn not_a_fn(item: &Item) -> syn::Error {
     }
 }
 
-/// Rewrites `func`'s body in place; marker errors are combined and returned.
-pub(crate) fn rewrite_fn(args: &Args, func: &mut ItemFn) -> syn::Result<()> {
+/// Rewrites `func`'s body in place, its decisions appended to `record`; marker errors
+/// are combined and returned.
+pub(crate) fn rewrite_fn(
+    args: &Args,
+    func: &mut ItemFn,
+    record: &mut Vec<Decision>,
+) -> syn::Result<()> {
     let mut rewriter = Rewriter::new(args, &func.sig.ident);
     rewriter.visit_block_mut(&mut func.block);
-    let mut stmts = rewriter.finish(func.sig.ident.span())?;
+    let mut stmts = rewriter.finish(func.sig.ident.span(), record)?;
     stmts.append(&mut func.block.stmts);
     func.block.stmts = stmts;
     Ok(())
@@ -108,6 +128,8 @@ pub(super) struct Rewriter<'a> {
     uses_iter: bool,
     /// A rayon sum was reassociated: its dispatch traits are imported once.
     uses_par_sum: bool,
+    /// Every site and loop left alone, as data, in the order they were met.
+    decisions: Vec<Decision>,
     errors: syn::Result<()>,
 }
 
@@ -125,14 +147,20 @@ impl<'a> Rewriter<'a> {
             uses_par: false,
             uses_iter: false,
             uses_par_sum: false,
+            decisions: Vec::new(),
             errors: Ok(()),
         }
     }
 
     /// The statements that go before the rewritten body (the imports its dispatch
-    /// needs, the site table and its registration), or the markers' errors. `span`: the
-    /// function's name, where a function with nothing to scramble is reported.
-    pub(super) fn finish(mut self, span: Span) -> syn::Result<Vec<syn::Stmt>> {
+    /// needs, the site table and its registration), or the markers' errors; the
+    /// decisions go to `record`. `span`: the function's name, where a function with
+    /// nothing to scramble is reported.
+    pub(super) fn finish(
+        mut self,
+        span: Span,
+        record: &mut Vec<Decision>,
+    ) -> syn::Result<Vec<syn::Stmt>> {
         std::mem::replace(&mut self.errors, Ok(()))?;
         let mut rewriter = self;
         let args = rewriter.args;
@@ -157,16 +185,26 @@ impl<'a> Rewriter<'a> {
             });
         }
         if rewriter.sites.is_empty() && rewriter.left.is_empty() {
+            const NOTHING: &str =
+                "no float reduction, declared loop or rayon chain found: nothing to scramble";
+            rewriter.decisions.push(Decision {
+                span,
+                construct: Construct::Function,
+                outcome: Outcome::LeftAlone {
+                    reason: NOTHING.to_string(),
+                },
+            });
             let label = format!("{}#fn", rewriter.fn_name);
             let at = respan(&krate.to_token_stream(), span);
             rewriter.left.push(quote_spanned! {span=>
                 #krate::__private::scramble::LeftAlone::new(
                     #krate::__private::core::concat!(#krate::__private::core::module_path!(), "::", #label),
                     #at::__private::core::file!(), #at::__private::core::line!(),
-                    "no float reduction, declared loop or rayon chain found: nothing to scramble",
+                    #NOTHING,
                 )
             });
         }
+        record.append(&mut rewriter.decisions);
         let (sites, left) = (&rewriter.sites, &rewriter.left);
         let (ns, nl) = (sites.len(), left.len());
         let sites_ident = sites_ident();
@@ -192,8 +230,16 @@ impl Rewriter<'_> {
         args::combine(&mut self.errors, e);
     }
 
-    /// A `&'static CallSite` expression for a new site of `kind` at `span`.
-    fn site(&mut self, span: Span, kind: &str, variant: &str) -> TokenStream {
+    /// A `&'static CallSite` expression for a new site of `kind` at `span`, recorded as
+    /// the decision to scramble `construct` (a reduction into `place`).
+    fn site(
+        &mut self,
+        span: Span,
+        kind: &str,
+        variant: &str,
+        construct: Construct,
+        place: Option<&str>,
+    ) -> TokenStream {
         let krate = &self.args.krate;
         let index = self.sites.len();
         let label = format!("{}#{}{}", self.fn_name, kind, index);
@@ -220,6 +266,14 @@ impl Rewriter<'_> {
                 #krate::__private::scramble::SiteKind::#kind,
             )
         });
+        self.decisions.push(Decision {
+            span,
+            construct,
+            outcome: Outcome::Scrambled {
+                place: place.map(str::to_string),
+                site: label,
+            },
+        });
         let sites = sites_ident();
         quote_spanned!(span=> &#sites[#index])
     }
@@ -227,14 +281,30 @@ impl Rewriter<'_> {
     /// A new site of `kind` at `span` as two arguments, the function's table and the
     /// site's index (`&table[index]` would cost the caller a bounds check and
     /// temporaries per site).
-    fn site_in(&mut self, span: Span, kind: &str, variant: &str) -> TokenStream {
+    fn site_in(
+        &mut self,
+        span: Span,
+        kind: &str,
+        variant: &str,
+        construct: Construct,
+        place: Option<&str>,
+    ) -> TokenStream {
         let index = self.sites.len();
-        self.site(span, kind, variant);
+        self.site(span, kind, variant, construct, place);
         let sites = sites_ident();
         quote_spanned!(span=> &#sites, #index)
     }
 
-    fn left_alone(&mut self, span: Span, what: &str, reason: &str) {
+    /// Registers `construct` at `span` as left alone for `reason` (`what` names it in
+    /// the label).
+    fn left_alone(&mut self, span: Span, what: &str, construct: Construct, reason: &str) {
+        self.decisions.push(Decision {
+            span,
+            construct,
+            outcome: Outcome::LeftAlone {
+                reason: reason.to_string(),
+            },
+        });
         let krate = &self.args.krate;
         let label = format!("{}#{}", self.fn_name, what);
         let at = respan(&krate.to_token_stream(), span);
@@ -255,10 +325,10 @@ impl Rewriter<'_> {
     /// `for` and `while` loops: reductions they own, then (for `for`) whole-loop
     /// scrambling where declared.
     fn a_loop(&mut self, e: &mut Expr) {
-        let (attrs, span) = match e {
-            Expr::ForLoop(f) => (&mut f.attrs, f.for_token.span),
-            Expr::While(w) => (&mut w.attrs, w.while_token.span),
-            Expr::Loop(l) => (&mut l.attrs, l.loop_token.span),
+        let (attrs, span, construct) = match e {
+            Expr::ForLoop(f) => (&mut f.attrs, f.for_token.span, Construct::ForLoop),
+            Expr::While(w) => (&mut w.attrs, w.while_token.span, Construct::WhileLoop),
+            Expr::Loop(l) => (&mut l.attrs, l.loop_token.span, Construct::Loop),
             _ => return,
         };
         let marker = match args::take_markers(attrs) {
@@ -279,7 +349,7 @@ impl Rewriter<'_> {
             return;
         };
         for reason in &plan.left_alone {
-            self.left_alone(span, "loop", reason);
+            self.left_alone(span, "loop", construct, reason);
         }
         // Whole-loop scrambling, where declared.
         if let Expr::ForLoop(f) = e {
@@ -296,7 +366,13 @@ impl Rewriter<'_> {
                 Span::mixed_site(),
             );
             self.next_reducer += 1;
-            let site = self.site_in(place.span(), "reduction", "Reduction");
+            let site = self.site_in(
+                place.span(),
+                "reduction",
+                "Reduction",
+                construct,
+                Some(key.as_str()),
+            );
             let simple = classify::borrows_without_code(place);
             if simple {
                 // One call per loop entry and exit, no branch: the place can be
@@ -378,7 +454,7 @@ impl Rewriter<'_> {
             return;
         }
         let span = f.for_token.span;
-        let site = self.site(span, "loop", "Loop");
+        let site = self.site(span, "loop", "Loop", Construct::DeclaredLoop, None);
         let krate = &self.args.krate;
         let iterable = f.expr.clone();
         *f.expr = Expr::Verbatim(quote_spanned! {span=>
@@ -487,6 +563,7 @@ impl Rewriter<'_> {
             self.left_alone(
                 m.method.span(),
                 "fold",
+                Construct::IterReduction,
                 "order-carrying: the fold's closure reads its accumulator besides the final `acc + term` (or leaves early)",
             );
         }
@@ -494,7 +571,7 @@ impl Rewriter<'_> {
             return;
         }
         let span = m.method.span();
-        let site = self.site_in(span, "sum", "IterReduction");
+        let site = self.site_in(span, "sum", "IterReduction", Construct::IterReduction, None);
         let krate = &self.args.krate;
         let mut recv = (*m.receiver).clone();
         while let Expr::Paren(p) = recv {
@@ -514,7 +591,7 @@ impl Rewriter<'_> {
             return;
         }
         let span = m.method.span();
-        let site = self.site_in(span, "sum", "IterReduction");
+        let site = self.site_in(span, "sum", "IterReduction", Construct::ParSum, None);
         let krate = &self.args.krate;
         let recv = &m.receiver;
         self.uses_par_sum = true;
@@ -539,7 +616,7 @@ impl Rewriter<'_> {
             ParSource::ParChunks => "__fprev_par_chunks",
             ParSource::RangeIntoParIter => "__fprev_into_par_iter",
         };
-        let site = self.site(span, "par", "Parallel");
+        let site = self.site(span, "par", "Parallel", Construct::ParChain, None);
         source.args.insert(0, Expr::Verbatim(site));
         source.method = Ident::new(name, span);
         self.uses_par = true;

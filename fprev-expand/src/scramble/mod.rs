@@ -5,13 +5,16 @@
 //! body into runs of statements and parses only those that can hold a site, [`classify`] decides
 //! which accumulations are float reductions whose terms may be reassociated,
 //! [`validate`] which loops and chains keep their meaning when reordered, [`expand`]
-//! generates code.
+//! generates code and records each decision ([`decision`]).
 
 mod args;
 mod chunks;
 pub(crate) mod classify;
+pub(crate) mod decision;
 pub(crate) mod expand;
 mod validate;
+
+pub use decision::{Construct, Decision, Outcome};
 
 use proc_macro2::TokenStream;
 use quote::ToTokens;

@@ -73,14 +73,30 @@ pub(super) fn rewrite_both_ways(
     context: &str,
 ) -> Option<TokenStream> {
     let parsed = super::args::Args::parse(args.clone()).expect("valid arguments");
-    let lazy =
-        super::chunks::rewrite(&parsed, item)?.unwrap_or_else(|e| panic!("{context}: {e}\n{item}"));
-    let whole = expand::whole(super::args::Args::parse(args.clone()), item.clone())
+    let (mut lazy_record, mut whole_record) = (Vec::new(), Vec::new());
+    let lazy = super::chunks::rewrite(&parsed, item, &mut lazy_record)?
         .unwrap_or_else(|e| panic!("{context}: {e}\n{item}"));
+    let whole = expand::whole(
+        super::args::Args::parse(args.clone()),
+        item.clone(),
+        &mut whole_record,
+    )
+    .unwrap_or_else(|e| panic!("{context}: {e}\n{item}"));
     assert_eq!(
         normalized(&lazy),
         normalized(&whole),
         "{context}: the two paths differ on\n{item}"
+    );
+    let seen = |record: &[super::Decision]| -> Vec<String> {
+        record
+            .iter()
+            .map(|d| format!("{:?} {:?} {:?}", d.span.start(), d.construct, d.outcome))
+            .collect()
+    };
+    assert_eq!(
+        seen(&lazy_record),
+        seen(&whole_record),
+        "{context}: the two paths decide differently on\n{item}"
     );
     Some(lazy)
 }
