@@ -39,7 +39,7 @@ mod runs;
 mod scramble;
 mod syntax;
 
-pub use scramble::{Construct, Decision, Outcome};
+pub use scramble::{Construct, Decision, Outcome, ReasonKind};
 
 /// `#[scramble(args)] item`: the rewritten function, or, when the attribute is misused,
 /// the user's item (per-loop markers removed) followed by the errors, so that an IDE

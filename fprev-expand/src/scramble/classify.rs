@@ -21,6 +21,7 @@ use quote::ToTokens;
 use syn::visit::{self, Visit};
 use syn::{BinOp, Expr, Pat};
 
+use super::decision::ReasonKind;
 use crate::syntax::{integer_term, is_assign_op, pure_value};
 
 /// How an update adds its term.
@@ -154,8 +155,9 @@ pub(crate) fn update_of(e: &Expr) -> Option<Update<'_>> {
 pub(crate) struct LoopPlan {
     /// Places whose updates this loop owns (keys), with their place expressions.
     pub reductions: BTreeMap<String, Expr>,
-    /// Accumulations left alone, with the reason ("order-carrying: reads `s`").
-    pub left_alone: Vec<String>,
+    /// Accumulations left alone, with the kind of reason and the reason
+    /// ("order-carrying: reads `s` besides adding to `s`").
+    pub left_alone: Vec<(ReasonKind, String)>,
     /// The keys of those left alone because the loop reads their running value: their
     /// order is what the code means (`#[accumulator]` ranks them as running values).
     pub order_carrying: BTreeSet<String>,
@@ -231,10 +233,11 @@ pub(crate) fn plan(
         }
         let (keys, root_updates) = &roots[root.as_str()];
         let carried = if let Some(r) = bad_term {
-            Some(format!("order-carrying: {r}"))
+            Some((ReasonKind::OrderCarrying, format!("order-carrying: {r}")))
         } else if scan.mentions.get(root).copied().unwrap_or(0) > *root_updates {
-            Some(format!(
-                "order-carrying: reads `{root}` besides adding to `{key}`"
+            Some((
+                ReasonKind::OrderCarrying,
+                format!("order-carrying: reads `{root}` besides adding to `{key}`"),
             ))
         } else {
             None
@@ -247,32 +250,52 @@ pub(crate) fn plan(
         } else if keys.len() > 1 {
             // `acc[0] += x; acc[1] += y`: lanes, or one place under two spellings
             // (`c[i]`, `c[j]` with `i == j`); which is not known here.
-            Some(format!(
-                "several places of `{root}` are added to (`{}`), which may be one place: `{key}` keeps its order",
-                keys.join("`, `")
+            Some((
+                ReasonKind::SeveralPlaces,
+                format!(
+                    "several places of `{root}` are added to (`{}`), which may be one place: `{key}` keeps its order",
+                    keys.join("`, `")
+                ),
             ))
         } else if *integers {
-            Some(format!(
-                "integer accumulator: every term added to `{key}` is an integer, which any order adds the same"
+            Some((
+                ReasonKind::IntegerAccumulator,
+                format!(
+                    "integer accumulator: every term added to `{key}` is an integer, which any order adds the same"
+                ),
             ))
         } else if root
             .chars()
             .all(|c| c.is_ascii_uppercase() || c == '_' || c.is_ascii_digit())
         {
-            Some(format!("`{root}` looks like a static or constant"))
+            Some((
+                ReasonKind::LooksConstant,
+                format!("`{root}` looks like a static or constant"),
+            ))
         } else if exits {
-            Some(format!(
-                "leaves early (return, `?`, a break to an outer loop, or a `loop` that does not end by plain `break`s): `{key}` keeps its order"
+            Some((
+                ReasonKind::LeavesEarly,
+                format!(
+                    "leaves early (return, `?`, a break to an outer loop, or a `loop` that does not end by plain `break`s): `{key}` keeps its order"
+                ),
             ))
         } else {
             let mut idents = Vec::new();
             if !index_idents(place, &mut idents) {
-                Some(format!("the index of `{key}` calls code"))
+                Some((
+                    ReasonKind::IndexCallsCode,
+                    format!("the index of `{key}` calls code"),
+                ))
             } else {
                 idents
                     .iter()
                     .find(|i| scan.bound.contains(*i) || scan.written.contains(*i))
-                    .map(|id| format!("the index of `{key}` changes in the loop (`{id}`)"))
+                    .map(|id| {
+                        (
+                            ReasonKind::IndexChanges,
+                            format!("the index of `{key}` changes in the loop (`{id}`)"),
+                        )
+                    })
             }
         };
         match reason {
@@ -402,7 +425,8 @@ mod tests {
         let exits = super::super::validate::exits_early(None, &body);
         let pat: Pat = parse_quote!(i);
         let p = plan(Some(&pat), None, &body, exits, &HashSet::new());
-        (p.reductions.into_keys().collect(), p.left_alone)
+        let reasons = p.left_alone.into_iter().map(|(_, r)| r).collect();
+        (p.reductions.into_keys().collect(), reasons)
     }
 
     #[test]
@@ -616,7 +640,7 @@ mod tests {
         let p = plan(None, None, &body, false, &HashSet::new());
         assert!(p.reductions.is_empty() && p.order_carrying.is_empty());
         assert_eq!(
-            p.left_alone[0],
+            p.left_alone[0].1,
             "several places of `acc` are added to (`acc[0]`, `acc[1]`), which may be one place: `acc[0]` keeps its order"
         );
         let read: syn::Block = parse_quote!({

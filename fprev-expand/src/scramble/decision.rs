@@ -123,19 +123,89 @@ pub enum Outcome {
         /// name sites so).
         site: String,
     },
-    /// Runs as written, for this reason: the very string the expansion registers for
-    /// `fprev::scramble::sites()` ("order-carrying: reads `s` besides adding to `s`").
+    /// Runs as written.
     LeftAlone {
-        /// Why.
+        /// The kind of reason, for counting and filtering.
+        kind: ReasonKind,
+        /// The reason: the very string the expansion registers for
+        /// `fprev::scramble::sites()` ("order-carrying: reads `s` besides adding to
+        /// `s`").
         reason: String,
     },
+}
+
+/// Why a construct is left alone, in kinds: each reason string the attribute writes
+/// is made with its kind, at the same place.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ReasonKind {
+    /// The running value is read besides being added to (a prefix sum, a recurrence, a
+    /// print), a term reads it, or a fold's closure reads its accumulator: reordering
+    /// would change what the code means.
+    OrderCarrying,
+    /// Several places of one variable are added to (`acc[0]`, `acc[1]`): lanes, or one
+    /// place under two spellings, which the attribute cannot tell apart.
+    SeveralPlaces,
+    /// Every term is an integer, which any order adds to the same value.
+    IntegerAccumulator,
+    /// The loop leaves early (`return`, `?`, a break to an outer loop, a `loop` that does
+    /// not end by plain `break`s): the value is not written back after it.
+    LeavesEarly,
+    /// The place's index changes inside the loop (`c[i]` with `i` bound or written
+    /// there).
+    IndexChanges,
+    /// The place's index calls code, which must not run more or fewer times.
+    IndexCallsCode,
+    /// The place's root is named like a static or a constant (`TOTAL`).
+    LooksConstant,
+    /// The function holds no float reduction, declared loop or rayon chain.
+    NothingFound,
+}
+
+impl ReasonKind {
+    /// A stable name in `snake_case` (`order_carrying`, ...), as
+    /// `cargo fprev scan --json` writes it.
+    ///
+    /// ```
+    /// assert_eq!(fprev_expand::ReasonKind::LeavesEarly.as_str(), "leaves_early");
+    /// ```
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReasonKind::OrderCarrying => "order_carrying",
+            ReasonKind::SeveralPlaces => "several_places",
+            ReasonKind::IntegerAccumulator => "integer_accumulator",
+            ReasonKind::LeavesEarly => "leaves_early",
+            ReasonKind::IndexChanges => "index_changes",
+            ReasonKind::IndexCallsCode => "index_calls_code",
+            ReasonKind::LooksConstant => "looks_constant",
+            ReasonKind::NothingFound => "nothing_found",
+        }
+    }
+}
+
+/// In words, as a report reads (`order-carrying`, `integer accumulator`, ...).
+impl fmt::Display for ReasonKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ReasonKind::OrderCarrying => "order-carrying",
+            ReasonKind::SeveralPlaces => "several places",
+            ReasonKind::IntegerAccumulator => "integer accumulator",
+            ReasonKind::LeavesEarly => "leaves early",
+            ReasonKind::IndexChanges => "index changes in the loop",
+            ReasonKind::IndexCallsCode => "index calls code",
+            ReasonKind::LooksConstant => "static or constant",
+            ReasonKind::NothingFound => "nothing to scramble",
+        })
+    }
 }
 
 impl Outcome {
     /// Whether the construct is rewritten.
     ///
     /// ```
-    /// let left = fprev_expand::Outcome::LeftAlone { reason: "why".into() };
+    /// use fprev_expand::{Outcome, ReasonKind};
+    ///
+    /// let left = Outcome::LeftAlone { kind: ReasonKind::OrderCarrying, reason: "why".into() };
     /// assert!(!left.is_scrambled());
     /// ```
     pub fn is_scrambled(&self) -> bool {
@@ -158,13 +228,30 @@ impl Outcome {
     /// Why the construct is left alone.
     ///
     /// ```
-    /// let left = fprev_expand::Outcome::LeftAlone { reason: "why".into() };
+    /// use fprev_expand::{Outcome, ReasonKind};
+    ///
+    /// let left = Outcome::LeftAlone { kind: ReasonKind::OrderCarrying, reason: "why".into() };
     /// assert_eq!(left.reason(), Some("why"));
     /// ```
     pub fn reason(&self) -> Option<&str> {
         match self {
             Outcome::Scrambled { .. } => None,
-            Outcome::LeftAlone { reason } => Some(reason),
+            Outcome::LeftAlone { reason, .. } => Some(reason),
+        }
+    }
+
+    /// The kind of reason a construct is left alone for.
+    ///
+    /// ```
+    /// use fprev_expand::{Outcome, ReasonKind};
+    ///
+    /// let left = Outcome::LeftAlone { kind: ReasonKind::LeavesEarly, reason: "why".into() };
+    /// assert_eq!(left.reason_kind(), Some(ReasonKind::LeavesEarly));
+    /// ```
+    pub fn reason_kind(&self) -> Option<ReasonKind> {
+        match self {
+            Outcome::Scrambled { .. } => None,
+            Outcome::LeftAlone { kind, .. } => Some(*kind),
         }
     }
 }
@@ -173,7 +260,7 @@ impl Outcome {
 mod tests {
     use proc_macro2::TokenStream;
 
-    use super::{Construct, Outcome};
+    use super::{Construct, Outcome, ReasonKind};
     use crate::explain_scramble;
 
     /// (line, 0-based column, construct, outcome) of each decision on `src`, a function;
@@ -197,8 +284,9 @@ mod tests {
         }
     }
 
-    fn left(reason: &str) -> Outcome {
+    fn left(kind: ReasonKind, reason: &str) -> Outcome {
         Outcome::LeftAlone {
+            kind,
             reason: reason.to_string(),
         }
     }
@@ -245,13 +333,19 @@ fn prefix(v: &mut [f64]) {
                     4,
                     4,
                     Construct::WhileLoop,
-                    left("order-carrying: reads `i` besides adding to `i`")
+                    left(
+                        ReasonKind::OrderCarrying,
+                        "order-carrying: reads `i` besides adding to `i`"
+                    )
                 ),
                 (
                     4,
                     4,
                     Construct::WhileLoop,
-                    left("order-carrying: reads `s` besides adding to `s`")
+                    left(
+                        ReasonKind::OrderCarrying,
+                        "order-carrying: reads `s` besides adding to `s`"
+                    )
                 ),
             ]
         );
@@ -276,6 +370,7 @@ fn stats(v: &[f64]) -> (f64, usize) {
                     4,
                     Construct::ForLoop,
                     left(
+                        ReasonKind::IntegerAccumulator,
                         "integer accumulator: every term added to `n` is an integer, which any order adds the same"
                     )
                 ),
@@ -307,6 +402,7 @@ fn f(v: &[f64]) -> f64 {
                     21,
                     Construct::IterReduction,
                     left(
+                        ReasonKind::OrderCarrying,
                         "order-carrying: the fold's closure reads its accumulator besides the final `acc + term` (or leaves early)"
                     )
                 ),
@@ -332,7 +428,12 @@ fn g(a: &[f64], b: &[f64], c: &mut [f64], n: usize) -> f64 {
     }
     s
 }";
-        let reads_c = || left("order-carrying: reads `c` besides adding to `c[i*n+j]`");
+        let reads_c = || {
+            left(
+                ReasonKind::OrderCarrying,
+                "order-carrying: reads `c` besides adding to `c[i*n+j]`",
+            )
+        };
         assert_eq!(
             explain(src),
             [
@@ -363,9 +464,63 @@ fn g(a: &[f64], b: &[f64], c: &mut [f64], n: usize) -> f64 {
                 1,
                 3,
                 Construct::Function,
-                left("no float reduction, declared loop or rayon chain found: nothing to scramble")
+                left(
+                    ReasonKind::NothingFound,
+                    "no float reduction, declared loop or rayon chain found: nothing to scramble"
+                )
             )]
         );
+    }
+
+    #[test]
+    fn each_reason_comes_with_its_kind() {
+        for (body, kind, start) in [
+            (
+                "for x in v { s += x; if x.is_nan() { return 0.0; } }",
+                ReasonKind::LeavesEarly,
+                "leaves early",
+            ),
+            (
+                "for x in v { s += x; println!(\"{s}\"); }",
+                ReasonKind::OrderCarrying,
+                "order-carrying: reads `s`",
+            ),
+            (
+                "for x in v { s += s * x; }",
+                ReasonKind::OrderCarrying,
+                "order-carrying: a term reads `s`",
+            ),
+            (
+                "let mut k = 0; for x in v { c[k] += x; k = (k + 1) % 4; }",
+                ReasonKind::IndexChanges,
+                "the index of `c[k]` changes in the loop (`k`)",
+            ),
+            (
+                "for x in v { c[pick()] += x; }",
+                ReasonKind::IndexCallsCode,
+                "the index of `c[pick()]` calls code",
+            ),
+            (
+                "for x in v { c[0] += x; c[1] += 2.0 * x; }",
+                ReasonKind::SeveralPlaces,
+                "several places of `c` are added to (`c[0]`, `c[1]`)",
+            ),
+            (
+                "for x in v { TOTAL += x; }",
+                ReasonKind::LooksConstant,
+                "`TOTAL` looks like a static or constant",
+            ),
+        ] {
+            let src =
+                format!("fn f(v: &[f64], c: &mut [f64]) -> f64 {{ let mut s = 0.0; {body} s }}");
+            let got = explain(&src);
+            let found = got
+                .iter()
+                .find_map(|(.., o)| o.reason_kind().zip(o.reason()))
+                .unwrap_or_else(|| panic!("{body}: nothing left alone: {got:?}"));
+            assert_eq!(found.0, kind, "{body}: {got:?}");
+            assert!(found.1.starts_with(start), "{body}: {got:?}");
+        }
     }
 
     #[test]

@@ -12,7 +12,7 @@ use syn::{Expr, Ident, Item, ItemFn};
 
 use super::args::{self, Args, Loops, Marker};
 use super::classify::{self, Form};
-use super::decision::{Construct, Decision, Outcome};
+use super::decision::{Construct, Decision, Outcome, ReasonKind};
 use super::validate::{self, ParSource};
 use crate::respan::respan;
 
@@ -191,6 +191,7 @@ impl<'a> Rewriter<'a> {
                 span,
                 construct: Construct::Function,
                 outcome: Outcome::LeftAlone {
+                    kind: ReasonKind::NothingFound,
                     reason: NOTHING.to_string(),
                 },
             });
@@ -295,13 +296,21 @@ impl Rewriter<'_> {
         quote_spanned!(span=> &#sites, #index)
     }
 
-    /// Registers `construct` at `span` as left alone for `reason` (`what` names it in
-    /// the label).
-    fn left_alone(&mut self, span: Span, what: &str, construct: Construct, reason: &str) {
+    /// Registers `construct` at `span` as left alone for `reason`, of `kind` (`what`
+    /// names it in the label).
+    fn left_alone(
+        &mut self,
+        span: Span,
+        what: &str,
+        construct: Construct,
+        kind: ReasonKind,
+        reason: &str,
+    ) {
         self.decisions.push(Decision {
             span,
             construct,
             outcome: Outcome::LeftAlone {
+                kind,
                 reason: reason.to_string(),
             },
         });
@@ -348,8 +357,8 @@ impl Rewriter<'_> {
         let Some(plan) = classify::plan_of(e, &claimed) else {
             return;
         };
-        for reason in &plan.left_alone {
-            self.left_alone(span, "loop", construct, reason);
+        for (kind, reason) in &plan.left_alone {
+            self.left_alone(span, "loop", construct, *kind, reason);
         }
         // Whole-loop scrambling, where declared.
         if let Expr::ForLoop(f) = e {
@@ -564,6 +573,7 @@ impl Rewriter<'_> {
                 m.method.span(),
                 "fold",
                 Construct::IterReduction,
+                ReasonKind::OrderCarrying,
                 "order-carrying: the fold's closure reads its accumulator besides the final `acc + term` (or leaves early)",
             );
         }

@@ -14,7 +14,7 @@ pub(crate) mod decision;
 pub(crate) mod expand;
 mod validate;
 
-pub use decision::{Construct, Decision, Outcome};
+pub use decision::{Construct, Decision, Outcome, ReasonKind};
 
 use proc_macro2::TokenStream;
 use quote::ToTokens;
