@@ -1,7 +1,8 @@
 //! `cargo fprev` on a real crate (tests/fixtures/orderdep), edited by nobody: its golden
 //! test is a finding that replays and is blamed on the one reduction it needs; its
 //! compute-twice test is never one (one seed is one consistent platform); its test that
-//! fails unscrambled is reported as such, never as a finding; bad input ends in exit 1.
+//! fails unscrambled is reported as such, never as a finding; `scan` reports what the
+//! attribute decides for each loop and chain; bad input ends in exit 1.
 //!
 //! The first run builds fprev into the copy's own target folder (about two minutes on
 //! two cores); the later commands reuse that build.
@@ -80,7 +81,7 @@ fn findings_replay_and_are_blamed_on_their_sites() {
         .find(|f| f["test"] == "tests::golden_total")
         .expect("golden finding");
     assert_eq!(golden["kind"], "fail");
-    assert_eq!(golden["at"], "src/lib.rs:39:9", "the original file's line");
+    assert_eq!(golden["at"], "src/lib.rs:54:9", "the original file's line");
     assert_eq!(
         golden["blame"],
         serde_json::json!([{"site": "orderdep::total#reduction0", "file": "src/lib.rs", "line": 13}]),
@@ -224,18 +225,116 @@ fn merge_joins_findings_and_refuses_what_would_lose_data() {
 }
 
 #[test]
-fn scan_lists_the_accumulating_functions_with_their_lines() {
+fn scan_says_what_the_attribute_decides_for_each_loop_and_chain() {
+    let before = std::fs::read_dir(fixture()).expect("fixture").count();
     let out = cargo_fprev()
         .current_dir(fixture())
-        .arg("scan")
+        .args(["fprev", "scan"])
         .output()
         .expect("scan");
-    let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", show(&out));
-    assert!(text.contains("src/lib.rs:10: fn total"), "{text}");
-    assert!(text.contains("src/lib.rs:18: fn mean"), "{text}");
-    assert!(!text.contains("fn first"), "{text}");
-    assert!(text.contains("2 function(s) accumulate"), "{text}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "\
+src/lib.rs:10: fn total
+  src/lib.rs:13:9   scrambled   for loop: reduction into `s` (total#reduction0)
+src/lib.rs:18: fn mean
+  src/lib.rs:19:14  scrambled   iterator reduction (mean#sum0)
+src/lib.rs:29: fn running
+  src/lib.rs:32:5   left alone  for loop: integer accumulator: every term added to `positive` is an integer, which any order adds the same
+  src/lib.rs:32:5   left alone  for loop: order-carrying: reads `s` besides adding to `s`
+3 function(s) accumulate: 2 site(s) scrambled, 2 left alone (order-carrying 1, integer accumulator 1)
+",
+        "{}",
+        show(&out)
+    );
+    assert_eq!(
+        std::fs::read_dir(fixture()).expect("fixture").count(),
+        before,
+        "scan writes nothing into the user's tree (no copy, no build)"
+    );
+
+    let out = cargo_fprev()
+        .current_dir(fixture())
+        .args(["scan", "--json", "-p", "orderdep"])
+        .output()
+        .expect("scan --json");
+    assert!(out.status.success(), "{}", show(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    let functions = doc["functions"].as_array().expect("functions");
+    let seen: Vec<(String, u64, u64, String, String, String)> = functions
+        .iter()
+        .flat_map(|f| {
+            let name = f["name"].as_str().unwrap_or("").to_string();
+            assert_eq!(f["package"], "orderdep");
+            assert_eq!(f["file"], "src/lib.rs");
+            f["decisions"]
+                .as_array()
+                .expect("decisions")
+                .iter()
+                .map(move |d| {
+                    (
+                        name.clone(),
+                        d["line"].as_u64().unwrap_or(0),
+                        d["column"].as_u64().unwrap_or(0),
+                        d["construct"].as_str().unwrap_or("").to_string(),
+                        d["outcome"].as_str().unwrap_or("").to_string(),
+                        d["place"]
+                            .as_str()
+                            .or(d["reason_kind"].as_str())
+                            .unwrap_or("")
+                            .to_string(),
+                    )
+                })
+        })
+        .collect();
+    let row = |n: &str, l: u64, c: u64, what: &str, outcome: &str, detail: &str| {
+        (
+            n.to_string(),
+            l,
+            c,
+            what.to_string(),
+            outcome.to_string(),
+            detail.to_string(),
+        )
+    };
+    assert_eq!(
+        seen,
+        [
+            row("total", 13, 9, "for_loop", "scrambled", "s"),
+            row("mean", 19, 14, "iter_reduction", "scrambled", ""),
+            row(
+                "running",
+                32,
+                5,
+                "for_loop",
+                "left_alone",
+                "integer_accumulator"
+            ),
+            row("running", 32, 5, "for_loop", "left_alone", "order_carrying"),
+        ]
+    );
+    assert_eq!(
+        functions[2]["decisions"][1]["reason"],
+        "order-carrying: reads `s` besides adding to `s`"
+    );
+    // The totals are the decisions counted.
+    let count = |outcome: &str| seen.iter().filter(|r| r.4 == outcome).count();
+    let totals = &doc["totals"];
+    assert_eq!(totals["functions"], functions.len());
+    assert_eq!(totals["scrambled"], count("scrambled"));
+    assert_eq!(totals["left_alone"], count("left_alone"));
+    let by_reason = totals["left_alone_by_reason"]
+        .as_object()
+        .expect("by reason");
+    assert_eq!(
+        by_reason.values().filter_map(|v| v.as_u64()).sum::<u64>(),
+        count("left_alone") as u64
+    );
+    for kind in ["integer_accumulator", "order_carrying"] {
+        assert_eq!(by_reason[kind], 1, "{kind}");
+    }
+    assert_eq!(totals["errors"], 0);
 }
 
 #[test]
@@ -246,6 +345,7 @@ fn bad_input_is_an_error_with_exit_status_1() {
     let fixture = fixture();
     let cases: Vec<(Vec<&str>, &Path, &str)> = vec![
         (vec!["test"], &empty, "not a cargo project"),
+        (vec!["scan", "--json"], &empty, "not a cargo project"),
         (vec!["scan", "-p", "nope"], &fixture, "no package `nope`"),
         (
             vec!["test", "--modes", "junk"],

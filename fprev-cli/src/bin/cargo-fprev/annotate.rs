@@ -9,7 +9,8 @@
 //! `x = x + ..`, `x = x - ..`, `.sum(`, `.sum::<`, `.fold(`); not `const fn`, not test code
 //! (`#[test]`, `#[cfg(test)]` items), not inside a macro, not one already annotated.
 //! Whether each of its loops and chains is then scrambled, and why not, is the macro's
-//! own decision at compile time.
+//! own decision at compile time; [`explain_where`] asks the macro's own code what it
+//! will be, for `cargo fprev scan`.
 
 use proc_macro2::{Delimiter, Spacing, TokenStream, TokenTree};
 use syn::parse::discouraged::Speculative;
@@ -73,32 +74,16 @@ pub fn annotate_where(
     attribute: Attribute,
     keep: impl Fn(&Annotated) -> bool,
 ) -> Result<FileResult, syn::Error> {
-    let mut finder = Finder {
-        at: Vec::new(),
-        scope: Vec::new(),
-    };
-    let partial = match syn::parse_file(src) {
-        Ok(file) => {
-            finder.visit_file(&file);
-            None
-        }
-        Err(e) => {
-            let tokens: TokenStream = src
-                .parse()
-                .map_err(|l: proc_macro2::LexError| syn::Error::new(l.span(), l))?;
-            finder.items_one_by_one(tokens);
-            Some(e)
-        }
-    };
+    let (found, partial) = find(src, false)?;
     let mut inserts: Vec<(usize, Annotated)> = Vec::new();
-    for (line, column, end_line, name) in finder.at {
-        let Some(offset) = byte_offset(src, line, column) else {
+    for f in found {
+        let Some(offset) = byte_offset(src, f.line, f.column) else {
             continue;
         };
         let a = Annotated {
-            line,
-            end_line,
-            name,
+            line: f.line,
+            end_line: f.end_line,
+            name: f.name,
         };
         if keep(&a) {
             inserts.push((offset, a));
@@ -127,6 +112,66 @@ pub fn annotate_where(
     })
 }
 
+/// What `#[scramble]` decides in each function of one file that [`annotate_where`]
+/// would annotate.
+#[derive(Debug, Default)]
+pub struct Explained {
+    /// Each function, with the macro's decisions or the error it would report.
+    pub functions: Vec<(Annotated, Result<Vec<fprev_expand::Decision>, syn::Error>)>,
+    /// As [`FileResult::partial`].
+    pub partial: Option<syn::Error>,
+}
+
+/// The functions of `src` that [`annotate_where`] would annotate with the same `keep`,
+/// each with what `#[fprev::scramble]` decides in it, by the macro's own code
+/// (`fprev_expand::explain_scramble`). Spans carry the file's lines and columns.
+pub fn explain_where(
+    src: &str,
+    keep: impl Fn(&Annotated) -> bool,
+) -> Result<Explained, syn::Error> {
+    let (mut found, partial) = find(src, true)?;
+    found.sort_by_key(|f| (f.line, f.column));
+    found.dedup_by_key(|f| (f.line, f.column));
+    let mut functions = Vec::new();
+    for f in found {
+        let a = Annotated {
+            line: f.line,
+            end_line: f.end_line,
+            name: f.name,
+        };
+        if !keep(&a) {
+            continue;
+        }
+        let item = f.item.unwrap_or_default();
+        functions.push((a, fprev_expand::explain_scramble(TokenStream::new(), item)));
+    }
+    Ok(Explained { functions, partial })
+}
+
+/// The functions of `src` that accumulate, and the first parse error of a file read
+/// item by item. With `explain`, each keeps its item's tokens.
+fn find(src: &str, explain: bool) -> Result<(Vec<Found>, Option<syn::Error>), syn::Error> {
+    let mut finder = Finder {
+        at: Vec::new(),
+        scope: Vec::new(),
+        explain,
+    };
+    let partial = match syn::parse_file(src) {
+        Ok(file) => {
+            finder.visit_file(&file);
+            None
+        }
+        Err(e) => {
+            let tokens: TokenStream = src
+                .parse()
+                .map_err(|l: proc_macro2::LexError| syn::Error::new(l.span(), l))?;
+            finder.items_one_by_one(tokens);
+            Some(e)
+        }
+    };
+    Ok((finder.at, partial))
+}
+
 /// The byte offset of a (1-based line, 0-based column in characters) position.
 fn byte_offset(src: &str, line: usize, column: usize) -> Option<usize> {
     let start = if line == 1 {
@@ -142,11 +187,23 @@ fn byte_offset(src: &str, line: usize, column: usize) -> Option<usize> {
     Some(start + within)
 }
 
+/// A function to annotate.
+struct Found {
+    /// Where its first token is (1-based line, 0-based column in characters).
+    line: usize,
+    column: usize,
+    end_line: usize,
+    name: String,
+    /// Its signature and body, as the attribute would receive them, when explaining.
+    item: Option<TokenStream>,
+}
+
 struct Finder {
-    /// (line, column, end line, name) of each function to annotate.
-    at: Vec<(usize, usize, usize, String)>,
+    at: Vec<Found>,
     /// Names of the enclosing impls, for reports.
     scope: Vec<String>,
+    /// Keep each function's tokens.
+    explain: bool,
 }
 
 impl Finder {
@@ -169,7 +226,16 @@ impl Finder {
             None => sig.ident.to_string(),
         };
         let end = body.brace_token.span.close().end().line;
-        self.at.push((start.line, start.column, end, name));
+        // The attribute would also receive the function's other attributes and its
+        // visibility, which change none of its decisions.
+        let item = self.explain.then(|| quote::quote!(#sig #body));
+        self.at.push(Found {
+            line: start.line,
+            column: start.column,
+            end_line: end,
+            name,
+            item,
+        });
     }
 }
 

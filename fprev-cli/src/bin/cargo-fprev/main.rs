@@ -6,6 +6,8 @@
 //! unscrambled, then once per seed and mode, and re-runs every test that failed alone
 //! with its token. A finding fails scrambled, passes unscrambled and fails again alone:
 //! an order dependence that replays. `cargo fprev replay` runs one finding again.
+//! `cargo fprev scan` only reads: it lists the functions `test` would annotate and what
+//! the attribute decides for each of their loops and chains.
 //!
 //! Exit status: 0 no findings, 2 findings, 1 an error (not a cargo project, tests that do
 //! not build, nothing to annotate, every test failing unscrambled).
@@ -19,6 +21,7 @@ mod diff;
 mod escape;
 mod findings;
 mod runner;
+mod scan;
 mod workspace;
 
 use std::path::{Path, PathBuf};
@@ -57,8 +60,10 @@ enum Cmd {
     /// Find the smallest set of reductions whose reordering alone fails a test (delta
     /// debugging over the sites its failing run reached).
     Blame(ReplayArgs),
-    /// List the functions `test` would annotate, with file:line.
-    Scan(CopyArgs),
+    /// List the functions `test` would annotate, with file:line, and what `#[scramble]`
+    /// decides for each of their loops and chains (scrambled, or left alone and why).
+    /// Reads the sources only: no copy, no build.
+    Scan(ScanArgs),
     /// Count accumulation chains: annotate a copy with `#[fprev::accumulator]`, run its
     /// tests with `FPREV_CHAINS=1`, print the merged report (original file:line).
     Chains(chains::ChainsArgs),
@@ -66,14 +71,33 @@ enum Cmd {
     Merge(MergeArgs),
 }
 
+/// Which functions: the packages, and the lines a diff touches.
 #[derive(Args, Clone)]
-struct CopyArgs {
+struct SourceArgs {
     /// Annotate only this package (repeatable; default: every workspace member).
     #[arg(short = 'p', long = "package")]
     packages: Vec<String>,
     /// Path to the workspace's Cargo.toml (default: the current directory's).
     #[arg(long)]
     manifest_path: Option<PathBuf>,
+    /// Annotate only the functions a unified diff (`git diff` output) touches.
+    #[arg(long)]
+    in_diff: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct ScanArgs {
+    #[command(flatten)]
+    source: SourceArgs,
+    /// Print one JSON document (schema: docs/cargo-fprev.md) instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Clone)]
+struct CopyArgs {
+    #[command(flatten)]
+    source: SourceArgs,
     /// The fprev checkout the copy depends on (default: the one this tool was built from).
     #[arg(long)]
     fprev_path: Option<PathBuf>,
@@ -92,9 +116,6 @@ struct CopyArgs {
     /// Build the tests with every feature.
     #[arg(long)]
     all_features: bool,
-    /// Annotate only the functions a unified diff (`git diff` output) touches.
-    #[arg(long)]
-    in_diff: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -212,11 +233,15 @@ struct Prepared {
     annotated: Vec<(String, usize, String)>,
 }
 
-/// Copies the workspace (when `write`) and puts `attribute` on its accumulating
-/// functions. Each attribute has a copy of its own in the scratch folder, so that
-/// `test` and `chains` alternate without rebuilding each other's copy; they share the
-/// target folder (and so the dependencies' builds).
-fn prepare(a: &CopyArgs, write: bool, attribute: annotate::Attribute) -> Result<Prepared, Failure> {
+/// The workspace, its selected packages and the lines a diff touches: what the
+/// commands read functions from.
+struct Selection {
+    root: PathBuf,
+    packages: Vec<workspace::Package>,
+    changed: Option<diff::Changed>,
+}
+
+fn select(a: &SourceArgs) -> Result<Selection, Failure> {
     let ws = workspace::locate(a.manifest_path.as_deref())?;
     for p in &a.packages {
         if !ws.members.iter().any(|m| &m.name == p) {
@@ -227,17 +252,6 @@ fn prepare(a: &CopyArgs, write: bool, attribute: annotate::Attribute) -> Result<
             )));
         }
     }
-    let selected: Vec<&workspace::Package> = ws
-        .members
-        .iter()
-        .filter(|m| a.packages.is_empty() || a.packages.contains(&m.name))
-        .collect();
-    let scratch = workspace::scratch_dir(&ws.root, a.scratch.as_deref());
-    let tree = scratch.join(match attribute {
-        annotate::Attribute::Scramble => "tree",
-        annotate::Attribute::Accumulator => "tree-chains",
-    });
-    let fprev = workspace::fprev_path(a.fprev_path.as_deref())?;
     let changed = match &a.in_diff {
         Some(path) => {
             let text = std::fs::read_to_string(path)
@@ -249,66 +263,132 @@ fn prepare(a: &CopyArgs, write: bool, attribute: annotate::Attribute) -> Result<
         }
         None => None,
     };
-    if write {
-        let files = workspace::files(&ws.root)?;
-        workspace::copy(&ws.root, &files, &tree)?;
+    let packages = ws
+        .members
+        .into_iter()
+        .filter(|m| a.packages.is_empty() || a.packages.contains(&m.name))
+        .collect();
+    Ok(Selection {
+        root: ws.root,
+        packages,
+        changed,
+    })
+}
+
+impl Selection {
+    /// The packages whose functions are annotated: proc-macro ones are left out, with a
+    /// note.
+    fn annotated_packages(&self) -> impl Iterator<Item = &workspace::Package> {
+        self.packages.iter().filter(|p| {
+            if p.proc_macro {
+                eprintln!(
+                    "cargo fprev: note: {} is a proc-macro package (its code runs in the \
+                     compiler): left as it is",
+                    p.name
+                );
+            }
+            !p.proc_macro
+        })
     }
-    let mut annotated = Vec::new();
-    let mut packages = Vec::new();
-    for p in selected {
-        if p.proc_macro {
-            eprintln!(
-                "cargo fprev: note: {} is a proc-macro package (its code runs in the \
-                 compiler): left as it is",
-                p.name
-            );
-            continue;
-        }
-        packages.push(p.name.clone());
-        let mut found = 0;
+
+    /// The Rust sources of `p`, in path order: (path relative to the root, its text
+    /// with `/` separators, the source). Unreadable files are skipped.
+    fn sources(&self, p: &workspace::Package) -> Vec<(PathBuf, String, String)> {
+        let mut out = Vec::new();
         for dir in &p.src_dirs {
             let mut files = Vec::new();
-            rust_files(&ws.root.join(dir), &mut files);
+            rust_files(&self.root.join(dir), &mut files);
             files.sort();
             for file in files {
-                let rel = file.strip_prefix(&ws.root).unwrap_or(&file).to_path_buf();
+                let rel = file.strip_prefix(&self.root).unwrap_or(&file).to_path_buf();
                 let Ok(src) = std::fs::read_to_string(&file) else {
                     continue;
                 };
                 let rel_text = rel.to_string_lossy().replace('\\', "/");
-                let keep = |f: &annotate::Annotated| {
-                    changed
-                        .as_ref()
-                        .is_none_or(|c| c.touches(&rel_text, f.line, f.end_line))
-                };
-                match annotate::annotate_where(&src, attribute, keep) {
-                    Ok(r) => {
-                        if let Some(e) = &r.partial {
-                            eprintln!(
-                                "cargo fprev: note: {} does not parse as a whole ({}:{}: {e}); \
-                                 read item by item, the items that do not parse left as they are",
-                                rel.display(),
-                                e.span().start().line,
-                                e.span().start().column + 1
-                            );
-                        }
-                        if let (true, Some(text)) = (write, &r.text) {
-                            std::fs::write(tree.join(&rel), text).map_err(|e| {
-                                Failure(format!("cannot write the copy of {}: {e}", rel.display()))
-                            })?;
-                        }
-                        for f in r.annotated {
-                            annotated.push((rel.display().to_string(), f.line, f.name));
-                            found += 1;
-                        }
+                out.push((rel, rel_text, src));
+            }
+        }
+        out
+    }
+
+    /// Whether the function is one to annotate (with --in-diff: one the diff touches).
+    fn keeps(&self, file: &str, f: &annotate::Annotated) -> bool {
+        self.changed
+            .as_ref()
+            .is_none_or(|c| c.touches(file, f.line, f.end_line))
+    }
+
+    /// The error for a selection in which no function accumulates.
+    fn nothing_found(&self) -> Failure {
+        Failure(if self.changed.is_some() {
+            "the diff touches no function that accumulates floats: nothing to scramble".into()
+        } else {
+            "no function that accumulates floats was found in the selected packages \
+             (looked for +=, -=, x = x + .., .sum(), .fold() outside test code)"
+                .into()
+        })
+    }
+}
+
+/// The note for a file read item by item.
+fn note_partial(rel: &Path, e: &syn::Error) {
+    eprintln!(
+        "cargo fprev: note: {} does not parse as a whole ({}:{}: {e}); \
+         read item by item, the items that do not parse left as they are",
+        rel.display(),
+        e.span().start().line,
+        e.span().start().column + 1
+    );
+}
+
+/// The note for a file that does not lex.
+fn note_unparsed(rel: &Path, e: &syn::Error) {
+    eprintln!(
+        "cargo fprev: note: {}:{}:{} does not parse ({e}); left as it is",
+        rel.display(),
+        e.span().start().line,
+        e.span().start().column + 1
+    );
+}
+
+/// Copies the workspace (when `write`) and puts `attribute` on its accumulating
+/// functions. Each attribute has a copy of its own in the scratch folder, so that
+/// `test` and `chains` alternate without rebuilding each other's copy; they share the
+/// target folder (and so the dependencies' builds).
+fn prepare(a: &CopyArgs, write: bool, attribute: annotate::Attribute) -> Result<Prepared, Failure> {
+    let sel = select(&a.source)?;
+    let scratch = workspace::scratch_dir(&sel.root, a.scratch.as_deref());
+    let tree = scratch.join(match attribute {
+        annotate::Attribute::Scramble => "tree",
+        annotate::Attribute::Accumulator => "tree-chains",
+    });
+    let fprev = workspace::fprev_path(a.fprev_path.as_deref())?;
+    if write {
+        let files = workspace::files(&sel.root)?;
+        workspace::copy(&sel.root, &files, &tree)?;
+    }
+    let mut annotated = Vec::new();
+    let mut packages = Vec::new();
+    for p in sel.annotated_packages() {
+        packages.push(p.name.clone());
+        let mut found = 0;
+        for (rel, rel_text, src) in sel.sources(p) {
+            match annotate::annotate_where(&src, attribute, |f| sel.keeps(&rel_text, f)) {
+                Ok(r) => {
+                    if let Some(e) = &r.partial {
+                        note_partial(&rel, e);
                     }
-                    Err(e) => eprintln!(
-                        "cargo fprev: note: {}:{}:{} does not parse ({e}); left as it is",
-                        rel.display(),
-                        e.span().start().line,
-                        e.span().start().column + 1
-                    ),
+                    if let (true, Some(text)) = (write, &r.text) {
+                        std::fs::write(tree.join(&rel), text).map_err(|e| {
+                            Failure(format!("cannot write the copy of {}: {e}", rel.display()))
+                        })?;
+                    }
+                    for f in r.annotated {
+                        annotated.push((rel.display().to_string(), f.line, f.name));
+                        found += 1;
+                    }
                 }
+                Err(e) => note_unparsed(&rel, &e),
             }
         }
         if write && found > 0 {
@@ -319,16 +399,10 @@ fn prepare(a: &CopyArgs, write: bool, attribute: annotate::Attribute) -> Result<
         workspace::optimize_runtime(&tree.join("Cargo.toml"))?;
     }
     if annotated.is_empty() {
-        return Err(Failure(if a.in_diff.is_some() {
-            "the diff touches no function that accumulates floats: nothing to scramble".into()
-        } else {
-            "no function that accumulates floats was found in the selected packages \
-             (looked for +=, -=, x = x + .., .sum(), .fold() outside test code)"
-                .into()
-        }));
+        return Err(sel.nothing_found());
     }
     Ok(Prepared {
-        root: ws.root.clone(),
+        root: sel.root.clone(),
         tree,
         target_dir: a
             .target_dir
@@ -365,13 +439,51 @@ fn cargo_args(a: &CopyArgs) -> Vec<String> {
     v
 }
 
-fn scan(a: &CopyArgs) -> Result<ExitCode, Failure> {
-    let p = prepare(a, false, annotate::Attribute::Scramble)?;
-    for (file, line, name) in &p.annotated {
-        println!("{file}:{line}: fn {name}");
+/// `cargo fprev scan`: reads the sources of the selected packages, writes nothing and
+/// builds nothing.
+fn scan(a: &ScanArgs) -> Result<ExitCode, Failure> {
+    let sel = select(&a.source)?;
+    let mut functions = Vec::new();
+    for p in sel.annotated_packages() {
+        for (rel, rel_text, src) in sel.sources(p) {
+            match annotate::explain_where(&src, |f| sel.keeps(&rel_text, f)) {
+                Ok(r) => {
+                    if let Some(e) = &r.partial {
+                        note_partial(&rel, e);
+                    }
+                    for (f, decided) in r.functions {
+                        functions.push(scan::Function::new(
+                            &p.name, &rel_text, f.line, &f.name, decided,
+                        ));
+                    }
+                }
+                Err(e) => note_unparsed(&rel, &e),
+            }
+        }
     }
-    println!("{} function(s) accumulate", p.annotated.len());
+    if functions.is_empty() {
+        return Err(sel.nothing_found());
+    }
+    let text = if a.json {
+        serde_json::to_string_pretty(&scan::to_json(&functions)).unwrap_or_default() + "\n"
+    } else {
+        scan::to_text(&functions)
+    };
+    write_stdout(&text)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes `text` to standard output; a reader that closed the pipe early (`| head`) is
+/// no error.
+fn write_stdout(text: &str) -> Result<(), Failure> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(Failure(format!("cannot write to standard output: {e}")))
+        }
+        _ => Ok(()),
+    }
 }
 
 fn env_for(mode: &str, token: &str) -> Vec<(String, String)> {
@@ -940,15 +1052,7 @@ fn merge(a: &MergeArgs) -> Result<ExitCode, Failure> {
     let text = serde_json::to_string_pretty(&merged).unwrap_or_default() + "\n";
     match &a.output {
         Some(o) => write_file(o, &text)?,
-        None => {
-            use std::io::Write;
-            let mut out = std::io::stdout().lock();
-            if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-                if e.kind() != std::io::ErrorKind::BrokenPipe {
-                    return Err(Failure(format!("cannot write to standard output: {e}")));
-                }
-            }
-        }
+        None => write_stdout(&text)?,
     }
     let n = merged["findings"].as_array().map_or(0, Vec::len);
     Ok(if n == 0 {
