@@ -124,21 +124,20 @@ fn outcome_word(o: &Outcome) -> &'static str {
 }
 
 /// The table: each function's `file:line: fn name`, one indented line per decision
-/// (locations aligned), then the totals.
+/// (locations aligned within a file: a long path elsewhere does not push them right),
+/// then the totals.
 pub fn to_text(functions: &[Function]) -> String {
     let location = |f: &Function, r: &Row| format!("{}:{}:{}", f.file, r.line, r.column);
-    let width = functions
-        .iter()
-        .flat_map(|f| {
-            f.decisions
-                .iter()
-                .flatten()
-                .map(move |r| location(f, r).len())
-        })
-        .max()
-        .unwrap_or(0);
+    let mut widths: BTreeMap<&str, usize> = BTreeMap::new();
+    for f in functions {
+        for r in f.decisions.iter().flatten() {
+            let w = widths.entry(&f.file).or_default();
+            *w = (*w).max(location(f, r).len());
+        }
+    }
     let mut out = String::new();
     for f in functions {
+        let width = widths.get(f.file.as_str()).copied().unwrap_or(0);
         out.push_str(&format!("{}:{}: fn {}\n", f.file, f.line, f.name));
         match &f.decisions {
             Ok(rows) => {
