@@ -408,6 +408,13 @@ fn chains_reports_the_suites_accumulations_at_their_original_lines() {
         ),
         "the sum of mean: {text}"
     );
+    // The prefix sum is ranked last, as #[scramble] leaves it: order is its meaning.
+    assert!(
+        lines.last().is_some_and(|l| l.contains(
+            "orderdep::running src/lib.rs:33:9 `s += x` (variable) [running value: order is meaning]"
+        )),
+        "the running value: {text}"
+    );
     // Every test that calls total adds 2000 terms in one chain (plus the 100 of
     // mean_is_close), sequentially: the longest chain is the trip count.
     let max_chain: u64 = total

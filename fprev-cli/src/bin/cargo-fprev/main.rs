@@ -105,9 +105,9 @@ struct CopyArgs {
     /// the system's temporary directory, reused by later calls).
     #[arg(long)]
     scratch: Option<PathBuf>,
-    /// Where the copy is built (default: `target` in the scratch folder). Copies of
-    /// several workspaces can share one, and so one build of fprev and the common
-    /// dependencies.
+    /// Where the copy is built (default: `target` in the scratch folder; `chains` builds
+    /// in `DIR/fprev-chains`). Copies of several workspaces can share one, and so one
+    /// build of fprev and the common dependencies.
     #[arg(long)]
     target_dir: Option<PathBuf>,
     /// Features to build the tests with (passed to cargo).
@@ -231,6 +231,8 @@ struct Prepared {
     target_dir: PathBuf,
     packages: Vec<String>,
     annotated: Vec<(String, usize, String)>,
+    /// Held until the command ends: one cargo fprev at a time per scratch folder.
+    _lock: Option<workspace::ScratchLock>,
 }
 
 /// The workspace, its selected packages and the lines a diff touches: what the
@@ -352,12 +354,19 @@ fn note_unparsed(rel: &Path, e: &syn::Error) {
 }
 
 /// Copies the workspace (when `write`) and puts `attribute` on its accumulating
-/// functions. Each attribute has a copy of its own in the scratch folder, so that
-/// `test` and `chains` alternate without rebuilding each other's copy; they share the
-/// target folder (and so the dependencies' builds).
+/// functions. Each attribute has a copy and a target folder of its own, so that `test`
+/// and `chains` alternate without rebuilding each other's copy. Not one target folder:
+/// cargo names a workspace member's artifacts from its path relative to its workspace
+/// root, which is the same in both copies, so each build would overwrite the other's
+/// test binaries.
 fn prepare(a: &CopyArgs, write: bool, attribute: annotate::Attribute) -> Result<Prepared, Failure> {
     let sel = select(&a.source)?;
     let scratch = workspace::scratch_dir(&sel.root, a.scratch.as_deref());
+    let lock = if write {
+        Some(workspace::ScratchLock::take(&scratch)?)
+    } else {
+        None
+    };
     let tree = scratch.join(match attribute {
         annotate::Attribute::Scramble => "tree",
         annotate::Attribute::Accumulator => "tree-chains",
@@ -404,12 +413,15 @@ fn prepare(a: &CopyArgs, write: bool, attribute: annotate::Attribute) -> Result<
     Ok(Prepared {
         root: sel.root.clone(),
         tree,
-        target_dir: a
-            .target_dir
-            .clone()
-            .unwrap_or_else(|| scratch.join("target")),
+        target_dir: match (attribute, &a.target_dir) {
+            (annotate::Attribute::Scramble, Some(dir)) => dir.clone(),
+            (annotate::Attribute::Scramble, None) => scratch.join("target"),
+            (annotate::Attribute::Accumulator, Some(dir)) => dir.join("fprev-chains"),
+            (annotate::Attribute::Accumulator, None) => scratch.join("target-chains"),
+        },
         packages,
         annotated,
+        _lock: lock,
     })
 }
 

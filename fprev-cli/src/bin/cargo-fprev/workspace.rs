@@ -294,6 +294,50 @@ pub fn fprev_path(over: Option<&Path>) -> Result<PathBuf, Failure> {
         .map_err(|e| Failure(format!("{}: {e}", path.display())))
 }
 
+/// An exclusive lock on a scratch folder (`flock` on `SCRATCH/.lock`), released when
+/// dropped: two cargo fprev commands on one copy would rewrite it under each other's
+/// builds and runs.
+pub struct ScratchLock {
+    _file: std::fs::File,
+}
+
+impl ScratchLock {
+    /// Takes the lock, waiting (with a note) while another command holds it. Where
+    /// there is no `flock` (not Unix) the file is only opened.
+    pub fn take(scratch: &Path) -> Result<ScratchLock, Failure> {
+        std::fs::create_dir_all(scratch)
+            .map_err(|e| Failure(format!("cannot create {}: {e}", scratch.display())))?;
+        let path = scratch.join(".lock");
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| Failure(format!("cannot open {}: {e}", path.display())))?;
+        #[cfg(unix)]
+        {
+            use std::os::fd::AsRawFd;
+            let fd = file.as_raw_fd();
+            // SAFETY: flock on a descriptor this function owns; no memory is involved.
+            if unsafe { libc::flock(fd, libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+                eprintln!(
+                    "cargo fprev: waiting for another cargo fprev that uses {}",
+                    scratch.display()
+                );
+                // SAFETY: as above.
+                if unsafe { libc::flock(fd, libc::LOCK_EX) } != 0 {
+                    return Err(Failure(format!(
+                        "cannot lock {}: {}",
+                        path.display(),
+                        std::io::Error::last_os_error()
+                    )));
+                }
+            }
+        }
+        Ok(ScratchLock { _file: file })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
