@@ -31,23 +31,31 @@ enum Kind {
 }
 
 fn kind_of<T>() -> Option<Kind> {
-    let size = std::mem::size_of::<T>();
-    match (std::any::type_name::<T>(), size) {
-        ("f32", 4) => Some(Kind::F32),
-        ("f64", 8) => Some(Kind::F64),
-        ("half::binary16::f16", 2) => Some(Kind::F16),
-        ("half::bfloat::bf16", 2) => Some(Kind::BF16),
-        _ => None,
-    }
+    Kind::named(std::any::type_name::<T>(), std::mem::size_of::<T>())
 }
 
-/// Reads a `T` that [`kind_of`] identified as `F`.
-///
-/// # Safety
-/// `T` and `F` must be the same type.
-unsafe fn cast<T, F>(x: &T) -> F {
-    // SAFETY: same type, per the caller.
-    unsafe { std::mem::transmute_copy::<T, F>(x) }
+impl Kind {
+    /// The kind of the type with this name and size. Not generic: the string
+    /// comparisons are compiled here, optimized, not in every (often unoptimized) test
+    /// build that starts a reduction.
+    fn named(name: &str, size: usize) -> Option<Kind> {
+        match (name, size) {
+            ("f32", 4) => Some(Kind::F32),
+            ("f64", 8) => Some(Kind::F64),
+            ("half::binary16::f16", 2) => Some(Kind::F16),
+            ("half::bfloat::bf16", 2) => Some(Kind::BF16),
+            _ => None,
+        }
+    }
+
+    /// Bytes per value.
+    fn size(self) -> usize {
+        match self {
+            Kind::F32 => 4,
+            Kind::F64 => 8,
+            Kind::F16 | Kind::BF16 => 2,
+        }
+    }
 }
 
 // One lives per running reduction, already inside a `Box`: boxing each variant again
@@ -95,9 +103,10 @@ impl Active {
     /// Bytes per term.
     fn term_size(&self) -> usize {
         match self {
-            Active::F32(_) => 4,
-            Active::F64(_) => 8,
-            Active::F16(_) | Active::BF16(_) => 2,
+            Active::F32(_) => Kind::F32.size(),
+            Active::F64(_) => Kind::F64.size(),
+            Active::F16(_) => Kind::F16.size(),
+            Active::BF16(_) => Kind::BF16.size(),
         }
     }
 }
@@ -299,6 +308,22 @@ impl On {
         on
     }
 
+    /// Stores the term whose bytes (a value of the engine's float type) are at `t`.
+    /// Out of line and not generic, for unoptimized builds ([`UNOPTIMIZED`]).
+    fn push_raw(&mut self, t: *const u8) {
+        let size = self.engine.active.term_size();
+        // SAFETY: `len < room`, so the term fits in the words; `t` points to `size`
+        // bytes (per the caller), which cannot overlap the words.
+        unsafe {
+            let dst = self.words.as_mut_ptr().cast::<u8>().add(self.len * size);
+            std::ptr::copy_nonoverlapping(t, dst, size);
+        }
+        self.len += 1;
+        if self.len == self.room {
+            self.full();
+        }
+    }
+
     /// `len` reached `room`: the engine takes a full chunk, or the words grow.
     #[cold]
     #[inline(never)]
@@ -320,11 +345,32 @@ impl On {
         self.len = 0;
     }
 
-    /// Combines the terms and keeps the state for a later reduction on this thread.
+    /// Writes `-0.0` of the engine's float type at `dst`.
+    fn write_zero(&self, dst: *mut u8) {
+        let size = self.engine.active.term_size();
+        // SAFETY: `dst` has room for a value of the engine's type (per the caller).
+        unsafe {
+            std::ptr::copy_nonoverlapping(std::ptr::addr_of!(self.zero).cast::<u8>(), dst, size)
+        };
+    }
+
+    /// Combines the terms, writes the value (of the engine's float type) at `dst` if
+    /// any term came, and keeps the state for a later reduction on this thread.
     #[inline(never)]
-    fn finish(mut self: Box<On>) -> Option<Value> {
+    fn finish(mut self: Box<On>, dst: *mut u8) -> bool {
         self.drain();
         let value = self.engine.finish();
+        let written = value.is_some();
+        // SAFETY: `dst` has room for a value of the engine's type (per the caller).
+        unsafe {
+            match value {
+                Some(Value::F32(v)) => dst.cast::<f32>().write_unaligned(v),
+                Some(Value::F64(v)) => dst.cast::<f64>().write_unaligned(v),
+                Some(Value::F16(v)) => dst.cast::<f16>().write_unaligned(v),
+                Some(Value::BF16(v)) => dst.cast::<bf16>().write_unaligned(v),
+                None => {}
+            }
+        }
         if self.words.len() > CHUNK {
             self.words.truncate(CHUNK);
             self.words.shrink_to_fit();
@@ -336,9 +382,15 @@ impl On {
                 }
             }
         });
-        value
+        written
     }
 }
+
+/// Whether this is most likely an unoptimized build (debug assertions go with it in
+/// cargo's profiles): there the per-term work goes through one call into this crate,
+/// which its profile optimizes, rather than through inlined standard-library calls that
+/// stay calls. Optimized, the term is stored inline.
+const UNOPTIMIZED: bool = cfg!(debug_assertions);
 
 /// Not public API. One execution of a reduction site: off (the code runs as written)
 /// unless reductions are scrambled and the accumulator is a float.
@@ -421,33 +473,50 @@ impl<T> Reduction<T> {
         Engine::start(site, kind_of::<T>()?)
     }
 
+    // The methods called per term are written for unoptimized builds too (plain
+    // matches and casts, no `Option` methods): each such method would be a call there.
+
     /// Whether terms go to the reduction (true) or the code runs as written (false).
     #[inline(always)]
+    #[allow(clippy::redundant_pattern_matching)] // `is_some` would be a call unoptimized
     pub fn on(&self) -> bool {
-        self.on.is_some()
+        matches!(*self.on, Some(_))
     }
 
-    #[inline]
+    #[inline(always)]
     pub(in crate::scramble) fn push(&mut self, t: T) {
-        let Some(on) = self.on.as_deref_mut() else {
-            return;
-        };
-        // SAFETY: on, so `T` is the engine's float type (`start` chose the kind from
-        // it), and `len < room`, so the term fits in the words, which are aligned for it.
-        unsafe { on.words.as_mut_ptr().cast::<T>().add(on.len).write(t) };
-        on.len += 1;
-        if on.len == on.room {
-            on.full();
+        if let Some(on) = &mut *self.on {
+            // On, so `T` is the engine's float type (`start` chose the kind from it).
+            if UNOPTIMIZED {
+                // The term is only read: a float has nothing to drop.
+                on.push_raw(&t as *const T as *const u8);
+            } else {
+                // SAFETY: `len < room`, so the term fits in the words, which are
+                // aligned for any float type.
+                unsafe { on.words.as_mut_ptr().cast::<T>().add(on.len).write(t) };
+                on.len += 1;
+                if on.len == on.room {
+                    on.full();
+                }
+            }
         }
     }
 
     /// `-0.0` in `T` (the additive identity that keeps every term's sign); only called
     /// while on.
-    #[inline]
+    #[inline(always)]
     fn neg_zero(&self) -> T {
-        match self.on.as_deref() {
+        match &*self.on {
             // SAFETY: on, so `T` is the float type whose `-0.0` `start` stored there.
-            Some(on) => unsafe { std::ptr::addr_of!(on.zero).cast::<T>().read() },
+            Some(on) if !UNOPTIMIZED => unsafe {
+                std::ptr::read(std::ptr::addr_of!(on.zero) as *const T)
+            },
+            Some(on) => {
+                let mut zero = std::mem::MaybeUninit::<T>::uninit();
+                on.write_zero(zero.as_mut_ptr() as *mut u8);
+                // SAFETY: on, so `T` is the engine's float type, whose `-0.0` was written.
+                unsafe { zero.assume_init() }
+            }
             None => unreachable!("fprev: a reduction's term is only formed while it is on"),
         }
     }
@@ -593,14 +662,12 @@ impl<T> Reduction<T> {
     /// Combines the terms and gives the state back; `None` when off or no term came.
     fn finish_in_place(&mut self) -> Option<T> {
         let on = self.on.take()?;
-        // SAFETY (each arm): the engine's kind was chosen from `T`'s type.
-        unsafe {
-            Some(match on.finish()? {
-                Value::F32(v) => cast(&v),
-                Value::F64(v) => cast(&v),
-                Value::F16(v) => cast(&v),
-                Value::BF16(v) => cast(&v),
-            })
+        let mut v = std::mem::MaybeUninit::<T>::uninit();
+        if on.finish(v.as_mut_ptr() as *mut u8) {
+            // SAFETY: the engine's kind was chosen from `T`'s type, and it wrote a value.
+            Some(unsafe { v.assume_init() })
+        } else {
+            None
         }
     }
 
