@@ -99,9 +99,81 @@ fn loops(c: &mut Criterion) {
     g.finish();
 }
 
+/// Short reductions called many times (a 15-term `.fold`, an 8-term dot product): the
+/// per-call cost of starting and finishing a scrambled reduction. Each iteration makes
+/// 1024 calls, 128 under each of 8 seeds, so the figure averages over drawn shapes.
+/// Every variant goes through the same configuration changes: `plain` (the function
+/// without `#[scramble]`) and `off` differ from `shapes` by the scrambled calls only.
+fn short_reductions(c: &mut Criterion) {
+    const SEEDS: u64 = 8;
+    const CALLS: usize = 128;
+    let xs: Vec<f64> = (0..CALLS).map(|i| 1.5 + i as f64 * 0.37).collect();
+    let pairs: Vec<([f64; 8], [f64; 8])> = (0..CALLS)
+        .map(|i| {
+            let a = std::array::from_fn(|j| ((i * 8 + j) as f64).sin());
+            let b = std::array::from_fn(|j| ((i * 8 + j) as f64).cos() * 1e3);
+            (a, b)
+        })
+        .collect();
+    let shapes = ScrambleConfig::off()
+        .shuffle(Some(Shuffle::FisherYates))
+        .shapes(true);
+    let off = ScrambleConfig::off();
+    let configs = |cfg: &ScrambleConfig| -> Vec<ScrambleConfig> {
+        (1..=SEEDS).map(|seed| cfg.clone().seed(seed)).collect()
+    };
+    let mut g = c.benchmark_group("short-reductions");
+    g.throughput(Throughput::Elements(SEEDS * CALLS as u64));
+    type Fold = fn(f64) -> f64;
+    let folds: [(&str, Fold, &ScrambleConfig); 3] = [
+        ("plain", kernels::series_plain, &off),
+        ("off", kernels::series_scrambled, &off),
+        ("shapes", kernels::series_scrambled, &shapes),
+    ];
+    for (name, f, cfg) in folds {
+        let cfgs = configs(cfg);
+        g.bench_function(format!("fold15/{name}"), |bch| {
+            bch.iter(|| {
+                let mut s = 0.0;
+                for cfg in &cfgs {
+                    with_config(cfg, || {
+                        for &x in &xs {
+                            s += f(black_box(x));
+                        }
+                    });
+                }
+                s
+            })
+        });
+    }
+    type Dot = fn(&[f64; 8], &[f64; 8]) -> f64;
+    let dots: [(&str, Dot, &ScrambleConfig); 3] = [
+        ("plain", kernels::dot8_plain, &off),
+        ("off", kernels::dot8_scrambled, &off),
+        ("shapes", kernels::dot8_scrambled, &shapes),
+    ];
+    for (name, f, cfg) in dots {
+        let cfgs = configs(cfg);
+        g.bench_function(format!("dot8/{name}"), |bch| {
+            bch.iter(|| {
+                let mut s = 0.0;
+                for cfg in &cfgs {
+                    with_config(cfg, || {
+                        for (a, b) in &pairs {
+                            s += f(black_box(a), black_box(b));
+                        }
+                    });
+                }
+                s
+            })
+        });
+    }
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(10).warm_up_time(std::time::Duration::from_millis(300)).measurement_time(std::time::Duration::from_secs(1));
-    targets = permutations, loops
+    targets = permutations, loops, short_reductions
 }
 criterion_main!(benches);

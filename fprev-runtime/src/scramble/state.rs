@@ -4,7 +4,7 @@
 //! (initialisation from the environment, the random stream) is behind that check.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{fence, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard, Once};
 
 use super::config::{Level, ScrambleConfig, Vary};
@@ -24,7 +24,10 @@ const UNINIT: u8 = 0xFF;
 
 static STATE: AtomicU8 = AtomicU8::new(UNINIT);
 static SEED: AtomicU64 = AtomicU64::new(0);
-/// Bumped by every configuration change; call sites restart their counters on a new epoch.
+/// Bumped twice by every configuration change, a sequence lock over `STATE` and `SEED`:
+/// odd while a change is being written, even once it is complete. Call sites restart
+/// their counters on a new epoch, and a reduction site keeps its drawn shape for one
+/// (even) epoch.
 pub(crate) static EPOCH: AtomicU64 = AtomicU64::new(0);
 static INIT: Once = Once::new();
 
@@ -68,9 +71,33 @@ fn ensure_init() {
 
 /// Installs `cfg` for the whole process (no locking: callers hold the session).
 pub(crate) fn apply(cfg: &ScrambleConfig) {
-    SEED.store(cfg.seed, Ordering::Relaxed);
-    EPOCH.fetch_add(1, Ordering::AcqRel);
-    STATE.store(encode(cfg), Ordering::Release);
+    publish(encode(cfg), cfg.seed);
+}
+
+/// Writes a state and a seed as the writer of a sequence lock: a reader that saw any of
+/// the new values also sees an epoch other than the one it started from
+/// ([`epoch_unchanged`]), so it never files something drawn from a half-written change
+/// under a complete epoch.
+fn publish(state: u8, seed: u64) {
+    EPOCH.fetch_add(1, Ordering::Relaxed);
+    fence(Ordering::Release);
+    SEED.store(seed, Ordering::Relaxed);
+    STATE.store(state, Ordering::Release);
+    EPOCH.fetch_add(1, Ordering::Release);
+}
+
+/// The configuration's epoch, read before the state and seed that go with it; odd while
+/// a change is being written.
+#[inline]
+pub(crate) fn epoch() -> u64 {
+    EPOCH.load(Ordering::Acquire)
+}
+
+/// Whether the state and seed read since [`epoch`] returned `epoch` are those of one
+/// complete configuration (the reader's side of the sequence lock).
+pub(crate) fn epoch_unchanged(epoch: u64) -> bool {
+    fence(Ordering::Acquire);
+    epoch % 2 == 0 && EPOCH.load(Ordering::Relaxed) == epoch
 }
 
 /// The raw state byte: one relaxed load, all the off path of generated code costs.
@@ -145,9 +172,7 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         if let Some((st, seed)) = self.previous.take() {
-            SEED.store(seed, Ordering::Relaxed);
-            EPOCH.fetch_add(1, Ordering::AcqRel);
-            STATE.store(st, Ordering::Release);
+            publish(st, seed);
         }
         if self._guard.is_some() {
             IN_SESSION.with(|c| c.set(false));
@@ -218,7 +243,15 @@ pub struct CallSite {
     pub(crate) shuffle: Option<Shuffle>,
     pub(crate) kind: SiteKind,
     reached: AtomicU64,
+    /// [`id`](Self::id) once computed (0: not yet).
+    id: AtomicU64,
+    /// What the site drew in the current configuration, for reductions drawn once per
+    /// site: `epoch << DRAWN_BITS | code`, code 0 for nothing yet.
+    drawn: AtomicU64,
 }
+
+/// Bits of [`CallSite`]'s drawn code; the epoch takes the others.
+const DRAWN_BITS: u32 = 24;
 
 impl CallSite {
     /// A site named `label` (e.g. `module::function#loop-index`) at `file:line:column`;
@@ -250,15 +283,43 @@ impl CallSite {
             shuffle,
             kind,
             reached: AtomicU64::new(0),
+            id: AtomicU64::new(0),
+            drawn: AtomicU64::new(0),
         }
     }
 
     /// The key of this site's random streams: a hash of label, file, line and column
-    /// (unchanged since the streams were first keyed by site, so tokens still replay).
+    /// (unchanged since the streams were first keyed by site, so tokens still replay),
+    /// hashed once per process.
     pub(crate) fn id(&self) -> u64 {
-        let h = rng::str_hash(0xcbf2_9ce4_8422_2325, self.label);
-        let h = rng::str_hash(h, self.file);
-        rng::splitmix64(h ^ ((self.line as u64) << 32 | self.column as u64))
+        match self.id.load(Ordering::Relaxed) {
+            0 => {
+                let h = rng::str_hash(0xcbf2_9ce4_8422_2325, self.label);
+                let h = rng::str_hash(h, self.file);
+                let id = rng::splitmix64(h ^ ((self.line as u64) << 32 | self.column as u64));
+                self.id.store(id, Ordering::Relaxed);
+                id
+            }
+            id => id,
+        }
+    }
+
+    /// The code this site filed for `epoch` with [`file_drawn`](Self::file_drawn), if any.
+    #[inline]
+    pub(crate) fn drawn(&self, epoch: u64) -> Option<u32> {
+        let v = self.drawn.load(Ordering::Relaxed);
+        let code = (v & ((1 << DRAWN_BITS) - 1)) as u32;
+        (code != 0 && v >> DRAWN_BITS == epoch & (u64::MAX >> DRAWN_BITS)).then_some(code)
+    }
+
+    /// Files `code` (non-zero, below 2^24) as what this site drew in `epoch`, unless the
+    /// configuration changed since `epoch` was read ([`epoch_unchanged`]).
+    pub(crate) fn file_drawn(&self, epoch: u64, code: u32) {
+        debug_assert!(code != 0 && code >> DRAWN_BITS == 0);
+        if epoch_unchanged(epoch) {
+            self.drawn
+                .store(epoch << DRAWN_BITS | u64::from(code), Ordering::Relaxed);
+        }
     }
 
     /// Whether this site may scramble: every site, unless `FPREV_SITES` names some.

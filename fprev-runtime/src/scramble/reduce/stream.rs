@@ -1,0 +1,167 @@
+//! The random stream a reduction draws from while it combines its terms.
+//!
+//! In the default mode a site draws from the same stream at every call, so everything it
+//! draws is a function of that stream's recipe ([`SiteStream`]) and the number of terms.
+//! A running reduction creates its stream only at its first draw: most shapes draw
+//! nothing after the shape itself, and short reductions in the others often draw nothing
+//! either (a random tree over at most 16 terms, a permutation of one term). Where it does
+//! draw, each thread keeps the last streams it created, as they stand after the shape's
+//! draws, and the orders of short permuted reductions: a reduction called millions of
+//! times with the same number of terms pays for its draws once.
+
+use std::cell::RefCell;
+
+use super::super::rng::{self, ScrambleRng};
+use super::super::Shuffle;
+use super::Shape;
+
+/// The per-site stream `rng::stream(seed, key, 0)`, taken up past the draws of
+/// `Shape::draw(mix, shuffle, ..)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(in crate::scramble) struct SiteStream {
+    pub(in crate::scramble) seed: u64,
+    pub(in crate::scramble) key: u64,
+    pub(in crate::scramble) mix: bool,
+    pub(in crate::scramble) shuffle: Shuffle,
+}
+
+/// Streams kept per thread, and permutations: a few sites' worth, each a few hundred bytes.
+const KEPT: usize = 8;
+
+/// Permuted reductions of at most this many terms keep their order.
+pub(super) const KEPT_ORDER: usize = 256;
+
+/// What a thread keeps, each list in order of last use.
+struct Kept {
+    streams: Vec<(SiteStream, ScrambleRng)>,
+    orders: Vec<(SiteStream, Box<[u16]>)>,
+}
+
+thread_local! {
+    static KEPT_HERE: RefCell<Kept> = const {
+        RefCell::new(Kept {
+            streams: Vec::new(),
+            orders: Vec::new(),
+        })
+    };
+}
+
+/// Moves the entry of `list` that matches `is` to the front, or puts `make()` there
+/// (dropping the least recently used past [`KEPT`]); `None` when the thread's lists are
+/// gone or busy.
+fn kept<T, R>(
+    list: impl FnOnce(&mut Kept) -> &mut Vec<(SiteStream, T)>,
+    is: impl Fn(&(SiteStream, T)) -> bool,
+    make: impl FnOnce() -> (SiteStream, T),
+    read: impl FnOnce(&T) -> R,
+) -> Option<R> {
+    KEPT_HERE
+        .try_with(|k| {
+            let mut k = k.try_borrow_mut().ok()?;
+            let list = list(&mut k);
+            match list.iter().position(is) {
+                Some(0) => {}
+                Some(i) => list[..=i].rotate_right(1),
+                None => {
+                    list.truncate(KEPT - 1);
+                    list.insert(0, make());
+                }
+            }
+            Some(read(&list[0].1))
+        })
+        .ok()
+        .flatten()
+}
+
+impl SiteStream {
+    fn create(self) -> ScrambleRng {
+        let mut rng = rng::stream(self.seed, self.key, 0);
+        Shape::draw(self.mix, self.shuffle, &mut rng);
+        rng
+    }
+}
+
+/// Where a combiner's draws come from.
+pub(in crate::scramble) struct Stream {
+    rng: Option<ScrambleRng>,
+    /// How to create `rng` when it is `None`.
+    site: Option<SiteStream>,
+}
+
+impl Stream {
+    /// Draws from `rng`.
+    pub(in crate::scramble) fn of(rng: ScrambleRng) -> Stream {
+        Stream {
+            rng: Some(rng),
+            site: None,
+        }
+    }
+
+    /// Draws nothing (the state of a finished reduction).
+    pub(in crate::scramble) const fn none() -> Stream {
+        Stream {
+            rng: None,
+            site: None,
+        }
+    }
+
+    /// From now on, draws from the stream of `site` (created when first needed).
+    /// Assigns in place: a whole `Stream` is a few hundred bytes to copy.
+    pub(in crate::scramble) fn restart(&mut self, site: Option<SiteStream>) {
+        self.rng = None;
+        self.site = site;
+    }
+
+    /// Draws from `rng` from now on.
+    pub(in crate::scramble) fn set(&mut self, rng: ScrambleRng) {
+        self.rng = Some(rng);
+        self.site = None;
+    }
+
+    /// The generator, after the draws made so far.
+    pub(in crate::scramble) fn into_rng(self) -> Option<ScrambleRng> {
+        self.rng
+    }
+
+    pub(super) fn rng(&mut self) -> &mut ScrambleRng {
+        let site = self.site;
+        self.rng.get_or_insert_with(|| {
+            let Some(site) = site else {
+                unreachable!("fprev: a reduction that draws has a stream")
+            };
+            kept(
+                |k| &mut k.streams,
+                |(s, _)| *s == site,
+                || (site, site.create()),
+                ScrambleRng::clone,
+            )
+            .unwrap_or_else(|| site.create())
+        })
+    }
+
+    /// `shuffle`'s order of the first `n` terms of a site's reduction (`p[k]`: the index
+    /// of the term combined `k`-th), passed to `f`; `None` unless this stream is a site's
+    /// and has not drawn yet, `n` is at most [`KEPT_ORDER`], and this thread still keeps
+    /// its lists.
+    pub(super) fn kept_order<R>(
+        &mut self,
+        shuffle: Shuffle,
+        n: usize,
+        f: impl FnOnce(&[u16]) -> R,
+    ) -> Option<R> {
+        let site = self
+            .site
+            .filter(|_| self.rng.is_none() && n <= KEPT_ORDER)?;
+        let make = || {
+            let mut p: Vec<u16> = (0..n as u16).collect();
+            rng::shuffle(shuffle, &mut p, &mut site.create());
+            (site, p.into_boxed_slice())
+        };
+        kept(
+            |k| &mut k.orders,
+            |(s, p)| *s == site && p.len() == n,
+            make,
+            |p| f(p),
+        )
+    }
+}
