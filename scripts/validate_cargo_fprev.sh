@@ -55,7 +55,7 @@ PY
     out="$WORK/out-$name"
     mkdir -p "$out"
     # shellcheck disable=SC2086
-    (cd "$copy" && "$TOOL" fprev scan --json $features) >"$out/scan.json" 2>"$WORK/$name.scan.log"
+    (cd "$copy" && "$TOOL" fprev scan --json) >"$out/scan.json" 2>"$WORK/$name.scan.log"
     start=$SECONDS
     # shellcheck disable=SC2086
     (cd "$copy" && "$TOOL" fprev test --seeds "$SEEDS" --blame --out "$out" $features) \
