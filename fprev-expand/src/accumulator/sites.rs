@@ -64,7 +64,7 @@ pub struct Site {
     pub kind: Kind,
     pub span: Span,
     pub text: String,
-    /// A variable read inside the loop that builds it (see [`running`]).
+    /// A variable or place whose order is its meaning (see [`running`](fn@running)).
     pub running: bool,
 }
 

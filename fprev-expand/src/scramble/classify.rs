@@ -163,31 +163,6 @@ pub(crate) struct LoopPlan {
     pub order_carrying: BTreeSet<String>,
 }
 
-/// [`plan`] for the loop `e` (`for`, `while` or `loop`; `None` for anything else), with
-/// its early exits found as `#[scramble]` finds them. One analysis for both attributes:
-/// `#[scramble]` reassociates the reductions it owns, `#[accumulator]` tags the
-/// order-carrying ones.
-pub(crate) fn plan_of(e: &Expr, claimed: &HashSet<String>) -> Option<LoopPlan> {
-    use super::validate;
-    Some(match e {
-        Expr::ForLoop(f) => {
-            let exits = validate::exits_early(f.label.as_ref(), &f.body);
-            plan(Some(&f.pat), None, &f.body, exits, claimed)
-        }
-        Expr::While(w) => {
-            let exits = validate::exits_early(w.label.as_ref(), &w.body);
-            plan(None, Some(&w.cond), &w.body, exits, claimed)
-        }
-        Expr::Loop(l) => {
-            // A `loop` owns reductions only when it ends by plain `break`s: its value
-            // is then `()`, and the write-back after it always runs.
-            let exits = !validate::loop_ends_by_plain_breaks(l.label.as_ref(), &l.body);
-            plan(None, None, &l.body, exits, claimed)
-        }
-        _ => return None,
-    })
-}
-
 /// Analyses loop `body` (and a `while` loop's `cond`); `pat` is a `for` loop's pattern,
 /// `exits` whether it leaves early; keys in `claimed` belong to an enclosing loop.
 pub(crate) fn plan(

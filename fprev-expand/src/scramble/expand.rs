@@ -354,7 +354,7 @@ impl Rewriter<'_> {
             return;
         }
         let claimed: HashSet<String> = self.active.keys().cloned().collect();
-        let Some(plan) = classify::plan_of(e, &claimed) else {
+        let Some(plan) = super::plan::plan_of(e, &claimed) else {
             return;
         };
         for (kind, reason) in &plan.left_alone {

@@ -4,7 +4,8 @@
 //! Stages: [`args`] parses the options and the per-loop markers, [`chunks`] cuts the
 //! body into runs of statements and parses only those that can hold a site, [`classify`] decides
 //! which accumulations are float reductions whose terms may be reassociated,
-//! [`validate`] which loops and chains keep their meaning when reordered, [`expand`]
+//! [`validate`] which loops and chains keep their meaning when reordered, [`plan`] runs
+//! both on one loop (for both attributes), [`expand`]
 //! generates code and records each decision ([`decision`]).
 
 mod args;
@@ -12,6 +13,7 @@ mod chunks;
 pub(crate) mod classify;
 pub(crate) mod decision;
 pub(crate) mod expand;
+pub(crate) mod plan;
 mod validate;
 
 pub use decision::{Construct, Decision, Outcome, ReasonKind};

@@ -126,7 +126,7 @@ pub struct Rewriter<'a> {
     pub touched: HashSet<usize>,
     /// How many blocks deep the statements being rewritten are (0: the function's).
     pub depth: usize,
-    /// The keys of the running values (see [`running`](super::running)): a place site
+    /// The keys of the running values (see [`running`](fn@super::running)): a place site
     /// whose place is one of them is marked so.
     pub running: HashSet<String>,
 }

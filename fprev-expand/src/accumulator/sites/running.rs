@@ -5,7 +5,7 @@
 //! of the additions is the code's meaning, not a rounding choice a compiler or a library
 //! might make, so the report ranks such sites below reorderable reductions.
 //!
-//! The verdict is `#[scramble]`'s own ([`classify::plan_of`]): a variable or place that
+//! The verdict is `#[scramble]`'s own ([`plan_of`]): a variable or place that
 //! some loop leaves alone as *order-carrying* (it reads the running value, or a term
 //! reads it) is a running value here, so the two attributes never disagree about which
 //! accumulation may be reassociated. A variable or place declared inside the loop is a
@@ -20,9 +20,9 @@ use syn::visit::{self, Visit};
 use syn::Expr;
 
 use super::{extends, ident_of};
-use crate::scramble::classify;
+use crate::scramble::plan::plan_of;
 
-/// The keys ([`classify::key_of`]: a variable's name, a place's tokens without spaces,
+/// The keys ([`key_of`](crate::scramble::classify::key_of): a variable's name, a place's tokens without spaces,
 /// `g[p]`) of the accumulations of `stmts` whose order is their meaning: those some loop
 /// leaves alone as order-carrying, and the recurrences among the counted variables
 /// `vars`.
@@ -56,7 +56,7 @@ impl<'ast> Visit<'ast> for Carried {
     fn visit_item(&mut self, _: &'ast syn::Item) {}
     fn visit_expr(&mut self, e: &'ast Expr) {
         let claimed: HashSet<String> = self.claimed.iter().cloned().collect();
-        let Some(plan) = classify::plan_of(e, &claimed) else {
+        let Some(plan) = plan_of(e, &claimed) else {
             visit::visit_expr(self, e);
             return;
         };
