@@ -500,6 +500,105 @@ fn special_values_inside_long_vectors() {
     assert_eq!(zeros.map(f64::to_bits), Ok((-0.0f64).to_bits()));
 }
 
+/// Long dot products whose blocks change scale, hold zeros, a product near underflow or
+/// overflow, or a NaN: the exact dot's kernel handles a few hundred products at a time and
+/// sets itself up from the previous ones, so each of these crosses its seams.
+#[test]
+fn dot_blocks_of_changing_scale() {
+    let n = 3000;
+    let seed = 17;
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let base = draw(Kind::Moderate, n, &mut rng);
+    let other = draw(Kind::Unit, n, &mut rng);
+    let scaled = |f: &dyn Fn(usize) -> f64| -> Vec<f64> {
+        base.iter().enumerate().map(|(i, v)| v * f(i)).collect()
+    };
+    let mut cases: Vec<(&str, Vec<f64>, Vec<f64>)> = vec![
+        (
+            "growing",
+            scaled(&|i| 2f64.powi((i / 100) as i32 * 20)),
+            other.clone(),
+        ),
+        (
+            "shrinking",
+            scaled(&|i| 2f64.powi(-((i / 100) as i32) * 20)),
+            other.clone(),
+        ),
+        (
+            "alternating",
+            scaled(&|i| if (i / 256) % 2 == 0 { 1e200 } else { 1e-200 }),
+            other.clone(),
+        ),
+        (
+            "one huge",
+            scaled(&|i| if i == 1500 { 2f64.powi(900) } else { 1.0 }),
+            other.clone(),
+        ),
+        (
+            "near overflow",
+            scaled(&|_| 2f64.powi(960)),
+            scaled(&|_| 2f64.powi(20)),
+        ),
+        (
+            "near underflow",
+            scaled(&|_| 2f64.powi(-500)),
+            scaled(&|_| 2f64.powi(-440)),
+        ),
+        (
+            "one tiny",
+            scaled(&|i| if i == 700 { 2f64.powi(-1000) } else { 1.0 }),
+            other.clone(),
+        ),
+        (
+            "zero blocks",
+            scaled(&|i| if (i / 256) % 3 == 1 { 0.0 } else { 1.0 }),
+            other.clone(),
+        ),
+        (
+            "wide then narrow",
+            scaled(&|i| {
+                if i < 1000 {
+                    2f64.powi((i % 61) as i32 * 30 - 900)
+                } else {
+                    1.0
+                }
+            }),
+            other.clone(),
+        ),
+    ];
+    let neg_zeros = vec![-0.0; n];
+    cases.push(("all -0.0 products", neg_zeros.clone(), vec![1.0; n]));
+    let mut one_pos = neg_zeros.clone();
+    one_pos[2999] = 0.0;
+    cases.push(("-0.0 and one +0.0", one_pos, vec![1.0; n]));
+    for (name, x, y) in &cases {
+        let want = reference_dot(x, y);
+        for len in [n, n - 1, 257, 255, 260] {
+            let got = exact::dot(&x[..len], &y[..len]).unwrap_or(f64::NAN);
+            let want = if len == n {
+                want
+            } else {
+                reference_dot(&x[..len], &y[..len])
+            };
+            assert!(
+                same(got, want),
+                "seed {seed}, {name}, n = {len}: {got:e} vs {want:e}"
+            );
+        }
+    }
+    for at in [0, 255, 256, 1000, 2999] {
+        let mut x = base.clone();
+        x[at] = f64::NAN;
+        assert!(
+            exact::dot(&x, &other).unwrap_or(0.0).is_nan(),
+            "NaN at {at}"
+        );
+        x[at] = f64::INFINITY;
+        let got = exact::dot(&x, &other).unwrap_or(0.0);
+        assert_eq!(got, f64::INFINITY * other[at].signum(), "inf at {at}");
+    }
+}
+
 #[test]
 fn dot_special_values() {
     let inf = f64::INFINITY;

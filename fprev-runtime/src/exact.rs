@@ -43,7 +43,7 @@ pub use accumulator::Accumulator;
 pub use format::{Format, FormatError};
 
 /// Elements per `rayon` task in [`par_sum`] and [`par_dot`]; any value gives the same bits.
-const PAR_CHUNK: usize = 1 << 15;
+const PAR_CHUNK: usize = 1 << 17;
 
 /// The two slices of a dot product have different lengths.
 ///

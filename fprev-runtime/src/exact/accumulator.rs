@@ -18,9 +18,6 @@ pub(crate) const NLIMBS: usize = 136;
 /// Weight of bit 0 of limb 0. Products of two subnormals reach down to 2^-2148; products
 /// of two huge values reach 2^2048, so 2^2176 leaves room for 2^128 such terms.
 pub(crate) const LOW_EXP: i32 = -2176;
-/// Length of the scatter path's digit arrays: indices are masked to `0..128` (doubles
-/// only reach limb 99), plus one for the upper digit.
-pub(crate) const SCATTER_LIMBS: usize = 129;
 /// Additions allowed between normalizations. After normalization every limb is below 2^32;
 /// one addition adds less than 2^53 to a limb, so 1000 additions stay below 2^63.
 const CARRY_BUDGET: u32 = 1000;
@@ -121,7 +118,7 @@ impl std::fmt::Debug for Accumulator {
 /// Splits a finite `f64` into (integer significand, position of its lowest bit in the
 /// accumulator, sign as 0 or -1).
 #[inline(always)]
-pub(crate) fn decompose(x: f64) -> (u64, u32, i64) {
+fn decompose(x: f64) -> (u64, u32, i64) {
     let bits = x.to_bits();
     let biased = ((bits >> 52) & 0x7FF) as u32;
     let normal = (biased != 0) as u32;
@@ -261,7 +258,8 @@ impl Accumulator {
         self.add_wide((mx as u128) * (my as u128), pos as u32, sx ^ sy);
     }
 
-    /// Adds `m * 2^(pos + LOW_EXP)` with the sign `neg` (0 or -1); `m` below 2^110.
+    /// Adds `m * 2^(pos + LOW_EXP)` with the sign `neg` (0 or -1); `m << (pos % 32)` must
+    /// fit in the five 32-bit pieces this touches (`m` below 2^128 does).
     pub(crate) fn add_wide(&mut self, m: u128, pos: u32, neg: i64) {
         let first = (pos / DIGIT_BITS) as usize;
         let r = pos % DIGIT_BITS;
@@ -355,17 +353,6 @@ impl Accumulator {
     pub fn merged(mut self, other: Accumulator) -> Accumulator {
         self.merge(&other);
         self
-    }
-
-    /// Adds digit arrays filled by the scatter path (same indexing as the limbs). The
-    /// arrays together must stay below 2^62 in magnitude per limb.
-    pub(crate) fn add_digit_arrays(&mut self, arrays: &[[i64; SCATTER_LIMBS]]) {
-        self.normalize();
-        for (k, limb) in self.limbs[..SCATTER_LIMBS].iter_mut().enumerate() {
-            *limb += arrays.iter().map(|a| a[k]).sum::<i64>();
-        }
-        // Limbs may now be near 2^62: one more addition is safe, then normalize.
-        self.pending = CARRY_BUDGET - 1;
     }
 
     /// Propagates all pending carries: afterwards every limb but the top one lies in

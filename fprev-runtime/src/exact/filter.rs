@@ -12,19 +12,20 @@
 //! Sums try three levels, block by block, each retried after a backoff when it gives up:
 //! a narrow filter (two components, flushed every block so its sums stay small: about
 //! 2^90 of dynamic range, 12 flops a value), a wide one (three components, kept across
-//! blocks), and direct mode. Dot products use the wide filter on products and on their
-//! FMA errors, then direct mode.
+//! blocks), and direct mode. Dot products have a kernel of their own (`dot.rs`).
 //!
 //! When leftovers are frequent (a huge dynamic range) the filters are only overhead, so
-//! blocks of values go straight to the digits for a while, in two passes: a vectorized one
-//! that turns each value into a limb index and two signed digits, and a scatter that adds
-//! them into four interleaved digit arrays (so consecutive values rarely wait on the same
-//! memory word).
+//! blocks of values go straight to integer bins indexed by their exponent (`bins.rs`).
 
-use super::accumulator::{decompose, Accumulator, NEG_ZERO_BITS, SCATTER_LIMBS};
+use super::accumulator::{Accumulator, NEG_ZERO_BITS};
+use bins::Bins;
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
+mod bins;
+mod dot;
+
+pub(crate) use dot::add_dot;
 
 /// Independent expansions, so the loop has no carried dependency and vectorizes.
 const LANES: usize = 8;
@@ -35,10 +36,6 @@ const BLOCK: usize = 1024;
 const SPILL_LIMIT: usize = BLOCK / LANES / 16;
 /// Blocks to run in direct mode before trying the filter again (doubles on each failure).
 const MAX_DIRECT_BLOCKS: usize = 64;
-/// Interleaved digit arrays of the scatter pass. With [`BLOCK`] values per pass, each gets
-/// 256 additions of less than 2^52 + 2^32 per limb: together below the 2^62 that
-/// `add_digit_arrays` allows.
-const COPIES: usize = 4;
 
 /// Knuth's TwoSum: `s + e == a + b` exactly, `s = fl(a + b)`, when nothing overflows.
 #[inline(always)]
@@ -143,10 +140,10 @@ fn spill_errors(acc: &mut Accumulator, left: [f64; LANES]) {
     }
 }
 
-/// Adds a group that overflowed a lane or held NaN/infinity through the general path.
+/// Adds values that overflowed a lane or held NaN/infinity through the general path.
 #[cold]
 #[inline(never)]
-fn add_general(acc: &mut Accumulator, group: &[f64; LANES]) {
+fn add_general(acc: &mut Accumulator, group: &[f64]) {
     for &x in group {
         acc.add(x);
     }
@@ -311,10 +308,11 @@ where
 {
     let mut exp = Expansion::new();
     let mut mode = Mode::new();
+    let mut bins = None;
     let mut blocks = xs.chunks_exact(BLOCK);
     for block in blocks.by_ref() {
         if mode.take_direct() {
-            add_direct(acc, block);
+            add_direct(acc, &mut bins, block);
             continue;
         }
         let mut done = 0;
@@ -326,7 +324,7 @@ where
             let rest = &block[done..];
             let wide_done = wide(acc, &mut exp, rest);
             if wide_done < rest.len() {
-                add_direct(acc, &rest[wide_done..]);
+                add_direct(acc, &mut bins, &rest[wide_done..]);
             }
             mode.wide(wide_done == rest.len());
         }
@@ -343,52 +341,19 @@ where
         acc.note_many(exp.all_neg_zero());
     }
     exp.flush(acc);
+    if let Some(bins) = bins.as_mut() {
+        bins.empty_into(acc);
+    }
 }
 
-/// Adds at most [`BLOCK`] values straight to the digits, vectorized then scattered.
+/// Adds values straight to the exponent bins (NaN and infinities through the general
+/// path, which keeps IEEE's rules).
 ///
 /// Direct mode only starts after a block spilled, that is after nonzero values, so the
 /// "only -0.0 so far" flag is already cleared and this path need not track it.
 #[inline(always)]
-fn add_direct(acc: &mut Accumulator, xs: &[f64]) {
-    debug_assert!(xs.len() <= BLOCK);
-    let mut index = [0u32; BLOCK];
-    let mut lo = [0i64; BLOCK];
-    let mut hi = [0i64; BLOCK];
-    let mut special = false;
-    for (k, &x) in xs.iter().enumerate() {
-        special |= (x.to_bits() >> 52) & 0x7FF == 0x7FF;
-        let (m, pos, neg) = decompose(x);
-        let r = pos % 32;
-        index[k] = pos / 32;
-        lo[k] = ((((m << r) & 0xFFFF_FFFF) as i64) ^ neg) - neg;
-        hi[k] = (((m >> (32 - r)) as i64) ^ neg) - neg;
-    }
-    if special {
-        // NaN or infinity somewhere: the general path keeps IEEE's rules.
-        for &x in xs {
-            acc.add(x);
-        }
-        return;
-    }
-    let mut arrays = [[0i64; SCATTER_LIMBS]; COPIES];
-    let n = xs.len();
-    let mut k = 0;
-    while k + COPIES <= n {
-        for (c, array) in arrays.iter_mut().enumerate() {
-            let i = index[k + c] as usize & 127;
-            array[i] += lo[k + c];
-            array[i + 1] += hi[k + c];
-        }
-        k += COPIES;
-    }
-    while k < n {
-        let i = index[k] as usize & 127;
-        arrays[0][i] += lo[k];
-        arrays[0][i + 1] += hi[k];
-        k += 1;
-    }
-    acc.add_digit_arrays(&arrays);
+fn add_direct(acc: &mut Accumulator, bins: &mut Option<Bins>, xs: &[f64]) {
+    bins.get_or_insert_with(Bins::new).add(acc, xs);
     acc.note_many(false);
 }
 
@@ -419,170 +384,6 @@ pub(crate) fn add_slice(acc: &mut Accumulator, xs: &[f64]) {
         return;
     }
     add_slice_kernel(acc, xs, narrow_block, filter_block)
-}
-
-/// Products at least this large (and finite) have an exactly representable FMA error.
-const SAFE_PRODUCT: f64 = 2.004168360008973e-292; // 2^-968
-
-/// Splits each product exactly: `x*y == p + e`. Returns whether every product was safe
-/// (finite, and large enough that `e` did not underflow).
-#[inline(always)]
-fn two_prod(x: &[f64; LANES], y: &[f64; LANES]) -> ([f64; LANES], [f64; LANES], bool) {
-    let mut p = [0.0; LANES];
-    let mut e = [0.0; LANES];
-    let mut safe = true;
-    for j in 0..LANES {
-        p[j] = x[j] * y[j];
-        e[j] = x[j].mul_add(y[j], -p[j]);
-        // Also false for NaN and infinity.
-        safe &= p[j].abs() >= SAFE_PRODUCT && p[j].abs() < f64::INFINITY;
-    }
-    (p, e, safe)
-}
-
-/// Expansions for the products and for their FMA errors.
-#[derive(Clone, Copy)]
-struct DotLanes {
-    products: Expansion,
-    errors: Expansion,
-}
-
-/// Absorbs one group of products; returns whether it spilled.
-#[inline(always)]
-fn dot_group(
-    acc: &mut Accumulator,
-    lanes: DotLanes,
-    x: &[f64; LANES],
-    y: &[f64; LANES],
-) -> (DotLanes, bool) {
-    let (p, e, safe) = two_prod(x, y);
-    let (products, left_p) = lanes.products.plus(&p);
-    let (errors, left_e) = lanes.errors.plus(&e);
-    let next = DotLanes { products, errors };
-    if safe && !any_nonzero(&left_p) && !any_nonzero(&left_e) {
-        return (next, false);
-    }
-    if safe && all_finite(&left_p) && all_finite(&left_e) {
-        spill_errors(acc, left_p);
-        spill_errors(acc, left_e);
-        (next, true)
-    } else {
-        add_products(acc, x, y);
-        (lanes, true)
-    }
-}
-
-/// Adds a group's products one by one through the general path.
-#[cold]
-#[inline(never)]
-fn add_products(acc: &mut Accumulator, x: &[f64; LANES], y: &[f64; LANES]) {
-    for j in 0..LANES {
-        acc.add_product(x[j], y[j]);
-    }
-}
-
-/// Adds at most `BLOCK / 2` products straight to the digits.
-#[inline(always)]
-fn dot_direct(acc: &mut Accumulator, x: &[f64], y: &[f64]) {
-    let mut parts = [0.0; BLOCK];
-    let mut all_safe = true;
-    let mut k = 0;
-    for (gx, gy) in x.chunks_exact(LANES).zip(y.chunks_exact(LANES)) {
-        let (p, e, safe) = two_prod(as_group(gx), as_group(gy));
-        all_safe &= safe;
-        parts[k..k + LANES].copy_from_slice(&p);
-        parts[k + LANES..k + 2 * LANES].copy_from_slice(&e);
-        k += 2 * LANES;
-    }
-    if all_safe && x.len() % LANES == 0 {
-        add_direct(acc, &parts[..k]);
-    } else {
-        for (&a, &b) in x.iter().zip(y) {
-            acc.add_product(a, b);
-        }
-    }
-}
-
-/// Runs the product filter over equal blocks (multiples of [`LANES`] long); returns the
-/// spill count.
-#[inline(always)]
-fn dot_filter_block(acc: &mut Accumulator, lanes: &mut DotLanes, x: &[f64], y: &[f64]) -> usize {
-    let mut state = *lanes;
-    let mut spills = 0usize;
-    let mut done = 0;
-    for (gx, gy) in x.chunks_exact(LANES).zip(y.chunks_exact(LANES)) {
-        let spilled;
-        (state, spilled) = dot_group(acc, state, as_group(gx), as_group(gy));
-        done += LANES;
-        spills += spilled as usize;
-        if 2 * spills > SPILL_LIMIT {
-            break;
-        }
-    }
-    *lanes = state;
-    done
-}
-
-#[inline(always)]
-fn add_dot_kernel<F>(acc: &mut Accumulator, x: &[f64], y: &[f64], filter: F)
-where
-    F: Fn(&mut Accumulator, &mut DotLanes, &[f64], &[f64]) -> usize,
-{
-    let mut lanes = DotLanes {
-        products: Expansion::new(),
-        errors: Expansion::new(),
-    };
-    let mut mode = Mode::new();
-    let half = BLOCK / 2;
-    let mut bx = x.chunks_exact(half);
-    let mut by = y.chunks_exact(half);
-    for (cx, cy) in bx.by_ref().zip(by.by_ref()) {
-        if mode.take_direct() {
-            dot_direct(acc, cx, cy);
-            continue;
-        }
-        let done = filter(acc, &mut lanes, cx, cy);
-        if done < cx.len() {
-            dot_direct(acc, &cx[done..], &cy[done..]);
-        }
-        mode.wide(done == cx.len());
-    }
-    let (rx, ry) = (bx.remainder(), by.remainder());
-    let mut gxs = rx.chunks_exact(LANES);
-    let mut gys = ry.chunks_exact(LANES);
-    for (gx, gy) in gxs.by_ref().zip(gys.by_ref()) {
-        lanes = dot_group(acc, lanes, as_group(gx), as_group(gy)).0;
-    }
-    for (&a, &b) in gxs.remainder().iter().zip(gys.remainder()) {
-        acc.add_product(a, b);
-    }
-    if x.len() >= LANES {
-        // Absorbed products are never zero, so a lane left at -0.0 absorbed nothing.
-        acc.note_many(lanes.products.all_neg_zero());
-    }
-    lanes.products.flush(acc);
-    lanes.errors.flush(acc);
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn add_dot_avx2(acc: &mut Accumulator, x: &[f64], y: &[f64]) {
-    // SAFETY (for the closure): this function only runs where AVX2 and FMA are available.
-    add_dot_kernel(acc, x, y, |acc, lanes, x, y| unsafe {
-        avx2::dot_filter_block(acc, lanes, x, y)
-    })
-}
-
-/// Adds the exact dot product of two slices of equal length.
-pub(crate) fn add_dot(acc: &mut Accumulator, x: &[f64], y: &[f64]) {
-    debug_assert_eq!(x.len(), y.len());
-    #[cfg(target_arch = "x86_64")]
-    if has_avx2_fma() {
-        // SAFETY: the CPU supports the features the function was compiled for.
-        unsafe { add_dot_avx2(acc, x, y) };
-        return;
-    }
-    add_dot_kernel(acc, x, y, dot_filter_block)
 }
 
 #[cfg(test)]
@@ -638,7 +439,7 @@ mod tests {
 
             let ys: Vec<f64> = xs.iter().rev().map(|v| v * 0.75).collect();
             let mut portable = Accumulator::new();
-            add_dot_kernel(&mut portable, &xs, &ys, dot_filter_block);
+            dot::add_dot_portable(&mut portable, &xs, &ys);
             let mut dispatched = Accumulator::new();
             add_dot(&mut dispatched, &xs, &ys);
             let mut one_by_one = Accumulator::new();

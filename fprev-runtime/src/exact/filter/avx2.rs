@@ -3,8 +3,7 @@
 //! every group). Callers must check that the CPU has AVX2 and FMA.
 
 use super::{
-    add_general, add_products, all_finite, as_group, spill_errors, DotLanes, Expansion, Narrow,
-    LANES, SAFE_PRODUCT, SPILL_LIMIT,
+    add_general, all_finite, as_group, spill_errors, Expansion, Narrow, LANES, SPILL_LIMIT,
 };
 use crate::exact::accumulator::Accumulator;
 use std::arch::x86_64::*;
@@ -136,120 +135,6 @@ pub(super) unsafe fn filter_block(
         _mm256_storeu_pd(p[1].as_mut_ptr().add(4), b1);
         _mm256_storeu_pd(p[2].as_mut_ptr(), c0);
         _mm256_storeu_pd(p[2].as_mut_ptr().add(4), c1);
-    }
-    done
-}
-
-/// [`super::dot_filter_block`] written with AVX2 and FMA intrinsics.
-#[target_feature(enable = "avx2,fma")]
-#[allow(unused_unsafe)]
-pub(super) unsafe fn dot_filter_block(
-    acc: &mut Accumulator,
-    lanes: &mut DotLanes,
-    x: &[f64],
-    y: &[f64],
-) -> usize {
-    /// One lane-quad of a three-component expansion plus `v`; returns the leftover.
-    #[inline(always)]
-    unsafe fn plus(e: &mut [__m256d; 3], v: __m256d) -> __m256d {
-        unsafe {
-            let (a, r) = two_sum_v(e[0], v);
-            let (b, r) = two_sum_v(e[1], r);
-            let (c, r) = two_sum_v(e[2], r);
-            *e = [a, b, c];
-            r
-        }
-    }
-
-    let mut spills = 0usize;
-    let mut done = 0;
-    unsafe {
-        let load = |e: &Expansion, half: usize| -> [__m256d; 3] {
-            [
-                _mm256_loadu_pd(e.parts[0].as_ptr().add(4 * half)),
-                _mm256_loadu_pd(e.parts[1].as_ptr().add(4 * half)),
-                _mm256_loadu_pd(e.parts[2].as_ptr().add(4 * half)),
-            ]
-        };
-        let mut p0 = load(&lanes.products, 0);
-        let mut p1 = load(&lanes.products, 1);
-        let mut e0 = load(&lanes.errors, 0);
-        let mut e1 = load(&lanes.errors, 1);
-        let zero = _mm256_setzero_pd();
-        let abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(i64::MAX));
-        let safe_min = _mm256_set1_pd(SAFE_PRODUCT);
-        let inf = _mm256_set1_pd(f64::INFINITY);
-        for (gx, gy) in x.chunks_exact(LANES).zip(y.chunks_exact(LANES)) {
-            let x0 = _mm256_loadu_pd(gx.as_ptr());
-            let x1 = _mm256_loadu_pd(gx.as_ptr().add(4));
-            let y0 = _mm256_loadu_pd(gy.as_ptr());
-            let y1 = _mm256_loadu_pd(gy.as_ptr().add(4));
-            let q0 = _mm256_mul_pd(x0, y0);
-            let q1 = _mm256_mul_pd(x1, y1);
-            let f0 = _mm256_fmsub_pd(x0, y0, q0);
-            let f1 = _mm256_fmsub_pd(x1, y1, q1);
-            let (mut np0, mut np1, mut ne0, mut ne1) = (p0, p1, e0, e1);
-            let l0 = plus(&mut np0, q0);
-            let l1 = plus(&mut np1, q1);
-            let l2 = plus(&mut ne0, f0);
-            let l3 = plus(&mut ne1, f1);
-            // Unsafe products (tiny, huge, NaN) fail the ordered comparisons.
-            let a0 = _mm256_and_pd(q0, abs_mask);
-            let a1 = _mm256_and_pd(q1, abs_mask);
-            let bad = _mm256_or_pd(
-                _mm256_or_pd(
-                    _mm256_cmp_pd::<_CMP_NGE_UQ>(a0, safe_min),
-                    _mm256_cmp_pd::<_CMP_NGE_UQ>(a1, safe_min),
-                ),
-                _mm256_or_pd(
-                    _mm256_cmp_pd::<_CMP_EQ_OQ>(a0, inf),
-                    _mm256_cmp_pd::<_CMP_EQ_OQ>(a1, inf),
-                ),
-            );
-            let left = _mm256_or_pd(
-                _mm256_or_pd(
-                    _mm256_cmp_pd::<_CMP_NEQ_UQ>(l0, zero),
-                    _mm256_cmp_pd::<_CMP_NEQ_UQ>(l1, zero),
-                ),
-                _mm256_or_pd(
-                    _mm256_cmp_pd::<_CMP_NEQ_UQ>(l2, zero),
-                    _mm256_cmp_pd::<_CMP_NEQ_UQ>(l3, zero),
-                ),
-            );
-            let any = _mm256_or_pd(bad, left);
-            if _mm256_testz_pd(any, any) == 0 {
-                spills += 1;
-                let mut rest = [0.0; 2 * LANES];
-                _mm256_storeu_pd(rest.as_mut_ptr(), l0);
-                _mm256_storeu_pd(rest.as_mut_ptr().add(4), l1);
-                _mm256_storeu_pd(rest.as_mut_ptr().add(8), l2);
-                _mm256_storeu_pd(rest.as_mut_ptr().add(12), l3);
-                done += LANES;
-                let finite = rest.iter().all(|v| v.is_finite());
-                if _mm256_testz_pd(bad, bad) == 0 || !finite {
-                    add_products(acc, as_group(gx), as_group(gy));
-                } else {
-                    spill_errors(acc, *as_group(&rest[..LANES]));
-                    spill_errors(acc, *as_group(&rest[LANES..]));
-                    (p0, p1, e0, e1) = (np0, np1, ne0, ne1);
-                }
-                if 2 * spills > SPILL_LIMIT {
-                    break;
-                }
-                continue;
-            }
-            done += LANES;
-            (p0, p1, e0, e1) = (np0, np1, ne0, ne1);
-        }
-        let store = |e: &mut Expansion, half: usize, v: [__m256d; 3]| {
-            for (k, part) in v.into_iter().enumerate() {
-                _mm256_storeu_pd(e.parts[k].as_mut_ptr().add(4 * half), part);
-            }
-        };
-        store(&mut lanes.products, 0, p0);
-        store(&mut lanes.products, 1, p1);
-        store(&mut lanes.errors, 0, e0);
-        store(&mut lanes.errors, 1, e1);
     }
     done
 }
