@@ -116,7 +116,7 @@ impl BlockSum {
 
 /// How a kernel runs over a block: the levels' starting values, made for products at
 /// most `bound` in magnitude, and how many levels each chain uses.
-pub(super) struct Plan {
+pub(super) struct LevelPlan {
     pub(super) starts: [f64; GRIDS],
     pub(super) bound: f64,
     pub(super) levels: Levels,
@@ -160,7 +160,7 @@ fn level(s: &mut f64, v: f64) -> f64 {
 
 /// The portable kernel over one block (a multiple of [`LANES`] long, at most [`BLOCK`]).
 /// The caller adds the totals.
-fn level_block(x: &[f64], y: &[f64], plan: &Plan) -> BlockSum {
+fn level_block(x: &[f64], y: &[f64], plan: &LevelPlan) -> BlockSum {
     let (starts, levels) = (&plan.starts, plan.levels);
     let mut products = [[0.0; LANES]; MAX_LEVELS];
     let mut errors = [[0.0; LANES]; MAX_LEVELS];
@@ -206,7 +206,7 @@ mod avx2 {
     //! counts so that the levels stay in registers; the block's totals go into the running
     //! total without leaving them.
 
-    use super::{BlockSum, Plan, Total, BLOCK, GRIDS, LANES, SAFE_PRODUCT};
+    use super::{BlockSum, LevelPlan, Total, BLOCK, GRIDS, LANES, SAFE_PRODUCT};
     use crate::exact::accumulator::Accumulator;
     use std::arch::x86_64::*;
 
@@ -254,7 +254,7 @@ mod avx2 {
     unsafe fn run<const P: usize, const E: usize>(
         x: &[f64],
         y: &[f64],
-        plan: &Plan,
+        plan: &LevelPlan,
         total: &mut Total,
         acc: &mut Accumulator,
     ) -> BlockSum {
@@ -369,7 +369,7 @@ mod avx2 {
     pub(super) unsafe fn level_block(
         x: &[f64],
         y: &[f64],
-        plan: &Plan,
+        plan: &LevelPlan,
         total: &mut Total,
         acc: &mut Accumulator,
     ) -> BlockSum {
@@ -506,7 +506,7 @@ trait Kernel {
         &self,
         x: &[f64],
         y: &[f64],
-        plan: &Plan,
+        plan: &LevelPlan,
         total: &mut Total,
         acc: &mut Accumulator,
     ) -> BlockSum;
@@ -519,7 +519,7 @@ impl Kernel for Portable {
         &self,
         x: &[f64],
         y: &[f64],
-        plan: &Plan,
+        plan: &LevelPlan,
         _total: &mut Total,
         _acc: &mut Accumulator,
     ) -> BlockSum {
@@ -538,7 +538,7 @@ impl Kernel for Avx2 {
         &self,
         x: &[f64],
         y: &[f64],
-        plan: &Plan,
+        plan: &LevelPlan,
         total: &mut Total,
         acc: &mut Accumulator,
     ) -> BlockSum {
@@ -606,7 +606,7 @@ impl DotState {
                 self.bound = 0.0;
                 return false;
             };
-            let plan = Plan {
+            let plan = LevelPlan {
                 starts,
                 bound,
                 levels: self.levels,
