@@ -170,7 +170,6 @@ impl<T: ProbeFloat> Exec<T> {
         timeout: Duration,
         grace: Duration,
     ) -> Result<Exec<T>, String> {
-        peer::guard_signals();
         let mut cmd = Command::new("sh");
         cmd.arg("-c")
             .arg(command)
@@ -178,14 +177,11 @@ impl<T: ProbeFloat> Exec<T> {
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
         // its own process group, so a stalled pipeline can be stopped as a whole
-        peer::configure(&mut cmd);
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| format!("cannot start {command:?}: {e}"))?;
+        let mut child =
+            peer::spawn(&mut cmd).map_err(|e| format!("cannot start {command:?}: {e}"))?;
         let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(format!("cannot connect to {command:?}"));
         };
-        peer::register(child.id());
         let (to_child, inbox) = mpsc::sync_channel::<Vec<u8>>(QUEUE);
         let stop = Arc::new(AtomicBool::new(false));
         let written = Arc::new(AtomicU64::new(0));

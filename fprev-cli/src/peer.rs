@@ -13,15 +13,20 @@
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::sync::Once;
+use std::sync::{Mutex, Once};
 use std::time::{Duration, Instant};
 
 /// Process groups of the running peers (0: a free slot), read by the signal watcher.
 static GROUPS: [AtomicI32; 16] = [const { AtomicI32::new(0) }; 16];
 /// Write end of the pipe the signal handler writes to (-1 before it exists).
 static SIGNAL_PIPE: AtomicI32 = AtomicI32::new(-1);
-/// Set once a signal has arrived: a peer registered after it ends its own group.
+/// Set once a signal has arrived: no peer is started after it.
 static ENDING: AtomicBool = AtomicBool::new(false);
+/// Held from a peer's start until its group is registered, and by the signal watcher from
+/// the moment it reads the groups until fprev has died: a peer is either registered
+/// before the watcher looks, or never started. Without it a signal between `spawn` and
+/// `register` ended fprev with the new peer's background children left running.
+static STARTING: Mutex<()> = Mutex::new(());
 
 extern "C" fn on_signal(signal: libc::c_int) {
     // Only write(2) here, which is async-signal-safe; the watcher thread does the rest.
@@ -36,7 +41,7 @@ extern "C" fn on_signal(signal: libc::c_int) {
 /// Install, once, handlers for SIGTERM, SIGINT and SIGHUP that end every registered
 /// peer's process group, then let the signal end fprev as it would have without them.
 /// A signal the launcher set to be ignored (`nohup`) stays ignored.
-pub fn guard_signals() {
+fn guard_signals() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         let mut fds = [-1; 2];
@@ -90,6 +95,11 @@ fn watch(read_end: libc::c_int) {
         return;
     }
     let signal = libc::c_int::from(byte);
+    // kept until this process dies, so no peer starts unseen (a poisoned lock still
+    // excludes)
+    let _starting = STARTING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     ENDING.store(true, Ordering::SeqCst);
     let groups: Vec<u32> = GROUPS
         .iter()
@@ -123,9 +133,28 @@ fn watch(read_end: libc::c_int) {
     std::process::exit(128 + signal);
 }
 
-/// Record `pgid` as a running peer's group, to be ended if fprev is signalled; a peer
-/// started while fprev is already ending is ended at once.
-pub fn register(pgid: u32) {
+/// Start `cmd` as a peer: in a process group of its own, with a parent-death signal on
+/// Linux ([`configure`]), and recorded so that a signal to fprev ends its whole group.
+/// Refused once fprev has been signalled.
+pub fn spawn(cmd: &mut Command) -> std::io::Result<Child> {
+    guard_signals();
+    configure(cmd);
+    let _starting = STARTING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if ENDING.load(Ordering::SeqCst) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::Interrupted,
+            "fprev is ending on a signal",
+        ));
+    }
+    let child = cmd.spawn()?;
+    register(child.id());
+    Ok(child)
+}
+
+/// Record `pgid` as a running peer's group, to be ended if fprev is signalled.
+fn register(pgid: u32) {
     let Ok(id) = i32::try_from(pgid) else { return };
     // with every slot taken the peer still gets its parent-death signal and the orderly
     // shutdown; only a signal to fprev would leave its background children
@@ -136,9 +165,6 @@ pub fn register(pgid: u32) {
         {
             break;
         }
-    }
-    if ENDING.load(Ordering::SeqCst) {
-        signal_group(pgid, libc::SIGKILL);
     }
 }
 
@@ -159,7 +185,7 @@ pub fn unregister(pgid: u32) {
 /// kernel SIGKILL that program when fprev dies (even of SIGKILL, which no handler
 /// sees). The parent-death signal follows the *thread* that spawns: peers are spawned
 /// from threads that live as long as they do.
-pub fn configure(cmd: &mut Command) {
+fn configure(cmd: &mut Command) {
     cmd.process_group(0);
     #[cfg(target_os = "linux")]
     {
