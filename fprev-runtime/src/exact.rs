@@ -25,6 +25,7 @@
 mod accumulator;
 mod filter;
 mod format;
+mod gemm;
 mod ozaki;
 
 use rayon::prelude::*;
@@ -41,6 +42,9 @@ pub(crate) fn pow2(e: i32) -> f64 {
 
 pub use accumulator::Accumulator;
 pub use format::{Format, FormatError};
+#[cfg(feature = "ndarray")]
+pub use gemm::gemm_array;
+pub use gemm::{gemm, gemv, Element, Gemm, GemmKernel, Matrixmultiply, Operand, ShapeError};
 
 /// Elements per `rayon` task in [`par_sum`] and [`par_dot`]; any value gives the same bits.
 const PAR_CHUNK: usize = 1 << 17;
