@@ -4,6 +4,9 @@
 //!
 //! Every random case derives from a printed seed; `FPREV_GEMM_SEED` replays one.
 
+#[path = "../benches/common/exact_solvers.rs"]
+mod solvers;
+
 use fprev::exact::{
     self, Accumulator, Format, Gemm, GemmKernel, Matrixmultiply, Operand, ShapeError,
 };
@@ -421,4 +424,52 @@ fn ndarray_views_of_any_layout() {
         exact::gemm_array(a.view(), a.view()).err(),
         Some(ShapeError::Inner { left: 11, right: 9 })
     );
+}
+
+/// The solvers of `examples/cg.rs`: CG through the exact dot kernel and block CG through
+/// `exact::gemm` give the same bits on rayon pools of 1 to 8 threads.
+#[test]
+fn solvers_are_bit_identical_on_every_pool() {
+    let mut rng = ChaCha8Rng::seed_from_u64(base_seed() + 19);
+    let sparse = solvers::Sparse::laplacian(12, 0.1);
+    let rhs: Vec<f64> = (0..sparse.n).map(|_| rng.random_range(-1.0..1.0)).collect();
+    let (m, s) = (6, 3);
+    let n = m * m;
+    let scale: Vec<f64> = (0..n)
+        .map(|_| 2f64.powf(rng.random_range(-3.0..3.0)))
+        .collect();
+    let dense = solvers::dense_spd(m, 0.05, &scale);
+    let block_rhs: Vec<f64> = (0..n * s).map(|_| rng.random_range(-1.0..1.0)).collect();
+    let mut first = None;
+    for threads in 1..=8 {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap_or_else(|e| panic!("thread pool: {e}"));
+        let runs = pool.install(|| {
+            let cg = solvers::cg_exact(&sparse, &rhs, 1e-10, 1000);
+            let mut product = solvers::exact_product;
+            let block = solvers::block_cg(&dense, n, &block_rhs, s, &mut product, 1e-10, 500);
+            (cg, block)
+        });
+        let (Ok(cg), Ok(block)) = runs else {
+            panic!("solver error on {threads} threads: {runs:?}");
+        };
+        assert!(cg.history.len() > 10 && block.history.len() > 5);
+        let bits = |solve: &solvers::Solve| {
+            (
+                solve
+                    .history
+                    .iter()
+                    .map(|v| v.to_bits())
+                    .collect::<Vec<_>>(),
+                solve.x_hash,
+            )
+        };
+        let now = (bits(&cg), bits(&block));
+        match &first {
+            None => first = Some(now),
+            Some(want) => assert_eq!(*want, now, "{threads} threads"),
+        }
+    }
 }

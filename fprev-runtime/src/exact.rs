@@ -23,7 +23,7 @@
 //! ```
 
 mod accumulator;
-mod filter;
+pub(crate) mod filter;
 mod format;
 mod gemm;
 mod ozaki;

@@ -4,6 +4,7 @@
 use super::decide::decide;
 use super::slices::{pow2, split_columns, split_rows, zeroed, Line, LineKind};
 use super::GemmKernel;
+use crate::exact::filter::DotScratch;
 use crate::exact::{Accumulator, Format};
 use rayon::prelude::*;
 
@@ -332,10 +333,12 @@ fn exact_elements(
         .flat_map_iter(|(c, rows)| {
             let column: Vec<f64> = b.iter().skip(c).step_by(n).copied().collect();
             let mut acc = Accumulator::new();
+            // The rows of one column tend to need the same path: learn it once.
+            let mut scratch = DotScratch::new();
             rows.iter()
                 .map(|&r| {
                     acc.clear();
-                    acc.add_dot(&a[r * k..(r + 1) * k], &column);
+                    scratch.add_dot(&mut acc, &a[r * k..(r + 1) * k], &column);
                     (r * n + c, acc.round_to(format))
                 })
                 .collect::<Vec<_>>()
