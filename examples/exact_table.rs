@@ -84,6 +84,35 @@ fn plain_gemm(n: usize, a: &[f64], b: &[f64], c: &mut [f64]) -> f64 {
     c[0]
 }
 
+/// `sgemm` with its rows split over rayon as [`Matrixmultiply`] does for `dgemm`.
+fn plain_sgemm(n: usize, a: &[f32], b: &[f32], c: &mut [f32]) -> f32 {
+    let rows = n.div_ceil(rayon::current_num_threads()).max(64).min(n);
+    c.par_chunks_mut(rows * n)
+        .zip(a.par_chunks(rows * n))
+        .for_each(|(c, a)| {
+            // SAFETY: `a` holds `c.len() / n` rows of n values, `b` n x n, row-major.
+            unsafe {
+                matrixmultiply::sgemm(
+                    c.len() / n,
+                    n,
+                    n,
+                    1.0,
+                    a.as_ptr(),
+                    n as isize,
+                    1,
+                    b.as_ptr(),
+                    n as isize,
+                    1,
+                    0.0,
+                    c.as_mut_ptr(),
+                    n as isize,
+                    1,
+                )
+            }
+        });
+    c[0]
+}
+
 fn gemm_rows(reps: usize) {
     for n in [256, 1024] {
         let a = workloads::spread(n * n, -1, 0, 5);
@@ -137,31 +166,11 @@ fn gemm_rows(reps: usize) {
     let mut c = vec![0.0f32; n * n];
     row(
         &format!("gemm f32 {n}^3"),
-        "matrixmultiply::sgemm, 1 thread",
+        "matrixmultiply::sgemm (same split)",
         duel(
             reps.min(5),
             || exact::gemm(n, n, n, &a, &b),
-            || {
-                // SAFETY: the slices hold n x n values, row-major.
-                unsafe {
-                    matrixmultiply::sgemm(
-                        n,
-                        n,
-                        n,
-                        1.0,
-                        a.as_ptr(),
-                        n as isize,
-                        1,
-                        b.as_ptr(),
-                        n as isize,
-                        1,
-                        0.0,
-                        c.as_mut_ptr(),
-                        n as isize,
-                        1,
-                    )
-                }
-            },
+            || plain_sgemm(n, &a, &b, &mut c),
         ),
     );
     let n = 2048;
