@@ -95,9 +95,15 @@ mod tests {
         // Below 1 the spacing is u / 2: a quarter of u down is a midpoint.
         assert_eq!(decide(one, 0.0, -0.2 * u, 0.01 * u, Format::F64), Some(1.0));
         assert_eq!(decide(one, 0.0, -0.25 * u, 0.0, Format::F64), None); // a tie
-        assert_eq!(decide(one, 0.0, -0.26 * u, 0.0, Format::F64), Some(1.0 - u / 2.0));
+        assert_eq!(
+            decide(one, 0.0, -0.26 * u, 0.0, Format::F64),
+            Some(1.0 - u / 2.0)
+        );
         assert_eq!(decide(-one, 0.0, 0.25 * u, 0.0, Format::F64), None);
-        assert_eq!(decide(-one, 0.0, 0.26 * u, 0.0, Format::F64), Some(u / 2.0 - 1.0));
+        assert_eq!(
+            decide(-one, 0.0, 0.26 * u, 0.0, Format::F64),
+            Some(u / 2.0 - 1.0)
+        );
         assert_eq!(decide(-one, 0.0, 0.2 * u, 0.0, Format::F64), Some(-1.0));
         // Exact parts that a single double could not hold.
         assert_eq!(decide(one, 0.75 * u, 0.0, 0.0, Format::F64), Some(1.0 + u));
