@@ -1,7 +1,10 @@
-//! Criterion benchmarks of `fprev::exact` against plain and other exact summations.
+//! Criterion benchmarks of `fprev::exact` against plain and other exact summations, dot
+//! products and matrix products.
 //!
-//! `cargo bench --bench exact`. Sample counts are small so the whole run takes a few
-//! minutes; `cargo run --release --example exact_table` prints the same ratios in one table.
+//! `cargo bench --bench exact` (`cargo bench --bench exact -- gemm` for the matrix
+//! products only). Sample counts are small so the whole run takes a few minutes;
+//! `cargo run --release --example exact_table` prints the same ratios in one table, and
+//! measures 2048^3 once.
 
 #[path = "common/exact_workloads.rs"]
 mod exact_workloads;
@@ -9,7 +12,7 @@ mod exact_workloads;
 use accurate::sum::OnlineExactSum;
 use accurate::traits::*;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use fprev::exact;
+use fprev::exact::{self, GemmKernel, Matrixmultiply};
 use rayon::prelude::*;
 use std::hint::black_box;
 use std::time::Duration;
@@ -92,5 +95,29 @@ fn dots(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, moderate_sum, worst_sum, dots);
+fn gemms(c: &mut Criterion) {
+    for n in [256, 1024] {
+        let a = exact_workloads::spread(n * n, -1, 0, 5);
+        let b = exact_workloads::spread(n * n, -1, 0, 6);
+        let mut group = c.benchmark_group(format!("gemm_{n}^3"));
+        group
+            .sample_size(10)
+            .warm_up_time(Duration::from_millis(500))
+            .measurement_time(Duration::from_secs(if n > 500 { 8 } else { 3 }));
+        let mut out = vec![0.0; n * n];
+        group.bench_function("matrixmultiply", |bench| {
+            bench.iter(|| Matrixmultiply.gemm(n, n, n, black_box(&a), black_box(&b), &mut out))
+        });
+        group.bench_function("exact_gemm", |bench| {
+            bench.iter(|| exact::gemm(n, n, n, black_box(&a), black_box(&b)))
+        });
+        let mut reused = exact::Gemm::new();
+        group.bench_function("exact_Gemm_reused", |bench| {
+            bench.iter(|| reused.gemm(n, n, n, black_box(&a), black_box(&b)))
+        });
+        group.finish();
+    }
+}
+
+criterion_group!(benches, moderate_sum, worst_sum, dots, gemms);
 criterion_main!(benches);

@@ -6,12 +6,22 @@
 //! With `fprev::exact` dot products and row sums every run produces the same bits
 //! (Mukunoki, Ozaki, Ogita and Iakymchuk make the same point with the Ozaki scheme).
 //!
-//! `cargo run --release --example cg` prints a table and writes
+//! Three arithmetics: plain `f64`; exact accumulators fed one product at a time; and the
+//! exact kernels (`exact::par_dot` for the dot products, `Accumulator::add_dot` on each
+//! sparse row). A second part solves a dense system with several right-hand sides by
+//! block CG, every reduction a matrix product: plain (split over the inner dimension as a
+//! parallel BLAS does) or `exact::gemm`. The exact runs are checked bit-identical on rayon
+//! pools of 1 to 8 threads; the example fails if they are not.
+//!
+//! `cargo run --release --example cg` prints the tables and writes
 //! `fprev-out/cg_residuals.svg` (copied to `docs/`): per problem, the plain and the exact
 //! runs' residual histories and, in a third panel, how far each plain run's residual
 //! drifts from the 1-thread run's, where the plain runs fan out and the exact ones stay 0.
 
-use fprev::exact::Accumulator;
+#[path = "../benches/common/exact_solvers.rs"]
+mod solvers;
+
+use fprev::exact::{self, Accumulator};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
@@ -124,8 +134,22 @@ impl Schedule {
 
 #[derive(Clone, Copy, PartialEq)]
 enum Arith {
+    /// Plain `f64` sums.
     Plain,
+    /// Exact accumulators, one product at a time.
     Exact,
+    /// The exact dot kernel: `exact::par_dot`, `Accumulator::add_dot` per sparse row.
+    Kernels,
+}
+
+impl Arith {
+    fn name(self) -> &'static str {
+        match self {
+            Arith::Plain => "plain f64",
+            Arith::Exact => "exact",
+            Arith::Kernels => "kernels",
+        }
+    }
 }
 
 fn dot(x: &[f64], y: &[f64], s: &Schedule, arith: Arith) -> f64 {
@@ -156,6 +180,12 @@ fn dot(x: &[f64], y: &[f64], s: &Schedule, arith: Arith) -> f64 {
             })
             .reduce(Accumulator::new, Accumulator::merged)
             .finish(),
+        // The lengths always match here; NaN would show in the table if they did not.
+        (Arith::Kernels, None) => exact::par_dot(x, y).unwrap_or(f64::NAN),
+        (Arith::Kernels, Some(order)) => {
+            let (xs, ys): (Vec<f64>, Vec<f64>) = order.iter().map(|&i| (x[i], y[i])).unzip();
+            exact::par_dot(&xs, &ys).unwrap_or(f64::NAN)
+        }
     }
 }
 
@@ -165,6 +195,7 @@ fn spmv(a: &Csr, x: &[f64], out: &mut [f64], s: &Schedule, arith: Arith) {
         .enumerate()
         .for_each(|(task, block)| {
             let mut acc = Accumulator::new();
+            let (mut vals, mut xs) = (Vec::new(), Vec::new());
             for (k, o) in block.iter_mut().enumerate() {
                 let r = task * rows_per_task + k;
                 *o = match arith {
@@ -172,6 +203,17 @@ fn spmv(a: &Csr, x: &[f64], out: &mut [f64], s: &Schedule, arith: Arith) {
                     Arith::Exact => {
                         acc.clear();
                         a.row(r).for_each(|(c, v)| acc.add_product(v, x[c]));
+                        acc.finish()
+                    }
+                    Arith::Kernels => {
+                        vals.clear();
+                        xs.clear();
+                        for (c, v) in a.row(r) {
+                            vals.push(v);
+                            xs.push(x[c]);
+                        }
+                        acc.clear();
+                        acc.add_dot(&vals, &xs);
                         acc.finish()
                     }
                 };
@@ -315,7 +357,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!(
             "|------------|------------------------------------------------------|-------|-----------------------------------|------------------|"
         );
-        for arith in [Arith::Plain, Arith::Exact] {
+        for arith in [Arith::Plain, Arith::Exact, Arith::Kernels] {
             let mut distinct = std::collections::BTreeSet::new();
             for s in schedules(problem.a.n) {
                 let a = match s.row_seed {
@@ -335,11 +377,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let run =
                     pool.install(|| cg(&a, &problem.b, &s, arith, problem.tol, problem.max_iter));
                 let last = run.history.last().copied().unwrap_or(f64::NAN);
-                let name = if arith == Arith::Plain {
-                    "plain f64"
-                } else {
-                    "exact"
-                };
+                let name = arith.name();
                 println!(
                     "| {name:<10} | {:<52} | {:>5} | {last:.6e} ({:016x}) | {:016x} |",
                     s.label(),
@@ -348,11 +386,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     run.x_bits
                 );
                 distinct.insert((run.history.len(), last.to_bits(), run.x_bits));
-                curves.push((
-                    format!("{} / {name} / {}", problem.name, s.label()),
-                    arith,
-                    run.history,
-                ));
+                if arith != Arith::Kernels {
+                    curves.push((
+                        format!("{} / {name} / {}", problem.name, s.label()),
+                        arith,
+                        run.history,
+                    ));
+                }
             }
             println!(
                 "|            | => {} distinct result(s) over {} schedules",
@@ -360,10 +400,107 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 schedules(0).len()
             );
         }
+        same_on_every_pool(&problem)?;
     }
+    block_solver()?;
     std::fs::create_dir_all("fprev-out")?;
     std::fs::write("fprev-out/cg_residuals.svg", svg(&curves))?;
     println!("\nwrote fprev-out/cg_residuals.svg");
+    Ok(())
+}
+
+/// Most threads the reproducibility checks try.
+const MAX_THREADS: usize = 8;
+
+/// Runs the exact-kernel CG on pools of 1 to [`MAX_THREADS`] threads (chunks of 1024)
+/// and fails unless every run gives the bits of the 1-thread run.
+fn same_on_every_pool(problem: &Problem) -> Result<(), Box<dyn std::error::Error>> {
+    let mut first: Option<(Vec<u64>, u64)> = None;
+    for threads in 1..=MAX_THREADS {
+        let s = Schedule {
+            threads,
+            chunk: 1024,
+            order: None,
+            row_seed: None,
+        };
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()?;
+        let run = pool.install(|| {
+            cg(
+                &problem.a,
+                &problem.b,
+                &s,
+                Arith::Kernels,
+                problem.tol,
+                problem.max_iter,
+            )
+        });
+        let bits = (
+            run.history.iter().map(|v| v.to_bits()).collect(),
+            run.x_bits,
+        );
+        match &first {
+            None => first = Some(bits),
+            Some(want) if *want == bits => {}
+            Some(_) => return Err(format!("exact kernels differ on {threads} threads").into()),
+        }
+    }
+    println!("|            | => exact kernels: the same bits on 1..={MAX_THREADS} threads");
+    Ok(())
+}
+
+/// Block CG for a dense system with four right-hand sides, every reduction a matrix
+/// product: plain products split over the inner dimension drift with the thread count,
+/// `exact::gemm` gives the same bits on every pool (checked).
+fn block_solver() -> Result<(), Box<dyn std::error::Error>> {
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let m = 16;
+    let n = m * m;
+    let s = 4;
+    let scale: Vec<f64> = (0..n)
+        .map(|_| 10f64.powf(rng.random_range(-1.0..1.0)))
+        .collect();
+    let a = solvers::dense_spd(m, 0.05, &scale);
+    let b: Vec<f64> = (0..n * s).map(|_| rng.random_range(-1.0..1.0)).collect();
+    let (tol, max_iter) = (1e-10, 2000);
+    println!(
+        "\nblock CG, dense {n} x {n} (scaled anisotropic Laplacian), {s} right-hand sides, \
+         tol = {tol:e}"
+    );
+    println!("| products         | threads | iters | final max residual (bits)          | x hash           |");
+    println!("|------------------|---------|-------|------------------------------------|------------------|");
+    for (name, exact) in [("plain, split k", false), ("exact::gemm", true)] {
+        let mut distinct = std::collections::BTreeSet::new();
+        for threads in 1..=MAX_THREADS {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()?;
+            let run = pool.install(|| {
+                let mut product = if exact {
+                    solvers::exact_product
+                } else {
+                    solvers::plain_split_k
+                };
+                solvers::block_cg(&a, n, &b, s, &mut product, tol, max_iter)
+            })?;
+            let last = run.history.last().copied().unwrap_or(f64::NAN);
+            println!(
+                "| {name:<16} | {threads:>7} | {:>5} | {last:.6e} ({:016x}) | {:016x} |",
+                run.history.len() - 1,
+                last.to_bits(),
+                run.x_hash
+            );
+            distinct.insert((run.history.len(), last.to_bits(), run.x_hash));
+        }
+        println!(
+            "|                  | => {} distinct result(s) over 1..={MAX_THREADS} threads",
+            distinct.len()
+        );
+        if exact && distinct.len() != 1 {
+            return Err("block CG with exact::gemm differs between thread counts".into());
+        }
+    }
     Ok(())
 }
 

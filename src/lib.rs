@@ -10,7 +10,7 @@
 //! | **reveal** | finds the exact summation tree of any accumulation (a sum, dot, gemv, gemm, your function) by probing it as a black box (the FPRev method) | [`reveal()`], [`Reveal`], [`SumTree`] ([`tree`], [`picture`], [`orders`]) |
 //! | **amplify** | runs a computation under many scrambled loop, rayon and kernel orders, from a seed that replays every finding | [`macro@scramble`], [`assert_reproducible!`], [`amplify()`] ([`mod@scramble`], [`mod@amplify`]) |
 //! | **locate** | counts accumulation chains per site, and pins revealed orders in `cargo test` | [`macro@accumulator`], [`chains`], [`check_registered`] ([`registry`]) |
-//! | **fix** | correctly rounded, order-independent sums and dot products | [`exact`] |
+//! | **fix** | correctly rounded, order-independent sums, dot products and matrix products | [`exact`] |
 //!
 //! # Adding it
 //!
@@ -136,8 +136,9 @@
 //!
 //! # Fix
 //!
-//! [`exact`] sums and dot products round the exact result once, so every order, thread
-//! count and chunking gives the same bits, and they merge across threads.
+//! [`exact`] sums, dot products and matrix products (gemm, gemv) round the exact result
+//! once, so every order, thread count, blocking and chunking gives the same bits, and
+//! they merge across threads.
 //!
 //! ```
 //! use fprev::exact;
@@ -146,6 +147,8 @@
 //! assert_eq!(exact::dot(&[1e16, 1.0, -1e16], &[1.0, 1.0, 1.0]), Ok(1.0)); // plain: 0.0
 //! let v: Vec<f64> = (0..100_000).map(|i| (i as f64).sin()).collect();
 //! assert_eq!(exact::par_sum(&v), exact::sum(&v));
+//! // a 1 x 3 by 3 x 1 product: plain gemm gives 0.0 here too
+//! assert_eq!(exact::gemm(1, 1, 3, &[1e16, 1.0, -1e16], &[1.0, 1.0, 1.0]), Ok(vec![1.0]));
 //! ```
 //!
 //! The repository's `docs/exact.md` describes the algorithms (a Kulisch superaccumulator

@@ -1,4 +1,5 @@
-//! Exact, reproducible sums and dot products: the remedy once fprev has shown a problem.
+//! Exact, reproducible sums, dot products and matrix products: the remedy once fprev has
+//! shown a problem.
 //!
 //! A floating-point sum depends on the order of its additions, so a parallel reduction can
 //! give different bits on every run. The functions here compute the *exact* sum (or dot
@@ -11,7 +12,10 @@
 //! exactly spills into a superaccumulator, a 4352-bit fixed-point number in carry-save form
 //! that covers every `f64` and every product of two `f64` (Collange, Defour, Graillat and
 //! Iakymchuk's design). Partial accumulators merge exactly, so `rayon` reductions work.
-//! [`ozaki_dot`] gets the same exact dot product from any ordinary dot product kernel.
+//! [`dot`] bins products and their FMA errors in fixed-point levels held in doubles.
+//! [`ozaki_dot`] gets the same exact dot product from any ordinary dot product kernel, and
+//! [`gemm`] correctly rounded matrix products from an ordinary matrix-product kernel
+//! (`matrixmultiply` by default, or yours through [`GemmKernel`]).
 //!
 //! ```
 //! use fprev_runtime::exact;
@@ -23,8 +27,9 @@
 //! ```
 
 mod accumulator;
-mod filter;
+pub(crate) mod filter;
 mod format;
+mod gemm;
 mod ozaki;
 
 use rayon::prelude::*;
@@ -41,6 +46,9 @@ pub(crate) fn pow2(e: i32) -> f64 {
 
 pub use accumulator::Accumulator;
 pub use format::{Format, FormatError};
+#[cfg(feature = "ndarray")]
+pub use gemm::gemm_array;
+pub use gemm::{gemm, gemv, Element, Gemm, GemmKernel, Matrixmultiply, Operand, ShapeError};
 
 /// Elements per `rayon` task in [`par_sum`] and [`par_dot`]; any value gives the same bits.
 const PAR_CHUNK: usize = 1 << 17;

@@ -25,7 +25,7 @@ mod avx2;
 mod bins;
 mod dot;
 
-pub(crate) use dot::add_dot;
+pub(crate) use dot::{add_dot, DotScratch};
 
 /// Independent expansions, so the loop has no carried dependency and vectorizes.
 const LANES: usize = 8;

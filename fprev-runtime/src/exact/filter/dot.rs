@@ -667,14 +667,19 @@ impl DotState {
 }
 
 #[inline(always)]
-fn add_dot_kernel<K: Kernel>(acc: &mut Accumulator, x: &[f64], y: &[f64], kernel: K) {
+fn add_dot_kernel<K: Kernel>(
+    acc: &mut Accumulator,
+    x: &[f64],
+    y: &[f64],
+    kernel: K,
+    state: &mut DotState,
+) {
     if x.len() < 2 * LANES {
         for (&a, &b) in x.iter().zip(y) {
             acc.add_product(a, b);
         }
         return;
     }
-    let mut state = DotState::new();
     let mut bx = x.chunks_exact(BLOCK);
     let mut by = y.chunks_exact(BLOCK);
     for (cx, cy) in bx.by_ref().zip(by.by_ref()) {
@@ -698,26 +703,42 @@ fn add_dot_kernel<K: Kernel>(acc: &mut Accumulator, x: &[f64], y: &[f64], kernel
     }
 }
 
+/// State that many exact dot products in a row can share: the level counts and the
+/// direct-mode backoff learned on one carry over to the next, and the exponent bins are
+/// allocated once. Results are the same as with fresh state.
+pub(crate) struct DotScratch(DotState);
+
+impl DotScratch {
+    pub(crate) fn new() -> Self {
+        DotScratch(DotState::new())
+    }
+
+    /// Adds the exact dot product of two slices of equal length.
+    pub(crate) fn add_dot(&mut self, acc: &mut Accumulator, x: &[f64], y: &[f64]) {
+        debug_assert_eq!(x.len(), y.len());
+        #[cfg(target_arch = "x86_64")]
+        if super::has_avx2_fma() {
+            // SAFETY: the CPU supports the features the function was compiled for.
+            unsafe { add_dot_avx2(acc, x, y, &mut self.0) };
+            return;
+        }
+        add_dot_kernel(acc, x, y, Portable, &mut self.0)
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn add_dot_avx2(acc: &mut Accumulator, x: &[f64], y: &[f64]) {
-    add_dot_kernel(acc, x, y, Avx2(()))
+unsafe fn add_dot_avx2(acc: &mut Accumulator, x: &[f64], y: &[f64], state: &mut DotState) {
+    add_dot_kernel(acc, x, y, Avx2(()), state)
 }
 
 /// Adds the exact dot product of two slices of equal length.
 pub(crate) fn add_dot(acc: &mut Accumulator, x: &[f64], y: &[f64]) {
-    debug_assert_eq!(x.len(), y.len());
-    #[cfg(target_arch = "x86_64")]
-    if super::has_avx2_fma() {
-        // SAFETY: the CPU supports the features the function was compiled for.
-        unsafe { add_dot_avx2(acc, x, y) };
-        return;
-    }
-    add_dot_kernel(acc, x, y, Portable)
+    DotScratch::new().add_dot(acc, x, y)
 }
 
 /// The portable kernel, for the tests that pin it to the dispatched one.
 #[cfg(test)]
 pub(super) fn add_dot_portable(acc: &mut Accumulator, x: &[f64], y: &[f64]) {
-    add_dot_kernel(acc, x, y, Portable)
+    add_dot_kernel(acc, x, y, Portable, &mut DotState::new())
 }
