@@ -687,12 +687,8 @@ fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
                     blame: a.blame,
                     factor: a.timeout_factor,
                 };
-                for t in candidates {
-                    ctx.confirm(&t, false, &mut summary)?;
-                }
-                for t in timed {
-                    ctx.confirm(&t, true, &mut summary)?;
-                }
+                ctx.confirm_all(candidates, false, &mut summary)?;
+                ctx.confirm_all(timed, true, &mut summary)?;
                 bar.inc(1);
             }
         }
@@ -733,18 +729,92 @@ struct Confirm<'a> {
     factor: f64,
 }
 
+/// A confirmation's outcome and the runs it took.
+type CheckResult = Result<(Checked, usize), Failure>;
+
+/// What re-running one test alone found.
+enum Checked {
+    /// It failed (or stopped) again: a finding.
+    Finding(Box<Finding>),
+    /// It passed alone with the same token: flaky on its own, not a finding.
+    NotReproduced(String),
+    /// Nothing to report (a timeout candidate that passed, or failed, unscrambled).
+    Nothing,
+}
+
 impl Confirm<'_> {
-    /// Re-runs `test` alone with the token that made it fail (or stop): a finding when
-    /// it does so again.
-    fn confirm(&self, test: &str, timeout: bool, summary: &mut Summary) -> Result<(), Failure> {
+    /// Re-runs each of `tests` alone with the token that made it fail (or stop), and
+    /// records the findings in the order of `tests`. Failures are re-run several at a
+    /// time, one process each (as the scrambled run ran them side by side on its test
+    /// threads); timeouts one at a time, as their limit is a wall time that others'
+    /// load would stretch.
+    fn confirm_all(
+        &self,
+        tests: Vec<String>,
+        timeout: bool,
+        summary: &mut Summary,
+    ) -> Result<(), Failure> {
         let (mode, token) = (self.mode, self.token);
-        if summary
-            .findings
-            .iter()
-            .any(|f| f.test == test && f.mode == mode && f.token == token)
-        {
-            return Ok(());
+        let tests: Vec<String> = tests
+            .into_iter()
+            .filter(|t| {
+                !summary
+                    .findings
+                    .iter()
+                    .any(|f| &f.test == t && f.mode == mode && f.token == token)
+            })
+            .collect();
+        let workers = if timeout {
+            1
+        } else {
+            std::thread::available_parallelism()
+                .map_or(1, std::num::NonZeroUsize::get)
+                .min(tests.len())
+        };
+        let results: Vec<CheckResult> = if workers <= 1 {
+            tests.iter().map(|t| self.check(t, timeout)).collect()
+        } else {
+            let next = std::sync::atomic::AtomicUsize::new(0);
+            let slots: Vec<std::sync::Mutex<Option<CheckResult>>> =
+                tests.iter().map(|_| std::sync::Mutex::new(None)).collect();
+            std::thread::scope(|scope| {
+                for _ in 0..workers {
+                    scope.spawn(|| loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(test) = tests.get(i) else { break };
+                        let result = self.check(test, timeout);
+                        if let Ok(mut slot) = slots[i].lock() {
+                            *slot = Some(result);
+                        }
+                    });
+                }
+            });
+            slots
+                .into_iter()
+                .map(|slot| {
+                    slot.into_inner().ok().flatten().unwrap_or_else(|| {
+                        Err(Failure("a confirming run ended without a result".into()))
+                    })
+                })
+                .collect()
+        };
+        for result in results {
+            let (checked, runs) = result?;
+            summary.runs += runs;
+            match checked {
+                Checked::Finding(f) => summary.findings.push(*f),
+                Checked::NotReproduced(t) => summary.not_reproduced.push(t),
+                Checked::Nothing => {}
+            }
         }
+        Ok(())
+    }
+
+    /// Re-runs `test` alone with the token that made it fail (or stop), and the runs
+    /// that took.
+    fn check(&self, test: &str, timeout: bool) -> CheckResult {
+        let (mode, token) = (self.mode, self.token);
+        let mut runs = 0;
         let name = format!("alone-{mode}-{token}-{}", sanitize(test));
         let mut limit = self.limit;
         if timeout {
@@ -752,14 +822,14 @@ impl Confirm<'_> {
             // sets its limit (most such tests were merely queued behind a slow one).
             let args = vec![test.to_string(), "--exact".to_string()];
             let plain = runner::run(self.bin, &args, &env_for("off", "0"), Some(self.limit))?;
-            summary.runs += 1;
+            runs += 1;
             if plain.timed_out || plain.tests.get(test) != Some(&Outcome::Passed) {
-                return Ok(());
+                return Ok((Checked::Nothing, runs));
             }
             limit = plain.wall.mul_f64(self.factor) + Duration::from_secs(5);
         }
         let (run, sites) = run_alone(self.bin, test, mode, token, Some(limit), self.logs, &name)?;
-        summary.runs += 1;
+        runs += 1;
         let failed = run.tests.get(test) == Some(&Outcome::Failed) || run.crashed;
         let (kind, message, at) = if timeout && run.timed_out {
             (
@@ -775,13 +845,13 @@ impl Confirm<'_> {
         } else if failed {
             let (at, msg) = runner::panic_site(run.messages.get(test).map_or("", String::as_str));
             ("fail", msg, at)
+        } else if timeout {
+            return Ok((Checked::Nothing, runs));
         } else {
-            if !timeout {
-                summary
-                    .not_reproduced
-                    .push(format!("{test} ({mode} {token})"));
-            }
-            return Ok(());
+            return Ok((
+                Checked::NotReproduced(format!("{test} ({mode} {token})")),
+                runs,
+            ));
         };
         let coverage = run
             .log
@@ -789,13 +859,13 @@ impl Confirm<'_> {
             .find(|l| l.starts_with("fprev scramble: "))
             .map(|l| l.trim_start_matches("fprev scramble: ").to_string());
         let blamed = if self.blame && kind == "fail" && !sites.is_empty() {
-            let (set, runs) = blame_search(self.bin, test, mode, token, Some(limit), &sites)?;
-            summary.runs += runs;
+            let (set, blame_runs) = blame_search(self.bin, test, mode, token, Some(limit), &sites)?;
+            runs += blame_runs;
             Some(set)
         } else {
             None
         };
-        summary.findings.push(Finding {
+        let finding = Finding {
             test: test.to_string(),
             package: self.bin.package.clone(),
             target: self.bin.target.clone(),
@@ -811,8 +881,8 @@ impl Confirm<'_> {
             coverage,
             sites,
             blame: blamed,
-        });
-        Ok(())
+        };
+        Ok((Checked::Finding(Box::new(finding)), runs))
     }
 }
 
