@@ -76,6 +76,16 @@ fn findings_replay_and_are_blamed_on_their_sites() {
         serde_json::json!(["broken_anyway"])
     );
     assert_eq!(json["runs"].as_u64().map(|r| r >= 2 + 2 * 6), Some(true));
+    // running_sums_are_exact_prefixes reaches no scrambled site (its loop is left as
+    // written), broken_anyway fails unscrambled: the later runs run only the others.
+    assert!(
+        text.contains("orderdep: 3 of 4 tests reach a scrambled site"),
+        "{text}"
+    );
+    assert!(
+        text.contains("plain: 1 of 2 tests reach a scrambled site"),
+        "{text}"
+    );
     let golden = findings
         .iter()
         .find(|f| f["test"] == "tests::golden_total")

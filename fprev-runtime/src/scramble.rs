@@ -41,6 +41,7 @@ pub mod entropy;
 pub mod launch;
 #[doc(hidden)]
 pub mod private;
+mod reached_by;
 pub mod reduce;
 mod replay;
 pub mod rng;

@@ -28,6 +28,11 @@ pub mod vars {
     /// File that receives, when the process exits, one line per scramble site reached
     /// (`label<TAB>file<TAB>line`), when scrambling was switched on from the environment.
     pub const FPREV_SITES_OUT: &str = "FPREV_SITES_OUT";
+    /// File that receives, when the process exits, the names of the threads that reached
+    /// a scramble site, one per line (libtest names a test's thread after the test; an
+    /// unnamed thread is an empty line), when scrambling was switched on from the
+    /// environment. `cargo fprev test` reads it to rerun only the tests a seed can change.
+    pub const FPREV_TESTS_OUT: &str = "FPREV_TESTS_OUT";
     /// Runs per amplifier stage (default 20).
     pub const FPREV_RUNS: &str = "FPREV_RUNS";
     /// Amplifier stages, comma-separated: `repeat,distribution,schedule,loops` or `all`.
@@ -82,6 +87,7 @@ pub mod vars {
         FPREV_VARY,
         FPREV_SITES,
         FPREV_SITES_OUT,
+        FPREV_TESTS_OUT,
         FPREV_RUNS,
         FPREV_STAGES,
         FPREV_THREADS,

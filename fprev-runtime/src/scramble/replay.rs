@@ -38,6 +38,7 @@ pub(crate) fn install(cfg: &ScrambleConfig) {
 
 extern "C" fn print_coverage_at_exit() {
     eprintln!("fprev scramble: {}", Coverage::now());
+    super::reached_by::write_out();
     if let Ok(path) = std::env::var(vars::FPREV_SITES_OUT) {
         let mut text = String::new();
         for s in super::sites::sites() {

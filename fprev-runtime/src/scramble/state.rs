@@ -343,6 +343,7 @@ impl CallSite {
     pub(crate) fn mark_reached(&self) {
         self.reached.fetch_add(1, Ordering::Relaxed);
         REACHED.fetch_add(1, Ordering::Relaxed);
+        super::reached_by::note();
     }
 
     /// Scrambled executions of this site so far in this process.

@@ -612,6 +612,9 @@ fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
         }));
     }
 
+    // Which tests each binary's first scrambled run saw reach a scrambled site: the later
+    // runs run only those (`None`: not learned yet, or every test).
+    let mut reach: Vec<Option<Reach>> = vec![None; bins.len()];
     for i in shard_seeds {
         if budget.is_some_and(|b| start.elapsed() >= b) || interrupted() {
             break;
@@ -626,8 +629,46 @@ fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
                 if interrupted() {
                     break;
                 }
-                let env = env_for(mode, token);
-                let run = runner::run(bin, &a.test_args, &env, Some(limit))?;
+                let mut env = env_for(mode, token);
+                let mut args = a.test_args.clone();
+                let reached_file = logs.join(format!("tests-reached-{k}.txt"));
+                // the tests this run runs, when not every one
+                let mut narrowed: Option<Vec<String>> = None;
+                match &reach[k] {
+                    None => {
+                        env.push(("FPREV_TESTS_OUT".into(), reached_file.display().to_string()))
+                    }
+                    Some(Reach::Every) => {}
+                    Some(Reach::Only(tests)) if tests.is_empty() => {
+                        // No test of this binary reaches a scrambled site: every seed
+                        // runs it exactly as the unscrambled run did.
+                        bar.inc(1);
+                        continue;
+                    }
+                    Some(Reach::Only(tests)) => {
+                        args = tests.clone();
+                        args.push("--exact".into());
+                        narrowed = Some(tests.clone());
+                    }
+                }
+                let run = runner::run(bin, &args, &env, Some(limit))?;
+                if narrowed.is_none() && reach[k].is_none() {
+                    let learned = Reach::learn(&reached_file, &run, base, &a.test_args);
+                    if let Reach::Only(tests) = &learned {
+                        // (a hidden bar's `println` prints nothing)
+                        bar.suspend(|| {
+                            eprintln!(
+                                "cargo fprev: {}: {} of {} tests reach a scrambled site; \
+                                 the other runs run only those",
+                                bin.target,
+                                tests.len(),
+                                base.tests.len()
+                            );
+                        });
+                    }
+                    reach[k] = Some(learned);
+                }
+                let ran = |t: &String| narrowed.as_ref().is_none_or(|n| n.binary_search(t).is_ok());
                 if interrupted() {
                     // The binary was interrupted too: its failures are not findings.
                     break;
@@ -662,7 +703,9 @@ fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
                     timed = base
                         .tests
                         .iter()
-                        .filter(|(t, o)| **o == Outcome::Passed && !run.tests.contains_key(*t))
+                        .filter(|(t, o)| {
+                            **o == Outcome::Passed && !run.tests.contains_key(*t) && ran(t)
+                        })
                         .map(|(t, _)| t.clone())
                         .collect();
                 }
@@ -673,7 +716,9 @@ fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
                         .tests
                         .iter()
                         .filter(|(t, o)| {
-                            **o == Outcome::Passed && run.tests.get(*t) != Some(&Outcome::Passed)
+                            **o == Outcome::Passed
+                                && run.tests.get(*t) != Some(&Outcome::Passed)
+                                && ran(t)
                         })
                         .map(|(t, _)| t.clone())
                         .collect();
@@ -716,6 +761,55 @@ fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
     } else {
         ExitCode::from(2)
     })
+}
+
+/// The tests of one binary that later scrambled runs must run.
+#[derive(Clone, Debug)]
+enum Reach {
+    /// Every test (the user passed test arguments, or a reach could not be attributed).
+    Every,
+    /// Only these (passing unscrambled, and reaching a scrambled site on their own
+    /// thread in the first scrambled run).
+    Only(Vec<String>),
+}
+
+impl Reach {
+    /// What the first scrambled run's `FPREV_TESTS_OUT` file says. A test that reached
+    /// no scrambled site ran exactly as written, so no other seed can change it; every
+    /// doubt runs every test: test arguments of the user's (a filter the names would
+    /// widen), a run that did not end normally (the file may be missing), a reach on a
+    /// thread that is no test's (a test's own threads, rayon's workers, `main`).
+    fn learn(file: &Path, run: &runner::Run, base: &runner::Run, user_args: &[String]) -> Reach {
+        let text = std::fs::read_to_string(file);
+        let _ = std::fs::remove_file(file);
+        if !user_args.is_empty() || run.timed_out || run.crashed {
+            return Reach::Every;
+        }
+        let Ok(text) = text else {
+            // The runtime writes the file at exit once scrambling has started, which the
+            // first scrambled site of a process does: a run that reported every test and
+            // ended normally without it reached no site at all.
+            let complete = base.tests.keys().all(|t| run.tests.contains_key(t));
+            return if complete && !run.log.contains("fprev scramble: ") {
+                Reach::Only(Vec::new())
+            } else {
+                Reach::Every
+            };
+        };
+        let mut tests = Vec::new();
+        for name in text.lines() {
+            if name == "main" || !base.tests.contains_key(name) {
+                return Reach::Every;
+            }
+            if base.tests.get(name) == Some(&Outcome::Passed) {
+                tests.push(name.to_string());
+            }
+        }
+        // sorted (lines of a set, but the file is not trusted) for binary search
+        tests.sort();
+        tests.dedup();
+        Reach::Only(tests)
+    }
 }
 
 /// One scrambled run's failures, to be confirmed alone.
