@@ -324,6 +324,26 @@ impl On {
         }
     }
 
+    /// Stores terms formed by `step` until it reports that none is left. `step` gets
+    /// this engine's `-0.0` and where to write the term (each a value of the engine's
+    /// float type). The loop is here, optimized and not generic, so that an unoptimized
+    /// caller pays one indirect call per term ([`fold_terms`]).
+    #[inline(never)]
+    fn fill(&mut self, step: &mut dyn FnMut(*const u8, *mut u8) -> bool) {
+        let size = self.engine.active.term_size();
+        loop {
+            // SAFETY: `len < room`, so the term fits in the words.
+            let dst = unsafe { self.words.as_mut_ptr().cast::<u8>().add(self.len * size) };
+            if !step(std::ptr::addr_of!(self.zero).cast(), dst) {
+                return;
+            }
+            self.len += 1;
+            if self.len == self.room {
+                self.full();
+            }
+        }
+    }
+
     /// `len` reached `room`: the engine takes a full chunk, or the words grow.
     #[cold]
     #[inline(never)]
@@ -724,9 +744,17 @@ impl<I: Iterator> Pull<I::Item> for I {
 /// The scrambled half of [`ReduceIter::sum`], `r` on.
 fn sum_terms<S: std::iter::Sum<A>, A>(mut r: Reduction<S>, items: &mut dyn Pull<A>) -> S {
     let mut any = false;
-    while let Some(item) = items.pull() {
-        any = true;
-        r.push(S::sum(std::iter::once(item)));
+    if let Some(on) = &mut *r.on {
+        on.fill(&mut |_, dst| match items.pull() {
+            // SAFETY: on, so `S` is the engine's float type and `dst` has room for one
+            // (per `fill`).
+            Some(item) => unsafe {
+                any = true;
+                std::ptr::write(dst.cast::<S>(), S::sum(std::iter::once(item)));
+                true
+            },
+            None => false,
+        });
     }
     match (any, r.finish()) {
         (true, Some(v)) => v,
@@ -742,9 +770,16 @@ fn fold_terms<B, A>(
     f: &mut dyn FnMut(B, A) -> B,
 ) -> B {
     r.push(init);
-    while let Some(item) = items.pull() {
-        let t = f(r.neg_zero(), item);
-        r.push(t);
+    if let Some(on) = &mut *r.on {
+        on.fill(&mut |zero, dst| match items.pull() {
+            // SAFETY: on, so `B` is the engine's float type: `zero` holds its `-0.0`
+            // and `dst` has room for one (per `fill`); a float has nothing to drop.
+            Some(item) => unsafe {
+                std::ptr::write(dst.cast::<B>(), f(std::ptr::read(zero.cast::<B>()), item));
+                true
+            },
+            None => false,
+        });
     }
     match r.finish() {
         Some(v) => v,
