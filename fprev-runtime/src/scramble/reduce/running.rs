@@ -327,7 +327,7 @@ impl On {
     /// Stores terms formed by `step` until it reports that none is left. `step` gets
     /// this engine's `-0.0` and where to write the term (each a value of the engine's
     /// float type). The loop is here, optimized and not generic, so that an unoptimized
-    /// caller pays one indirect call per term ([`fold_terms`]).
+    /// caller ([`UNOPTIMIZED`]) pays one indirect call per term ([`fold_terms`]).
     #[inline(never)]
     fn fill(&mut self, step: &mut dyn FnMut(*const u8, *mut u8) -> bool) {
         let size = self.engine.active.term_size();
@@ -744,7 +744,12 @@ impl<I: Iterator> Pull<I::Item> for I {
 /// The scrambled half of [`ReduceIter::sum`], `r` on.
 fn sum_terms<S: std::iter::Sum<A>, A>(mut r: Reduction<S>, items: &mut dyn Pull<A>) -> S {
     let mut any = false;
-    if let Some(on) = &mut *r.on {
+    if !UNOPTIMIZED {
+        while let Some(item) = items.pull() {
+            any = true;
+            r.push(S::sum(std::iter::once(item)));
+        }
+    } else if let Some(on) = &mut *r.on {
         on.fill(&mut |_, dst| match items.pull() {
             // SAFETY: on, so `S` is the engine's float type and `dst` has room for one
             // (per `fill`).
@@ -770,7 +775,13 @@ fn fold_terms<B, A>(
     f: &mut dyn FnMut(B, A) -> B,
 ) -> B {
     r.push(init);
-    if let Some(on) = &mut *r.on {
+    if !UNOPTIMIZED {
+        // optimized, the inline stores beat a call per term
+        while let Some(item) = items.pull() {
+            let t = f(r.neg_zero(), item);
+            r.push(t);
+        }
+    } else if let Some(on) = &mut *r.on {
         on.fill(&mut |zero, dst| match items.pull() {
             // SAFETY: on, so `B` is the engine's float type: `zero` holds its `-0.0`
             // and `dst` has room for one (per `fill`); a float has nothing to drop.
