@@ -199,6 +199,10 @@ pub fn parse_libtest(stdout: &str) -> (BTreeMap<String, Outcome>, BTreeMap<Strin
                     Some("ignored") => Some(Outcome::Ignored),
                     _ => None,
                 };
+                // `#[should_panic]` tests are listed as `test NAME - should panic ... ok`;
+                // their name (for `--exact`, and the thread that runs them) is NAME
+                let name = name.trim_end();
+                let name = name.strip_suffix(" - should panic").unwrap_or(name);
                 if let Some(o) = outcome {
                     tests.insert(name.to_string(), o);
                 }
@@ -266,6 +270,7 @@ running 3 tests
 test a::ok_one ... ok
 test a::bad ... FAILED
 test slow ... ignored, needs time
+test a::bad_input - should panic ... ok
 
 failures:
 
@@ -287,6 +292,8 @@ test result: FAILED. 1 passed; 1 failed; 1 ignored; 0 measured; 0 filtered out
         assert_eq!(tests["a::ok_one"], Outcome::Passed);
         assert_eq!(tests["a::bad"], Outcome::Failed);
         assert_eq!(tests["slow"], Outcome::Ignored);
+        // the name `--exact` and libtest's thread know, without the test's mode
+        assert_eq!(tests["a::bad_input"], Outcome::Passed);
         let (at, text) = panic_site(&messages["a::bad"]);
         assert_eq!(at.as_deref(), Some("src/lib.rs:10:5"));
         assert!(
