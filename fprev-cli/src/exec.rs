@@ -476,6 +476,11 @@ impl<T: ProbeFloat> Target<T> for Exec<T> {
         self.drawn.fill(x, a, b, |v| *v)
     }
 
+    fn operand_exponents(&self, x: &[T]) -> Option<Vec<i32>> {
+        let (a, b) = self.drawn.peek(x)?;
+        Some(fprev::target::exponent_sums(a, b, self.wire.format))
+    }
+
     fn call(&mut self, x: &[T]) -> Result<T, TargetError> {
         if self.protocol.is_delta() {
             return self.delta_call(x).map_err(TargetError::new);

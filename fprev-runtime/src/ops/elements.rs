@@ -852,7 +852,7 @@ impl Model<'_> {
     fn primary<T: ProbeFloat>(&self, x: &[T]) -> T {
         match self.fused {
             None => self.tree.replay(x),
-            Some(f) => fit::replay(f, self.tree, x),
+            Some(f) => fit::replay(f, self.tree, x, None),
         }
     }
 
@@ -862,7 +862,7 @@ impl Model<'_> {
         match self.fused {
             None => same(self.tree.replay(x)),
             Some(f) => (f.frac..=f.frac_max.max(f.frac))
-                .any(|frac| same(fit::replay(FittedFused { frac, ..f }, self.tree, x))),
+                .any(|frac| same(fit::replay(FittedFused { frac, ..f }, self.tree, x, None))),
         }
     }
 }
@@ -1278,6 +1278,13 @@ impl<T: ProbeFloat, R: Reduction<T>> Target<T> for Recorder<'_, T, R> {
         }
         let (a, b) = random_operands::<R::Input>(seed, x.len(), T::FORMAT);
         self.drawn.fill(x, a, b, |v| v.to_f64())
+    }
+
+    fn operand_exponents(&self, x: &[T]) -> Option<Vec<i32>> {
+        let (a, b) = self.drawn.peek(x)?;
+        let a: Vec<f64> = a.iter().map(|v| v.to_f64()).collect();
+        let b: Vec<f64> = b.iter().map(|v| v.to_f64()).collect();
+        Some(crate::target::exponent_sums(&a, &b, R::Input::FORMAT))
     }
 
     fn probe_batch(&mut self, batch: &ProbeBatch<'_, T>, out: &mut [T]) -> Result<(), TargetError> {

@@ -244,7 +244,7 @@ impl std::fmt::Display for RevealError {
                 target,
             } => write!(
                 f,
-                "the revealed tree {tree} has truncating fused nodes, but no block-FMA model of them (any alignment width, result width or binary rounding) reproduces the target's {target} on random input {input_seed}: the target is not a fixed-order fused summation (it sorts or otherwise reorders by value, truncates results, or ignores its input)"
+                "the probes found the tree {tree}, whose multi-way nodes truncate like a fused adder's, but no modelled arithmetic reproduces it: no block-FMA model of those nodes (products aligned by their own exponent or by their operands' exponent sum, any alignment width, result width, or rounding of the binary nodes) gives the target's {target} on random input {input_seed}; the order is what the probes measured, the nodes' arithmetic is one fprev does not model (or the order depends on the values)"
             ),
             RevealError::Indistinguishable { detail } => write!(
                 f,

@@ -423,9 +423,15 @@ impl Reveal {
                 filtered: recognized.is_some(),
             };
             verification = match verify::check(prober, built, &replay, self.seed, &answered) {
-                // a flat node no model follows: say what the answers suggest instead
-                Err(RevealError::FusedUnverified { .. }) if flat && !stop_at_truncation => {
-                    return Err(flat_root(prober, &answered, self.seed))
+                // a flat node no model follows: a target that ignores its input is the
+                // plainer explanation; otherwise say what was found (one truncating
+                // node, as a single Tensor Core block gives) and that no modelled
+                // arithmetic reproduces it
+                Err(e @ RevealError::FusedUnverified { .. }) if flat && !stop_at_truncation => {
+                    return Err(match flat_root(prober, &answered, self.seed) {
+                        c @ RevealError::ConstantAnswers { .. } => c,
+                        _ => e,
+                    });
                 }
                 other => other?,
             };
