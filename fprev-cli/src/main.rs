@@ -614,15 +614,8 @@ fn run_engine<T: ProbeFloat>(
     if let Some(name) = &r.recognized {
         errln!("recognized the {name} order (proved with one probe per inner node)");
     }
-    if let Some(f) = r.verification.fused {
-        let out = match f.frac_out {
-            Some(k) => format!("results truncated to {k} fraction bits"),
-            None => "results rounded to nearest".into(),
-        };
-        errln!(
-            "truncating fused nodes: replayed {} random inputs bit for bit under a block-FMA model (terms aligned to {} fraction bits, {out})",
-            f.inputs, f.frac
-        );
+    if let Some(f) = r.arithmetic() {
+        errln!("truncating fused nodes, verified under a fitted block-FMA model: {f}");
     }
     if r.verification.excluded_width < 53 && r.verification.fused.is_none() {
         errln!(

@@ -52,6 +52,57 @@ pub struct FittedFused {
     pub candidates: usize,
 }
 
+/// The measured arithmetic in words, each width with the range of values still
+/// consistent with the answers.
+///
+/// ```
+/// use fprev::fused::BlockFma;
+/// use fprev::target::Products;
+/// let model = BlockFma::ADA_FP8;
+/// let dot = |a: &[fprev::float::F8E4M3], b: &[fprev::float::F8E4M3]| -> f32 { model.dot(a, b) };
+/// let r = fprev::Reveal::new(32).run_target(Products::new(dot))?;
+/// let text = r.arithmetic().expect("fused nodes").to_string();
+/// assert!(text.starts_with("products aligned by their operands' exponent sum"), "{text}");
+/// assert!(text.contains("13 fraction bits kept in alignment (13-13 consistent)"), "{text}");
+/// assert!(text.contains("results truncated to 13 fraction bits"), "{text}");
+/// # Ok::<(), fprev::RevealError>(())
+/// ```
+impl std::fmt::Display for FittedFused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let rule = match self.alignment {
+            Alignment::OperandExponents => "products aligned by their operands' exponent sum",
+            Alignment::ProductExponent => "terms aligned by their own exponent",
+        };
+        let told = if self.alignment_decided {
+            ""
+        } else {
+            " (the inputs did not tell the two alignment rules apart)"
+        };
+        write!(
+            f,
+            "{rule}{told}, {} fraction bits kept in alignment ({}-{} consistent), ",
+            self.frac, self.frac, self.frac_max
+        )?;
+        match self.frac_out {
+            Some(k) => write!(f, "results truncated to {k} fraction bits")?,
+            None => f.write_str("results rounded to nearest")?,
+        }
+        let binary = match self.binary {
+            BinaryNodes::Rounded => "binary nodes rounded to nearest",
+            BinaryNodes::Fused => "binary nodes fused",
+            BinaryNodes::LeafPairs => "pairs of products fused, other binary nodes rounded",
+            BinaryNodes::AfterFused => {
+                "a fused node's result and one product fused, other binary nodes rounded"
+            }
+        };
+        write!(
+            f,
+            ", {binary}; {} random inputs reproduced bit for bit",
+            self.inputs
+        )
+    }
+}
+
 /// Which binary nodes of a fitted tree are fused nodes of the model.
 ///
 /// ```

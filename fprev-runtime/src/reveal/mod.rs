@@ -155,6 +155,22 @@ pub struct RevealReport {
     pub verification: Verification,
 }
 
+impl RevealReport {
+    /// The arithmetic measured at the tree's fused nodes: the block-FMA model that
+    /// verification fitted (alignment rule, fraction bits kept in alignment with the
+    /// range still consistent, result width, binary nodes); `None` for a tree of plain
+    /// additions. See [`FittedFused`]'s `Display` for it in words.
+    ///
+    /// ```
+    /// let r = fprev::Reveal::new(8).run(|x: &[f32]| x.iter().sum::<f32>())?;
+    /// assert!(r.arithmetic().is_none());
+    /// # Ok::<(), fprev::RevealError>(())
+    /// ```
+    pub fn arithmetic(&self) -> Option<FittedFused> {
+        self.verification.fused
+    }
+}
+
 impl Reveal {
     /// A revelation of a sum of `n` values.
     pub fn new(n: usize) -> Reveal {
