@@ -323,6 +323,29 @@ fn exec_failures_name_the_probe() {
     }
 }
 
+/// A responder that needs seconds to start (imports, device initialisation) gets the
+/// start-up allowance for its first answer, and the per-answer timeout after; a start
+/// beyond the allowance names the flag that raises it.
+#[test]
+#[ignore = "needs python3 (see README)"]
+fn a_slow_start_has_its_own_allowance() {
+    let cmd = "python3 tests/python/misbehave.py slowstart 6";
+    let o = fprev(&[
+        "reveal", "--exec", cmd, "--n", "8", "--timeout", "3", "--startup-timeout", "60",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), SumTree::sequential(8).to_string());
+    let o = fprev(&[
+        "reveal", "--exec", cmd, "--n", "8", "--timeout", "3", "--startup-timeout", "3",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(
+        e.contains("its first: start-up included") && e.contains("raise --startup-timeout"),
+        "{e}"
+    );
+}
+
 #[test]
 fn exec_of_a_program_that_exits_names_it() {
     let o = fprev(&["reveal", "--exec", "true", "--n", "8"]);
@@ -802,7 +825,7 @@ fn independent_tensor_core_models_reveal_with_their_published_arithmetic() {
 #[test]
 fn acc_dtype_and_op_are_checked() {
     let exec = ["reveal", "--exec", "cat", "--n"];
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 7] = [
         (
             &["reveal", "iter-sum", "--n", "8", "--acc-dtype", "f64"],
             "--acc-dtype",
@@ -825,6 +848,11 @@ fn acc_dtype_and_op_are_checked() {
         (
             &["8", "--op", "dot", "--protocol", "delta"],
             "sends both operands whole",
+        ),
+        // with --op dot already given, the refusal does not suggest it again
+        (
+            &["512", "--dtype", "f8e4m3", "--op", "dot"],
+            "already spread over both operands",
         ),
     ];
     for (args, says) in cases {

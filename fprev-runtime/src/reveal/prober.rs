@@ -588,6 +588,8 @@ pub(crate) fn scale_for<T: ProbeFloat, X: Target<T>>(
             input.name
         },
         max: max_n_formats(input, T::FORMAT),
+        // a product target draws its replay inputs from one operand's format
+        spread: target.replay_format().is_some(),
     })
 }
 
