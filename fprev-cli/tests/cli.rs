@@ -331,12 +331,32 @@ fn exec_failures_name_the_probe() {
 fn a_slow_start_has_its_own_allowance() {
     let cmd = "python3 tests/python/misbehave.py slowstart 6";
     let o = fprev(&[
-        "reveal", "--exec", cmd, "--n", "8", "--timeout", "3", "--startup-timeout", "60",
+        "reveal",
+        "--exec",
+        cmd,
+        "--n",
+        "8",
+        "--dtype",
+        "f64",
+        "--timeout",
+        "3",
+        "--startup-timeout",
+        "60",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o).trim(), SumTree::sequential(8).to_string());
     let o = fprev(&[
-        "reveal", "--exec", cmd, "--n", "8", "--timeout", "3", "--startup-timeout", "3",
+        "reveal",
+        "--exec",
+        cmd,
+        "--n",
+        "8",
+        "--dtype",
+        "f64",
+        "--timeout",
+        "3",
+        "--startup-timeout",
+        "3",
     ]);
     assert_eq!(o.status.code(), Some(2));
     let e = stderr(&o);
@@ -793,22 +813,79 @@ fn independent_tensor_core_models_reveal_with_their_published_arithmetic() {
     use fprev::fused::BlockFma;
     // (preset, operand dtype, responder flags, n, arithmetic the report must state)
     let cases: [(BlockFma, &str, &str, usize, &str); 8] = [
-        (BlockFma::V100, "f16", "--fmt f16 --nfma 4 --frac 23 --out f32", 4, "23 fraction bits kept in alignment (23-23"),
-        (BlockFma::V100, "f16", "--fmt f16 --nfma 4 --frac 23 --out f32", 16, "23 fraction bits kept in alignment (23-23"),
-        (BlockFma::A100, "bf16", "--fmt bf16 --nfma 8 --frac 24 --out f32", 32, "24 fraction bits kept in alignment (24-24"),
-        (BlockFma::H100, "f16", "--fmt f16 --nfma 16 --frac 25 --out f32", 16, "25 fraction bits kept in alignment (25-25"),
-        (BlockFma::B200, "bf16", "--fmt bf16 --nfma 16 --frac 25 --out f32", 64, "25 fraction bits kept in alignment (25-25"),
-        (BlockFma::ADA_FP8, "f8e4m3", "--fmt e4m3 --nfma 16 --frac 13 --out e8m13", 16, "results truncated to 13 fraction bits"),
-        (BlockFma::H100_FP8, "f8e5m2", "--fmt e5m2 --nfma 32 --frac 13 --out e8m13", 128, "13 fraction bits kept in alignment (13-13"),
-        (BlockFma::H100_FP8_SLOW, "f8e4m3", "--fmt e4m3 --nfma 32 --frac 13 --out e8m13 --chunk 128", 256, "13 fraction bits kept in alignment (13-13"),
+        (
+            BlockFma::V100,
+            "f16",
+            "--fmt f16 --nfma 4 --frac 23 --out f32",
+            4,
+            "23 fraction bits kept in alignment (23-23",
+        ),
+        (
+            BlockFma::V100,
+            "f16",
+            "--fmt f16 --nfma 4 --frac 23 --out f32",
+            16,
+            "23 fraction bits kept in alignment (23-23",
+        ),
+        (
+            BlockFma::A100,
+            "bf16",
+            "--fmt bf16 --nfma 8 --frac 24 --out f32",
+            32,
+            "24 fraction bits kept in alignment (24-24",
+        ),
+        (
+            BlockFma::H100,
+            "f16",
+            "--fmt f16 --nfma 16 --frac 25 --out f32",
+            16,
+            "25 fraction bits kept in alignment (25-25",
+        ),
+        (
+            BlockFma::B200,
+            "bf16",
+            "--fmt bf16 --nfma 16 --frac 25 --out f32",
+            64,
+            "25 fraction bits kept in alignment (25-25",
+        ),
+        (
+            BlockFma::ADA_FP8,
+            "f8e4m3",
+            "--fmt e4m3 --nfma 16 --frac 13 --out e8m13",
+            16,
+            "results truncated to 13 fraction bits",
+        ),
+        (
+            BlockFma::H100_FP8,
+            "f8e5m2",
+            "--fmt e5m2 --nfma 32 --frac 13 --out e8m13",
+            128,
+            "13 fraction bits kept in alignment (13-13",
+        ),
+        (
+            BlockFma::H100_FP8_SLOW,
+            "f8e4m3",
+            "--fmt e4m3 --nfma 32 --frac 13 --out e8m13 --chunk 128",
+            256,
+            "13 fraction bits kept in alignment (13-13",
+        ),
     ];
     for (model, dtype, flags, n, says) in cases {
         let exec = format!("python3 tests/python/tensor_core_dot.py {flags}");
         let started = std::time::Instant::now();
         let n_text = n.to_string();
         let o = fprev(&[
-            "reveal", "--exec", &exec, "--n", &n_text, "--dtype", dtype, "--acc-dtype", "f32",
-            "--op", "dot",
+            "reveal",
+            "--exec",
+            &exec,
+            "--n",
+            &n_text,
+            "--dtype",
+            dtype,
+            "--acc-dtype",
+            "f32",
+            "--op",
+            "dot",
         ]);
         let err = stderr(&o);
         assert!(o.status.success(), "{flags} n = {n}: {err}");

@@ -542,7 +542,8 @@ mod tests {
     #[test]
     fn aligned_sums_truncate_below_the_largest_exponent() {
         // 2^3 + 2^-21: with 23 bits below 2^3 the quantum is 2^-20, the small term goes
-        let at = |v: &[f64]| -> Vec<(f64, i32)> { v.iter().map(|&x| (x, binade_or_min(x))).collect() };
+        let at =
+            |v: &[f64]| -> Vec<(f64, i32)> { v.iter().map(|&x| (x, binade_or_min(x))).collect() };
         // 2^3 + 2^-21: with 23 bits below 2^3 the quantum is 2^-20, the small term goes
         assert_eq!(aligned_sum(23, None, &at(&[8.0, 2f64.powi(-21)])), 8.0);
         assert_eq!(
@@ -558,8 +559,14 @@ mod tests {
         let zero = aligned_sum(10, None, &at(&[-1.0, 1.0, -0.0]));
         assert!(zero == 0.0 && zero.is_sign_positive());
         // the largest exponent clamped at 2^0: 2^-3 keeps 2 bits below 2^0, so it is cut
-        assert_eq!(aligned_sum(2, Some(0), &at(&[2f64.powi(-3), 2f64.powi(-3)])), 0.0);
-        assert_eq!(aligned_sum(2, None, &at(&[2f64.powi(-3), 2f64.powi(-3)])), 0.25);
+        assert_eq!(
+            aligned_sum(2, Some(0), &at(&[2f64.powi(-3), 2f64.powi(-3)])),
+            0.0
+        );
+        assert_eq!(
+            aligned_sum(2, None, &at(&[2f64.powi(-3), 2f64.powi(-3)])),
+            0.25
+        );
         // a product 1.5 x 1.5 aligned by its operands' exponents (0 + 0) keeps 2 bits
         // below 2^0, so 2.25 survives whole; by its own exponent (1) it does not
         assert_eq!(aligned_sum(2, None, &[(2.25, 0), (0.0, 0)]), 2.25);

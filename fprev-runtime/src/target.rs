@@ -610,8 +610,7 @@ impl<E> DrawnOperands<E> {
     /// ```
     pub fn peek<T: ProbeFloat>(&self, x: &[T]) -> Option<(&[E], &[E])> {
         let (bits, a, b) = self.drawn.as_ref()?;
-        let same =
-            bits.len() == x.len() && bits.iter().zip(x).all(|(&w, v)| w == v.to_bits_u64());
+        let same = bits.len() == x.len() && bits.iter().zip(x).all(|(&w, v)| w == v.to_bits_u64());
         same.then_some((a.as_slice(), b.as_slice()))
     }
 

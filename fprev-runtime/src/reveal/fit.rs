@@ -11,9 +11,9 @@ use super::error::RevealError;
 use super::prober::Prober;
 use crate::float::ProbeFloat;
 use crate::fused::{AccumulatorJoin, Alignment, BlockFma, MAX_FRAC};
-use std::cell::RefCell;
 use crate::target::Target;
 use crate::tree::SumTree;
+use std::cell::RefCell;
 
 /// The block-FMA parameters under which a revealed tree reproduced its target.
 ///
