@@ -162,8 +162,13 @@ impl RevealReport {
     /// additions. See [`FittedFused`]'s `Display` for it in words.
     ///
     /// ```
-    /// let r = fprev::Reveal::new(8).run(|x: &[f32]| x.iter().sum::<f32>())?;
+    /// let plain = fprev::target::FnTarget(|x: &[f32]| x.iter().sum::<f32>());
+    /// let r = fprev::Reveal::new(8).run_target(plain)?;
     /// assert!(r.arithmetic().is_none());
+    /// let model = fprev::fused::BlockFma::V100;
+    /// let fused = fprev::target::FnTarget(|x: &[f32]| model.sum(x));
+    /// let r = fprev::Reveal::new(8).run_target(fused)?;
+    /// assert_eq!(r.arithmetic().map(|a| a.frac_out), Some(Some(23)));
     /// # Ok::<(), fprev::RevealError>(())
     /// ```
     pub fn arithmetic(&self) -> Option<FittedFused> {
