@@ -93,7 +93,7 @@ pub enum AccumulatorJoin {
 /// // 2^24 and seven ones: f32 loses every one, one at a time
 /// let x = [16777216.0f32, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
 /// assert_eq!(x.iter().sum::<f32>(), 16777216.0);
-/// // one 8-product fused node keeps them (26 bits below 2^24), then truncates the
+/// // one 8-product fused node keeps them (24 bits below 2^24), then truncates the
 /// // result to f32's 23 fraction bits: 2^24 + 7 becomes 2^24 + 6
 /// assert_eq!(BlockFma::A100.sum(&x), 16777222.0);
 /// // V100 aligns to 23 bits below 2^24: the ones are cut before they are added
