@@ -163,9 +163,9 @@ struct RevealArgs {
     timeout: f64,
     /// Seconds to wait for the first answer of --exec, which includes the program's
     /// start-up (an interpreter, framework imports, device initialisation); never less
-    /// than --timeout.
-    #[arg(long, default_value_t = 120.0)]
-    startup_timeout: f64,
+    /// than --timeout, which it defaults to.
+    #[arg(long)]
+    startup_timeout: Option<f64>,
     /// Seconds the --exec program has to exit after its input is closed, before its
     /// whole process group is terminated.
     #[arg(long, default_value_t = 2.0)]
@@ -581,8 +581,10 @@ fn emit(
 fn reveal_exec<T: ProbeFloat>(cmd: &str, args: &RevealArgs) -> Result<(SumTree, u64), Failure> {
     let timeout = limits::seconds("--timeout", args.timeout, false).map_err(Failure::Message)?;
     let grace = limits::seconds("--grace", args.grace, true).map_err(Failure::Message)?;
-    let startup = limits::seconds("--startup-timeout", args.startup_timeout, false)
-        .map_err(Failure::Message)?;
+    let startup = match args.startup_timeout {
+        Some(s) => limits::seconds("--startup-timeout", s, false).map_err(Failure::Message)?,
+        None => timeout,
+    };
     if args.n == 0 {
         return Err(Failure::Message("--n 0: there is nothing to sum".into()));
     }
