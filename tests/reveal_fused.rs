@@ -3,7 +3,7 @@
 //! never a different tree.
 
 use fprev::float::{F8E4M3, F8E5M2};
-use fprev::fused::{AccumulatorJoin, BlockFma};
+use fprev::fused::{AccumulatorJoin, Alignment, BlockFma};
 use fprev::target::{FnTarget, Products};
 use fprev::{Reveal, RevealError, SumTree};
 
@@ -14,6 +14,8 @@ fn chain(nfma: usize, frac: u32) -> BlockFma {
         frac_out: None,
         accumulator: AccumulatorJoin::Aligned,
         chunk: None,
+        alignment: Alignment::ProductExponent,
+        min_exp: None,
     }
 }
 

@@ -1,5 +1,6 @@
 //! Property tests for fused adders: block-FMA chains on every preset and a grid of
-//! (nfma, frac, frac_out, aligned/late accumulator, chunk) values, random tree shapes whose
+//! (nfma, frac, frac_out, aligned/late accumulator, chunk, alignment by the product's or
+//! the operands' exponents, exponent clamp) values, random tree shapes whose
 //! multi-way nodes are block-FMA nodes, and f16/bf16/FP8 operands of products accumulated
 //! in f32. Every case ends in the exact tree or a typed error, never a different tree;
 //! most cases must succeed (a run that verified nothing fails). Seeds print on failure.
@@ -9,7 +10,7 @@ mod common;
 
 use common::{cases, max_n, random_tree, rng, Shape};
 use fprev::float::{ProbeFloat, F8E4M3, F8E5M2};
-use fprev::fused::{AccumulatorJoin, BlockFma};
+use fprev::fused::{AccumulatorJoin, Alignment, BlockFma};
 use fprev::half::{bf16, f16};
 use fprev::target::{FnTarget, Products};
 use fprev::{Reveal, RevealError, RevealReport, SumTree};
@@ -33,12 +34,20 @@ fn random_model(r: &mut ChaCha8Rng) -> BlockFma {
     let chunk = r
         .random_bool(0.25)
         .then(|| nfma * r.random_range(2..=8usize));
+    let alignment = if r.random_bool(0.5) {
+        Alignment::OperandExponents
+    } else {
+        Alignment::ProductExponent
+    };
+    let min_exp = r.random_bool(0.5).then_some(-126);
     BlockFma {
         nfma,
         frac,
         frac_out,
         accumulator,
         chunk,
+        alignment,
+        min_exp,
     }
 }
 

@@ -124,6 +124,9 @@ pub struct Exec<T> {
     from_child: Receiver<Reply>,
     protocol: Protocol,
     timeout: Duration,
+    /// How long the first answer may take (the program's start-up: interpreter,
+    /// imports, device initialisation); `timeout` for every later one.
+    startup: Duration,
     grace: Duration,
     /// Set at the end: the writer drops what is still queued instead of writing it.
     stop: Arc<AtomicBool>,
@@ -228,6 +231,7 @@ impl<T: ProbeFloat> Exec<T> {
             from_child,
             protocol,
             timeout,
+            startup: timeout,
             grace,
             stop,
             queued: 0,
@@ -248,6 +252,13 @@ impl<T: ProbeFloat> Exec<T> {
     pub fn with_wire(mut self, wire: Wire, op: Op) -> Exec<T> {
         self.wire = wire;
         self.op = op;
+        self
+    }
+
+    /// Allow the first answer `startup` instead of the per-answer timeout: a program
+    /// that loads a framework or initialises a device before it reads its input.
+    pub fn with_startup_timeout(mut self, startup: Duration) -> Exec<T> {
+        self.startup = startup;
         self
     }
 
@@ -386,7 +397,12 @@ impl<T: ProbeFloat> Exec<T> {
     fn receive(&mut self, what: Option<&str>) -> Result<T, String> {
         let to = what.map(|w| format!(" to {w}")).unwrap_or_default();
         let what = what.map(|w| format!(" {w}")).unwrap_or_default();
-        let reply = match self.from_child.recv_timeout(self.timeout) {
+        let (limit, flag) = if self.answered == 0 {
+            (self.startup.max(self.timeout), "--startup-timeout")
+        } else {
+            (self.timeout, "--timeout")
+        };
+        let reply = match self.from_child.recv_timeout(limit) {
             Ok(r) => r,
             Err(RecvTimeoutError::Timeout) => {
                 let unread = self
@@ -412,11 +428,16 @@ impl<T: ProbeFloat> Exec<T> {
                         self.command
                     ));
                 }
+                let first = if self.answered == 0 {
+                    " (its first: start-up included)"
+                } else {
+                    ""
+                };
                 return Err(format!(
-                    "{:?} gave no answer{to} within {:.1} s and {input} \
-                     (stalled, or an answer not flushed? raise --timeout)",
+                    "{:?} gave no answer{to}{first} within {:.1} s and {input} \
+                     (stalled, or an answer not flushed? raise {flag})",
                     self.command,
-                    self.timeout.as_secs_f64()
+                    limit.as_secs_f64()
                 ));
             }
             Err(RecvTimeoutError::Disconnected) => Reply::Closed,
@@ -474,6 +495,11 @@ impl<T: ProbeFloat> Target<T> for Exec<T> {
         }
         let (a, b) = (self.wire.operands)(seed, x.len(), T::FORMAT);
         self.drawn.fill(x, a, b, |v| *v)
+    }
+
+    fn operand_exponents(&self, x: &[T]) -> Option<Vec<i32>> {
+        let (a, b) = self.drawn.peek(x)?;
+        Some(fprev::target::exponent_sums(a, b, self.wire.format))
     }
 
     fn call(&mut self, x: &[T]) -> Result<T, TargetError> {

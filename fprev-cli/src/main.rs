@@ -161,6 +161,11 @@ struct RevealArgs {
     /// Seconds to wait for each answer of --exec.
     #[arg(long, default_value_t = 10.0)]
     timeout: f64,
+    /// Seconds to wait for the first answer of --exec, which includes the program's
+    /// start-up (an interpreter, framework imports, device initialisation); never less
+    /// than --timeout, which it defaults to.
+    #[arg(long)]
+    startup_timeout: Option<f64>,
     /// Seconds the --exec program has to exit after its input is closed, before its
     /// whole process group is terminated.
     #[arg(long, default_value_t = 2.0)]
@@ -576,6 +581,10 @@ fn emit(
 fn reveal_exec<T: ProbeFloat>(cmd: &str, args: &RevealArgs) -> Result<(SumTree, u64), Failure> {
     let timeout = limits::seconds("--timeout", args.timeout, false).map_err(Failure::Message)?;
     let grace = limits::seconds("--grace", args.grace, true).map_err(Failure::Message)?;
+    let startup = match args.startup_timeout {
+        Some(s) => limits::seconds("--startup-timeout", s, false).map_err(Failure::Message)?,
+        None => timeout,
+    };
     if args.n == 0 {
         return Err(Failure::Message("--n 0: there is nothing to sum".into()));
     }
@@ -586,6 +595,7 @@ fn reveal_exec<T: ProbeFloat>(cmd: &str, args: &RevealArgs) -> Result<(SumTree, 
     }
     let mut target = exec::Exec::<T>::spawn(cmd, args.protocol, timeout, grace)
         .map_err(Failure::Message)?
+        .with_startup_timeout(startup)
         .with_wire(wire_of(args.dtype), args.op);
     let estimate = budget::Estimate::new(args.algorithm, args.n, 1, args.n as f64);
     let progress = budget::Progress::new(estimate.calls, "probes");
@@ -614,15 +624,8 @@ fn run_engine<T: ProbeFloat>(
     if let Some(name) = &r.recognized {
         errln!("recognized the {name} order (proved with one probe per inner node)");
     }
-    if let Some(f) = r.verification.fused {
-        let out = match f.frac_out {
-            Some(k) => format!("results truncated to {k} fraction bits"),
-            None => "results rounded to nearest".into(),
-        };
-        errln!(
-            "truncating fused nodes: replayed {} random inputs bit for bit under a block-FMA model (terms aligned to {} fraction bits, {out})",
-            f.inputs, f.frac
-        );
+    if let Some(f) = r.arithmetic() {
+        errln!("truncating fused nodes, verified under a fitted block-FMA model: {f}");
     }
     if r.verification.excluded_width < 53 && r.verification.fused.is_none() {
         errln!(

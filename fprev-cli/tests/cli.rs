@@ -323,6 +323,49 @@ fn exec_failures_name_the_probe() {
     }
 }
 
+/// A responder that needs seconds to start (imports, device initialisation) gets the
+/// start-up allowance for its first answer, and the per-answer timeout after; a start
+/// beyond the allowance names the flag that raises it.
+#[test]
+#[ignore = "needs python3 (see README)"]
+fn a_slow_start_has_its_own_allowance() {
+    let cmd = "python3 tests/python/misbehave.py slowstart 6";
+    let o = fprev(&[
+        "reveal",
+        "--exec",
+        cmd,
+        "--n",
+        "8",
+        "--dtype",
+        "f64",
+        "--timeout",
+        "3",
+        "--startup-timeout",
+        "60",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), SumTree::sequential(8).to_string());
+    let o = fprev(&[
+        "reveal",
+        "--exec",
+        cmd,
+        "--n",
+        "8",
+        "--dtype",
+        "f64",
+        "--timeout",
+        "3",
+        "--startup-timeout",
+        "3",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(
+        e.contains("its first: start-up included") && e.contains("raise --startup-timeout"),
+        "{e}"
+    );
+}
+
 #[test]
 fn exec_of_a_program_that_exits_names_it() {
     let o = fprev(&["reveal", "--exec", "true", "--n", "8"]);
@@ -759,10 +802,107 @@ fn fp8_dot_through_op_dot_reveals_a_block_fma_preset() {
     }
 }
 
+/// Tensor Cores as the published models describe them, answered by a Python responder
+/// written from the papers (tests/python/tensor_core_dot.py, not from fprev's code):
+/// one instruction and chained instructions of each generation, and FP8 GEMM dots with
+/// fast and chunked accumulation. Each is revealed as the preset's tree with the
+/// preset's own constants as the measured arithmetic.
+#[test]
+#[ignore = "needs python3 (see README)"]
+fn independent_tensor_core_models_reveal_with_their_published_arithmetic() {
+    use fprev::fused::BlockFma;
+    // (preset, operand dtype, responder flags, n, arithmetic the report must state)
+    let cases: [(BlockFma, &str, &str, usize, &str); 8] = [
+        (
+            BlockFma::V100,
+            "f16",
+            "--fmt f16 --nfma 4 --frac 23 --out f32",
+            4,
+            "23 fraction bits kept in alignment (23-23",
+        ),
+        (
+            BlockFma::V100,
+            "f16",
+            "--fmt f16 --nfma 4 --frac 23 --out f32",
+            16,
+            "23 fraction bits kept in alignment (23-23",
+        ),
+        (
+            BlockFma::A100,
+            "bf16",
+            "--fmt bf16 --nfma 8 --frac 24 --out f32",
+            32,
+            "24 fraction bits kept in alignment (24-24",
+        ),
+        (
+            BlockFma::H100,
+            "f16",
+            "--fmt f16 --nfma 16 --frac 25 --out f32",
+            16,
+            "25 fraction bits kept in alignment (25-25",
+        ),
+        (
+            BlockFma::B200,
+            "bf16",
+            "--fmt bf16 --nfma 16 --frac 25 --out f32",
+            64,
+            "25 fraction bits kept in alignment (25-25",
+        ),
+        (
+            BlockFma::ADA_FP8,
+            "f8e4m3",
+            "--fmt e4m3 --nfma 16 --frac 13 --out e8m13",
+            16,
+            "results truncated to 13 fraction bits",
+        ),
+        (
+            BlockFma::H100_FP8,
+            "f8e5m2",
+            "--fmt e5m2 --nfma 32 --frac 13 --out e8m13",
+            128,
+            "13 fraction bits kept in alignment (13-13",
+        ),
+        (
+            BlockFma::H100_FP8_SLOW,
+            "f8e4m3",
+            "--fmt e4m3 --nfma 32 --frac 13 --out e8m13 --chunk 128",
+            256,
+            "13 fraction bits kept in alignment (13-13",
+        ),
+    ];
+    for (model, dtype, flags, n, says) in cases {
+        let exec = format!("python3 tests/python/tensor_core_dot.py {flags}");
+        let started = std::time::Instant::now();
+        let n_text = n.to_string();
+        let o = fprev(&[
+            "reveal",
+            "--exec",
+            &exec,
+            "--n",
+            &n_text,
+            "--dtype",
+            dtype,
+            "--acc-dtype",
+            "f32",
+            "--op",
+            "dot",
+        ]);
+        let err = stderr(&o);
+        assert!(o.status.success(), "{flags} n = {n}: {err}");
+        let got: SumTree = stdout(&o).trim().parse().expect("a tree");
+        assert_eq!(got, model.tree(n), "{flags} n = {n}");
+        assert!(
+            err.contains("products aligned by their operands' exponent sum") && err.contains(says),
+            "{flags} n = {n}: {err}"
+        );
+        println!("{flags} n = {n}: {:.1?}\n{err}", started.elapsed());
+    }
+}
+
 #[test]
 fn acc_dtype_and_op_are_checked() {
     let exec = ["reveal", "--exec", "cat", "--n"];
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 7] = [
         (
             &["reveal", "iter-sum", "--n", "8", "--acc-dtype", "f64"],
             "--acc-dtype",
@@ -785,6 +925,11 @@ fn acc_dtype_and_op_are_checked() {
         (
             &["8", "--op", "dot", "--protocol", "delta"],
             "sends both operands whole",
+        ),
+        // with --op dot already given, the refusal does not suggest it again
+        (
+            &["512", "--dtype", "f8e4m3", "--op", "dot"],
+            "already spread over both operands",
         ),
     ];
     for (args, says) in cases {

@@ -708,6 +708,9 @@ impl<I: GemmInput> Target<f32> for GemmTarget<I> {
     fn random_input(&mut self, seed: u64, x: &mut [f32]) -> bool {
         self.spread && self.split.random_input(seed, x)
     }
+    fn operand_exponents(&self, x: &[f32]) -> Option<Vec<i32>> {
+        self.split.operand_exponents(x)
+    }
     fn probe_batch(
         &mut self,
         batch: &ProbeBatch<'_, f32>,

@@ -5,7 +5,8 @@
 //! largest exponent among them, keeps `frac` fraction bits below that exponent (truncating
 //! toward zero the bits that fall off), adds the aligned significands exactly, and
 //! normalizes the result, keeping `frac_out` fraction bits (truncated) before writing it
-//! to the accumulator format (Fasi, Higham, Mikaitis and Pranesh, "Numerical behavior of
+//! to the accumulator format. A product's exponent there is the sum of its operands'
+//! exponents, its significand left unnormalised in `[1, 4)` ([`Alignment`]) (Fasi, Higham, Mikaitis and Pranesh, "Numerical behavior of
 //! NVIDIA tensor cores", PeerJ CS 2021; Khattak and Mikaitis, "Accurate models of NVIDIA
 //! Tensor Cores", arXiv:2512.07004). A matrix product chains such blocks along `k`; some
 //! libraries restart the chain every `K` products and add the chunk results in ordinary
@@ -29,8 +30,39 @@
 //! # Ok::<(), fprev::RevealError>(())
 //! ```
 
-use crate::float::ProbeFloat;
+use crate::float::{FloatFormat, ProbeFloat};
 use crate::tree::SumTree;
+
+/// The exponent a product is aligned by inside a block.
+///
+/// The two rules differ when a product's significand is 2 or more (`1.5 x 1.5`): its
+/// normalised exponent is then one above the sum of its operands' exponents, and a block
+/// aligned by the sum keeps one bit more of every other term.
+///
+/// ```
+/// use fprev::fused::{Alignment, BlockFma};
+/// let by_sum = BlockFma { frac: 2, frac_out: None, ..BlockFma::V100 };
+/// let by_product = BlockFma { alignment: Alignment::ProductExponent, ..by_sum };
+/// let a = [1.5f32, 1.0];
+/// let b = [1.5f32, 0.125];
+/// // 2.25 + 0.125: aligned at 2^0 (1 + 0) the quantum is 2^-2 and 0.125 is cut;
+/// // aligned at 2^1 (2.25's own binade) the quantum is 2^-1 and 2.25 loses its 0.25 too
+/// assert_eq!(by_sum.dot::<f32, f32>(&a, &b), 2.25);
+/// assert_eq!(by_product.dot::<f32, f32>(&a, &b), 2.0);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Alignment {
+    /// By the normalised product's own exponent, `floor(log2 |a b|)` (significand in
+    /// `[1, 2)`): the textbook fused adder.
+    ProductExponent,
+    /// By the sum `ea + eb` of the operands' exponents, each clamped below at its format's
+    /// smallest normal exponent (a subnormal operand keeps its denormalised significand),
+    /// the product's significand left in `[1, 4)`: what NVIDIA Tensor Cores do (Khattak
+    /// and Mikaitis, arXiv:2512.07004; Xie et al., MMA-Sim, arXiv:2511.10909). A plain
+    /// summand is its own operand times one; the running accumulator's exponent is
+    /// clamped at the accumulator format's smallest normal exponent.
+    OperandExponents,
+}
 
 /// Where the running accumulator enters a block.
 ///
@@ -61,7 +93,7 @@ pub enum AccumulatorJoin {
 /// // 2^24 and seven ones: f32 loses every one, one at a time
 /// let x = [16777216.0f32, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
 /// assert_eq!(x.iter().sum::<f32>(), 16777216.0);
-/// // one 8-product fused node keeps them (26 bits below 2^24), then truncates the
+/// // one 8-product fused node keeps them (24 bits below 2^24), then truncates the
 /// // result to f32's 23 fraction bits: 2^24 + 7 becomes 2^24 + 6
 /// assert_eq!(BlockFma::A100.sum(&x), 16777222.0);
 /// // V100 aligns to 23 bits below 2^24: the ones are cut before they are added
@@ -82,6 +114,11 @@ pub struct BlockFma {
     /// Restart the chain every this many products (a multiple of `nfma`) and add the
     /// chunk results in the accumulator type, round to nearest; `None`: one chain.
     pub chunk: Option<usize>,
+    /// Which exponent a product is aligned by.
+    pub alignment: Alignment,
+    /// The block's largest exponent is clamped below at this one (so terms far below
+    /// `2^min_exp` are cut even in a block of tiny values); `None`: no clamp.
+    pub min_exp: Option<i32>,
 }
 
 /// The widest alignment [`BlockFma`] models: aligned sums of up to 64 terms stay exact in
@@ -107,51 +144,52 @@ impl std::fmt::Display for InvalidModel {
 impl std::error::Error for InvalidModel {}
 
 impl BlockFma {
-    /// Volta V100, fp16 products into f32: blocks of 4 products plus the accumulator,
-    /// aligned to the largest exponent and truncated with no extra bits (23 fraction
-    /// bits, f32's significand), the sum normalized by truncation (Fasi et al. 2021,
-    /// §4; the 5-way trees of the FPRev paper, §7).
+    /// Volta V100, fp16 products into f32 (`mma.m8n8k4`): blocks of 4 products plus the
+    /// accumulator, aligned by the operands' exponent sums to the largest exponent
+    /// (clamped below at f32's `-126`) with 23 fraction bits kept, the sum truncated to
+    /// f32's 23 fraction bits (Fasi et al. 2021, §4; Khattak and Mikaitis,
+    /// arXiv:2512.07004; MMA-Sim, arXiv:2511.10909, "Volta": 23 bits).
     pub const V100: BlockFma = BlockFma {
         nfma: 4,
         frac: 23,
         frac_out: Some(23),
         accumulator: AccumulatorJoin::Aligned,
         chunk: None,
+        alignment: Alignment::OperandExponents,
+        min_exp: Some(-126),
     };
 
-    /// Ampere A100, fp16/bf16 products into f32: blocks of 8 products plus the
-    /// accumulator (Fasi et al. 2021 §5; the 9-way trees of the FPRev paper, §7), with
-    /// 3 extra alignment bits beyond f32's 24 (Khattak and Mikaitis 2025 report extra
-    /// alignment bits from Ampere on; 3 is this model's value), result truncated.
+    /// Ampere A100 (and Turing, Ada Lovelace), fp16/bf16 products into f32: blocks of 8
+    /// products plus the accumulator (`mma.m16n8k16` runs as two 8-product halves), 24
+    /// fraction bits kept in alignment, result truncated to 23 (MMA-Sim,
+    /// arXiv:2511.10909, "Turing"/"Ampere"/"Ada Lovelace": 24 bits, split k; Khattak and
+    /// Mikaitis, arXiv:2512.07004; the 9-way trees of the FPRev paper, §7).
     pub const A100: BlockFma = BlockFma {
         nfma: 8,
-        frac: 26,
-        frac_out: Some(23),
-        accumulator: AccumulatorJoin::Aligned,
-        chunk: None,
+        frac: 24,
+        ..BlockFma::V100
     };
 
-    /// Hopper H100, fp16/bf16 products into f32: blocks of 16 products plus the
-    /// accumulator (the 17-way trees of the FPRev paper, §7), alignment as
-    /// [`A100`](Self::A100) (Khattak and Mikaitis 2025).
+    /// Hopper H100, fp16/bf16 products into f32 (`wgmma` with k = 16): blocks of 16
+    /// products plus the accumulator, 25 fraction bits kept in alignment, result
+    /// truncated to 23 (MMA-Sim, arXiv:2511.10909, "Hopper": 25 bits; Khattak and
+    /// Mikaitis, arXiv:2512.07004; the 17-way trees of the FPRev paper, §7).
     pub const H100: BlockFma = BlockFma {
         nfma: 16,
-        frac: 26,
-        frac_out: Some(23),
-        accumulator: AccumulatorJoin::Aligned,
-        chunk: None,
+        frac: 25,
+        ..BlockFma::V100
     };
 
-    /// Hopper H100, FP8 products with "fast accumulation": blocks of 32 products (the
-    /// k = 32 of the FP8 `wgmma`/`mma` shapes) whose result keeps 13 fraction bits (the
-    /// e8m13 accumulator reported for H100 and Ada FP8 paths: Khattak and Mikaitis 2025;
-    /// DeepSeek-V3 report §3.3.2, "around 14 bits").
+    /// Hopper H100, FP8 products with "fast accumulation" (`wgmma` with k = 32): blocks
+    /// of 32 products plus the accumulator, 13 fraction bits kept in alignment and in the
+    /// result (the e8m13 accumulator: MMA-Sim, arXiv:2511.10909, FP8 `wgmma`: 13 bits,
+    /// output `f32_e8m13`; Khattak and Mikaitis, arXiv:2512.07004; DeepSeek-V3 report
+    /// §3.3.2, "around 14 bits").
     pub const H100_FP8: BlockFma = BlockFma {
         nfma: 32,
         frac: 13,
         frac_out: Some(13),
-        accumulator: AccumulatorJoin::Aligned,
-        chunk: None,
+        ..BlockFma::V100
     };
 
     /// [`H100_FP8`](Self::H100_FP8) with the chain restarted every 128 products and the
@@ -162,25 +200,23 @@ impl BlockFma {
         ..BlockFma::H100_FP8
     };
 
-    /// Ada (L40S, RTX 4000 series), FP8 products: the same 13-bit block results as the
-    /// H100 FP8 path (Khattak and Mikaitis 2025), blocks of 16 products.
+    /// Ada Lovelace (L40S, RTX 4000 series), FP8 products (`mma.m16n8k32` as two
+    /// 16-product halves): 13 fraction bits kept in alignment and in the result (MMA-Sim,
+    /// arXiv:2511.10909, "Ada Lovelace" FP8: 13 bits, split k, output `f32_e8m13`;
+    /// Khattak and Mikaitis, arXiv:2512.07004).
     pub const ADA_FP8: BlockFma = BlockFma {
         nfma: 16,
-        frac: 13,
-        frac_out: Some(13),
-        accumulator: AccumulatorJoin::Aligned,
-        chunk: None,
+        ..BlockFma::H100_FP8
     };
 
-    /// Blackwell B200, fp16/bf16 products into f32: blocks of 16 products plus the
-    /// accumulator, with wider alignment than Hopper (Khattak and Mikaitis 2025 model
-    /// B200 separately; 8 extra bits is this model's value).
+    /// Blackwell B200, fp16/bf16 products into f32 (`tcgen05.mma` with k = 16): blocks of
+    /// 16 products plus the accumulator, 25 fraction bits kept in alignment as on Hopper,
+    /// result truncated to 23 (MMA-Sim, arXiv:2511.10909, "Blackwell": 25 bits; Khattak
+    /// and Mikaitis, arXiv:2512.07004).
     pub const B200: BlockFma = BlockFma {
         nfma: 16,
-        frac: 31,
-        frac_out: Some(23),
-        accumulator: AccumulatorJoin::Aligned,
-        chunk: None,
+        frac: 25,
+        ..BlockFma::V100
     };
 
     /// Every preset with its name, for tables and command lines.
@@ -236,19 +272,36 @@ impl BlockFma {
         Ok(())
     }
 
-    /// One fused node over `terms`: aligned to the largest exponent, each truncated to
-    /// `frac` fraction bits below it, added exactly, the result truncated to `frac_out`
-    /// fraction bits and rounded to `T`. Infinities and NaNs give the IEEE sum.
+    /// One fused node over `terms` (plain summands of `T`, or exact products aligned by
+    /// their own exponent): aligned to the largest exponent, each truncated to `frac`
+    /// fraction bits below it, added exactly, the result truncated to `frac_out`
+    /// fraction bits and rounded to `T`. Infinities and NaNs give the IEEE sum; a zero
+    /// result is `+0`.
     ///
     /// ```
     /// use fprev::fused::BlockFma;
     /// // 1 + 2^-24 keeps its low term in a 23-bit alignment? no: 2^-24 is below it
     /// assert_eq!(BlockFma::V100.fused::<f32>(&[1.0, 2f64.powi(-24), 2f64.powi(-24)]), 1.0);
-    /// // with 26 bits both survive, and the sum 1 + 2^-23 is exact in f32
+    /// // with 24 bits both survive, and the sum 1 + 2^-23 is exact in f32
     /// assert_eq!(BlockFma::A100.fused::<f32>(&[1.0, 2f64.powi(-24), 2f64.powi(-24)]), 1.0 + 2f32.powi(-23));
     /// ```
     pub fn fused<T: ProbeFloat>(&self, terms: &[f64]) -> T {
-        T::from_f64_round(output(aligned_sum(self.frac, terms), self.frac_out))
+        let terms: Vec<(f64, i32)> = terms.iter().map(|&v| (v, self.exponent::<T>(v))).collect();
+        self.node(&terms)
+    }
+
+    /// One fused node over `(value, alignment exponent)` pairs (see [`Alignment`]).
+    pub(crate) fn node<T: ProbeFloat>(&self, terms: &[(f64, i32)]) -> T {
+        let sum = aligned_sum(self.frac, self.min_exp, terms);
+        T::from_f64_round(output(sum, self.frac_out, T::FORMAT.min_exp))
+    }
+
+    /// The alignment exponent of `v`, a plain summand or running value of `T`.
+    pub(crate) fn exponent<T: ProbeFloat>(&self, v: f64) -> i32 {
+        match self.alignment {
+            Alignment::ProductExponent => binade_or_min(v),
+            Alignment::OperandExponents => clamped_exponent(v, T::FORMAT),
+        }
     }
 
     /// The chain over already formed products (or plain summands) `x`, in order: blocks
@@ -264,13 +317,17 @@ impl BlockFma {
     /// assert_eq!(BlockFma::H100.sum(&x), 100.0);
     /// ```
     pub fn sum<T: ProbeFloat>(&self, x: &[T]) -> T {
-        let terms: Vec<f64> = x.iter().map(|v| v.to_f64()).collect();
+        let terms: Vec<(f64, i32)> = x
+            .iter()
+            .map(|v| (v.to_f64(), self.exponent::<T>(v.to_f64())))
+            .collect();
         self.sum_exact(&terms)
     }
 
     /// The dot product of `a` and `b` through the chain: products formed exactly (in
     /// `f64`, which holds the product of any two values of the 8- and 16-bit formats and
-    /// of `f32`), then [`sum`](Self::sum) in `T`.
+    /// of `f32`), each aligned as [`alignment`](Self::alignment) says, then summed as
+    /// [`sum`](Self::sum) sums in `T`.
     ///
     /// ```
     /// use fprev::float::F8E4M3;
@@ -282,34 +339,46 @@ impl BlockFma {
     /// assert_eq!(d, 504.0);
     /// ```
     pub fn dot<I: ProbeFloat, T: ProbeFloat>(&self, a: &[I], b: &[I]) -> T {
-        let products: Vec<f64> = a
+        let terms: Vec<(f64, i32)> = a
             .iter()
             .zip(b)
-            .map(|(x, y)| x.to_f64() * y.to_f64())
+            .map(|(x, y)| {
+                let (p, q) = (x.to_f64(), y.to_f64());
+                (p * q, self.product_exponent(p, q, I::FORMAT))
+            })
             .collect();
-        self.sum_exact::<T>(&products)
+        self.sum_exact::<T>(&terms)
     }
 
-    /// [`sum`](Self::sum) over exact `f64` terms, each given to the first node
-    /// unrounded (products of narrow formats that `T` may not hold as they are).
-    fn sum_exact<T: ProbeFloat>(&self, x: &[f64]) -> T {
+    /// The alignment exponent of the exact product `p * q` of two values of `fmt`.
+    pub(crate) fn product_exponent(&self, p: f64, q: f64, fmt: FloatFormat) -> i32 {
+        match self.alignment {
+            Alignment::ProductExponent => binade_or_min(p * q),
+            Alignment::OperandExponents => clamped_exponent(p, fmt) + clamped_exponent(q, fmt),
+        }
+    }
+
+    /// [`sum`](Self::sum) over exact `(value, alignment exponent)` terms, each given to
+    /// the first node unrounded (products of narrow formats that `T` may not hold as
+    /// they are).
+    fn sum_exact<T: ProbeFloat>(&self, x: &[(f64, i32)]) -> T {
         self.validate().unwrap_or_else(|e| panic!("{e}"));
         let chunk = self.chunk.unwrap_or(usize::MAX);
         let mut total: Option<T> = None;
-        let mut terms: Vec<f64> = Vec::with_capacity(self.nfma + 1);
+        let mut terms: Vec<(f64, i32)> = Vec::with_capacity(self.nfma + 1);
         for part in x.chunks(chunk.min(x.len().max(1))) {
             let mut acc: Option<T> = None;
             for block in part.chunks(self.nfma) {
                 terms.clear();
                 if let (AccumulatorJoin::Aligned, Some(a)) = (self.accumulator, acc) {
-                    terms.push(a.to_f64());
+                    terms.push((a.to_f64(), self.exponent::<T>(a.to_f64())));
                 }
                 terms.extend_from_slice(block);
                 // a lone term is no addition: it passes as it is (rounded to T)
                 let b: T = if terms.len() == 1 {
-                    T::from_f64_round(terms[0])
+                    T::from_f64_round(terms[0].0)
                 } else {
-                    self.fused(&terms)
+                    self.node(&terms)
                 };
                 acc = Some(match (self.accumulator, acc) {
                     (AccumulatorJoin::Late, Some(a)) => a.add(b),
@@ -394,7 +463,7 @@ impl BlockFma {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn sum_tree<T: ProbeFloat>(&self, tree: &SumTree, x: &[T]) -> T {
-        tree.replay_with(x, |terms| self.fused(terms), |_, a, b| a.add(b))
+        tree.replay_with(x, |_, terms| self.fused(terms), |_, a, b| a.add(b))
     }
 }
 
@@ -417,33 +486,49 @@ fn binade(x: f64) -> i32 {
     }
 }
 
-/// The exact sum of `terms` aligned to the largest exponent, each truncated toward zero
-/// to `frac` fraction bits below it (`f64`, exact for up to 64 terms of `frac <= 45`).
-pub(crate) fn aligned_sum(frac: u32, terms: &[f64]) -> f64 {
-    if terms.iter().any(|t| !t.is_finite()) {
-        return terms.iter().sum();
+/// [`binade`], or the lowest exponent for zero (a zero term never sets the alignment).
+fn binade_or_min(x: f64) -> i32 {
+    if x == 0.0 || !x.is_finite() {
+        i32::MIN / 4
+    } else {
+        binade(x)
     }
-    let Some(emax) = terms
-        .iter()
-        .filter(|t| **t != 0.0)
-        .map(|&t| binade(t))
-        .max()
-    else {
+}
+
+/// The exponent of a value of `fmt` as a fused adder's input stage sees it: its binade,
+/// clamped below at the format's smallest normal exponent (a subnormal keeps its
+/// denormalised significand rather than being renormalised).
+fn clamped_exponent(x: f64, fmt: FloatFormat) -> i32 {
+    binade_or_min(x).max(fmt.min_exp)
+}
+
+/// The exact sum of `terms`, `(value, alignment exponent)` pairs, aligned to the largest
+/// exponent of a non-zero term (clamped below at `min_exp`), each truncated toward zero
+/// to `frac` fraction bits below it. Exact in `f64` for up to 64 terms of `frac <= 45`
+/// whose values stay below 4 times `2^exponent`. A zero result is `+0`, as the hardware
+/// writes a sum that cancels or truncates to nothing.
+pub(crate) fn aligned_sum(frac: u32, min_exp: Option<i32>, terms: &[(f64, i32)]) -> f64 {
+    if terms.iter().any(|t| !t.0.is_finite()) {
+        return terms.iter().map(|t| t.0).sum();
+    }
+    let Some(emax) = terms.iter().filter(|t| t.0 != 0.0).map(|t| t.1).max() else {
         return 0.0;
     };
+    let emax = emax.max(min_exp.unwrap_or(i32::MIN));
     let shift = frac as i32 - emax;
     let mut acc: i128 = 0;
-    for &t in terms {
+    for &(t, _) in terms {
         acc += scale2(t, shift).trunc() as i128;
     }
     scale2(acc as f64, -shift)
 }
 
-/// `v` truncated toward zero to `frac_out` fraction bits below its leading bit, or `v`.
-pub(crate) fn output(v: f64, frac_out: Option<u32>) -> f64 {
+/// `v` truncated toward zero to `frac_out` fraction bits below its leading bit (that bit
+/// taken no lower than `2^min_exp`, where the output format's subnormals start), or `v`.
+pub(crate) fn output(v: f64, frac_out: Option<u32>, min_exp: i32) -> f64 {
     match frac_out {
         Some(k) if v != 0.0 && v.is_finite() => {
-            let shift = k as i32 - binade(v);
+            let shift = k as i32 - binade(v).max(min_exp);
             scale2(scale2(v, shift).trunc(), -shift)
         }
         _ => v,
@@ -457,27 +542,52 @@ mod tests {
     #[test]
     fn aligned_sums_truncate_below_the_largest_exponent() {
         // 2^3 + 2^-21: with 23 bits below 2^3 the quantum is 2^-20, the small term goes
-        assert_eq!(aligned_sum(23, &[8.0, 2f64.powi(-21)]), 8.0);
+        let at =
+            |v: &[f64]| -> Vec<(f64, i32)> { v.iter().map(|&x| (x, binade_or_min(x))).collect() };
+        // 2^3 + 2^-21: with 23 bits below 2^3 the quantum is 2^-20, the small term goes
+        assert_eq!(aligned_sum(23, None, &at(&[8.0, 2f64.powi(-21)])), 8.0);
         assert_eq!(
-            aligned_sum(24, &[8.0, 2f64.powi(-21)]),
+            aligned_sum(24, None, &at(&[8.0, 2f64.powi(-21)])),
             8.0 + 2f64.powi(-21)
         );
         // truncation is toward zero for negative terms too
-        assert_eq!(aligned_sum(2, &[4.0, -0.75]), 4.0);
-        assert_eq!(aligned_sum(2, &[4.0, -1.75]), 3.0);
-        assert_eq!(aligned_sum(10, &[0.0, 0.0]), 0.0);
-        assert!(aligned_sum(10, &[f64::NAN, 1.0]).is_nan());
+        assert_eq!(aligned_sum(2, None, &at(&[4.0, -0.75])), 4.0);
+        assert_eq!(aligned_sum(2, None, &at(&[4.0, -1.75])), 3.0);
+        assert_eq!(aligned_sum(10, None, &at(&[0.0, 0.0])), 0.0);
+        assert!(aligned_sum(10, None, &at(&[f64::NAN, 1.0])).is_nan());
+        // a cancelling sum is +0, whatever the signs
+        let zero = aligned_sum(10, None, &at(&[-1.0, 1.0, -0.0]));
+        assert!(zero == 0.0 && zero.is_sign_positive());
+        // the largest exponent clamped at 2^0: 2^-3 keeps 2 bits below 2^0, so it is cut
+        assert_eq!(
+            aligned_sum(2, Some(0), &at(&[2f64.powi(-3), 2f64.powi(-3)])),
+            0.0
+        );
+        assert_eq!(
+            aligned_sum(2, None, &at(&[2f64.powi(-3), 2f64.powi(-3)])),
+            0.25
+        );
+        // a product 1.5 x 1.5 aligned by its operands' exponents (0 + 0) keeps 2 bits
+        // below 2^0, so 2.25 survives whole; by its own exponent (1) it does not
+        assert_eq!(aligned_sum(2, None, &[(2.25, 0), (0.0, 0)]), 2.25);
+        assert_eq!(aligned_sum(2, None, &[(2.25, 1), (0.0, 0)]), 2.0);
     }
 
     #[test]
     fn outputs_keep_frac_out_bits() {
-        assert_eq!(output(1.0 + 2f64.powi(-14), Some(13)), 1.0);
+        assert_eq!(output(1.0 + 2f64.powi(-14), Some(13), -126), 1.0);
         assert_eq!(
-            output(-(1.0 + 2f64.powi(-13)), Some(13)),
+            output(-(1.0 + 2f64.powi(-13)), Some(13), -126),
             -(1.0 + 2f64.powi(-13))
         );
-        assert_eq!(output(16385.0, Some(13)), 16384.0);
-        assert_eq!(output(3.3, None), 3.3);
+        assert_eq!(output(16385.0, Some(13), -126), 16384.0);
+        assert_eq!(output(3.3, None, -126), 3.3);
+        // below 2^min_exp the quantum stays that of 2^min_exp (the format's subnormals)
+        assert_eq!(output(2f64.powi(-130) * 1.75, Some(2), -126), 0.0);
+        assert_eq!(
+            output(2f64.powi(-125) * 1.875, Some(2), -126),
+            2f64.powi(-125) * 1.75
+        );
     }
 
     #[test]

@@ -241,6 +241,31 @@ pub trait Target<T: ProbeFloat> {
         false
     }
 
+    /// For each value of `x`, the sum `ea + eb` of the exponents of the two operands it
+    /// is the product of (each clamped below at its format's smallest normal exponent),
+    /// when `x` is the random input this target drew last and has not been called on
+    /// yet; `None` (the default) otherwise. A product's value alone does not say this
+    /// (`1.5 x 1.5` and `1.125 x 2` both give 2.25), and Tensor Cores align products by
+    /// it ([`crate::fused::Alignment::OperandExponents`]): the verification of a fused
+    /// tree fits that rule with these exponents.
+    ///
+    /// ```
+    /// use fprev::float::F8E4M3;
+    /// use fprev::target::{Products, Target};
+    /// let mut t = Products::new(|a: &[F8E4M3], b: &[F8E4M3]| -> f32 { fprev::fused::BlockFma::ADA_FP8.dot(a, b) });
+    /// let mut x = [0.0f32; 4];
+    /// assert!(t.random_input(7, &mut x));
+    /// let e = t.operand_exponents(&x).expect("drawn operands");
+    /// // a product of two normal values lies in [2^(ea+eb), 2^(ea+eb+2))
+    /// for (v, e) in x.iter().zip(e) {
+    ///     assert!(v.abs() >= 2f32.powi(e) && v.abs() < 2f32.powi(e + 2));
+    /// }
+    /// ```
+    fn operand_exponents(&self, x: &[T]) -> Option<Vec<i32>> {
+        let _ = x;
+        None
+    }
+
     /// Answer inputs that hold several probes each, one answer per input into `out`
     /// (length [`ProbeSets::calls`]), or `None` (the default) when the target answers
     /// one probe per input only.
@@ -512,6 +537,9 @@ impl<T: ProbeFloat, X: Target<T> + ?Sized> Target<T> for &mut X {
     fn random_input(&mut self, seed: u64, x: &mut [T]) -> bool {
         (**self).random_input(seed, x)
     }
+    fn operand_exponents(&self, x: &[T]) -> Option<Vec<i32>> {
+        (**self).operand_exponents(x)
+    }
     fn probe_batch(&mut self, batch: &ProbeBatch<'_, T>, out: &mut [T]) -> Result<(), TargetError> {
         (**self).probe_batch(batch, out)
     }
@@ -568,6 +596,22 @@ impl<E> DrawnOperands<E> {
         }
         self.drawn = Some((x.iter().map(|v| v.to_bits_u64()).collect(), a, b));
         true
+    }
+
+    /// The operands of `x` if it is the input drawn last (bit for bit), kept.
+    ///
+    /// ```
+    /// use fprev::target::DrawnOperands;
+    /// let mut d = DrawnOperands::default();
+    /// let mut x = [0.0f32; 1];
+    /// assert!(d.fill(&mut x, vec![2.0f64], vec![3.0], |v| *v));
+    /// assert_eq!(d.peek(&x), Some((&[2.0][..], &[3.0][..])));
+    /// assert!(d.take(&x).is_some()); // still there after a peek
+    /// ```
+    pub fn peek<T: ProbeFloat>(&self, x: &[T]) -> Option<(&[E], &[E])> {
+        let (bits, a, b) = self.drawn.as_ref()?;
+        let same = bits.len() == x.len() && bits.iter().zip(x).all(|(&w, v)| w == v.to_bits_u64());
+        same.then_some((a.as_slice(), b.as_slice()))
     }
 
     /// The operands of `x` if it is the input drawn last (bit for bit), given back once.
@@ -707,6 +751,14 @@ impl<I: ProbeFloat> OperandSplit<I> {
         self.drawn.fill(x, a, b, |v| v.to_f64())
     }
 
+    /// [`Target::operand_exponents`] of `x`: the drawn operands' exponent sums.
+    pub fn operand_exponents<T: ProbeFloat>(&self, x: &[T]) -> Option<Vec<i32>> {
+        let (a, b) = self.drawn.peek(x)?;
+        let a: Vec<f64> = a.iter().map(|v| v.to_f64()).collect();
+        let b: Vec<f64> = b.iter().map(|v| v.to_f64()).collect();
+        Some(exponent_sums(&a, &b, I::FORMAT))
+    }
+
     /// `x` as operands `a` and `b` (cleared first): the drawn ones if `x` is the input
     /// drawn last, else every value split; an error names a value that is no product of
     /// two `I` values.
@@ -723,6 +775,28 @@ impl<I: ProbeFloat> OperandSplit<I> {
         }
         split_values(x, a, b)
     }
+}
+
+/// `ea + eb` for each pair of operands `a[i]`, `b[i]` of format `fmt`, what
+/// [`Target::operand_exponents`] returns: each exponent clamped below at the format's
+/// smallest normal exponent (a zero operand counts as that exponent).
+///
+/// ```
+/// use fprev::float::{ProbeFloat, F8E4M3};
+/// let e = fprev::target::exponent_sums(&[1.5, 0.25, 2f64.powi(-9)], &[1.5, 8.0, 1.0], F8E4M3::FORMAT);
+/// assert_eq!(e, [0, 1, -6]); // 2^-9 is subnormal in E4M3: its exponent is taken as -6
+/// ```
+pub fn exponent_sums(a: &[f64], b: &[f64], fmt: crate::float::FloatFormat) -> Vec<i32> {
+    let e = |v: f64| {
+        if v == 0.0 || !v.is_finite() {
+            fmt.min_exp
+        } else {
+            // exact: the exponent field of an f64 (every operand format fits in one)
+            let field = ((v.to_bits() >> 52) & 0x7FF) as i32;
+            (field - 1023).max(fmt.min_exp)
+        }
+    };
+    a.iter().zip(b).map(|(&p, &q)| e(p) + e(q)).collect()
 }
 
 /// Every value of `x` split by [`split_product`] into `a` and `b` (cleared first); an
@@ -750,6 +824,10 @@ pub(crate) fn split_values<T: ProbeFloat, I: ProbeFloat>(
 impl<I: ProbeFloat, T: ProbeFloat, F: FnMut(&[I], &[I]) -> T> Target<T> for Products<I, F> {
     fn random_input(&mut self, seed: u64, x: &mut [T]) -> bool {
         self.split.random_input(seed, x)
+    }
+
+    fn operand_exponents(&self, x: &[T]) -> Option<Vec<i32>> {
+        self.split.operand_exponents(x)
     }
 
     fn call(&mut self, x: &[T]) -> Result<T, TargetError> {

@@ -406,19 +406,19 @@ impl SumTree {
         }
         self.replay_with(
             x,
-            |terms| exact_sum_rounded_f64(terms.iter().copied()),
+            |_, terms| exact_sum_rounded_f64(terms.iter().copied()),
             |_, a, b| a.add(b),
         )
     }
 
     /// `x` summed in this tree's order with `fused` computing the nodes of three or more
-    /// children (from their values, exactly as `f64`) and `pair` the binary ones (given
+    /// children (given their ids, then their values exactly as `f64`) and `pair` the binary ones (given
     /// the two child ids, then their values): the plain replay, and hardware models
     /// (`crate::fused`) whose multi-way nodes truncate.
     pub(crate) fn replay_with<T: ProbeFloat>(
         &self,
         x: &[T],
-        fused: impl Fn(&[f64]) -> T,
+        fused: impl Fn(&[u32], &[f64]) -> T,
         pair: impl Fn([u32; 2], T, T) -> T,
     ) -> T {
         let n = self.leaf_count();
@@ -436,7 +436,7 @@ impl SumTree {
             } else {
                 terms.clear();
                 terms.extend(kids.iter().map(|&c| vals[c as usize].to_f64()));
-                fused(&terms)
+                fused(kids, &terms)
             };
             vals.push(v);
         }

@@ -407,6 +407,10 @@ impl<T: ProbeFloat, R: Reduction<T>> Target<T> for Batched<T, R> {
         self.split.random_input(seed, x)
     }
 
+    fn operand_exponents(&self, x: &[T]) -> Option<Vec<i32>> {
+        self.split.operand_exponents(x)
+    }
+
     fn probe_batch(&mut self, batch: &ProbeBatch<'_, T>, out: &mut [T]) -> Result<(), TargetError> {
         if self.spread {
             // one probe per call: every lane would need its own second operand

@@ -561,9 +561,14 @@ impl ElementReveal {
                         continue;
                     }
                 }
-                let want = *primary[src as usize]
-                    .get_or_insert_with(|| model.primary(&rec.source_input(source)).to_bits_u64());
-                if got.to_bits_u64() != want && !model.predicts(&rec.source_input(source), got) {
+                let exps = source_exponents(source, R::Input::FORMAT);
+                let exps = exps.as_deref();
+                let want = *primary[src as usize].get_or_insert_with(|| {
+                    model.primary(&rec.source_input(source), exps).to_bits_u64()
+                });
+                if got.to_bits_u64() != want
+                    && !model.predicts(&rec.source_input(source), exps, got)
+                {
                     bad[e] = true;
                 }
             }
@@ -594,8 +599,9 @@ impl ElementReveal {
                         b: cols[j].iter().map(|v| v.to_f64()).collect(),
                     };
                     let x = exact_products(&src)?;
+                    let exps = source_exponents(&src, R::Input::FORMAT);
                     let e = i * shape.outputs + o;
-                    if !model.predicts(&x, rec.out[e]) {
+                    if !model.predicts(&x, exps.as_deref(), rec.out[e]) {
                         bad[e] = true;
                     }
                 }
@@ -660,7 +666,7 @@ impl ElementReveal {
         };
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed ^ 0xB40A_DCA5);
         for c in 0..self.checks.max(1) {
-            let (got, x) = if rec.spread {
+            let (got, x, exps) = if rec.spread {
                 let seed = self.seed ^ 0xB40A_DCA5 ^ ((c as u64) << 40);
                 let (a, b) = random_operands::<R::Input>(seed, shape.k, T::FORMAT);
                 let src = Source::Drawn {
@@ -668,18 +674,19 @@ impl ElementReveal {
                     b: b.iter().map(|v| v.to_f64()).collect(),
                 };
                 let x = exact_products(&src)?;
-                (rec.broadcast_split(src).map_err(target_error)?, x)
+                let exps = source_exponents(&src, R::Input::FORMAT);
+                (rec.broadcast_split(src).map_err(target_error)?, x, exps)
             } else {
                 let x: Vec<T> = random_input::<T, R::Input>(shape.k, &mut rng);
-                (rec.call(&x).map_err(target_error)?, x)
+                (rec.call(&x).map_err(target_error)?, x, None)
             };
-            if !model.predicts(&x, got) {
+            if !model.predicts(&x, exps.as_deref(), got) {
                 let n = tree.leaf_count();
                 let fused = (n..n + tree.inner_count()).any(|v| tree.children(v).len() > 2);
                 if !verify && fused {
                     return self.exhaustive(rec, pending, true);
                 }
-                let want = model.primary(&x);
+                let want = model.primary(&x, exps.as_deref());
                 return Err(RevealError::NotPlainSummation {
                     tree: clip(tree.to_string()),
                     input_seed: self.seed,
@@ -810,6 +817,15 @@ enum Source<T> {
     },
 }
 
+/// The operand exponent sums of a [`Source::Drawn`]'s products (operands of `fmt`),
+/// which a fused model aligns them by; `None` for any other source.
+fn source_exponents<T>(src: &Source<T>, fmt: FloatFormat) -> Option<Vec<i32>> {
+    match src {
+        Source::Drawn { a, b } => Some(crate::target::exponent_sums(a, b, fmt)),
+        _ => None,
+    }
+}
+
 /// The products of a [`Source::Drawn`] (the values of any other source), or an error
 /// if one is not exact in `T`.
 fn exact_products<T: ProbeFloat>(src: &Source<T>) -> Result<Vec<T>, RevealError> {
@@ -848,21 +864,22 @@ struct Model<'t> {
 }
 
 impl Model<'_> {
-    /// The prediction: the plain replay, or under the narrowest fitted model.
-    fn primary<T: ProbeFloat>(&self, x: &[T]) -> T {
+    /// The prediction: the plain replay, or under the narrowest fitted model (`exps`:
+    /// the products' operand exponent sums, when the input was drawn as operands).
+    fn primary<T: ProbeFloat>(&self, x: &[T], exps: Option<&[i32]>) -> T {
         match self.fused {
             None => self.tree.replay(x),
-            Some(f) => fit::replay(f, self.tree, x),
+            Some(f) => fit::replay(f, self.tree, x, exps),
         }
     }
 
     /// Whether `got` is what the tree gives for `x` (under some fitted width).
-    fn predicts<T: ProbeFloat>(&self, x: &[T], got: T) -> bool {
+    fn predicts<T: ProbeFloat>(&self, x: &[T], exps: Option<&[i32]>, got: T) -> bool {
         let same = |v: T| v.to_bits_u64() == got.to_bits_u64();
         match self.fused {
             None => same(self.tree.replay(x)),
             Some(f) => (f.frac..=f.frac_max.max(f.frac))
-                .any(|frac| same(fit::replay(FittedFused { frac, ..f }, self.tree, x))),
+                .any(|frac| same(fit::replay(FittedFused { frac, ..f }, self.tree, x, exps))),
         }
     }
 }
@@ -1278,6 +1295,13 @@ impl<T: ProbeFloat, R: Reduction<T>> Target<T> for Recorder<'_, T, R> {
         }
         let (a, b) = random_operands::<R::Input>(seed, x.len(), T::FORMAT);
         self.drawn.fill(x, a, b, |v| v.to_f64())
+    }
+
+    fn operand_exponents(&self, x: &[T]) -> Option<Vec<i32>> {
+        let (a, b) = self.drawn.peek(x)?;
+        let a: Vec<f64> = a.iter().map(|v| v.to_f64()).collect();
+        let b: Vec<f64> = b.iter().map(|v| v.to_f64()).collect();
+        Some(crate::target::exponent_sums(&a, &b, R::Input::FORMAT))
     }
 
     fn probe_batch(&mut self, batch: &ProbeBatch<'_, T>, out: &mut [T]) -> Result<(), TargetError> {

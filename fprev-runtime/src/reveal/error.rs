@@ -63,6 +63,9 @@ pub enum RevealError {
         dtype: &'static str,
         /// The largest size this type supports.
         max: usize,
+        /// Whether the masks were already spread over both operands of a product (a
+        /// product target): the product's range, not one operand's, ran out.
+        spread: bool,
     },
     /// A probe returned NaN or an infinity.
     NonFinite {
@@ -197,9 +200,23 @@ impl std::fmt::Display for RevealError {
                 f,
                 "every probe answered 0 (all units lost) but a random check input summed to {random}, for n = {n}: the order depends on the data (sorting by value or magnitude before summing?), a data-dependent order suspected, which no single tree describes"
             ),
-            RevealError::TooLarge { n, dtype, max } => write!(
+            RevealError::TooLarge {
+                n,
+                dtype,
+                max,
+                spread: false,
+            } => write!(
                 f,
                 "{n} summands are too many for {dtype}: no mask M can swamp {n} units (at most {max} here; a product spreads the mask over both operands: --op dot on the command line, fprev::target::Products or fprev::ops::Batched in Rust)"
+            ),
+            RevealError::TooLarge {
+                n,
+                dtype,
+                max,
+                spread: true,
+            } => write!(
+                f,
+                "{n} products are too many for {dtype} operands: the masks were already spread over both operands, and even the product's range (the square of one operand's) holds no mask M that swamps {n} units in the accumulator's precision (at most {max} here); reveal a prefix of at most {max} products, or a wider operand type"
             ),
             RevealError::NonFinite { probe, value } => write!(
                 f,
@@ -244,7 +261,7 @@ impl std::fmt::Display for RevealError {
                 target,
             } => write!(
                 f,
-                "the revealed tree {tree} has truncating fused nodes, but no block-FMA model of them (any alignment width, result width or binary rounding) reproduces the target's {target} on random input {input_seed}: the target is not a fixed-order fused summation (it sorts or otherwise reorders by value, truncates results, or ignores its input)"
+                "the probes found the tree {tree}, whose multi-way nodes truncate like a fused adder's, but no modelled arithmetic reproduces it: no block-FMA model of those nodes (products aligned by their own exponent or by their operands' exponent sum, any alignment width, result width, or rounding of the binary nodes) gives the target's {target} on random input {input_seed}; the order is what the probes measured, the nodes' arithmetic is one fprev does not model (or the order depends on the values)"
             ),
             RevealError::Indistinguishable { detail } => write!(
                 f,

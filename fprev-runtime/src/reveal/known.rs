@@ -84,10 +84,12 @@ pub(crate) fn recognize<T: ProbeFloat, X: Target<T>>(
     for input_seed in [base, base + 2] {
         let mut x = vec![T::ZERO; n];
         prober.random_input(input_seed, &mut x);
+        let exps = prober.operand_exponents(&x);
         let answer = prober.call(&x)?;
         guesses.answered.push(Answered {
             seed: input_seed,
             input: x,
+            exps,
             answer,
         });
     }

@@ -155,6 +155,27 @@ pub struct RevealReport {
     pub verification: Verification,
 }
 
+impl RevealReport {
+    /// The arithmetic measured at the tree's fused nodes: the block-FMA model that
+    /// verification fitted (alignment rule, fraction bits kept in alignment with the
+    /// range still consistent, result width, binary nodes); `None` for a tree of plain
+    /// additions. See [`FittedFused`]'s `Display` for it in words.
+    ///
+    /// ```
+    /// let plain = fprev::target::FnTarget(|x: &[f32]| x.iter().sum::<f32>());
+    /// let r = fprev::Reveal::new(8).run_target(plain)?;
+    /// assert!(r.arithmetic().is_none());
+    /// let model = fprev::fused::BlockFma::V100;
+    /// let fused = fprev::target::FnTarget(|x: &[f32]| model.sum(x));
+    /// let r = fprev::Reveal::new(8).run_target(fused)?;
+    /// assert_eq!(r.arithmetic().map(|a| a.frac_out), Some(Some(23)));
+    /// # Ok::<(), fprev::RevealError>(())
+    /// ```
+    pub fn arithmetic(&self) -> Option<FittedFused> {
+        self.verification.fused
+    }
+}
+
 impl Reveal {
     /// A revelation of a sum of `n` values.
     pub fn new(n: usize) -> Reveal {
@@ -423,9 +444,15 @@ impl Reveal {
                 filtered: recognized.is_some(),
             };
             verification = match verify::check(prober, built, &replay, self.seed, &answered) {
-                // a flat node no model follows: say what the answers suggest instead
-                Err(RevealError::FusedUnverified { .. }) if flat && !stop_at_truncation => {
-                    return Err(flat_root(prober, &answered, self.seed))
+                // a flat node no model follows: a target that ignores its input is the
+                // plainer explanation; otherwise say what was found (one truncating
+                // node, as a single Tensor Core block gives) and that no modelled
+                // arithmetic reproduces it
+                Err(e @ RevealError::FusedUnverified { .. }) if flat && !stop_at_truncation => {
+                    return Err(match flat_root(prober, &answered, self.seed) {
+                        c @ RevealError::ConstantAnswers { .. } => c,
+                        _ => e,
+                    });
                 }
                 other => other?,
             };

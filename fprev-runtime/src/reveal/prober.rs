@@ -140,6 +140,11 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
         }
     }
 
+    /// The target's [`Target::operand_exponents`] of `x` (ask before calling on `x`).
+    pub fn operand_exponents(&self, x: &[T]) -> Option<Vec<i32>> {
+        self.target.operand_exponents(x)
+    }
+
     /// Probe with `scale` from now on (everything asked so far is forgotten but the
     /// counters): masks widened after a truncating node was seen.
     pub fn rescale(&mut self, scale: ProbeScale) {
@@ -583,6 +588,8 @@ pub(crate) fn scale_for<T: ProbeFloat, X: Target<T>>(
             input.name
         },
         max: max_n_formats(input, T::FORMAT),
+        // a product target draws its replay inputs from one operand's format
+        spread: target.replay_format().is_some(),
     })
 }
 

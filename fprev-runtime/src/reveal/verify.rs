@@ -35,6 +35,9 @@ pub(crate) fn replays_for(n: usize) -> usize {
 pub(crate) struct Answered<T> {
     pub seed: u64,
     pub input: Vec<T>,
+    /// The operand exponent sums of a product target's input
+    /// ([`Target::operand_exponents`]), for replays under a fitted fused model.
+    pub exps: Option<Vec<i32>>,
     pub answer: T,
 }
 
@@ -173,7 +176,7 @@ pub(crate) fn earlier_answers<T: ProbeFloat>(
 ) -> Result<(), RevealError> {
     for a in earlier {
         let got = match fused {
-            Some(f) => fit::replay(f, tree, &a.input),
+            Some(f) => fit::replay(f, tree, &a.input, a.exps.as_deref()),
             None => replay.sum(&a.input),
         };
         let same = got.to_bits_u64() == a.answer.to_bits_u64()

@@ -1,0 +1,143 @@
+"""fprev --exec --op dot responder: a Tensor Core dot product as the published models
+describe it, written from the papers, not from fprev's code (so the two cannot share a
+bug): Khattak and Mikaitis, "Accurate Models of NVIDIA Tensor Cores" (arXiv:2512.07004),
+and Xie et al., "MMA-Sim" (arXiv:2511.10909). Plain Python integers, no numpy.
+
+Usage: tensor_core_dot.py --fmt e4m3|e5m2|f16|bf16 --nfma N --frac F --out f32|e8m13|f16
+                          [--align operands|product] [--chunk K]
+
+Each input line holds 2n numbers, a then b; the answer is one float. One block of the
+chain: the running value c and the next N products a_i b_i. Each operand's exponent is
+clamped below at its format's smallest normal exponent (a subnormal keeps a denormalised
+significand); a product is aligned by the sum of its operands' exponents (significand in
+[1, 4)), or with --align product by its own normalised exponent; c by its exponent
+clamped at f32's -126. The largest of these exponents, never below -126, sets the
+quantum 2^(emax - F); every term is cut toward zero to a multiple of it and the cut terms
+are added exactly. The sum is then cut toward zero to 23 (f32) or 13 (e8m13) fraction
+bits below its own leading bit (that bit taken no lower than 2^-126), or rounded to
+nearest even to f16's 10 (no lower than 2^-14). A zero sum is +0. With --chunk K the
+chain restarts every K products and the chunk results are added in f32, round to
+nearest even (cuBLAS's FP8 promotion).
+"""
+import argparse
+import sys
+
+# smallest normal exponent of each operand format
+EMIN = {"e4m3": -6, "e5m2": -14, "f16": -14, "bf16": -126}
+F32_EMIN = -126
+
+
+def exact(v):
+    """v as (m, e), v == m * 2^e with m an integer: floats are dyadic rationals."""
+    num, den = v.as_integer_ratio()
+    return num, -(den.bit_length() - 1)
+
+
+def lead(m, e):
+    """floor(log2 |m 2^e|) of a non-zero value."""
+    return abs(m).bit_length() - 1 + e
+
+
+def cut(m, e, q):
+    """m 2^e cut toward zero to a multiple of 2^q, as the integer count of 2^q."""
+    if e >= q:
+        return m << (e - q)
+    mag = abs(m) >> (q - e)
+    return mag if m >= 0 else -mag
+
+
+def nearest_even(m, e, q):
+    """m 2^e rounded to nearest (ties to even) to a multiple of 2^q, as the count."""
+    if e >= q:
+        return m << (e - q)
+    sh = q - e
+    mag = abs(m)
+    down = mag >> sh
+    rest = mag - (down << sh)
+    half = 1 << (sh - 1)
+    if rest > half or (rest == half and down & 1):
+        down += 1
+    return down if m >= 0 else -down
+
+
+def to_float(m, e):
+    return float(m) * 2.0 ** e if m else 0.0
+
+
+def operand_exponent(m, e, fmt):
+    if m == 0:
+        return EMIN[fmt]
+    return max(lead(m, e), EMIN[fmt])
+
+
+def block(c, products, args):
+    """One fused node: c (m, e) and the products ((m, e), alignment exponent)."""
+    terms = []
+    if c[0] != 0:
+        terms.append((c, max(lead(*c), F32_EMIN)))
+    terms += [p for p in products if p[0][0] != 0]
+    if not terms:
+        return (0, 0)
+    emax = max(max(x for _, x in terms), F32_EMIN)
+    q = emax - args.frac
+    total = sum(cut(m, e, q) for (m, e), _ in terms)
+    if total == 0:
+        return (0, 0)  # +0, whatever cancelled
+    top = max(lead(total, q), F32_EMIN if args.out != "f16" else -14)
+    if args.out == "f16":
+        k = nearest_even(total, q, top - 10)
+        return (k, top - 10)
+    bits = 13 if args.out == "e8m13" else 23
+    return (cut(total, q, top - bits), top - bits)
+
+
+def add_f32(x, y):
+    """x + y (both (m, e)) rounded to nearest even in f32."""
+    e = min(x[1], y[1])
+    m = (x[0] << (x[1] - e)) + (y[0] << (y[1] - e))
+    if m == 0:
+        return (0, 0)
+    q = max(lead(m, e), F32_EMIN) - 23
+    return (nearest_even(m, e, q), q)
+
+
+def dot(a, b, args):
+    n = len(a)
+    products = []
+    for x, y in zip(a, b):
+        mx, ex = exact(x)
+        my, ey = exact(y)
+        m, e = mx * my, ex + ey
+        if args.align == "operands":
+            at = operand_exponent(mx, ex, args.fmt) + operand_exponent(my, ey, args.fmt)
+        else:
+            at = lead(m, e) if m else 0
+        products.append(((m, e), at))
+    chunk = args.chunk or max(n, 1)
+    total = None
+    for start in range(0, n, chunk):
+        c = (0, 0)
+        part = products[start : start + chunk]
+        for k in range(0, len(part), args.nfma):
+            c = block(c, part[k : k + args.nfma], args)
+        total = c if total is None else add_f32(total, c)
+    return total if total is not None else (0, 0)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--fmt", choices=sorted(EMIN), required=True)
+    p.add_argument("--nfma", type=int, required=True)
+    p.add_argument("--frac", type=int, required=True)
+    p.add_argument("--out", choices=["f32", "e8m13", "f16"], required=True)
+    p.add_argument("--align", choices=["operands", "product"], default="operands")
+    p.add_argument("--chunk", type=int, default=0)
+    args = p.parse_args()
+    for line in sys.stdin:
+        v = [float(t) for t in line.split()]
+        n = len(v) // 2
+        print(repr(to_float(*dot(v[:n], v[n:], args))), flush=True)
+
+
+if __name__ == "__main__":
+    main()

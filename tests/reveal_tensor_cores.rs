@@ -1,0 +1,172 @@
+//! Tensor Cores as the published models describe them (Khattak and Mikaitis,
+//! arXiv:2512.07004; Xie et al., MMA-Sim, arXiv:2511.10909): products aligned by the sum
+//! of their operands' exponents, the block exponent clamped, f32 results truncated. Every
+//! preset, at one instruction's k and a few chained, through the product target a dot
+//! product is probed with: the exact tree, and a fitted arithmetic that contains the
+//! preset's own constants. Seeds print on failure.
+
+mod common;
+
+use common::{cases, rng};
+use fprev::float::{ProbeFloat, F8E4M3, F8E5M2};
+use fprev::fused::{AccumulatorJoin, Alignment, BlockFma};
+use fprev::half::{bf16, f16};
+use fprev::target::Products;
+use fprev::{Reveal, RevealError, RevealReport};
+use rand::Rng;
+
+fn reveal_dot<I: ProbeFloat>(
+    model: BlockFma,
+    n: usize,
+    seed: u64,
+) -> Result<RevealReport, RevealError> {
+    let dot = move |a: &[I], b: &[I]| -> f32 { model.dot(a, b) };
+    Reveal::new(n).seed(seed).run_target(Products::new(dot))
+}
+
+/// The preset's tree, and its alignment width among those the fit found consistent.
+fn check_published(name: &str, model: BlockFma, n: usize, seed: u64, r: RevealReport) {
+    assert_eq!(r.tree, model.tree(n), "seed {seed}: {name} n = {n}: tree");
+    let fit = r
+        .verification
+        .fused
+        .unwrap_or_else(|| panic!("seed {seed}: {name} n = {n}: no fitted arithmetic"));
+    assert!(
+        (fit.frac..=fit.frac_max).contains(&model.frac),
+        "seed {seed}: {name} n = {n}: {} fraction bits outside the fitted {fit:?}",
+        model.frac
+    );
+    assert_eq!(
+        fit.alignment,
+        Alignment::OperandExponents,
+        "seed {seed}: {name} n = {n}: {fit:?}"
+    );
+    assert!(
+        fit.alignment_decided,
+        "seed {seed}: {name} n = {n}: the inputs did not tell the alignment rules apart: {fit:?}"
+    );
+    assert_eq!(
+        fit.frac_out, model.frac_out,
+        "seed {seed}: {name} n = {n}: result width {fit:?}"
+    );
+    println!(
+        "{name} n = {n}: {} probes, {} replays, fitted {fit:?}",
+        r.probes, r.replays
+    );
+}
+
+#[test]
+fn every_preset_reveals_one_and_several_instructions_with_its_arithmetic() {
+    for (k, (name, model)) in BlockFma::PRESETS.iter().enumerate() {
+        let fp8 = model.frac_out == Some(13);
+        // one instruction's k (a single fused node), then 2 and 4 chained
+        for blocks in [1, 2, 4] {
+            let n = model.nfma * blocks;
+            let seed = 0x7C0_0000 + (k * 8 + blocks) as u64;
+            let r = if fp8 {
+                reveal_dot::<F8E4M3>(*model, n, seed)
+            } else {
+                reveal_dot::<f16>(*model, n, seed)
+            };
+            let r = r.unwrap_or_else(|e| panic!("seed {seed}: {name} n = {n}: {e}"));
+            check_published(name, *model, n, seed, r);
+        }
+    }
+}
+
+#[test]
+fn fp8_gemm_dots_reveal_with_fast_and_chunked_accumulation() {
+    for (model, n) in [
+        (BlockFma::ADA_FP8, 64),
+        (BlockFma::H100_FP8, 256),
+        (BlockFma::H100_FP8_SLOW, 512),
+    ] {
+        let seed = 0x7C1_0000 + n as u64;
+        let r = reveal_dot::<F8E5M2>(model, n, seed)
+            .unwrap_or_else(|e| panic!("seed {seed}: {model:?} n = {n}: {e}"));
+        check_published("fp8 gemm", model, n, seed, r);
+    }
+}
+
+#[test]
+fn a_product_aligned_model_is_not_fitted_as_an_operand_aligned_one() {
+    // the textbook rule on the same preset: still revealed, and named for what it is
+    let model = BlockFma {
+        alignment: Alignment::ProductExponent,
+        min_exp: None,
+        ..BlockFma::A100
+    };
+    let r = reveal_dot::<bf16>(model, 32, 0x7C2).unwrap();
+    assert_eq!(r.tree, model.tree(32));
+    let fit = r.verification.fused.expect("fitted");
+    assert_eq!(fit.alignment, Alignment::ProductExponent, "{fit:?}");
+    assert!((fit.frac..=fit.frac_max).contains(&model.frac), "{fit:?}");
+}
+
+/// Random published-family models over random formats and lengths: the model's tree or
+/// a typed refusal, never a different tree; most must reveal.
+#[test]
+fn random_operand_aligned_models_reveal_their_tree_or_refuse() {
+    let total = cases(12);
+    let mut revealed = 0;
+    for case in 0..total {
+        let seed = 0x7C3_0000 + u64::from(case);
+        let mut r = rng(seed);
+        let nfma = [4usize, 8, 16, 32][r.random_range(0..4)];
+        let fp8 = r.random_bool(0.5);
+        let model = BlockFma {
+            nfma,
+            frac: if fp8 {
+                r.random_range(12..=16)
+            } else {
+                r.random_range(23..=27)
+            },
+            frac_out: if r.random_bool(0.7) {
+                Some(if fp8 { 13 } else { 23 })
+            } else {
+                None
+            },
+            accumulator: if r.random_bool(0.8) {
+                AccumulatorJoin::Aligned
+            } else {
+                AccumulatorJoin::Late
+            },
+            chunk: r.random_bool(0.2).then_some(nfma * 4),
+            alignment: Alignment::OperandExponents,
+            min_exp: Some(-126),
+        };
+        let n = nfma * r.random_range(1..=6usize) + r.random_range(0..3usize);
+        let got = if fp8 {
+            reveal_dot::<F8E4M3>(model, n, seed)
+        } else {
+            reveal_dot::<bf16>(model, n, seed)
+        };
+        match got {
+            Ok(rep) => {
+                assert_eq!(
+                    rep.tree,
+                    model.tree(n),
+                    "seed {seed}: {model:?} n = {n}: a different tree"
+                );
+                revealed += 1;
+            }
+            Err(e) => {
+                assert!(
+                    matches!(
+                        e,
+                        RevealError::Indistinguishable { .. }
+                            | RevealError::FusedUnverified { .. }
+                            | RevealError::PrecisionTooLow { .. }
+                            | RevealError::OrderIndependent { .. }
+                    ),
+                    "seed {seed}: {model:?} n = {n}: unexpected error {e}"
+                );
+                eprintln!("seed {seed}: {model:?} n = {n}: refused: {e}");
+            }
+        }
+    }
+    assert!(
+        revealed * 10 >= total as usize * 7,
+        "only {revealed} of {total} revealed"
+    );
+}
