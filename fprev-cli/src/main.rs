@@ -27,6 +27,7 @@ fn errout(text: &str) {
 mod budget;
 mod builtins;
 mod campaign;
+mod collectives;
 mod demo;
 mod escape;
 mod exec;
@@ -79,6 +80,10 @@ enum Cmd {
     /// Campaign reports (FPREV_REPORT files): merge shards into one summary.
     #[command(subcommand)]
     Campaign(campaign::CampaignCmd),
+    /// One rank of `fprev reveal mpi-allreduce` / `mpi-reduce`, started by mpirun.
+    #[cfg(feature = "mpi")]
+    #[command(hide = true)]
+    MpiRank(collectives::rank::RankArgs),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -103,19 +108,60 @@ enum Format {
     Svg,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+/// `--algorithm`: how fprev builds the tree, or, for `mpi-allreduce` and `mpi-reduce`,
+/// which Open MPI algorithm the collective runs (fprev's own is then FPRev).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum AlgorithmArg {
     Fprev,
     Basic,
+    /// An Open MPI tuned algorithm, by name ([`collectives::Kind::algorithms`]).
+    Collective(&'static str),
+}
+
+/// Parse `--algorithm`: `fprev`, `basic`, or an MPI collective algorithm's name (which
+/// one is valid depends on the target, checked once it is known).
+fn parse_algorithm(text: &str) -> Result<AlgorithmArg, String> {
+    match text {
+        "fprev" => Ok(AlgorithmArg::Fprev),
+        "basic" => Ok(AlgorithmArg::Basic),
+        other => collectives::known_name(other)
+            .map(AlgorithmArg::Collective)
+            .ok_or_else(|| {
+                format!(
+                    "expected fprev or basic (or, for mpi-allreduce and mpi-reduce, an Open \
+                     MPI algorithm: {})",
+                    collectives::Kind::Allreduce
+                        .algorithms()
+                        .iter()
+                        .chain(collectives::Kind::Reduce.algorithms())
+                        .map(|&(n, _)| n)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            }),
+    }
 }
 
 #[derive(clap::Args)]
 struct RevealArgs {
     /// A built-in target (see `fprev targets`); omit with --exec.
     target: Option<String>,
-    /// Number of summands (k of a matrix product).
-    #[arg(short = 'n', long)]
-    n: usize,
+    /// Number of summands (k of a matrix product); for mpi-allreduce and mpi-reduce,
+    /// --ranks instead.
+    #[arg(short = 'n', long, required_unless_present = "ranks")]
+    n: Option<usize>,
+    /// mpi-allreduce, mpi-reduce: ranks launched under mpirun (the leaves of the tree).
+    #[arg(long, conflicts_with = "n")]
+    ranks: Option<usize>,
+    /// mpi-allreduce, mpi-reduce: elements of each rank's message.
+    #[arg(long, default_value_t = 1)]
+    count: usize,
+    /// mpi-allreduce, mpi-reduce: the element whose order is revealed.
+    #[arg(long, default_value_t = 0)]
+    element: usize,
+    /// For fprev's tests: the last rank of an MPI target `die`s or `hang`s.
+    #[arg(long, hide = true)]
+    mpi_fault: Option<String>,
     /// Float type of the values sent (the summands, or the operands with --op dot).
     #[arg(long, value_enum, default_value = "f32")]
     dtype: Dtype,
@@ -131,8 +177,11 @@ struct RevealArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
-    /// Tree-construction algorithm.
-    #[arg(long, value_enum, default_value = "fprev")]
+    /// Tree-construction algorithm: fprev or basic. For mpi-allreduce and mpi-reduce,
+    /// the Open MPI algorithm instead (default, basic-linear, nonoverlapping,
+    /// recursive-doubling, ring, segmented-ring, rabenseifner; for reduce: linear, chain,
+    /// pipeline, binary, binomial, in-order-binary, rabenseifner).
+    #[arg(long, default_value = "fprev", value_parser = parse_algorithm)]
     algorithm: AlgorithmArg,
     /// Seed of pivots and check inputs.
     #[arg(long, default_value_t = 0)]
@@ -240,6 +289,8 @@ fn main() -> ExitCode {
         Cmd::Diff { a, b } => diff(&a, &b),
         Cmd::Demo { out, only } => demo::run(&out, only.as_deref()).map(|_| ExitCode::SUCCESS),
         Cmd::Campaign(cmd) => campaign::run(&cmd).map(|()| ExitCode::SUCCESS),
+        #[cfg(feature = "mpi")]
+        Cmd::MpiRank(args) => collectives::rank::run(&args),
     };
     match result {
         Ok(code) => code,
@@ -331,13 +382,34 @@ fn config(args: &RevealArgs) -> ElementReveal {
 
 fn algorithm_of(args: &RevealArgs) -> Algorithm {
     match args.algorithm {
-        AlgorithmArg::Fprev => Algorithm::FPRev,
+        AlgorithmArg::Fprev | AlgorithmArg::Collective(_) => Algorithm::FPRev,
         AlgorithmArg::Basic => Algorithm::Basic,
+    }
+}
+
+impl RevealArgs {
+    /// `-n`, or the rank count of an MPI target (clap requires one of the two).
+    fn n(&self) -> usize {
+        self.n.or(self.ranks).unwrap_or(0)
     }
 }
 
 fn reveal(args: &RevealArgs) -> Result<ExitCode, Failure> {
     let start = Instant::now();
+    if let Some(kind) = args.target.as_deref().and_then(collectives::Kind::of_target) {
+        return reveal_collective(kind, args, start);
+    }
+    if args.ranks.is_some() {
+        return Err(Failure::Message(
+            "--ranks applies to mpi-allreduce and mpi-reduce; other targets take -n".into(),
+        ));
+    }
+    if let AlgorithmArg::Collective(name) = args.algorithm {
+        return Err(Failure::Message(format!(
+            "--algorithm {name} names an Open MPI algorithm, for mpi-allreduce and mpi-reduce; \
+             this target takes fprev or basic"
+        )));
+    }
     if let Some(cmd) = &args.exec {
         for w in budget::ignored_options(args, false) {
             errln!("fprev: {w}");
@@ -349,22 +421,22 @@ fn reveal(args: &RevealArgs) -> Result<ExitCode, Failure> {
             Dtype::F32 => 4,
             _ => 2,
         };
-        limits::vector(args.n, elem, args.max_memory).map_err(Failure::Message)?;
-        fprev::reveal::check_memory(args.n, algorithm_of(args), elem, args.max_memory)?;
-        budget::Estimate::new(args.algorithm, args.n, 1, args.n as f64)
-            .check(&format!("{cmd:?} at n = {}", args.n), args.yes)?;
+        limits::vector(args.n(), elem, args.max_memory).map_err(Failure::Message)?;
+        fprev::reveal::check_memory(args.n(), algorithm_of(args), elem, args.max_memory)?;
+        budget::Estimate::new(args.algorithm, args.n(), 1, args.n() as f64)
+            .check(&format!("{cmd:?} at n = {}", args.n()), args.yes)?;
         let (tree, probes) = match acc {
-            Dtype::F32 => reveal_exec::<f32>(cmd, args)?,
-            Dtype::F64 => reveal_exec::<f64>(cmd, args)?,
-            Dtype::F16 => reveal_exec::<fprev::half::f16>(cmd, args)?,
-            _ => reveal_exec::<fprev::half::bf16>(cmd, args)?,
+            Dtype::F32 => reveal_exec::<f32>(cmd, args.protocol, args)?,
+            Dtype::F64 => reveal_exec::<f64>(cmd, args.protocol, args)?,
+            Dtype::F16 => reveal_exec::<fprev::half::f16>(cmd, args.protocol, args)?,
+            _ => reveal_exec::<fprev::half::bf16>(cmd, args.protocol, args)?,
         };
         errln!(
             "revealed {cmd:?}: n = {}, {probes} probes in {:.2} s",
-            args.n,
+            args.n(),
             start.elapsed().as_secs_f64()
         );
-        let title = format!("{cmd}, {}, n = {}", dtype_name(args.dtype), args.n);
+        let title = format!("{cmd}, {}, n = {}", dtype_name(args.dtype), args.n());
         emit(args, &tree, None, &title)?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -404,9 +476,9 @@ fn reveal(args: &RevealArgs) -> Result<ExitCode, Failure> {
         )));
     }
     let size = builtins::Size {
-        n: args.n,
-        rows: args.rows.unwrap_or(args.n),
-        cols: args.cols.unwrap_or(args.n),
+        n: args.n(),
+        rows: args.rows.unwrap_or(args.n()),
+        cols: args.cols.unwrap_or(args.n()),
     };
     let elem = if args.dtype == Dtype::F64 { 8 } else { 4 };
     if b.matrix {
@@ -434,8 +506,8 @@ fn reveal(args: &RevealArgs) -> Result<ExitCode, Failure> {
     let cfg = config(args).on_call(move |calls| p.set(calls));
     let orders = match (name, args.dtype) {
         ("matrixmultiply-f16", _) => builtins::reveal_f16_operands(size, &cfg),
-        ("unrolled4", Dtype::F16) => builtins::reveal_unrolled::<fprev::half::f16>(args.n, &cfg),
-        ("unrolled4", Dtype::Bf16) => builtins::reveal_unrolled::<fprev::half::bf16>(args.n, &cfg),
+        ("unrolled4", Dtype::F16) => builtins::reveal_unrolled::<fprev::half::f16>(args.n(), &cfg),
+        ("unrolled4", Dtype::Bf16) => builtins::reveal_unrolled::<fprev::half::bf16>(args.n(), &cfg),
         (_, Dtype::F64) => builtins::reveal::<f64>(name, size, &cfg, args.threads),
         _ => builtins::reveal::<f32>(name, size, &cfg, args.threads),
     };
@@ -458,6 +530,98 @@ fn reveal(args: &RevealArgs) -> Result<ExitCode, Failure> {
     }
     let title = format!("{name}, {dt}, {shape}");
     emit(args, &orders.groups[0].tree, Some(&orders), &title)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `fprev reveal mpi-allreduce` / `mpi-reduce`: launch the ranks under mpirun and reveal
+/// rank 0's answers through the `--exec` machinery (timeouts, process-group shutdown).
+fn reveal_collective(
+    kind: collectives::Kind,
+    args: &RevealArgs,
+    start: Instant,
+) -> Result<ExitCode, Failure> {
+    let name = args.target.as_deref().unwrap_or("mpi-allreduce");
+    let Some(ranks) = args.ranks else {
+        return Err(Failure::Message(format!(
+            "{name}: pass --ranks P, the number of ranks (the leaves of the tree); -n does \
+             not apply"
+        )));
+    };
+    let dtype = match args.dtype {
+        Dtype::F64 => "f64",
+        Dtype::F32 => "f32",
+        other => {
+            return Err(Failure::Message(format!(
+                "{name} --dtype {}: MPI_SUM is revealed on f64 or f32",
+                dtype_name(other)
+            )))
+        }
+    };
+    if args.acc_dtype.is_some_and(|a| a != args.dtype) || args.op != exec::Op::Sum {
+        return Err(Failure::Message(format!(
+            "{name} sums in its --dtype: --acc-dtype and --op apply to --exec programs"
+        )));
+    }
+    if args.protocol != exec::Protocol::Text {
+        return Err(Failure::Message(format!(
+            "{name}: fprev talks to its own ranks in the text protocol; --protocol applies \
+             to --exec programs"
+        )));
+    }
+    let algorithm = match args.algorithm {
+        AlgorithmArg::Collective(a) => a,
+        AlgorithmArg::Fprev => "default",
+        AlgorithmArg::Basic => {
+            return Err(Failure::Message(format!(
+                "{name} --algorithm basic: for MPI targets --algorithm names the MPI \
+                 algorithm ({})",
+                kind.algorithms()
+                    .iter()
+                    .map(|&(n, _)| n)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )))
+        }
+    };
+    let launch = collectives::Launch {
+        kind,
+        ranks,
+        algorithm,
+        count: args.count,
+        element: args.element,
+        dtype,
+        seed: args.seed,
+        fault: args.mpi_fault.clone(),
+    };
+    launch.check().map_err(Failure::Message)?;
+    for w in budget::ignored_options(args, false) {
+        errln!("fprev: {w}");
+    }
+    if !cfg!(feature = "mpi") {
+        return Err(Failure::Message(format!(
+            "{name}: this fprev was built without its `mpi` feature; build it with \
+             `cargo install fprev-cli --features mpi` (needs Open MPI: apt-get install \
+             openmpi-bin libopenmpi-dev)"
+        )));
+    }
+    let mpirun = collectives::find_mpirun().map_err(Failure::Message)?;
+    let exe = std::env::current_exe()
+        .map_err(|e| Failure::Message(format!("{name}: cannot find the fprev binary: {e}")))?;
+    let cmd = launch.command(&mpirun, &exe, collectives::as_root());
+    let (tree, probes) = match dtype {
+        "f64" => reveal_exec::<f64>(&cmd, exec::Protocol::Text, args),
+        _ => reveal_exec::<f32>(&cmd, exec::Protocol::Text, args),
+    }
+    .map_err(|e| match e {
+        Failure::Message(m) => Failure::Message(format!("{}: {m}", launch.describe())),
+        other => other,
+    })?;
+    let title = launch.describe();
+    errln!(
+        "revealed {title}: {probes} probes in {:.2} s",
+        start.elapsed().as_secs_f64()
+    );
+    emit(args, &tree, None, &title)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -573,10 +737,14 @@ fn emit(
     }
 }
 
-fn reveal_exec<T: ProbeFloat>(cmd: &str, args: &RevealArgs) -> Result<(SumTree, u64), Failure> {
+fn reveal_exec<T: ProbeFloat>(
+    cmd: &str,
+    protocol: exec::Protocol,
+    args: &RevealArgs,
+) -> Result<(SumTree, u64), Failure> {
     let timeout = limits::seconds("--timeout", args.timeout, false).map_err(Failure::Message)?;
     let grace = limits::seconds("--grace", args.grace, true).map_err(Failure::Message)?;
-    if args.n == 0 {
+    if args.n() == 0 {
         return Err(Failure::Message("--n 0: there is nothing to sum".into()));
     }
     if args.op == exec::Op::Dot && args.protocol.is_delta() {
@@ -584,10 +752,10 @@ fn reveal_exec<T: ProbeFloat>(cmd: &str, args: &RevealArgs) -> Result<(SumTree, 
             "--op dot sends both operands whole: use --protocol text or binary".into(),
         ));
     }
-    let mut target = exec::Exec::<T>::spawn(cmd, args.protocol, timeout, grace)
+    let mut target = exec::Exec::<T>::spawn(cmd, protocol, timeout, grace)
         .map_err(Failure::Message)?
         .with_wire(wire_of(args.dtype), args.op);
-    let estimate = budget::Estimate::new(args.algorithm, args.n, 1, args.n as f64);
+    let estimate = budget::Estimate::new(args.algorithm, args.n(), 1, args.n() as f64);
     let progress = budget::Progress::new(estimate.calls, "probes");
     let p = progress.clone();
     target.on_answer(move |k| p.set(k));
@@ -600,7 +768,7 @@ fn run_engine<T: ProbeFloat>(
     target: &mut exec::Exec<T>,
     args: &RevealArgs,
 ) -> Result<(SumTree, u64), Failure> {
-    let mut reveal = Reveal::new(args.n)
+    let mut reveal = Reveal::new(args.n())
         .algorithm(algorithm_of(args))
         .pivot(Pivot::Random)
         .seed(args.seed)

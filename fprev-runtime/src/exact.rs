@@ -22,7 +22,7 @@
 //! assert_eq!(exact::par_sum(&xs), 2.0);
 //! ```
 
-mod accumulator;
+pub(crate) mod accumulator;
 mod filter;
 mod format;
 mod ozaki;
