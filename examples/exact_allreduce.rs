@@ -92,7 +92,11 @@ fn median(mut times: Vec<f64>) -> f64 {
     times[times.len() / 2]
 }
 
-fn bench(world: &impl Communicator, count: usize, reps: usize) -> Result<(), Box<dyn std::error::Error>> {
+fn bench(
+    world: &impl Communicator,
+    count: usize,
+    reps: usize,
+) -> Result<(), Box<dyn std::error::Error>> {
     let mine = values(1, world.rank() as u64, count);
     let (mut exact_times, mut plain_times) = (Vec::new(), Vec::new());
     for _ in 0..reps.max(1) {

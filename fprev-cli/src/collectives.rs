@@ -151,7 +151,12 @@ impl Launch {
                 self.element, self.count
             ));
         }
-        if !self.kind.algorithms().iter().any(|&(n, _)| n == self.algorithm) {
+        if !self
+            .kind
+            .algorithms()
+            .iter()
+            .any(|&(n, _)| n == self.algorithm)
+        {
             let names: Vec<&str> = self.kind.algorithms().iter().map(|&(n, _)| n).collect();
             return Err(format!(
                 "--algorithm {} is not an Open MPI {} algorithm; use one of: {}",
@@ -290,8 +295,14 @@ mod tests {
     fn the_algorithm_becomes_open_mpi_mca_parameters() {
         let cmd = launch().command(Path::new("/usr/bin/mpirun"), Path::new("/x/fprev"), true);
         assert!(cmd.starts_with("'/usr/bin/mpirun' --allow-run-as-root --oversubscribe"));
-        assert!(cmd.contains("--mca coll_tuned_use_dynamic_rules 1"), "{cmd}");
-        assert!(cmd.contains("--mca coll_tuned_allreduce_algorithm 4"), "{cmd}");
+        assert!(
+            cmd.contains("--mca coll_tuned_use_dynamic_rules 1"),
+            "{cmd}"
+        );
+        assert!(
+            cmd.contains("--mca coll_tuned_allreduce_algorithm 4"),
+            "{cmd}"
+        );
         assert!(cmd.contains("-np 8 "), "{cmd}");
         let default = Launch {
             algorithm: "default",
@@ -304,11 +315,41 @@ mod tests {
     #[test]
     fn bad_launches_are_refused_naming_the_flag() {
         let cases = [
-            (Launch { ranks: 0, ..launch() }, "--ranks 0"),
-            (Launch { ranks: 100_000, ..launch() }, "oversubscribe"),
-            (Launch { count: 0, ..launch() }, "--count 0"),
-            (Launch { element: 64, ..launch() }, "--element 64"),
-            (Launch { algorithm: "chain", ..launch() }, "recursive-doubling"),
+            (
+                Launch {
+                    ranks: 0,
+                    ..launch()
+                },
+                "--ranks 0",
+            ),
+            (
+                Launch {
+                    ranks: 100_000,
+                    ..launch()
+                },
+                "oversubscribe",
+            ),
+            (
+                Launch {
+                    count: 0,
+                    ..launch()
+                },
+                "--count 0",
+            ),
+            (
+                Launch {
+                    element: 64,
+                    ..launch()
+                },
+                "--element 64",
+            ),
+            (
+                Launch {
+                    algorithm: "chain",
+                    ..launch()
+                },
+                "recursive-doubling",
+            ),
             (
                 Launch {
                     kind: Kind::Reduce,

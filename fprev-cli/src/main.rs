@@ -396,7 +396,11 @@ impl RevealArgs {
 
 fn reveal(args: &RevealArgs) -> Result<ExitCode, Failure> {
     let start = Instant::now();
-    if let Some(kind) = args.target.as_deref().and_then(collectives::Kind::of_target) {
+    if let Some(kind) = args
+        .target
+        .as_deref()
+        .and_then(collectives::Kind::of_target)
+    {
         return reveal_collective(kind, args, start);
     }
     if args.ranks.is_some() {
@@ -507,7 +511,9 @@ fn reveal(args: &RevealArgs) -> Result<ExitCode, Failure> {
     let orders = match (name, args.dtype) {
         ("matrixmultiply-f16", _) => builtins::reveal_f16_operands(size, &cfg),
         ("unrolled4", Dtype::F16) => builtins::reveal_unrolled::<fprev::half::f16>(args.n(), &cfg),
-        ("unrolled4", Dtype::Bf16) => builtins::reveal_unrolled::<fprev::half::bf16>(args.n(), &cfg),
+        ("unrolled4", Dtype::Bf16) => {
+            builtins::reveal_unrolled::<fprev::half::bf16>(args.n(), &cfg)
+        }
         (_, Dtype::F64) => builtins::reveal::<f64>(name, size, &cfg, args.threads),
         _ => builtins::reveal::<f32>(name, size, &cfg, args.threads),
     };

@@ -40,8 +40,11 @@ pub struct RankArgs {
 
 /// Run one rank.
 pub fn run(args: &RankArgs) -> Result<ExitCode, Failure> {
+    die_with_mpirun();
     let Some(universe) = fprev::mpi::rsmpi::initialize() else {
-        return Err(Failure::Message("mpi-rank: MPI is already initialized".into()));
+        return Err(Failure::Message(
+            "mpi-rank: MPI is already initialized".into(),
+        ));
     };
     let world = universe.world();
     match args.dtype.as_str() {
@@ -50,6 +53,24 @@ pub fn run(args: &RankArgs) -> Result<ExitCode, Failure> {
         other => Err(Failure::Message(format!(
             "mpi-rank --dtype {other}: f64 or f32"
         ))),
+    }
+}
+
+/// Open MPI starts each rank in a process group of its own, out of reach of the signals
+/// fprev sends to mpirun's group when a rank hangs; mpirun killed before it could end
+/// them would leave them running. So a rank dies with its parent (Linux).
+fn die_with_mpirun() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: getppid and prctl(PR_SET_PDEATHSIG) have no memory effects.
+        unsafe {
+            let parent = libc::getppid();
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            // the parent died before the request took effect: no signal will come
+            if libc::getppid() != parent {
+                std::process::exit(1);
+            }
+        }
     }
 }
 

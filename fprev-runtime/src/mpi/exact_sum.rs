@@ -89,7 +89,11 @@ pub fn exact_allreduce_sum<T: MpiFloat>(
     // one small collective first: unequal lengths would otherwise hang or corrupt
     let len = values.len() as u64;
     let mut widest = [0u64; 2];
-    comm.all_reduce_into(&[len, u64::MAX - len][..], &mut widest[..], SystemOperation::max());
+    comm.all_reduce_into(
+        &[len, u64::MAX - len][..],
+        &mut widest[..],
+        SystemOperation::max(),
+    );
     let (longest, shortest) = (widest[0], u64::MAX - widest[1]);
     if longest != shortest {
         return Err(MpiError::UnequalLengths {
