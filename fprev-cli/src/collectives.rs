@@ -11,6 +11,7 @@
 
 #[cfg(feature = "mpi")]
 pub mod rank;
+pub mod sweep;
 
 use std::path::{Path, PathBuf};
 
@@ -82,12 +83,14 @@ const REDUCE: &[(&str, u32)] = &[
     ("rabenseifner", 7),
 ];
 
-/// Every collective algorithm name, for parsing `--algorithm` before the target is known.
+/// Every collective algorithm name, for parsing `--algorithm` before the target is known
+/// (`all`: every algorithm of the collective, one after the other).
 pub fn known_name(name: &str) -> Option<&'static str> {
     ALLREDUCE
         .iter()
         .chain(REDUCE)
         .map(|&(n, _)| n)
+        .chain(["all"])
         .find(|&n| n == name)
 }
 
@@ -373,6 +376,7 @@ mod tests {
                 assert_eq!(known_name(name), Some(name));
             }
         }
+        assert_eq!(known_name("all"), Some("all"));
         assert_eq!(known_name("fprev"), None);
     }
 }

@@ -142,7 +142,7 @@ fn parse_algorithm(text: &str) -> Result<AlgorithmArg, String> {
     }
 }
 
-#[derive(clap::Args)]
+#[derive(Clone, clap::Args)]
 struct RevealArgs {
     /// A built-in target (see `fprev targets`); omit with --exec.
     target: Option<String>,
@@ -151,11 +151,13 @@ struct RevealArgs {
     #[arg(short = 'n', long, required_unless_present = "ranks")]
     n: Option<usize>,
     /// mpi-allreduce, mpi-reduce: ranks launched under mpirun (the leaves of the tree).
-    #[arg(long, conflicts_with = "n")]
-    ranks: Option<usize>,
-    /// mpi-allreduce, mpi-reduce: elements of each rank's message.
-    #[arg(long, default_value_t = 1)]
-    count: usize,
+    /// A range (2..16) or a list (2,4,8) sweeps, printing a table.
+    #[arg(long, conflicts_with = "n", value_parser = collectives::sweep::parse_sizes)]
+    ranks: Option<collectives::sweep::Sizes>,
+    /// mpi-allreduce, mpi-reduce: elements of each rank's message; a list or range
+    /// sweeps, as --ranks does.
+    #[arg(long, default_value = "1", value_parser = collectives::sweep::parse_sizes)]
+    count: collectives::sweep::Sizes,
     /// mpi-allreduce, mpi-reduce: the element whose order is revealed.
     #[arg(long, default_value_t = 0)]
     element: usize,
@@ -390,7 +392,9 @@ fn algorithm_of(args: &RevealArgs) -> Algorithm {
 impl RevealArgs {
     /// `-n`, or the rank count of an MPI target (clap requires one of the two).
     fn n(&self) -> usize {
-        self.n.or(self.ranks).unwrap_or(0)
+        self.n
+            .or(self.ranks.as_ref().and_then(|r| r.0.first().copied()))
+            .unwrap_or(0)
     }
 }
 
@@ -547,7 +551,7 @@ fn reveal_collective(
     start: Instant,
 ) -> Result<ExitCode, Failure> {
     let name = args.target.as_deref().unwrap_or("mpi-allreduce");
-    let Some(ranks) = args.ranks else {
+    let Some(ranks) = &args.ranks else {
         return Err(Failure::Message(format!(
             "{name}: pass --ranks P, the number of ranks (the leaves of the tree); -n does \
              not apply"
@@ -574,9 +578,10 @@ fn reveal_collective(
              to --exec programs"
         )));
     }
-    let algorithm = match args.algorithm {
-        AlgorithmArg::Collective(a) => a,
-        AlgorithmArg::Fprev => "default",
+    let algorithms: Vec<&'static str> = match args.algorithm {
+        AlgorithmArg::Collective("all") => kind.algorithms().iter().map(|&(n, _)| n).collect(),
+        AlgorithmArg::Collective(a) => vec![a],
+        AlgorithmArg::Fprev => vec!["default"],
         AlgorithmArg::Basic => {
             return Err(Failure::Message(format!(
                 "{name} --algorithm basic: for MPI targets --algorithm names the MPI \
@@ -589,17 +594,25 @@ fn reveal_collective(
             )))
         }
     };
-    let launch = collectives::Launch {
-        kind,
-        ranks,
-        algorithm,
-        count: args.count,
-        element: args.element,
-        dtype,
-        seed: args.seed,
-        fault: args.mpi_fault.clone(),
-    };
-    launch.check().map_err(Failure::Message)?;
+    let mut launches = Vec::new();
+    for &algorithm in &algorithms {
+        for &ranks in &ranks.0 {
+            for &count in &args.count.0 {
+                let launch = collectives::Launch {
+                    kind,
+                    ranks,
+                    algorithm,
+                    count,
+                    element: args.element,
+                    dtype,
+                    seed: args.seed,
+                    fault: args.mpi_fault.clone(),
+                };
+                launch.check().map_err(Failure::Message)?;
+                launches.push(launch);
+            }
+        }
+    }
     for w in budget::ignored_options(args, false) {
         errln!("fprev: {w}");
     }
@@ -613,7 +626,67 @@ fn reveal_collective(
     let mpirun = collectives::find_mpirun().map_err(Failure::Message)?;
     let exe = std::env::current_exe()
         .map_err(|e| Failure::Message(format!("{name}: cannot find the fprev binary: {e}")))?;
-    let cmd = launch.command(&mpirun, &exe, collectives::as_root());
+    let [launch] = &launches[..] else {
+        return sweep_collective(&launches, args, &mpirun, &exe, start);
+    };
+    let (tree, probes) = reveal_launch(launch, args, &mpirun, &exe)?;
+    let title = launch.describe();
+    errln!(
+        "revealed {title}: {probes} probes in {:.2} s",
+        start.elapsed().as_secs_f64()
+    );
+    emit(args, &tree, None, &title)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One configuration after another, then the table ([`collectives::sweep`]).
+fn sweep_collective(
+    launches: &[collectives::Launch],
+    args: &RevealArgs,
+    mpirun: &std::path::Path,
+    exe: &std::path::Path,
+    start: Instant,
+) -> Result<ExitCode, Failure> {
+    let mut rows = Vec::with_capacity(launches.len());
+    for (k, launch) in launches.iter().enumerate() {
+        let (tree, probes) = reveal_launch(launch, args, mpirun, exe)?;
+        errln!(
+            "[{}/{}] {}: {probes} probes, {:.1} s so far",
+            k + 1,
+            launches.len(),
+            launch.describe(),
+            start.elapsed().as_secs_f64()
+        );
+        rows.push(collectives::sweep::Row {
+            algorithm: launch.algorithm,
+            ranks: launch.ranks,
+            count: launch.count,
+            tree,
+        });
+    }
+    let text = collectives::sweep::table(&rows);
+    match &args.output {
+        Some(p) => std::fs::write(p, text)
+            .map_err(|e| Failure::Message(format!("{}: {e}", p.display())))?,
+        None => write_out(&text)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Launch one configuration's ranks and reveal rank 0's answers.
+fn reveal_launch(
+    launch: &collectives::Launch,
+    args: &RevealArgs,
+    mpirun: &std::path::Path,
+    exe: &std::path::Path,
+) -> Result<(SumTree, u64), Failure> {
+    let cmd = launch.command(mpirun, exe, collectives::as_root());
+    let n_args = RevealArgs {
+        n: Some(launch.ranks),
+        ..args.clone()
+    };
+    let args = &n_args;
+    let dtype = launch.dtype;
     let (tree, probes) = match dtype {
         "f64" => reveal_exec::<f64>(&cmd, exec::Protocol::Text, args),
         _ => reveal_exec::<f32>(&cmd, exec::Protocol::Text, args),
@@ -622,13 +695,7 @@ fn reveal_collective(
         Failure::Message(m) => Failure::Message(format!("{}: {m}", launch.describe())),
         other => other,
     })?;
-    let title = launch.describe();
-    errln!(
-        "revealed {title}: {probes} probes in {:.2} s",
-        start.elapsed().as_secs_f64()
-    );
-    emit(args, &tree, None, &title)?;
-    Ok(ExitCode::SUCCESS)
+    Ok((tree, probes))
 }
 
 fn dtype_name(d: Dtype) -> &'static str {
