@@ -8,8 +8,9 @@
 //! mpirun --oversubscribe -np 8 target/release/examples/exact_allreduce bench 1048576 5
 //! ```
 //!
-//! `check COUNT SEED DTYPE ROTATION`: every rank draws its `COUNT` values (rank `r`
-//! holds the values of slot `(r + ROTATION) % P`, drawn from `SEED`), sums them with
+//! `check COUNT SEED DTYPE ROTATION [SPREAD]`: every rank draws its `COUNT` values (rank
+//! `r` holds the values of slot `(r + ROTATION) % P`, drawn from `SEED` over
+//! 2^-SPREAD..2^SPREAD, default 40), sums them with
 //! [`exact_allreduce_sum`] and with `MPI_SUM`, and rank 0 prints one line:
 //! `exact <digest> plain <digest> matches-exact-sum <true|false>`, the digests hashing
 //! the result bits. Add `--mca coll_tuned_use_dynamic_rules 1 --mca
@@ -25,13 +26,14 @@ use fprev::mpi::{exact_allreduce_sum, MpiFloat};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-/// The values of `slot`: spread over 2^-40..2^40 with both signs, so that the order of
-/// a plain sum changes its bits.
-fn values(seed: u64, slot: u64, count: usize) -> Vec<f64> {
+/// The values of `slot`: spread over 2^-spread..2^spread with both signs, so that the
+/// order of a plain sum changes its bits. Past a spread of about 50 some elements' values
+/// no longer share one exact window and take the accumulator-image path.
+fn values(seed: u64, slot: u64, count: usize, spread: i32) -> Vec<f64> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     rng.set_stream(slot);
     (0..count)
-        .map(|_| rng.random_range(-1.0..1.0) * 2f64.powi(rng.random_range(-40..=40)))
+        .map(|_| rng.random_range(-1.0..1.0) * 2f64.powi(rng.random_range(-spread..=spread)))
         .collect()
 }
 
@@ -47,10 +49,11 @@ fn check<T: MpiFloat>(
     count: usize,
     seed: u64,
     rotation: u64,
+    spread: i32,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let ranks = world.size() as u64;
     let slot = (world.rank() as u64 + rotation) % ranks;
-    let mine: Vec<T> = values(seed, slot, count)
+    let mine: Vec<T> = values(seed, slot, count, spread)
         .into_iter()
         .map(T::from_f64_round)
         .collect();
@@ -62,7 +65,7 @@ fn check<T: MpiFloat>(
         // every slot's values, element by element, summed by fprev::exact on one process
         let all: Vec<Vec<f64>> = (0..ranks)
             .map(|s| {
-                values(seed, s, count)
+                values(seed, s, count, spread)
                     .into_iter()
                     .map(|v| T::from_f64_round(v).to_f64())
                     .collect()
@@ -97,7 +100,7 @@ fn bench(
     count: usize,
     reps: usize,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    let mine = values(1, world.rank() as u64, count);
+    let mine = values(1, world.rank() as u64, count, 40);
     let (mut exact_times, mut plain_times) = (Vec::new(), Vec::new());
     for _ in 0..reps.max(1) {
         let mut exact = mine.clone();
@@ -134,9 +137,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "check" => {
             let seed: u64 = arg(2, "7").parse()?;
             let rotation: u64 = arg(4, "0").parse()?;
+            let spread: i32 = arg(5, "40").parse()?;
             match arg(3, "f64").as_str() {
-                "f32" => check::<f32>(&world, count, seed, rotation),
-                _ => check::<f64>(&world, count, seed, rotation),
+                "f32" => check::<f32>(&world, count, seed, rotation, spread),
+                _ => check::<f64>(&world, count, seed, rotation, spread),
             }
         }
         "bench" => bench(&world, count, arg(2, "5").parse()?),

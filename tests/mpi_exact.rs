@@ -32,7 +32,13 @@ mod with_mpi {
     }
 
     /// Rank 0's line: `exact <digest> plain <digest> matches-exact-sum <bool>`.
-    fn run(ranks: usize, algorithm: u32, dtype: &str, rotation: usize) -> (String, String, bool) {
+    fn run(
+        ranks: usize,
+        algorithm: u32,
+        dtype: &str,
+        rotation: usize,
+        spread: u32,
+    ) -> (String, String, bool) {
         let mut cmd = Command::new("mpirun");
         cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
             .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
@@ -55,6 +61,7 @@ mod with_mpi {
         let o = cmd
             .arg(example())
             .args(["check", "2500", "7", dtype, &rotation.to_string()])
+            .arg(spread.to_string())
             .output()
             .expect("mpirun (install openmpi-bin: the mpi feature needs it)");
         let text = String::from_utf8_lossy(&o.stdout).into_owned();
@@ -72,24 +79,27 @@ mod with_mpi {
     fn exact_allreduce_gives_the_same_bits_for_every_algorithm_and_placement() {
         let mut plain_varies = false;
         for ranks in 1..=8 {
-            let mut exact = BTreeSet::new();
-            let mut plain = BTreeSet::new();
-            for algorithm in ALGORITHMS {
-                let (e, p, matches) = run(ranks, algorithm, "f64", 0);
-                assert!(
-                    matches,
-                    "P = {ranks}, algorithm {algorithm}: not exact::sum"
-                );
+            // a spread of 2^±40 takes the window path, 2^±600 the accumulator images
+            for (spread, algorithms) in [(40, &[0, 1, 2, 3, 4, 5, 6][..]), (600, &[0, 1, 4, 6])] {
+                let mut exact = BTreeSet::new();
+                let mut plain = BTreeSet::new();
+                for &algorithm in algorithms {
+                    let (e, p, matches) = run(ranks, algorithm, "f64", 0, spread);
+                    assert!(
+                        matches,
+                        "P = {ranks}, algorithm {algorithm}: not exact::sum"
+                    );
+                    exact.insert(e);
+                    plain.insert(p);
+                }
+                // the same values on other ranks
+                let (e, p, matches) = run(ranks, 0, "f64", ranks - 1, spread);
+                assert!(matches, "P = {ranks}, rotated: not exact::sum");
                 exact.insert(e);
                 plain.insert(p);
+                assert_eq!(exact.len(), 1, "P = {ranks}, spread {spread}: {exact:?}");
+                plain_varies |= plain.len() > 1;
             }
-            // the same values on other ranks
-            let (e, p, matches) = run(ranks, 0, "f64", ranks - 1);
-            assert!(matches, "P = {ranks}, rotated: not exact::sum");
-            exact.insert(e);
-            plain.insert(p);
-            assert_eq!(exact.len(), 1, "P = {ranks}: {exact:?}");
-            plain_varies |= plain.len() > 1;
         }
         // the inputs are ones whose plain sums do depend on the order
         assert!(
@@ -103,7 +113,7 @@ mod with_mpi {
         for ranks in [2, 5, 8] {
             let mut exact = BTreeSet::new();
             for algorithm in [0, 1, 4, 6] {
-                let (e, _, matches) = run(ranks, algorithm, "f32", algorithm as usize % ranks);
+                let (e, _, matches) = run(ranks, algorithm, "f32", algorithm as usize % ranks, 40);
                 assert!(
                     matches,
                     "P = {ranks}, algorithm {algorithm}: not exact::sum_f32"

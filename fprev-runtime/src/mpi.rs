@@ -20,6 +20,7 @@
 mod collective;
 mod error;
 mod exact_sum;
+mod window;
 
 pub use ::mpi as rsmpi;
 pub use collective::{allreduce_target, reduce_target, Collective, CollectiveTarget};
