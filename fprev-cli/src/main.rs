@@ -58,7 +58,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Reveal the summation tree of a built-in target or of a program (--exec).
-    Reveal(RevealArgs),
+    Reveal(Box<RevealArgs>),
     /// List the built-in targets.
     Targets,
     /// Compare two trees (canonical text or JSON files); exit 1 when they differ.

@@ -188,7 +188,7 @@ mod tests {
     /// not fit, as the allreduce computes it.
     fn window_sum(values: &[f64], format: Format) -> Option<f64> {
         let k = values.iter().map(|&v| key(v)).max()?;
-        if k >= NONFINITE || k < 2 {
+        if !(2..NONFINITE).contains(&k) {
             return None;
         }
         let mut total = [0i64; DIGITS];
