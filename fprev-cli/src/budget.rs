@@ -38,7 +38,7 @@ impl Estimate {
         let n = n as f64;
         let probes = match algorithm {
             // about 2n with random pivots, plus the verification calls
-            AlgorithmArg::Fprev => 2.0 * n + 2.0,
+            AlgorithmArg::Fprev | AlgorithmArg::Collective(_) => 2.0 * n + 2.0,
             // every pair of leaves
             AlgorithmArg::Basic => n * (n - 1.0) / 2.0 + 2.0,
         };
@@ -157,7 +157,16 @@ pub fn ignored_options(args: &RevealArgs, matrix: bool) -> Vec<String> {
             "only matrix products have rows and columns",
         );
     }
-    if args.exec.is_none() {
+    let collective = args
+        .target
+        .as_deref()
+        .and_then(crate::collectives::Kind::of_target)
+        .is_some();
+    if !collective && (args.count.0 != [1] || args.element != 0) {
+        unused("--count/--element", "only MPI collectives have messages");
+    }
+    // fprev's own ranks answer as --exec programs do: --timeout and --grace apply
+    if args.exec.is_none() && !collective {
         if args.protocol != crate::exec::Protocol::Text {
             unused("--protocol", "it is for --exec programs");
         }

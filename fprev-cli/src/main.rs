@@ -27,6 +27,7 @@ fn errout(text: &str) {
 mod budget;
 mod builtins;
 mod campaign;
+mod collectives;
 mod demo;
 mod escape;
 mod exec;
@@ -57,7 +58,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Reveal the summation tree of a built-in target or of a program (--exec).
-    Reveal(RevealArgs),
+    Reveal(Box<RevealArgs>),
     /// List the built-in targets.
     Targets,
     /// Compare two trees (canonical text or JSON files); exit 1 when they differ.
@@ -79,6 +80,10 @@ enum Cmd {
     /// Campaign reports (FPREV_REPORT files): merge shards into one summary.
     #[command(subcommand)]
     Campaign(campaign::CampaignCmd),
+    /// One rank of `fprev reveal mpi-allreduce` / `mpi-reduce`, started by mpirun.
+    #[cfg(feature = "mpi")]
+    #[command(hide = true)]
+    MpiRank(collectives::rank::RankArgs),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -103,19 +108,62 @@ enum Format {
     Svg,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+/// `--algorithm`: how fprev builds the tree, or, for `mpi-allreduce` and `mpi-reduce`,
+/// which Open MPI algorithm the collective runs (fprev's own is then FPRev).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum AlgorithmArg {
     Fprev,
     Basic,
+    /// An Open MPI tuned algorithm, by name ([`collectives::Kind::algorithms`]).
+    Collective(&'static str),
 }
 
-#[derive(clap::Args)]
+/// Parse `--algorithm`: `fprev`, `basic`, or an MPI collective algorithm's name (which
+/// one is valid depends on the target, checked once it is known).
+fn parse_algorithm(text: &str) -> Result<AlgorithmArg, String> {
+    match text {
+        "fprev" => Ok(AlgorithmArg::Fprev),
+        "basic" => Ok(AlgorithmArg::Basic),
+        other => collectives::known_name(other)
+            .map(AlgorithmArg::Collective)
+            .ok_or_else(|| {
+                format!(
+                    "expected fprev or basic (or, for mpi-allreduce and mpi-reduce, an Open \
+                     MPI algorithm: {})",
+                    collectives::Kind::Allreduce
+                        .algorithms()
+                        .iter()
+                        .chain(collectives::Kind::Reduce.algorithms())
+                        .map(|&(n, _)| n)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            }),
+    }
+}
+
+#[derive(Clone, clap::Args)]
 struct RevealArgs {
     /// A built-in target (see `fprev targets`); omit with --exec.
     target: Option<String>,
-    /// Number of summands (k of a matrix product).
-    #[arg(short = 'n', long)]
-    n: usize,
+    /// Number of summands (k of a matrix product); for mpi-allreduce and mpi-reduce,
+    /// --ranks instead.
+    #[arg(short = 'n', long, required_unless_present = "ranks")]
+    n: Option<usize>,
+    /// mpi-allreduce, mpi-reduce: ranks launched under mpirun (the leaves of the tree).
+    /// A range (2..16) or a list (2,4,8) sweeps, printing a table.
+    #[arg(long, conflicts_with = "n", value_parser = collectives::sweep::parse_sizes)]
+    ranks: Option<collectives::sweep::Sizes>,
+    /// mpi-allreduce, mpi-reduce: elements of each rank's message; a list or range
+    /// sweeps, as --ranks does.
+    #[arg(long, default_value = "1", value_parser = collectives::sweep::parse_sizes)]
+    count: collectives::sweep::Sizes,
+    /// mpi-allreduce, mpi-reduce: the element whose order is revealed.
+    #[arg(long, default_value_t = 0)]
+    element: usize,
+    /// For fprev's tests: the last rank of an MPI target `die`s or `hang`s.
+    #[arg(long, hide = true)]
+    mpi_fault: Option<String>,
     /// Float type of the values sent (the summands, or the operands with --op dot).
     #[arg(long, value_enum, default_value = "f32")]
     dtype: Dtype,
@@ -131,8 +179,11 @@ struct RevealArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
-    /// Tree-construction algorithm.
-    #[arg(long, value_enum, default_value = "fprev")]
+    /// Tree-construction algorithm: fprev or basic. For mpi-allreduce and mpi-reduce,
+    /// the Open MPI algorithm instead (default, basic-linear, nonoverlapping,
+    /// recursive-doubling, ring, segmented-ring, rabenseifner; for reduce: linear, chain,
+    /// pipeline, binary, binomial, in-order-binary, rabenseifner).
+    #[arg(long, default_value = "fprev", value_parser = parse_algorithm)]
     algorithm: AlgorithmArg,
     /// Seed of pivots and check inputs.
     #[arg(long, default_value_t = 0)]
@@ -245,6 +296,8 @@ fn main() -> ExitCode {
         Cmd::Diff { a, b } => diff(&a, &b),
         Cmd::Demo { out, only } => demo::run(&out, only.as_deref()).map(|_| ExitCode::SUCCESS),
         Cmd::Campaign(cmd) => campaign::run(&cmd).map(|()| ExitCode::SUCCESS),
+        #[cfg(feature = "mpi")]
+        Cmd::MpiRank(args) => collectives::rank::run(&args),
     };
     match result {
         Ok(code) => code,
@@ -336,13 +389,40 @@ fn config(args: &RevealArgs) -> ElementReveal {
 
 fn algorithm_of(args: &RevealArgs) -> Algorithm {
     match args.algorithm {
-        AlgorithmArg::Fprev => Algorithm::FPRev,
+        AlgorithmArg::Fprev | AlgorithmArg::Collective(_) => Algorithm::FPRev,
         AlgorithmArg::Basic => Algorithm::Basic,
+    }
+}
+
+impl RevealArgs {
+    /// `-n`, or the rank count of an MPI target (clap requires one of the two).
+    fn n(&self) -> usize {
+        self.n
+            .or(self.ranks.as_ref().and_then(|r| r.0.first().copied()))
+            .unwrap_or(0)
     }
 }
 
 fn reveal(args: &RevealArgs) -> Result<ExitCode, Failure> {
     let start = Instant::now();
+    if let Some(kind) = args
+        .target
+        .as_deref()
+        .and_then(collectives::Kind::of_target)
+    {
+        return reveal_collective(kind, args, start);
+    }
+    if args.ranks.is_some() {
+        return Err(Failure::Message(
+            "--ranks applies to mpi-allreduce and mpi-reduce; other targets take -n".into(),
+        ));
+    }
+    if let AlgorithmArg::Collective(name) = args.algorithm {
+        return Err(Failure::Message(format!(
+            "--algorithm {name} names an Open MPI algorithm, for mpi-allreduce and mpi-reduce; \
+             this target takes fprev or basic"
+        )));
+    }
     if let Some(cmd) = &args.exec {
         for w in budget::ignored_options(args, false) {
             errln!("fprev: {w}");
@@ -354,22 +434,22 @@ fn reveal(args: &RevealArgs) -> Result<ExitCode, Failure> {
             Dtype::F32 => 4,
             _ => 2,
         };
-        limits::vector(args.n, elem, args.max_memory).map_err(Failure::Message)?;
-        fprev::reveal::check_memory(args.n, algorithm_of(args), elem, args.max_memory)?;
-        budget::Estimate::new(args.algorithm, args.n, 1, args.n as f64)
-            .check(&format!("{cmd:?} at n = {}", args.n), args.yes)?;
+        limits::vector(args.n(), elem, args.max_memory).map_err(Failure::Message)?;
+        fprev::reveal::check_memory(args.n(), algorithm_of(args), elem, args.max_memory)?;
+        budget::Estimate::new(args.algorithm, args.n(), 1, args.n() as f64)
+            .check(&format!("{cmd:?} at n = {}", args.n()), args.yes)?;
         let (tree, probes) = match acc {
-            Dtype::F32 => reveal_exec::<f32>(cmd, args)?,
-            Dtype::F64 => reveal_exec::<f64>(cmd, args)?,
-            Dtype::F16 => reveal_exec::<fprev::half::f16>(cmd, args)?,
-            _ => reveal_exec::<fprev::half::bf16>(cmd, args)?,
+            Dtype::F32 => reveal_exec::<f32>(cmd, args.protocol, args)?,
+            Dtype::F64 => reveal_exec::<f64>(cmd, args.protocol, args)?,
+            Dtype::F16 => reveal_exec::<fprev::half::f16>(cmd, args.protocol, args)?,
+            _ => reveal_exec::<fprev::half::bf16>(cmd, args.protocol, args)?,
         };
         errln!(
             "revealed {cmd:?}: n = {}, {probes} probes in {:.2} s",
-            args.n,
+            args.n(),
             start.elapsed().as_secs_f64()
         );
-        let title = format!("{cmd}, {}, n = {}", dtype_name(args.dtype), args.n);
+        let title = format!("{cmd}, {}, n = {}", dtype_name(args.dtype), args.n());
         emit(args, &tree, None, &title)?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -409,9 +489,9 @@ fn reveal(args: &RevealArgs) -> Result<ExitCode, Failure> {
         )));
     }
     let size = builtins::Size {
-        n: args.n,
-        rows: args.rows.unwrap_or(args.n),
-        cols: args.cols.unwrap_or(args.n),
+        n: args.n(),
+        rows: args.rows.unwrap_or(args.n()),
+        cols: args.cols.unwrap_or(args.n()),
     };
     let elem = if args.dtype == Dtype::F64 { 8 } else { 4 };
     if b.matrix {
@@ -439,8 +519,10 @@ fn reveal(args: &RevealArgs) -> Result<ExitCode, Failure> {
     let cfg = config(args).on_call(move |calls| p.set(calls));
     let orders = match (name, args.dtype) {
         ("matrixmultiply-f16", _) => builtins::reveal_f16_operands(size, &cfg),
-        ("unrolled4", Dtype::F16) => builtins::reveal_unrolled::<fprev::half::f16>(args.n, &cfg),
-        ("unrolled4", Dtype::Bf16) => builtins::reveal_unrolled::<fprev::half::bf16>(args.n, &cfg),
+        ("unrolled4", Dtype::F16) => builtins::reveal_unrolled::<fprev::half::f16>(args.n(), &cfg),
+        ("unrolled4", Dtype::Bf16) => {
+            builtins::reveal_unrolled::<fprev::half::bf16>(args.n(), &cfg)
+        }
         (_, Dtype::F64) => builtins::reveal::<f64>(name, size, &cfg, args.threads),
         _ => builtins::reveal::<f32>(name, size, &cfg, args.threads),
     };
@@ -464,6 +546,161 @@ fn reveal(args: &RevealArgs) -> Result<ExitCode, Failure> {
     let title = format!("{name}, {dt}, {shape}");
     emit(args, &orders.groups[0].tree, Some(&orders), &title)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `fprev reveal mpi-allreduce` / `mpi-reduce`: launch the ranks under mpirun and reveal
+/// rank 0's answers through the `--exec` machinery (timeouts, process-group shutdown).
+fn reveal_collective(
+    kind: collectives::Kind,
+    args: &RevealArgs,
+    start: Instant,
+) -> Result<ExitCode, Failure> {
+    let name = args.target.as_deref().unwrap_or("mpi-allreduce");
+    let Some(ranks) = &args.ranks else {
+        return Err(Failure::Message(format!(
+            "{name}: pass --ranks P, the number of ranks (the leaves of the tree); -n does \
+             not apply"
+        )));
+    };
+    let dtype = match args.dtype {
+        Dtype::F64 => "f64",
+        Dtype::F32 => "f32",
+        other => {
+            return Err(Failure::Message(format!(
+                "{name} --dtype {}: MPI_SUM is revealed on f64 or f32",
+                dtype_name(other)
+            )))
+        }
+    };
+    if args.acc_dtype.is_some_and(|a| a != args.dtype) || args.op != exec::Op::Sum {
+        return Err(Failure::Message(format!(
+            "{name} sums in its --dtype: --acc-dtype and --op apply to --exec programs"
+        )));
+    }
+    if args.protocol != exec::Protocol::Text {
+        return Err(Failure::Message(format!(
+            "{name}: fprev talks to its own ranks in the text protocol; --protocol applies \
+             to --exec programs"
+        )));
+    }
+    let algorithms: Vec<&'static str> = match args.algorithm {
+        AlgorithmArg::Collective("all") => kind.algorithms().iter().map(|&(n, _)| n).collect(),
+        AlgorithmArg::Collective(a) => vec![a],
+        AlgorithmArg::Fprev => vec!["default"],
+        AlgorithmArg::Basic => {
+            return Err(Failure::Message(format!(
+                "{name} --algorithm basic: for MPI targets --algorithm names the MPI \
+                 algorithm ({})",
+                kind.algorithms()
+                    .iter()
+                    .map(|&(n, _)| n)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )))
+        }
+    };
+    let mut launches = Vec::new();
+    for &algorithm in &algorithms {
+        for &ranks in &ranks.0 {
+            for &count in &args.count.0 {
+                let launch = collectives::Launch {
+                    kind,
+                    ranks,
+                    algorithm,
+                    count,
+                    element: args.element,
+                    dtype,
+                    seed: args.seed,
+                    fault: args.mpi_fault.clone(),
+                };
+                launch.check().map_err(Failure::Message)?;
+                launches.push(launch);
+            }
+        }
+    }
+    for w in budget::ignored_options(args, false) {
+        errln!("fprev: {w}");
+    }
+    if !cfg!(feature = "mpi") {
+        return Err(Failure::Message(format!(
+            "{name}: this fprev was built without its `mpi` feature; build it with \
+             `cargo install fprev-cli --features mpi` (needs Open MPI: apt-get install \
+             openmpi-bin libopenmpi-dev)"
+        )));
+    }
+    let mpirun = collectives::find_mpirun().map_err(Failure::Message)?;
+    let exe = std::env::current_exe()
+        .map_err(|e| Failure::Message(format!("{name}: cannot find the fprev binary: {e}")))?;
+    let [launch] = &launches[..] else {
+        return sweep_collective(&launches, args, &mpirun, &exe, start);
+    };
+    let (tree, probes) = reveal_launch(launch, args, &mpirun, &exe)?;
+    let title = launch.describe();
+    errln!(
+        "revealed {title}: {probes} probes in {:.2} s",
+        start.elapsed().as_secs_f64()
+    );
+    emit(args, &tree, None, &title)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One configuration after another, then the table ([`collectives::sweep`]).
+fn sweep_collective(
+    launches: &[collectives::Launch],
+    args: &RevealArgs,
+    mpirun: &std::path::Path,
+    exe: &std::path::Path,
+    start: Instant,
+) -> Result<ExitCode, Failure> {
+    let mut rows = Vec::with_capacity(launches.len());
+    for (k, launch) in launches.iter().enumerate() {
+        let (tree, probes) = reveal_launch(launch, args, mpirun, exe)?;
+        errln!(
+            "[{}/{}] {}: {probes} probes, {:.1} s so far",
+            k + 1,
+            launches.len(),
+            launch.describe(),
+            start.elapsed().as_secs_f64()
+        );
+        rows.push(collectives::sweep::Row {
+            algorithm: launch.algorithm,
+            ranks: launch.ranks,
+            count: launch.count,
+            tree,
+        });
+    }
+    let text = collectives::sweep::table(&rows);
+    match &args.output {
+        Some(p) => std::fs::write(p, text)
+            .map_err(|e| Failure::Message(format!("{}: {e}", p.display())))?,
+        None => write_out(&text)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Launch one configuration's ranks and reveal rank 0's answers.
+fn reveal_launch(
+    launch: &collectives::Launch,
+    args: &RevealArgs,
+    mpirun: &std::path::Path,
+    exe: &std::path::Path,
+) -> Result<(SumTree, u64), Failure> {
+    let cmd = launch.command(mpirun, exe, collectives::as_root());
+    let n_args = RevealArgs {
+        n: Some(launch.ranks),
+        ..args.clone()
+    };
+    let args = &n_args;
+    let dtype = launch.dtype;
+    let (tree, probes) = match dtype {
+        "f64" => reveal_exec::<f64>(&cmd, exec::Protocol::Text, args),
+        _ => reveal_exec::<f32>(&cmd, exec::Protocol::Text, args),
+    }
+    .map_err(|e| match e {
+        Failure::Message(m) => Failure::Message(format!("{}: {m}", launch.describe())),
+        other => other,
+    })?;
+    Ok((tree, probes))
 }
 
 fn dtype_name(d: Dtype) -> &'static str {
@@ -578,14 +815,18 @@ fn emit(
     }
 }
 
-fn reveal_exec<T: ProbeFloat>(cmd: &str, args: &RevealArgs) -> Result<(SumTree, u64), Failure> {
+fn reveal_exec<T: ProbeFloat>(
+    cmd: &str,
+    protocol: exec::Protocol,
+    args: &RevealArgs,
+) -> Result<(SumTree, u64), Failure> {
     let timeout = limits::seconds("--timeout", args.timeout, false).map_err(Failure::Message)?;
     let grace = limits::seconds("--grace", args.grace, true).map_err(Failure::Message)?;
     let startup = match args.startup_timeout {
         Some(s) => limits::seconds("--startup-timeout", s, false).map_err(Failure::Message)?,
         None => timeout,
     };
-    if args.n == 0 {
+    if args.n() == 0 {
         return Err(Failure::Message("--n 0: there is nothing to sum".into()));
     }
     if args.op == exec::Op::Dot && args.protocol.is_delta() {
@@ -593,11 +834,11 @@ fn reveal_exec<T: ProbeFloat>(cmd: &str, args: &RevealArgs) -> Result<(SumTree, 
             "--op dot sends both operands whole: use --protocol text or binary".into(),
         ));
     }
-    let mut target = exec::Exec::<T>::spawn(cmd, args.protocol, timeout, grace)
+    let mut target = exec::Exec::<T>::spawn(cmd, protocol, timeout, grace)
         .map_err(Failure::Message)?
         .with_startup_timeout(startup)
         .with_wire(wire_of(args.dtype), args.op);
-    let estimate = budget::Estimate::new(args.algorithm, args.n, 1, args.n as f64);
+    let estimate = budget::Estimate::new(args.algorithm, args.n(), 1, args.n() as f64);
     let progress = budget::Progress::new(estimate.calls, "probes");
     let p = progress.clone();
     target.on_answer(move |k| p.set(k));
@@ -610,7 +851,7 @@ fn run_engine<T: ProbeFloat>(
     target: &mut exec::Exec<T>,
     args: &RevealArgs,
 ) -> Result<(SumTree, u64), Failure> {
-    let mut reveal = Reveal::new(args.n)
+    let mut reveal = Reveal::new(args.n())
         .algorithm(algorithm_of(args))
         .pivot(Pivot::Random)
         .seed(args.seed)

@@ -1158,3 +1158,26 @@ fn tree_files_are_read_within_a_bound() {
     let o = fprev_limited(LIMIT_KIB, &["diff", "/dev/zero", "/dev/zero"]);
     refused(&o, "/dev/zero: larger than 256 MiB: not a tree file");
 }
+
+/// Without the `mpi` feature the MPI targets exist and say how to get them.
+#[cfg(not(feature = "mpi"))]
+#[test]
+fn mpi_targets_name_the_missing_feature() {
+    let o = fprev(&["reveal", "mpi-allreduce", "--ranks", "4"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(
+        e.contains("`mpi` feature") && e.contains("--features mpi"),
+        "{e}"
+    );
+    // arguments are still checked first
+    let o = fprev(&[
+        "reveal",
+        "mpi-reduce",
+        "--ranks",
+        "4",
+        "--algorithm",
+        "ring",
+    ]);
+    assert!(stderr(&o).contains("binomial"), "{}", stderr(&o));
+}

@@ -26,7 +26,7 @@
 //! assert_eq!(exact::par_sum(&xs), 2.0);
 //! ```
 
-mod accumulator;
+pub(crate) mod accumulator;
 pub(crate) mod filter;
 mod format;
 mod gemm;

@@ -14,6 +14,8 @@ mod draw;
 pub mod exact;
 pub mod float;
 pub mod fused;
+#[cfg(feature = "mpi")]
+pub mod mpi;
 pub mod ops;
 pub mod orders;
 pub mod picture;

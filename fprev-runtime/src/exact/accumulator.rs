@@ -21,6 +21,9 @@ pub(crate) const LOW_EXP: i32 = -2176;
 /// Additions allowed between normalizations. After normalization every limb is below 2^32;
 /// one addition adds less than 2^53 to a limb, so 1000 additions stay below 2^63.
 const CARRY_BUDGET: u32 = 1000;
+/// Words of an accumulator's fixed-size image: the limbs and one word of flags.
+#[cfg(feature = "mpi")]
+pub(crate) const WORDS: usize = NLIMBS + 1;
 /// Bit pattern of `-0.0`.
 pub(crate) const NEG_ZERO_BITS: u64 = 0x8000_0000_0000_0000;
 
@@ -353,6 +356,60 @@ impl Accumulator {
     pub fn merged(mut self, other: Accumulator) -> Accumulator {
         self.merge(&other);
         self
+    }
+
+    /// The accumulator as [`WORDS`] words that [`from_words`](Self::from_words) reads
+    /// back to the same exact value: the normalized limbs, then the special-value flags.
+    /// A fixed-size image, so that accumulators can travel as an MPI datatype and be
+    /// merged by a user-defined reduction on another process.
+    #[cfg(feature = "mpi")]
+    pub(crate) fn to_words(&self, out: &mut [i64; WORDS]) {
+        let mut copy = self.clone();
+        copy.normalize();
+        out[..NLIMBS].copy_from_slice(&copy.limbs);
+        out[NLIMBS] = i64::from(self.nan)
+            | i64::from(self.pos_inf) << 1
+            | i64::from(self.neg_inf) << 2
+            | i64::from(self.nonempty) << 3
+            | i64::from(self.neg_zero_only) << 4;
+    }
+
+    /// The accumulator whose image [`to_words`](Self::to_words) wrote.
+    #[cfg(feature = "mpi")]
+    pub(crate) fn from_words(words: &[i64; WORDS]) -> Accumulator {
+        let mut limbs = [0; NLIMBS];
+        limbs.copy_from_slice(&words[..NLIMBS]);
+        let flags = words[NLIMBS];
+        Accumulator {
+            limbs,
+            // limbs from `to_words` are normalized, those of a merge have one pending
+            // addition at most: one is the safe count for both
+            pending: 1,
+            nan: flags & 1 != 0,
+            pos_inf: flags & 2 != 0,
+            neg_inf: flags & 4 != 0,
+            nonempty: flags & 8 != 0,
+            neg_zero_only: flags & 16 != 0,
+        }
+    }
+
+    /// Merges the image `other` into the image `into` (both written by
+    /// [`to_words`](Self::to_words)), leaving a normalized image: what
+    /// [`merge`](Self::merge) does, without building the two accumulators. The body of
+    /// the MPI reduction, which runs once per element per message.
+    #[cfg(feature = "mpi")]
+    pub(crate) fn merge_words(into: &mut [i64; WORDS], other: &[i64; WORDS]) {
+        // both normalized: every limb below 2^32, so the sums cannot overflow
+        let mut carry = 0i64;
+        for (a, b) in into[..NLIMBS - 1].iter_mut().zip(&other[..NLIMBS - 1]) {
+            let v = *a + *b + carry;
+            carry = v >> DIGIT_BITS;
+            *a = v & DIGIT_MASK;
+        }
+        into[NLIMBS - 1] += other[NLIMBS - 1] + carry;
+        let (a, b) = (into[NLIMBS], other[NLIMBS]);
+        // nan, +inf, -inf and nonempty are "any"; neg_zero_only is "all"
+        into[NLIMBS] = ((a | b) & 0b1111) | (a & b & 0b1_0000);
     }
 
     /// Propagates all pending carries: afterwards every limb but the top one lies in
