@@ -262,6 +262,38 @@ impl Reveal {
         self
     }
 
+    /// The same revelation with `tree` tried before every other guess, under `name` (what
+    /// [`RevealReport::recognized`] says when its proof holds): a sweep proves the
+    /// previous size's tree this way before it searches.
+    pub(crate) fn with_first_hint(&self, name: &str, tree: SumTree) -> Reveal {
+        let mut r = self.clone();
+        r.hints.insert(0, (name.to_string(), tree));
+        r
+    }
+
+    /// The number of values this revelation sums.
+    pub(crate) fn size(&self) -> usize {
+        self.n
+    }
+
+    /// Refuses `n` no revelation can handle, before any target exists: `0`, or more
+    /// summands than fprev indexes.
+    pub(crate) fn check_size(n: usize) -> Result<(), RevealError> {
+        if n == 0 {
+            return Err(RevealError::InvalidSize {
+                n,
+                reason: "there is nothing to sum".into(),
+            });
+        }
+        if n >= u32::MAX as usize / 4 {
+            return Err(RevealError::InvalidSize {
+                n,
+                reason: "more summands than fprev indexes".into(),
+            });
+        }
+        Ok(())
+    }
+
     /// Reveal a sequential `FnMut` target.
     pub fn run<T: ProbeFloat, F: FnMut(&[T]) -> T>(&self, f: F) -> Result<SumTree, RevealError> {
         Ok(self.run_target(FnTarget(f))?.tree)
@@ -290,18 +322,7 @@ impl Reveal {
         target: X,
     ) -> Result<RevealReport, RevealError> {
         let n = self.n;
-        if n == 0 {
-            return Err(RevealError::InvalidSize {
-                n,
-                reason: "there is nothing to sum".into(),
-            });
-        }
-        if n >= u32::MAX as usize / 4 {
-            return Err(RevealError::InvalidSize {
-                n,
-                reason: "more summands than fprev indexes".into(),
-            });
-        }
+        Reveal::check_size(n)?;
         if let Some((_, hint)) = self.hints.iter().find(|(_, t)| t.leaf_count() != n) {
             let leaves = hint.leaf_count();
             let plural = if leaves == 1 { "leaf" } else { "leaves" };
