@@ -650,7 +650,10 @@ fn flat_root<T: ProbeFloat, X: Target<T>>(
     let all_lost =
         !prober.samples().is_empty() && prober.samples().iter().all(|s| s.lost as usize == n);
     if !all_lost {
-        return RevealError::OrderIndependent { n };
+        return RevealError::OrderIndependent {
+            n,
+            wider: wider_accumulator(T::FORMAT),
+        };
     }
     let random = match answered.first() {
         Some(a) => a.answer,
@@ -673,6 +676,16 @@ fn flat_root<T: ProbeFloat, X: Target<T>>(
             n,
             random: random.to_f64(),
         }
+    }
+}
+
+/// The next wider accumulator a sum in `format` may really run in: f32 for the 16-bit
+/// (and narrower) formats, f64 for f32, none past f64.
+fn wider_accumulator(format: crate::float::FloatFormat) -> Option<&'static str> {
+    match format.precision {
+        0..=23 => Some("f32"),
+        24..=52 => Some("f64"),
+        _ => None,
     }
 }
 
