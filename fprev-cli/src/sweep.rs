@@ -1,5 +1,6 @@
-//! `fprev sweep`: one program revealed at every value of a parameter, to find where its
-//! summation order changes (a kernel that blocks its sums from some batch size on).
+//! `fprev sweep`: one program (or built-in target) revealed at every value of a
+//! parameter, to find where its summation order changes (a kernel that blocks its sums
+//! from some batch size on).
 //!
 //! `{}` in the command is replaced by each value; every value gets a fresh program. Each
 //! value's tree is first proved to be the previous value's and searched only when the
@@ -9,19 +10,25 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use fprev::target::TargetError;
-use fprev::{ProbeFloat, Reveal, Sweep};
+use fprev::{ProbeFloat, Reveal, Sweep, SweepError};
 
 use crate::{accumulator, dtype_name, exec, limits, wire_of, write_out, Dtype, Failure};
+
+mod builtin;
 
 /// The most values one sweep takes: each starts a program and reveals a tree.
 const MAX_VALUES: usize = 4096;
 
 #[derive(clap::Args)]
 pub struct SweepArgs {
+    /// A built-in target: the matrix products (matrixmultiply-gemm, ndarray-matmul,
+    /// nalgebra-matmul) are swept over their rows, element (0, 0) revealed and row 0
+    /// checked; rayon-sum over its threads. Omit with --exec.
+    target: Option<String>,
     /// The program, with `{}` where each value goes (`"python3 kernel.py --rows {}"`); it
     /// reads one probe per line and answers one number per line, as `fprev reveal --exec`.
-    #[arg(long)]
-    exec: String,
+    #[arg(long, conflicts_with = "target")]
+    exec: Option<String>,
     /// The values: `1..64` (both ends included), `1,2,4,8`, or both (`1..4,8,16`), in
     /// increasing order.
     #[arg(long)]
@@ -29,9 +36,13 @@ pub struct SweepArgs {
     /// Number of summands.
     #[arg(short = 'n', long)]
     n: usize,
-    /// What a value stands for, in the output (`M = 1..3: ...`).
-    #[arg(long, default_value = "value")]
-    label: String,
+    /// What a value stands for, in the output (`M = 1..3: ...`); default `value`, or
+    /// `rows` / `threads` for a built-in target.
+    #[arg(long)]
+    label: Option<String>,
+    /// Columns of B for the matrix built-ins (default n).
+    #[arg(long)]
+    cols: Option<usize>,
     /// Float type of the values sent.
     #[arg(long, value_enum, default_value = "f32")]
     dtype: Dtype,
@@ -75,12 +86,31 @@ enum SweepFormat {
 
 pub fn run(args: &SweepArgs) -> Result<ExitCode, Failure> {
     let start = Instant::now();
-    if !args.exec.contains("{}") {
-        return Err(Failure::Message(format!(
-            "--exec {:?} has no {{}} for the value to go in (\"my-kernel --rows {{}}\")",
-            args.exec
-        )));
-    }
+    let (what, label) = match (&args.target, &args.exec) {
+        (Some(name), _) => {
+            let over = builtin::Over::of(name).map_err(Failure::Message)?;
+            (name.clone(), args.label.clone().unwrap_or(over.label().into()))
+        }
+        (None, Some(exec)) => {
+            if !exec.contains("{}") {
+                return Err(Failure::Message(format!(
+                    "--exec {exec:?} has no {{}} for the value to go in (\"my-kernel --rows {{}}\")"
+                )));
+            }
+            if args.cols.is_some() {
+                return Err(Failure::Message(
+                    "--cols applies to the built-in matrix products, not to --exec programs"
+                        .into(),
+                ));
+            }
+            (format!("{exec:?}"), args.label.clone().unwrap_or("value".into()))
+        }
+        (None, None) => {
+            return Err(Failure::Message(
+                "name a built-in target (matrixmultiply-gemm, ndarray-matmul, nalgebra-matmul, rayon-sum) or pass --exec \"<command with {}>\"".into(),
+            ))
+        }
+    };
     let values = parse_values(&args.values)
         .map_err(|e| Failure::Message(format!("--values {:?}: {e}", args.values)))?;
     let acc = accumulator(args.dtype, args.acc_dtype)?;
@@ -94,17 +124,19 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode, Failure> {
     }
     limits::vector(args.n, elem, args.max_memory).map_err(Failure::Message)?;
     fprev::reveal::check_memory(args.n, fprev::Algorithm::FPRev, elem, args.max_memory)?;
-    let sweep = match acc {
-        Dtype::F32 => sweep_exec::<f32>(args, &values)?,
-        Dtype::F64 => sweep_exec::<f64>(args, &values)?,
-        Dtype::F16 => sweep_exec::<fprev::half::f16>(args, &values)?,
-        _ => sweep_exec::<fprev::half::bf16>(args, &values)?,
+    let sweep = match &args.target {
+        Some(name) => sweep_builtin(name, args, &values, acc, elem, &label)?,
+        None => match acc {
+            Dtype::F32 => sweep_exec::<f32>(args, &values, &label)?,
+            Dtype::F64 => sweep_exec::<f64>(args, &values, &label)?,
+            Dtype::F16 => sweep_exec::<fprev::half::f16>(args, &values, &label)?,
+            _ => sweep_exec::<fprev::half::bf16>(args, &values, &label)?,
+        },
     };
     let proved = sweep.points().iter().filter(|p| p.from_previous).count();
     errln!(
-        "swept {} values of {:?} ({}, n = {}) in {:.2} s: {proved} proved to keep the previous value's order, {} revealed afresh; {} probes, {} check calls",
+        "swept {} values of {what} ({}, n = {}) in {:.2} s: {proved} proved to keep the previous value's order, {} revealed afresh; {} probes, {} check calls",
         values.len(),
-        args.exec,
         dtype_name(args.dtype),
         args.n,
         start.elapsed().as_secs_f64(),
@@ -112,35 +144,91 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode, Failure> {
         sweep.probes(),
         sweep.replays()
     );
-    write_out(&render(&sweep, args))?;
+    write_out(&render(&sweep, args.format, &label))?;
     Ok(ExitCode::SUCCESS)
 }
 
-fn sweep_exec<T: ProbeFloat>(args: &SweepArgs, values: &[usize]) -> Result<Sweep, Failure> {
-    let timeout = limits::seconds("--timeout", args.timeout, false).map_err(Failure::Message)?;
-    let grace = limits::seconds("--grace", args.grace, true).map_err(Failure::Message)?;
-    let reveal = Reveal::new(args.n)
+/// The engine's settings for every value.
+fn engine(args: &SweepArgs) -> Reveal {
+    Reveal::new(args.n)
         .seed(args.seed)
         .accept_flat(args.accept_flat)
         .known_orders(!args.no_guess)
-        .max_memory(args.max_memory);
-    let sweep = reveal.try_sweep(values.iter().copied(), |value| {
-        let command = args.exec.replace("{}", &value.to_string());
+        .max_memory(args.max_memory)
+}
+
+/// A failed sweep, the value named as the output names it.
+fn failure(e: SweepError, label: &str) -> Failure {
+    match e.size() {
+        Some(value) => {
+            let inner = e.reveal_error().map(|r| r.to_string()).unwrap_or_default();
+            Failure::Message(format!("at {label} = {value}: {inner}"))
+        }
+        None => Failure::Message(e.to_string()),
+    }
+}
+
+fn sweep_builtin(
+    name: &str,
+    args: &SweepArgs,
+    values: &[usize],
+    acc: Dtype,
+    elem: usize,
+    label: &str,
+) -> Result<Sweep, Failure> {
+    let over = builtin::Over::of(name).map_err(Failure::Message)?;
+    if args.dtype != acc || !matches!(acc, Dtype::F32 | Dtype::F64) {
+        return Err(Failure::Message(format!(
+            "{name} sums f32 or f64 in its own type: pass --dtype f32 or f64, without --acc-dtype"
+        )));
+    }
+    if args.protocol != exec::Protocol::Text {
+        return Err(Failure::Message(
+            "--protocol applies to --exec programs".into(),
+        ));
+    }
+    let cols = args.cols.unwrap_or(args.n);
+    if over == builtin::Over::Rows {
+        if cols == 0 {
+            return Err(Failure::Message(
+                "--cols 0: the product has no row 0".into(),
+            ));
+        }
+        // the largest value needs the most memory: refused before anything runs
+        if let Some(&rows) = values.last() {
+            limits::matrix(args.n, rows, cols, elem, args.max_memory).map_err(Failure::Message)?;
+        }
+    } else if args.cols.is_some() {
+        return Err(Failure::Message(format!(
+            "--cols applies to the matrix products, not to {name}"
+        )));
+    }
+    let reveal = engine(args);
+    let sweep = match acc {
+        Dtype::F64 => builtin::sweep::<f64>(name, over, &reveal, values, args.n, cols),
+        _ => builtin::sweep::<f32>(name, over, &reveal, values, args.n, cols),
+    };
+    sweep.map_err(|e| failure(e, label))
+}
+
+fn sweep_exec<T: ProbeFloat>(
+    args: &SweepArgs,
+    values: &[usize],
+    label: &str,
+) -> Result<Sweep, Failure> {
+    let timeout = limits::seconds("--timeout", args.timeout, false).map_err(Failure::Message)?;
+    let grace = limits::seconds("--grace", args.grace, true).map_err(Failure::Message)?;
+    let exec_cmd = args.exec.as_deref().unwrap_or_default();
+    let sweep = engine(args).try_sweep(values.iter().copied(), |value| {
+        let command = exec_cmd.replace("{}", &value.to_string());
         exec::Exec::<T>::spawn(&command, args.protocol, timeout, grace)
             .map(|e| e.with_wire(wire_of(args.dtype), exec::Op::Sum))
             .map_err(TargetError::new)
     });
-    sweep.map_err(|e| match e.size() {
-        Some(value) => {
-            let inner = e.reveal_error().map(|r| r.to_string()).unwrap_or_default();
-            Failure::Message(format!("at {} = {value}: {inner}", args.label))
-        }
-        None => Failure::Message(e.to_string()),
-    })
+    sweep.map_err(|e| failure(e, label))
 }
 
-fn render(sweep: &Sweep, args: &SweepArgs) -> String {
-    let label = &args.label;
+fn render(sweep: &Sweep, format: SweepFormat, label: &str) -> String {
     let span = |first: usize, last: usize| {
         if first == last {
             first.to_string()
@@ -148,7 +236,7 @@ fn render(sweep: &Sweep, args: &SweepArgs) -> String {
             format!("{first}..{last}")
         }
     };
-    match args.format {
+    match format {
         SweepFormat::Summary => sweep
             .ranges()
             .iter()

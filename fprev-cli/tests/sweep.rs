@@ -153,3 +153,107 @@ fn a_program_that_fails_at_one_value_is_named_with_that_value() {
     assert!(stderr(&o).contains("at rows = 3: "), "{}", stderr(&o));
     assert!(stderr(&o).contains("exited"), "{}", stderr(&o));
 }
+
+#[test]
+fn a_built_in_product_is_swept_over_its_rows_and_agrees_with_reveal() {
+    let o = fprev(&[
+        "sweep",
+        "matrixmultiply-gemm",
+        "--values",
+        "1..5",
+        "--n",
+        "64",
+        "--cols",
+        "4",
+        "--format",
+        "text",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let mut sizes = 0;
+    for line in out.lines() {
+        // "rows = 1..5: (tree)": each range's last value, revealed on its own
+        let (span, tree) = line
+            .strip_prefix("rows = ")
+            .and_then(|l| l.split_once(": "))
+            .unwrap_or_else(|| panic!("{out}"));
+        let (first, last) = span.split_once("..").unwrap_or((span, span));
+        let (first, last): (usize, usize) = (first.parse().unwrap(), last.parse().unwrap());
+        sizes += last - first + 1;
+        let r = fprev(&[
+            "reveal",
+            "matrixmultiply-gemm",
+            "--rows",
+            &last.to_string(),
+            "--n",
+            "64",
+            "--cols",
+            "4",
+        ]);
+        assert!(r.status.success(), "{}", stderr(&r));
+        assert_eq!(stdout(&r).trim(), tree, "rows = {last}");
+    }
+    assert_eq!(sizes, 5, "{out}");
+    let o = fprev(&[
+        "sweep",
+        "nalgebra-matmul",
+        "--values",
+        "1,2,4",
+        "--n",
+        "32",
+        "--cols",
+        "4",
+        "--label",
+        "M",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("M = 1"), "{}", stdout(&o));
+}
+
+#[test]
+fn built_in_sweeps_refuse_what_they_cannot_sweep() {
+    let cases: [(&[&str], &str); 7] = [
+        (
+            &["iter-sum", "--values", "1..3", "--n", "8"],
+            "no parameter to sweep",
+        ),
+        (
+            &["no-such", "--values", "1", "--n", "8"],
+            "no built-in target \"no-such\"",
+        ),
+        (&["--values", "1", "--n", "8"], "name a built-in target"),
+        (
+            &[
+                "matrixmultiply-gemm",
+                "--values",
+                "1",
+                "--n",
+                "8",
+                "--dtype",
+                "f16",
+            ],
+            "pass --dtype f32 or f64",
+        ),
+        (
+            &["rayon-sum", "--values", "1", "--n", "8", "--cols", "2"],
+            "--cols applies",
+        ),
+        (
+            &["rayon-sum", "--values", "0", "--n", "8"],
+            "a pool of 0 threads",
+        ),
+        (
+            &[
+                "--exec", "cat {}", "--values", "1", "--n", "8", "--cols", "2",
+            ],
+            "--cols applies",
+        ),
+    ];
+    for (args, says) in cases {
+        let mut all = vec!["sweep"];
+        all.extend_from_slice(args);
+        let o = fprev(&all);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+    }
+}
