@@ -72,7 +72,9 @@ where
 
 impl Reveal {
     /// This revelation (its `n`, seed, algorithm, hints, ...) at every size of `sizes`,
-    /// with the target `make(size)`: see [`sweep`].
+    /// with the target `make(size)`: see [`sweep`]. The previous size's tree is proved
+    /// first with [`Algorithm::FPRev`](crate::Algorithm::FPRev) (the default); the other
+    /// algorithms search every size.
     ///
     /// ```
     /// use fprev::target::FnTarget;

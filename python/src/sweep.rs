@@ -125,23 +125,21 @@ impl Sweep {
 /// A size's target, handing what went wrong in Python to the sweep when it is done.
 struct Kept<I, T> {
     target: PyTarget<I, T>,
-    calls: Arc<Mutex<Outcome>>,
+    outcome: Arc<Mutex<Outcome>>,
 }
 
-/// What the sizes' targets left behind: the first Python exception and its size, and
-/// the calls made.
+/// What the sizes' targets left behind: the first Python exception and its size (the
+/// size being revealed is kept here as the sweep goes).
 #[derive(Default)]
 struct Outcome {
     failure: Option<(usize, Failure)>,
-    calls: u64,
     size: usize,
 }
 
 impl<I, T> Drop for Kept<I, T> {
     fn drop(&mut self) {
         // a poisoned lock means a panic elsewhere already ended the sweep
-        if let Ok(mut out) = self.calls.lock() {
-            out.calls += self.target.calls;
+        if let Ok(mut out) = self.outcome.lock() {
             if out.failure.is_none() && self.target.failure.error.is_some() {
                 let size = out.size;
                 out.failure = Some((size, std::mem::take(&mut self.target.failure)));
@@ -204,7 +202,7 @@ pub fn run<I: ProbeFloat, T: ProbeFloat>(
                             .map_err(|e| TargetError::new(e.to_string()))?;
                         Ok(Kept {
                             target: PyTarget::<I, T>::new(call, args.unbind(), flat),
-                            calls: outcome.clone(),
+                            outcome: outcome.clone(),
                         })
                     }
                     Err(e) => {
