@@ -93,7 +93,7 @@ fn sort_then_sum_is_a_data_dependent_order() {
     }
     // an exact sum is still order-independent, not data-dependent
     let e = fprev::reveal(64, fprev::exact::sum).unwrap_err();
-    assert_eq!(e, RevealError::OrderIndependent { n: 64 });
+    assert_eq!(e, RevealError::OrderIndependent { n: 64, wider: None });
 }
 
 #[test]

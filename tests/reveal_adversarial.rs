@@ -107,17 +107,23 @@ fn kahan_is_not_a_plain_sum() {
 #[test]
 fn order_independent_sum_is_reported() {
     let e = fprev::reveal(64, |x: &[f64]| fprev::float::exact_sum_rounded(x)).unwrap_err();
-    assert_eq!(e, RevealError::OrderIndependent { n: 64 });
+    assert_eq!(e, RevealError::OrderIndependent { n: 64, wider: None });
     // fprev's own exact sums, sequential and parallel, f64 and f32
     for n in [3usize, 64, 1000] {
         let e = fprev::reveal(n, fprev::exact::sum).unwrap_err();
-        assert_eq!(e, RevealError::OrderIndependent { n });
+        assert_eq!(e, RevealError::OrderIndependent { n, wider: None });
         let e = fprev::reveal(n, fprev::exact::sum_f32).unwrap_err();
-        assert_eq!(e, RevealError::OrderIndependent { n });
+        assert_eq!(
+            e,
+            RevealError::OrderIndependent {
+                n,
+                wider: Some("f64")
+            }
+        );
         let e = fprev::Reveal::new(n)
             .run_sync(fprev::exact::par_sum)
             .unwrap_err();
-        assert_eq!(e, RevealError::OrderIndependent { n });
+        assert_eq!(e, RevealError::OrderIndependent { n, wider: None });
     }
     // accepted as a tree, it is one fused node that replays bit for bit
     let t = fprev::Reveal::new(16)
@@ -130,7 +136,30 @@ fn order_independent_sum_is_reported() {
         x.iter().map(|&v| v as f64).sum::<f64>() as f32
     })
     .unwrap_err();
-    assert_eq!(e, RevealError::OrderIndependent { n: 64 });
+    assert_eq!(
+        e,
+        RevealError::OrderIndependent {
+            n: 64,
+            wider: Some("f64")
+        }
+    );
+    // a 16-bit sum accumulated in f32 says which accumulator to try
+    let e = fprev::reveal(64, |x: &[fprev::half::f16]| {
+        fprev::half::f16::from_f32(x.iter().map(|v| v.to_f32()).sum::<f32>())
+    })
+    .unwrap_err();
+    assert_eq!(
+        e,
+        RevealError::OrderIndependent {
+            n: 64,
+            wider: Some("f32")
+        }
+    );
+    assert!(
+        e.to_string()
+            .contains("try acc_dtype=\"float32\" in Python, --acc-dtype f32"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -33,6 +33,7 @@ mod escape;
 mod exec;
 mod limits;
 mod reports;
+mod sweep;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -68,6 +69,9 @@ enum Cmd {
         /// Second tree file.
         b: PathBuf,
     },
+    /// Reveal a program's order at every value of a parameter (batch rows, threads,
+    /// chunk size) and print the ranges of values that share one order.
+    Sweep(sweep::SweepArgs),
     /// Reveal several real targets, print their trees and write pictures.
     Demo {
         /// Where the SVG pictures go.
@@ -286,6 +290,7 @@ fn main() -> ExitCode {
     });
     let result = match command {
         Cmd::Reveal(args) => reveal(&args),
+        Cmd::Sweep(args) => sweep::run(&args),
         Cmd::Targets => {
             let mut text = String::new();
             for b in builtins::BUILTINS {
@@ -717,10 +722,13 @@ fn dtype_name(d: Dtype) -> &'static str {
 /// The accumulator type: `--acc-dtype`, or f32 for FP8 values, or `--dtype`; never
 /// narrower than the values, never FP8.
 fn acc_dtype(args: &RevealArgs) -> Result<Dtype, Failure> {
-    let fp8 = matches!(args.dtype, Dtype::F8e4m3 | Dtype::F8e5m2);
-    let acc = args
-        .acc_dtype
-        .unwrap_or(if fp8 { Dtype::F32 } else { args.dtype });
+    accumulator(args.dtype, args.acc_dtype)
+}
+
+/// [`acc_dtype`] of values of `dtype` and an `--acc-dtype` of `acc`.
+fn accumulator(dtype: Dtype, acc: Option<Dtype>) -> Result<Dtype, Failure> {
+    let fp8 = matches!(dtype, Dtype::F8e4m3 | Dtype::F8e5m2);
+    let acc = acc.unwrap_or(if fp8 { Dtype::F32 } else { dtype });
     if matches!(acc, Dtype::F8e4m3 | Dtype::F8e5m2) {
         return Err(Failure::Message(format!(
             "--acc-dtype {}: FP8 is an operand type; accumulate in f16, bf16, f32 or f64",
@@ -741,11 +749,11 @@ fn acc_dtype(args: &RevealArgs) -> Result<Dtype, Failure> {
         Dtype::F16 | Dtype::F8e5m2 => 15,
         Dtype::F8e4m3 => 8,
     };
-    if bits(acc) < bits(args.dtype) || range(acc) < range(args.dtype) {
+    if bits(acc) < bits(dtype) || range(acc) < range(dtype) {
         return Err(Failure::Message(format!(
             "--acc-dtype {} cannot hold every --dtype {} value exactly",
             dtype_name(acc),
-            dtype_name(args.dtype)
+            dtype_name(dtype)
         )));
     }
     Ok(acc)

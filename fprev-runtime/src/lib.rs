@@ -4,7 +4,7 @@
 //! ([`float`]), black-box targets ([`target`]), the revelation algorithms ([`reveal`](mod@reveal)),
 //! operation adapters ([`ops`]), scrambled iteration ([`scramble`]), the schedule-entropy
 //! amplifier ([`amplify`](mod@amplify)), accumulation-chain counting ([`chains`]), registered functions
-//! ([`registry`]), exact arithmetic ([`exact`]) and the GPU backend ([`cuda`]).
+//! ([`registry`]), orders across sizes ([`sweep`](mod@sweep)), exact arithmetic ([`exact`]) and the GPU backend ([`cuda`]).
 
 pub mod amplify;
 mod at_exit;
@@ -22,6 +22,7 @@ pub mod picture;
 pub mod registry;
 pub mod reveal;
 pub mod scramble;
+pub mod sweep;
 pub mod target;
 pub mod tree;
 mod wrap;
@@ -36,3 +37,4 @@ pub use chains::Tracked;
 pub use cuda::CudaError;
 pub use registry::{check_registered, check_registered_allow_empty, registered};
 pub use scramble::{launch, Dim3, ReplayToken, ScrambleConfig, Shuffle, ThreadCtx};
+pub use sweep::{sweep, Sweep, SweepError};

@@ -46,6 +46,17 @@ variants! {
 /// The exception for `e`, with the engine's message.
 pub fn to_py(e: Engine) -> PyErr {
     let message = e.to_string();
+    typed(e, message)
+}
+
+/// The exception for `e` at one size of a sweep: its message starts with that size.
+pub fn to_py_at(e: Engine, size: usize) -> PyErr {
+    let message = format!("at size {size}: {e}");
+    typed(e, message)
+}
+
+/// The exception class of `e`'s variant, carrying `message`.
+fn typed(e: Engine, message: String) -> PyErr {
     match e {
         Engine::InvalidSize { .. } => InvalidSizeError::new_err(message),
         Engine::OutOfMemory { .. } => OutOfMemoryError::new_err(message),

@@ -6,6 +6,7 @@
 mod buffer;
 mod dtype;
 mod errors;
+mod sweep;
 mod target;
 mod tree;
 
@@ -160,6 +161,36 @@ fn reveal_products<'py>(
         let result =
             py.detach(|| config.run_target(Products::new(|x: &[I], y: &[I]| dot.answer(x, y))));
         answer(py, result, &mut dot.failure, dot.calls)
+    })
+}
+
+/// Reveals, for every size of `sizes` (strictly increasing), the callable `make(size)`
+/// summing the `n` items of `buffer` (it is called with `view`, a read-only view of
+/// it), each size first proved against the previous size's tree. Returns a `Sweep`.
+#[pyfunction]
+#[pyo3(name = "sweep", signature = (make, sizes, buffer, view, n, dtype, acc, algorithm_name, verify, seed, accept_flat, label))]
+#[allow(clippy::too_many_arguments)]
+fn sweep_sizes(
+    py: Python<'_>,
+    make: Py<PyAny>,
+    sizes: Vec<usize>,
+    buffer: Py<PyAny>,
+    view: Py<PyAny>,
+    n: usize,
+    dtype: &str,
+    acc: &str,
+    algorithm_name: &str,
+    verify: bool,
+    seed: u64,
+    accept_flat: bool,
+    label: String,
+) -> PyResult<sweep::Sweep> {
+    let (input, acc) = (Dtype::parse(dtype)?, Dtype::parse(acc)?);
+    // the buffer's shape and dtype are checked here, before any size runs
+    Flat::writable(buffer.bind(py), &[n], input)?;
+    let config = engine(n, algorithm_name, None, verify, seed, accept_flat)?;
+    dispatch!(input, acc, |I, T| {
+        sweep::run::<I, T>(py, make, sizes, buffer, view, n, input, config, label)
     })
 }
 
@@ -364,9 +395,11 @@ fn _fprev(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Tree>()?;
     m.add_class::<tree::Diff>()?;
     m.add_class::<Orders>()?;
+    m.add_class::<sweep::Sweep>()?;
     errors::register(m)?;
     m.add_function(wrap_pyfunction!(check_size, m)?)?;
     m.add_function(wrap_pyfunction!(reveal, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep_sizes, m)?)?;
     m.add_function(wrap_pyfunction!(reveal_reduction, m)?)?;
     m.add_function(wrap_pyfunction!(reveal_products, m)?)?;
     m.add_function(wrap_pyfunction!(exact_sum, m)?)?;

@@ -110,6 +110,11 @@ pub enum RevealError {
     OrderIndependent {
         /// The size.
         n: usize,
+        /// The next wider accumulator to reveal in (`"f32"` for f16 and bf16 sums,
+        /// `"f64"` for f32 ones; `None` for f64): a library that accumulates narrow
+        /// values in a wider format (PyTorch sums float16 in float32 on the CPU) rounds
+        /// once at the end, which looks exactly like an order-independent sum.
+        wider: Option<&'static str>,
     },
     /// The revealed tree does not reproduce the target's bits on random inputs.
     NotPlainSummation {
@@ -242,10 +247,20 @@ impl std::fmt::Display for RevealError {
                 f,
                 "nondeterministic target: probe {probe} answered {first} and later {second} (the order changes between calls: threads, work stealing, atomics)"
             ),
-            RevealError::OrderIndependent { n } => write!(
-                f,
-                "order-independent summation: every probe returned n-2 units for n = {n}; the target sums exactly or correctly rounded (or in a much wider accumulator), which is one {n}-way fused node; use Reveal::accept_flat(true) to get that node as the tree"
-            ),
+            RevealError::OrderIndependent { n, wider } => {
+                write!(
+                    f,
+                    "order-independent summation: every probe returned n-2 units for n = {n}; the target sums exactly or correctly rounded (or in a much wider accumulator), which is one {n}-way fused node; use Reveal::accept_flat(true) to get that node as the tree"
+                )?;
+                if let Some(w) = wider {
+                    let python = if *w == "f32" { "float32" } else { "float64" };
+                    write!(
+                        f,
+                        ". If it accumulates in a wider format than its values and rounds once at the end, reveal it in that format: try acc_dtype=\"{python}\" in Python, --acc-dtype {w} on the command line, or in Rust a target answering in {w} whose Target::input_format names the values' format"
+                    )?;
+                }
+                Ok(())
+            }
             RevealError::NotPlainSummation {
                 tree,
                 input_seed,

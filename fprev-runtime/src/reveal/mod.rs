@@ -283,6 +283,38 @@ impl Reveal {
         self
     }
 
+    /// The same revelation with `tree` tried before every other guess, under `name` (what
+    /// [`RevealReport::recognized`] says when its proof holds): a sweep proves the
+    /// previous size's tree this way before it searches.
+    pub(crate) fn with_first_hint(&self, name: &str, tree: SumTree) -> Reveal {
+        let mut r = self.clone();
+        r.hints.insert(0, (name.to_string(), tree));
+        r
+    }
+
+    /// The number of values this revelation sums.
+    pub(crate) fn size(&self) -> usize {
+        self.n
+    }
+
+    /// Refuses `n` no revelation can handle, before any target exists: `0`, or more
+    /// summands than fprev indexes.
+    pub(crate) fn check_size(n: usize) -> Result<(), RevealError> {
+        if n == 0 {
+            return Err(RevealError::InvalidSize {
+                n,
+                reason: "there is nothing to sum".into(),
+            });
+        }
+        if n >= u32::MAX as usize / 4 {
+            return Err(RevealError::InvalidSize {
+                n,
+                reason: "more summands than fprev indexes".into(),
+            });
+        }
+        Ok(())
+    }
+
     /// Reveal a sequential `FnMut` target.
     pub fn run<T: ProbeFloat, F: FnMut(&[T]) -> T>(&self, f: F) -> Result<SumTree, RevealError> {
         Ok(self.run_target(FnTarget(f))?.tree)
@@ -311,18 +343,7 @@ impl Reveal {
         target: X,
     ) -> Result<RevealReport, RevealError> {
         let n = self.n;
-        if n == 0 {
-            return Err(RevealError::InvalidSize {
-                n,
-                reason: "there is nothing to sum".into(),
-            });
-        }
-        if n >= u32::MAX as usize / 4 {
-            return Err(RevealError::InvalidSize {
-                n,
-                reason: "more summands than fprev indexes".into(),
-            });
-        }
+        Reveal::check_size(n)?;
         if let Some((_, hint)) = self.hints.iter().find(|(_, t)| t.leaf_count() != n) {
             let leaves = hint.leaf_count();
             let plural = if leaves == 1 { "leaf" } else { "leaves" };
@@ -656,7 +677,10 @@ fn flat_root<T: ProbeFloat, X: Target<T>>(
     let all_lost =
         !prober.samples().is_empty() && prober.samples().iter().all(|s| s.lost as usize == n);
     if !all_lost {
-        return RevealError::OrderIndependent { n };
+        return RevealError::OrderIndependent {
+            n,
+            wider: wider_accumulator(T::FORMAT),
+        };
     }
     let random = match answered.first() {
         Some(a) => a.answer,
@@ -679,6 +703,16 @@ fn flat_root<T: ProbeFloat, X: Target<T>>(
             n,
             random: random.to_f64(),
         }
+    }
+}
+
+/// The next wider accumulator a sum in `format` may really run in: f32 for the 16-bit
+/// (and narrower) formats, f64 for f32, none past f64.
+fn wider_accumulator(format: crate::float::FloatFormat) -> Option<&'static str> {
+    match format.precision {
+        0..=23 => Some("f32"),
+        24..=52 => Some("f64"),
+        _ => None,
     }
 }
 

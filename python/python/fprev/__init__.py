@@ -41,6 +41,7 @@ from ._fprev import (
     PrecisionTooLowError,
     RevealError,
     SingleInputError,
+    Sweep,
     TargetError,
     TooLargeError,
     Tree,
@@ -51,6 +52,9 @@ __all__ = [
     "reveal",
     "reveal_dot",
     "reveal_matmul",
+    "sweep",
+    "sweep_matmul",
+    "Sweep",
     "Tree",
     "TreeDiff",
     "Orders",
@@ -309,6 +313,168 @@ def reveal_matmul(
 
     return _fprev.reveal_reduction(
         call, (), a, out, m, k, n, operands, acc, algorithm, _seed(seed), b, verify
+    )
+
+
+def _sizes(sizes, what="sizes"):
+    """``sizes`` as a list of non-negative ints (the engine refuses an empty or
+    non-increasing list with the reason)."""
+    try:
+        items = list(sizes)
+    except TypeError:
+        raise TypeError(f"{what} must be an iterable of integers, got {type(sizes).__name__}") from None
+    out = []
+    for s in items:
+        if isinstance(s, (bool, np.bool_)):
+            raise TypeError(f"{what} must hold integers, got {type(s).__name__}")
+        try:
+            s = operator.index(s)
+        except TypeError:
+            raise TypeError(f"{what} must hold integers, got {type(s).__name__}") from None
+        if s < 0:
+            raise ValueError(f"{what} must be non-negative, got {s}")
+        out.append(s)
+    return out
+
+
+def sweep(
+    make,
+    sizes,
+    n,
+    dtype="float32",
+    acc_dtype=None,
+    algorithm="fprev",
+    verify=True,
+    seed=None,
+    accept_flat=False,
+    label="size",
+):
+    """Reveal a reduction at every size of ``sizes`` and say where its order changes.
+
+    A kernel may sum in order for small batches and in blocks from some batch size on,
+    so a request's result changes bit-wise with the batch it rides in. ``make(size)``
+    returns the callable to reveal at that size (called as :func:`reveal` calls ``fn``:
+    one read-only array of ``n`` values of ``dtype``, returning the sum). Each size is
+    first proved to sum like the previous size (probe sets, a fraction of a search's
+    calls) and searched only when that proof fails; no tree is carried over unproved.
+
+    Parameters:
+        make: ``make(size) -> fn``, the callable at that size.
+        sizes: strictly increasing sizes (batch rows, threads, chunk lengths, ...).
+        n: number of summands at every size.
+        dtype, acc_dtype, algorithm, verify, seed, accept_flat: as for :func:`reveal`.
+        label: what a size stands for, in :meth:`Sweep.ranges` (``"M = 1..3: ..."``).
+
+    Returns:
+        :class:`Sweep`: ``.trees`` (``{size: Tree}``), ``.breakpoints`` (the sizes
+        whose tree differs from the previous size's), ``.ranges()`` (the runs of sizes
+        sharing one tree, in words), ``.range_trees()``, ``.proved``, ``.probes``.
+
+    Raises:
+        RevealError: a subclass, its message starting with the size that failed.
+        Whatever ``make`` or a callable raises, unchanged (with a note naming the size).
+
+    >>> import fprev, numpy as np
+    >>> def make(rows):  # in order below 4 rows, two halves from 4 on
+    ...     if rows < 4:
+    ...         return lambda x: np.cumsum(x)[-1]
+    ...     return lambda x: np.cumsum(x[:32])[-1] + np.cumsum(x[32:])[-1]
+    >>> s = fprev.sweep(make, range(1, 7), 64, label="M")
+    >>> s.breakpoints
+    [4]
+    >>> print(s.ranges())
+    M = 1..3: 64 in order; M = 4..6: 2 blocks of 32, combined in order; each block 32 in order
+    """
+    sizes = _sizes(sizes)
+    n = _size(n)
+    if not isinstance(label, str):
+        raise TypeError(f"label must be a string, got {type(label).__name__}")
+    operands, acc = _formats(dtype, acc_dtype)
+    buf, view = _buffer(n, operands, algorithm)
+    return _fprev.sweep(
+        make, sizes, buf, view, n, operands, acc, algorithm, _flag(verify, "verify"),
+        _seed(seed), _flag(accept_flat, "accept_flat"), label,
+    )
+
+
+def sweep_matmul(
+    fn, ms, n, k, dtype="float32", acc_dtype=None, verify=True, seed=None, label="M"
+):
+    """Reveal row 0 of a matrix product at every batch size ``m`` of ``ms``.
+
+    Batch invariance: does a request's row of ``a @ b`` sum in the same order whatever
+    the number of rows ``m`` it is batched with? ``fn(a, b)`` must return ``a @ b`` for
+    ``a`` of shape ``(m, k)`` and ``b`` of shape ``(k, n)`` (read-only NumPy arrays of
+    ``dtype``); fprev puts its probes in row 0 of ``a`` (the other rows zero) and ones
+    in ``b``, and reveals the sum of ``k`` products behind element ``(0, 0)``. Every
+    element of row 0 is checked on every call: they all sum the same values, so any
+    answer that differs from element ``(0, 0)``'s raises :class:`TargetError` (row 0's
+    elements sum in different orders: :func:`reveal_matmul` groups them).
+
+    Returns:
+        :class:`Sweep` over ``ms``, its sizes labelled ``label``.
+
+    >>> import fprev, numpy as np
+    >>> def in_order(a, b):  # each element's k products added one after another
+    ...     return np.cumsum(a[:, :, None] * b[None, :, :], axis=1)[:, -1, :]
+    >>> s = fprev.sweep_matmul(in_order, [1, 2, 3], 4, 32, dtype=np.float64)
+    >>> print(s.ranges())
+    M = 1..3: 32 in order
+
+    ``np.matmul`` with OpenBLAS 0.3 (Haswell kernels) shows a breakpoint at ``M = 2``:
+    a one-row product runs its gemv kernel, two rows and more its gemm kernel.
+    """
+    ms = _sizes(ms, "ms")
+    n, k = _size(n, "n"), _size(k, "k")
+    operands, acc = _formats(dtype, acc_dtype)
+    if _dtypes.is_fp8(operands):
+        raise ValueError(
+            "sweep_matmul probes one operand, which FP8 cannot hold the masks in: "
+            "call reveal_matmul at each m (it spreads probes over both operands)"
+        )
+    if n == 0:
+        raise InvalidSizeError("a matrix product with n = 0 columns has no row 0 to reveal")
+    np_dtype = _dtypes.numpy_dtype(operands)
+
+    def make(m):
+        if m == 0:
+            raise InvalidSizeError("m = 0: a product with no rows has no row 0 to reveal")
+        a = np.zeros((m, k), dtype=np_dtype)
+        a_view = a.view()
+        a_view.flags.writeable = False
+        b = np.ones((k, n), dtype=np_dtype)
+        b.flags.writeable = False
+
+        def row0(x):
+            a[0, :] = x
+            c = np.asarray(fn(a_view, b))
+            if c.shape != (m, n):
+                raise ValueError(
+                    f"the matrix product returned shape {c.shape}, expected {(m, n)}"
+                )
+            if np.iscomplexobj(c):
+                raise TargetError(
+                    f"the matrix product returned {c.dtype} values, not real numbers"
+                )
+            row = c[0]
+            first = row[0]
+            differs = np.flatnonzero(
+                (row != first) | (np.signbit(row) != np.signbit(first))
+            )
+            if not np.isnan(first) and differs.size:
+                j = int(differs[0])
+                raise TargetError(
+                    f"at {label} = {m}: element (0, {j}) answered {row[j]!r} where "
+                    f"(0, 0) answered {first!r} on the same values: the elements of row 0 "
+                    f"sum in different orders (fprev.reveal_matmul(fn, {m}, {n}, {k}) "
+                    "groups them)"
+                )
+            return first
+
+        return row0
+
+    return sweep(
+        make, ms, k, dtype=operands, acc_dtype=acc, verify=verify, seed=seed, label=label
     )
 
 

@@ -1,0 +1,338 @@
+//! `fprev sweep`: one program (or built-in target) revealed at every value of a
+//! parameter, to find where its summation order changes (a kernel that blocks its sums
+//! from some batch size on).
+//!
+//! `{}` in the command is replaced by each value; every value gets a fresh program. Each
+//! value's tree is first proved to be the previous value's and searched only when the
+//! proof fails ([`fprev::sweep`]).
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use fprev::target::TargetError;
+use fprev::{ProbeFloat, Reveal, Sweep, SweepError};
+
+use crate::{accumulator, dtype_name, exec, limits, wire_of, write_out, Dtype, Failure};
+
+mod builtin;
+
+/// The most values one sweep takes: each starts a program and reveals a tree.
+const MAX_VALUES: usize = 4096;
+
+#[derive(clap::Args)]
+pub struct SweepArgs {
+    /// A built-in target: the matrix products (matrixmultiply-gemm, ndarray-matmul,
+    /// nalgebra-matmul) are swept over their rows, element (0, 0) revealed and row 0
+    /// checked; rayon-sum over its threads. Omit with --exec.
+    target: Option<String>,
+    /// The program, with `{}` where each value goes (`"python3 kernel.py --rows {}"`); it
+    /// reads one probe per line and answers one number per line, as `fprev reveal --exec`.
+    #[arg(long, conflicts_with = "target")]
+    exec: Option<String>,
+    /// The values: `1..64` (both ends included), `1,2,4,8`, or both (`1..4,8,16`), in
+    /// increasing order.
+    #[arg(long)]
+    values: String,
+    /// Number of summands.
+    #[arg(short = 'n', long)]
+    n: usize,
+    /// What a value stands for, in the output (`M = 1..3: ...`); default `value`, or
+    /// `rows` / `threads` for a built-in target.
+    #[arg(long)]
+    label: Option<String>,
+    /// Columns of B for the matrix built-ins (default n).
+    #[arg(long)]
+    cols: Option<usize>,
+    /// Float type of the values sent.
+    #[arg(long, value_enum, default_value = "f32")]
+    dtype: Dtype,
+    /// Type of the answer and of the accumulation, when wider than --dtype.
+    #[arg(long, value_enum)]
+    acc_dtype: Option<Dtype>,
+    /// Output: `summary` (each range's tree in words), `text` (each range's canonical
+    /// tree), `json` (breakpoints and ranges with their trees).
+    #[arg(long, value_enum, default_value = "summary")]
+    format: SweepFormat,
+    /// Encoding of probes (see `fprev reveal --help`).
+    #[arg(long, value_enum, default_value = "text")]
+    protocol: exec::Protocol,
+    /// Seed of pivots and check inputs.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Seconds to wait for each answer.
+    #[arg(long, default_value_t = 10.0)]
+    timeout: f64,
+    /// Seconds each program has to exit after its input is closed.
+    #[arg(long, default_value_t = 2.0)]
+    grace: f64,
+    /// Search every value from scratch, without first trying the known library orders
+    /// (the previous value's tree is still tried first).
+    #[arg(long)]
+    no_guess: bool,
+    /// Accept an order-independent program: its tree is one n-way node.
+    #[arg(long)]
+    accept_flat: bool,
+    /// Memory budget (bytes, or with K, M, G, T).
+    #[arg(long, value_parser = limits::bytes, default_value = "8G")]
+    max_memory: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum SweepFormat {
+    Summary,
+    Text,
+    Json,
+}
+
+pub fn run(args: &SweepArgs) -> Result<ExitCode, Failure> {
+    let start = Instant::now();
+    let (what, label) = match (&args.target, &args.exec) {
+        (Some(name), _) => {
+            let over = builtin::Over::of(name).map_err(Failure::Message)?;
+            (name.clone(), args.label.clone().unwrap_or(over.label().into()))
+        }
+        (None, Some(exec)) => {
+            if !exec.contains("{}") {
+                return Err(Failure::Message(format!(
+                    "--exec {exec:?} has no {{}} for the value to go in (\"my-kernel --rows {{}}\")"
+                )));
+            }
+            if args.cols.is_some() {
+                return Err(Failure::Message(
+                    "--cols applies to the built-in matrix products, not to --exec programs"
+                        .into(),
+                ));
+            }
+            (format!("{exec:?}"), args.label.clone().unwrap_or("value".into()))
+        }
+        (None, None) => {
+            return Err(Failure::Message(
+                "name a built-in target (matrixmultiply-gemm, ndarray-matmul, nalgebra-matmul, rayon-sum) or pass --exec \"<command with {}>\"".into(),
+            ))
+        }
+    };
+    let values = parse_values(&args.values)
+        .map_err(|e| Failure::Message(format!("--values {:?}: {e}", args.values)))?;
+    let acc = accumulator(args.dtype, args.acc_dtype)?;
+    let elem = match acc {
+        Dtype::F64 => 8,
+        Dtype::F32 => 4,
+        _ => 2,
+    };
+    if args.n == 0 {
+        return Err(Failure::Message("--n 0: there is nothing to sum".into()));
+    }
+    limits::vector(args.n, elem, args.max_memory).map_err(Failure::Message)?;
+    fprev::reveal::check_memory(args.n, fprev::Algorithm::FPRev, elem, args.max_memory)?;
+    let sweep = match &args.target {
+        Some(name) => sweep_builtin(name, args, &values, acc, elem, &label)?,
+        None => match acc {
+            Dtype::F32 => sweep_exec::<f32>(args, &values, &label)?,
+            Dtype::F64 => sweep_exec::<f64>(args, &values, &label)?,
+            Dtype::F16 => sweep_exec::<fprev::half::f16>(args, &values, &label)?,
+            _ => sweep_exec::<fprev::half::bf16>(args, &values, &label)?,
+        },
+    };
+    let proved = sweep.points().iter().filter(|p| p.from_previous).count();
+    errln!(
+        "swept {} values of {what} ({}, n = {}) in {:.2} s: {proved} proved to keep the previous value's order, {} revealed afresh; {} probes, {} check calls",
+        values.len(),
+        dtype_name(args.dtype),
+        args.n,
+        start.elapsed().as_secs_f64(),
+        values.len() - proved,
+        sweep.probes(),
+        sweep.replays()
+    );
+    write_out(&render(&sweep, args.format, &label))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The engine's settings for every value.
+fn engine(args: &SweepArgs) -> Reveal {
+    Reveal::new(args.n)
+        .seed(args.seed)
+        .accept_flat(args.accept_flat)
+        .known_orders(!args.no_guess)
+        .max_memory(args.max_memory)
+}
+
+/// A failed sweep, the value named as the output names it.
+fn failure(e: SweepError, label: &str) -> Failure {
+    match e.size() {
+        Some(value) => {
+            let inner = e.reveal_error().map(|r| r.to_string()).unwrap_or_default();
+            Failure::Message(format!("at {label} = {value}: {inner}"))
+        }
+        None => Failure::Message(e.to_string()),
+    }
+}
+
+fn sweep_builtin(
+    name: &str,
+    args: &SweepArgs,
+    values: &[usize],
+    acc: Dtype,
+    elem: usize,
+    label: &str,
+) -> Result<Sweep, Failure> {
+    let over = builtin::Over::of(name).map_err(Failure::Message)?;
+    if args.dtype != acc || !matches!(acc, Dtype::F32 | Dtype::F64) {
+        return Err(Failure::Message(format!(
+            "{name} sums f32 or f64 in its own type: pass --dtype f32 or f64, without --acc-dtype"
+        )));
+    }
+    if args.protocol != exec::Protocol::Text {
+        return Err(Failure::Message(
+            "--protocol applies to --exec programs".into(),
+        ));
+    }
+    let cols = args.cols.unwrap_or(args.n);
+    if over == builtin::Over::Rows {
+        if cols == 0 {
+            return Err(Failure::Message(
+                "--cols 0: the product has no row 0".into(),
+            ));
+        }
+        // the largest value needs the most memory: refused before anything runs
+        if let Some(&rows) = values.last() {
+            limits::matrix(args.n, rows, cols, elem, args.max_memory).map_err(Failure::Message)?;
+        }
+    } else if args.cols.is_some() {
+        return Err(Failure::Message(format!(
+            "--cols applies to the matrix products, not to {name}"
+        )));
+    }
+    let reveal = engine(args);
+    let sweep = match acc {
+        Dtype::F64 => builtin::sweep::<f64>(name, over, &reveal, values, args.n, cols),
+        _ => builtin::sweep::<f32>(name, over, &reveal, values, args.n, cols),
+    };
+    sweep.map_err(|e| failure(e, label))
+}
+
+fn sweep_exec<T: ProbeFloat>(
+    args: &SweepArgs,
+    values: &[usize],
+    label: &str,
+) -> Result<Sweep, Failure> {
+    let timeout = limits::seconds("--timeout", args.timeout, false).map_err(Failure::Message)?;
+    let grace = limits::seconds("--grace", args.grace, true).map_err(Failure::Message)?;
+    let exec_cmd = args.exec.as_deref().unwrap_or_default();
+    let sweep = engine(args).try_sweep(values.iter().copied(), |value| {
+        let command = exec_cmd.replace("{}", &value.to_string());
+        exec::Exec::<T>::spawn(&command, args.protocol, timeout, grace)
+            .map(|e| e.with_wire(wire_of(args.dtype), exec::Op::Sum))
+            .map_err(TargetError::new)
+    });
+    sweep.map_err(|e| failure(e, label))
+}
+
+fn render(sweep: &Sweep, format: SweepFormat, label: &str) -> String {
+    let span = |first: usize, last: usize| {
+        if first == last {
+            first.to_string()
+        } else {
+            format!("{first}..{last}")
+        }
+    };
+    match format {
+        SweepFormat::Summary => sweep
+            .ranges()
+            .iter()
+            .map(|r| format!("{label} = {r}\n"))
+            .collect(),
+        SweepFormat::Text => sweep
+            .ranges()
+            .iter()
+            .map(|r| format!("{label} = {}: {}\n", span(r.first, r.last), r.tree))
+            .collect(),
+        SweepFormat::Json => {
+            let breakpoints: Vec<String> =
+                sweep.breakpoints().iter().map(|b| b.to_string()).collect();
+            let ranges: Vec<String> = sweep
+                .ranges()
+                .iter()
+                .map(|r| {
+                    format!(
+                        "{{\"first\":{},\"last\":{},\"sizes\":{},\"tree\":{}}}",
+                        r.first,
+                        r.last,
+                        r.sizes,
+                        r.tree.to_json()
+                    )
+                })
+                .collect();
+            format!(
+                "{{\"n\":{},\"breakpoints\":[{}],\"ranges\":[{}]}}\n",
+                sweep.n(),
+                breakpoints.join(","),
+                ranges.join(",")
+            )
+        }
+    }
+}
+
+/// `1..64`, `1,2,4,8`, `1..4,8,16`: strictly increasing, at most [`MAX_VALUES`].
+fn parse_values(text: &str) -> Result<Vec<usize>, String> {
+    let mut values: Vec<usize> = Vec::new();
+    let number = |s: &str| {
+        s.trim()
+            .parse::<usize>()
+            .map_err(|_| format!("{:?} is not a whole number", s.trim()))
+    };
+    for item in text.split(',') {
+        let (first, last) = match item.split_once("..") {
+            Some((a, b)) => (number(a)?, number(b.trim_start_matches('='))?),
+            None => {
+                let v = number(item)?;
+                (v, v)
+            }
+        };
+        if last < first {
+            return Err(format!("{first}..{last} is empty (ranges go upwards)"));
+        }
+        if last - first >= MAX_VALUES || values.len() + (last - first) >= MAX_VALUES {
+            return Err(format!(
+                "more than {MAX_VALUES} values; sweep fewer (every value starts a program)"
+            ));
+        }
+        for v in first..=last {
+            if let Some(&before) = values.last() {
+                if v <= before {
+                    return Err(format!("values must increase, but {v} follows {before}"));
+                }
+            }
+            values.push(v);
+        }
+    }
+    Ok(values)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_values;
+
+    #[test]
+    fn values_are_ranges_and_lists() {
+        assert_eq!(parse_values("1..4").unwrap(), vec![1, 2, 3, 4]);
+        assert_eq!(parse_values("1..=3").unwrap(), vec![1, 2, 3]);
+        assert_eq!(parse_values("1,2,4, 8").unwrap(), vec![1, 2, 4, 8]);
+        assert_eq!(parse_values("1..3,8,16").unwrap(), vec![1, 2, 3, 8, 16]);
+        assert_eq!(parse_values("5").unwrap(), vec![5]);
+        for (bad, says) in [
+            ("", "not a whole number"),
+            ("1,,2", "not a whole number"),
+            ("a..3", "\"a\" is not a whole number"),
+            ("4..1", "is empty"),
+            ("1,3,2", "2 follows 3"),
+            ("1..3,3", "3 follows 3"),
+            ("0..100000", "more than 4096 values"),
+            ("0..18446744073709551615", "more than 4096 values"),
+            ("-1", "not a whole number"),
+        ] {
+            let e = parse_values(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+    }
+}

@@ -1,0 +1,259 @@
+//! `fprev sweep --exec`, run as users run it, against sh and awk peers whose order
+//! depends on the value swept.
+
+use std::process::{Command, Output};
+
+use fprev::SumTree;
+
+fn fprev(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fprev"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run fprev")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A text-protocol peer in sh and awk that sums each line in f64: in order for values
+/// below 4, in two halves (each in order, then added) from 4 on. One awk per line, since
+/// mawk reads ahead of what it has answered.
+const BATCHED: &str = "while read -r l; do echo \"$l\" | awk -v m={} '{ \
+    h = (m < 4) ? NF : int(NF / 2); a = 0; for (i = 1; i <= h; i++) a += $i; \
+    b = 0; for (i = h + 1; i <= NF; i++) b += $i; \
+    printf \"%.17g\\n\", (h == NF) ? a : a + b }'; done";
+
+fn halves(n: usize) -> SumTree {
+    let block = |from: usize, to: usize| {
+        let mut text = from.to_string();
+        for i in from + 1..to {
+            text = format!("({text}+{i})");
+        }
+        text
+    };
+    format!("({}+{})", block(0, n / 2), block(n / 2, n))
+        .parse()
+        .expect("a tree")
+}
+
+#[test]
+fn a_sweep_prints_the_ranges_of_one_order() {
+    let o = fprev(&[
+        "sweep", "--exec", BATCHED, "--values", "1..6", "--n", "16", "--dtype", "f64", "--label",
+        "M",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "M = 1..3: 16 in order\n\
+         M = 4..6: 2 blocks of 8, combined in order; each block 8 in order\n"
+    );
+    // values 2, 3, 5 and 6 kept the order of the value before
+    assert!(
+        stderr(&o).contains("swept 6 values") && stderr(&o).contains("4 proved"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn text_and_json_formats_carry_the_trees() {
+    let o = fprev(&[
+        "sweep", "--exec", BATCHED, "--values", "2,4", "--n", "8", "--dtype", "f64", "--format",
+        "text",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        format!(
+            "value = 2: {}\nvalue = 4: {}\n",
+            SumTree::sequential(8),
+            halves(8)
+        )
+    );
+    let o = fprev(&[
+        "sweep", "--exec", BATCHED, "--values", "3..4", "--n", "8", "--dtype", "f64", "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let json = stdout(&o);
+    let want = format!(
+        "{{\"n\":8,\"breakpoints\":[4],\"ranges\":[{{\"first\":3,\"last\":3,\"sizes\":1,\"tree\":{}}},{{\"first\":4,\"last\":4,\"sizes\":1,\"tree\":{}}}]}}\n",
+        SumTree::sequential(8).to_json(),
+        halves(8).to_json()
+    );
+    assert_eq!(json, want);
+}
+
+#[test]
+fn bad_input_is_refused_with_the_reason() {
+    let cases: [(&[&str], &str); 6] = [
+        (
+            &["--exec", "cat", "--values", "1..3", "--n", "8"],
+            "has no {}",
+        ),
+        (
+            &["--exec", "cat {}", "--values", "3..1", "--n", "8"],
+            "is empty",
+        ),
+        (
+            &["--exec", "cat {}", "--values", "1,x", "--n", "8"],
+            "\"x\" is not a whole number",
+        ),
+        (
+            &["--exec", "cat {}", "--values", "1..99999", "--n", "8"],
+            "more than 4096 values",
+        ),
+        (
+            &["--exec", "cat {}", "--values", "1", "--n", "0"],
+            "nothing to sum",
+        ),
+        (
+            &[
+                "--exec",
+                "cat {}",
+                "--values",
+                "1",
+                "--n",
+                "8",
+                "--dtype",
+                "f32",
+                "--acc-dtype",
+                "f16",
+            ],
+            "cannot hold",
+        ),
+    ];
+    for (args, says) in cases {
+        let mut all = vec!["sweep"];
+        all.extend_from_slice(args);
+        let o = fprev(&all);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+        assert!(stdout(&o).is_empty(), "{args:?}");
+    }
+}
+
+#[test]
+fn a_program_that_fails_at_one_value_is_named_with_that_value() {
+    // sums in order, but exits at once for value 3
+    let cmd = "test {} -eq 3 && exit 7; while read -r l; do echo \"$l\" | \
+        awk '{ s = 0; for (i = 1; i <= NF; i++) s += $i; printf \"%.17g\\n\", s }'; done";
+    let o = fprev(&[
+        "sweep", "--exec", cmd, "--values", "1..5", "--n", "8", "--dtype", "f64", "--label",
+        "rows", "--grace", "0",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("at rows = 3: "), "{}", stderr(&o));
+    assert!(stderr(&o).contains("exited"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_built_in_product_is_swept_over_its_rows_and_agrees_with_reveal() {
+    let o = fprev(&[
+        "sweep",
+        "matrixmultiply-gemm",
+        "--values",
+        "1..5",
+        "--n",
+        "64",
+        "--cols",
+        "4",
+        "--format",
+        "text",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let mut sizes = 0;
+    for line in out.lines() {
+        // "rows = 1..5: (tree)": each range's last value, revealed on its own
+        let (span, tree) = line
+            .strip_prefix("rows = ")
+            .and_then(|l| l.split_once(": "))
+            .unwrap_or_else(|| panic!("{out}"));
+        let (first, last) = span.split_once("..").unwrap_or((span, span));
+        let (first, last): (usize, usize) = (first.parse().unwrap(), last.parse().unwrap());
+        sizes += last - first + 1;
+        let r = fprev(&[
+            "reveal",
+            "matrixmultiply-gemm",
+            "--rows",
+            &last.to_string(),
+            "--n",
+            "64",
+            "--cols",
+            "4",
+        ]);
+        assert!(r.status.success(), "{}", stderr(&r));
+        assert_eq!(stdout(&r).trim(), tree, "rows = {last}");
+    }
+    assert_eq!(sizes, 5, "{out}");
+    let o = fprev(&[
+        "sweep",
+        "nalgebra-matmul",
+        "--values",
+        "1,2,4",
+        "--n",
+        "32",
+        "--cols",
+        "4",
+        "--label",
+        "M",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("M = 1"), "{}", stdout(&o));
+}
+
+#[test]
+fn built_in_sweeps_refuse_what_they_cannot_sweep() {
+    let cases: [(&[&str], &str); 7] = [
+        (
+            &["iter-sum", "--values", "1..3", "--n", "8"],
+            "no parameter to sweep",
+        ),
+        (
+            &["no-such", "--values", "1", "--n", "8"],
+            "no built-in target \"no-such\"",
+        ),
+        (&["--values", "1", "--n", "8"], "name a built-in target"),
+        (
+            &[
+                "matrixmultiply-gemm",
+                "--values",
+                "1",
+                "--n",
+                "8",
+                "--dtype",
+                "f16",
+            ],
+            "pass --dtype f32 or f64",
+        ),
+        (
+            &["rayon-sum", "--values", "1", "--n", "8", "--cols", "2"],
+            "--cols applies",
+        ),
+        (
+            &["rayon-sum", "--values", "0", "--n", "8"],
+            "a pool of 0 threads",
+        ),
+        (
+            &[
+                "--exec", "cat {}", "--values", "1", "--n", "8", "--cols", "2",
+            ],
+            "--cols applies",
+        ),
+    ];
+    for (args, says) in cases {
+        let mut all = vec!["sweep"];
+        all.extend_from_slice(args);
+        let o = fprev(&all);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+    }
+}

@@ -1,0 +1,244 @@
+//! `fprev.sweep`: one callable per size, revealed by the engine's sweep
+//! (`fprev_runtime::Reveal::try_sweep`), which proves each size's tree against the
+//! previous size's before it searches.
+//!
+//! The engine runs with the GIL released and asks for each size's target in turn; the
+//! Python `make(size)` is called then, under the GIL, and its callable is probed through
+//! the same reused buffer as `fprev.reveal`'s. An exception raised by `make` or by a
+//! callable is kept and raised once the engine has returned, with a note naming the size.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use fprev_runtime::sweep::{Sweep as Engine, SweepError};
+use fprev_runtime::target::{ProbeBatch, ProbeSets, Target, TargetError};
+use fprev_runtime::ProbeFloat;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+use crate::buffer::Flat;
+use crate::errors;
+use crate::target::{Failure, PyTarget};
+use crate::tree::Tree;
+
+/// Trees of one target across sizes: where its summation order changes.
+///
+/// >>> import fprev, numpy as np
+/// >>> s = fprev.sweep(lambda size: np.sum, [1, 2, 3], 64)
+/// >>> s.breakpoints
+/// []
+#[pyclass(module = "fprev", name = "Sweep", frozen)]
+pub struct Sweep {
+    sweep: Engine,
+    label: String,
+}
+
+#[pymethods]
+impl Sweep {
+    /// ``{size: Tree}`` for every swept size.
+    #[getter]
+    fn trees(&self) -> BTreeMap<usize, Tree> {
+        self.sweep
+            .points()
+            .iter()
+            .map(|p| {
+                (
+                    p.size,
+                    Tree {
+                        tree: p.tree.clone(),
+                    },
+                )
+            })
+            .collect()
+    }
+
+    /// The sizes whose tree differs from the previous size's.
+    #[getter]
+    fn breakpoints(&self) -> Vec<usize> {
+        self.sweep.breakpoints()
+    }
+
+    /// The sizes whose tree was proved to be the previous size's (no search ran).
+    #[getter]
+    fn proved(&self) -> Vec<usize> {
+        self.sweep
+            .points()
+            .iter()
+            .filter(|p| p.from_previous)
+            .map(|p| p.size)
+            .collect()
+    }
+
+    /// Probes answered over the sweep (for plain callables, calls made).
+    #[getter]
+    fn probes(&self) -> u64 {
+        self.sweep.probes()
+    }
+
+    /// Calls on seeded random inputs over the sweep (the replay checks).
+    #[getter]
+    fn replays(&self) -> u64 {
+        self.sweep.replays()
+    }
+
+    /// The number of values summed at every size.
+    #[getter]
+    fn n(&self) -> usize {
+        self.sweep.n()
+    }
+
+    /// The runs of sizes that share one tree, in words:
+    /// ``"M = 1..3: 256 in order; M = 4..8: ..."``; ``label`` names the size (default:
+    /// the sweep's own label).
+    #[pyo3(signature = (label=None))]
+    fn ranges(&self, label: Option<&str>) -> String {
+        self.sweep.describe(label.unwrap_or(&self.label))
+    }
+
+    /// ``[(first, last, Tree), ...]``: the same runs, with their trees.
+    fn range_trees(&self) -> Vec<(usize, usize, Tree)> {
+        self.sweep
+            .ranges()
+            .into_iter()
+            .map(|r| (r.first, r.last, Tree { tree: r.tree }))
+            .collect()
+    }
+
+    fn __str__(&self) -> String {
+        self.ranges(None)
+    }
+
+    fn __repr__(&self) -> String {
+        let points = self.sweep.points();
+        format!(
+            "<fprev.Sweep: {} sizes from {} to {}, n = {}, {} range(s)>",
+            points.len(),
+            points.first().map_or(0, |p| p.size),
+            points.last().map_or(0, |p| p.size),
+            self.sweep.n(),
+            self.sweep.ranges().len()
+        )
+    }
+}
+
+/// A size's target, handing what went wrong in Python to the sweep when it is done.
+struct Kept<I, T> {
+    target: PyTarget<I, T>,
+    outcome: Arc<Mutex<Outcome>>,
+}
+
+/// What the sizes' targets left behind: the first Python exception and its size (the
+/// size being revealed is kept here as the sweep goes).
+#[derive(Default)]
+struct Outcome {
+    failure: Option<(usize, Failure)>,
+    size: usize,
+}
+
+impl<I, T> Drop for Kept<I, T> {
+    fn drop(&mut self) {
+        // a poisoned lock means a panic elsewhere already ended the sweep
+        if let Ok(mut out) = self.outcome.lock() {
+            if out.failure.is_none() && self.target.failure.error.is_some() {
+                let size = out.size;
+                out.failure = Some((size, std::mem::take(&mut self.target.failure)));
+            }
+        }
+    }
+}
+
+impl<I: ProbeFloat, T: ProbeFloat> Target<T> for Kept<I, T> {
+    fn call(&mut self, x: &[T]) -> Result<T, TargetError> {
+        self.target.call(x)
+    }
+
+    fn input_format(&self) -> Option<fprev_runtime::float::FloatFormat> {
+        self.target.input_format()
+    }
+
+    fn probe_batch(&mut self, batch: &ProbeBatch<'_, T>, out: &mut [T]) -> Result<(), TargetError> {
+        self.target.probe_batch(batch, out)
+    }
+
+    fn probe_sets(
+        &mut self,
+        sets: &ProbeSets<'_, T>,
+        out: &mut [T],
+    ) -> Option<Result<(), TargetError>> {
+        self.target.probe_sets(sets, out)
+    }
+}
+
+/// Runs the sweep: `make(size)` returns the callable that sums `view` (a read-only view
+/// of `buffer`) at that size.
+#[allow(clippy::too_many_arguments)]
+pub fn run<I: ProbeFloat, T: ProbeFloat>(
+    py: Python<'_>,
+    make: Py<PyAny>,
+    sizes: Vec<usize>,
+    buffer: Py<PyAny>,
+    view: Py<PyAny>,
+    n: usize,
+    input: crate::dtype::Dtype,
+    config: fprev_runtime::Reveal,
+    label: String,
+) -> PyResult<Sweep> {
+    let outcome = Arc::new(Mutex::new(Outcome::default()));
+    let make_error: Arc<Mutex<Option<(usize, PyErr)>>> = Arc::default();
+    let result = py.detach(|| {
+        config.try_sweep(sizes, |size| {
+            if let Ok(mut out) = outcome.lock() {
+                out.size = size;
+            }
+            Python::attach(|py| {
+                let built = make.bind(py).call1((size,)).and_then(|call| {
+                    let flat = Flat::writable(buffer.bind(py), &[n], input)?;
+                    Ok((call.unbind(), flat))
+                });
+                match built {
+                    Ok((call, flat)) => {
+                        let args = PyTuple::new(py, [view.clone_ref(py)])
+                            .map_err(|e| TargetError::new(e.to_string()))?;
+                        Ok(Kept {
+                            target: PyTarget::<I, T>::new(call, args.unbind(), flat),
+                            outcome: outcome.clone(),
+                        })
+                    }
+                    Err(e) => {
+                        let message = format!("make({size}) raised {e}");
+                        if let Ok(mut kept) = make_error.lock() {
+                            kept.get_or_insert((size, e));
+                        }
+                        Err(TargetError::new(message))
+                    }
+                }
+            })
+        })
+    });
+    if let Some((size, e)) = make_error.lock().ok().and_then(|mut k| k.take()) {
+        return Err(noted(py, e, &format!("raised by make({size})")));
+    }
+    let kept = outcome.lock().ok().and_then(|mut o| o.failure.take());
+    if let Some((size, mut failure)) = kept {
+        if let Some(e) = failure.take(py) {
+            return Err(noted(py, e, &format!("at size {size} of the sweep")));
+        }
+    }
+    match result {
+        Ok(sweep) => Ok(Sweep { sweep, label }),
+        Err(SweepError::At { size, error }) => Err(errors::to_py_at(error, size)),
+        Err(SweepError::Size(error)) => Err(errors::to_py(error)),
+        Err(other) => Err(PyValueError::new_err(other.to_string())),
+    }
+}
+
+/// `e` (the user's own exception, its message untouched) with `note` added, on Python
+/// 3.11+ where exceptions take notes.
+fn noted(py: Python<'_>, e: PyErr, note: &str) -> PyErr {
+    let value = e.value(py);
+    if value.hasattr("add_note").unwrap_or(false) {
+        let _ = value.call_method1("add_note", (note.to_string(),));
+    }
+    e
+}
