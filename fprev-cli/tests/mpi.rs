@@ -275,8 +275,9 @@ mod with_mpi {
         ]);
         assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
         let e = stderr(&o);
+        // the first probe hangs: the start-up allowance is the flag to name
         assert!(
-            e.contains("gave no answer") && e.contains("--timeout"),
+            e.contains("gave no answer") && e.contains("--startup-timeout"),
             "{e}"
         );
         std::thread::sleep(Duration::from_millis(500));
