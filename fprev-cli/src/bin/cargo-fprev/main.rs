@@ -630,6 +630,10 @@ fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
                     break;
                 }
                 let mut env = env_for(mode, token);
+                // A round only finds which tests fail: each failure is re-run alone, under
+                // the user's own RUST_BACKTRACE, and that run's log is the one reported.
+                // Symbolizing a backtrace per failure here would cost the round time.
+                env.push(("RUST_BACKTRACE".into(), "0".into()));
                 let mut args = a.test_args.clone();
                 let reached_file = logs.join(format!("tests-reached-{k}.txt"));
                 // the tests this run runs, when not every one
