@@ -505,6 +505,17 @@ fn env_for(mode: &str, token: &str) -> Vec<(String, String)> {
     ]
 }
 
+/// [`env_for`] for the runs that find and confirm failures (rounds, confirmations, blame):
+/// without backtraces. Symbolizing one costs a debug test binary about 0.2 s per failure,
+/// which across hundreds of failing runs would cost more than the runs themselves; the
+/// panic message and location are in the log, and `cargo fprev replay` runs the test
+/// under the user's own RUST_BACKTRACE.
+fn finding_env(mode: &str, token: &str) -> Vec<(String, String)> {
+    let mut env = env_for(mode, token);
+    env.push(("RUST_BACKTRACE".into(), "0".into()));
+    env
+}
+
 fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
     let start = Instant::now();
     for m in &a.modes {
@@ -629,11 +640,7 @@ fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
                 if interrupted() {
                     break;
                 }
-                let mut env = env_for(mode, token);
-                // A round only finds which tests fail: each failure is re-run alone, under
-                // the user's own RUST_BACKTRACE, and that run's log is the one reported.
-                // Symbolizing a backtrace per failure here would cost the round time.
-                env.push(("RUST_BACKTRACE".into(), "0".into()));
+                let mut env = finding_env(mode, token);
                 let mut args = a.test_args.clone();
                 let reached_file = logs.join(format!("tests-reached-{k}.txt"));
                 // the tests this run runs, when not every one
@@ -995,7 +1002,7 @@ fn run_alone(
     name: &str,
 ) -> Result<(runner::Run, Vec<blame::Site>), Failure> {
     let out = logs.join(format!("{}.sites", sanitize(name)));
-    let mut env = env_for(mode, token);
+    let mut env = finding_env(mode, token);
     env.push(("FPREV_SITES_OUT".into(), out.display().to_string()));
     let args = vec![test.to_string(), "--exact".to_string()];
     let run = runner::run(bin, &args, &env, limit)?;
@@ -1015,7 +1022,7 @@ fn blame_search(
 ) -> Result<(Vec<blame::Site>, usize), Failure> {
     let args = vec![test.to_string(), "--exact".to_string()];
     blame::ddmin(sites, |subset| {
-        let mut env = env_for(mode, token);
+        let mut env = finding_env(mode, token);
         let labels: Vec<&str> = subset.iter().map(|s| s.label.as_str()).collect();
         env.push(("FPREV_SITES".into(), labels.join(",")));
         let run = runner::run(bin, &args, &env, limit)?;
