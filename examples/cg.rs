@@ -21,60 +21,17 @@
 #[path = "../benches/common/exact_solvers.rs"]
 mod solvers;
 
+use solvers::Sparse;
+
 use fprev::exact::{self, Accumulator};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use std::fmt::Write as _;
 
-/// A sparse symmetric positive definite matrix in compressed-row form.
-struct Csr {
-    n: usize,
-    row_start: Vec<usize>,
-    cols: Vec<usize>,
-    vals: Vec<f64>,
-}
-
-impl Csr {
-    /// The 5-point Laplacian on an `m` x `m` grid with Dirichlet boundaries, with
-    /// coupling `eps` in the y direction (1 is the plain Poisson problem) and then scaled
-    /// symmetrically by `scale` (`D A D` stays SPD but its condition number grows).
-    fn laplacian(m: usize, eps: f64, scale: &[f64]) -> Csr {
-        let n = m * m;
-        let (mut row_start, mut cols, mut vals) = (vec![0], Vec::new(), Vec::new());
-        for i in 0..m {
-            for j in 0..m {
-                let row = i * m + j;
-                let mut push = |col: usize, v: f64| {
-                    cols.push(col);
-                    vals.push(scale[row] * v * scale[col]);
-                };
-                if i > 0 {
-                    push(row - m, -eps);
-                }
-                if j > 0 {
-                    push(row - 1, -1.0);
-                }
-                push(row, 2.0 + 2.0 * eps);
-                if j + 1 < m {
-                    push(row + 1, -1.0);
-                }
-                if i + 1 < m {
-                    push(row + m, -eps);
-                }
-                row_start.push(cols.len());
-            }
-        }
-        Csr {
-            n,
-            row_start,
-            cols,
-            vals,
-        }
-    }
-
+impl Sparse {
     /// The same matrix with each row's entries stored in a shuffled order.
-    fn shuffled_rows(&self, rng: &mut ChaCha8Rng) -> Csr {
+    fn shuffled_rows(&self, rng: &mut ChaCha8Rng) -> Sparse {
         let mut cols = self.cols.clone();
         let mut vals = self.vals.clone();
         for r in 0..self.n {
@@ -85,7 +42,7 @@ impl Csr {
                 vals.swap(i, j);
             }
         }
-        Csr {
+        Sparse {
             n: self.n,
             row_start: self.row_start.clone(),
             cols,
@@ -189,7 +146,7 @@ fn dot(x: &[f64], y: &[f64], s: &Schedule, arith: Arith) -> f64 {
     }
 }
 
-fn spmv(a: &Csr, x: &[f64], out: &mut [f64], s: &Schedule, arith: Arith) {
+fn spmv(a: &Sparse, x: &[f64], out: &mut [f64], s: &Schedule, arith: Arith) {
     let rows_per_task = s.chunk.max(1);
     out.par_chunks_mut(rows_per_task)
         .enumerate()
@@ -228,7 +185,7 @@ struct Run {
 }
 
 /// Unpreconditioned CG from x = 0 until ||r|| <= tol ||b|| or `max_iter` iterations.
-fn cg(a: &Csr, b: &[f64], s: &Schedule, arith: Arith, tol: f64, max_iter: usize) -> Run {
+fn cg(a: &Sparse, b: &[f64], s: &Schedule, arith: Arith, tol: f64, max_iter: usize) -> Run {
     let n = a.n;
     let (mut x, mut r, mut p, mut ap) = (vec![0.0; n], b.to_vec(), b.to_vec(), vec![0.0; n]);
     let b_norm = dot(b, b, s, arith).sqrt();
@@ -260,7 +217,7 @@ fn cg(a: &Csr, b: &[f64], s: &Schedule, arith: Arith, tol: f64, max_iter: usize)
 
 struct Problem {
     name: &'static str,
-    a: Csr,
+    a: Sparse,
     b: Vec<f64>,
     tol: f64,
     max_iter: usize,
@@ -269,14 +226,14 @@ struct Problem {
 fn problems() -> Vec<Problem> {
     let mut rng = ChaCha8Rng::seed_from_u64(2024);
     let m = 64;
-    let poisson = Csr::laplacian(m, 1.0, &vec![1.0; m * m]);
+    let poisson = Sparse::scaled_laplacian(m, 1.0, &vec![1.0; m * m]);
     let b: Vec<f64> = (0..m * m).map(|_| rng.random_range(-1.0..1.0)).collect();
     let m2 = 24;
     // Anisotropic coupling and a diagonal scaling over two orders of magnitude.
     let scale: Vec<f64> = (0..m2 * m2)
         .map(|_| 10f64.powf(rng.random_range(-1.0..1.0)))
         .collect();
-    let hard = Csr::laplacian(m2, 1e-2, &scale);
+    let hard = Sparse::scaled_laplacian(m2, 1e-2, &scale);
     let b2: Vec<f64> = (0..m2 * m2).map(|_| rng.random_range(-1.0..1.0)).collect();
     vec![
         Problem {
@@ -364,7 +321,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     Some(seed) => problem
                         .a
                         .shuffled_rows(&mut ChaCha8Rng::seed_from_u64(seed)),
-                    None => Csr {
+                    None => Sparse {
                         n: problem.a.n,
                         row_start: problem.a.row_start.clone(),
                         cols: problem.a.cols.clone(),

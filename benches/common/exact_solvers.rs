@@ -19,13 +19,21 @@ pub struct Sparse {
 impl Sparse {
     /// The 5-point Laplacian on an `m` x `m` grid, coupling `eps` in the y direction.
     pub fn laplacian(m: usize, eps: f64) -> Sparse {
+        // (scaling by 1 changes no bit)
+        Sparse::scaled_laplacian(m, eps, &vec![1.0; m * m])
+    }
+
+    /// The 5-point Laplacian on an `m` x `m` grid with Dirichlet boundaries, with
+    /// coupling `eps` in the y direction (1 is the plain Poisson problem) and then scaled
+    /// symmetrically by `scale` (`D A D` stays SPD but its condition number grows).
+    pub fn scaled_laplacian(m: usize, eps: f64, scale: &[f64]) -> Sparse {
         let (mut row_start, mut cols, mut vals) = (vec![0], Vec::new(), Vec::new());
         for i in 0..m {
             for j in 0..m {
                 let row = i * m + j;
                 let mut push = |col: usize, v: f64| {
                     cols.push(col);
-                    vals.push(v);
+                    vals.push(scale[row] * v * scale[col]);
                 };
                 if i > 0 {
                     push(row - m, -eps);
