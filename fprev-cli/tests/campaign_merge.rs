@@ -7,17 +7,11 @@ use std::process::{Command, Output};
 
 use serde_json::{json, Value};
 
-fn fprev(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fprev"))
-        .args(args)
-        .output()
-        .expect("run fprev")
-}
+mod common;
+use common::{fprev, stderr, stdout};
 
 fn tmp(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("campaign_merge");
-    std::fs::create_dir_all(&dir).expect("tmp dir");
-    dir.join(name)
+    common::scratch("campaign_merge", name)
 }
 
 /// One process report of shard `k` of 2 (schema version 1, trimmed to what merge reads
@@ -108,14 +102,6 @@ fn merge_refuses_other_files() {
 
 fn s(p: &Path) -> String {
     p.to_str().expect("utf-8").to_string()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 /// Shard `k`'s report as a JSON value, to edit.

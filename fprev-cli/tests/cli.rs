@@ -5,26 +5,11 @@ use std::process::{Command, Output};
 
 use fprev::SumTree;
 
-fn fprev(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fprev"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run fprev")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+mod common;
+use common::{fprev, stderr, stdout};
 
 fn tmp(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli");
-    std::fs::create_dir_all(&dir).expect("tmp dir");
-    dir.join(name)
+    common::scratch("cli", name)
 }
 
 #[test]

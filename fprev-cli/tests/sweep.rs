@@ -1,25 +1,10 @@
 //! `fprev sweep --exec`, run as users run it, against sh and awk peers whose order
 //! depends on the value swept.
 
-use std::process::{Command, Output};
-
 use fprev::SumTree;
 
-fn fprev(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fprev"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run fprev")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+mod common;
+use common::{fprev, stderr, stdout};
 
 /// A text-protocol peer in sh and awk that sums each line in f64: in order for values
 /// below 4, in two halves (each in order, then added) from 4 on. One awk per line, since
