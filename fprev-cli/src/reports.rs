@@ -441,23 +441,7 @@ impl Reader<'_> {
 
     fn stage(&self, v: &Value, path: &str, shard: (u64, u64)) -> Res<StageRecord> {
         let o = self.object(v, path)?;
-        let stage = self.string(o, path, "stage")?;
-        let number = self.u64(o, path, "number")?;
-        match STAGES.iter().find(|(name, _)| *name == stage) {
-            None => {
-                return Err(self.err(
-                    &Self::join(path, "stage"),
-                    format!("{stage:?} is not a stage (repeat, distribution, schedule, loops)"),
-                ))
-            }
-            Some(&(_, n)) if n != number => {
-                return Err(self.err(
-                    &Self::join(path, "number"),
-                    format!("stage {stage:?} is number {n}, not {number}"),
-                ))
-            }
-            Some(_) => {}
-        }
+        let (stage, number) = self.stage_name(o, path)?;
         let runs = self.u64(o, path, "runs")?;
         let distinct = self.u64(o, path, "distinct")?;
         let differing = self.u64(o, path, "differing")?;
@@ -476,30 +460,7 @@ impl Reader<'_> {
                 format!("{ended_by:?} is not one of {}", ENDINGS.join(", ")),
             ));
         }
-        // The writer derives a stage's run numbers from its test's shard k/N: first k-1,
-        // step N; anything else is not what ran.
-        let rn_path = Self::join(path, "run_numbers");
-        let rn = self.object(self.get(o, path, "run_numbers")?, &rn_path)?;
-        let first = self.u64(rn, &rn_path, "first")?;
-        let step = self.u64(rn, &rn_path, "step")?;
-        if step == 0 {
-            return Err(self.err(
-                &Self::join(&rn_path, "step"),
-                "0: run numbers first + step x j need a step of at least 1",
-            ));
-        }
-        if (first, step) != (shard.0 - 1, shard.1) {
-            return Err(self.err(
-                &rn_path,
-                format!(
-                    "{{first: {first}, step: {step}}} is not shard {}/{}'s {{first: {}, step: {}}}",
-                    shard.0,
-                    shard.1,
-                    shard.0 - 1,
-                    shard.1
-                ),
-            ));
-        }
+        self.run_numbers(o, path, shard)?;
         if o.contains_key("orders") {
             for (i, ord) in self.array(o, path, "orders")?.iter().enumerate() {
                 let f = format!("{path}.orders[{i}]");
@@ -543,6 +504,56 @@ impl Reader<'_> {
             result_hashes,
             findings,
         })
+    }
+
+    /// The stage's name and number, which must be one of [`STAGES`] and agree.
+    fn stage_name(&self, o: &Map<String, Value>, path: &str) -> Res<(String, u64)> {
+        let stage = self.string(o, path, "stage")?;
+        let number = self.u64(o, path, "number")?;
+        match STAGES.iter().find(|(name, _)| *name == stage) {
+            None => {
+                return Err(self.err(
+                    &Self::join(path, "stage"),
+                    format!("{stage:?} is not a stage (repeat, distribution, schedule, loops)"),
+                ))
+            }
+            Some(&(_, n)) if n != number => {
+                return Err(self.err(
+                    &Self::join(path, "number"),
+                    format!("stage {stage:?} is number {n}, not {number}"),
+                ))
+            }
+            Some(_) => {}
+        }
+        Ok((stage, number))
+    }
+
+    fn run_numbers(&self, o: &Map<String, Value>, path: &str, shard: (u64, u64)) -> Res<()> {
+        // The writer derives a stage's run numbers from its test's shard k/N: first k-1,
+        // step N; anything else is not what ran.
+        let rn_path = Self::join(path, "run_numbers");
+        let rn = self.object(self.get(o, path, "run_numbers")?, &rn_path)?;
+        let first = self.u64(rn, &rn_path, "first")?;
+        let step = self.u64(rn, &rn_path, "step")?;
+        if step == 0 {
+            return Err(self.err(
+                &Self::join(&rn_path, "step"),
+                "0: run numbers first + step x j need a step of at least 1",
+            ));
+        }
+        if (first, step) != (shard.0 - 1, shard.1) {
+            return Err(self.err(
+                &rn_path,
+                format!(
+                    "{{first: {first}, step: {step}}} is not shard {}/{}'s {{first: {}, step: {}}}",
+                    shard.0,
+                    shard.1,
+                    shard.0 - 1,
+                    shard.1
+                ),
+            ));
+        }
+        Ok(())
     }
 
     fn finding(&self, v: &Value, path: &str) -> Res<Finding> {
