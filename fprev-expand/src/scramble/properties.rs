@@ -11,7 +11,7 @@ use std::collections::HashSet;
 
 use proc_macro2::TokenStream;
 
-use super::tests::rewrite_both_ways;
+use super::snapshot_tests::both_ways;
 use super::{classify, validate};
 use crate::cases::{cases, Draw};
 
@@ -159,7 +159,7 @@ fn statement_by_statement_equals_the_whole_rewrite_on_generated_functions() {
             .parse()
             .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{text}"));
         let context = format!("seed {seed} (rerun with FPREV_SEED={seed} FPREV_PROPTEST_CASES=1)");
-        if rewrite_both_ways(&TokenStream::new(), &item, &context).is_some() {
+        if both_ways(&TokenStream::new(), &item, &context).is_some() {
             lazy_taken += 1;
         }
     }
