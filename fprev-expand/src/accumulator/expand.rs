@@ -39,7 +39,7 @@ pub fn expand(plan: &Plan, item: syn::ItemFn) -> (TokenStream, Option<syn::Error
     else {
         unreachable!("a parsed body has no run left to parse")
     };
-    // Emitted as tokens, not parsed back (that was a second parse of the whole body):
+    // Emitted as tokens, not parsed back (that would be a second parse of the whole body):
     // outer attributes and the signature, then the body with its inner attributes
     // first, the prelude, and the statements.
     let (outer, inner): (Vec<&syn::Attribute>, Vec<&syn::Attribute>) = attrs

@@ -161,7 +161,7 @@ impl<'a> Rewriter<'a> {
         let (ns, nl) = (sites.len(), left.len());
         let sites_ident = sites_ident();
         // Emitted as tokens, not parsed back into syntax trees: the table has a row per
-        // site, and parsing it again cost as much as parsing the user's function.
+        // site, and parsing it again would cost as much as parsing the user's function.
         prelude.push(syn::Stmt::Item(Item::Verbatim(quote! {
             static #sites_ident: [#krate::__private::scramble::CallSite; #ns] = [#(#sites),*];
         })));

@@ -30,8 +30,8 @@ pub(super) fn both_ways(
     context: &str,
 ) -> Option<TokenStream> {
     let parsed = super::args::Args::parse(args.clone()).expect("valid arguments");
-    let (mut lazy_record, mut whole_record) = (Vec::new(), Vec::new());
-    let lazy = super::by_statements(&parsed, item, &mut lazy_record)?
+    let (mut statements_record, mut whole_record) = (Vec::new(), Vec::new());
+    let statements = super::by_statements(&parsed, item, &mut statements_record)?
         .unwrap_or_else(|e| panic!("{context}: {e}\n{item}"));
     let whole = super::whole(
         super::args::Args::parse(args.clone()),
@@ -40,7 +40,7 @@ pub(super) fn both_ways(
     )
     .unwrap_or_else(|e| panic!("{context}: {e}\n{item}"));
     assert_eq!(
-        normalized(&lazy),
+        normalized(&statements),
         normalized(&whole),
         "{context}: the two paths differ on\n{item}"
     );
@@ -51,11 +51,11 @@ pub(super) fn both_ways(
             .collect()
     };
     assert_eq!(
-        seen(&lazy_record),
+        seen(&statements_record),
         seen(&whole_record),
         "{context}: the two paths decide differently on\n{item}"
     );
-    Some(lazy)
+    Some(statements)
 }
 
 #[test]

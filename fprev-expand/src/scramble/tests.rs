@@ -120,8 +120,8 @@ fn inner_attributes_stay_first() {
             s
         }
     };
-    let lazy = both_ways(&item, "inner attributes").expect("splits");
-    let body = lazy.to_string();
+    let statements = both_ways(&item, "inner attributes").expect("splits");
+    let body = statements.to_string();
     let start = body.find('{').expect("a body");
     assert!(
         body[start..].starts_with("{ # ! [allow (unused_mut)] # ! [allow (clippy :: all)]"),
