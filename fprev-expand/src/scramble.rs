@@ -87,7 +87,7 @@ fn by_statements(
 /// [`scramble`] with the whole item parsed at once: the path for everything the
 /// statement-by-statement path declines (argument errors, items that are not functions,
 /// bodies it cannot split).
-pub(crate) fn whole(
+fn whole(
     parsed_args: syn::Result<Args>,
     item: TokenStream,
     record: &mut Vec<Decision>,
