@@ -54,7 +54,7 @@ pub use scramble::{Construct, Decision, Outcome, ReasonKind};
 /// assert_eq!(out.to_string().contains("compile_error"), !cfg!(feature = "off"));
 /// ```
 pub fn scramble(args: TokenStream, item: TokenStream) -> TokenStream {
-    scramble::expand::scramble(args, item.clone()).unwrap_or_else(|e| scramble::with_error(item, e))
+    scramble::scramble(args, item.clone()).unwrap_or_else(|e| scramble::with_error(item, e))
 }
 
 /// `#[accumulator(args)] item`: the function with its accumulation sites counting their
@@ -123,7 +123,7 @@ pub fn accumulator(args: TokenStream, item: TokenStream) -> TokenStream {
 /// ```
 pub fn explain_scramble(args: TokenStream, item: TokenStream) -> syn::Result<Vec<Decision>> {
     let mut record = Vec::new();
-    scramble::expand::recorded(args, item.clone(), &mut record)?;
+    scramble::recorded(args, item.clone(), &mut record)?;
     if record.is_empty() {
         // The rewriter records at least the function itself: it never ran, so the item
         // did not parse.

@@ -3,15 +3,17 @@
 //!
 //! A proc macro is built without optimizations in a user's debug build, and parsing a
 //! function body with `syn` (and printing it back) is most of what an attribute costs
-//! there: 0.1 s for a 2,000-line function. Most statements of a long function hold no
+//! there, in proportion to the body's length. Most statements of a long function hold no
 //! site, and a rewriter changes nothing in them. So the body is cut at each top-level
-//! `;`, and after the body of a statement that starts a loop; each attribute decides
-//! which runs it must parse (`#[scramble]`: a loop keyword, `sum`, `fold` or a rayon
-//! source among their tokens; `#[accumulator]`: an update, an exit or a name it
-//! counts) and passes the others through token for token.
+//! `;`, and after the body of a statement that starts a loop ([`runs`]); each attribute
+//! says which runs it must parse (its `prefilter`: `#[scramble]` a loop keyword, `sum`,
+//! `fold` or a rayon source among their tokens, `#[accumulator]` an update, an exit or a
+//! name it counts), and [`pieces`] parses those and passes the others through token for
+//! token.
 
 use proc_macro2::{Delimiter, Group, TokenStream, TokenTree};
-use syn::Item;
+use syn::parse::Parser;
+use syn::{Item, Stmt};
 
 /// A function item taken apart: the tokens before its body, the body, and the item
 /// parsed with an empty body (cheap: the signature and the attributes only).
@@ -54,6 +56,38 @@ impl Body {
         out.extend([TokenTree::Group(new_body)]);
         out
     }
+}
+
+/// A run of a body's statements: parsed (to be rewritten), or passed through as tokens.
+pub(crate) enum Piece {
+    Parsed(Vec<Stmt>),
+    Verbatim(Vec<TokenTree>),
+}
+
+/// A run's statements, or `None` when they do not parse on their own.
+pub(crate) fn parse_run(run: &[TokenTree]) -> Option<Vec<Stmt>> {
+    syn::Block::parse_within
+        .parse2(run.iter().cloned().collect())
+        .ok()
+}
+
+/// The body's `statements` cut into [`runs`], each parsed when `parse` says that it may
+/// hold a site and passed through as tokens otherwise; `None` when a run to parse does not
+/// parse on its own (the whole item is then parsed instead).
+pub(crate) fn pieces(
+    statements: Vec<TokenTree>,
+    parse: impl Fn(&[TokenTree]) -> bool,
+) -> Option<Vec<Piece>> {
+    let mut pieces = Vec::new();
+    for run in runs(statements) {
+        pieces.push(if parse(&run) {
+            let tokens = run.into_iter().collect();
+            Piece::Parsed(syn::Block::parse_within.parse2(tokens).ok()?)
+        } else {
+            Piece::Verbatim(run)
+        });
+    }
+    Some(pieces)
 }
 
 /// A block's leading inner attributes (`#![..]`, each a `#`, a `!` and a bracketed

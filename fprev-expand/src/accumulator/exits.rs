@@ -2,14 +2,15 @@
 //! merged into the sites by a call written at each exit instead of by a `Drop`.
 //!
 //! A local that needs dropping makes every call in the function an unwinding edge with
-//! a cleanup block: on a 2,000-line function with no other such local, the frame's
-//! `Drop` alone cost 0.78 G of 6.6 G compiler instructions. The exits are the body's
-//! end and its `return`s; they are all visible unless the function is `async`, uses `?`
-//! (outside its closures), or invokes a macro that could hide a `return` or a `?`
-//! (anything but the standard formatting, assertion and `vec!` macros, and those when
-//! their arguments hold a `return` or a `?`). The written-out merge also needs a type to
-//! bind the result to: not `impl Trait`, not `!`. A call that unwinds then merges
-//! nothing, where a `Drop` would have merged its counts.
+//! a cleanup block, which the compiler builds and checks for every call: in a long
+//! function with no other such local, the frame's `Drop` would be a large share of its
+//! build. The exits are the body's end and its `return`s; they are all visible unless
+//! the function is `async`, uses `?` (outside its closures), or invokes a macro that
+//! could hide a `return` or a `?` (anything but the standard formatting, assertion and
+//! `vec!` macros, and those when their arguments hold a `return` or a `?`). The
+//! written-out merge also needs a type to bind the result to: not `impl Trait`, not
+//! `!`. A call that unwinds then merges nothing, where a `Drop` would have merged its
+//! counts.
 
 use proc_macro2::{TokenStream, TokenTree};
 use quote::{quote, ToTokens};

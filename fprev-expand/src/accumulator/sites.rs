@@ -35,11 +35,13 @@ macro_rules! skip_constant_contexts {
 }
 
 mod collect;
+mod frame;
 mod rewrite;
 mod running;
 
 pub use collect::Collector;
-pub use rewrite::{frame_ident, var_counter, Rewriter, Scope};
+pub use frame::{exit_with, frame_decl, Scope};
+pub use rewrite::Rewriter;
 
 pub use running::running;
 use std::collections::HashSet;

@@ -180,107 +180,149 @@ pub(crate) fn plan(
         scan.visit_expr(c);
     }
     scan.visit_block(body);
-    let mut plan = LoopPlan::default();
-    // key -> (root, place, mentions by its updates, a term reading the root, every term
-    // an integer)
-    type Entry = (String, Expr, usize, Option<String>, bool);
-    let mut by_key: BTreeMap<String, Entry> = BTreeMap::new();
-    for u in &scan.updates {
-        let entry = by_key
-            .entry(u.key.clone())
-            .or_insert_with(|| (u.root.clone(), u.place.clone(), 0, None, true));
-        entry.2 += u.mentions;
-        if u.term_reads_root && entry.3.is_none() {
-            entry.3 = Some(format!("a term reads `{}`", u.root));
-        }
-        entry.4 &= u.integer_term;
-    }
+    let by_key = places(&scan);
     // root -> (keys, mentions by the updates of all its keys)
     let mut roots: BTreeMap<&str, (Vec<&str>, usize)> = BTreeMap::new();
-    for (key, (root, _, update_mentions, ..)) in &by_key {
-        let r = roots.entry(root.as_str()).or_default();
+    for (key, p) in &by_key {
+        let r = roots.entry(p.root.as_str()).or_default();
         r.0.push(key.as_str());
-        r.1 += update_mentions;
+        r.1 += p.update_mentions;
     }
-    for (key, (root, place, _, bad_term, integers)) in &by_key {
-        if claimed.contains(key) || scan.bound.contains(root) {
+    let mut plan = LoopPlan::default();
+    for (key, p) in &by_key {
+        if claimed.contains(key) || scan.bound.contains(&p.root) {
             continue;
         }
-        let (keys, root_updates) = &roots[root.as_str()];
-        let carried = if let Some(r) = bad_term {
-            Some((ReasonKind::OrderCarrying, format!("order-carrying: {r}")))
-        } else if scan.mentions.get(root).copied().unwrap_or(0) > *root_updates {
-            Some((
-                ReasonKind::OrderCarrying,
-                format!("order-carrying: reads `{root}` besides adding to `{key}`"),
-            ))
-        } else {
-            None
-        };
+        let (keys, root_updates) = &roots[p.root.as_str()];
+        let carried = order_carried(key, p, &scan, *root_updates);
         if carried.is_some() {
             plan.order_carrying.insert(key.clone());
         }
-        let reason = if carried.is_some() {
-            carried
-        } else if keys.len() > 1 {
-            // `acc[0] += x; acc[1] += y`: lanes, or one place under two spellings
-            // (`c[i]`, `c[j]` with `i == j`); which is not known here.
-            Some((
-                ReasonKind::SeveralPlaces,
-                format!(
-                    "several places of `{root}` are added to (`{}`), which may be one place: `{key}` keeps its order",
-                    keys.join("`, `")
-                ),
-            ))
-        } else if *integers {
-            Some((
-                ReasonKind::IntegerAccumulator,
-                format!(
-                    "integer accumulator: every term added to `{key}` is an integer, which any order adds the same"
-                ),
-            ))
-        } else if root
-            .chars()
-            .all(|c| c.is_ascii_uppercase() || c == '_' || c.is_ascii_digit())
-        {
-            Some((
-                ReasonKind::LooksConstant,
-                format!("`{root}` looks like a static or constant"),
-            ))
-        } else if exits {
-            Some((
-                ReasonKind::LeavesEarly,
-                format!(
-                    "leaves early (return, `?`, a break to an outer loop, or a `loop` that does not end by plain `break`s): `{key}` keeps its order"
-                ),
-            ))
-        } else {
-            let mut idents = Vec::new();
-            if !index_idents(place, &mut idents) {
-                Some((
-                    ReasonKind::IndexCallsCode,
-                    format!("the index of `{key}` calls code"),
-                ))
-            } else {
-                idents
-                    .iter()
-                    .find(|i| scan.bound.contains(*i) || scan.written.contains(*i))
-                    .map(|id| {
-                        (
-                            ReasonKind::IndexChanges,
-                            format!("the index of `{key}` changes in the loop (`{id}`)"),
-                        )
-                    })
-            }
-        };
+        let reason = carried.or_else(|| left_alone_reason(key, p, keys, &scan, exits));
         match reason {
             Some(r) => plan.left_alone.push(r),
             None => {
-                plan.reductions.insert(key.clone(), place.clone());
+                plan.reductions.insert(key.clone(), p.place.clone());
             }
         }
     }
     plan
+}
+
+/// What the updates of one place in a loop add up to.
+struct PlaceUpdates {
+    root: String,
+    place: Expr,
+    /// Mentions of the root by the updates themselves.
+    update_mentions: usize,
+    /// Why a term of an update makes the order the meaning ("a term reads `s`").
+    bad_term: Option<String>,
+    /// Every term is an integer by its syntax.
+    integers: bool,
+}
+
+/// The scanned updates gathered per place (key).
+fn places(scan: &Scan) -> BTreeMap<String, PlaceUpdates> {
+    let mut by_key: BTreeMap<String, PlaceUpdates> = BTreeMap::new();
+    for u in &scan.updates {
+        let entry = by_key.entry(u.key.clone()).or_insert_with(|| PlaceUpdates {
+            root: u.root.clone(),
+            place: u.place.clone(),
+            update_mentions: 0,
+            bad_term: None,
+            integers: true,
+        });
+        entry.update_mentions += u.mentions;
+        if u.term_reads_root && entry.bad_term.is_none() {
+            entry.bad_term = Some(format!("a term reads `{}`", u.root));
+        }
+        entry.integers &= u.integer_term;
+    }
+    by_key
+}
+
+/// Why the loop's order is place `key`'s meaning, if it is: a term reads the running
+/// value, or the loop reads its root besides the `root_updates` mentions of its updates.
+fn order_carried(
+    key: &str,
+    p: &PlaceUpdates,
+    scan: &Scan,
+    root_updates: usize,
+) -> Option<(ReasonKind, String)> {
+    let root = &p.root;
+    if let Some(r) = &p.bad_term {
+        Some((ReasonKind::OrderCarrying, format!("order-carrying: {r}")))
+    } else if scan.mentions.get(root).copied().unwrap_or(0) > root_updates {
+        Some((
+            ReasonKind::OrderCarrying,
+            format!("order-carrying: reads `{root}` besides adding to `{key}`"),
+        ))
+    } else {
+        None
+    }
+}
+
+/// Why a place whose order is not its meaning is still left alone, if it is; `keys`
+/// are the places of its root that the loop adds to.
+fn left_alone_reason(
+    key: &str,
+    p: &PlaceUpdates,
+    keys: &[&str],
+    scan: &Scan,
+    exits: bool,
+) -> Option<(ReasonKind, String)> {
+    let root = &p.root;
+    if keys.len() > 1 {
+        // `acc[0] += x; acc[1] += y`: lanes, or one place under two spellings
+        // (`c[i]`, `c[j]` with `i == j`); which is not known here.
+        Some((
+            ReasonKind::SeveralPlaces,
+            format!(
+                "several places of `{root}` are added to (`{}`), which may be one place: `{key}` keeps its order",
+                keys.join("`, `")
+            ),
+        ))
+    } else if p.integers {
+        Some((
+            ReasonKind::IntegerAccumulator,
+            format!(
+                "integer accumulator: every term added to `{key}` is an integer, which any order adds the same"
+            ),
+        ))
+    } else if root
+        .chars()
+        .all(|c| c.is_ascii_uppercase() || c == '_' || c.is_ascii_digit())
+    {
+        Some((
+            ReasonKind::LooksConstant,
+            format!("`{root}` looks like a static or constant"),
+        ))
+    } else if exits {
+        Some((
+            ReasonKind::LeavesEarly,
+            format!(
+                "leaves early (return, `?`, a break to an outer loop, or a `loop` that does not end by plain `break`s): `{key}` keeps its order"
+            ),
+        ))
+    } else {
+        let mut idents = Vec::new();
+        if !index_idents(&p.place, &mut idents) {
+            Some((
+                ReasonKind::IndexCallsCode,
+                format!("the index of `{key}` calls code"),
+            ))
+        } else {
+            idents
+                .iter()
+                .find(|i| scan.bound.contains(*i) || scan.written.contains(*i))
+                .map(|id| {
+                    (
+                        ReasonKind::IndexChanges,
+                        format!("the index of `{key}` changes in the loop (`{id}`)"),
+                    )
+                })
+        }
+    }
 }
 
 struct Found {

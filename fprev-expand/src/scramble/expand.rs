@@ -15,81 +15,7 @@ use super::classify::{self, Form};
 use super::decision::{Construct, Decision, Outcome, ReasonKind};
 use super::validate::{self, ParSource};
 use crate::respan::respan;
-
-/// `#[scramble(args)] item`: the rewritten function, or the errors to show beside the
-/// user's item. With the `off` feature the item comes back token for token (only the
-/// per-loop markers, which rustc would reject on statements, are removed).
-pub(crate) fn scramble(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
-    if cfg!(feature = "off") {
-        return Ok(super::strip_markers(item));
-    }
-    recorded(args, item, &mut Vec::new())
-}
-
-/// [`scramble`] as if the `off` feature were not set, its decisions appended to
-/// `record` (none when the item is not valid Rust).
-pub(crate) fn recorded(
-    args: TokenStream,
-    item: TokenStream,
-    record: &mut Vec<Decision>,
-) -> syn::Result<TokenStream> {
-    let parsed_args = Args::parse(args);
-    if let Ok(args) = &parsed_args {
-        if let Some(out) = super::chunks::rewrite(args, &item, record) {
-            return out;
-        }
-    }
-    whole(parsed_args, item, record)
-}
-
-/// [`scramble`] with the whole item parsed at once: the path for everything the
-/// statement-by-statement path declines (argument errors, items that are not functions,
-/// bodies it cannot split).
-pub(crate) fn whole(
-    parsed_args: syn::Result<Args>,
-    item: TokenStream,
-    record: &mut Vec<Decision>,
-) -> syn::Result<TokenStream> {
-    let Ok(parsed) = syn::parse2::<Item>(item.clone()) else {
-        // Not valid Rust: leave it to rustc to say so.
-        return Ok(item);
-    };
-    let mut func = match parsed {
-        Item::Fn(f) => f,
-        other => return Err(not_a_fn(&other)),
-    };
-    let args = parsed_args?;
-    if let Some(c) = func.sig.constness {
-        return Err(syn::Error::new_spanned(
-            c,
-            "#[scramble] cannot rewrite a `const fn`: scrambled reductions call the runtime; remove `const` or the attribute",
-        ));
-    }
-    rewrite_fn(&args, &mut func, record)?;
-    Ok(quote!(#func))
-}
-
-fn not_a_fn(item: &Item) -> syn::Error {
-    let msg =
-        "#[scramble] applies to functions: put it on each `fn` whose reductions should be scrambled";
-    let spanned =
-        |kw: &dyn quote::ToTokens, name: &Ident| syn::Error::new_spanned(quote!(#kw #name), msg);
-    match item {
-        Item::Struct(s) => spanned(&s.struct_token, &s.ident),
-        Item::Enum(e) => spanned(&e.enum_token, &e.ident),
-        Item::Impl(i) => syn::Error::new(
-            i.impl_token.span,
-            "#[scramble] applies to functions, not impl blocks: put it on the methods inside whose reductions should be scrambled",
-        ),
-        Item::Mod(m) => spanned(&m.mod_token, &m.ident),
-        Item::Trait(t) => spanned(&t.trait_token, &t.ident),
-        Item::Verbatim(v) if v.to_string().contains("fn") => syn::Error::new_spanned(
-            v,
-            "#[scramble] needs a function body to rewrite: put it on the implementation, not on a declaration",
-        ),
-        other => syn::Error::new_spanned(other, msg),
-    }
-}
+use crate::runs::Piece;
 
 /// Rewrites `func`'s body in place, its decisions appended to `record`; marker errors
 /// are combined and returned.
@@ -106,11 +32,40 @@ pub(crate) fn rewrite_fn(
     Ok(())
 }
 
+/// The body of function `name` given as runs of statements in order (see [`Piece`]):
+/// the statements that go before it (see [`Rewriter::finish`]) and the body, its parsed
+/// runs rewritten as [`rewrite_fn`] rewrites them, with one rewriter for the whole
+/// function so that sites are numbered as there; the decisions appended to `record`.
+pub(crate) fn rewrite_runs(
+    args: &Args,
+    name: &Ident,
+    pieces: Vec<Piece>,
+    record: &mut Vec<Decision>,
+) -> syn::Result<(Vec<syn::Stmt>, TokenStream)> {
+    let mut rewriter = Rewriter::new(args, name);
+    let mut rewritten = TokenStream::new();
+    for piece in pieces {
+        match piece {
+            Piece::Parsed(mut stmts) => {
+                for stmt in &mut stmts {
+                    rewriter.visit_stmt_mut(stmt);
+                }
+                for stmt in &stmts {
+                    stmt.to_tokens(&mut rewritten);
+                }
+            }
+            Piece::Verbatim(run) => rewritten.extend(run),
+        }
+    }
+    let prelude = rewriter.finish(name.span(), record)?;
+    Ok((prelude, rewritten))
+}
+
 fn sites_ident() -> Ident {
     Ident::new("__FPREV_SCRAMBLE_SITES", Span::call_site())
 }
 
-pub(super) struct Rewriter<'a> {
+struct Rewriter<'a> {
     args: &'a Args,
     fn_name: String,
     /// Number of enclosing `for` loops.
@@ -135,7 +90,7 @@ pub(super) struct Rewriter<'a> {
 
 impl<'a> Rewriter<'a> {
     /// A rewriter for the body of function `name`.
-    pub(super) fn new(args: &'a Args, name: &Ident) -> Self {
+    fn new(args: &'a Args, name: &Ident) -> Self {
         Rewriter {
             args,
             fn_name: name.to_string(),
@@ -156,11 +111,7 @@ impl<'a> Rewriter<'a> {
     /// needs, the site table and its registration), or the markers' errors; the
     /// decisions go to `record`. `span`: the function's name, where a function with
     /// nothing to scramble is reported.
-    pub(super) fn finish(
-        mut self,
-        span: Span,
-        record: &mut Vec<Decision>,
-    ) -> syn::Result<Vec<syn::Stmt>> {
+    fn finish(mut self, span: Span, record: &mut Vec<Decision>) -> syn::Result<Vec<syn::Stmt>> {
         std::mem::replace(&mut self.errors, Ok(()))?;
         let mut rewriter = self;
         let args = rewriter.args;
@@ -210,7 +161,7 @@ impl<'a> Rewriter<'a> {
         let (ns, nl) = (sites.len(), left.len());
         let sites_ident = sites_ident();
         // Emitted as tokens, not parsed back into syntax trees: the table has a row per
-        // site, and parsing it again cost as much as parsing the user's function.
+        // site, and parsing it again would cost as much as parsing the user's function.
         prelude.push(syn::Stmt::Item(Item::Verbatim(quote! {
             static #sites_ident: [#krate::__private::scramble::CallSite; #ns] = [#(#sites),*];
         })));

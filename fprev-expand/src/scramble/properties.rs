@@ -11,7 +11,7 @@ use std::collections::HashSet;
 
 use proc_macro2::TokenStream;
 
-use super::tests::rewrite_both_ways;
+use super::snapshot_tests::both_ways;
 use super::{classify, validate};
 use crate::cases::{cases, Draw};
 
@@ -129,7 +129,7 @@ fn pure_reductions_are_owned_and_poisoned_ones_never() {
 #[test]
 fn statement_by_statement_equals_the_whole_rewrite_on_generated_functions() {
     let (first, cases) = cases();
-    let mut lazy_taken = 0;
+    let mut taken = 0;
     for seed in first..first + cases {
         let mut d = Draw(seed);
         let mut stmts = Vec::new();
@@ -159,9 +159,9 @@ fn statement_by_statement_equals_the_whole_rewrite_on_generated_functions() {
             .parse()
             .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{text}"));
         let context = format!("seed {seed} (rerun with FPREV_SEED={seed} FPREV_PROPTEST_CASES=1)");
-        if rewrite_both_ways(&TokenStream::new(), &item, &context).is_some() {
-            lazy_taken += 1;
+        if both_ways(&TokenStream::new(), &item, &context).is_some() {
+            taken += 1;
         }
     }
-    assert_eq!(lazy_taken, cases, "every generated function splits");
+    assert_eq!(taken, cases, "every generated function splits");
 }

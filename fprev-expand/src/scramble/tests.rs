@@ -1,185 +1,18 @@
-//! Expansion snapshots (`FPREV_BLESS=1 cargo test -p fprev-expand` rewrites them; review
-//! the diff) and the off-path guarantees, without compiling the expansions.
+//! The statement-by-statement path against the whole-item one, and the off-path
+//! guarantees, without compiling the expansions.
 
 use proc_macro2::TokenStream;
 use quote::quote;
 
-use super::expand;
+use super::args::Args;
+use super::snapshot_tests;
 
-/// A readable rendering of a token stream: one statement per line, blocks indented.
-fn render(tokens: &TokenStream) -> String {
-    let mut out = String::new();
-    let mut indent = 0usize;
-    let mut line = String::new();
-    let flush = |out: &mut String, line: &mut String, indent: usize| {
-        let t = line.trim();
-        if !t.is_empty() {
-            out.push_str(&"    ".repeat(indent));
-            out.push_str(t);
-            out.push('\n');
-        }
-        line.clear();
-    };
-    for word in tokens.to_string().split(' ') {
-        match word {
-            "{" => {
-                line.push_str(" {");
-                flush(&mut out, &mut line, indent);
-                indent += 1;
-            }
-            "}" => {
-                flush(&mut out, &mut line, indent);
-                indent = indent.saturating_sub(1);
-                line.push('}');
-            }
-            ";" | "," if line.is_empty() && out.ends_with("}\n") => {
-                out.pop();
-                out.push_str(word);
-                out.push('\n');
-            }
-            ";" => {
-                line.push(';');
-                flush(&mut out, &mut line, indent);
-            }
-            _ => {
-                if line.ends_with('}') {
-                    flush(&mut out, &mut line, indent);
-                }
-                if !line.is_empty() {
-                    line.push(' ');
-                }
-                line.push_str(word);
-            }
-        }
-    }
-    flush(&mut out, &mut line, indent);
-    out
+fn both_ways(item: &TokenStream, context: &str) -> Option<TokenStream> {
+    snapshot_tests::both_ways(&TokenStream::new(), item, context)
 }
 
-/// Tokens re-parsed and printed again, so that two streams compare by their syntax, not
-/// by how their tokens were grouped.
-fn normalized(tokens: &TokenStream) -> String {
-    match syn::parse2::<syn::File>(tokens.clone()) {
-        Ok(file) => quote!(#file).to_string(),
-        Err(_) => tokens.to_string(),
-    }
-}
-
-/// The statement-by-statement rewrite of `item`, checked to give what the whole-item
-/// rewrite gives; `None` when it declines (then only the whole-item path runs).
-pub(super) fn rewrite_both_ways(
-    args: &TokenStream,
-    item: &TokenStream,
-    context: &str,
-) -> Option<TokenStream> {
-    let parsed = super::args::Args::parse(args.clone()).expect("valid arguments");
-    let (mut lazy_record, mut whole_record) = (Vec::new(), Vec::new());
-    let lazy = super::chunks::rewrite(&parsed, item, &mut lazy_record)?
-        .unwrap_or_else(|e| panic!("{context}: {e}\n{item}"));
-    let whole = expand::whole(
-        super::args::Args::parse(args.clone()),
-        item.clone(),
-        &mut whole_record,
-    )
-    .unwrap_or_else(|e| panic!("{context}: {e}\n{item}"));
-    assert_eq!(
-        normalized(&lazy),
-        normalized(&whole),
-        "{context}: the two paths differ on\n{item}"
-    );
-    let seen = |record: &[super::Decision]| -> Vec<String> {
-        record
-            .iter()
-            .map(|d| format!("{:?} {:?} {:?}", d.span.start(), d.construct, d.outcome))
-            .collect()
-    };
-    assert_eq!(
-        seen(&lazy_record),
-        seen(&whole_record),
-        "{context}: the two paths decide differently on\n{item}"
-    );
-    Some(lazy)
-}
-
-fn check_snapshot(name: &str, args: TokenStream, item: TokenStream) {
-    rewrite_both_ways(&args, &item, name);
-    let expanded = expand::scramble(args, item).expect("expands");
-    let got = render(&expanded);
-    let path = format!(
-        "{}/src/scramble/snapshots/{name}.txt",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    if std::env::var_os("FPREV_BLESS").is_some() {
-        std::fs::create_dir_all(std::path::Path::new(&path).parent().unwrap()).unwrap();
-        std::fs::write(&path, &got).unwrap();
-        return;
-    }
-    let want = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        got == want,
-        "expansion of {name} changed; rerun with FPREV_BLESS=1 and review\n--- got\n{got}"
-    );
-}
-
-#[test]
-#[cfg_attr(feature = "off", ignore = "expansions are the identity with `off`")]
-fn snapshot_loops() {
-    check_snapshot(
-        "loops",
-        quote!(),
-        quote! {
-            fn dot(a: &[f32], b: &[f32]) -> f32 {
-                let mut s = 0.0;
-                for i in 0..a.len() {
-                    s += a[i] * b[i];
-                }
-                s
-            }
-        },
-    );
-}
-
-#[test]
-#[cfg_attr(feature = "off", ignore = "expansions are the identity with `off`")]
-fn snapshot_nested_par_and_markers() {
-    check_snapshot(
-        "nested_par_markers",
-        quote!(shuffle = "sattolo", crate = "my_fprev"),
-        quote! {
-            fn total(rows: &[Vec<f32>]) -> f32 {
-                let mut s = 0.0;
-                for row in rows.iter() {
-                    #[scramble(skip)]
-                    for x in row.iter() {
-                        s += x;
-                    }
-                }
-                s + rows.par_iter().map(|r| r[0]).sum::<f32>()
-            }
-        },
-    );
-}
-
-#[test]
-#[cfg_attr(feature = "off", ignore = "expansions are the identity with `off`")]
-fn snapshot_fold_block_and_rayon_zip() {
-    check_snapshot(
-        "fold_block_par_zip",
-        quote!(),
-        quote! {
-            fn stats(a: &[f64], b: &[f64]) -> (f64, f64, f64) {
-                let ss = a.iter().fold(0.0, |acc, x| {
-                    let d = x - 1.0;
-                    acc + d * d
-                });
-                let kept = a.iter().fold(0.0, |acc, x| {
-                    let t = acc * 0.5;
-                    acc + t * x
-                });
-                (ss, kept, a.par_iter().zip(b.par_iter()).map(|(x, y)| x * y).sum())
-            }
-        },
-    );
+fn args() -> Args {
+    Args::parse(TokenStream::new()).expect("no arguments")
 }
 
 #[test]
@@ -206,19 +39,17 @@ fn loops_that_exit_early_are_left_alone() {
             None
         }
     };
-    let out = expand::scramble(quote!(), item.clone())
-        .unwrap()
-        .to_string();
+    let out = super::scramble(quote!(), item.clone()).unwrap().to_string();
     assert!(
         !out.contains("maybe_shuffled") && !out.contains("Reduction"),
         "{out}"
     );
     assert!(out.contains("nothing to scramble"), "{out}");
-    let declared = expand::scramble(quote!(loops), item.clone())
+    let declared = super::scramble(quote!(loops), item.clone())
         .unwrap()
         .to_string();
     assert!(!declared.contains("maybe_shuffled"), "{declared}");
-    let forced = expand::scramble(quote!(loops, force), item)
+    let forced = super::scramble(quote!(loops, force), item)
         .unwrap()
         .to_string();
     assert!(forced.contains("maybe_shuffled"), "{forced}");
@@ -230,6 +61,105 @@ fn off_returns_the_item_token_for_token() {
     let item = quote! {
         #[inline] pub fn f(v: &[f32]) -> f32 { let mut s = 0.0; for x in v.iter() { s += x; } s }
     };
-    let out = expand::scramble(quote!(all, shuffle = "sattolo"), item.clone()).unwrap();
+    let out = super::scramble(quote!(all, shuffle = "sattolo"), item.clone()).unwrap();
     assert_eq!(out.to_string(), item.to_string());
+}
+
+#[test]
+fn untouched_runs_come_back_token_for_token() {
+    // Odd spacing and all.
+    let item = quote! {
+        fn f(x: &[f64]) -> f64 {
+            let   scale=2.0 ;
+            let mut s = 0.0;
+            for v in x { s += v * scale; }
+            s
+        }
+    };
+    let out = super::by_statements(&args(), &item, &mut Vec::new())
+        .expect("splits")
+        .expect("rewrites");
+    assert!(out.to_string().contains("let scale = 2.0 ;"), "{out}");
+    assert!(out.to_string().contains("reduction_at"), "{out}");
+}
+
+#[test]
+fn statement_by_statement_is_the_whole_rewrite() {
+    let item = quote! {
+        fn f(x: &[f64], y: &mut [f64], n: usize) -> f64 {
+            let mut total = 0.0;
+            let mut count = 0;
+            for i in 0..n {
+                y[i] = 2.0 * x[i];
+                if y[i] < 0.0 { count += 1; }
+            }
+            let q: f64 = x.iter().map(|v| v * 3.0).sum();
+            'rows: for r in 0..n {
+                let mut inner = 0.0;
+                for c in 0..n { inner += x[r] * y[c]; }
+                total += inner;
+                if inner > 1e9 { break 'rows; }
+            }
+            let f = y.iter().fold(0.0, |a, v| a + v);
+            fn helper(v: &[f64]) -> f64 { v.iter().sum() }
+            match count { 0 => total + q + f, _ => helper(x) }
+        }
+    };
+    assert!(both_ways(&item, "a function of every statement kind").is_some());
+}
+
+#[test]
+fn inner_attributes_stay_first() {
+    let item = quote! {
+        fn f(x: &[f64]) -> f64 {
+            #![allow(unused_mut)]
+            #![allow(clippy::all)]
+            let   unused = 1;
+            let mut s = 0.0;
+            for v in x { s += v; }
+            s
+        }
+    };
+    let statements = both_ways(&item, "inner attributes").expect("splits");
+    let body = statements.to_string();
+    let start = body.find('{').expect("a body");
+    assert!(
+        body[start..].starts_with("{ # ! [allow (unused_mut)] # ! [allow (clippy :: all)]"),
+        "{body}"
+    );
+}
+
+#[test]
+fn unexpected_shapes_decline() {
+    // A declaration, a `const fn`, a run that does not parse: the whole item is
+    // parsed instead (and the errors said there).
+    for item in [
+        quote!(
+            fn f(x: &[f64]) -> f64;
+        ),
+        quote!(
+            const fn f() -> f64 {
+                let mut s = 0.0;
+                for _ in 0..3 {
+                    s += 1.0;
+                }
+                s
+            }
+        ),
+        quote!(
+            fn f() {
+                for x in { 1..3 } {}
+            }
+        ),
+        quote!(
+            struct S {
+                a: f64,
+            }
+        ),
+    ] {
+        assert!(
+            super::by_statements(&args(), &item, &mut Vec::new()).is_none(),
+            "{item}"
+        );
+    }
 }

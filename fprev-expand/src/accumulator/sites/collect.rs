@@ -23,7 +23,7 @@ pub struct Collector {
     /// edition-2018 closure would capture whole).
     pub captured: HashSet<String>,
     /// Where in the body the visit is: the run of statements (see
-    /// [`chunks`](super::super::chunks)) and a count within it. Runs may be visited out
+    /// [`crate::runs`]) and a count within it. Runs may be visited out
     /// of order; each variable's site is its first update in the body all the same.
     pub position: (usize, usize),
     /// The position of each site's update.

@@ -1,6 +1,6 @@
 //! Second pass: rewrite every site, with a frame per function and per closure.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 use proc_macro2::{Literal, Span, TokenStream};
 use quote::{quote, quote_spanned, ToTokens};
@@ -10,6 +10,7 @@ use syn::{BinOp, Expr, Stmt};
 
 use crate::syntax::integer_term;
 
+use super::frame::{exit_with, frame_decl, var_counter, Counter, Scope};
 use super::{
     bound_names, extends, ident_of, is_assign_op, iterator_site, pure_place, text_of, ClosureNames,
     Kind, Site,
@@ -27,84 +28,6 @@ impl Chain {
     fn is_zero(&self) -> bool {
         self.constant == 0 && self.vars.is_empty()
     }
-}
-
-/// The counters of one frame: the function's, or a closure's own (so that a closure
-/// keeps its `Fn`/`Sync`-ness: it never captures the function's counters for variables
-/// and places of its own). The counters only this frame uses sit in one
-/// `Frame` value, `__fprev_frame`, in slots numbered in the order they are first used
-/// (variables and places apart); the counter of a variable some closure uses is a frame
-/// of its own (`__fprev_v<k>`), so a closure captures exactly the counters of the
-/// variables it captures, in every edition (an edition-2018 closure captures a whole
-/// local, and a shared frame would conflict with every other use).
-pub struct Scope {
-    /// Names declared inside (None: the function, which owns every other name).
-    declared: Option<HashSet<String>>,
-    /// The frame as generated code reaches it: `__fprev_frame`, or `__fprev_frame.0`
-    /// when it merges on drop.
-    frame: TokenStream,
-    /// The site of each variable slot, in slot order.
-    pub vars: Vec<usize>,
-    /// The site of each place slot, in slot order.
-    pub places: Vec<usize>,
-    slots: HashMap<usize, usize>,
-    /// Variable sites of this frame counted in locals of their own.
-    pub captured: BTreeSet<usize>,
-}
-
-/// A counter as generated code reaches it: the frame holding it and its slot there.
-struct Counter {
-    frame: TokenStream,
-    slot: proc_macro2::Literal,
-    /// Which frame: `None` for the innermost scope's, `Some(k)` for variable `k`'s own
-    /// (a variable captured by a closure).
-    owner: Option<usize>,
-}
-
-impl Scope {
-    /// A frame that merges at the function's exits, or, with `on_drop`, when dropped.
-    pub fn new(declared: Option<HashSet<String>>, on_drop: bool) -> Scope {
-        let f = frame_ident();
-        Scope {
-            declared,
-            frame: if on_drop { quote!(#f.0) } else { quote!(#f) },
-            vars: Vec::new(),
-            places: Vec::new(),
-            slots: HashMap::new(),
-            captured: BTreeSet::new(),
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.vars.is_empty() && self.places.is_empty() && self.captured.is_empty()
-    }
-
-    /// Site `k`'s counter in this frame, given a slot when first used.
-    fn member(&mut self, k: usize, kind: Kind) -> Counter {
-        let list = match kind {
-            Kind::Place => &mut self.places,
-            _ => &mut self.vars,
-        };
-        let slot = *self.slots.entry(k).or_insert_with(|| {
-            list.push(k);
-            list.len() - 1
-        });
-        Counter {
-            frame: self.frame.clone(),
-            slot: proc_macro2::Literal::usize_unsuffixed(slot),
-            owner: None,
-        }
-    }
-}
-
-/// The local holding a frame's counters.
-pub fn frame_ident() -> syn::Ident {
-    syn::Ident::new("__fprev_frame", Span::mixed_site())
-}
-
-/// The local counting variable site `k` when a closure uses it.
-pub fn var_counter(k: usize) -> syn::Ident {
-    syn::Ident::new(&format!("__fprev_v{k}"), Span::mixed_site())
 }
 
 /// Second pass: rewrite every site.
@@ -191,8 +114,8 @@ impl Rewriter<'_> {
     /// additions written, plus the running chains of accumulators kept in other
     /// frames), and the slots of `frame` whose running chains it adds in, which the
     /// frame reads itself (`add_chains`, `restart_chains`): a read in the arguments
-    /// would be a call, a temporary and an overflow check each, and a function dense in
-    /// sites built 10% faster without them.
+    /// would be a call, a temporary and an overflow check each, which a function dense
+    /// in sites pays for in its build time.
     fn chain_args(&mut self, c: &Chain, frame: Option<usize>) -> (TokenStream, Vec<Literal>) {
         let constant = c.constant;
         let mut slots = Vec::new();
@@ -413,7 +336,7 @@ impl VisitMut for Rewriter<'_> {
         visit_mut::visit_expr_closure_mut(self, c);
         let scope = self.scopes.pop().expect("pushed above");
         if !scope.is_empty() {
-            let decl = super::super::expand::frame_decl(self.krate, &self.statics, &scope, true);
+            let decl = frame_decl(self.krate, &self.statics, &scope, true);
             let body = &c.body;
             *c.body = Expr::Verbatim(quote_spanned! {body.span()=> { #decl #body } });
         }
@@ -484,7 +407,7 @@ fn merge_on_return(krate: &TokenStream, r: &syn::ExprReturn, ret: &TokenStream) 
         .expr
         .as_ref()
         .map_or_else(|| quote!(()), |e| e.to_token_stream());
-    let exit = super::super::expand::exit_with(krate, ret, value);
+    let exit = exit_with(krate, ret, value);
     quote_spanned! {r.span()=> #(#attrs)* #keyword { #exit } }
 }
 

@@ -1,57 +1,17 @@
-//! Statement-by-statement rewriting: only the runs of statements that can hold a site,
-//! an exit or a name the rewriter counts are parsed (see [`crate::runs`]).
+//! Which runs of statements `#[accumulator]` must parse, told from their tokens alone
+//! (see [`crate::runs`]).
 //!
-//! Debug-built, the macro spent 68 of its 123 ms on a 2,000-line function parsing the
-//! body, and most of the rest visiting it and printing it back. A run is parsed when its
-//! tokens hold an update (`+=`, `-=`, an assignment other than a `let`'s), `sum`,
-//! `fold` or `acc`, an exit the frame must see (`return`, `?`) or a macro call (which
-//! may hide either), at any depth ([`may_hold_a_site`]); once the accumulators are
-//! known, so is every run that names one ([`names_any`]: its `let` restarts a chain,
-//! its closure captures a counter). The others come back token for token, and the
-//! rewrite is the one of the whole body ([`super::expand::rewrite_body`] takes the
-//! runs in order). Anything unexpected (a run that does not parse, a signature that is
-//! not a plain function's, an argument error to report) declines, and the whole item is
-//! parsed at once.
+//! Parsing the body is most of what the macro costs in a user's debug build, and
+//! visiting it and printing it back most of the rest. A run is parsed when its tokens
+//! hold an update (`+=`, `-=`, an assignment other than a `let`'s), `sum`, `fold` or
+//! `acc`, an exit the frame must see (`return`, `?`) or a macro call (which may hide
+//! either), at any depth ([`may_hold_a_site`]); once the accumulators are known, so is
+//! every run that names one ([`names_any`]: its `let` restarts a chain, its closure
+//! captures a counter). The others come back token for token.
 
 use std::collections::HashMap;
 
-use proc_macro2::{Delimiter, Spacing, TokenStream, TokenTree};
-use syn::parse::Parser;
-
-use super::expand::{rewrite_body, Piece, Rewritten};
-use crate::runs::{runs, split_inner_attributes, Body};
-
-/// The rewritten item and the errors found in its body, or `None` to have the whole
-/// item parsed instead.
-pub fn expand(args: TokenStream, item: &TokenStream) -> Option<(TokenStream, Option<syn::Error>)> {
-    let Body { head, body, func } = Body::split(item)?;
-    let plan = super::args::parse(args)
-        .and_then(|a| super::validate::validate(a, &func))
-        .ok()?;
-    // `func` has no body: a registration whose body names `Self` has an error to report.
-    if plan.registration.is_some() && super::validate::names_self(body.stream()).is_some() {
-        return None;
-    }
-    let (inner, statements) = split_inner_attributes(body.stream());
-    let mut pieces = Vec::new();
-    for run in runs(statements) {
-        pieces.push(if may_hold_a_site(&run) {
-            let tokens = run.into_iter().collect();
-            Piece::Parsed(syn::Block::parse_within.parse2(tokens).ok()?)
-        } else {
-            Piece::Verbatim(run)
-        });
-    }
-    let Rewritten {
-        prelude,
-        stmts,
-        errors,
-    } = rewrite_body(&plan, &func.sig, pieces)?;
-    let mut stream = inner;
-    stream.extend(prelude);
-    stream.extend(stmts);
-    Some((Body::assemble(&head, &body, stream), errors))
-}
+use proc_macro2::{Delimiter, Spacing, TokenTree};
 
 /// Whether tokens may hold something the rewriter changes or must see, at any depth: an
 /// update (`+=` or `-=` of anything but an integer literal, which no float adds;
@@ -197,6 +157,7 @@ pub(crate) fn names_any(trees: &[TokenTree], vars: &HashMap<String, usize>) -> b
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proc_macro2::TokenStream;
     use quote::quote;
 
     #[test]
@@ -311,99 +272,5 @@ mod tests {
         // A field of the same name too: a superset is only slower.
         assert!(names_any(quote!(let t = x.s;), &vars));
         assert!(!names_any(quote!(let t = g(x);), &vars));
-    }
-
-    #[test]
-    fn a_registration_whose_body_names_self_is_left_to_the_whole_item() {
-        // The signature alone does not show the `Self` that validation must report.
-        let args = quote!(reveal(op = "sum", sizes = [8]));
-        let item = quote!(
-            fn m(x: &[f64]) -> f64 {
-                Self::total(x)
-            }
-        );
-        assert!(expand(args.clone(), &item).is_none());
-        let item = quote!(
-            fn m(x: &[f64]) -> f64 {
-                total(x)
-            }
-        );
-        assert!(expand(args, &item).is_some());
-    }
-}
-
-#[cfg(test)]
-mod properties {
-    use proc_macro2::TokenStream;
-
-    use crate::cases::{cases, Draw};
-
-    /// One statement of a generated function: declarations, updates of every form
-    /// (variables, places, iterators), restarts, reads in closures and loops, exits,
-    /// macros, and neutral statements the statement-by-statement path passes through.
-    fn statement(d: &mut Draw) -> String {
-        let v = d.pick(&["s", "t", "u"]);
-        match d.below(29) {
-            25 => "out[k % 4] = out[k % 4] + a;".to_string(),
-            26 => "out[0] = -out[0] * 0.5;".to_string(),
-            27 => "out[1] = a - -out[1];".to_string(),
-            28 => format!("out[2] = ({v} + out[2]);"),
-            22 => "let mut s = 0usize; s += 1;".to_string(),
-            23 => "hist[k % 4] += 1;".to_string(),
-            24 => format!("if a < 0.5 {{ {v} = {v} - 1.0; }} else {{ {v} *= 2.0; }}"),
-            0 => format!("let mut {v} = 0.0;"),
-            1 => format!("for i in 0..n {{ {v} += x[i] * y[i]; }}"),
-            2 => format!("{v} = {v} + x[0];"),
-            3 => format!("{v} *= 0.5;"),
-            4 => format!("{v} = a;"),
-            5 => "let q: f64 = x.iter().map(|w| w * a).sum();".to_string(),
-            6 => "let f = y.iter().fold(0.0, |acc, w| acc + w);".to_string(),
-            7 => "out[k % 4] += a;".to_string(),
-            8 => format!("let g = |w: f64| w * {v};"),
-            9 => "let h = |w: &[f64]| { let mut z = 0.0; for e in w { z += e; } z };".to_string(),
-            10 => format!("if a > 9.0 {{ return {v}; }}"),
-            11 => "count += 1;".to_string(),
-            12 => format!("#[cfg(all())] let mut {v} = 1.0;"),
-            13 => "k *= 2;".to_string(),
-            14 => "println!(\"{}\", a);".to_string(),
-            15 => format!("while {v} < 1.0 {{ {v} += a; out[0] = {v}; }}"),
-            16 => "let b = if a > 1.0 { a.sqrt() } else { a * a - 0.25 };".to_string(),
-            17 => "let c = match count % 3 { 0 => a.max(1.0), _ => a.abs() };".to_string(),
-            18 => {
-                "for i in 0..n { out[i] = a * x[i]; if out[i] < 0.0 { count += 1; } }".to_string()
-            }
-            19 => format!("let (p, {v}) = (1.0, 2.0);"),
-            20 => "if let Some(e) = x.first() { k += *e as usize; }".to_string(),
-            _ => "let idx = (count * 7 + 1) % n.max(1);".to_string(),
-        }
-    }
-
-    #[test]
-    fn statement_by_statement_equals_the_whole_rewrite_on_generated_functions() {
-        let (first, cases) = cases();
-        let mut taken = 0;
-        for seed in first..first + cases {
-            let mut d = Draw(seed);
-            let stmts: Vec<String> = (0..2 + d.below(8)).map(|_| statement(&mut d)).collect();
-            let text = format!(
-                "fn f(x: &[f64], y: &[f64], out: &mut [f64], n: usize, a: f64) -> f64 {{ \
-                 let mut s = 0.0; let mut t = 0.0; let mut u = 0.0; let mut count = 0usize; \
-                 let mut k = 1usize; {} s + t + u }}",
-                stmts.join(" ")
-            );
-            let item: TokenStream = text
-                .parse()
-                .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{text}"));
-            let context =
-                format!("seed {seed} (rerun with FPREV_SEED={seed} FPREV_PROPTEST_CASES=1)");
-            super::super::snapshot_tests::both_ways(TokenStream::new(), item.clone(), &context);
-            if super::expand(TokenStream::new(), &item).is_some() {
-                taken += 1;
-            }
-        }
-        assert_eq!(
-            taken, cases,
-            "every generated function goes statement by statement"
-        );
     }
 }

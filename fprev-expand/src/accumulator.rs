@@ -1,14 +1,21 @@
 //! `#[accumulator]`: parse the arguments ([`args`]), check them against the function
-//! ([`validate`]), rewrite its accumulation sites ([`sites`]) and generate the frame and
-//! registration ([`expand`]).
+//! ([`validate`]), then rewrite its accumulation sites ([`sites`]) and generate the frame
+//! and the registration ([`expand`]).
+//!
+//! [`accumulator`] is where the two ways of reading the body part: statement by statement
+//! ([`by_statements`]: only the runs of statements that its [`prefilter`] keeps are
+//! parsed) or the whole item at once ([`whole`], for everything the first declines).
+//! Both feed the same [`expand::rewrite_body`], so they give the same expansion.
 
 mod args;
-mod chunks;
 mod exits;
 mod expand;
+mod prefilter;
 mod sites;
 mod validate;
 
+#[cfg(test)]
+mod properties;
 #[cfg(test)]
 mod snapshot_tests;
 
@@ -16,14 +23,16 @@ use proc_macro2::TokenStream;
 use quote::quote;
 use syn::visit_mut::VisitMut;
 
+use crate::runs::{pieces, split_inner_attributes, Body};
+
 /// The whole attribute: never fails to emit the user's item.
 pub fn accumulator(args: TokenStream, item: TokenStream) -> TokenStream {
-    if cfg!(feature = "off") && !names_acc(&item) && crate::runs::Body::split(&item).is_some() {
+    if cfg!(feature = "off") && !names_acc(&item) && Body::split(&item).is_some() {
         // A function with nothing to strip: as written, its body unparsed.
         return item;
     }
     if !cfg!(feature = "off") {
-        if let Some((code, errors)) = chunks::expand(args.clone(), &item) {
+        if let Some((code, errors)) = by_statements(args.clone(), &item) {
             let errors = errors.map(syn::Error::into_compile_error);
             return quote!(#errors #code);
         }
@@ -31,9 +40,39 @@ pub fn accumulator(args: TokenStream, item: TokenStream) -> TokenStream {
     whole(args, item)
 }
 
-/// The attribute with the whole item parsed at once: what the statement-by-statement
-/// path ([`chunks`]) must give, and where it declines (argument errors, declarations,
-/// runs that do not parse on their own).
+/// The rewritten item and the errors found in its body, with only the runs of statements
+/// that may hold a site, an exit or a name the rewriter counts parsed (see
+/// [`prefilter`]); the others come back token for token. `None` to have the whole item
+/// parsed instead: anything unexpected (a run that does not parse, a signature that is
+/// not a plain function's, an argument error to report) declines.
+fn by_statements(
+    args: TokenStream,
+    item: &TokenStream,
+) -> Option<(TokenStream, Option<syn::Error>)> {
+    let Body { head, body, func } = Body::split(item)?;
+    let plan = args::parse(args)
+        .and_then(|a| validate::validate(a, &func))
+        .ok()?;
+    // `func` has no body: a registration whose body names `Self` has an error to report.
+    if plan.registration.is_some() && validate::names_self(body.stream()).is_some() {
+        return None;
+    }
+    let (inner, statements) = split_inner_attributes(body.stream());
+    let pieces = pieces(statements, prefilter::may_hold_a_site)?;
+    let expand::Rewritten {
+        prelude,
+        stmts,
+        errors,
+    } = expand::rewrite_body(&plan, &func.sig, pieces)?;
+    let mut stream = inner;
+    stream.extend(prelude);
+    stream.extend(stmts);
+    Some((Body::assemble(&head, &body, stream), errors))
+}
+
+/// The attribute with the whole item parsed at once: what [`by_statements`] must give,
+/// and where it declines (argument errors, declarations, runs that do not parse on their
+/// own).
 fn whole(args: TokenStream, item: TokenStream) -> TokenStream {
     let func: syn::ItemFn = match syn::parse2(item.clone()) {
         Ok(f) => f,
@@ -100,4 +139,27 @@ fn strip_acc(mut func: syn::ItemFn) -> syn::ItemFn {
     }
     Strip.visit_block_mut(&mut func.block);
     func
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_registration_whose_body_names_self_is_left_to_the_whole_item() {
+        // The signature alone does not show the `Self` that validation must report.
+        let args = quote!(reveal(op = "sum", sizes = [8]));
+        let item = quote!(
+            fn m(x: &[f64]) -> f64 {
+                Self::total(x)
+            }
+        );
+        assert!(by_statements(args.clone(), &item).is_none());
+        let item = quote!(
+            fn m(x: &[f64]) -> f64 {
+                total(x)
+            }
+        );
+        assert!(by_statements(args, &item).is_some());
+    }
 }
