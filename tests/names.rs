@@ -71,7 +71,11 @@ fn every_type_name_of_the_runtime_and_facade_is_defined_once() {
     rust_files(&root.join("fprev-runtime/src"), &mut files);
     let mut by_name: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for path in &files {
-        let shown = path.strip_prefix(root).unwrap_or(path).display().to_string();
+        let shown = path
+            .strip_prefix(root)
+            .unwrap_or(path)
+            .display()
+            .to_string();
         if shown.ends_with("cuda/stub.rs") {
             continue;
         }

@@ -48,7 +48,7 @@ use std::sync::atomic::{AtomicI8, Ordering};
 use std::time::{Duration, Instant};
 
 #[doc(hidden)]
-pub use assert::{check, CallSite};
+pub use assert::{check, AssertSite};
 pub use budget::{parse_duration, DurationError};
 pub use output::Floats;
 pub use report::{AmplifyReport, RunRecord, StageEnd, StageReport};
@@ -162,7 +162,7 @@ pub struct AmplifyConfig {
     /// Record executed orders (see [`entropy`]). Default true.
     pub record_orders: bool,
     /// Reductions combine in a mix of shapes (see
-    /// [`Shape`](crate::scramble::Shape)) in the scrambled stages. Default true;
+    /// [`CombineShape`](crate::scramble::CombineShape)) in the scrambled stages. Default true;
     /// `FPREV_SCRAMBLE=fisher-yates` or `sattolo` switches to permuted sequential orders.
     pub shapes: bool,
 }
@@ -871,7 +871,7 @@ macro_rules! assert_reproducible {
 #[macro_export]
 macro_rules! __amplify_call_site {
     () => {
-        $crate::amplify::CallSite::new(
+        $crate::amplify::AssertSite::new(
             ::core::option_env!("CARGO_MANIFEST_DIR"),
             ::core::module_path!(),
             ::core::file!(),

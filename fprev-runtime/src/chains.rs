@@ -24,7 +24,7 @@
 //! let report = fprev::chains::report();
 //! let site = report.site("dot").unwrap();
 //! assert_eq!(site.max_chain, 1000);
-//! assert_eq!(site.shape, fprev::chains::Shape::Sequential);
+//! assert_eq!(site.shape, fprev::chains::ChainShape::Sequential);
 //! println!("{report}");
 //! ```
 //!
@@ -39,8 +39,8 @@ mod report;
 mod site;
 mod tracked;
 
-pub use report::{report, ChainReport, Order, Shape, SiteReport, HISTOGRAM_BUCKETS};
-pub use site::{Site, SiteKind};
+pub use report::{report, ChainReport, ChainShape, Order, SiteChains, HISTOGRAM_BUCKETS};
+pub use site::{AccumulationKind, Site};
 pub use tracked::Tracked;
 
 /// Environment variable: when `1`, the chain report is printed on standard error at
@@ -66,7 +66,9 @@ pub fn reset() {
 #[doc(hidden)]
 pub mod private {
     pub use super::frame::{Finish, Frame, OnDrop, PlaceChain, PlaceChains, VarChain};
-    pub use super::site::{ChainStats, CountingIter, Site, SiteKind};
+    /// Not public API: [`AccumulationKind`](super::AccumulationKind) under the name generated code spells.
+    pub use super::site::AccumulationKind as SiteKind;
+    pub use super::site::{ChainStats, CountingIter, Site};
 
     /// Not public API. Used by generated code.
     pub use super::tracked::Tracked;

@@ -133,7 +133,7 @@ impl DeviceInfo {
 /// One CUDA device with its context and stream; cheap to clone.
 #[derive(Clone)]
 pub struct Device {
-    inner: imp::Device,
+    inner: imp::DeviceContext,
 }
 
 impl std::fmt::Debug for Device {
@@ -147,13 +147,13 @@ impl Device {
     /// [`CudaError::NoDevice`] when no driver or no such device is present. Never panics.
     pub fn open(ordinal: usize) -> Result<Device, CudaError> {
         Ok(Device {
-            inner: imp::Device::open(ordinal)?,
+            inner: imp::DeviceContext::open(ordinal)?,
         })
     }
 
     /// Number of CUDA devices (an error rather than 0 when there is no driver).
     pub fn count() -> Result<usize, CudaError> {
-        imp::Device::count()
+        imp::DeviceContext::count()
     }
 
     /// Name and compute capability.
@@ -165,9 +165,9 @@ impl Device {
     /// accumulation for [`half::f16`] / [`half::bf16`] inputs (Tensor Cores).
     pub fn gemm<I: GemmInput>(&self, config: GemmConfig) -> Result<GemmTarget<I>, CudaError> {
         Ok(GemmTarget {
-            state: imp::Gemm::new(&self.inner, config, I::OPERAND)?,
+            state: imp::CublasGemm::new(&self.inner, config, I::OPERAND)?,
             config,
-            spread: I::OPERAND != Operand::F32
+            spread: I::OPERAND != GemmOperand::F32
                 && config.spread.unwrap_or_else(|| spreads::<I>(config.n)),
             split: OperandSplit::default(),
             a: Vec::new(),
@@ -180,7 +180,7 @@ impl Device {
     /// A cuBLAS `sgemv` target.
     pub fn gemv(&self, config: GemvConfig) -> Result<GemvTarget, CudaError> {
         Ok(GemvTarget {
-            state: imp::Gemv::new(&self.inner, config)?,
+            state: imp::CublasGemv::new(&self.inner, config)?,
             config,
         })
     }
@@ -189,14 +189,14 @@ impl Device {
     pub fn reduction(&self, config: ReductionConfig) -> Result<ReductionTarget, CudaError> {
         config.validate()?;
         Ok(ReductionTarget {
-            state: imp::Reduction::new(&self.inner, config)?,
+            state: imp::ReductionRunner::new(&self.inner, config)?,
             config,
         })
     }
 
     /// Run an atomic kernel `config.runs` times on one seeded input and count the
     /// distinct results (the amplifier on the GPU).
-    pub fn amplify(&self, config: AmplifyConfig) -> Result<Variability, CudaError> {
+    pub fn amplify(&self, config: GpuAmplifyConfig) -> Result<Variability, CudaError> {
         imp::amplify(&self.inner, &config)
     }
 }
@@ -204,7 +204,7 @@ impl Device {
 /// The operand format of a cuBLAS gemm, chosen by [`GemmInput`].
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Operand {
+pub enum GemmOperand {
     /// `f32` (`cublasSgemm`).
     F32,
     /// IEEE half (`cublasGemmEx`, `CUDA_R_16F`).
@@ -216,17 +216,17 @@ pub enum Operand {
 /// Element types a gemm target takes as inputs; it always accumulates and answers in f32.
 pub trait GemmInput: crate::ProbeFloat + sealed::Sealed {
     /// The cuBLAS operand type.
-    const OPERAND: Operand;
+    const OPERAND: GemmOperand;
 }
 
 impl GemmInput for f32 {
-    const OPERAND: Operand = Operand::F32;
+    const OPERAND: GemmOperand = GemmOperand::F32;
 }
 impl GemmInput for half::f16 {
-    const OPERAND: Operand = Operand::F16;
+    const OPERAND: GemmOperand = GemmOperand::F16;
 }
 impl GemmInput for half::bf16 {
-    const OPERAND: Operand = Operand::Bf16;
+    const OPERAND: GemmOperand = GemmOperand::Bf16;
 }
 
 mod sealed {
@@ -372,7 +372,7 @@ impl GemvConfig {
 /// Which reduction kernel a [`ReductionTarget`] runs.
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Reduction {
+pub enum ReductionKernel {
     /// Grid-stride partial sums, a shared-memory halving tree per block, then one block
     /// folding the partials the same way: deterministic, even under scrambling.
     SharedTree,
@@ -385,8 +385,8 @@ pub enum Reduction {
 /// elements per thread (at most 1024), 64 probes per launch, no scrambling.
 ///
 /// ```
-/// use fprev::cuda::{Reduction, ReductionConfig};
-/// let c = ReductionConfig::new(4096, Reduction::SharedTree).threads(128).scramble(Some(7));
+/// use fprev::cuda::{ReductionKernel, ReductionConfig};
+/// let c = ReductionConfig::new(4096, ReductionKernel::SharedTree).threads(128).scramble(Some(7));
 /// assert_eq!((c.blocks, c.threads, c.scramble), (8, 128, Some(7)));
 /// ```
 #[non_exhaustive]
@@ -395,7 +395,7 @@ pub struct ReductionConfig {
     /// Elements per sum.
     pub n: usize,
     /// The kernel.
-    pub kind: Reduction,
+    pub kind: ReductionKernel,
     /// Threads per block: a power of two, at most 1024.
     pub threads: usize,
     /// Blocks per probe (grid x dimension).
@@ -408,7 +408,7 @@ pub struct ReductionConfig {
 
 impl ReductionConfig {
     /// Defaults for `n` elements.
-    pub fn new(n: usize, kind: Reduction) -> ReductionConfig {
+    pub fn new(n: usize, kind: ReductionKernel) -> ReductionConfig {
         ReductionConfig {
             n,
             kind,
@@ -440,20 +440,20 @@ impl ReductionConfig {
         self
     }
 
-    /// The summation tree the [`Reduction::SharedTree`] kernels compute for this
+    /// The summation tree the [`ReductionKernel::SharedTree`] kernels compute for this
     /// configuration, scrambled or not (a GPU must reveal exactly this); `None` for
-    /// [`Reduction::AtomicAdd`], which has no single order, or an invalid configuration.
+    /// [`ReductionKernel::AtomicAdd`], which has no single order, or an invalid configuration.
     ///
     /// ```
-    /// use fprev::cuda::{Reduction, ReductionConfig};
-    /// let cfg = ReductionConfig::new(8, Reduction::SharedTree).threads(2).blocks(2);
+    /// use fprev::cuda::{ReductionKernel, ReductionConfig};
+    /// let cfg = ReductionConfig::new(8, ReductionKernel::SharedTree).threads(2).blocks(2);
     /// // Thread t of block b sums b*2 + t and b*2 + t + 4; each block halves; the two
     /// // partials are added last.
     /// let tree = cfg.expected_tree().unwrap();
     /// assert_eq!(tree.to_string(), "(((0+4)+(1+5))+((2+6)+(3+7)))");
     /// ```
     pub fn expected_tree(&self) -> Option<SumTree> {
-        if self.kind != Reduction::SharedTree || self.validate().is_err() {
+        if self.kind != ReductionKernel::SharedTree || self.validate().is_err() {
             return None;
         }
         model::shared_tree(self)
@@ -502,7 +502,7 @@ pub enum AtomicKernel {
 /// 100 runs, seed 0, scrambled.
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AmplifyConfig {
+pub struct GpuAmplifyConfig {
     /// The kernel.
     pub kernel: AtomicKernel,
     /// Elements.
@@ -519,10 +519,10 @@ pub struct AmplifyConfig {
     pub scrambled: bool,
 }
 
-impl AmplifyConfig {
+impl GpuAmplifyConfig {
     /// Defaults for `kernel`.
-    pub fn new(kernel: AtomicKernel) -> AmplifyConfig {
-        AmplifyConfig {
+    pub fn new(kernel: AtomicKernel) -> GpuAmplifyConfig {
+        GpuAmplifyConfig {
             kernel,
             n: 1 << 20,
             threads: 256,
@@ -630,7 +630,7 @@ fn target_error(e: CudaError) -> TargetError {
 /// `A` and column 0 of `B` carry one probe's factors, one probe per call, and the
 /// engine's replay checks draw both operands at random.
 pub struct GemmTarget<I: GemmInput> {
-    state: imp::Gemm,
+    state: imp::CublasGemm,
     config: GemmConfig,
     spread: bool,
     split: OperandSplit<I>,
@@ -644,7 +644,7 @@ pub struct GemmTarget<I: GemmInput> {
 /// operands: no mask fits one operand's range, one fits the product's.
 fn spreads<I: GemmInput>(n: usize) -> bool {
     let (operand, acc) = (I::FORMAT, f32::FORMAT);
-    I::OPERAND != Operand::F32
+    I::OPERAND != GemmOperand::F32
         && ProbeScale::for_formats(operand, acc, n).is_none()
         && ProbeScale::for_formats(operand.product(), acc, n).is_some()
 }
@@ -697,8 +697,8 @@ impl<I: GemmInput> Target<f32> for GemmTarget<I> {
     fn input_format(&self) -> Option<FloatFormat> {
         match (I::OPERAND, self.config.math) {
             _ if self.spread => Some(I::FORMAT.product()),
-            (Operand::F32, MathMode::Tf32) => Some(TF32),
-            (Operand::F32, _) => None,
+            (GemmOperand::F32, MathMode::Tf32) => Some(TF32),
+            (GemmOperand::F32, _) => None,
             _ => Some(I::FORMAT),
         }
     }
@@ -733,7 +733,7 @@ impl<I: GemmInput> Target<f32> for GemmTarget<I> {
 
 /// A cuBLAS `sgemv` answering one probe per row (see [`Device::gemv`]).
 pub struct GemvTarget {
-    state: imp::Gemv,
+    state: imp::CublasGemv,
     config: GemvConfig,
 }
 
@@ -759,7 +759,7 @@ impl Target<f32> for GemvTarget {
 
 /// An NVRTC reduction kernel answering one probe per grid row (see [`Device::reduction`]).
 pub struct ReductionTarget {
-    state: imp::Reduction,
+    state: imp::ReductionRunner,
     config: ReductionConfig,
 }
 
@@ -839,14 +839,14 @@ mod tests {
 
     #[test]
     fn configs_validate() {
-        assert!(ReductionConfig::new(1000, Reduction::SharedTree)
+        assert!(ReductionConfig::new(1000, ReductionKernel::SharedTree)
             .validate()
             .is_ok());
-        assert!(ReductionConfig::new(1000, Reduction::SharedTree)
+        assert!(ReductionConfig::new(1000, ReductionKernel::SharedTree)
             .threads(100)
             .validate()
             .is_err());
-        assert!(ReductionConfig::new(0, Reduction::AtomicAdd)
+        assert!(ReductionConfig::new(0, ReductionKernel::AtomicAdd)
             .validate()
             .is_err());
     }

@@ -16,7 +16,7 @@
 //!   orders a campaign covered.
 //!
 //! - [`reduce`]: reassociated float reductions, the default of `#[fprev::scramble]`:
-//!   loops keep their order, a reduction's terms are combined in a drawn [`Shape`];
+//!   loops keep their order, a reduction's terms are combined in a drawn [`CombineShape`];
 //! - [`sites()`] and [`Coverage`]: which sites were compiled in and reached, and which
 //!   loops were left alone and why.
 //!
@@ -50,7 +50,7 @@ pub(crate) mod state;
 
 pub use config::{vars, Level, ReplayToken, ScrambleConfig, TokenError, Vary, ALGORITHM_VERSION};
 pub use launch::{launch, Dim3, ThreadCtx};
-pub use reduce::Shape;
+pub use reduce::CombineShape;
 pub use rng::{permutation, shuffle, ScrambleRng};
 pub use sites::{sites, Coverage, LeftAlone, SiteReport};
 pub use state::{current_config, with_config, CallSite, SiteKind};

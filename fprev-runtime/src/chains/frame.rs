@@ -439,11 +439,25 @@ impl<C: Finish> Drop for OnDrop<C> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chains::SiteKind;
+    use crate::chains::AccumulationKind;
 
     static SITES: [Site; 2] = [
-        Site::new("frame::f", "f.rs", 1, 1, "s += x", SiteKind::Variable),
-        Site::new("frame::f", "f.rs", 2, 1, "c[i] += x", SiteKind::Place),
+        Site::new(
+            "frame::f",
+            "f.rs",
+            1,
+            1,
+            "s += x",
+            AccumulationKind::Variable,
+        ),
+        Site::new(
+            "frame::f",
+            "f.rs",
+            2,
+            1,
+            "c[i] += x",
+            AccumulationKind::Place,
+        ),
     ];
 
     #[test]
@@ -472,8 +486,22 @@ mod tests {
     #[test]
     fn a_term_brings_the_chains_it_adds_in() {
         static SITES: [Site; 2] = [
-            Site::new("frame::g", "g.rs", 1, 1, "s += t + u", SiteKind::Variable),
-            Site::new("frame::g", "g.rs", 2, 1, "t += x", SiteKind::Variable),
+            Site::new(
+                "frame::g",
+                "g.rs",
+                1,
+                1,
+                "s += t + u",
+                AccumulationKind::Variable,
+            ),
+            Site::new(
+                "frame::g",
+                "g.rs",
+                2,
+                1,
+                "t += x",
+                AccumulationKind::Variable,
+            ),
         ];
         let mut frame = Frame::new(&SITES, &[0, 1], &[]);
         let (mut s, mut t) = (0.0f64, 0.0f64);

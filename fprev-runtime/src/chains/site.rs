@@ -9,7 +9,7 @@ use super::report::HISTOGRAM_BUCKETS;
 /// What kind of expression a site is.
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum SiteKind {
+pub enum AccumulationKind {
     /// A local variable accumulated into (`s += e`, `s = s + e`, `#[acc] let s`): its
     /// chains follow Defour's rule through every assignment to it in the function.
     Variable,
@@ -20,12 +20,12 @@ pub enum SiteKind {
     Iterator,
 }
 
-impl std::fmt::Display for SiteKind {
+impl std::fmt::Display for AccumulationKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            SiteKind::Variable => "variable",
-            SiteKind::Place => "place",
-            SiteKind::Iterator => "iterator",
+            AccumulationKind::Variable => "variable",
+            AccumulationKind::Place => "place",
+            AccumulationKind::Iterator => "iterator",
         })
     }
 }
@@ -44,7 +44,7 @@ pub struct Site {
     /// The site's source text.
     pub expr: &'static str,
     /// What kind of site it is.
-    pub kind: SiteKind,
+    pub kind: AccumulationKind,
     /// The accumulated value is read inside the loop that builds it (a prefix sum, a
     /// running value written out): its order is its meaning, not a rounding choice.
     pub running: bool,
@@ -68,7 +68,7 @@ impl Site {
         line: u32,
         column: u32,
         expr: &'static str,
-        kind: SiteKind,
+        kind: AccumulationKind,
     ) -> Site {
         Site {
             function,
@@ -95,12 +95,12 @@ impl Site {
     /// annotated function).
     ///
     /// ```
-    /// use fprev_runtime::chains::{Site, SiteKind};
-    /// static S: Site = Site::here("m::f", "s += x", SiteKind::Variable);
+    /// use fprev_runtime::chains::{Site, AccumulationKind};
+    /// static S: Site = Site::here("m::f", "s += x", AccumulationKind::Variable);
     /// assert_eq!((S.file, S.line), (file!(), line!() - 1));
     /// ```
     #[track_caller]
-    pub const fn here(function: &'static str, expr: &'static str, kind: SiteKind) -> Site {
+    pub const fn here(function: &'static str, expr: &'static str, kind: AccumulationKind) -> Site {
         let at = std::panic::Location::caller();
         Site::new(function, at.file(), at.line(), at.column(), expr, kind)
     }
