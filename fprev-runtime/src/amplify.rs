@@ -54,11 +54,14 @@ pub use output::Floats;
 pub use report::{AmplifyReport, RunRecord, StageEnd, StageReport};
 pub use shard::{Shard, ShardError};
 
+use crate::random::splitmix64;
+use crate::scramble::call_site::reached_total;
 use crate::scramble::config::{
     env_parse, parse_mode, random_seed, vars, warn_unknown_vars, MODES, MODE_DEFAULT, SEEDS,
 };
-use crate::scramble::rng::{order_hash, splitmix64};
-use crate::scramble::state::{apply, reached_total, Session};
+use crate::scramble::rng::order_hash;
+use crate::scramble::session::Session;
+use crate::scramble::state::apply;
 use crate::scramble::{entropy, Level, ReplayToken, ScrambleConfig, Shuffle};
 
 /// One column group of Defour's Table II.

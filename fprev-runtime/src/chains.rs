@@ -33,14 +33,17 @@
 //! handler the first time a site records, which runs after `main` (and after the test
 //! harness) returns or calls `std::process::exit`.
 
+mod exit_report;
 mod frame;
 mod merged;
 mod report;
 mod site;
+mod source;
 mod tracked;
 
-pub use report::{report, ChainReport, ChainShape, Order, SiteChains, HISTOGRAM_BUCKETS};
-pub use site::{AccumulationKind, Site};
+pub use report::{ChainReport, ChainShape, Order, SiteChains, HISTOGRAM_BUCKETS};
+pub use site::{report, Site};
+pub use source::AccumulationKind;
 pub use tracked::Tracked;
 
 /// Environment variable: when `1`, the chain report is printed on standard error at
@@ -66,9 +69,9 @@ pub fn reset() {
 #[doc(hidden)]
 pub mod private {
     pub use super::frame::{Finish, Frame, OnDrop, PlaceChain, PlaceChains, VarChain};
-    /// Not public API: [`AccumulationKind`](super::AccumulationKind) under the name generated code spells.
-    pub use super::site::AccumulationKind as SiteKind;
     pub use super::site::{ChainStats, CountingIter, Site};
+    /// Not public API: [`AccumulationKind`](super::AccumulationKind) under the name generated code spells.
+    pub use super::source::AccumulationKind as SiteKind;
 
     /// Not public API. Used by generated code.
     pub use super::tracked::Tracked;

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::report::{sort, ChainReport, ChainShape, Order, SiteChains, HISTOGRAM_BUCKETS};
-use super::site::AccumulationKind;
+use super::source::AccumulationKind;
 
 /// The directory holding the merged report, if one can be found.
 pub fn directory() -> Option<PathBuf> {

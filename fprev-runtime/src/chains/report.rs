@@ -1,9 +1,7 @@
 //! The chain report: every site that ran, longest chain first, with a shape guess.
 
+use super::source::AccumulationKind;
 use std::fmt;
-use std::sync::atomic::Ordering::Relaxed;
-
-use super::site::{all_sites, AccumulationKind};
 
 /// Buckets of the chain-length histogram: bucket `b` counts chains of length in
 /// `[2^b, 2^(b+1))`, the last one everything longer.
@@ -191,45 +189,6 @@ fn histogram_text(h: &[u64; HISTOGRAM_BUCKETS]) -> String {
         })
         .collect();
     parts.join(" ")
-}
-
-/// Snapshot the counts of every site recorded so far.
-pub fn report() -> ChainReport {
-    let mut sites: Vec<SiteChains> = all_sites()
-        .into_iter()
-        .map(|s| {
-            let (max, adds, chains, executions) = (
-                s.max.load(Relaxed),
-                s.adds.load(Relaxed),
-                s.chains.load(Relaxed),
-                s.invocations.load(Relaxed),
-            );
-            SiteChains {
-                function: s.function,
-                file: s.file,
-                line: s.line,
-                column: s.column,
-                expr: s.expr,
-                kind: s.kind,
-                max_chain: max,
-                adds,
-                chains,
-                executions,
-                histogram: std::array::from_fn(|b| s.hist[b].load(Relaxed)),
-                shape: classify(adds, chains, executions, max),
-                order: if s.running {
-                    Order::RunningValue
-                } else if s.checked.load(Relaxed) && !s.inexact.load(Relaxed) {
-                    Order::ExactInteger
-                } else {
-                    Order::Reorderable
-                },
-            }
-        })
-        .filter(|s| s.adds > 0)
-        .collect();
-    sort(&mut sites);
-    ChainReport { sites }
 }
 
 /// Reorderable reductions first, then exact counters and running values; longest chain

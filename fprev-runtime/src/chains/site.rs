@@ -4,31 +4,9 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Mutex, Once};
 
-use super::report::HISTOGRAM_BUCKETS;
-
-/// What kind of expression a site is.
-#[non_exhaustive]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum AccumulationKind {
-    /// A local variable accumulated into (`s += e`, `s = s + e`, `#[acc] let s`): its
-    /// chains follow Defour's rule through every assignment to it in the function.
-    Variable,
-    /// An indexed, field or dereferenced place (`c[i] += e`, `*out += e`): chains are
-    /// kept per address (see [`PlaceChains`](super::frame::PlaceChains)).
-    Place,
-    /// `.sum()` or `.fold(init, |a, b| a + b)`: one chain of as many additions as items.
-    Iterator,
-}
-
-impl std::fmt::Display for AccumulationKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            AccumulationKind::Variable => "variable",
-            AccumulationKind::Place => "place",
-            AccumulationKind::Iterator => "iterator",
-        })
-    }
-}
+use super::exit_report;
+use super::report::{classify, sort, ChainReport, Order, SiteChains, HISTOGRAM_BUCKETS};
+use super::source::AccumulationKind;
 
 /// One accumulation site: a `static` the macro emits in the annotated function.
 #[derive(Debug)]
@@ -157,6 +135,45 @@ static SITES: Mutex<Vec<&'static Site>> = Mutex::new(Vec::new());
 
 pub(super) fn all_sites() -> Vec<&'static Site> {
     SITES.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// Snapshot the counts of every site recorded so far.
+pub fn report() -> ChainReport {
+    let mut sites: Vec<SiteChains> = all_sites()
+        .into_iter()
+        .map(|s| {
+            let (max, adds, chains, executions) = (
+                s.max.load(Relaxed),
+                s.adds.load(Relaxed),
+                s.chains.load(Relaxed),
+                s.invocations.load(Relaxed),
+            );
+            SiteChains {
+                function: s.function,
+                file: s.file,
+                line: s.line,
+                column: s.column,
+                expr: s.expr,
+                kind: s.kind,
+                max_chain: max,
+                adds,
+                chains,
+                executions,
+                histogram: std::array::from_fn(|b| s.hist[b].load(Relaxed)),
+                shape: classify(adds, chains, executions, max),
+                order: if s.running {
+                    Order::RunningValue
+                } else if s.checked.load(Relaxed) && !s.inexact.load(Relaxed) {
+                    Order::ExactInteger
+                } else {
+                    Order::Reorderable
+                },
+            }
+        })
+        .filter(|s| s.adds > 0)
+        .collect();
+    sort(&mut sites);
+    ChainReport { sites }
 }
 
 fn bucket(chain: u64) -> usize {
@@ -329,19 +346,5 @@ fn install_exit_report() {
 }
 
 extern "C" fn print_report_at_exit() {
-    let r = super::report();
-    eprintln!("{r}");
-    // The record of the whole run (see `merged`): each process adds its counts.
-    if let Some(dir) = super::merged::directory() {
-        match super::merged::merge_into(&dir, &r) {
-            Ok((path, n)) => eprintln!(
-                "fprev chains: merged report of this run ({n} process(es) so far): {}",
-                path.display()
-            ),
-            Err(e) => eprintln!(
-                "fprev chains: cannot merge into {}: {e}",
-                dir.join("chains.txt").display()
-            ),
-        }
-    }
+    exit_report::print(&report());
 }

@@ -194,11 +194,11 @@ pub(crate) fn amplify(
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
     let values: Vec<f32> = (0..cfg.n)
         .map(|_| {
-            crate::draw::unit_f32(&mut rng) * 2f32.powi(crate::draw::range_i32(&mut rng, -8, 9))
+            crate::random::unit_f32(&mut rng) * 2f32.powi(crate::random::range_i32(&mut rng, -8, 9))
         })
         .collect();
     let addresses: Vec<u32> = (0..cfg.n)
-        .map(|_| crate::draw::below_u32(&mut rng, bins as u32))
+        .map(|_| crate::random::below_u32(&mut rng, bins as u32))
         .collect();
     let k = dev.kernels()?;
     guarded("running the amplifier", || {

@@ -4,8 +4,8 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 
 use super::{convert, split_operands, spreads_operands, Operands, Reduction, ReductionShape};
-use crate::draw;
 use crate::float::{FloatFormat, ProbeFloat, ProbeScale};
+use crate::random;
 use crate::reveal::{fit, Algorithm, FittedFused, Pivot, Reveal, RevealError};
 use crate::target::{random_operands, DrawnOperands, Probe, ProbeBatch, Target, TargetError};
 use crate::tree::SumTree;
@@ -793,9 +793,9 @@ fn random_input<T: ProbeFloat, I: ProbeFloat>(k: usize, rng: &mut ChaCha8Rng) ->
     let spread = (t.precision as i32 + 2).min(top - i.min_exp).max(1);
     (0..k)
         .map(|_| {
-            let e = top - draw::range_i32(rng, 0, spread);
-            let m: f64 = 1.0 + draw::unit_f64(rng);
-            let sign = if draw::coin(rng) { -1.0 } else { 1.0 };
+            let e = top - random::range_i32(rng, 0, spread);
+            let m: f64 = 1.0 + random::unit_f64(rng);
+            let sign = if random::coin(rng) { -1.0 } else { 1.0 };
             let x: I = I::from_f64_round(sign * m * 2f64.powi(e));
             convert(x)
         })

@@ -350,7 +350,7 @@ pub fn warn_unknown_vars() {
 
 pub(crate) fn random_seed() -> u64 {
     // Seeds with a zero top nibble are campaign seeds (see `amplify`).
-    crate::draw::fresh_seed() >> 4
+    crate::random::fresh_seed() >> 4
 }
 
 /// A replay token: the algorithm version and a seed, written `v3-0123456789abcdef`.

@@ -14,12 +14,14 @@ use rayon::slice::ParallelSlice;
 pub use super::reduce::RunningReduction;
 
 /// Not public API. Used by generated code.
+pub use super::call_site::{CallSite, SiteKind};
+/// Not public API. Used by generated code.
 pub use super::reduce::ViaValue;
+/// Not public API. Used by generated code.
+pub use super::scrambler::Scrambler;
 /// Not public API. Used by generated code.
 pub use super::sites::{FnSites, LeftAlone};
 use super::state::{fast_state, LOOPS, SCHEDULE};
-/// Not public API. Used by generated code.
-pub use super::state::{CallSite, Scrambler, SiteKind};
 /// Not public API. Used by generated code.
 pub use super::Shuffle;
 /// Not public API. Used by generated code.

@@ -13,10 +13,12 @@ use std::ops::{Add, AddAssign, Sub, SubAssign};
 
 use half::{bf16, f16};
 
+use super::super::call_site::CallSite;
 use super::super::context;
 use super::super::entropy;
 use super::super::rng;
-use super::super::state::{self, CallSite, LOOPS, SHAPES, VARY_CALL};
+use super::super::session;
+use super::super::state::{self, LOOPS, SHAPES, VARY_CALL};
 use super::stream::{SiteStream, Stream};
 use super::{CombineShape, Combiner, CHUNK, PER_SITE};
 use crate::wrap::Wrap;
@@ -138,7 +140,7 @@ impl Engine {
     #[cold]
     #[inline(never)]
     fn start(site: &'static CallSite, kind: Kind) -> Option<Box<On>> {
-        let st = state::state();
+        let st = session::state();
         if st & LOOPS == 0 {
             return None;
         }
@@ -201,7 +203,7 @@ impl Engine {
     #[inline(never)]
     fn draw_for_site(site: &'static CallSite, epoch: u64) -> u32 {
         let code = if site.enabled() {
-            let st = state::state();
+            let st = session::state();
             let shuffle = site.shuffle.unwrap_or(state::decode_shuffle(st));
             let mut rng = rng::stream(state::seed(), site.id() ^ PER_SITE, 0);
             CombineShape::draw(st & SHAPES != 0, shuffle, &mut rng).code() as u32
@@ -849,9 +851,10 @@ impl<T> ViaValue for Wrap<T> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::super::call_site::SiteKind;
     use super::super::super::config::{ScrambleConfig, Vary};
     use super::super::super::rng::{below, stream, ScrambleRng};
-    use super::super::super::state::{with_config, SiteKind};
+    use super::super::super::session::with_config;
     use super::super::super::{entropy, Shuffle};
     use super::super::combine;
     use super::*;
