@@ -40,8 +40,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dev = match Device::open(0) {
         Ok(d) => d,
         Err(e) => {
-            let required = std::env::var(fprev::scramble::vars::FPREV_CUDA_REQUIRED)
-                .is_ok_and(|v| !v.is_empty() && v != "0");
+            let required =
+                std::env::var("FPREV_CUDA_REQUIRED").is_ok_and(|v| !v.is_empty() && v != "0");
             if required {
                 return Err(format!("cuda_reveal: FPREV_CUDA_REQUIRED is set, but {e}").into());
             }

@@ -23,8 +23,7 @@ static GPU: Mutex<()> = Mutex::new(());
 /// `FPREV_CUDA_REQUIRED=1` (set by `scripts/gpu_verify.sh` on a GPU machine) turns every
 /// skip into a failure: there a missing driver, library or device is the finding.
 fn skip(test: &str, why: impl std::fmt::Display) {
-    let required = std::env::var(fprev::scramble::vars::FPREV_CUDA_REQUIRED)
-        .is_ok_and(|v| !v.is_empty() && v != "0");
+    let required = std::env::var("FPREV_CUDA_REQUIRED").is_ok_and(|v| !v.is_empty() && v != "0");
     assert!(!required, "{test}: FPREV_CUDA_REQUIRED is set, but {why}");
     println!("SKIPPED {test}: {why}");
 }

@@ -46,12 +46,7 @@ pub use site::{report, Site};
 pub use source::AccumulationKind;
 pub use tracked::Tracked;
 
-/// Environment variable: when `1`, the chain report is printed on standard error at
-/// process exit, and merged with those of the other processes of the same run (the test
-/// binaries of one `cargo test`) into `<target>/fprev/chains.txt`, the record of the whole
-/// run (found from `$CARGO_TARGET_DIR` or the binary's path). Default: unset (nothing
-/// printed or written). Read at run time, on the first record.
-pub const FPREV_CHAINS: &str = "FPREV_CHAINS";
+pub use crate::scramble::vars::FPREV_CHAINS;
 
 /// Forget every count recorded so far (for tests that compare reports).
 ///
