@@ -210,15 +210,6 @@ impl CublasGemm {
         })
     }
 
-    pub fn call(&mut self, x: &[f32]) -> Result<f32, CudaError> {
-        let n = self.cfg.n;
-        check_len(n, x.len())?;
-        self.host.fill(0.0);
-        self.host[..n].copy_from_slice(x);
-        self.run()?;
-        Ok(self.host_c[0])
-    }
-
     /// Row 0 of `A` set to `a` (the other rows zero), column 0 of `B` to `b`: `C[0][0]`
     /// is their dot product. `B` stays as given until the next call of this kind.
     pub fn call_operands(&mut self, a: &[f32], b: &[f32]) -> Result<f32, CudaError> {
@@ -235,22 +226,18 @@ impl CublasGemm {
         Ok(self.host_c[0])
     }
 
+    /// `x` in row 0 (see [`RowTarget::call_row`]).
+    pub fn call(&mut self, x: &[f32]) -> Result<f32, CudaError> {
+        self.call_row(x)
+    }
+
+    /// One probe per row (see [`RowTarget::probe_rows`]).
     pub fn probe_batch(
         &mut self,
         batch: &ProbeBatch<'_, f32>,
         out: &mut [f32],
     ) -> Result<(), CudaError> {
-        check_len(self.cfg.n, batch.background.len())?;
-        for (probes, out) in batch
-            .probes
-            .chunks(self.cfg.rows)
-            .zip(out.chunks_mut(self.cfg.rows))
-        {
-            fill_rows(&mut self.host, self.cfg.n, batch, probes);
-            self.run()?;
-            out.copy_from_slice(&self.host_c[..probes.len()]);
-        }
-        Ok(())
+        self.probe_rows(batch, out)
     }
 }
 
@@ -346,30 +333,87 @@ impl CublasGemv {
         })
     }
 
+    /// `x` in row 0 (see [`RowTarget::call_row`]).
     pub fn call(&mut self, x: &[f32]) -> Result<f32, CudaError> {
-        let n = self.cfg.n;
-        check_len(n, x.len())?;
-        self.host.fill(0.0);
-        self.host[..n].copy_from_slice(x);
-        self.run()?;
-        Ok(self.host_y[0])
+        self.call_row(x)
     }
 
+    /// One probe per row (see [`RowTarget::probe_rows`]).
     pub fn probe_batch(
         &mut self,
         batch: &ProbeBatch<'_, f32>,
         out: &mut [f32],
     ) -> Result<(), CudaError> {
-        check_len(self.cfg.n, batch.background.len())?;
-        for (probes, out) in batch
-            .probes
-            .chunks(self.cfg.rows)
-            .zip(out.chunks_mut(self.cfg.rows))
-        {
-            fill_rows(&mut self.host, self.cfg.n, batch, probes);
-            self.run()?;
-            out.copy_from_slice(&self.host_y[..probes.len()]);
+        self.probe_rows(batch, out)
+    }
+}
+
+/// A cuBLAS target that answers one probe per row: `rows` rows of `n` values in a host
+/// buffer, one call, one answer per row. gemm and gemv differ only in the call.
+trait RowTarget {
+    /// Values per row and rows per call.
+    fn dims(&self) -> (usize, usize);
+    /// The rows of the next call.
+    fn rows_mut(&mut self) -> &mut [f32];
+    /// One call on the rows; the answers then in [`answers`](Self::answers).
+    fn run_rows(&mut self) -> Result<(), CudaError>;
+    /// One answer per row of the last call.
+    fn answers(&self) -> &[f32];
+
+    /// `x` in row 0, the other rows zero: the answer of row 0.
+    fn call_row(&mut self, x: &[f32]) -> Result<f32, CudaError> {
+        let n = self.dims().0;
+        check_len(n, x.len())?;
+        let rows = self.rows_mut();
+        rows.fill(0.0);
+        rows[..n].copy_from_slice(x);
+        self.run_rows()?;
+        Ok(self.answers()[0])
+    }
+
+    /// The batch's probes, `rows` per call, one per row.
+    fn probe_rows(
+        &mut self,
+        batch: &ProbeBatch<'_, f32>,
+        out: &mut [f32],
+    ) -> Result<(), CudaError> {
+        let (n, rows) = self.dims();
+        check_len(n, batch.background.len())?;
+        for (probes, out) in batch.probes.chunks(rows).zip(out.chunks_mut(rows)) {
+            fill_rows(self.rows_mut(), n, batch, probes);
+            self.run_rows()?;
+            out.copy_from_slice(&self.answers()[..probes.len()]);
         }
         Ok(())
+    }
+}
+
+impl RowTarget for CublasGemm {
+    fn dims(&self) -> (usize, usize) {
+        (self.cfg.n, self.cfg.rows)
+    }
+    fn rows_mut(&mut self) -> &mut [f32] {
+        &mut self.host
+    }
+    fn run_rows(&mut self) -> Result<(), CudaError> {
+        self.run()
+    }
+    fn answers(&self) -> &[f32] {
+        &self.host_c
+    }
+}
+
+impl RowTarget for CublasGemv {
+    fn dims(&self) -> (usize, usize) {
+        (self.cfg.n, self.cfg.rows)
+    }
+    fn rows_mut(&mut self) -> &mut [f32] {
+        &mut self.host
+    }
+    fn run_rows(&mut self) -> Result<(), CudaError> {
+        self.run()
+    }
+    fn answers(&self) -> &[f32] {
+        &self.host_y
     }
 }
