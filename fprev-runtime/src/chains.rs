@@ -43,7 +43,7 @@ mod tracked;
 
 pub use report::{ChainReport, ChainShape, Order, SiteChains, HISTOGRAM_BUCKETS};
 pub use site::{report, Site};
-pub use source::AccumulationKind;
+pub use source::{AccumulationKind, SiteSource};
 pub use tracked::Tracked;
 
 pub use crate::scramble::vars::FPREV_CHAINS;
@@ -86,9 +86,9 @@ pub mod private {
         is_float_name_outlined(core::any::type_name::<I>())
     }
 
-    /// [`is_float_name`] as a call: asked once per iterator, where inlining the
-    /// comparisons into every iterator site cost a long function 0.27 G of 6.7 G
-    /// compiler instructions.
+    /// [`is_float_name`] as a call: asked once per iterator, so the string comparisons
+    /// are compiled once rather than inlined into every iterator site, which made long
+    /// annotated functions markedly slower to build.
     #[inline(never)]
     fn is_float_name_outlined(name: &str) -> bool {
         counted(name).is_some()

@@ -322,10 +322,10 @@ fn process_json(entries: &[Entry]) -> String {
     j.key("chains").begin_array();
     for c in &crate::chains::report().sites {
         j.begin_object();
-        j.key("function").str(c.function);
-        j.key("file").str(c.file);
-        j.key("line").u64(u64::from(c.line));
-        j.key("expr").str(c.expr);
+        j.key("function").str(c.source.function);
+        j.key("file").str(c.source.file);
+        j.key("line").u64(u64::from(c.source.line));
+        j.key("expr").str(c.source.expr);
         j.key("max_chain").u64(c.max_chain);
         j.key("adds").u64(c.adds);
         j.key("executions").u64(c.executions);

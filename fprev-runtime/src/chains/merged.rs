@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::report::{sort, ChainReport, ChainShape, Order, SiteChains, HISTOGRAM_BUCKETS};
-use super::source::AccumulationKind;
+use super::source::{AccumulationKind, SiteSource};
 
 /// The directory holding the merged report, if one can be found.
 pub fn directory() -> Option<PathBuf> {
@@ -126,11 +126,11 @@ type Key = (String, String, u32, u32, String);
 
 fn key(s: &SiteChains) -> Key {
     (
-        s.function.to_string(),
-        s.file.to_string(),
-        s.line,
-        s.column,
-        s.expr.to_string(),
+        s.source.function.to_string(),
+        s.source.file.to_string(),
+        s.source.line,
+        s.source.column,
+        s.source.expr.to_string(),
     )
 }
 
@@ -160,12 +160,12 @@ fn record(s: &SiteChains) -> String {
     let hist: Vec<String> = s.histogram.iter().map(u64::to_string).collect();
     format!(
         "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n",
-        clean(s.function),
-        clean(s.file),
-        s.line,
-        s.column,
-        clean(s.expr),
-        s.kind,
+        clean(s.source.function),
+        clean(s.source.file),
+        s.source.line,
+        s.source.column,
+        clean(s.source.expr),
+        s.source.kind,
         s.max_chain,
         s.adds,
         s.chains,
@@ -199,16 +199,18 @@ fn parse(line: &str) -> Option<SiteChains> {
         execs.parse().ok()?,
     );
     Some(SiteChains {
-        function: leak(function),
-        file: leak(file),
-        line: line.parse().ok()?,
-        column: column.parse().ok()?,
-        expr: leak(expr),
-        kind: match *kind {
-            "variable" => AccumulationKind::Variable,
-            "place" => AccumulationKind::Place,
-            "iterator" => AccumulationKind::Iterator,
-            _ => return None,
+        source: SiteSource {
+            function: leak(function),
+            file: leak(file),
+            line: line.parse().ok()?,
+            column: column.parse().ok()?,
+            expr: leak(expr),
+            kind: match *kind {
+                "variable" => AccumulationKind::Variable,
+                "place" => AccumulationKind::Place,
+                "iterator" => AccumulationKind::Iterator,
+                _ => return None,
+            },
         },
         max_chain,
         adds,
@@ -277,12 +279,14 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("fprev-merge-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         let site = |adds, order| SiteChains {
-            function: "k::dot",
-            file: "src/lib.rs",
-            line: 3,
-            column: 9,
-            expr: "s += a[i] * b[i]",
-            kind: AccumulationKind::Variable,
+            source: SiteSource {
+                function: "k::dot",
+                file: "src/lib.rs",
+                line: 3,
+                column: 9,
+                expr: "s += a[i] * b[i]",
+                kind: AccumulationKind::Variable,
+            },
             max_chain: adds,
             adds,
             chains: 1,

@@ -1,6 +1,6 @@
 //! The chain report: every site that ran, longest chain first, with a shape guess.
 
-use super::source::AccumulationKind;
+use super::source::SiteSource;
 use std::fmt;
 
 /// Buckets of the chain-length histogram: bucket `b` counts chains of length in
@@ -89,18 +89,8 @@ impl fmt::Display for Order {
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq)]
 pub struct SiteChains {
-    /// `module::path::function`.
-    pub function: &'static str,
-    /// Source file.
-    pub file: &'static str,
-    /// Line.
-    pub line: u32,
-    /// Column.
-    pub column: u32,
-    /// Source text of the site.
-    pub expr: &'static str,
-    /// What kind of site.
-    pub kind: AccumulationKind,
+    /// Where the site is and what it accumulates.
+    pub source: SiteSource,
     /// Longest chain seen.
     pub max_chain: u64,
     /// Additions counted (floats only).
@@ -166,9 +156,9 @@ impl ChainReport {
     /// The first site whose function path ends with `function` (`"dot"`,
     /// `"my_crate::dot"`).
     pub fn site(&self, function: &str) -> Option<&SiteChains> {
-        self.sites
-            .iter()
-            .find(|s| s.function == function || s.function.ends_with(&format!("::{function}")))
+        self.sites.iter().find(|s| {
+            s.source.function == function || s.source.function.ends_with(&format!("::{function}"))
+        })
     }
 }
 
@@ -198,7 +188,10 @@ pub(super) fn sort(sites: &mut [SiteChains]) {
         a.order
             .cmp(&b.order)
             .then_with(|| b.max_chain.cmp(&a.max_chain))
-            .then_with(|| (a.file, a.line, a.column).cmp(&(b.file, b.line, b.column)))
+            .then_with(|| {
+                let (a, b) = (&a.source, &b.source);
+                (a.file, a.line, a.column).cmp(&(b.file, b.line, b.column))
+            })
     });
 }
 
@@ -223,12 +216,12 @@ impl fmt::Display for ChainReport {
                 s.chains_per_execution(),
                 s.executions,
                 s.shape,
-                s.function,
-                s.file,
-                s.line,
-                s.column,
-                s.expr,
-                s.kind,
+                s.source.function,
+                s.source.file,
+                s.source.line,
+                s.source.column,
+                s.source.expr,
+                s.source.kind,
                 match s.order {
                     Order::Reorderable => String::new(),
                     o => format!(" [{o}]"),

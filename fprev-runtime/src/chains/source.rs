@@ -1,4 +1,4 @@
-//! What a site is in the source: the kind of expression that accumulates.
+//! What a site is in the source: where it is, and the kind of expression that accumulates.
 
 /// What kind of expression a site is.
 #[non_exhaustive]
@@ -22,4 +22,22 @@ impl std::fmt::Display for AccumulationKind {
             AccumulationKind::Iterator => "iterator",
         })
     }
+}
+
+/// Where an accumulation site is and what it accumulates: what a [`Site`](super::Site)
+/// is built with, and what its counts ([`SiteChains`](super::SiteChains)) name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SiteSource {
+    /// `module::path::function`.
+    pub function: &'static str,
+    /// Source file.
+    pub file: &'static str,
+    /// Line of the site.
+    pub line: u32,
+    /// Column of the site.
+    pub column: u32,
+    /// The site's source text.
+    pub expr: &'static str,
+    /// What kind of site it is.
+    pub kind: AccumulationKind,
 }
