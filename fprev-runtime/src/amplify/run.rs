@@ -280,40 +280,7 @@ fn run_stage<R: Floats, F: Fn() -> R + Sync>(
             first_difference: None,
             len: out.len(),
         };
-        if out.len() == reference.len() {
-            let mut norm2 = 0.0f64;
-            let mut elements = 0;
-            for (k, (&x, &r)) in out.iter().zip(reference).enumerate() {
-                if x.to_bits() == r.to_bits() {
-                    continue;
-                }
-                elements += 1;
-                report.max_ulps = report.max_ulps.max(ulps(x, r));
-                if !record.differs {
-                    record.differs = true;
-                    record.first_difference = Some((k, x, r));
-                }
-                let abs = (x - r).abs();
-                // an infinite reference makes any other value infinitely wrong (abs / |r|
-                // would be NaN for a value of the other sign)
-                let rel = if r != 0.0 && r.is_finite() {
-                    abs / r.abs()
-                } else {
-                    abs
-                };
-                report.max_abs = max_or_nan(report.max_abs, abs);
-                report.max_rel = max_or_nan(report.max_rel, rel);
-                norm2 += rel * rel;
-            }
-            report.norm2 = max_or_nan(report.norm2, norm2.sqrt());
-            report.max_elements = report.max_elements.max(elements);
-        } else {
-            report.max_elements = reference.len().max(out.len());
-            report.max_ulps = u64::MAX;
-            report.max_abs = f64::INFINITY;
-            report.max_rel = f64::INFINITY;
-            report.norm2 = f64::INFINITY;
-        }
+        compare(&out, reference, &mut record, &mut report);
         report.run_count += 1;
         report.differing_count += u64::from(record.differs);
         if report.runs.len() < KEPT_RUNS || (record.differs && report.runs.len() < 2 * KEPT_RUNS) {
@@ -328,6 +295,45 @@ fn run_stage<R: Floats, F: Fn() -> R + Sync>(
     report.sites_reached = reached_total() - reached_before;
     report.duration = start.elapsed();
     report
+}
+
+/// Compares one run's `out` with the reference: notes the first differing element in
+/// `record` and widens the stage's error bounds in `report`.
+fn compare(out: &[f64], reference: &[f64], record: &mut RunRecord, report: &mut StageReport) {
+    if out.len() == reference.len() {
+        let mut norm2 = 0.0f64;
+        let mut elements = 0;
+        for (k, (&x, &r)) in out.iter().zip(reference).enumerate() {
+            if x.to_bits() == r.to_bits() {
+                continue;
+            }
+            elements += 1;
+            report.max_ulps = report.max_ulps.max(ulps(x, r));
+            if !record.differs {
+                record.differs = true;
+                record.first_difference = Some((k, x, r));
+            }
+            let abs = (x - r).abs();
+            // an infinite reference makes any other value infinitely wrong (abs / |r|
+            // would be NaN for a value of the other sign)
+            let rel = if r != 0.0 && r.is_finite() {
+                abs / r.abs()
+            } else {
+                abs
+            };
+            report.max_abs = max_or_nan(report.max_abs, abs);
+            report.max_rel = max_or_nan(report.max_rel, rel);
+            norm2 += rel * rel;
+        }
+        report.norm2 = max_or_nan(report.norm2, norm2.sqrt());
+        report.max_elements = report.max_elements.max(elements);
+    } else {
+        report.max_elements = reference.len().max(out.len());
+        report.max_ulps = u64::MAX;
+        report.max_abs = f64::INFINITY;
+        report.max_rel = f64::INFINITY;
+        report.norm2 = f64::INFINITY;
+    }
 }
 
 /// The larger of two errors, NaN when either is: `f64::max` drops a NaN, and a run that

@@ -172,10 +172,9 @@ impl ReductionRunner {
     }
 }
 
-pub(crate) fn amplify(
-    dev: &DeviceContext,
-    cfg: &GpuAmplifyConfig,
-) -> Result<Variability, CudaError> {
+/// The amplifier's seeded input: `n` values and, for each, the bin it is added to; the
+/// number of bins. Checks the configuration first.
+fn amplifier_inputs(cfg: &GpuAmplifyConfig) -> Result<(usize, Vec<f32>, Vec<u32>), CudaError> {
     let bins = match cfg.kernel {
         AtomicKernel::GlobalSum => 1,
         AtomicKernel::Histogram { bins } => bins,
@@ -200,6 +199,14 @@ pub(crate) fn amplify(
     let addresses: Vec<u32> = (0..cfg.n)
         .map(|_| crate::random::below_u32(&mut rng, bins as u32))
         .collect();
+    Ok((bins, values, addresses))
+}
+
+pub(crate) fn amplify(
+    dev: &DeviceContext,
+    cfg: &GpuAmplifyConfig,
+) -> Result<Variability, CudaError> {
+    let (bins, values, addresses) = amplifier_inputs(cfg)?;
     let k = dev.kernels()?;
     guarded("running the amplifier", || {
         let stream = dev.stream();
