@@ -17,7 +17,7 @@
 //! `FPREV_SCRAMBLE`, the amplifier's runs are its variation).
 //!
 //! Each run's seed carries its stage in the top 4 bits and everything about the run is
-//! derived from it, so its [`ReplayToken`] alone replays it: set `FPREV_SEED` to the
+//! derived from it, so its [`ReplayToken`](crate::scramble::ReplayToken) alone replays it: set `FPREV_SEED` to the
 //! token and the amplifier runs just that run. A campaign token (top bits 0) replays
 //! the whole campaign.
 //!

@@ -26,7 +26,7 @@ pub struct AmplifyConfig {
     /// the most runs per stage (`usize::MAX`: no cap). Default 20; `FPREV_RUNS` overrides
     /// it; `FPREV_TIME` without `FPREV_RUNS` makes it `usize::MAX`.
     pub runs: usize,
-    /// Time budget of one campaign (one [`amplify`] / `assert_reproducible!` call): the
+    /// Time budget of one campaign (one [`amplify`](super::amplify()) / `assert_reproducible!` call): the
     /// reference run and the stages stop starting runs once it is spent; the time left is
     /// split evenly between the stages still to run, and each stage runs at least once.
     /// Default none; `FPREV_TIME` (`500ms`, `90s`, `10m`, `2h`) sets it.
@@ -50,7 +50,7 @@ pub struct AmplifyConfig {
     pub shuffle: Shuffle,
     /// Campaign or run seed. Default random; `FPREV_SEED` overrides it.
     pub seed: Option<u64>,
-    /// Record executed orders (see [`entropy`]). Default true.
+    /// Record executed orders (see [`entropy`](crate::scramble::entropy)). Default true.
     pub record_orders: bool,
     /// Reductions combine in a mix of shapes (see
     /// [`CombineShape`](crate::scramble::CombineShape)) in the scrambled stages. Default true;

@@ -3,7 +3,7 @@
 
 use super::SCRAMBLE_ALGORITHM;
 
-/// Which atomic kernel [`Device::amplify`] runs.
+/// Which atomic kernel [`Device::amplify`](super::Device::amplify) runs.
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AtomicKernel {

@@ -4,7 +4,7 @@ use super::model;
 use super::CudaError;
 use crate::tree::SumTree;
 
-/// Which reduction kernel a [`ReductionTarget`] runs.
+/// Which reduction kernel a [`ReductionTarget`](super::ReductionTarget) runs.
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReductionKernel {

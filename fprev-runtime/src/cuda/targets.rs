@@ -12,7 +12,7 @@ fn target_error(e: CudaError) -> TargetError {
     TargetError::new(e.to_string())
 }
 
-/// A cuBLAS gemm answering one probe per row of `A` (see [`Device::gemm`]).
+/// A cuBLAS gemm answering one probe per row of `A` (see [`Device::gemm`](super::Device::gemm)).
 ///
 /// Where the operand format alone cannot hold a mask that swamps a sum of `n` units
 /// (f16 past `n = 8192`: its range is 40 binades), masks and units are spread over both
@@ -135,7 +135,7 @@ impl<I: GemmInput> Target<f32> for GemmTarget<I> {
     }
 }
 
-/// A cuBLAS `sgemv` answering one probe per row (see [`Device::gemv`]).
+/// A cuBLAS `sgemv` answering one probe per row (see [`Device::gemv`](super::Device::gemv)).
 pub struct GemvTarget {
     state: imp::CublasGemv,
     config: GemvConfig,
@@ -168,7 +168,7 @@ impl Target<f32> for GemvTarget {
     }
 }
 
-/// An NVRTC reduction kernel answering one probe per grid row (see [`Device::reduction`]).
+/// An NVRTC reduction kernel answering one probe per grid row (see [`Device::reduction`](super::Device::reduction)).
 pub struct ReductionTarget {
     state: imp::ReductionRunner,
     config: ReductionConfig,
