@@ -6,7 +6,7 @@
 //! Without the feature or without a GPU it says so and exits cleanly (with
 //! `FPREV_CUDA_REQUIRED=1`, it fails instead).
 
-use fprev::cuda::{self, AmplifyConfig, AtomicKernel, Device, GemmConfig, MathMode};
+use fprev::cuda::{self, AtomicKernel, Device, GemmConfig, GpuAmplifyConfig, MathMode};
 use fprev::half::{bf16, f16};
 use fprev::{Reveal, RevealReport, Target};
 
@@ -40,8 +40,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dev = match Device::open(0) {
         Ok(d) => d,
         Err(e) => {
-            let required = std::env::var(fprev::scramble::vars::FPREV_CUDA_REQUIRED)
-                .is_ok_and(|v| !v.is_empty() && v != "0");
+            let required =
+                std::env::var("FPREV_CUDA_REQUIRED").is_ok_and(|v| !v.is_empty() && v != "0");
             if required {
                 return Err(format!("cuda_reveal: FPREV_CUDA_REQUIRED is set, but {e}").into());
             }
@@ -79,7 +79,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         AtomicKernel::Histogram { bins: 64 },
     ] {
         for scrambled in [false, true] {
-            rows.push(dev.amplify(AmplifyConfig::new(kernel).runs(100).scrambled(scrambled))?);
+            rows.push(dev.amplify(GpuAmplifyConfig::new(kernel).runs(100).scrambled(scrambled))?);
         }
     }
     println!("\natomicAdd variability (2^20 elements, 1024 x 256 threads, 100 launches):");

@@ -11,7 +11,7 @@ mod kernels;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use fprev::scramble::reduce::{combine, Shape};
+use fprev::scramble::reduce::{combine, CombineShape};
 use fprev::scramble::rng::{shuffle_with, stream};
 use fprev::scramble::{shuffle, with_config, ScrambleConfig, Shuffle};
 
@@ -267,21 +267,21 @@ fn reduction() {
         "  combining cost of each shape alone (reduce::combine over the same terms, best of 7):"
     );
     for shape in [
-        Shape::Sequential,
-        Shape::Lanes {
+        CombineShape::Sequential,
+        CombineShape::Lanes {
             lanes: 8,
             pairwise: true,
         },
-        Shape::Lanes {
+        CombineShape::Lanes {
             lanes: 32,
             pairwise: false,
         },
-        Shape::Blocked { block: 256 },
-        Shape::Pairwise,
-        Shape::Permuted(Shuffle::FisherYates),
-        Shape::Permuted(Shuffle::Sattolo),
-        Shape::Threads { threads: 8 },
-        Shape::RandomTree,
+        CombineShape::Blocked { block: 256 },
+        CombineShape::Pairwise,
+        CombineShape::Permuted(Shuffle::FisherYates),
+        CombineShape::Permuted(Shuffle::Sattolo),
+        CombineShape::Threads { threads: 8 },
+        CombineShape::RandomTree,
     ] {
         let mut rng = stream(1, 2, 3);
         let t = best(7, || {

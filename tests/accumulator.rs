@@ -4,14 +4,14 @@
 // Counting and registration are compiled out with the `off` feature.
 #![cfg(not(feature = "off"))]
 
-use fprev::chains::{report, ChainReport, Shape, SiteKind, SiteReport};
+use fprev::chains::{report, AccumulationKind, ChainReport, ChainShape, SiteChains};
 
 /// The site `expr` of the function whose path ends with `function`, or a panic that
 /// shows the report.
-fn site_of<'a>(r: &'a ChainReport, function: &str, expr: &str) -> &'a SiteReport {
+fn site_of<'a>(r: &'a ChainReport, function: &str, expr: &str) -> &'a SiteChains {
     r.sites
         .iter()
-        .find(|s| s.function.ends_with(function) && s.expr == expr)
+        .find(|s| s.source.function.ends_with(function) && s.source.expr == expr)
         .unwrap_or_else(|| panic!("no site `{expr}` in {function}:\n{r}"))
 }
 
@@ -40,11 +40,11 @@ fn sequential_dot() {
     let r = report();
     let s = r.site("accumulator::dot").unwrap();
     assert_eq!(s.max_chain, 1000);
-    assert_eq!(s.kind, SiteKind::Variable);
-    assert_eq!(s.shape, Shape::Sequential);
-    assert_eq!(s.line, 22);
-    assert_eq!(s.column, 9);
-    assert_eq!(s.expr, "s += a[i] * b[i]");
+    assert_eq!(s.source.kind, AccumulationKind::Variable);
+    assert_eq!(s.shape, ChainShape::Sequential);
+    assert_eq!(s.source.line, 22);
+    assert_eq!(s.source.column, 9);
+    assert_eq!(s.source.expr, "s += a[i] * b[i]");
     println!("{r}");
 }
 
@@ -67,7 +67,7 @@ fn lanes() {
     let lanes: Vec<_> = r
         .sites
         .iter()
-        .filter(|s| s.function.ends_with("two_lanes"))
+        .filter(|s| s.source.function.ends_with("two_lanes"))
         .collect();
     assert_eq!(lanes.len(), 2);
     assert!(lanes.iter().all(|s| s.max_chain == 32));
@@ -144,7 +144,7 @@ fn sum_through_next() {
     assert_eq!(pulled(&[1.0; 3]), 6.0);
     let r = report();
     let s = r.site("pulled").unwrap();
-    assert_eq!(s.kind, SiteKind::Iterator);
+    assert_eq!(s.source.kind, AccumulationKind::Iterator);
     assert_eq!((s.max_chain, s.chains, s.adds), (7, 2, 10));
 }
 
@@ -421,10 +421,13 @@ fn iterators_closures_nested_early_return() {
     let sites: Vec<_> = r
         .sites
         .iter()
-        .filter(|s| s.function.ends_with("rows"))
+        .filter(|s| s.source.function.ends_with("rows"))
         .collect();
-    let by_text = |t: &str| sites.iter().find(|s| s.expr.starts_with(t)).unwrap();
-    assert_eq!(by_text("row.iter().map").kind, SiteKind::Iterator);
+    let by_text = |t: &str| sites.iter().find(|s| s.source.expr.starts_with(t)).unwrap();
+    assert_eq!(
+        by_text("row.iter().map").source.kind,
+        AccumulationKind::Iterator
+    );
     assert_eq!(by_text("row.iter().map").max_chain, 10);
     assert_eq!(by_text("row.iter().fold").max_chain, 10);
     assert_eq!(by_text("inner -= x").max_chain, 10);
@@ -453,9 +456,9 @@ fn places() {
     assert_eq!(c, vec![5.0; 12]);
     let r = report();
     let s = r.site("accumulator::gemm").unwrap();
-    assert_eq!(s.kind, SiteKind::Place);
+    assert_eq!(s.source.kind, AccumulationKind::Place);
     assert_eq!((s.max_chain, s.chains, s.adds), (5, 12, 60));
-    assert_eq!(s.shape, Shape::Blocked);
+    assert_eq!(s.shape, ChainShape::Blocked);
 }
 
 /// `#[acc]`: Defour's rule through assignments that are not `s = s + e`.
@@ -512,7 +515,7 @@ fn parallel_closures() {
     let sites: Vec<_> = r
         .sites
         .iter()
-        .filter(|s| s.function.ends_with("par_rows"))
+        .filter(|s| s.source.function.ends_with("par_rows"))
         .collect();
     assert_eq!(sites.len(), 2, "{r}");
     for s in sites {
@@ -542,7 +545,7 @@ fn tree_like() {
     let r = report();
     let s = r.site("pairwise_in_place").unwrap();
     assert_eq!(s.adds, 255);
-    assert_eq!(s.shape, Shape::TreeLike, "{r}");
+    assert_eq!(s.shape, ChainShape::TreeLike, "{r}");
 }
 
 /// Methods: `self.field += e` is a place site.
@@ -568,8 +571,8 @@ fn method_with_self() {
     let rep = report();
     let s = rep.site("add_all").unwrap();
     assert_eq!(
-        (s.kind, s.max_chain, s.executions),
-        (SiteKind::Place, 12, 2)
+        (s.source.kind, s.max_chain, s.executions),
+        (AccumulationKind::Place, 12, 2)
     );
 }
 
@@ -841,10 +844,12 @@ fn sum_receivers_dispatch_by_what_they_are() {
     assert_ne!(plain.0.to_bits(), plain.2.to_bits());
     assert_ne!(plain.1.to_bits(), plain.2.to_bits());
     let r = report();
-    let counted: Vec<&SiteReport> = r
+    let counted: Vec<&SiteChains> = r
         .sites
         .iter()
-        .filter(|s| s.function.ends_with("receivers") && s.kind == SiteKind::Iterator)
+        .filter(|s| {
+            s.source.function.ends_with("receivers") && s.source.kind == AccumulationKind::Iterator
+        })
         .filter(|s| s.adds > 0)
         .collect();
     assert_eq!(counted.len(), 1, "{r}");

@@ -11,8 +11,8 @@
 use std::sync::Mutex;
 
 use fprev::cuda::{
-    self, AmplifyConfig, AtomicKernel, CudaError, Device, GemmConfig, GemvConfig, GemvLayout,
-    LaunchScramble, MathMode, Reduction, ReductionConfig,
+    self, AtomicKernel, CudaError, Device, GemmConfig, GemvConfig, GemvLayout, GpuAmplifyConfig,
+    LaunchScramble, MathMode, ReductionConfig, ReductionKernel,
 };
 use fprev::half::{bf16, f16};
 use fprev::{Reveal, RevealError, SumTree};
@@ -23,8 +23,7 @@ static GPU: Mutex<()> = Mutex::new(());
 /// `FPREV_CUDA_REQUIRED=1` (set by `scripts/gpu_verify.sh` on a GPU machine) turns every
 /// skip into a failure: there a missing driver, library or device is the finding.
 fn skip(test: &str, why: impl std::fmt::Display) {
-    let required = std::env::var(fprev::scramble::vars::FPREV_CUDA_REQUIRED)
-        .is_ok_and(|v| !v.is_empty() && v != "0");
+    let required = std::env::var("FPREV_CUDA_REQUIRED").is_ok_and(|v| !v.is_empty() && v != "0");
     assert!(!required, "{test}: FPREV_CUDA_REQUIRED is set, but {why}");
     println!("SKIPPED {test}: {why}");
 }
@@ -194,7 +193,7 @@ fn shared_tree_reduction_is_deterministic_even_scrambled() {
     let _g = GPU.lock().unwrap_or_else(|p| p.into_inner());
     let dev = device("shared_tree_reduction_is_deterministic_even_scrambled");
     let n = 4096;
-    let cfg = ReductionConfig::new(n, Reduction::SharedTree).threads(64);
+    let cfg = ReductionConfig::new(n, ReductionKernel::SharedTree).threads(64);
     let plain = reveal_tree(n, dev.reduction(cfg).unwrap()).unwrap();
     let scrambled = reveal_tree(n, dev.reduction(cfg.scramble(Some(3))).unwrap()).unwrap();
     assert_eq!(plain, scrambled, "logical ids decide every operand");
@@ -216,7 +215,7 @@ fn atomic_reduction_is_reported_nondeterministic() {
     let _g = GPU.lock().unwrap_or_else(|p| p.into_inner());
     let dev = device("atomic_reduction_is_reported_nondeterministic");
     let n = 1 << 14;
-    let cfg = ReductionConfig::new(n, Reduction::AtomicAdd).scramble(Some(11));
+    let cfg = ReductionConfig::new(n, ReductionKernel::AtomicAdd).scramble(Some(11));
     match Reveal::new(n).run_target(dev.reduction(cfg).unwrap()) {
         Err(
             e @ (RevealError::Nondeterministic { .. }
@@ -254,7 +253,7 @@ fn scrambled_atomics_vary() {
         AtomicKernel::Histogram { bins: 64 },
     ] {
         for scrambled in [false, true] {
-            let cfg = AmplifyConfig::new(kernel).runs(50).scrambled(scrambled);
+            let cfg = GpuAmplifyConfig::new(kernel).runs(50).scrambled(scrambled);
             rows.push(dev.amplify(cfg).unwrap());
         }
     }

@@ -334,8 +334,8 @@ struct TwoSums {
 
 impl ops::Reduction<f32> for TwoSums {
     type Input = F8E4M3;
-    fn shape(&self) -> ops::Shape {
-        ops::Shape {
+    fn shape(&self) -> ops::ReductionShape {
+        ops::ReductionShape {
             lanes: 2,
             k: self.k,
             outputs: 2,

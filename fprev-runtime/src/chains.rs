@@ -24,7 +24,7 @@
 //! let report = fprev::chains::report();
 //! let site = report.site("dot").unwrap();
 //! assert_eq!(site.max_chain, 1000);
-//! assert_eq!(site.shape, fprev::chains::Shape::Sequential);
+//! assert_eq!(site.shape, fprev::chains::ChainShape::Sequential);
 //! println!("{report}");
 //! ```
 //!
@@ -33,22 +33,20 @@
 //! handler the first time a site records, which runs after `main` (and after the test
 //! harness) returns or calls `std::process::exit`.
 
+mod exit_report;
 mod frame;
 mod merged;
 mod report;
 mod site;
+mod source;
 mod tracked;
 
-pub use report::{report, ChainReport, Order, Shape, SiteReport, HISTOGRAM_BUCKETS};
-pub use site::{Site, SiteKind};
+pub use report::{ChainReport, ChainShape, Order, SiteChains, HISTOGRAM_BUCKETS};
+pub use site::{report, Site};
+pub use source::{AccumulationKind, SiteSource};
 pub use tracked::Tracked;
 
-/// Environment variable: when `1`, the chain report is printed on standard error at
-/// process exit, and merged with those of the other processes of the same run (the test
-/// binaries of one `cargo test`) into `<target>/fprev/chains.txt`, the record of the whole
-/// run (found from `$CARGO_TARGET_DIR` or the binary's path). Default: unset (nothing
-/// printed or written). Read at run time, on the first record.
-pub const FPREV_CHAINS: &str = "FPREV_CHAINS";
+pub use crate::scramble::vars::FPREV_CHAINS;
 
 /// Forget every count recorded so far (for tests that compare reports).
 ///
@@ -66,7 +64,9 @@ pub fn reset() {
 #[doc(hidden)]
 pub mod private {
     pub use super::frame::{Finish, Frame, OnDrop, PlaceChain, PlaceChains, VarChain};
-    pub use super::site::{ChainStats, CountingIter, Site, SiteKind};
+    pub use super::site::{ChainStats, CountingIter, Site};
+    /// Not public API: [`AccumulationKind`](super::AccumulationKind) under the name generated code spells.
+    pub use super::source::AccumulationKind as SiteKind;
 
     /// Not public API. Used by generated code.
     pub use super::tracked::Tracked;
@@ -86,9 +86,9 @@ pub mod private {
         is_float_name_outlined(core::any::type_name::<I>())
     }
 
-    /// [`is_float_name`] as a call: asked once per iterator, where inlining the
-    /// comparisons into every iterator site cost a long function 0.27 G of 6.7 G
-    /// compiler instructions.
+    /// [`is_float_name`] as a call: asked once per iterator, so the string comparisons
+    /// are compiled once rather than inlined into every iterator site, which made long
+    /// annotated functions markedly slower to build.
     #[inline(never)]
     fn is_float_name_outlined(name: &str) -> bool {
         counted(name).is_some()

@@ -42,7 +42,9 @@
 mod adapters;
 mod elements;
 
-pub use adapters::{dot, gemm, gemv, reduction, Batched, Dot, Gemm, Gemv, KReduction};
+pub use adapters::{
+    dot, gemm, gemv, reduction, Batched, DotReduction, GemmReduction, GemvReduction, KReduction,
+};
 use adapters::{split_operands, spreads_operands, Operands};
 pub use elements::{Coverage, Element, ElementOrders, ElementReveal, OrderGroup};
 
@@ -53,12 +55,12 @@ use crate::target::TargetError;
 /// results per lane.
 ///
 /// ```
-/// let s = fprev::ops::Shape { lanes: 4, k: 16, outputs: 2 };
+/// let s = fprev::ops::ReductionShape { lanes: 4, k: 16, outputs: 2 };
 /// assert_eq!(s.elements(), 8);
 /// assert_eq!(s.to_string(), "4 x 2 outputs over k = 16");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Shape {
+pub struct ReductionShape {
     /// Independent inputs per call (rows of `A` for gemm/gemv, 1 for a dot product).
     pub lanes: usize,
     /// Summands per output: the reduction length.
@@ -67,14 +69,14 @@ pub struct Shape {
     pub outputs: usize,
 }
 
-impl Shape {
+impl ReductionShape {
     /// Number of output elements, `lanes * outputs`.
     pub fn elements(&self) -> usize {
         self.lanes * self.outputs
     }
 }
 
-impl std::fmt::Display for Shape {
+impl std::fmt::Display for ReductionShape {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
@@ -91,13 +93,13 @@ impl std::fmt::Display for Shape {
 /// [`dot`] or [`reduction`], or implement it for your own operation.
 ///
 /// ```
-/// use fprev::ops::{Reduction, Shape};
+/// use fprev::ops::{Reduction, ReductionShape};
 /// use fprev::target::TargetError;
 /// /// Row sums of a 3 x 5 matrix.
 /// struct RowSums;
 /// impl Reduction<f64> for RowSums {
 ///     type Input = f64;
-///     fn shape(&self) -> Shape { Shape { lanes: 3, k: 5, outputs: 1 } }
+///     fn shape(&self) -> ReductionShape { ReductionShape { lanes: 3, k: 5, outputs: 1 } }
 ///     fn eval(&mut self, x: &[f64], out: &mut [f64]) -> Result<(), TargetError> {
 ///         for (row, o) in x.chunks(5).zip(out) { *o = row.iter().sum(); }
 ///         Ok(())
@@ -112,7 +114,7 @@ pub trait Reduction<T: ProbeFloat> {
     type Input: ProbeFloat;
 
     /// Lanes, reduction length and outputs per lane.
-    fn shape(&self) -> Shape;
+    fn shape(&self) -> ReductionShape;
 
     /// Evaluate: `input` holds `lanes` rows of `k` values (row-major), `out` receives
     /// `lanes` rows of `outputs` results.
@@ -175,7 +177,7 @@ pub trait Reduction<T: ProbeFloat> {
 
 impl<T: ProbeFloat, R: Reduction<T> + ?Sized> Reduction<T> for &mut R {
     type Input = R::Input;
-    fn shape(&self) -> Shape {
+    fn shape(&self) -> ReductionShape {
         (**self).shape()
     }
     fn eval(&mut self, input: &[Self::Input], out: &mut [T]) -> Result<(), TargetError> {

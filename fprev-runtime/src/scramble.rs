@@ -16,7 +16,7 @@
 //!   orders a campaign covered.
 //!
 //! - [`reduce`]: reassociated float reductions, the default of `#[fprev::scramble]`:
-//!   loops keep their order, a reduction's terms are combined in a drawn [`Shape`];
+//!   loops keep their order, a reduction's terms are combined in a drawn [`CombineShape`];
 //! - [`sites()`] and [`Coverage`]: which sites were compiled in and reached, and which
 //!   loops were left alone and why.
 //!
@@ -35,6 +35,7 @@
 //! assert_eq!(off.to_bits(), plain.to_bits());
 //! ```
 
+pub(crate) mod call_site;
 pub mod config;
 mod context;
 pub mod entropy;
@@ -45,15 +46,18 @@ mod reached_by;
 pub mod reduce;
 mod replay;
 pub mod rng;
+mod scrambler;
+pub(crate) mod session;
 mod sites;
 pub(crate) mod state;
 
+pub use call_site::{CallSite, SiteKind};
 pub use config::{vars, Level, ReplayToken, ScrambleConfig, TokenError, Vary, ALGORITHM_VERSION};
 pub use launch::{launch, Dim3, ThreadCtx};
-pub use reduce::Shape;
+pub use reduce::CombineShape;
 pub use rng::{permutation, shuffle, ScrambleRng};
+pub use session::{current_config, with_config};
 pub use sites::{sites, Coverage, LeftAlone, SiteReport};
-pub use state::{current_config, with_config, CallSite, SiteKind};
 
 /// The shuffle algorithm. It is part of the replay token: a variant never changes what
 /// it draws without a bump of [`ALGORITHM_VERSION`].

@@ -18,8 +18,9 @@
 /// instructions (of 5.7 G) faster than with a trait for each case.
 ///
 /// ```
-/// use fprev_runtime::chains::private::{Site, SiteKind, ViaOther as _, Wrap};
-/// static SITES: [Site; 1] = [Site::here("m::f", "x.iter().sum()", SiteKind::Iterator)];
+/// use fprev_runtime::chains::private::{Site, ViaOther as _, Wrap};
+/// use fprev_runtime::chains::AccumulationKind;
+/// static SITES: [Site; 1] = [Site::here("m::f", "x.iter().sum()", AccumulationKind::Iterator)];
 /// let x = [1.0f64, 2.0];
 /// let s: f64 = Wrap(x.iter()).__fprev_count(&SITES, 0).sum();
 /// assert_eq!(s, 3.0);

@@ -11,7 +11,7 @@ mod target;
 mod tree;
 
 use fprev_runtime::exact::Accumulator;
-use fprev_runtime::ops::{ElementOrders, ElementReveal, Shape};
+use fprev_runtime::ops::{ElementOrders, ElementReveal, ReductionShape};
 use fprev_runtime::reveal::{check_memory, Algorithm};
 use fprev_runtime::target::Products;
 use fprev_runtime::{Reveal, RevealError, RevealReport, SumTree};
@@ -321,7 +321,7 @@ fn reveal_reduction(
         .algorithm(algorithm(algorithm_name)?)
         .seed(seed)
         .verify(verify);
-    let shape = Shape { lanes, k, outputs };
+    let shape = ReductionShape { lanes, k, outputs };
     dispatch!(in_type, acc, |I, T| {
         let mut op = PyReduction::<I, T>::new(call, args, input, output, shape);
         if let Some(second) = second {

@@ -9,7 +9,7 @@
 
 use std::marker::PhantomData;
 
-use fprev_runtime::ops::{Reduction, Shape};
+use fprev_runtime::ops::{Reduction, ReductionShape};
 use fprev_runtime::target::{Probe, ProbeBatch, ProbeSets, Target, TargetError};
 use fprev_runtime::ProbeFloat;
 use pyo3::intern;
@@ -352,7 +352,7 @@ pub struct PyReduction<I, T> {
     /// The product's `B` (`k x outputs`, all ones between calls), written when probes
     /// spread over both operands (FP8).
     second: Option<Flat>,
-    shape: Shape,
+    shape: ReductionShape,
     /// What went wrong in Python.
     pub failure: Failure,
     _t: PhantomData<fn() -> (I, T)>,
@@ -365,7 +365,7 @@ impl<I: ProbeFloat, T: ProbeFloat> PyReduction<I, T> {
         args: Py<PyTuple>,
         input: Flat,
         output: Flat,
-        shape: Shape,
+        shape: ReductionShape,
     ) -> Self {
         PyReduction {
             call,
@@ -431,7 +431,7 @@ impl<I: ProbeFloat, T: ProbeFloat> PyReduction<I, T> {
 impl<I: ProbeFloat, T: ProbeFloat> Reduction<T> for PyReduction<I, T> {
     type Input = I;
 
-    fn shape(&self) -> Shape {
+    fn shape(&self) -> ReductionShape {
         self.shape
     }
 

@@ -9,14 +9,14 @@ use super::{
 /// Not public API. Where an `assert_reproducible!` call is, captured in the user's crate.
 #[doc(hidden)]
 #[derive(Clone, Copy, Debug)]
-pub struct CallSite {
+pub struct AssertSite {
     manifest_dir: Option<&'static str>,
     module_path: &'static str,
     file: &'static str,
     line: u32,
 }
 
-impl CallSite {
+impl AssertSite {
     /// Not public API. Used by generated code.
     #[doc(hidden)]
     pub const fn new(
@@ -25,7 +25,7 @@ impl CallSite {
         file: &'static str,
         line: u32,
     ) -> Self {
-        CallSite {
+        AssertSite {
             manifest_dir,
             module_path,
             file,
@@ -38,7 +38,7 @@ impl CallSite {
 /// findings, runs the campaign, persists and records what it found, and fails the test.
 #[doc(hidden)]
 #[track_caller]
-pub fn check<R, F>(config: Option<&AmplifyConfig>, site: CallSite, f: F) -> AmplifyReport
+pub fn check<R, F>(config: Option<&AmplifyConfig>, site: AssertSite, f: F) -> AmplifyReport
 where
     R: Floats,
     F: Fn() -> R + Sync,

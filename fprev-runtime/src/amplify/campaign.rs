@@ -16,7 +16,7 @@ use std::sync::{Mutex, Once, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::json::{xml_escape, Json};
-use super::report::AmplifyReport;
+use super::report::{AmplifyReport, StageReport};
 use super::Shard;
 use crate::scramble::config::{vars, ALGORITHM_VERSION};
 use crate::scramble::ReplayToken;
@@ -136,6 +136,71 @@ fn tokens(j: &mut Json, t: &[ReplayToken]) {
     j.end_array();
 }
 
+/// One stage of a campaign as a JSON object (the `stages` entries of the schema).
+fn stage_json(j: &mut Json, r: &AmplifyReport, s: &StageReport) {
+    j.begin_object();
+    j.key("stage").str(s.stage.name());
+    j.key("number").u64(s.stage.number());
+    j.key("label").str(s.stage.label());
+    j.key("runs").u64(s.run_count);
+    j.key("distinct").u64(s.distinct as u64);
+    j.key("differing").u64(s.differing_count);
+    j.key("max_abs").f64(s.max_abs);
+    j.key("max_rel").f64(s.max_rel);
+    j.key("norm2").f64(s.norm2);
+    j.key("max_ulps").u64(s.max_ulps);
+    j.key("max_elements").u64(s.max_elements as u64);
+    j.key("sites_reached").u64(s.sites_reached);
+    j.key("duration_s").f64(s.duration.as_secs_f64());
+    j.key("ended_by").str(s.ended_by.name());
+    j.key("run_numbers").begin_object();
+    j.key("first").u64(u64::from(r.shard.index() - 1));
+    j.key("step").u64(u64::from(r.shard.count()));
+    j.end_object();
+    j.key("tokens");
+    tokens(j, &s.runs.iter().map(|x| x.token).collect::<Vec<_>>());
+    let mut hashes: Vec<u64> = s.runs.iter().map(|x| x.hash).collect();
+    hashes.sort_unstable();
+    hashes.dedup();
+    j.key("result_hashes").begin_array();
+    for h in hashes {
+        j.str(&format!("{h:016x}"));
+    }
+    j.end_array();
+    j.key("orders").begin_array();
+    for (site, v) in &s.orders.sites {
+        let distinct = v.iter().collect::<std::collections::BTreeSet<_>>().len();
+        j.begin_object();
+        j.key("site").str(site);
+        j.key("invocations").u64(v.len() as u64);
+        j.key("distinct").u64(distinct as u64);
+        j.end_object();
+    }
+    j.end_array();
+    j.key("findings").begin_array();
+    for run in s.differing().take(FINDINGS_PER_STAGE) {
+        j.begin_object();
+        j.key("token").str(&run.token.to_string());
+        match run.first_difference {
+            Some((k, got, want)) => {
+                j.key("element").u64(k as u64);
+                j.key("value").f64(got);
+                j.key("reference").f64(want);
+            }
+            None => {
+                j.key("element").null();
+                j.key("value").null();
+                j.key("reference").null();
+            }
+        }
+        j.key("floats").u64(run.len as u64);
+        j.key("replay").str(&r.replay_command(run.token));
+        j.end_object();
+    }
+    j.end_array();
+    j.end_object();
+}
+
 /// One campaign as a JSON object (the `tests` entries of the schema).
 fn test_json(r: &AmplifyReport, call: Option<&CallInfo>) -> String {
     let mut j = Json::new();
@@ -159,67 +224,7 @@ fn test_json(r: &AmplifyReport, call: Option<&CallInfo>) -> String {
     j.key("max_threads").u64(r.max_threads as u64);
     j.key("stages").begin_array();
     for s in &r.stages {
-        j.begin_object();
-        j.key("stage").str(s.stage.name());
-        j.key("number").u64(s.stage.number());
-        j.key("label").str(s.stage.label());
-        j.key("runs").u64(s.run_count);
-        j.key("distinct").u64(s.distinct as u64);
-        j.key("differing").u64(s.differing_count);
-        j.key("max_abs").f64(s.max_abs);
-        j.key("max_rel").f64(s.max_rel);
-        j.key("norm2").f64(s.norm2);
-        j.key("max_ulps").u64(s.max_ulps);
-        j.key("max_elements").u64(s.max_elements as u64);
-        j.key("sites_reached").u64(s.sites_reached);
-        j.key("duration_s").f64(s.duration.as_secs_f64());
-        j.key("ended_by").str(s.ended_by.name());
-        j.key("run_numbers").begin_object();
-        j.key("first").u64(u64::from(r.shard.index() - 1));
-        j.key("step").u64(u64::from(r.shard.count()));
-        j.end_object();
-        j.key("tokens");
-        tokens(&mut j, &s.runs.iter().map(|x| x.token).collect::<Vec<_>>());
-        let mut hashes: Vec<u64> = s.runs.iter().map(|x| x.hash).collect();
-        hashes.sort_unstable();
-        hashes.dedup();
-        j.key("result_hashes").begin_array();
-        for h in hashes {
-            j.str(&format!("{h:016x}"));
-        }
-        j.end_array();
-        j.key("orders").begin_array();
-        for (site, v) in &s.orders.sites {
-            let distinct = v.iter().collect::<std::collections::BTreeSet<_>>().len();
-            j.begin_object();
-            j.key("site").str(site);
-            j.key("invocations").u64(v.len() as u64);
-            j.key("distinct").u64(distinct as u64);
-            j.end_object();
-        }
-        j.end_array();
-        j.key("findings").begin_array();
-        for run in s.differing().take(FINDINGS_PER_STAGE) {
-            j.begin_object();
-            j.key("token").str(&run.token.to_string());
-            match run.first_difference {
-                Some((k, got, want)) => {
-                    j.key("element").u64(k as u64);
-                    j.key("value").f64(got);
-                    j.key("reference").f64(want);
-                }
-                None => {
-                    j.key("element").null();
-                    j.key("value").null();
-                    j.key("reference").null();
-                }
-            }
-            j.key("floats").u64(run.len as u64);
-            j.key("replay").str(&r.replay_command(run.token));
-            j.end_object();
-        }
-        j.end_array();
-        j.end_object();
+        stage_json(&mut j, r, s);
     }
     j.end_array();
     j.key("regressions");
@@ -241,6 +246,30 @@ fn test_json(r: &AmplifyReport, call: Option<&CallInfo>) -> String {
     }
     j.end_object();
     j.finish()
+}
+
+/// The accumulation-chain report of this process as a JSON array (the `chains` entry
+/// of the schema).
+fn chains_json(j: &mut Json) {
+    j.begin_array();
+    for c in &crate::chains::report().sites {
+        j.begin_object();
+        j.key("function").str(c.source.function);
+        j.key("file").str(c.source.file);
+        j.key("line").u64(u64::from(c.source.line));
+        j.key("expr").str(c.source.expr);
+        j.key("max_chain").u64(c.max_chain);
+        j.key("adds").u64(c.adds);
+        j.key("executions").u64(c.executions);
+        j.key("shape").str(&c.shape.to_string());
+        j.key("order").str(match c.order {
+            crate::chains::Order::ExactInteger => "exact integer",
+            crate::chains::Order::RunningValue => "running value",
+            _ => "reorderable",
+        });
+        j.end_object();
+    }
+    j.end_array();
 }
 
 /// The whole process's report as one JSON line.
@@ -319,25 +348,8 @@ fn process_json(entries: &[Entry]) -> String {
         j.end_object();
     }
     j.end_array();
-    j.key("chains").begin_array();
-    for c in &crate::chains::report().sites {
-        j.begin_object();
-        j.key("function").str(c.function);
-        j.key("file").str(c.file);
-        j.key("line").u64(u64::from(c.line));
-        j.key("expr").str(c.expr);
-        j.key("max_chain").u64(c.max_chain);
-        j.key("adds").u64(c.adds);
-        j.key("executions").u64(c.executions);
-        j.key("shape").str(&c.shape.to_string());
-        j.key("order").str(match c.order {
-            crate::chains::Order::ExactInteger => "exact integer",
-            crate::chains::Order::RunningValue => "running value",
-            _ => "reorderable",
-        });
-        j.end_object();
-    }
-    j.end_array();
+    j.key("chains");
+    chains_json(&mut j);
     j.end_object();
     // `{"coverage":...}` continues the outer object.
     let rest = j.finish();

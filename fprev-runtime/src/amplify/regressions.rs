@@ -441,7 +441,7 @@ mod tests {
     #[test]
     fn fuzz_the_findings_reader() {
         use rand::{Rng, SeedableRng};
-        let cases: u64 = std::env::var(vars::FPREV_PROPTEST_CASES)
+        let cases: u64 = std::env::var("FPREV_PROPTEST_CASES")
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or(300);

@@ -231,24 +231,9 @@ fn ulps_text(u: u64) -> String {
     }
 }
 
-impl fmt::Display for AmplifyReport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let verdict = if !self.is_reproducible() {
-            "NOT reproducible"
-        } else if !self.reached_a_site() {
-            "no scramble site was reached (nothing was reordered: annotate the functions that accumulate with #[fprev::scramble])"
-        } else {
-            "reproducible"
-        };
-        let shard = match self.shard {
-            Shard::WHOLE => String::new(),
-            s => format!(", shard {s}"),
-        };
-        writeln!(
-            f,
-            "fprev amplify: {}: {verdict} ({} floats, campaign {}{shard})",
-            self.name, self.len, self.campaign
-        )?;
+impl AmplifyReport {
+    /// One row per stage, with a note when a budget ended it or it varied nothing.
+    fn write_stages(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
             "  {:<22} {:>5} {:>9} {:>10} {:>9} {:>11} {:>11} {:>13} {:>9}",
@@ -290,6 +275,11 @@ impl fmt::Display for AmplifyReport {
                 )?;
             }
         }
+        Ok(())
+    }
+
+    /// How many distinct orders each recorded site ran in, per stage.
+    fn write_orders_covered(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let sites: std::collections::BTreeSet<&String> = self
             .stages
             .iter()
@@ -308,6 +298,11 @@ impl fmt::Display for AmplifyReport {
                 writeln!(f)?;
             }
         }
+        Ok(())
+    }
+
+    /// The first five differing runs, each with its replay command.
+    fn write_differing_runs(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut shown = 0;
         for s in &self.stages {
             for (i, r) in s.runs.iter().enumerate().filter(|(_, r)| r.differs) {
@@ -335,6 +330,31 @@ impl fmt::Display for AmplifyReport {
                 writeln!(f, "      replay: {}", self.replay_command(r.token))?;
             }
         }
+        Ok(())
+    }
+}
+
+impl fmt::Display for AmplifyReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let verdict = if !self.is_reproducible() {
+            "NOT reproducible"
+        } else if !self.reached_a_site() {
+            "no scramble site was reached (nothing was reordered: annotate the functions that accumulate with #[fprev::scramble])"
+        } else {
+            "reproducible"
+        };
+        let shard = match self.shard {
+            Shard::WHOLE => String::new(),
+            s => format!(", shard {s}"),
+        };
+        writeln!(
+            f,
+            "fprev amplify: {}: {verdict} ({} floats, campaign {}{shard})",
+            self.name, self.len, self.campaign
+        )?;
+        self.write_stages(f)?;
+        self.write_orders_covered(f)?;
+        self.write_differing_runs(f)?;
         if self.replay {
             write!(f, "  replayed the single run {}", self.campaign)
         } else {

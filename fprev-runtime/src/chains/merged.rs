@@ -20,8 +20,8 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::report::{sort, ChainReport, Order, Shape, SiteReport, HISTOGRAM_BUCKETS};
-use super::site::SiteKind;
+use super::report::{sort, ChainReport, ChainShape, Order, SiteChains, HISTOGRAM_BUCKETS};
+use super::source::{AccumulationKind, SiteSource};
 
 /// The directory holding the merged report, if one can be found.
 pub fn directory() -> Option<PathBuf> {
@@ -48,7 +48,7 @@ pub fn merge_into(dir: &Path, report: &ChainReport) -> std::io::Result<(PathBuf,
     let data = dir.join("chains.tsv");
     let run = run_key();
     let mut processes = 0;
-    let mut sites: BTreeMap<Key, SiteReport> = BTreeMap::new();
+    let mut sites: BTreeMap<Key, SiteChains> = BTreeMap::new();
     if let Ok(text) = fs::read_to_string(&data) {
         let mut lines = text.lines();
         if let Some(header) = lines.next() {
@@ -124,17 +124,17 @@ fn parent_in_stat(stat: &str) -> Option<u32> {
 
 type Key = (String, String, u32, u32, String);
 
-fn key(s: &SiteReport) -> Key {
+fn key(s: &SiteChains) -> Key {
     (
-        s.function.to_string(),
-        s.file.to_string(),
-        s.line,
-        s.column,
-        s.expr.to_string(),
+        s.source.function.to_string(),
+        s.source.file.to_string(),
+        s.source.line,
+        s.source.column,
+        s.source.expr.to_string(),
     )
 }
 
-fn add(m: &mut SiteReport, s: &SiteReport) {
+fn add(m: &mut SiteChains, s: &SiteChains) {
     m.max_chain = m.max_chain.max(s.max_chain);
     m.adds += s.adds;
     m.chains += s.chains;
@@ -156,16 +156,16 @@ fn clean(s: &str) -> String {
     s.replace(['\t', '\n', '\r'], " ")
 }
 
-fn record(s: &SiteReport) -> String {
+fn record(s: &SiteChains) -> String {
     let hist: Vec<String> = s.histogram.iter().map(u64::to_string).collect();
     format!(
         "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n",
-        clean(s.function),
-        clean(s.file),
-        s.line,
-        s.column,
-        clean(s.expr),
-        s.kind,
+        clean(s.source.function),
+        clean(s.source.file),
+        s.source.line,
+        s.source.column,
+        clean(s.source.expr),
+        s.source.kind,
         s.max_chain,
         s.adds,
         s.chains,
@@ -180,7 +180,7 @@ fn record(s: &SiteReport) -> String {
 }
 
 /// A record written by [`record`]; the strings live until the process exits.
-fn parse(line: &str) -> Option<SiteReport> {
+fn parse(line: &str) -> Option<SiteChains> {
     let f: Vec<&str> = line.split('\t').collect();
     let [function, file, line, column, expr, kind, max, adds, chains, execs, order, hist] =
         f.as_slice()
@@ -198,24 +198,26 @@ fn parse(line: &str) -> Option<SiteReport> {
         chains.parse().ok()?,
         execs.parse().ok()?,
     );
-    Some(SiteReport {
-        function: leak(function),
-        file: leak(file),
-        line: line.parse().ok()?,
-        column: column.parse().ok()?,
-        expr: leak(expr),
-        kind: match *kind {
-            "variable" => SiteKind::Variable,
-            "place" => SiteKind::Place,
-            "iterator" => SiteKind::Iterator,
-            _ => return None,
+    Some(SiteChains {
+        source: SiteSource {
+            function: leak(function),
+            file: leak(file),
+            line: line.parse().ok()?,
+            column: column.parse().ok()?,
+            expr: leak(expr),
+            kind: match *kind {
+                "variable" => AccumulationKind::Variable,
+                "place" => AccumulationKind::Place,
+                "iterator" => AccumulationKind::Iterator,
+                _ => return None,
+            },
         },
         max_chain,
         adds,
         chains,
         executions,
         histogram,
-        shape: Shape::Short,
+        shape: ChainShape::Short,
         order: match *order {
             "exact" => Order::ExactInteger,
             "running" => Order::RunningValue,
@@ -276,19 +278,21 @@ mod tests {
     fn processes_merge_into_one_report() {
         let dir = std::env::temp_dir().join(format!("fprev-merge-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
-        let site = |adds, order| SiteReport {
-            function: "k::dot",
-            file: "src/lib.rs",
-            line: 3,
-            column: 9,
-            expr: "s += a[i] * b[i]",
-            kind: SiteKind::Variable,
+        let site = |adds, order| SiteChains {
+            source: SiteSource {
+                function: "k::dot",
+                file: "src/lib.rs",
+                line: 3,
+                column: 9,
+                expr: "s += a[i] * b[i]",
+                kind: AccumulationKind::Variable,
+            },
             max_chain: adds,
             adds,
             chains: 1,
             executions: 1,
             histogram: [0; HISTOGRAM_BUCKETS],
-            shape: Shape::Sequential,
+            shape: ChainShape::Sequential,
             order,
         };
         let one = ChainReport {

@@ -1,9 +1,7 @@
 //! The chain report: every site that ran, longest chain first, with a shape guess.
 
+use super::source::SiteSource;
 use std::fmt;
-use std::sync::atomic::Ordering::Relaxed;
-
-use super::site::{all_sites, SiteKind};
 
 /// Buckets of the chain-length histogram: bucket `b` counts chains of length in
 /// `[2^b, 2^(b+1))`, the last one everything longer.
@@ -19,7 +17,7 @@ pub const HISTOGRAM_BUCKETS: usize = 16;
 /// as in a matrix product); short when a call makes fewer than 4 additions.
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Shape {
+pub enum ChainShape {
     /// One chain per call: the chain length is the trip count.
     Sequential,
     /// Several long chains per call.
@@ -30,13 +28,13 @@ pub enum Shape {
     Short,
 }
 
-impl fmt::Display for Shape {
+impl fmt::Display for ChainShape {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.pad(match self {
-            Shape::Sequential => "sequential",
-            Shape::Blocked => "blocked/strided",
-            Shape::TreeLike => "tree-like",
-            Shape::Short => "short",
+            ChainShape::Sequential => "sequential",
+            ChainShape::Blocked => "blocked/strided",
+            ChainShape::TreeLike => "tree-like",
+            ChainShape::Short => "short",
         })
     }
 }
@@ -90,19 +88,9 @@ impl fmt::Display for Order {
 /// One site's counts.
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq)]
-pub struct SiteReport {
-    /// `module::path::function`.
-    pub function: &'static str,
-    /// Source file.
-    pub file: &'static str,
-    /// Line.
-    pub line: u32,
-    /// Column.
-    pub column: u32,
-    /// Source text of the site.
-    pub expr: &'static str,
-    /// What kind of site.
-    pub kind: SiteKind,
+pub struct SiteChains {
+    /// Where the site is and what it accumulates.
+    pub source: SiteSource,
     /// Longest chain seen.
     pub max_chain: u64,
     /// Additions counted (floats only).
@@ -114,12 +102,12 @@ pub struct SiteReport {
     /// Chains by length (see [`HISTOGRAM_BUCKETS`]).
     pub histogram: [u64; HISTOGRAM_BUCKETS],
     /// The guessed shape.
-    pub shape: Shape,
+    pub shape: ChainShape,
     /// Whether the order can change the result (the report's first sort key).
     pub order: Order,
 }
 
-impl SiteReport {
+impl SiteChains {
     /// Additions per execution.
     pub fn adds_per_execution(&self) -> f64 {
         self.adds as f64 / self.executions.max(1) as f64
@@ -131,20 +119,20 @@ impl SiteReport {
     }
 }
 
-pub(super) fn classify(adds: u64, chains: u64, executions: u64, max: u64) -> Shape {
+pub(super) fn classify(adds: u64, chains: u64, executions: u64, max: u64) -> ChainShape {
     let per_call = adds as f64 / executions.max(1) as f64;
     let mean = adds as f64 / chains.max(1) as f64;
     if per_call < 4.0 {
-        Shape::Short
+        ChainShape::Short
     } else if mean >= per_call * 2.0 / 3.0 {
-        Shape::Sequential
+        ChainShape::Sequential
     } else if per_call >= 8.0
         && (max as f64) <= per_call.log2() + 2.0
         && chains as f64 >= adds as f64 / 4.0
     {
-        Shape::TreeLike
+        ChainShape::TreeLike
     } else {
-        Shape::Blocked
+        ChainShape::Blocked
     }
 }
 
@@ -161,16 +149,16 @@ pub(super) fn classify(adds: u64, chains: u64, executions: u64, max: u64) -> Sha
 pub struct ChainReport {
     /// The sites: reorderable reductions first, then exact integer counters and running
     /// values (see [`Order`]), each by longest chain (then by location).
-    pub sites: Vec<SiteReport>,
+    pub sites: Vec<SiteChains>,
 }
 
 impl ChainReport {
     /// The first site whose function path ends with `function` (`"dot"`,
     /// `"my_crate::dot"`).
-    pub fn site(&self, function: &str) -> Option<&SiteReport> {
-        self.sites
-            .iter()
-            .find(|s| s.function == function || s.function.ends_with(&format!("::{function}")))
+    pub fn site(&self, function: &str) -> Option<&SiteChains> {
+        self.sites.iter().find(|s| {
+            s.source.function == function || s.source.function.ends_with(&format!("::{function}"))
+        })
     }
 }
 
@@ -193,53 +181,17 @@ fn histogram_text(h: &[u64; HISTOGRAM_BUCKETS]) -> String {
     parts.join(" ")
 }
 
-/// Snapshot the counts of every site recorded so far.
-pub fn report() -> ChainReport {
-    let mut sites: Vec<SiteReport> = all_sites()
-        .into_iter()
-        .map(|s| {
-            let (max, adds, chains, executions) = (
-                s.max.load(Relaxed),
-                s.adds.load(Relaxed),
-                s.chains.load(Relaxed),
-                s.invocations.load(Relaxed),
-            );
-            SiteReport {
-                function: s.function,
-                file: s.file,
-                line: s.line,
-                column: s.column,
-                expr: s.expr,
-                kind: s.kind,
-                max_chain: max,
-                adds,
-                chains,
-                executions,
-                histogram: std::array::from_fn(|b| s.hist[b].load(Relaxed)),
-                shape: classify(adds, chains, executions, max),
-                order: if s.running {
-                    Order::RunningValue
-                } else if s.checked.load(Relaxed) && !s.inexact.load(Relaxed) {
-                    Order::ExactInteger
-                } else {
-                    Order::Reorderable
-                },
-            }
-        })
-        .filter(|s| s.adds > 0)
-        .collect();
-    sort(&mut sites);
-    ChainReport { sites }
-}
-
 /// Reorderable reductions first, then exact counters and running values; longest chain
 /// first within each.
-pub(super) fn sort(sites: &mut [SiteReport]) {
+pub(super) fn sort(sites: &mut [SiteChains]) {
     sites.sort_by(|a, b| {
         a.order
             .cmp(&b.order)
             .then_with(|| b.max_chain.cmp(&a.max_chain))
-            .then_with(|| (a.file, a.line, a.column).cmp(&(b.file, b.line, b.column)))
+            .then_with(|| {
+                let (a, b) = (&a.source, &b.source);
+                (a.file, a.line, a.column).cmp(&(b.file, b.line, b.column))
+            })
     });
 }
 
@@ -264,12 +216,12 @@ impl fmt::Display for ChainReport {
                 s.chains_per_execution(),
                 s.executions,
                 s.shape,
-                s.function,
-                s.file,
-                s.line,
-                s.column,
-                s.expr,
-                s.kind,
+                s.source.function,
+                s.source.file,
+                s.source.line,
+                s.source.column,
+                s.source.expr,
+                s.source.kind,
                 match s.order {
                     Order::Reorderable => String::new(),
                     o => format!(" [{o}]"),
@@ -287,9 +239,9 @@ mod tests {
 
     #[test]
     fn shapes() {
-        assert_eq!(classify(1000, 1, 1, 1000), Shape::Sequential);
-        assert_eq!(classify(1024, 512, 1, 10), Shape::TreeLike);
-        assert_eq!(classify(1000, 8, 1, 125), Shape::Blocked);
-        assert_eq!(classify(6, 3, 3, 2), Shape::Short);
+        assert_eq!(classify(1000, 1, 1, 1000), ChainShape::Sequential);
+        assert_eq!(classify(1024, 512, 1, 10), ChainShape::TreeLike);
+        assert_eq!(classify(1000, 8, 1, 125), ChainShape::Blocked);
+        assert_eq!(classify(6, 3, 3, 2), ChainShape::Short);
     }
 }

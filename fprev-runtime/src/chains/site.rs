@@ -4,47 +4,15 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Mutex, Once};
 
-use super::report::HISTOGRAM_BUCKETS;
-
-/// What kind of expression a site is.
-#[non_exhaustive]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum SiteKind {
-    /// A local variable accumulated into (`s += e`, `s = s + e`, `#[acc] let s`): its
-    /// chains follow Defour's rule through every assignment to it in the function.
-    Variable,
-    /// An indexed, field or dereferenced place (`c[i] += e`, `*out += e`): chains are
-    /// kept per address (see [`PlaceChains`](super::frame::PlaceChains)).
-    Place,
-    /// `.sum()` or `.fold(init, |a, b| a + b)`: one chain of as many additions as items.
-    Iterator,
-}
-
-impl std::fmt::Display for SiteKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            SiteKind::Variable => "variable",
-            SiteKind::Place => "place",
-            SiteKind::Iterator => "iterator",
-        })
-    }
-}
+use super::exit_report;
+use super::report::{classify, sort, ChainReport, Order, SiteChains, HISTOGRAM_BUCKETS};
+use super::source::{AccumulationKind, SiteSource};
 
 /// One accumulation site: a `static` the macro emits in the annotated function.
 #[derive(Debug)]
 pub struct Site {
-    /// `module::path::function`.
-    pub function: &'static str,
-    /// Source file.
-    pub file: &'static str,
-    /// Line of the site.
-    pub line: u32,
-    /// Column of the site.
-    pub column: u32,
-    /// The site's source text.
-    pub expr: &'static str,
-    /// What kind of site it is.
-    pub kind: SiteKind,
+    /// Where the site is and what it accumulates.
+    pub source: SiteSource,
     /// The accumulated value is read inside the loop that builds it (a prefix sum, a
     /// running value written out): its order is its meaning, not a rounding choice.
     pub running: bool,
@@ -68,15 +36,17 @@ impl Site {
         line: u32,
         column: u32,
         expr: &'static str,
-        kind: SiteKind,
+        kind: AccumulationKind,
     ) -> Site {
         Site {
-            function,
-            file,
-            line,
-            column,
-            expr,
-            kind,
+            source: SiteSource {
+                function,
+                file,
+                line,
+                column,
+                expr,
+                kind,
+            },
             running: false,
             checked: AtomicBool::new(false),
             inexact: AtomicBool::new(false),
@@ -95,12 +65,12 @@ impl Site {
     /// annotated function).
     ///
     /// ```
-    /// use fprev_runtime::chains::{Site, SiteKind};
-    /// static S: Site = Site::here("m::f", "s += x", SiteKind::Variable);
-    /// assert_eq!((S.file, S.line), (file!(), line!() - 1));
+    /// use fprev_runtime::chains::{Site, AccumulationKind};
+    /// static S: Site = Site::here("m::f", "s += x", AccumulationKind::Variable);
+    /// assert_eq!((S.source.file, S.source.line), (file!(), line!() - 1));
     /// ```
     #[track_caller]
-    pub const fn here(function: &'static str, expr: &'static str, kind: SiteKind) -> Site {
+    pub const fn here(function: &'static str, expr: &'static str, kind: AccumulationKind) -> Site {
         let at = std::panic::Location::caller();
         Site::new(function, at.file(), at.line(), at.column(), expr, kind)
     }
@@ -157,6 +127,40 @@ static SITES: Mutex<Vec<&'static Site>> = Mutex::new(Vec::new());
 
 pub(super) fn all_sites() -> Vec<&'static Site> {
     SITES.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// Snapshot the counts of every site recorded so far.
+pub fn report() -> ChainReport {
+    let mut sites: Vec<SiteChains> = all_sites()
+        .into_iter()
+        .map(|s| {
+            let (max, adds, chains, executions) = (
+                s.max.load(Relaxed),
+                s.adds.load(Relaxed),
+                s.chains.load(Relaxed),
+                s.invocations.load(Relaxed),
+            );
+            SiteChains {
+                source: s.source,
+                max_chain: max,
+                adds,
+                chains,
+                executions,
+                histogram: std::array::from_fn(|b| s.hist[b].load(Relaxed)),
+                shape: classify(adds, chains, executions, max),
+                order: if s.running {
+                    Order::RunningValue
+                } else if s.checked.load(Relaxed) && !s.inexact.load(Relaxed) {
+                    Order::ExactInteger
+                } else {
+                    Order::Reorderable
+                },
+            }
+        })
+        .filter(|s| s.adds > 0)
+        .collect();
+    sort(&mut sites);
+    ChainReport { sites }
 }
 
 fn bucket(chain: u64) -> usize {
@@ -258,8 +262,8 @@ impl ChainStats {
 /// The chain is recorded when the iterator is exhausted: at the end of
 /// [`fold`](Iterator::fold) (which every float `Sum` and the `.fold(..)` site use) or
 /// when [`next`](Iterator::next) returns `None`. It has no `Drop`: a temporary with drop
-/// glue in a long function makes the borrow checker trace it through the whole function
-/// (about 40 M compiler instructions per site on a 2,000-line function).
+/// glue in a long function makes the borrow checker trace it through the whole function,
+/// once per site.
 /// Built by the generated code's dispatch (`Wrap`), which knows whether the receiver is
 /// an iterator.
 pub struct CountingIter<I> {
@@ -291,7 +295,7 @@ impl<I: Iterator> Iterator for CountingIter<I> {
     fn fold<B, F: FnMut(B, Self::Item) -> B>(mut self, init: B, mut f: F) -> B {
         // A `next` loop, not the inner iterator's own `fold` with a counting closure: per
         // site (each with its own iterator type) that is one function fewer for the
-        // compiler, 0.26 G of 7.0 G instructions on a 2,000-line function with 64 sites.
+        // compiler to build, which adds up in functions with many iterator sites.
         // An adaptor whose `fold` beats its `next` (`chain`, `flatten`) runs at its `next`
         // speed while counted.
         let mut acc = init;
@@ -329,19 +333,5 @@ fn install_exit_report() {
 }
 
 extern "C" fn print_report_at_exit() {
-    let r = super::report();
-    eprintln!("{r}");
-    // The record of the whole run (see `merged`): each process adds its counts.
-    if let Some(dir) = super::merged::directory() {
-        match super::merged::merge_into(&dir, &r) {
-            Ok((path, n)) => eprintln!(
-                "fprev chains: merged report of this run ({n} process(es) so far): {}",
-                path.display()
-            ),
-            Err(e) => eprintln!(
-                "fprev chains: cannot merge into {}: {e}",
-                dir.join("chains.txt").display()
-            ),
-        }
-    }
+    exit_report::print(&report());
 }

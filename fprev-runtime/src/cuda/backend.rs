@@ -23,8 +23,8 @@ mod blas;
 #[path = "backend_kernels.rs"]
 mod kernels;
 
-pub(crate) use blas::{Gemm, Gemv};
-pub(crate) use kernels::{amplify, scramble_ids, Reduction};
+pub(crate) use blas::{CublasGemm, CublasGemv};
+pub(crate) use kernels::{amplify, scramble_ids, ReductionRunner};
 
 /// At most this many f32 values in one batched input (256 MiB).
 const MAX_BATCH_ELEMS: usize = 1 << 26;
@@ -91,7 +91,7 @@ fn driver_present() -> Result<(), CudaError> {
 }
 
 #[derive(Clone)]
-pub(crate) struct Device(Arc<Inner>);
+pub(crate) struct DeviceContext(Arc<Inner>);
 
 struct Inner {
     ctx: Arc<CudaContext>,
@@ -108,7 +108,7 @@ struct Kernels {
     scramble_ids: CudaFunction,
 }
 
-impl Device {
+impl DeviceContext {
     pub fn count() -> Result<usize, CudaError> {
         driver_present()?;
         // A driver library that cannot even count devices means no usable device.
@@ -122,8 +122,8 @@ impl Device {
             })
     }
 
-    pub fn open(ordinal: usize) -> Result<Device, CudaError> {
-        let count = Device::count()?;
+    pub fn open(ordinal: usize) -> Result<DeviceContext, CudaError> {
+        let count = DeviceContext::count()?;
         if count == 0 {
             return Err(CudaError::NoDevice {
                 reason: "the driver reports no CUDA device".into(),
@@ -141,7 +141,7 @@ impl Device {
             let (major, minor) = ctx
                 .compute_capability()
                 .map_err(drv("reading the compute capability"))?;
-            Ok(Device(Arc::new(Inner {
+            Ok(DeviceContext(Arc::new(Inner {
                 ctx,
                 stream,
                 info: DeviceInfo {

@@ -7,11 +7,11 @@ use std::sync::Arc;
 use cudarc::cublas::{result as blas, sys as blas_sys, CudaBlas};
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 
-use super::super::{CudaError, GemmConfig, GemvConfig, GemvLayout, MathMode, Operand};
-use super::{bl, check_len, check_shape, drv, fill_rows, guarded, present, Device};
+use super::super::{CudaError, GemmConfig, GemmOperand, GemvConfig, GemvLayout, MathMode};
+use super::{bl, check_len, check_shape, drv, fill_rows, guarded, present, DeviceContext};
 use crate::target::ProbeBatch;
 
-fn cublas_handle(dev: &Device, math: MathMode) -> Result<CudaBlas, CudaError> {
+fn cublas_handle(dev: &DeviceContext, math: MathMode) -> Result<CudaBlas, CudaError> {
     if !present(cudarc::cublas::sys::is_culib_present) {
         return Err(CudaError::MissingLibrary { library: "cublas" });
     }
@@ -31,27 +31,27 @@ fn cublas_handle(dev: &Device, math: MathMode) -> Result<CudaBlas, CudaError> {
 }
 
 /// Device operands: f32, or f16/bf16 as raw bits.
-enum Operands {
+enum DeviceOperands {
     F32(CudaSlice<f32>),
     Half(CudaSlice<u16>),
 }
 
-fn half_bits(op: Operand, v: f32) -> u16 {
+fn half_bits(op: GemmOperand, v: f32) -> u16 {
     match op {
-        Operand::Bf16 => half::bf16::from_f32(v).to_bits(),
+        GemmOperand::Bf16 => half::bf16::from_f32(v).to_bits(),
         _ => half::f16::from_f32(v).to_bits(),
     }
 }
 
 fn upload(
     stream: &Arc<CudaStream>,
-    op: Operand,
+    op: GemmOperand,
     host: &[f32],
-    dst: &mut Operands,
+    dst: &mut DeviceOperands,
 ) -> Result<(), CudaError> {
     match dst {
-        Operands::F32(d) => stream.memcpy_htod(host, d),
-        Operands::Half(d) => {
+        DeviceOperands::F32(d) => stream.memcpy_htod(host, d),
+        DeviceOperands::Half(d) => {
             let bits: Vec<u16> = host.iter().map(|&v| half_bits(op, v)).collect();
             stream.memcpy_htod(&bits, d)
         }
@@ -61,32 +61,34 @@ fn upload(
 
 fn alloc_operands(
     stream: &Arc<CudaStream>,
-    op: Operand,
+    op: GemmOperand,
     host: &[f32],
-) -> Result<Operands, CudaError> {
+) -> Result<DeviceOperands, CudaError> {
     Ok(match op {
-        Operand::F32 => Operands::F32(stream.clone_htod(host).map_err(drv("allocating"))?),
+        GemmOperand::F32 => {
+            DeviceOperands::F32(stream.clone_htod(host).map_err(drv("allocating"))?)
+        }
         _ => {
             let bits: Vec<u16> = host.iter().map(|&v| half_bits(op, v)).collect();
-            Operands::Half(stream.clone_htod(&bits).map_err(drv("allocating"))?)
+            DeviceOperands::Half(stream.clone_htod(&bits).map_err(drv("allocating"))?)
         }
     })
 }
 
-fn ptr_of(ops: &Operands, stream: &CudaStream) -> u64 {
+fn ptr_of(ops: &DeviceOperands, stream: &CudaStream) -> u64 {
     match ops {
-        Operands::F32(d) => d.device_ptr(stream).0,
-        Operands::Half(d) => d.device_ptr(stream).0,
+        DeviceOperands::F32(d) => d.device_ptr(stream).0,
+        DeviceOperands::Half(d) => d.device_ptr(stream).0,
     }
 }
 
-pub(crate) struct Gemm {
-    dev: Device,
+pub(crate) struct CublasGemm {
+    dev: DeviceContext,
     blas: CudaBlas,
     cfg: GemmConfig,
-    op: Operand,
-    a: Operands,
-    b: Operands,
+    op: GemmOperand,
+    a: DeviceOperands,
+    b: DeviceOperands,
     c: CudaSlice<f32>,
     host: Vec<f32>,
     host_c: Vec<f32>,
@@ -95,8 +97,12 @@ pub(crate) struct Gemm {
     host_b: Vec<f32>,
 }
 
-impl Gemm {
-    pub fn new(dev: &Device, cfg: GemmConfig, op: Operand) -> Result<Gemm, CudaError> {
+impl CublasGemm {
+    pub fn new(
+        dev: &DeviceContext,
+        cfg: GemmConfig,
+        op: GemmOperand,
+    ) -> Result<CublasGemm, CudaError> {
         let (n, rows, cols) = (cfg.n, cfg.rows, cfg.cols);
         check_shape(
             "gemm",
@@ -108,7 +114,7 @@ impl Gemm {
         guarded("allocating the gemm operands", || {
             let host = vec![0.0f32; rows * n];
             let host_b = vec![1.0f32; n * cols];
-            Ok(Gemm {
+            Ok(CublasGemm {
                 a: alloc_operands(&stream, op, &host)?,
                 b: alloc_operands(&stream, op, &host_b)?,
                 host_b,
@@ -149,7 +155,7 @@ impl Gemm {
             // stated types, on the handle's stream; alpha/beta are host pointers.
             unsafe {
                 match self.op {
-                    Operand::F32 => blas::sgemm(
+                    GemmOperand::F32 => blas::sgemm(
                         handle,
                         t,
                         nt,
@@ -167,7 +173,7 @@ impl Gemm {
                     ),
                     _ => {
                         let ty = match self.op {
-                            Operand::Bf16 => blas_sys::cudaDataType_t::CUDA_R_16BF,
+                            GemmOperand::Bf16 => blas_sys::cudaDataType_t::CUDA_R_16BF,
                             _ => blas_sys::cudaDataType_t::CUDA_R_16F,
                         };
                         blas::gemm_ex(
@@ -204,15 +210,6 @@ impl Gemm {
         })
     }
 
-    pub fn call(&mut self, x: &[f32]) -> Result<f32, CudaError> {
-        let n = self.cfg.n;
-        check_len(n, x.len())?;
-        self.host.fill(0.0);
-        self.host[..n].copy_from_slice(x);
-        self.run()?;
-        Ok(self.host_c[0])
-    }
-
     /// Row 0 of `A` set to `a` (the other rows zero), column 0 of `B` to `b`: `C[0][0]`
     /// is their dot product. `B` stays as given until the next call of this kind.
     pub fn call_operands(&mut self, a: &[f32], b: &[f32]) -> Result<f32, CudaError> {
@@ -229,27 +226,23 @@ impl Gemm {
         Ok(self.host_c[0])
     }
 
+    /// `x` in row 0 (see [`RowTarget::call_row`]).
+    pub fn call(&mut self, x: &[f32]) -> Result<f32, CudaError> {
+        self.call_row(x)
+    }
+
+    /// One probe per row (see [`RowTarget::probe_rows`]).
     pub fn probe_batch(
         &mut self,
         batch: &ProbeBatch<'_, f32>,
         out: &mut [f32],
     ) -> Result<(), CudaError> {
-        check_len(self.cfg.n, batch.background.len())?;
-        for (probes, out) in batch
-            .probes
-            .chunks(self.cfg.rows)
-            .zip(out.chunks_mut(self.cfg.rows))
-        {
-            fill_rows(&mut self.host, self.cfg.n, batch, probes);
-            self.run()?;
-            out.copy_from_slice(&self.host_c[..probes.len()]);
-        }
-        Ok(())
+        self.probe_rows(batch, out)
     }
 }
 
-pub(crate) struct Gemv {
-    dev: Device,
+pub(crate) struct CublasGemv {
+    dev: DeviceContext,
     blas: CudaBlas,
     cfg: GemvConfig,
     a: CudaSlice<f32>,
@@ -260,14 +253,14 @@ pub(crate) struct Gemv {
     host_y: Vec<f32>,
 }
 
-impl Gemv {
-    pub fn new(dev: &Device, cfg: GemvConfig) -> Result<Gemv, CudaError> {
+impl CublasGemv {
+    pub fn new(dev: &DeviceContext, cfg: GemvConfig) -> Result<CublasGemv, CudaError> {
         let (n, rows) = (cfg.n, cfg.rows);
         check_shape("gemv", &[("n", n), ("rows", rows)], rows.saturating_mul(n))?;
         let blas = cublas_handle(dev, MathMode::Default)?;
         let stream = dev.stream();
         guarded("allocating the gemv operands", || {
-            Ok(Gemv {
+            Ok(CublasGemv {
                 a: stream
                     .alloc_zeros::<f32>(rows * n)
                     .map_err(drv("allocating A"))?,
@@ -340,30 +333,87 @@ impl Gemv {
         })
     }
 
+    /// `x` in row 0 (see [`RowTarget::call_row`]).
     pub fn call(&mut self, x: &[f32]) -> Result<f32, CudaError> {
-        let n = self.cfg.n;
-        check_len(n, x.len())?;
-        self.host.fill(0.0);
-        self.host[..n].copy_from_slice(x);
-        self.run()?;
-        Ok(self.host_y[0])
+        self.call_row(x)
     }
 
+    /// One probe per row (see [`RowTarget::probe_rows`]).
     pub fn probe_batch(
         &mut self,
         batch: &ProbeBatch<'_, f32>,
         out: &mut [f32],
     ) -> Result<(), CudaError> {
-        check_len(self.cfg.n, batch.background.len())?;
-        for (probes, out) in batch
-            .probes
-            .chunks(self.cfg.rows)
-            .zip(out.chunks_mut(self.cfg.rows))
-        {
-            fill_rows(&mut self.host, self.cfg.n, batch, probes);
-            self.run()?;
-            out.copy_from_slice(&self.host_y[..probes.len()]);
+        self.probe_rows(batch, out)
+    }
+}
+
+/// A cuBLAS target that answers one probe per row: `rows` rows of `n` values in a host
+/// buffer, one call, one answer per row. gemm and gemv differ only in the call.
+trait RowTarget {
+    /// Values per row and rows per call.
+    fn dims(&self) -> (usize, usize);
+    /// The rows of the next call.
+    fn rows_mut(&mut self) -> &mut [f32];
+    /// One call on the rows; the answers then in [`answers`](Self::answers).
+    fn run_rows(&mut self) -> Result<(), CudaError>;
+    /// One answer per row of the last call.
+    fn answers(&self) -> &[f32];
+
+    /// `x` in row 0, the other rows zero: the answer of row 0.
+    fn call_row(&mut self, x: &[f32]) -> Result<f32, CudaError> {
+        let n = self.dims().0;
+        check_len(n, x.len())?;
+        let rows = self.rows_mut();
+        rows.fill(0.0);
+        rows[..n].copy_from_slice(x);
+        self.run_rows()?;
+        Ok(self.answers()[0])
+    }
+
+    /// The batch's probes, `rows` per call, one per row.
+    fn probe_rows(
+        &mut self,
+        batch: &ProbeBatch<'_, f32>,
+        out: &mut [f32],
+    ) -> Result<(), CudaError> {
+        let (n, rows) = self.dims();
+        check_len(n, batch.background.len())?;
+        for (probes, out) in batch.probes.chunks(rows).zip(out.chunks_mut(rows)) {
+            fill_rows(self.rows_mut(), n, batch, probes);
+            self.run_rows()?;
+            out.copy_from_slice(&self.answers()[..probes.len()]);
         }
         Ok(())
+    }
+}
+
+impl RowTarget for CublasGemm {
+    fn dims(&self) -> (usize, usize) {
+        (self.cfg.n, self.cfg.rows)
+    }
+    fn rows_mut(&mut self) -> &mut [f32] {
+        &mut self.host
+    }
+    fn run_rows(&mut self) -> Result<(), CudaError> {
+        self.run()
+    }
+    fn answers(&self) -> &[f32] {
+        &self.host_c
+    }
+}
+
+impl RowTarget for CublasGemv {
+    fn dims(&self) -> (usize, usize) {
+        (self.cfg.n, self.cfg.rows)
+    }
+    fn rows_mut(&mut self) -> &mut [f32] {
+        &mut self.host
+    }
+    fn run_rows(&mut self) -> Result<(), CudaError> {
+        self.run()
+    }
+    fn answers(&self) -> &[f32] {
+        &self.host_y
     }
 }

@@ -9,14 +9,14 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 
 use super::super::{
-    AmplifyConfig, AtomicKernel, CudaError, LaunchPlan, LaunchScramble, Reduction as Kind,
-    ReductionConfig, Variability,
+    AtomicKernel, CudaError, GpuAmplifyConfig, LaunchPlan, LaunchScramble, ReductionConfig,
+    ReductionKernel as Kind, Variability,
 };
-use super::{check_len, drv, fill_rows, guarded, Device, Kernels, MAX_BATCH_ELEMS};
+use super::{check_len, drv, fill_rows, guarded, DeviceContext, Kernels, MAX_BATCH_ELEMS};
 use crate::target::ProbeBatch;
 
-pub(crate) struct Reduction {
-    dev: Device,
+pub(crate) struct ReductionRunner {
+    dev: DeviceContext,
     k: Kernels,
     cfg: ReductionConfig,
     rows: usize,
@@ -39,13 +39,13 @@ fn launch_config(blocks: usize, rows: usize, threads: usize, shared: usize) -> L
     }
 }
 
-impl Reduction {
-    pub fn new(dev: &Device, cfg: ReductionConfig) -> Result<Reduction, CudaError> {
+impl ReductionRunner {
+    pub fn new(dev: &DeviceContext, cfg: ReductionConfig) -> Result<ReductionRunner, CudaError> {
         let rows = cfg.rows.min((MAX_BATCH_ELEMS / cfg.n).max(1));
         let k = dev.kernels()?;
         let stream = dev.stream();
         guarded("allocating the reduction buffers", || {
-            Ok(Reduction {
+            Ok(ReductionRunner {
                 x: stream
                     .alloc_zeros::<f32>(rows * cfg.n)
                     .map_err(drv("allocating x"))?,
@@ -172,7 +172,9 @@ impl Reduction {
     }
 }
 
-pub(crate) fn amplify(dev: &Device, cfg: &AmplifyConfig) -> Result<Variability, CudaError> {
+/// The amplifier's seeded input: `n` values and, for each, the bin it is added to; the
+/// number of bins. Checks the configuration first.
+fn amplifier_inputs(cfg: &GpuAmplifyConfig) -> Result<(usize, Vec<f32>, Vec<u32>), CudaError> {
     let bins = match cfg.kernel {
         AtomicKernel::GlobalSum => 1,
         AtomicKernel::Histogram { bins } => bins,
@@ -191,12 +193,20 @@ pub(crate) fn amplify(dev: &Device, cfg: &AmplifyConfig) -> Result<Variability, 
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
     let values: Vec<f32> = (0..cfg.n)
         .map(|_| {
-            crate::draw::unit_f32(&mut rng) * 2f32.powi(crate::draw::range_i32(&mut rng, -8, 9))
+            crate::random::unit_f32(&mut rng) * 2f32.powi(crate::random::range_i32(&mut rng, -8, 9))
         })
         .collect();
     let addresses: Vec<u32> = (0..cfg.n)
-        .map(|_| crate::draw::below_u32(&mut rng, bins as u32))
+        .map(|_| crate::random::below_u32(&mut rng, bins as u32))
         .collect();
+    Ok((bins, values, addresses))
+}
+
+pub(crate) fn amplify(
+    dev: &DeviceContext,
+    cfg: &GpuAmplifyConfig,
+) -> Result<Variability, CudaError> {
+    let (bins, values, addresses) = amplifier_inputs(cfg)?;
     let k = dev.kernels()?;
     guarded("running the amplifier", || {
         let stream = dev.stream();
@@ -287,7 +297,7 @@ pub(crate) fn amplify(dev: &Device, cfg: &AmplifyConfig) -> Result<Variability, 
 }
 
 pub(crate) fn scramble_ids(
-    dev: &Device,
+    dev: &DeviceContext,
     plan: &LaunchPlan,
     threads: usize,
 ) -> Result<Vec<(u32, u32)>, CudaError> {

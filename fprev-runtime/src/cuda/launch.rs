@@ -144,7 +144,7 @@ fn thread_seed(seed: u64, launch: u64) -> u64 {
 /// SplitMix64 as a generator: advance the state, return the scramble module's finalizer
 /// of the old state (the device prelude computes exactly this).
 fn splitmix64(state: &mut u64) -> u64 {
-    let out = crate::scramble::rng::splitmix64(*state);
+    let out = crate::random::splitmix64(*state);
     *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
     out
 }

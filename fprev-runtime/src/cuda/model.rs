@@ -77,7 +77,7 @@ pub(super) fn shared_tree(cfg: &ReductionConfig) -> Option<SumTree> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cuda::Reduction;
+    use crate::cuda::ReductionKernel;
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
@@ -135,7 +135,7 @@ mod tests {
             (4096, 64, 16),
             (37, 16, 8),
         ] {
-            let cfg = ReductionConfig::new(n, Reduction::SharedTree)
+            let cfg = ReductionConfig::new(n, ReductionKernel::SharedTree)
                 .threads(threads)
                 .blocks(blocks);
             let tree = shared_tree(&cfg).unwrap();
@@ -156,7 +156,7 @@ mod tests {
     #[test]
     fn fprev_reveals_the_model_from_the_emulated_kernels() {
         for (n, threads, blocks) in [(300, 8, 5), (2048, 64, 8)] {
-            let cfg = ReductionConfig::new(n, Reduction::SharedTree)
+            let cfg = ReductionConfig::new(n, ReductionKernel::SharedTree)
                 .threads(threads)
                 .blocks(blocks);
             let revealed = crate::Reveal::new(n)

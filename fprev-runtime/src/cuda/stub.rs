@@ -1,16 +1,18 @@
 //! The GPU backend when fprev is built without the `cuda` feature: the same types, none
 //! of which can be constructed, and every entry point returns `NotCompiled`.
 
-use super::{AmplifyConfig, CudaError, DeviceInfo, GemmConfig, GemvConfig, LaunchPlan, Operand};
+use super::{
+    CudaError, DeviceInfo, GemmConfig, GemmOperand, GemvConfig, GpuAmplifyConfig, LaunchPlan,
+};
 use super::{ReductionConfig, Variability};
 use crate::target::ProbeBatch;
 
 /// Uninhabited: no device can be opened without the feature.
 #[derive(Clone)]
-pub(crate) enum Device {}
+pub(crate) enum DeviceContext {}
 
-impl Device {
-    pub fn open(_ordinal: usize) -> Result<Device, CudaError> {
+impl DeviceContext {
+    pub fn open(_ordinal: usize) -> Result<DeviceContext, CudaError> {
         Err(CudaError::NotCompiled)
     }
     pub fn count() -> Result<usize, CudaError> {
@@ -21,10 +23,14 @@ impl Device {
     }
 }
 
-pub(crate) enum Gemm {}
+pub(crate) enum CublasGemm {}
 
-impl Gemm {
-    pub fn new(device: &Device, _config: GemmConfig, _op: Operand) -> Result<Gemm, CudaError> {
+impl CublasGemm {
+    pub fn new(
+        device: &DeviceContext,
+        _config: GemmConfig,
+        _op: GemmOperand,
+    ) -> Result<CublasGemm, CudaError> {
         match *device {}
     }
     pub fn call(&mut self, _x: &[f32]) -> Result<f32, CudaError> {
@@ -42,10 +48,10 @@ impl Gemm {
     }
 }
 
-pub(crate) enum Gemv {}
+pub(crate) enum CublasGemv {}
 
-impl Gemv {
-    pub fn new(device: &Device, _config: GemvConfig) -> Result<Gemv, CudaError> {
+impl CublasGemv {
+    pub fn new(device: &DeviceContext, _config: GemvConfig) -> Result<CublasGemv, CudaError> {
         match *device {}
     }
     pub fn call(&mut self, _x: &[f32]) -> Result<f32, CudaError> {
@@ -60,10 +66,13 @@ impl Gemv {
     }
 }
 
-pub(crate) enum Reduction {}
+pub(crate) enum ReductionRunner {}
 
-impl Reduction {
-    pub fn new(device: &Device, _config: ReductionConfig) -> Result<Reduction, CudaError> {
+impl ReductionRunner {
+    pub fn new(
+        device: &DeviceContext,
+        _config: ReductionConfig,
+    ) -> Result<ReductionRunner, CudaError> {
         match *device {}
     }
     pub fn launches(&self) -> u64 {
@@ -81,12 +90,15 @@ impl Reduction {
     }
 }
 
-pub(crate) fn amplify(device: &Device, _config: &AmplifyConfig) -> Result<Variability, CudaError> {
+pub(crate) fn amplify(
+    device: &DeviceContext,
+    _config: &GpuAmplifyConfig,
+) -> Result<Variability, CudaError> {
     match *device {}
 }
 
 pub(crate) fn scramble_ids(
-    device: &Device,
+    device: &DeviceContext,
     _plan: &LaunchPlan,
     _threads: usize,
 ) -> Result<Vec<(u32, u32)>, CudaError> {

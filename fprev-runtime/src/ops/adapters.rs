@@ -1,7 +1,7 @@
 //! dot, gemv, gemm and user k-reductions as [`Reduction`]s, and [`Batched`], which makes
 //! any reduction a [`Target`] answering one probe per lane per call.
 
-use super::{convert, Reduction, Shape};
+use super::{convert, Reduction, ReductionShape};
 use crate::float::{FloatFormat, ProbeFloat, ProbeScale};
 use crate::target::{OperandSplit, ProbeBatch, Target, TargetError};
 use std::marker::PhantomData;
@@ -11,8 +11,8 @@ fn guarded<R>(f: impl FnOnce() -> R) -> Result<R, TargetError> {
 }
 
 /// A row-major `m x k` by `k x n` product; see [`gemm`].
-pub struct Gemm<I, T, F> {
-    shape: Shape,
+pub struct GemmReduction<I, T, F> {
+    shape: ReductionShape,
     ones: Vec<I>,
     f: F,
     _t: PhantomData<fn() -> T>,
@@ -33,14 +33,14 @@ pub struct Gemm<I, T, F> {
 /// assert_eq!(t.to_string(), "((0+1)+2)");
 /// # Ok::<(), fprev::RevealError>(())
 /// ```
-pub fn gemm<I, T, F>(m: usize, k: usize, n: usize, f: F) -> Gemm<I, T, F>
+pub fn gemm<I, T, F>(m: usize, k: usize, n: usize, f: F) -> GemmReduction<I, T, F>
 where
     I: ProbeFloat,
     T: ProbeFloat,
     F: FnMut(&[I], &[I], &mut [T]),
 {
-    Gemm {
-        shape: Shape {
+    GemmReduction {
+        shape: ReductionShape {
             lanes: m,
             k,
             outputs: n,
@@ -51,9 +51,11 @@ where
     }
 }
 
-impl<I: ProbeFloat, T: ProbeFloat, F: FnMut(&[I], &[I], &mut [T])> Reduction<T> for Gemm<I, T, F> {
+impl<I: ProbeFloat, T: ProbeFloat, F: FnMut(&[I], &[I], &mut [T])> Reduction<T>
+    for GemmReduction<I, T, F>
+{
     type Input = I;
-    fn shape(&self) -> Shape {
+    fn shape(&self) -> ReductionShape {
         self.shape
     }
     fn eval(&mut self, a: &[I], c: &mut [T]) -> Result<(), TargetError> {
@@ -80,8 +82,8 @@ impl<I: ProbeFloat, T: ProbeFloat, F: FnMut(&[I], &[I], &mut [T])> Reduction<T> 
 }
 
 /// A matrix-vector product `y = A x`; see [`gemv`].
-pub struct Gemv<I, T, F> {
-    shape: Shape,
+pub struct GemvReduction<I, T, F> {
+    shape: ReductionShape,
     ones: Vec<I>,
     f: F,
     _t: PhantomData<fn() -> T>,
@@ -100,14 +102,14 @@ pub struct Gemv<I, T, F> {
 /// assert_eq!(o.groups[0].tree, fprev::SumTree::sequential(4));
 /// # Ok::<(), fprev::RevealError>(())
 /// ```
-pub fn gemv<I, T, F>(m: usize, k: usize, f: F) -> Gemv<I, T, F>
+pub fn gemv<I, T, F>(m: usize, k: usize, f: F) -> GemvReduction<I, T, F>
 where
     I: ProbeFloat,
     T: ProbeFloat,
     F: FnMut(&[I], &[I], &mut [T]),
 {
-    Gemv {
-        shape: Shape {
+    GemvReduction {
+        shape: ReductionShape {
             lanes: m,
             k,
             outputs: 1,
@@ -118,9 +120,11 @@ where
     }
 }
 
-impl<I: ProbeFloat, T: ProbeFloat, F: FnMut(&[I], &[I], &mut [T])> Reduction<T> for Gemv<I, T, F> {
+impl<I: ProbeFloat, T: ProbeFloat, F: FnMut(&[I], &[I], &mut [T])> Reduction<T>
+    for GemvReduction<I, T, F>
+{
     type Input = I;
-    fn shape(&self) -> Shape {
+    fn shape(&self) -> ReductionShape {
         self.shape
     }
     fn eval(&mut self, a: &[I], y: &mut [T]) -> Result<(), TargetError> {
@@ -135,8 +139,8 @@ impl<I: ProbeFloat, T: ProbeFloat, F: FnMut(&[I], &[I], &mut [T])> Reduction<T> 
 }
 
 /// A dot product; see [`dot`].
-pub struct Dot<I, T, F> {
-    shape: Shape,
+pub struct DotReduction<I, T, F> {
+    shape: ReductionShape,
     ones: Vec<I>,
     f: F,
     _t: PhantomData<fn() -> T>,
@@ -151,14 +155,14 @@ pub struct Dot<I, T, F> {
 /// assert_eq!(o.groups[0].tree, fprev::SumTree::sequential(5));
 /// # Ok::<(), fprev::RevealError>(())
 /// ```
-pub fn dot<I, T, F>(k: usize, f: F) -> Dot<I, T, F>
+pub fn dot<I, T, F>(k: usize, f: F) -> DotReduction<I, T, F>
 where
     I: ProbeFloat,
     T: ProbeFloat,
     F: FnMut(&[I], &[I]) -> T,
 {
-    Dot {
-        shape: Shape {
+    DotReduction {
+        shape: ReductionShape {
             lanes: 1,
             k,
             outputs: 1,
@@ -169,9 +173,11 @@ where
     }
 }
 
-impl<I: ProbeFloat, T: ProbeFloat, F: FnMut(&[I], &[I]) -> T> Reduction<T> for Dot<I, T, F> {
+impl<I: ProbeFloat, T: ProbeFloat, F: FnMut(&[I], &[I]) -> T> Reduction<T>
+    for DotReduction<I, T, F>
+{
     type Input = I;
-    fn shape(&self) -> Shape {
+    fn shape(&self) -> ReductionShape {
         self.shape
     }
     fn eval(&mut self, x: &[I], out: &mut [T]) -> Result<(), TargetError> {
@@ -193,7 +199,7 @@ impl<I: ProbeFloat, T: ProbeFloat, F: FnMut(&[I], &[I]) -> T> Reduction<T> for D
 
 /// A user k-reduction; see [`reduction`].
 pub struct KReduction<I, T, F> {
-    shape: Shape,
+    shape: ReductionShape,
     f: F,
     _t: PhantomData<fn(I) -> T>,
 }
@@ -221,7 +227,7 @@ where
     F: FnMut(&[I], &mut [T]),
 {
     KReduction {
-        shape: Shape { lanes, k, outputs },
+        shape: ReductionShape { lanes, k, outputs },
         f,
         _t: PhantomData,
     }
@@ -229,7 +235,7 @@ where
 
 impl<I: ProbeFloat, T: ProbeFloat, F: FnMut(&[I], &mut [T])> Reduction<T> for KReduction<I, T, F> {
     type Input = I;
-    fn shape(&self) -> Shape {
+    fn shape(&self) -> ReductionShape {
         self.shape
     }
     fn eval(&mut self, x: &[I], out: &mut [T]) -> Result<(), TargetError> {

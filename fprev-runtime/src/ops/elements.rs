@@ -3,9 +3,9 @@
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 
-use super::{convert, split_operands, spreads_operands, Operands, Reduction, Shape};
-use crate::draw;
+use super::{convert, split_operands, spreads_operands, Operands, Reduction, ReductionShape};
 use crate::float::{FloatFormat, ProbeFloat, ProbeScale};
+use crate::random;
 use crate::reveal::{fit, Algorithm, FittedFused, Pivot, Reveal, RevealError};
 use crate::target::{random_operands, DrawnOperands, Probe, ProbeBatch, Target, TargetError};
 use crate::tree::SumTree;
@@ -70,7 +70,7 @@ pub struct OrderGroup {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ElementOrders {
     /// The operation's shape.
-    pub shape: Shape,
+    pub shape: ReductionShape,
     /// Groups of elements with one tree each, the largest first.
     pub groups: Vec<OrderGroup>,
     /// Elements left unrevealed after `max_groups` rounds (normally empty).
@@ -314,7 +314,7 @@ impl ElementReveal {
     /// `Reveal` of one element refuses. `verify` turns it on regardless: with operands
     /// spread, or a fused node that plain replays miss, a tree with truncating fused
     /// nodes needs the block-FMA model the engine fits while verifying.
-    fn engine(&self, shape: Shape, per_call: usize, verify: bool) -> Reveal {
+    fn engine(&self, shape: ReductionShape, per_call: usize, verify: bool) -> Reveal {
         let k = shape.k;
         let pivot = self.pivot.unwrap_or(if per_call > 1 {
             Pivot::Smallest
@@ -793,9 +793,9 @@ fn random_input<T: ProbeFloat, I: ProbeFloat>(k: usize, rng: &mut ChaCha8Rng) ->
     let spread = (t.precision as i32 + 2).min(top - i.min_exp).max(1);
     (0..k)
         .map(|_| {
-            let e = top - draw::range_i32(rng, 0, spread);
-            let m: f64 = 1.0 + draw::unit_f64(rng);
-            let sign = if draw::coin(rng) { -1.0 } else { 1.0 };
+            let e = top - random::range_i32(rng, 0, spread);
+            let m: f64 = 1.0 + random::unit_f64(rng);
+            let sign = if random::coin(rng) { -1.0 } else { 1.0 };
             let x: I = I::from_f64_round(sign * m * 2f64.powi(e));
             convert(x)
         })
@@ -924,7 +924,7 @@ enum Mode {
 /// The reduction as a target that records what every element answered.
 struct Recorder<'r, T: ProbeFloat, R: Reduction<T>> {
     op: &'r mut R,
-    shape: Shape,
+    shape: ReductionShape,
     mode: Mode,
     input: Vec<R::Input>,
     out: Vec<T>,

@@ -8,7 +8,7 @@
 use super::arena::Arena;
 use super::error::RevealError;
 use crate::float::{exact_sum_rounded, FloatFormat, ProbeFloat};
-use crate::scramble::rng::splitmix64;
+use crate::random::splitmix64;
 use crate::target::Target;
 
 /// Largest `n` the naive search accepts.

@@ -13,7 +13,7 @@ use rand_core::SeedableRng;
 
 use super::error::RevealError;
 use crate::float::{ProbeFloat, ProbeScale};
-use crate::scramble::rng::splitmix64;
+use crate::random::splitmix64;
 use crate::target::{Probe, ProbeBatch, ProbeSets, Target};
 
 /// A recorded full-window answer, kept for the determinism and consistency checks.
@@ -562,7 +562,7 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
 
     /// A uniformly random position in `0..len` (`len > 0`).
     pub fn pick_index(&mut self, len: usize) -> usize {
-        crate::draw::below(&mut self.rng, len)
+        crate::random::below(&mut self.rng, len)
     }
 }
 

@@ -54,33 +54,17 @@ pub mod vars {
     pub const FPREV_REPORT_FORMAT: &str = "FPREV_REPORT_FORMAT";
     /// Read by the golden-file tests of other modules.
     pub const FPREV_BLESS: &str = "FPREV_BLESS";
-    /// Read by accumulation-chain counting.
+    /// When `1`, the accumulation-chain report is printed on standard error at process
+    /// exit, and merged with those of the other processes of the same run (the test
+    /// binaries of one `cargo test`) into `<target>/fprev/chains.txt`, the record of the
+    /// whole run (found from `$CARGO_TARGET_DIR` or the binary's path). Default: unset
+    /// (nothing printed or written). Read at run time, on the first record.
     pub const FPREV_CHAINS: &str = "FPREV_CHAINS";
-    /// Read by the property tests of other modules.
-    pub const FPREV_PROPTEST_CASES: &str = "FPREV_PROPTEST_CASES";
-    /// Read by the revelation engine.
-    pub const FPREV_MAX_N: &str = "FPREV_MAX_N";
-    /// Read by the exact-sum module.
-    pub const FPREV_EXACT_N: &str = "FPREV_EXACT_N";
     /// Where pinned orders live (read by the registry checks).
     pub const FPREV_ORDERS_DIR: &str = "FPREV_ORDERS_DIR";
-    /// Makes the CUDA tests and the `cuda_reveal` example fail instead of skipping when no
-    /// GPU, driver or CUDA library is found (`scripts/gpu_verify.sh` sets it).
-    pub const FPREV_CUDA_REQUIRED: &str = "FPREV_CUDA_REQUIRED";
-    /// Runs of the `exact_table` example.
-    pub const FPREV_EXACT_REPS: &str = "FPREV_EXACT_REPS";
-    /// Sizes and orders of the `reveal_table` example.
-    pub const FPREV_TABLE_MAX_LOG2: &str = "FPREV_TABLE_MAX_LOG2";
-    /// Sizes of the `reveal_table` example, as log2 values.
-    pub const FPREV_TABLE_LOG2: &str = "FPREV_TABLE_LOG2";
-    /// Orders of the `reveal_table` example.
-    pub const FPREV_TABLE_ORDERS: &str = "FPREV_TABLE_ORDERS";
-    /// Set by a test for the child process it spawns.
-    pub const FPREV_TEST_CHILD: &str = "FPREV_TEST_CHILD";
-    /// Set by the fake-driver CUDA test for the library it loads.
-    pub const FPREV_TEST_FAKE_DRIVER_EXPECT: &str = "FPREV_TEST_FAKE_DRIVER_EXPECT";
 
-    /// Every `FPREV_*` variable some fprev module reads; any other one gets a warning.
+    /// Every `FPREV_*` variable a user of fprev may set; any other one gets a warning
+    /// (unless it is one of [`DEVELOPMENT`]).
     pub const KNOWN: &[&str] = &[
         FPREV_SCRAMBLE,
         FPREV_SEED,
@@ -99,17 +83,24 @@ pub mod vars {
         FPREV_REPORT_FORMAT,
         FPREV_BLESS,
         FPREV_CHAINS,
-        FPREV_PROPTEST_CASES,
-        FPREV_MAX_N,
-        FPREV_EXACT_N,
         FPREV_ORDERS_DIR,
-        FPREV_CUDA_REQUIRED,
-        FPREV_EXACT_REPS,
-        FPREV_TABLE_MAX_LOG2,
-        FPREV_TABLE_LOG2,
-        FPREV_TABLE_ORDERS,
-        FPREV_TEST_CHILD,
-        FPREV_TEST_FAKE_DRIVER_EXPECT,
+    ];
+
+    /// Variables read only by fprev's own tests, examples and benchmarks (case counts,
+    /// sizes, child-process markers). They are no settings of the library, but running
+    /// the repository's suites with them must not draw the unknown-variable warning.
+    #[doc(hidden)]
+    pub const DEVELOPMENT: &[&str] = &[
+        "FPREV_PROPTEST_CASES",
+        "FPREV_MAX_N",
+        "FPREV_EXACT_N",
+        "FPREV_EXACT_REPS",
+        "FPREV_CUDA_REQUIRED",
+        "FPREV_TABLE_MAX_LOG2",
+        "FPREV_TABLE_LOG2",
+        "FPREV_TABLE_ORDERS",
+        "FPREV_TEST_CHILD",
+        "FPREV_TEST_FAKE_DRIVER_EXPECT",
     ];
 }
 
@@ -338,7 +329,9 @@ pub fn warn_unknown_vars() {
     ONCE.call_once(|| {
         for (name, _) in std::env::vars_os() {
             let name = name.to_string_lossy();
-            if name.starts_with("FPREV_") && !vars::KNOWN.contains(&name.as_ref()) {
+            let known =
+                vars::KNOWN.contains(&name.as_ref()) || vars::DEVELOPMENT.contains(&name.as_ref());
+            if name.starts_with("FPREV_") && !known {
                 eprintln!(
                     "fprev: warning: unknown variable {name} is ignored; known ones: {}",
                     vars::KNOWN.join(", ")
@@ -350,7 +343,7 @@ pub fn warn_unknown_vars() {
 
 pub(crate) fn random_seed() -> u64 {
     // Seeds with a zero top nibble are campaign seeds (see `amplify`).
-    crate::draw::fresh_seed() >> 4
+    crate::random::fresh_seed() >> 4
 }
 
 /// A replay token: the algorithm version and a seed, written `v3-0123456789abcdef`.

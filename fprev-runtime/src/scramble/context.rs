@@ -32,7 +32,7 @@ thread_local! {
 fn thread_context() -> u64 {
     let t = std::thread::current();
     let name = t.name().unwrap_or("<unnamed>");
-    rng::splitmix64(rng::str_hash(0x636f_6e74_6578_7431, name))
+    crate::random::splitmix64(rng::str_hash(0x636f_6e74_6578_7431, name))
 }
 
 /// The key of the next invocation of the site with id `site`: `(stream key, invocation)`.

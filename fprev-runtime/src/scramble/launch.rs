@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use rayon::prelude::*;
 
 use super::rng;
+use super::session;
 use super::state::{self, SCHEDULE};
 use super::{entropy, Shuffle};
 
@@ -106,8 +107,8 @@ impl ThreadCtx {
     }
 }
 
-const GRID_SITE: u64 = rng::splitmix64(0x6772_6964); // "grid"
-const BLOCK_SITE: u64 = rng::splitmix64(0x0062_6c6f_636b); // "block"
+const GRID_SITE: u64 = crate::random::splitmix64(0x6772_6964); // "grid"
+const BLOCK_SITE: u64 = crate::random::splitmix64(0x0062_6c6f_636b); // "block"
 
 /// The block permutation of launch number `launch` in the run with `seed`:
 /// `p[hw]` is the logical linear block id run by hardware block `hw`.
@@ -127,7 +128,7 @@ pub fn thread_permutation(
     block: Dim3,
 ) -> Vec<u32> {
     let mut p: Vec<u32> = (0..block.count() as u32).collect();
-    let site = BLOCK_SITE ^ rng::splitmix64(launch);
+    let site = BLOCK_SITE ^ crate::random::splitmix64(launch);
     rng::shuffle(
         shuffle,
         &mut p,
@@ -173,9 +174,9 @@ where
 {
     let (grid_dim, block_dim) = (grid.into(), block.into());
     let site = Location::caller();
-    let st = state::state();
+    let st = session::state();
     let scrambled = (st & SCHEDULE != 0).then(|| {
-        let cfg = state::current_config();
+        let cfg = session::current_config();
         (
             cfg.shuffle.unwrap_or(Shuffle::FisherYates),
             cfg.seed,

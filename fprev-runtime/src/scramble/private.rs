@@ -1,6 +1,6 @@
 //! Not public API. Used by generated code.
 //!
-//! `#[fprev::scramble]` expands float reductions into a [`Reduction`] (one relaxed atomic
+//! `#[fprev::scramble]` expands float reductions into a [`RunningReduction`] (one relaxed atomic
 //! load when off), declared loops into a check of [`loops`] and rayon sources into one of
 //! [`schedule`]; when on, a [`Scrambler`] reorders the items. A rayon `.sum()` whose
 //! chain keeps positions (`zip`, `enumerate`) goes through [`ParSum`]: its items stay
@@ -11,15 +11,17 @@ use rayon::iter::{IntoParallelRefIterator, IntoParallelRefMutIterator};
 use rayon::slice::ParallelSlice;
 
 /// Not public API. Used by generated code.
-pub use super::reduce::Reduction;
+pub use super::reduce::RunningReduction;
 
+/// Not public API. Used by generated code.
+pub use super::call_site::{CallSite, SiteKind};
 /// Not public API. Used by generated code.
 pub use super::reduce::ViaValue;
 /// Not public API. Used by generated code.
+pub use super::scrambler::Scrambler;
+/// Not public API. Used by generated code.
 pub use super::sites::{FnSites, LeftAlone};
 use super::state::{fast_state, LOOPS, SCHEDULE};
-/// Not public API. Used by generated code.
-pub use super::state::{CallSite, Scrambler, SiteKind};
 /// Not public API. Used by generated code.
 pub use super::Shuffle;
 /// Not public API. Used by generated code.
@@ -27,21 +29,24 @@ pub use crate::wrap::Wrap;
 /// Not public API. Used by generated code.
 pub use rayon::iter::Either;
 
-/// Not public API. [`Reduction::begin_at_in`] as a free function: a path without a type
+/// Not public API. [`RunningReduction::begin_at_in`] as a free function: a path without a type
 /// annotation to check per call.
 #[inline(always)]
 pub fn reduction_at<T, const N: usize>(
     sites: &'static [CallSite; N],
     index: usize,
     place: &mut T,
-) -> Reduction<T> {
-    Reduction::begin_at_in(sites, index, place)
+) -> RunningReduction<T> {
+    RunningReduction::begin_at_in(sites, index, place)
 }
 
-/// Not public API. [`Reduction::begin_in`] as a free function.
+/// Not public API. [`RunningReduction::begin_in`] as a free function.
 #[inline(always)]
-pub fn reduction<T, const N: usize>(sites: &'static [CallSite; N], index: usize) -> Reduction<T> {
-    Reduction::begin_in(sites, index)
+pub fn reduction<T, const N: usize>(
+    sites: &'static [CallSite; N],
+    index: usize,
+) -> RunningReduction<T> {
+    RunningReduction::begin_in(sites, index)
 }
 
 /// Not public API. The scrambler of a sequential loop entry, `None` when loops are not
@@ -198,7 +203,7 @@ impl<P: ParallelIterator> ParSum<P> {
     where
         S: Send + std::iter::Sum<P::Item> + std::iter::Sum<S>,
     {
-        let mut r = Reduction::<S>::begin(self.site);
+        let mut r = RunningReduction::<S>::begin(self.site);
         if !r.on() {
             return self.iter.sum();
         }

@@ -6,16 +6,16 @@
 //! prefix sum, a recurrence, a two-pointer walk). The association of a float reduction
 //! (`s += e` where nothing else reads `s`) is different: a compiler with fast-math, a SIMD
 //! library, a BLAS or a thread pool may combine its terms in another shape, and the
-//! result then differs by rounding only. [`Shape`] lists the shapes fprev draws from:
+//! result then differs by rounding only. [`CombineShape`] lists the shapes fprev draws from:
 //! the orders real libraries use.
 //!
 //! ```
-//! use fprev_runtime::scramble::reduce::{combine, Shape};
+//! use fprev_runtime::scramble::reduce::{combine, CombineShape};
 //! use fprev_runtime::scramble::rng::stream;
 //!
 //! let terms = [1e8f32, 1.0, -1e8, 1.0];
-//! let seq = combine(Shape::Sequential, &terms, &mut stream(0, 0, 0));
-//! let lanes = combine(Shape::Lanes { lanes: 2, pairwise: false }, &terms, &mut stream(0, 0, 0));
+//! let seq = combine(CombineShape::Sequential, &terms, &mut stream(0, 0, 0));
+//! let lanes = combine(CombineShape::Lanes { lanes: 2, pairwise: false }, &terms, &mut stream(0, 0, 0));
 //! assert_eq!((seq, lanes), (1.0, 2.0)); // ((1e8+1)-1e8)+1 vs (1e8-1e8)+(1+1)
 //! ```
 
@@ -28,13 +28,13 @@ use crate::float::ProbeFloat;
 mod running;
 mod stream;
 
-pub use running::{ReduceIter, Reduction, ViaValue};
+pub use running::{ReduceIter, RunningReduction, ViaValue};
 use stream::Stream;
 
 /// How a reduction's terms (its initial value first) are combined.
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Shape {
+pub enum CombineShape {
     /// One accumulator, terms in loop order: what the plain code does.
     Sequential,
     /// One accumulator, terms in a permuted order (buffered).
@@ -65,82 +65,82 @@ pub enum Shape {
     RandomTree,
 }
 
-impl fmt::Display for Shape {
+impl fmt::Display for CombineShape {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
-            Shape::Sequential => f.write_str("sequential"),
-            Shape::Permuted(s) => write!(f, "{s}-permuted"),
-            Shape::Lanes { lanes, pairwise } => {
+            CombineShape::Sequential => f.write_str("sequential"),
+            CombineShape::Permuted(s) => write!(f, "{s}-permuted"),
+            CombineShape::Lanes { lanes, pairwise } => {
                 let how = if pairwise { "pairwise" } else { "in order" };
                 write!(f, "{lanes} lanes, combined {how}")
             }
-            Shape::Blocked { block } => write!(f, "blocks of {block}"),
-            Shape::Pairwise => f.write_str("pairwise"),
-            Shape::Threads { threads } => write!(f, "{threads}-way split"),
-            Shape::RandomTree => f.write_str("random tree"),
+            CombineShape::Blocked { block } => write!(f, "blocks of {block}"),
+            CombineShape::Pairwise => f.write_str("pairwise"),
+            CombineShape::Threads { threads } => write!(f, "{threads}-way split"),
+            CombineShape::RandomTree => f.write_str("random tree"),
         }
     }
 }
 
-impl Shape {
+impl CombineShape {
     /// Draws a shape: with `mix`, uniformly among the kinds above (parameters drawn too);
     /// otherwise the `shuffle`-permuted sequential order ([`Shuffle::Identity`]: the plain
     /// sequential order).
-    pub fn draw(mix: bool, shuffle: Shuffle, rng: &mut ScrambleRng) -> Shape {
+    pub fn draw(mix: bool, shuffle: Shuffle, rng: &mut ScrambleRng) -> CombineShape {
         if !mix {
             return match shuffle {
-                Shuffle::Identity => Shape::Sequential,
-                s => Shape::Permuted(s),
+                Shuffle::Identity => CombineShape::Sequential,
+                s => CombineShape::Permuted(s),
             };
         }
         match below(rng, 6) {
-            0 => Shape::Permuted(Shuffle::FisherYates),
-            1 => Shape::Lanes {
+            0 => CombineShape::Permuted(Shuffle::FisherYates),
+            1 => CombineShape::Lanes {
                 lanes: 2 + below(rng, 31) as u8,
                 pairwise: below(rng, 2) == 1,
             },
-            2 => Shape::Blocked {
+            2 => CombineShape::Blocked {
                 block: 1 << (2 + below(rng, 8)),
             },
-            3 => Shape::Pairwise,
-            4 => Shape::Threads {
+            3 => CombineShape::Pairwise,
+            4 => CombineShape::Threads {
                 threads: 2 + below(rng, 15) as u8,
             },
-            _ => Shape::RandomTree,
+            _ => CombineShape::RandomTree,
         }
     }
 
     /// A number per shape (what entropy recording logs), below 2^21.
     fn code(self) -> usize {
         match self {
-            Shape::Sequential => 1,
-            Shape::Permuted(s) => 2 + s as usize,
-            Shape::Lanes { lanes, pairwise } => 16 + 2 * lanes as usize + pairwise as usize,
-            Shape::Blocked { block } => 128 + block as usize,
-            Shape::Pairwise => 8,
-            Shape::Threads { threads } => 1 << 20 | threads as usize,
-            Shape::RandomTree => 9,
+            CombineShape::Sequential => 1,
+            CombineShape::Permuted(s) => 2 + s as usize,
+            CombineShape::Lanes { lanes, pairwise } => 16 + 2 * lanes as usize + pairwise as usize,
+            CombineShape::Blocked { block } => 128 + block as usize,
+            CombineShape::Pairwise => 8,
+            CombineShape::Threads { threads } => 1 << 20 | threads as usize,
+            CombineShape::RandomTree => 9,
         }
     }
 
     /// The shape whose [`code`](Self::code) is `code`, for every shape with up to 32
     /// lanes, blocks below 2^20 terms and up to 255 threads.
-    fn from_code(code: usize) -> Option<Shape> {
+    fn from_code(code: usize) -> Option<CombineShape> {
         Some(match code {
-            1 => Shape::Sequential,
-            2 => Shape::Permuted(Shuffle::FisherYates),
-            3 => Shape::Permuted(Shuffle::Sattolo),
-            4 => Shape::Permuted(Shuffle::Identity),
-            8 => Shape::Pairwise,
-            9 => Shape::RandomTree,
-            16..=81 => Shape::Lanes {
+            1 => CombineShape::Sequential,
+            2 => CombineShape::Permuted(Shuffle::FisherYates),
+            3 => CombineShape::Permuted(Shuffle::Sattolo),
+            4 => CombineShape::Permuted(Shuffle::Identity),
+            8 => CombineShape::Pairwise,
+            9 => CombineShape::RandomTree,
+            16..=81 => CombineShape::Lanes {
                 lanes: ((code - 16) / 2) as u8,
                 pairwise: code % 2 == 1,
             },
-            128..0x10_0000 => Shape::Blocked {
+            128..0x10_0000 => CombineShape::Blocked {
                 block: (code - 128) as u32,
             },
-            0x10_0000..=0x10_00ff => Shape::Threads {
+            0x10_0000..=0x10_00ff => CombineShape::Threads {
                 threads: code as u8,
             },
             _ => return None,
@@ -166,12 +166,12 @@ fn opt_add<F: ProbeFloat>(acc: Option<F>, t: F) -> F {
 /// Combines `terms` (non-empty) in `shape`; buffered shapes draw from `rng`.
 ///
 /// ```
-/// use fprev_runtime::scramble::reduce::{combine, Shape};
+/// use fprev_runtime::scramble::reduce::{combine, CombineShape};
 /// use fprev_runtime::scramble::rng::stream;
 /// let x = [1.0f64, 2.0, 3.0, 4.0];
-/// assert_eq!(combine(Shape::Pairwise, &x, &mut stream(1, 2, 3)), 10.0);
+/// assert_eq!(combine(CombineShape::Pairwise, &x, &mut stream(1, 2, 3)), 10.0);
 /// ```
-pub fn combine<F: ProbeFloat>(shape: Shape, terms: &[F], rng: &mut ScrambleRng) -> F {
+pub fn combine<F: ProbeFloat>(shape: CombineShape, terms: &[F], rng: &mut ScrambleRng) -> F {
     let mut c = Combiner::new(shape);
     let mut terms = terms.to_vec();
     let mut stream = Stream::of(rng.clone());
@@ -196,7 +196,7 @@ const PERMUTE_CAP: usize = 1 << 16;
 
 /// Streaming state of one reduction in one shape.
 struct Combiner<F: ProbeFloat> {
-    shape: Shape,
+    shape: CombineShape,
     /// Terms per call of [`absorb`](Self::absorb): [`CHUNK`] for streaming shapes, the
     /// shape's cap for buffered ones.
     cap: usize,
@@ -208,7 +208,7 @@ struct Combiner<F: ProbeFloat> {
 }
 
 impl<F: ProbeFloat> Combiner<F> {
-    fn new(shape: Shape) -> Self {
+    fn new(shape: CombineShape) -> Self {
         Combiner {
             shape,
             cap: Self::cap_of(shape),
@@ -222,24 +222,24 @@ impl<F: ProbeFloat> Combiner<F> {
     /// Starts over in `shape`, keeping the allocation of the pairwise stack. Field by
     /// field, and only the lanes that `shape` reads: a whole new combiner is several
     /// hundred bytes to write.
-    fn reset(&mut self, shape: Shape) {
+    fn reset(&mut self, shape: CombineShape) {
         self.shape = shape;
         self.cap = Self::cap_of(shape);
         self.done = 0;
         self.acc = None;
         let lanes = match shape {
-            Shape::Lanes { lanes, .. } => lanes as usize,
-            Shape::Blocked { .. } => 1,
+            CombineShape::Lanes { lanes, .. } => lanes as usize,
+            CombineShape::Blocked { .. } => 1,
             _ => 0,
         };
         self.lanes[..lanes].fill(None);
         self.stack.clear();
     }
 
-    fn cap_of(shape: Shape) -> usize {
+    fn cap_of(shape: CombineShape) -> usize {
         match shape {
-            Shape::Permuted(_) => PERMUTE_CAP,
-            Shape::Threads { .. } | Shape::RandomTree => BUFFER_CAP,
+            CombineShape::Permuted(_) => PERMUTE_CAP,
+            CombineShape::Threads { .. } | CombineShape::RandomTree => BUFFER_CAP,
             _ => CHUNK,
         }
     }
@@ -261,7 +261,7 @@ impl<F: ProbeFloat> Combiner<F> {
             return;
         }
         let chunk = match self.shape {
-            Shape::Permuted(s) => {
+            CombineShape::Permuted(s) => {
                 // A whole short reduction (its only chunk, before any draw) takes the
                 // order its site keeps for its length.
                 let whole = self.done == 0 && buf.len() < self.cap;
@@ -281,7 +281,7 @@ impl<F: ProbeFloat> Combiner<F> {
                     }
                 }
             }
-            Shape::Threads { threads } => split(buf, threads as usize),
+            CombineShape::Threads { threads } => split(buf, threads as usize),
             _ => random_tree(buf, stream),
         };
         self.acc = Some(opt_add(self.acc, chunk));
@@ -292,14 +292,14 @@ impl<F: ProbeFloat> Combiner<F> {
     fn process(&mut self, buf: &[F]) {
         let n = buf.len();
         match self.shape {
-            Shape::Sequential => {
+            CombineShape::Sequential => {
                 let mut acc = self.acc;
                 for &t in buf {
                     acc = Some(opt_add(acc, t));
                 }
                 self.acc = acc;
             }
-            Shape::Lanes { lanes, .. } => {
+            CombineShape::Lanes { lanes, .. } => {
                 let k = lanes as usize;
                 // The first term of each lane starts it (no `0.0 +`, which would turn a
                 // `-0.0` term into `+0.0`); after that, plain adds.
@@ -329,7 +329,7 @@ impl<F: ProbeFloat> Combiner<F> {
                 self.done += rest.len();
                 return;
             }
-            Shape::Blocked { block } => {
+            CombineShape::Blocked { block } => {
                 // Only the reduction's last call can end inside a block, so each call
                 // starts on a block boundary: `block` divides `CHUNK`.
                 let b = block as usize;
@@ -344,7 +344,7 @@ impl<F: ProbeFloat> Combiner<F> {
                 }
                 self.acc = acc;
             }
-            Shape::Pairwise => {
+            CombineShape::Pairwise => {
                 if n == CHUNK && self.done % CHUNK == 0 {
                     // An aligned full chunk is one complete subtree of the counter.
                     self.push_node((CHUNK.trailing_zeros(), halving(buf)));
@@ -373,7 +373,7 @@ impl<F: ProbeFloat> Combiner<F> {
     /// The combined value; the state is spent.
     fn finish(&mut self) -> Option<F> {
         match self.shape {
-            Shape::Lanes { lanes, pairwise } => {
+            CombineShape::Lanes { lanes, pairwise } => {
                 let mut used = [F::ZERO; 32];
                 let mut m = 0;
                 for &l in self.lanes[..lanes as usize].iter().flatten() {
@@ -389,11 +389,11 @@ impl<F: ProbeFloat> Combiner<F> {
                     Some(sequential(used))
                 }
             }
-            Shape::Blocked { .. } => match self.lanes[0] {
+            CombineShape::Blocked { .. } => match self.lanes[0] {
                 Some(b) => Some(opt_add(self.acc, b)),
                 None => self.acc,
             },
-            Shape::Pairwise => {
+            CombineShape::Pairwise => {
                 let mut acc: Option<F> = None;
                 while let Some((_, v)) = self.stack.pop() {
                     acc = Some(match acc {
@@ -484,21 +484,21 @@ mod tests {
         // Integers: every order gives the exact sum, so a lost or doubled term shows.
         let x: Vec<f64> = (1..=1000).map(f64::from).collect();
         let shapes = [
-            Shape::Sequential,
-            Shape::Permuted(Shuffle::FisherYates),
-            Shape::Permuted(Shuffle::Sattolo),
-            Shape::Lanes {
+            CombineShape::Sequential,
+            CombineShape::Permuted(Shuffle::FisherYates),
+            CombineShape::Permuted(Shuffle::Sattolo),
+            CombineShape::Lanes {
                 lanes: 7,
                 pairwise: true,
             },
-            Shape::Lanes {
+            CombineShape::Lanes {
                 lanes: 32,
                 pairwise: false,
             },
-            Shape::Blocked { block: 64 },
-            Shape::Pairwise,
-            Shape::Threads { threads: 5 },
-            Shape::RandomTree,
+            CombineShape::Blocked { block: 64 },
+            CombineShape::Pairwise,
+            CombineShape::Threads { threads: 5 },
+            CombineShape::RandomTree,
         ];
         for shape in shapes {
             for n in [1usize, 2, 3, 31, 1000] {
@@ -524,7 +524,7 @@ mod tests {
         let mut seen = std::collections::HashSet::new();
         for seed in 0..64u64 {
             let mut rng = stream(seed, 9, 0);
-            let shape = Shape::draw(true, Shuffle::FisherYates, &mut rng);
+            let shape = CombineShape::draw(true, Shuffle::FisherYates, &mut rng);
             let got = combine(shape, &x, &mut rng);
             assert!(
                 (got - truth).abs() <= bound,
@@ -540,10 +540,10 @@ mod tests {
     }
 
     /// Term-by-term reference implementations of the streaming shapes.
-    fn reference(shape: Shape, x: &[f64]) -> f64 {
+    fn reference(shape: CombineShape, x: &[f64]) -> f64 {
         match shape {
-            Shape::Sequential => sequential(x),
-            Shape::Lanes { lanes, pairwise } => {
+            CombineShape::Sequential => sequential(x),
+            CombineShape::Lanes { lanes, pairwise } => {
                 let k = lanes as usize;
                 let mut l: Vec<Option<f64>> = vec![None; k];
                 for (i, &t) in x.iter().enumerate() {
@@ -556,11 +556,11 @@ mod tests {
                     sequential(&used)
                 }
             }
-            Shape::Blocked { block } => {
+            CombineShape::Blocked { block } => {
                 let parts: Vec<f64> = x.chunks(block as usize).map(sequential).collect();
                 sequential(&parts)
             }
-            Shape::Pairwise => {
+            CombineShape::Pairwise => {
                 let mut stack: Vec<(u32, f64)> = Vec::new();
                 for &t in x {
                     let mut node = (0, t);
@@ -586,18 +586,18 @@ mod tests {
             .map(|i| ((i * 7919) % 1009) as f64 * 10f64.powi((i % 13) - 6) - 3.0)
             .collect();
         for shape in [
-            Shape::Sequential,
-            Shape::Lanes {
+            CombineShape::Sequential,
+            CombineShape::Lanes {
                 lanes: 7,
                 pairwise: true,
             },
-            Shape::Lanes {
+            CombineShape::Lanes {
                 lanes: 32,
                 pairwise: false,
             },
-            Shape::Blocked { block: 4 },
-            Shape::Blocked { block: 512 },
-            Shape::Pairwise,
+            CombineShape::Blocked { block: 4 },
+            CombineShape::Blocked { block: 512 },
+            CombineShape::Pairwise,
         ] {
             for n in [1usize, 2, 1023, 1024, 1025, 5000, 70_000] {
                 let got = combine(shape, &x[..n], &mut stream(0, 0, 0));
@@ -613,30 +613,34 @@ mod tests {
     #[test]
     fn codes_name_their_shapes() {
         // A site files its shape as its code, so every shape drawn must come back.
-        let drawn =
-            (0..3000).map(|seed| Shape::draw(true, Shuffle::Sattolo, &mut stream(seed, 1, 0)));
+        let drawn = (0..3000)
+            .map(|seed| CombineShape::draw(true, Shuffle::Sattolo, &mut stream(seed, 1, 0)));
         let others = [
-            Shape::Sequential,
-            Shape::Permuted(Shuffle::FisherYates),
-            Shape::Permuted(Shuffle::Sattolo),
-            Shape::Permuted(Shuffle::Identity),
-            Shape::Lanes {
+            CombineShape::Sequential,
+            CombineShape::Permuted(Shuffle::FisherYates),
+            CombineShape::Permuted(Shuffle::Sattolo),
+            CombineShape::Permuted(Shuffle::Identity),
+            CombineShape::Lanes {
                 lanes: 32,
                 pairwise: true,
             },
-            Shape::Blocked { block: 1 << 19 },
-            Shape::Threads { threads: 64 },
+            CombineShape::Blocked { block: 1 << 19 },
+            CombineShape::Threads { threads: 64 },
         ];
         for shape in drawn.chain(others) {
-            assert_eq!(Shape::from_code(shape.code()), Some(shape), "{shape}");
+            assert_eq!(
+                CombineShape::from_code(shape.code()),
+                Some(shape),
+                "{shape}"
+            );
         }
-        assert_eq!(Shape::from_code(0), None);
+        assert_eq!(CombineShape::from_code(0), None);
     }
 
     #[test]
     fn long_buffered_reductions_are_chunked() {
         let x = vec![1.0f32; BUFFER_CAP + 5];
-        let got = combine(Shape::RandomTree, &x, &mut stream(0, 0, 0));
+        let got = combine(CombineShape::RandomTree, &x, &mut stream(0, 0, 0));
         assert_eq!(got, (BUFFER_CAP + 5) as f32);
     }
 }

@@ -7,18 +7,11 @@
 use rand_core::{RngCore, SeedableRng};
 
 use super::Shuffle;
+use crate::random::splitmix64;
 
 /// The generator behind every scrambled order: ChaCha with 8 rounds from `rand_chacha`
 /// 0.9, keyed by (seed, call site) and positioned on the stream of one invocation.
 pub type ScrambleRng = rand_chacha::ChaCha8Rng;
-
-/// SplitMix64's finalizer: a bijective mix used to derive keys and run seeds.
-pub(crate) const fn splitmix64(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
 
 /// The random stream of one invocation of one call site in the run with `seed`.
 ///
@@ -36,41 +29,8 @@ pub fn stream(seed: u64, site: u64, invocation: u64) -> ScrambleRng {
     rng
 }
 
-/// A uniform draw in `0..n` (`n >= 1`), unbiased: Lemire's multiply-and-reject on 32-bit
-/// draws when `n` fits in 32 bits, on 64-bit draws otherwise.
-#[inline]
-pub fn below(rng: &mut ScrambleRng, n: usize) -> usize {
-    debug_assert!(n >= 1);
-    if n <= u32::MAX as usize {
-        below_u32(rng, n as u32) as usize
-    } else {
-        below_u64(rng, n as u64) as usize
-    }
-}
-
-#[inline]
-fn below_u32(rng: &mut ScrambleRng, n: u32) -> u32 {
-    let mut m = u64::from(rng.next_u32()) * u64::from(n);
-    if (m as u32) < n {
-        let threshold = n.wrapping_neg() % n;
-        while (m as u32) < threshold {
-            m = u64::from(rng.next_u32()) * u64::from(n);
-        }
-    }
-    (m >> 32) as u32
-}
-
-#[inline]
-fn below_u64(rng: &mut ScrambleRng, n: u64) -> u64 {
-    let mut m = u128::from(rng.next_u64()) * u128::from(n);
-    if (m as u64) < n {
-        let threshold = n.wrapping_neg() % n;
-        while (m as u64) < threshold {
-            m = u128::from(rng.next_u64()) * u128::from(n);
-        }
-    }
-    (m >> 64) as u64
-}
+/// The bounded draw of every scrambled order (one algorithm for the whole runtime).
+pub use crate::random::below;
 
 /// The generator's output read 64 bits at a time (little-endian words of its byte
 /// stream), refilled 32 words at once: far fewer calls than one `next_u64` per draw.

@@ -19,7 +19,7 @@
 
 use std::fmt;
 
-use super::state::{CallSite, SiteKind};
+use super::call_site::{CallSite, SiteKind};
 
 /// Not public API. The sites of one annotated function, registered by generated code.
 #[derive(Debug)]

@@ -1,4 +1,4 @@
-//! A reduction while it runs: the generic handle generated code holds ([`Reduction`]),
+//! A reduction while it runs: the generic handle generated code holds ([`RunningReduction`]),
 //! the type-erased engine behind it, and the iterator reductions built on them.
 //!
 //! Starting is what a short reduction called millions of times pays for, so in the
@@ -13,12 +13,14 @@ use std::ops::{Add, AddAssign, Sub, SubAssign};
 
 use half::{bf16, f16};
 
+use super::super::call_site::CallSite;
 use super::super::context;
 use super::super::entropy;
 use super::super::rng;
-use super::super::state::{self, CallSite, LOOPS, SHAPES, VARY_CALL};
+use super::super::session;
+use super::super::state::{self, LOOPS, SHAPES, VARY_CALL};
 use super::stream::{SiteStream, Stream};
-use super::{Combiner, Shape, CHUNK, PER_SITE};
+use super::{CombineShape, Combiner, CHUNK, PER_SITE};
 use crate::wrap::Wrap;
 
 /// The float format behind a generic `T`, by type name (decided per monomorphized type).
@@ -80,7 +82,7 @@ macro_rules! each_kind {
 }
 
 impl Active {
-    fn new(kind: Kind, shape: Shape) -> Active {
+    fn new(kind: Kind, shape: CombineShape) -> Active {
         match kind {
             Kind::F32 => Active::F32(Combiner::new(shape)),
             Kind::F64 => Active::F64(Combiner::new(shape)),
@@ -90,7 +92,7 @@ impl Active {
     }
 
     /// Starts over in `shape` for terms of `kind`, keeping what can be kept.
-    fn restart(&mut self, kind: Kind, shape: Shape) {
+    fn restart(&mut self, kind: Kind, shape: CombineShape) {
         match (&mut *self, kind) {
             (Active::F32(c), Kind::F32) => c.reset(shape),
             (Active::F64(c), Kind::F64) => c.reset(shape),
@@ -113,7 +115,7 @@ impl Active {
 
 /// The type-erased part of a running reduction (the shape's combiner and the random
 /// stream). Its methods are not generic, so they are compiled once, here, rather than
-/// in every crate that instantiates `Reduction<T>`: a user's crate pays for a thin
+/// in every crate that instantiates `RunningReduction<T>`: a user's crate pays for a thin
 /// generic shell only.
 struct Engine {
     active: Active,
@@ -138,7 +140,7 @@ impl Engine {
     #[cold]
     #[inline(never)]
     fn start(site: &'static CallSite, kind: Kind) -> Option<Box<On>> {
-        let st = state::state();
+        let st = session::state();
         if st & LOOPS == 0 {
             return None;
         }
@@ -162,7 +164,7 @@ impl Engine {
         let (key, invocation) = context::next_key(site.id());
         let mut rng = rng::stream(state::seed(), key, invocation);
         let shuffle = site.shuffle.unwrap_or(state::decode_shuffle(st));
-        let shape = Shape::draw(st & SHAPES != 0, shuffle, &mut rng);
+        let shape = CombineShape::draw(st & SHAPES != 0, shuffle, &mut rng);
         if entropy::is_recording() {
             entropy::record(site.describe(), &[shape.code()]);
         }
@@ -177,7 +179,7 @@ impl Engine {
     /// so the shape and every draw it makes depend only on the seed, the site and the
     /// number of terms. The shape is drawn once per configuration and filed in the site;
     /// the stream is re-created, past the shape's draws, only if the combining draws.
-    fn per_site(site: &'static CallSite, st: u8) -> Option<(Shape, SiteStream)> {
+    fn per_site(site: &'static CallSite, st: u8) -> Option<(CombineShape, SiteStream)> {
         let epoch = state::epoch();
         let code = match site.drawn(epoch) {
             Some(code) => code,
@@ -186,7 +188,7 @@ impl Engine {
         if code == DISABLED {
             return None;
         }
-        let shape = Shape::from_code(code as usize)?;
+        let shape = CombineShape::from_code(code as usize)?;
         let stream = SiteStream {
             seed: state::seed(),
             key: site.id() ^ PER_SITE,
@@ -201,10 +203,10 @@ impl Engine {
     #[inline(never)]
     fn draw_for_site(site: &'static CallSite, epoch: u64) -> u32 {
         let code = if site.enabled() {
-            let st = state::state();
+            let st = session::state();
             let shuffle = site.shuffle.unwrap_or(state::decode_shuffle(st));
             let mut rng = rng::stream(state::seed(), site.id() ^ PER_SITE, 0);
-            Shape::draw(st & SHAPES != 0, shuffle, &mut rng).code() as u32
+            CombineShape::draw(st & SHAPES != 0, shuffle, &mut rng).code() as u32
         } else {
             DISABLED
         };
@@ -257,7 +259,7 @@ struct On {
 
 thread_local! {
     /// States of finished reductions, ready for the next ones on this thread. Kept as
-    /// the boxes that `Reduction` holds, so taking one moves a pointer.
+    /// the boxes that `RunningReduction` holds, so taking one moves a pointer.
     #[allow(clippy::vec_box)]
     static SPARE: RefCell<Vec<Box<On>>> = const { RefCell::new(Vec::new()) };
 }
@@ -268,7 +270,7 @@ const SPARES: usize = 4;
 
 impl On {
     /// A state for a new reduction, reused from this thread's spares if there is one.
-    fn start(kind: Kind, shape: Shape, stream: Option<SiteStream>) -> Box<On> {
+    fn start(kind: Kind, shape: CombineShape, stream: Option<SiteStream>) -> Box<On> {
         let spare = SPARE
             .try_with(|s| s.try_borrow_mut().ok()?.pop())
             .ok()
@@ -423,12 +425,12 @@ const UNOPTIMIZED: bool = cfg!(debug_assertions);
 /// call in the loop body (a function with hundreds of reductions borrow-checks and
 /// compiles several times faster than with a dropping handle). A panic between `begin`
 /// and `write` while scrambling is on leaks that reduction's state (a few KiB).
-pub struct Reduction<T> {
+pub struct RunningReduction<T> {
     on: std::mem::ManuallyDrop<Option<Box<On>>>,
     terms: PhantomData<T>,
 }
 
-impl<T> Reduction<T> {
+impl<T> RunningReduction<T> {
     /// Starts a reduction. Its accumulator type `T` is inferred from the calls that
     /// follow (`init(&mut place)`): the place is not evaluated here.
     #[inline]
@@ -436,7 +438,7 @@ impl<T> Reduction<T> {
         if state::fast_state() & LOOPS == 0 {
             return Self::off();
         }
-        Reduction {
+        RunningReduction {
             on: std::mem::ManuallyDrop::new(Self::start(site)),
             terms: PhantomData,
         }
@@ -444,7 +446,7 @@ impl<T> Reduction<T> {
 
     #[inline(always)]
     fn off() -> Self {
-        Reduction {
+        RunningReduction {
             on: std::mem::ManuallyDrop::new(None),
             terms: PhantomData,
         }
@@ -460,7 +462,7 @@ impl<T> Reduction<T> {
         if state::fast_state() & LOOPS == 0 {
             return Self::off();
         }
-        Reduction {
+        RunningReduction {
             on: std::mem::ManuallyDrop::new(Self::start(&sites[index])),
             terms: PhantomData,
         }
@@ -708,7 +710,7 @@ impl<I: Iterator> ReduceIter<I> {
     /// `iter.sum()`: each item becomes the term `S::sum(once(item))` (exact), the terms are
     /// combined in the drawn shape.
     pub fn sum<S: std::iter::Sum<I::Item>>(mut self) -> S {
-        let r = Reduction::<S>::begin(self.site);
+        let r = RunningReduction::<S>::begin(self.site);
         if !r.on() {
             return self.iter.sum();
         }
@@ -719,7 +721,7 @@ impl<I: Iterator> ReduceIter<I> {
     /// `|a, t| e + a`, `|a, t| a - e` (with `e` free of `a`) or `Add::add`: the term of
     /// an item is `f(-0.0, item)`, exactly `e` (or `-e`).
     pub fn fold<B, F: FnMut(B, I::Item) -> B>(mut self, init: B, mut f: F) -> B {
-        let r = Reduction::<B>::begin(self.site);
+        let r = RunningReduction::<B>::begin(self.site);
         if !r.on() {
             return self.iter.fold(init, f);
         }
@@ -742,7 +744,7 @@ impl<I: Iterator> Pull<I::Item> for I {
 }
 
 /// The scrambled half of [`ReduceIter::sum`], `r` on.
-fn sum_terms<S: std::iter::Sum<A>, A>(mut r: Reduction<S>, items: &mut dyn Pull<A>) -> S {
+fn sum_terms<S: std::iter::Sum<A>, A>(mut r: RunningReduction<S>, items: &mut dyn Pull<A>) -> S {
     let mut any = false;
     if !UNOPTIMIZED {
         while let Some(item) = items.pull() {
@@ -769,7 +771,7 @@ fn sum_terms<S: std::iter::Sum<A>, A>(mut r: Reduction<S>, items: &mut dyn Pull<
 
 /// The scrambled half of [`ReduceIter::fold`], `r` on.
 fn fold_terms<B, A>(
-    mut r: Reduction<B>,
+    mut r: RunningReduction<B>,
     init: B,
     items: &mut dyn Pull<A>,
     f: &mut dyn FnMut(B, A) -> B,
@@ -849,9 +851,10 @@ impl<T> ViaValue for Wrap<T> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::super::call_site::SiteKind;
     use super::super::super::config::{ScrambleConfig, Vary};
     use super::super::super::rng::{below, stream, ScrambleRng};
-    use super::super::super::state::{with_config, SiteKind};
+    use super::super::super::session::with_config;
     use super::super::super::{entropy, Shuffle};
     use super::super::combine;
     use super::*;
@@ -883,13 +886,13 @@ mod tests {
     fn per_site_reference<F: ProbeFloat>(site: &CallSite, cfg: &ScrambleConfig, terms: &[F]) -> F {
         let mut rng = stream(cfg.seed, site.id() ^ PER_SITE, 0);
         let shuffle = site.shuffle.or(cfg.shuffle).unwrap_or(Shuffle::Identity);
-        let shape = Shape::draw(cfg.shapes, shuffle, &mut rng);
+        let shape = CombineShape::draw(cfg.shapes, shuffle, &mut rng);
         combine(shape, terms, &mut rng)
     }
 
-    fn reference_shape(site: &CallSite, cfg: &ScrambleConfig) -> Shape {
+    fn reference_shape(site: &CallSite, cfg: &ScrambleConfig) -> CombineShape {
         let shuffle = site.shuffle.or(cfg.shuffle).unwrap_or(Shuffle::Identity);
-        Shape::draw(
+        CombineShape::draw(
             cfg.shapes,
             shuffle,
             &mut stream(cfg.seed, site.id() ^ PER_SITE, 0),
@@ -897,7 +900,7 @@ mod tests {
     }
 
     fn reduce<F: ProbeFloat>(site: &'static CallSite, terms: &[F]) -> Option<F> {
-        let mut r = Reduction::<F>::begin(site);
+        let mut r = RunningReduction::<F>::begin(site);
         assert!(r.on());
         for &t in terms {
             r.push(t);
@@ -933,7 +936,7 @@ mod tests {
         // Twice: the second run finds what the first one kept.
         for run in 0..2 {
             let (got_outer, got_inner) = with_config(cfg, || {
-                let mut r = Reduction::<F>::begin(sites[0]);
+                let mut r = RunningReduction::<F>::begin(sites[0]);
                 let mut got_inner = None;
                 for (i, &t) in outer.iter().enumerate() {
                     if i == nest_at {
@@ -1009,7 +1012,7 @@ mod tests {
                 .seed(seed);
             let got = with_config(&cfg, || {
                 let mut s = 0.5f64;
-                let mut r = Reduction::begin_at(site, &mut s);
+                let mut r = RunningReduction::begin_at(site, &mut s);
                 for &v in &x {
                     r.add_assign(v);
                 }
@@ -1093,7 +1096,7 @@ mod tests {
                 .map(|_| {
                     let (key, invocation) = context::next_key(site.id());
                     let mut rng = stream(cfg.seed, key, invocation);
-                    let shape = Shape::draw(true, Shuffle::FisherYates, &mut rng);
+                    let shape = CombineShape::draw(true, Shuffle::FisherYates, &mut rng);
                     combine(shape, &x, &mut rng)
                 })
                 .collect()

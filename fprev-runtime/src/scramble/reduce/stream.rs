@@ -13,10 +13,10 @@ use std::cell::RefCell;
 
 use super::super::rng::{self, ScrambleRng};
 use super::super::Shuffle;
-use super::Shape;
+use super::CombineShape;
 
 /// The per-site stream `rng::stream(seed, key, 0)`, taken up past the draws of
-/// `Shape::draw(mix, shuffle, ..)`.
+/// `CombineShape::draw(mix, shuffle, ..)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(in crate::scramble) struct SiteStream {
     pub(in crate::scramble) seed: u64,
@@ -76,7 +76,7 @@ fn kept<T, R>(
 impl SiteStream {
     fn create(self) -> ScrambleRng {
         let mut rng = rng::stream(self.seed, self.key, 0);
-        Shape::draw(self.mix, self.shuffle, &mut rng);
+        CombineShape::draw(self.mix, self.shuffle, &mut rng);
         rng
     }
 }
