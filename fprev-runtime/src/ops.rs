@@ -44,7 +44,7 @@ mod elements;
 
 pub use adapters::{dot, gemm, gemv, reduction, Batched, Dot, Gemm, Gemv, KReduction};
 use adapters::{split_operands, spreads_operands, Operands};
-pub use elements::{Coverage, Element, ElementOrders, ElementReveal, OrderGroup};
+pub use elements::{Element, ElementCoverage, ElementOrders, ElementReveal, OrderGroup};
 
 use crate::float::ProbeFloat;
 use crate::target::TargetError;

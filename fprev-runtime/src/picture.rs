@@ -98,11 +98,11 @@ impl Picture {
                 return svg;
             }
         }
-        Layout::new(tree, self.chain_min).svg(tree, self.title.as_deref())
+        PictureLayout::new(tree, self.chain_min).svg(tree, self.title.as_deref())
     }
 }
 
-struct Layout {
+struct PictureLayout {
     x: Vec<f64>,
     level: Vec<f64>,
     /// For a squeezed chain's top node: the chain's bottom node and its length.
@@ -112,8 +112,8 @@ struct Layout {
     max_level: f64,
 }
 
-impl Layout {
-    fn new(t: &SumTree, chain_min: usize) -> Layout {
+impl PictureLayout {
+    fn new(t: &SumTree, chain_min: usize) -> PictureLayout {
         let n = t.leaf_count();
         let total = n + t.inner_count();
         let is_link = |v: usize| -> Option<usize> {
@@ -191,7 +191,7 @@ impl Layout {
             }
         }
         let max_level = level.iter().copied().fold(0.0, f64::max);
-        Layout {
+        PictureLayout {
             x,
             level,
             chain,

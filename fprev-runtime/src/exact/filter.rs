@@ -151,16 +151,16 @@ fn add_general(acc: &mut Accumulator, group: &[f64]) {
 
 /// Decides block by block between the narrow filter, the wide one and direct mode: each
 /// falls back to the next when it gives up, and is retried after a backoff.
-struct Mode {
+struct FilterSchedule {
     wide_blocks: usize,
     wide_backoff: usize,
     direct_blocks: usize,
     direct_backoff: usize,
 }
 
-impl Mode {
+impl FilterSchedule {
     fn new() -> Self {
-        Mode {
+        FilterSchedule {
             wide_blocks: 0,
             wide_backoff: 1,
             direct_blocks: 0,
@@ -307,7 +307,7 @@ where
     W: Fn(&mut Accumulator, &mut Expansion, &[f64]) -> usize,
 {
     let mut exp = Expansion::new();
-    let mut mode = Mode::new();
+    let mut mode = FilterSchedule::new();
     let mut bins = None;
     let mut blocks = xs.chunks_exact(BLOCK);
     for block in blocks.by_ref() {

@@ -13,13 +13,13 @@ use crate::tree::SumTree;
 /// How the lanes of one call are used while revealing.
 ///
 /// ```
-/// use fprev::ops::{Coverage, ElementReveal};
-/// let r = ElementReveal::new().coverage(Coverage::Exhaustive);
+/// use fprev::ops::{ElementCoverage, ElementReveal};
+/// let r = ElementReveal::new().coverage(ElementCoverage::Exhaustive);
 /// # let _ = r;
 /// ```
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Coverage {
+pub enum ElementCoverage {
     /// One probe per lane per call, the tree verified as [`Reveal`] verifies it, then
     /// every element's answers and two seeded random inputs per lane are checked against
     /// the tree (the default: a gemm of size 512 in about 15 calls). Elements that
@@ -140,7 +140,7 @@ impl std::fmt::Display for ElementOrders {
 
 /// Reveal the order of every output element of a [`Reduction`].
 ///
-/// Defaults: [`Coverage::Batched`], FPRev (pivots: see [`pivot`](Self::pivot)), seed 0,
+/// Defaults: [`ElementCoverage::Batched`], FPRev (pivots: see [`pivot`](Self::pivot)), seed 0,
 /// trees verified as [`Reveal`] verifies them, two random check calls, at most 16
 /// distinct orders.
 ///
@@ -158,7 +158,7 @@ impl std::fmt::Display for ElementOrders {
 /// ```
 #[derive(Clone, Debug)]
 pub struct ElementReveal {
-    coverage: Coverage,
+    coverage: ElementCoverage,
     algorithm: Algorithm,
     pivot: Option<Pivot>,
     seed: u64,
@@ -190,7 +190,7 @@ impl ElementReveal {
     /// The defaults listed above.
     pub fn new() -> Self {
         ElementReveal {
-            coverage: Coverage::Batched,
+            coverage: ElementCoverage::Batched,
             algorithm: Algorithm::FPRev,
             pivot: None,
             seed: 0,
@@ -226,8 +226,8 @@ impl ElementReveal {
         self
     }
 
-    /// How lanes are used (default [`Coverage::Batched`]).
-    pub fn coverage(mut self, c: Coverage) -> Self {
+    /// How lanes are used (default [`ElementCoverage::Batched`]).
+    pub fn coverage(mut self, c: ElementCoverage) -> Self {
         self.coverage = c;
         self
     }
@@ -403,7 +403,7 @@ impl ElementReveal {
         let all: Vec<usize> = (0..shape.elements()).collect();
         let mut groups: Vec<(SumTree, Vec<usize>)> = Vec::new();
         let mut pending = all;
-        if self.coverage == Coverage::Batched {
+        if self.coverage == ElementCoverage::Batched {
             let first = if spread {
                 self.batched_spread(rec)
             } else {
@@ -474,7 +474,7 @@ impl ElementReveal {
         rec: &mut Recorder<'_, T, R>,
     ) -> Result<(SumTree, Vec<bool>), RevealError> {
         let shape = rec.shape;
-        rec.mode = Mode::Spread;
+        rec.mode = RecordMode::Spread;
         rec.log.clear();
         rec.sources.clear();
         let tree = self
@@ -535,7 +535,7 @@ impl ElementReveal {
         rec: &mut Recorder<'_, T, R>,
     ) -> Result<(SumTree, Vec<bool>), RevealError> {
         let shape = rec.shape;
-        rec.mode = Mode::Spread;
+        rec.mode = RecordMode::Spread;
         rec.log.clear();
         rec.first_out = None;
         rec.sources.clear();
@@ -647,7 +647,7 @@ impl ElementReveal {
     ) -> Result<(SumTree, Vec<bool>), RevealError> {
         let shape = rec.shape;
         let verify = verify || self.verify;
-        rec.mode = Mode::Broadcast {
+        rec.mode = RecordMode::Broadcast {
             reference: pending[0],
         };
         rec.tracked = pending.to_vec();
@@ -916,7 +916,7 @@ impl<T: Copy> Logged<T> {
 }
 
 #[derive(Clone, Copy, Debug)]
-enum Mode {
+enum RecordMode {
     Spread,
     Broadcast { reference: usize },
 }
@@ -925,7 +925,7 @@ enum Mode {
 struct Recorder<'r, T: ProbeFloat, R: Reduction<T>> {
     op: &'r mut R,
     shape: Shape,
-    mode: Mode,
+    mode: RecordMode,
     input: Vec<R::Input>,
     out: Vec<T>,
     calls: u64,
@@ -966,7 +966,7 @@ impl<'r, T: ProbeFloat, R: Reduction<T>> Recorder<'r, T, R> {
         Recorder {
             op,
             shape,
-            mode: Mode::Spread,
+            mode: RecordMode::Spread,
             input: Vec::new(),
             out: Vec::new(),
             calls: 0,
@@ -1218,7 +1218,7 @@ impl<'r, T: ProbeFloat, R: Reduction<T>> Recorder<'r, T, R> {
                 .wrapping_mul(0x9E37_79B9_7F4A_7C15)
                 .rotate_left(29);
         }
-        let Mode::Broadcast { reference } = self.mode else {
+        let RecordMode::Broadcast { reference } = self.mode else {
             return self.out[0];
         };
         self.out[reference]
@@ -1247,17 +1247,17 @@ impl<'r, T: ProbeFloat, R: Reduction<T>> Recorder<'r, T, R> {
 impl<T: ProbeFloat, R: Reduction<T>> Target<T> for Recorder<'_, T, R> {
     fn call(&mut self, x: &[T]) -> Result<T, TargetError> {
         match self.mode {
-            Mode::Broadcast { .. } if self.spread => {
+            RecordMode::Broadcast { .. } if self.spread => {
                 let src = self.source_of_call(x);
                 let got = self.broadcast_split(src)?;
-                let Mode::Broadcast { reference } = self.mode else {
+                let RecordMode::Broadcast { reference } = self.mode else {
                     return Ok(got);
                 };
                 self.note(x, reference, got, None);
                 Ok(got)
             }
-            Mode::Broadcast { .. } => self.broadcast(x),
-            Mode::Spread => {
+            RecordMode::Broadcast { .. } => self.broadcast(x),
+            RecordMode::Spread => {
                 let src = if self.spread {
                     self.source_of_call(x)
                 } else {
@@ -1307,7 +1307,7 @@ impl<T: ProbeFloat, R: Reduction<T>> Target<T> for Recorder<'_, T, R> {
     fn probe_batch(&mut self, batch: &ProbeBatch<'_, T>, out: &mut [T]) -> Result<(), TargetError> {
         self.probes += batch.probes.len() as u64;
         match self.mode {
-            Mode::Broadcast { .. } => {
+            RecordMode::Broadcast { .. } => {
                 let mut x = Vec::new();
                 for (k, &p) in batch.probes.iter().enumerate() {
                     batch.fill(k, &mut x);
@@ -1320,13 +1320,13 @@ impl<T: ProbeFloat, R: Reduction<T>> Target<T> for Recorder<'_, T, R> {
                         e.probe.get_or_insert(p);
                         e
                     })?;
-                    if let (true, Mode::Broadcast { reference }) = (self.spread, self.mode) {
+                    if let (true, RecordMode::Broadcast { reference }) = (self.spread, self.mode) {
                         self.note(&x, reference, out[k], Some((batch.background, p)));
                     }
                 }
                 Ok(())
             }
-            Mode::Spread => {
+            RecordMode::Spread => {
                 let bg = self.background_id(batch.background, batch.mask);
                 let per_call = self.per_call();
                 let (lanes, outputs) = (self.shape.lanes, self.shape.outputs);

@@ -11,7 +11,7 @@ use std::collections::HashSet;
 use std::fmt::Write;
 
 use super::escape;
-use crate::tree::describe::{combiner_phrase, Analysis, Shape, Step};
+use crate::tree::describe::{combiner_phrase, Analysis, ChainStride, TreeShape};
 use crate::tree::SumTree;
 
 const WIDTH: f64 = 1200.0;
@@ -83,8 +83,8 @@ pub(super) fn render(tree: &SumTree, title: Option<&str>) -> Option<String> {
     let small = tree.leaf_count() <= 64;
     let root = tree.root();
     let (top, tail) = match a.shape(root) {
-        Shape::Parts { interleaved, .. } if interleaved || !small => (root, None),
-        Shape::Tail { base, leaves } if matches!(a.shape(base), Shape::Parts { interleaved, .. } if interleaved || !small) => {
+        TreeShape::Parts { interleaved, .. } if interleaved || !small => (root, None),
+        TreeShape::Tail { base, leaves } if matches!(a.shape(base), TreeShape::Parts { interleaved, .. } if interleaved || !small) => {
             (base, Some(leaves))
         }
         _ => return None,
@@ -136,19 +136,19 @@ pub(super) fn render(tree: &SumTree, title: Option<&str>) -> Option<String> {
 /// What a part is, in a few words for its box.
 fn kind(a: &Analysis, p: usize) -> String {
     match a.pure(p) {
-        Some(Shape::Leaf) => "1 value".into(),
-        Some(Shape::Chain { len, step }) => crate::tree::describe::chain_phrase(len, step),
-        Some(Shape::Pairwise { len }) => format!("pairwise, {len}"),
-        Some(Shape::Fused { len }) => format!("fused, {len}"),
-        Some(Shape::FusedChain { blocks, width, .. }) => {
+        Some(TreeShape::Leaf) => "1 value".into(),
+        Some(TreeShape::Chain { len, step }) => crate::tree::describe::chain_phrase(len, step),
+        Some(TreeShape::Pairwise { len }) => format!("pairwise, {len}"),
+        Some(TreeShape::Fused { len }) => format!("fused, {len}"),
+        Some(TreeShape::FusedChain { blocks, width, .. }) => {
             format!("{blocks} fused adds, {}-way", width + 1)
         }
         _ => match a.shape(p) {
-            Shape::Parts {
+            TreeShape::Parts {
                 parts, interleaved, ..
             } if interleaved => format!("{} lanes of {}", parts.len(), a.size[parts[0]]),
-            Shape::Tail { base, leaves } => match a.shape(base) {
-                Shape::Parts {
+            TreeShape::Tail { base, leaves } => match a.shape(base) {
+                TreeShape::Parts {
                     parts, interleaved, ..
                 } if interleaved => format!(
                     "{} lanes of {}, then {}",
@@ -166,7 +166,7 @@ fn kind(a: &Analysis, p: usize) -> String {
 /// One panel: a heading, the tree over the parts of `v`, a box per part; then the
 /// repeated part's own panel, or named lanes.
 fn panel(c: &mut Canvas, a: &Analysis, v: usize, heading: &str) {
-    let Shape::Parts {
+    let TreeShape::Parts {
         top,
         parts,
         shift,
@@ -179,7 +179,7 @@ fn panel(c: &mut Canvas, a: &Analysis, v: usize, heading: &str) {
     let lanes = interleaved
         && parts
             .iter()
-            .all(|&p| matches!(a.pure(p), Some(Shape::Chain { step: Step::By(s), .. }) if s > 0));
+            .all(|&p| matches!(a.pure(p), Some(TreeShape::Chain { step: ChainStride::By(s), .. }) if s > 0));
     let noun = if lanes {
         "lane"
     } else if interleaved {
@@ -439,8 +439,8 @@ fn panel(c: &mut Canvas, a: &Analysis, v: usize, heading: &str) {
 /// The step of a lane (a chain with a constant positive step).
 fn step_of(a: &Analysis, p: usize) -> usize {
     match a.pure(p) {
-        Some(Shape::Chain {
-            step: Step::By(s), ..
+        Some(TreeShape::Chain {
+            step: ChainStride::By(s), ..
         }) => s.unsigned_abs() as usize,
         _ => 1,
     }

@@ -78,7 +78,7 @@ struct Parts {
 }
 
 /// Building the complete subtree around one pivot.
-struct Frame {
+struct SubtreeFrame {
     total: usize,
     /// The other leaves with their `l` to the pivot, sorted: a group is a run of equal `l`.
     keys: Vec<u64>,
@@ -93,10 +93,10 @@ struct Frame {
     parts: Option<Parts>,
 }
 
-impl Frame {
-    fn new(pivot: usize, mut keys: Vec<u64>) -> Frame {
+impl SubtreeFrame {
+    fn new(pivot: usize, mut keys: Vec<u64>) -> SubtreeFrame {
         keys.sort_unstable();
-        Frame {
+        SubtreeFrame {
             total: keys.len() + 1,
             keys,
             next: 0,
@@ -138,7 +138,7 @@ impl Frame {
 
 /// Buffers the search reuses from part to part.
 #[derive(Default)]
-struct Scratch {
+struct SearchBuffers {
     group: Vec<usize>,
     remaining: Vec<usize>,
     row: Vec<u32>,
@@ -150,7 +150,7 @@ pub(crate) fn build<T: ProbeFloat, X: Target<T>>(
     pivot: Pivot,
 ) -> Result<u32, RevealError> {
     let n = prober.n;
-    let mut scratch = Scratch::default();
+    let mut scratch = SearchBuffers::default();
     arena.hash_leaf_sets();
     let mut members: Vec<usize> = (0..n).collect();
     let k = choose(prober, &members, pivot);
@@ -163,7 +163,7 @@ pub(crate) fn build<T: ProbeFloat, X: Target<T>>(
         .map(|(&l, &j)| pack(l, j))
         .collect();
     scratch.remaining = members;
-    let mut stack = vec![Frame::new(first, keys)];
+    let mut stack = vec![SubtreeFrame::new(first, keys)];
     let mut returned: Option<u32> = None;
     let mut templates = Templates::default();
     loop {
@@ -190,7 +190,7 @@ pub(crate) fn build<T: ProbeFloat, X: Target<T>>(
                         top.open.push(node);
                         continue;
                     }
-                    let frame = Frame::new(part.pivot, std::mem::take(&mut part.keys));
+                    let frame = SubtreeFrame::new(part.pivot, std::mem::take(&mut part.keys));
                     stack.push(frame);
                 }
                 continue;
@@ -345,12 +345,12 @@ pub(crate) fn build<T: ProbeFloat, X: Target<T>>(
 /// leaves it consists of.
 fn partition<T: ProbeFloat, X: Target<T>>(
     prober: &mut Prober<T, X>,
-    scratch: &mut Scratch,
+    scratch: &mut SearchBuffers,
     size: usize,
     pivot: Pivot,
     context: &[usize],
 ) -> Result<Vec<Part>, RevealError> {
-    let Scratch {
+    let SearchBuffers {
         group,
         remaining,
         row,

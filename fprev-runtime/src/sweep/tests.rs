@@ -129,12 +129,12 @@ fn eight_lanes_then_sixteen() {
 }
 
 /// A summation order as code.
-type Order = fn(&[f32]) -> f32;
+type OrderFn = fn(&[f32]) -> f32;
 
 /// Calls of `order` over a sweep of `sizes` sizes of an invariant target of `n` values:
 /// (calls at the first size, which searches or proves a library order; calls per later
 /// size, which proves the previous size's tree).
-fn calls_per_size(n: usize, sizes: usize, order: Order) -> (u64, u64) {
+fn calls_per_size(n: usize, sizes: usize, order: OrderFn) -> (u64, u64) {
     let calls = Cell::new(0u64);
     let sweep = sweep(1..=sizes, n, |_| {
         FnTarget(|x: &[f32]| {
@@ -156,8 +156,8 @@ fn an_invariant_target_is_proved_not_searched() {
     // NumPy's blocks of 8 lanes at n = 4096, 6 calls per 8 nodes for 8 lanes of chains, a
     // call per node for two chains (what searching costs is 2n to 3n). Measured:
     // 333, 610; 830, 3132; 1051, 4121 calls (bounds leave about 10% room).
-    let lanes8: Order = |x| lanes_sum(x, 8);
-    let cases: [(&str, Order, usize, u64); 6] = [
+    let lanes8: OrderFn = |x| lanes_sum(x, 8);
+    let cases: [(&str, OrderFn, usize, u64); 6] = [
         (
             "numpy pairwise",
             crate::orders::numpy_pairwise::<f32>,

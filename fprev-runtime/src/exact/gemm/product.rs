@@ -5,7 +5,7 @@ use super::decide::decide;
 use super::slices::{pow2, split_columns, split_rows, zeroed, Line, LineKind};
 use super::GemmKernel;
 use crate::exact::filter::DotScratch;
-use crate::exact::{Accumulator, Format};
+use crate::exact::{Accumulator, RoundingFormat};
 use rayon::prelude::*;
 
 /// Inner length of one exact slice product; longer products add several, in integers.
@@ -103,7 +103,7 @@ pub(super) fn product<K: GemmKernel>(
     (m, n, k): (usize, usize, usize),
     a: &[f64],
     b: &[f64],
-    format: Format,
+    format: RoundingFormat,
 ) -> Vec<f64> {
     if m == 0 || n == 0 {
         return Vec::new();
@@ -112,7 +112,7 @@ pub(super) fn product<K: GemmKernel>(
         return vec![0.0; m * n];
     }
     let mut out = vec![0.0; m * n];
-    let open = if format == Format::F64 {
+    let open = if format == RoundingFormat::F64 {
         sliced(kernel, work, (m, n, k), a, b, &mut out)
     } else {
         direct(kernel, work, (m, n, k), a, b, &mut out, format)
@@ -230,7 +230,7 @@ fn sliced<K: GemmKernel>(
                     exact.and_then(|(hi, lo)| {
                         let scale = rf.scale * cf.scale;
                         let bound = rf.bound[0] * cf.bound[0] + rf.bound[1] * cf.bound[1] + slack;
-                        decide(hi * scale, lo * scale, rest[c], bound, Format::F64)
+                        decide(hi * scale, lo * scale, rest[c], bound, RoundingFormat::F64)
                     })
                 } else {
                     zero_product(&rows[r], &cols[c])
@@ -275,7 +275,7 @@ fn direct<K: GemmKernel>(
     a: &[f64],
     b: &[f64],
     out: &mut [f64],
-    format: Format,
+    format: RoundingFormat,
 ) -> Vec<usize> {
     let rows = super::slices::scan_rows(a, m, k);
     let cols = super::slices::scan_columns(b, k, n);
@@ -317,7 +317,7 @@ fn exact_elements(
     a: &[f64],
     b: &[f64],
     open: &[usize],
-    format: Format,
+    format: RoundingFormat,
 ) {
     if open.is_empty() {
         return;
@@ -384,7 +384,7 @@ mod tests {
             &a,
             &b,
             &mut out,
-            Format::F32,
+            RoundingFormat::F32,
         );
         assert!(
             open.len() * 50 < m * n,
