@@ -1,4 +1,4 @@
-//! FPRev: build the tree on demand from a pivot, bottom-up, one level at a time.
+//! FPRev's tree build: on demand from a pivot, bottom-up, one level at a time.
 //!
 //! For a pivot `i` inside a complete subtree `I`, sorting `l(i, j)` groups the other
 //! leaves by the level where they join `i`. Binary nodes give `l = |LCA|`. Fused nodes
