@@ -25,7 +25,7 @@ use crate::tree::SumTree;
 const MIN_TEMPLATE: usize = 4;
 
 /// FxHash's multiply-rotate mix: the keys are fprev's own offsets, not attacker input,
-/// and SipHash over every leaf set was a visible share of a cheap target's reveal.
+/// and hashing every leaf set is on a cheap target's hot path, where SipHash is slow.
 #[derive(Default, Clone, Copy)]
 struct Mix(u64);
 
@@ -73,8 +73,8 @@ pub(crate) struct Templates {
 
 /// A leaf set shifted to start at 0, as a fingerprint: its size, its span and its
 /// [`LeafHash`] shifted to 0. A subtree's comes from its root in the arena without a
-/// leaf walk, a group's from one pass (sorting, or walking, every subtree's leaves was a
-/// visible cost). Sets that collide only cost a failed proof: a template is never used
+/// leaf walk, a group's from one pass (no sorting or walking of every subtree's leaves,
+/// which would cost more than a cheap target's probes). Sets that collide only cost a failed proof: a template is never used
 /// unproved, and the span keeps its offsets inside `base..=max`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct LeafSetKey {
@@ -118,7 +118,7 @@ impl LeafSetKey {
 impl Templates {
     /// Remember the subtree at `root` if it is binary and large enough. The arena only
     /// grows, so the template is the root's id: its shape is read when a shifted twin
-    /// turns up (walking every finished subtree into a shape was a visible cost).
+    /// turns up, so finished subtrees that never get a twin cost no walk.
     pub fn record(&mut self, arena: &Arena, root: u32) {
         let v = root as usize;
         if (arena.size[v] as usize) < MIN_TEMPLATE || !arena.binary[v] {
