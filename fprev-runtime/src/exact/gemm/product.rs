@@ -139,71 +139,13 @@ fn sliced<K: GemmKernel>(
     let rows = split_rows(a, (m, k), beta_a, &mut work.slice, &mut work.left);
     let cols = split_columns(b, (k, n), beta_b, &mut work.slices, &mut work.right);
 
-    // A1 * [B1 | B2], chunk by chunk, summed exactly as integers.
-    let slices = zeroed(&mut work.products, m * 2 * n);
-    let totals = &mut work.totals;
-    totals.clear();
-    for start in (0..k).step_by(CHUNK) {
-        let len = CHUNK.min(k - start);
-        let b_rows = &work.slices[start * 2 * n..(start + len) * 2 * n];
-        if len == k {
-            kernel.gemm(m, 2 * n, k, &work.slice, b_rows, slices);
-            break;
-        }
-        let chunk_a = &mut work.chunk;
-        chunk_a.clear();
-        for row in work.slice.chunks_exact(k) {
-            chunk_a.extend_from_slice(&row[start..start + len]);
-        }
-        kernel.gemm(m, 2 * n, len, chunk_a, b_rows, slices);
-        totals.resize(m * 2 * n, 0);
-        for (t, &v) in totals.iter_mut().zip(slices.iter()) {
-            // A non-integer (a kernel that broke its contract), or a sum beyond i64 (over
-            // a thousand chunks), marks the element for the exact path below.
-            *t = match (integral(v), *t) {
-                (true, t) if t != i64::MAX => t.checked_add(v as i64).unwrap_or(i64::MAX),
-                _ => i64::MAX,
-            };
-        }
-    }
+    slice_products(kernel, work, (m, n, k));
     // The rest: [A_hi | A_tail] * [B_tail ; B], an ordinary product.
     let rest = zeroed(&mut work.rest, m * n);
     kernel.gemm(m, n, 2 * k, &work.left, &work.right, rest);
     let (slices, totals) = (&work.products, &work.totals);
 
-    // Per-line factors, so that an element costs a few multiplications: the slice
-    // products scale by 2^(e - beta_a - 2 beta_b) * 2^f, and the bound on the rest's
-    // error is gamma_2k (||A_hi|| ||B_tail|| + ||A_tail|| ||B||) (Cauchy-Schwarz bounds
-    // the sums of |products| its rounding errors scale with), split the same way.
-    let gamma = gamma(2 * k) * (1.0 + 1e-10);
-    let row_factors: Vec<Factors> = rows
-        .iter()
-        .map(|row| match row.kind {
-            LineKind::Sliced { exp } => {
-                let unit = gamma * pow2(exp - beta_a);
-                Factors {
-                    exp,
-                    scale: pow2(exp - beta_a - 2 * beta_b),
-                    bound: [
-                        unit * row.slice_norm * pow2(-2 * beta_b),
-                        unit * row.tail_norm,
-                    ],
-                }
-            }
-            _ => Factors::NONE,
-        })
-        .collect();
-    let col_factors: Vec<Factors> = cols
-        .iter()
-        .map(|col| match col.kind {
-            LineKind::Sliced { exp } => Factors {
-                exp,
-                scale: pow2(exp),
-                bound: [col.slice_norm * pow2(exp), col.tail_norm * pow2(exp)],
-            },
-            _ => Factors::NONE,
-        })
-        .collect();
+    let (row_factors, col_factors) = line_factors(&rows, &cols, k, (beta_a, beta_b));
     // Products that underflow inside the kernel, and in the bound itself.
     let slack = underflow_slack(2 * k);
     let open: Vec<Vec<usize>> = out
@@ -244,6 +186,83 @@ fn sliced<K: GemmKernel>(
         })
         .collect();
     open.concat()
+}
+
+/// `A1 * [B1 | B2]` into `work.products`, chunk by chunk: with more than one chunk, each
+/// chunk's integers summed exactly in `work.totals` (empty for a single chunk).
+fn slice_products<K: GemmKernel>(
+    kernel: &mut K,
+    work: &mut Workspace,
+    (m, n, k): (usize, usize, usize),
+) {
+    let slices = zeroed(&mut work.products, m * 2 * n);
+    let totals = &mut work.totals;
+    totals.clear();
+    for start in (0..k).step_by(CHUNK) {
+        let len = CHUNK.min(k - start);
+        let b_rows = &work.slices[start * 2 * n..(start + len) * 2 * n];
+        if len == k {
+            kernel.gemm(m, 2 * n, k, &work.slice, b_rows, slices);
+            break;
+        }
+        let chunk_a = &mut work.chunk;
+        chunk_a.clear();
+        for row in work.slice.chunks_exact(k) {
+            chunk_a.extend_from_slice(&row[start..start + len]);
+        }
+        kernel.gemm(m, 2 * n, len, chunk_a, b_rows, slices);
+        totals.resize(m * 2 * n, 0);
+        for (t, &v) in totals.iter_mut().zip(slices.iter()) {
+            // A non-integer (a kernel that broke its contract), or a sum beyond i64 (over
+            // a thousand chunks), marks the element for the exact path below.
+            *t = match (integral(v), *t) {
+                (true, t) if t != i64::MAX => t.checked_add(v as i64).unwrap_or(i64::MAX),
+                _ => i64::MAX,
+            };
+        }
+    }
+}
+
+/// Per-line factors, so that an element costs a few multiplications: the slice
+/// products scale by 2^(e - beta_a - 2 beta_b) * 2^f, and the bound on the rest's
+/// error is gamma_2k (||A_hi|| ||B_tail|| + ||A_tail|| ||B||) (Cauchy-Schwarz bounds
+/// the sums of |products| its rounding errors scale with), split the same way.
+fn line_factors(
+    rows: &[Line],
+    cols: &[Line],
+    k: usize,
+    (beta_a, beta_b): (i32, i32),
+) -> (Vec<Factors>, Vec<Factors>) {
+    let gamma = gamma(2 * k) * (1.0 + 1e-10);
+    let row_factors: Vec<Factors> = rows
+        .iter()
+        .map(|row| match row.kind {
+            LineKind::Sliced { exp } => {
+                let unit = gamma * pow2(exp - beta_a);
+                Factors {
+                    exp,
+                    scale: pow2(exp - beta_a - 2 * beta_b),
+                    bound: [
+                        unit * row.slice_norm * pow2(-2 * beta_b),
+                        unit * row.tail_norm,
+                    ],
+                }
+            }
+            _ => Factors::NONE,
+        })
+        .collect();
+    let col_factors: Vec<Factors> = cols
+        .iter()
+        .map(|col| match col.kind {
+            LineKind::Sliced { exp } => Factors {
+                exp,
+                scale: pow2(exp),
+                bound: [col.slice_norm * pow2(exp), col.tail_norm * pow2(exp)],
+            },
+            _ => Factors::NONE,
+        })
+        .collect();
+    (row_factors, col_factors)
 }
 
 /// What a row or a column contributes to each of its elements' decision.
