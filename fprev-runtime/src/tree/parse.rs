@@ -85,18 +85,7 @@ impl FromStr for SumTree {
             return Err(syntax(bytes.len(), "unterminated tree"));
         }
         let n = leaves.len();
-        let mut seen = vec![false; n];
-        for &l in &leaves {
-            let l = l as usize;
-            if l >= n {
-                return Err(TreeError::Leaves(format!(
-                    "leaf {l} in a tree of {n} leaves"
-                )));
-            }
-            if std::mem::replace(&mut seen[l], true) {
-                return Err(TreeError::Leaves(format!("leaf {l} appears twice")));
-            }
-        }
+        check_leaves(&leaves)?;
         let fix = |c: u32| {
             if c as usize >= n && c > u32::MAX / 2 {
                 (n as u32) + (u32::MAX - c)
@@ -110,6 +99,24 @@ impl FromStr for SumTree {
             .collect();
         Ok(SumTree::from_raw(n, raw))
     }
+}
+
+/// The leaves read are exactly `0..n`, each once.
+fn check_leaves(leaves: &[u32]) -> Result<(), TreeError> {
+    let n = leaves.len();
+    let mut seen = vec![false; n];
+    for &l in leaves {
+        let l = l as usize;
+        if l >= n {
+            return Err(TreeError::Leaves(format!(
+                "leaf {l} in a tree of {n} leaves"
+            )));
+        }
+        if std::mem::replace(&mut seen[l], true) {
+            return Err(TreeError::Leaves(format!("leaf {l} appears twice")));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
