@@ -10,7 +10,7 @@ mod common;
 use common::cases;
 use fprev::float::{ProbeFloat, ProbeScale, F8E4M3, F8E5M2};
 use fprev::fused::BlockFma;
-use fprev::ops::{self, ElementCoverage, Element, ElementOrders, ElementReveal};
+use fprev::ops::{self, Element, ElementCoverage, ElementOrders, ElementReveal};
 use fprev::{RevealError, SumTree};
 
 /// How one output element sums its `k` products.

@@ -245,7 +245,11 @@ fn narrower_formats_round_once() {
                 let xs = draw(kind, n, &mut rng);
                 let mut acc = Accumulator::new();
                 acc.add_slice(&xs);
-                for format in [RoundingFormat::F32, RoundingFormat::F16, RoundingFormat::BF16] {
+                for format in [
+                    RoundingFormat::F32,
+                    RoundingFormat::F16,
+                    RoundingFormat::BF16,
+                ] {
                     let want = reference_sum(&xs, format);
                     let got = acc.round_to(format);
                     assert!(
@@ -280,7 +284,11 @@ fn single_values_round_like_the_standard_conversions() {
     for x in values {
         let mut acc = Accumulator::new();
         acc.add(x);
-        assert_eq!(acc.round_to(RoundingFormat::F32), (x as f32) as f64, "f32 {x:e}");
+        assert_eq!(
+            acc.round_to(RoundingFormat::F32),
+            (x as f32) as f64,
+            "f32 {x:e}"
+        );
         assert_eq!(
             acc.round_to(RoundingFormat::F16),
             f16::from_f64(x).to_f64(),
@@ -433,7 +441,10 @@ fn ieee_special_values() {
     // Underflow in a narrow format keeps the sign.
     let mut acc = Accumulator::new();
     acc.add(-1e-30);
-    assert_eq!(acc.round_to(RoundingFormat::F16).to_bits(), (-0.0f64).to_bits());
+    assert_eq!(
+        acc.round_to(RoundingFormat::F16).to_bits(),
+        (-0.0f64).to_bits()
+    );
     assert_eq!(
         acc.round_to_format(11, -14, 15).to_bits(),
         (-0.0f64).to_bits()
@@ -484,7 +495,10 @@ fn special_values_inside_long_vectors() {
     let mut xs = draw(Kind::Wide, 20_000, &mut rng);
     xs.extend(draw(Kind::Moderate, 20_000, &mut rng));
     xs.extend(draw(Kind::Subnormal, 3_000, &mut rng));
-    assert!(same(exact::sum(&xs), reference_sum(&xs, RoundingFormat::F64)));
+    assert!(same(
+        exact::sum(&xs),
+        reference_sum(&xs, RoundingFormat::F64)
+    ));
     let ys = draw(Kind::AnyFinite, xs.len(), &mut rng);
     assert!(same(
         exact::dot(&xs, &ys).unwrap_or(f64::NAN),

@@ -8,7 +8,7 @@
 mod solvers;
 
 use fprev::exact::{
-    self, Accumulator, RoundingFormat, Gemm, GemmKernel, Matrixmultiply, Operand, ShapeError,
+    self, Accumulator, Gemm, GemmKernel, Matrixmultiply, Operand, RoundingFormat, ShapeError,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -96,7 +96,12 @@ fn column(b: &[f64], k: usize, n: usize, j: usize) -> Vec<f64> {
 
 /// The reference: each element as the exact dot product of its row and column, rounded
 /// once to `format`.
-fn reference(a: &[f64], b: &[f64], (m, n, k): (usize, usize, usize), format: RoundingFormat) -> Vec<f64> {
+fn reference(
+    a: &[f64],
+    b: &[f64],
+    (m, n, k): (usize, usize, usize),
+    format: RoundingFormat,
+) -> Vec<f64> {
     let mut out = vec![0.0; m * n];
     for j in 0..n {
         let col = column(b, k, n, j);

@@ -6,7 +6,7 @@
 mod builtins;
 
 use builtins::Size;
-use fprev::ops::{self, ElementCoverage, Element, ElementReveal};
+use fprev::ops::{self, Element, ElementCoverage, ElementReveal};
 use fprev::SumTree;
 
 fn tree(text: &str) -> SumTree {

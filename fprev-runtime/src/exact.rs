@@ -45,10 +45,10 @@ pub(crate) fn pow2(e: i32) -> f64 {
 }
 
 pub use accumulator::Accumulator;
-pub use format::{RoundingFormat, FormatError};
+pub use format::{FormatError, RoundingFormat};
 #[cfg(feature = "ndarray")]
 pub use gemm::gemm_array;
-pub use gemm::{gemm, gemv, Gemm, GemmKernel, Matrixmultiply, MatrixElement, Operand, ShapeError};
+pub use gemm::{gemm, gemv, Gemm, GemmKernel, MatrixElement, Matrixmultiply, Operand, ShapeError};
 
 /// Elements per `rayon` task in [`par_sum`] and [`par_dot`]; any value gives the same bits.
 const PAR_CHUNK: usize = 1 << 17;

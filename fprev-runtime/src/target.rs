@@ -11,12 +11,12 @@ mod operands;
 mod probe;
 mod products;
 
-pub use functions::{FnTarget, SyncFnTarget, PARALLEL_MIN_WORK};
 pub(crate) use functions::caught;
+pub use functions::{FnTarget, SyncFnTarget, PARALLEL_MIN_WORK};
 pub use operands::{exponent_sums, random_operands, split_product, DrawnOperands};
 pub(crate) use operands::{split_values, OperandSplit};
-pub use probe::{Probe, ProbeBatch, ProbeSets};
 use probe::{neg, MaskGuard};
+pub use probe::{Probe, ProbeBatch, ProbeSets};
 pub use products::Products;
 
 use crate::float::ProbeFloat;

@@ -598,5 +598,4 @@ mod tests {
         assert_eq!(SumTree::pairwise(5).to_string(), "((0+1)+(2+(3+4)))");
         assert_eq!(SumTree::pairwise(1).to_string(), "0");
     }
-
 }

@@ -80,7 +80,11 @@ impl RoundingFormat {
     /// acc.add_slice(&[1.0, 0.0625]);
     /// assert_eq!(acc.round_to(fp8), 1.0); // 1 + 2^-4 is a tie between 1 and 1.125
     /// ```
-    pub fn new(precision_bits: u32, min_exp: i32, max_exp: i32) -> Result<RoundingFormat, FormatError> {
+    pub fn new(
+        precision_bits: u32,
+        min_exp: i32,
+        max_exp: i32,
+    ) -> Result<RoundingFormat, FormatError> {
         let fits = (1..=53).contains(&precision_bits)
             && -1022 <= min_exp
             && min_exp <= max_exp

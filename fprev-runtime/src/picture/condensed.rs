@@ -514,7 +514,8 @@ fn shifted_part(c: &mut Canvas, a: &Analysis, parts: &[usize], noun: &str, s: us
 fn step_of(a: &Analysis, p: usize) -> usize {
     match a.pure(p) {
         Some(TreeShape::Chain {
-            step: ChainStride::By(s), ..
+            step: ChainStride::By(s),
+            ..
         }) => s.unsigned_abs() as usize,
         _ => 1,
     }

@@ -364,7 +364,11 @@ fn level_test<T: ProbeFloat, X: Target<T>>(
     let d = arena.size[top.open[0] as usize] as usize;
     // Units only on the open siblings and the group (the pivot's subtree and
     // everything else zero): both candidate lost sets lie inside.
-    let mut window: Vec<usize> = top.open.iter().flat_map(|&c| arena.leaves_under(c)).collect();
+    let mut window: Vec<usize> = top
+        .open
+        .iter()
+        .flat_map(|&c| arena.leaves_under(c))
+        .collect();
     window.extend_from_slice(group);
     let probe = Probe {
         plus: q,
@@ -451,7 +455,11 @@ fn join_of(
             detail: format!(
                 "leaves {:?}... at l = {l} split into parts of sizes {:?}, expected {size} each",
                 &group[..count.min(6)],
-                parts.iter().map(|p| p.size(arena)).take(8).collect::<Vec<_>>()
+                parts
+                    .iter()
+                    .map(|p| p.size(arena))
+                    .take(8)
+                    .collect::<Vec<_>>()
             ),
         })
     }

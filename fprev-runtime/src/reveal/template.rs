@@ -578,7 +578,10 @@ mod tests {
                 LeafSetKey::of_leaves(&arena, leaves.into_iter())
             );
         }
-        assert_eq!(LeafSetKey::of_node(&arena, top).0, LeafSetKey::of_node(&arena, fused).0);
+        assert_eq!(
+            LeafSetKey::of_node(&arena, top).0,
+            LeafSetKey::of_node(&arena, fused).0
+        );
         let mut late = Arena::new(20);
         let v = late.node(&[3, 4], false);
         late.hash_leaf_sets();

@@ -173,7 +173,9 @@ impl<'t> Analysis<'t> {
                             ChainStride::Irregular
                         }
                     }
-                    Some(ChainStride::By(s)) if i64::from(leaf) - i64::from(c.last) == s => ChainStride::By(s),
+                    Some(ChainStride::By(s)) if i64::from(leaf) - i64::from(c.last) == s => {
+                        ChainStride::By(s)
+                    }
                     Some(_) => ChainStride::Irregular,
                 };
                 Some(ChainInfo {

@@ -93,11 +93,20 @@ mod tests {
         let one = 1.0;
         let u = f64::EPSILON; // spacing above 1
         assert_eq!(decide(one, 0.0, 0.0, 0.0, RoundingFormat::F64), Some(1.0));
-        assert_eq!(decide(one, 0.0, 0.4 * u, 0.05 * u, RoundingFormat::F64), Some(1.0));
+        assert_eq!(
+            decide(one, 0.0, 0.4 * u, 0.05 * u, RoundingFormat::F64),
+            Some(1.0)
+        );
         // The interval reaches the midpoint between 1 and 1 + u.
-        assert_eq!(decide(one, 0.0, 0.4 * u, 0.2 * u, RoundingFormat::F64), None);
+        assert_eq!(
+            decide(one, 0.0, 0.4 * u, 0.2 * u, RoundingFormat::F64),
+            None
+        );
         // Below 1 the spacing is u / 2: a quarter of u down is a midpoint.
-        assert_eq!(decide(one, 0.0, -0.2 * u, 0.01 * u, RoundingFormat::F64), Some(1.0));
+        assert_eq!(
+            decide(one, 0.0, -0.2 * u, 0.01 * u, RoundingFormat::F64),
+            Some(1.0)
+        );
         assert_eq!(decide(one, 0.0, -0.25 * u, 0.0, RoundingFormat::F64), None); // a tie
         assert_eq!(
             decide(one, 0.0, -0.26 * u, 0.0, RoundingFormat::F64),
@@ -108,9 +117,15 @@ mod tests {
             decide(-one, 0.0, 0.26 * u, 0.0, RoundingFormat::F64),
             Some(u / 2.0 - 1.0)
         );
-        assert_eq!(decide(-one, 0.0, 0.2 * u, 0.0, RoundingFormat::F64), Some(-1.0));
+        assert_eq!(
+            decide(-one, 0.0, 0.2 * u, 0.0, RoundingFormat::F64),
+            Some(-1.0)
+        );
         // Exact parts that a single double could not hold.
-        assert_eq!(decide(one, 0.75 * u, 0.0, 0.0, RoundingFormat::F64), Some(1.0 + u));
+        assert_eq!(
+            decide(one, 0.75 * u, 0.0, 0.0, RoundingFormat::F64),
+            Some(1.0 + u)
+        );
         assert_eq!(decide(one, 0.5 * u, 0.0, 0.0, RoundingFormat::F64), None); // a tie
         assert_eq!(decide(0.0, 0.0, 0.0, 0.0, RoundingFormat::F64), None);
         assert_eq!(decide(1e-310, 0.0, 0.0, 0.0, RoundingFormat::F64), None);
@@ -129,7 +144,10 @@ mod tests {
             decide(1.0, 0.5 * u32, -1e-12, 1e-13, RoundingFormat::F32),
             Some(1.0)
         );
-        assert_eq!(decide(1.0, 0.5 * u32, 0.0, 1e-13, RoundingFormat::F32), None);
+        assert_eq!(
+            decide(1.0, 0.5 * u32, 0.0, 1e-13, RoundingFormat::F32),
+            None
+        );
         assert_eq!(decide(1e-40, 0.0, 0.0, 0.0, RoundingFormat::F32), None); // f32 subnormal
         assert_eq!(decide(3e38, 0.0, 0.0, 0.0, RoundingFormat::F32), None); // top binade
     }

@@ -136,7 +136,10 @@ mod tests {
 
     #[test]
     fn each_element_finds_its_group_tree() {
-        let (a, b) = (Element { lane: 0, output: 0 }, Element { lane: 1, output: 0 });
+        let (a, b) = (
+            Element { lane: 0, output: 0 },
+            Element { lane: 1, output: 0 },
+        );
         let o = orders(
             vec![
                 OrderGroup {
@@ -153,7 +156,10 @@ mod tests {
         assert!(!o.is_uniform());
         assert_eq!(o.tree_of(b), Some(&SumTree::reverse(3)));
         let shown = o.to_string();
-        assert!(shown.starts_with("2 orders among 2 x 1 elements (k = 3):"), "{shown}");
+        assert!(
+            shown.starts_with("2 orders among 2 x 1 elements (k = 3):"),
+            "{shown}"
+        );
         assert!(shown.contains("group 1: 1 elements [1, 0]"), "{shown}");
     }
 

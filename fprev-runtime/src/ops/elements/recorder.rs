@@ -231,7 +231,11 @@ impl<'r, T: ProbeFloat, R: Reduction<T>> Recorder<'r, T, R> {
 
     /// Operands spread: one call with row `i` holding source `rows[i]`'s first operand
     /// and column `j` source `cols[j]`'s second, logged.
-    pub(super) fn eval_sources_split(&mut self, rows: Vec<u32>, cols: Vec<u32>) -> Result<(), TargetError> {
+    pub(super) fn eval_sources_split(
+        &mut self,
+        rows: Vec<u32>,
+        cols: Vec<u32>,
+    ) -> Result<(), TargetError> {
         let mut ids: Vec<u32> = rows.iter().chain(&cols).copied().collect();
         ids.sort_unstable();
         ids.dedup();
@@ -583,7 +587,14 @@ mod tests {
         let probe = Probe { plus: 1, minus: 2 };
         let e = probe_nondeterministic(&bg, probe, 2.0f32, 1.0);
         assert!(
-            matches!(e, RevealError::Nondeterministic { first: 2, second: 3, .. }),
+            matches!(
+                e,
+                RevealError::Nondeterministic {
+                    first: 2,
+                    second: 3,
+                    ..
+                }
+            ),
             "{e}"
         );
     }
