@@ -10,7 +10,7 @@ mod common;
 use common::cases;
 use fprev::float::{ProbeFloat, ProbeScale, F8E4M3, F8E5M2};
 use fprev::fused::BlockFma;
-use fprev::ops::{self, Coverage, Element, ElementOrders, ElementReveal};
+use fprev::ops::{self, Element, ElementCoverage, ElementOrders, ElementReveal};
 use fprev::{RevealError, SumTree};
 
 /// How one output element sums its `k` products.
@@ -180,7 +180,7 @@ fn fp8_gemm_columns_in_two_orders_come_out_as_two_groups() {
         }
     };
     for seed in 0..u64::from(cases(1)) {
-        for coverage in [Coverage::Batched, Coverage::Exhaustive] {
+        for coverage in [ElementCoverage::Batched, ElementCoverage::Exhaustive] {
             let what = format!("E4M3 gemm with two column orders, {coverage:?}");
             let o = ElementReveal::new()
                 .seed(seed)

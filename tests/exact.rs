@@ -3,7 +3,7 @@
 //!
 //! Sizes are small in debug builds; `FPREV_EXACT_N` raises the largest vector length.
 
-use fprev::exact::{self, Accumulator, Format};
+use fprev::exact::{self, Accumulator, RoundingFormat};
 use num_bigint::{BigInt, BigUint, Sign};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
@@ -46,7 +46,7 @@ fn big(x: f64) -> BigInt {
 }
 
 /// Rounds `v * 2^low_exp` to the format (nearest, ties to even); `None` for exact zero.
-fn round_big(v: &BigInt, low_exp: i32, format: Format) -> Option<f64> {
+fn round_big(v: &BigInt, low_exp: i32, format: RoundingFormat) -> Option<f64> {
     let (p, emin, emax) = (
         format.precision_bits() as i32,
         format.min_exp(),
@@ -92,7 +92,7 @@ fn round_big(v: &BigInt, low_exp: i32, format: Format) -> Option<f64> {
 }
 
 /// The reference sum of finite values, rounded to `format`, with IEEE's zero sign rule.
-fn reference_sum(xs: &[f64], format: Format) -> f64 {
+fn reference_sum(xs: &[f64], format: RoundingFormat) -> f64 {
     let total: BigInt = xs.iter().map(|&x| big(x)).sum();
     round_big(&total, -1074, format).unwrap_or_else(|| {
         let neg_zero_only = !xs.is_empty() && xs.iter().all(|x| x.to_bits() == (-0.0f64).to_bits());
@@ -107,7 +107,7 @@ fn reference_sum(xs: &[f64], format: Format) -> f64 {
 /// The reference dot product of finite values.
 fn reference_dot(x: &[f64], y: &[f64]) -> f64 {
     let total: BigInt = x.iter().zip(y).map(|(&a, &b)| big(a) * big(b)).sum();
-    round_big(&total, -2148, Format::F64).unwrap_or_else(|| {
+    round_big(&total, -2148, RoundingFormat::F64).unwrap_or_else(|| {
         let neg = !x.is_empty()
             && x.iter()
                 .zip(y)
@@ -222,7 +222,7 @@ fn sum_is_correctly_rounded_on_random_vectors() {
             for n in lengths() {
                 let mut rng = ChaCha8Rng::seed_from_u64(seed);
                 let xs = draw(kind, n, &mut rng);
-                let want = reference_sum(&xs, Format::F64);
+                let want = reference_sum(&xs, RoundingFormat::F64);
                 let ctx = format!("seed {seed}, {kind:?}, n = {n}");
                 assert!(same(exact::sum(&xs), want), "sum: {ctx}");
                 assert!(same(exact::par_sum(&xs), want), "par_sum: {ctx}");
@@ -245,7 +245,11 @@ fn narrower_formats_round_once() {
                 let xs = draw(kind, n, &mut rng);
                 let mut acc = Accumulator::new();
                 acc.add_slice(&xs);
-                for format in [Format::F32, Format::F16, Format::BF16] {
+                for format in [
+                    RoundingFormat::F32,
+                    RoundingFormat::F16,
+                    RoundingFormat::BF16,
+                ] {
                     let want = reference_sum(&xs, format);
                     let got = acc.round_to(format);
                     assert!(
@@ -280,14 +284,18 @@ fn single_values_round_like_the_standard_conversions() {
     for x in values {
         let mut acc = Accumulator::new();
         acc.add(x);
-        assert_eq!(acc.round_to(Format::F32), (x as f32) as f64, "f32 {x:e}");
         assert_eq!(
-            acc.round_to(Format::F16),
+            acc.round_to(RoundingFormat::F32),
+            (x as f32) as f64,
+            "f32 {x:e}"
+        );
+        assert_eq!(
+            acc.round_to(RoundingFormat::F16),
             f16::from_f64(x).to_f64(),
             "f16 {x:e}"
         );
         assert_eq!(
-            acc.round_to(Format::BF16),
+            acc.round_to(RoundingFormat::BF16),
             bf16::from_f64(x).to_f64(),
             "bf16 {x:e}"
         );
@@ -303,7 +311,7 @@ fn sum_f32_rounds_the_exact_value_once() {
                 .map(|_| with_exponent(&mut rng, -140, 127) as f32)
                 .collect();
             let wide: Vec<f64> = xs.iter().map(|&x| x as f64).collect();
-            let want = reference_sum(&wide, Format::F32) as f32;
+            let want = reference_sum(&wide, RoundingFormat::F32) as f32;
             let got = exact::sum_f32(&xs);
             assert_eq!(got.to_bits(), want.to_bits(), "seed {seed}, n = {n}");
         }
@@ -433,7 +441,10 @@ fn ieee_special_values() {
     // Underflow in a narrow format keeps the sign.
     let mut acc = Accumulator::new();
     acc.add(-1e-30);
-    assert_eq!(acc.round_to(Format::F16).to_bits(), (-0.0f64).to_bits());
+    assert_eq!(
+        acc.round_to(RoundingFormat::F16).to_bits(),
+        (-0.0f64).to_bits()
+    );
     assert_eq!(
         acc.round_to_format(11, -14, 15).to_bits(),
         (-0.0f64).to_bits()
@@ -474,7 +485,7 @@ fn special_values_inside_long_vectors() {
             let x: Vec<f64> = huge.iter().map(|v| v * 0.5).collect();
             assert_eq!(
                 exact::sum(&x),
-                reference_sum(&x, Format::F64),
+                reference_sum(&x, RoundingFormat::F64),
                 "MAX/2: {ctx}"
             );
         }
@@ -484,7 +495,10 @@ fn special_values_inside_long_vectors() {
     let mut xs = draw(Kind::Wide, 20_000, &mut rng);
     xs.extend(draw(Kind::Moderate, 20_000, &mut rng));
     xs.extend(draw(Kind::Subnormal, 3_000, &mut rng));
-    assert!(same(exact::sum(&xs), reference_sum(&xs, Format::F64)));
+    assert!(same(
+        exact::sum(&xs),
+        reference_sum(&xs, RoundingFormat::F64)
+    ));
     let ys = draw(Kind::AnyFinite, xs.len(), &mut rng);
     assert!(same(
         exact::dot(&xs, &ys).unwrap_or(f64::NAN),
@@ -625,10 +639,10 @@ fn dot_special_values() {
 
 #[test]
 fn format_validation() {
-    assert!(Format::new(54, -1022, 1023).is_err());
-    assert!(Format::new(24, -1023, 127).is_err());
-    assert!(Format::new(24, 10, 5).is_err());
-    assert_eq!(Format::new(24, -126, 127), Ok(Format::F32));
+    assert!(RoundingFormat::new(54, -1022, 1023).is_err());
+    assert!(RoundingFormat::new(24, -1023, 127).is_err());
+    assert!(RoundingFormat::new(24, 10, 5).is_err());
+    assert_eq!(RoundingFormat::new(24, -126, 127), Ok(RoundingFormat::F32));
 }
 
 // ---------- reproducibility ----------
@@ -705,9 +719,9 @@ proptest! {
         xs in proptest::collection::vec(
             any::<f64>().prop_filter("finite", |x| x.is_finite()), 0..200)
     ) {
-        let want = reference_sum(&xs, Format::F64);
+        let want = reference_sum(&xs, RoundingFormat::F64);
         prop_assert!(same(exact::sum(&xs), want));
-        prop_assert!(same(Accumulator::new().round_to(Format::F64), 0.0));
+        prop_assert!(same(Accumulator::new().round_to(RoundingFormat::F64), 0.0));
     }
 
     #[test]

@@ -8,7 +8,7 @@
 mod solvers;
 
 use fprev::exact::{
-    self, Accumulator, Format, Gemm, GemmKernel, Matrixmultiply, Operand, ShapeError,
+    self, Accumulator, Gemm, GemmKernel, Matrixmultiply, Operand, RoundingFormat, ShapeError,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -96,7 +96,12 @@ fn column(b: &[f64], k: usize, n: usize, j: usize) -> Vec<f64> {
 
 /// The reference: each element as the exact dot product of its row and column, rounded
 /// once to `format`.
-fn reference(a: &[f64], b: &[f64], (m, n, k): (usize, usize, usize), format: Format) -> Vec<f64> {
+fn reference(
+    a: &[f64],
+    b: &[f64],
+    (m, n, k): (usize, usize, usize),
+    format: RoundingFormat,
+) -> Vec<f64> {
     let mut out = vec![0.0; m * n];
     for j in 0..n {
         let col = column(b, k, n, j);
@@ -121,7 +126,7 @@ fn first_difference(got: &[f64], want: &[f64]) -> Option<(usize, f64, f64)> {
 fn check_f64(a: &[f64], b: &[f64], shape: (usize, usize, usize), context: &str) -> Vec<f64> {
     let (m, n, k) = shape;
     let got = exact::gemm(m, n, k, a, b).unwrap_or_else(|e| panic!("{context}: {e}"));
-    let want = reference(a, b, shape, Format::F64);
+    let want = reference(a, b, shape, RoundingFormat::F64);
     if let Some((i, g, w)) = first_difference(&got, &want) {
         panic!(
             "{context}: element ({}, {}) is {g:e} ({:#x}), the exact dot product rounds to \
@@ -285,7 +290,7 @@ fn ieee_special_values_follow_the_dot_product() {
     }
     a[3 * k..4 * k].fill(0.0); // row 3: all +0.0
     let got = exact::gemm(m, n, k, &a, &b).unwrap_or_default();
-    let want = reference(&a, &b, (m, n, k), Format::F64);
+    let want = reference(&a, &b, (m, n, k), RoundingFormat::F64);
     assert_eq!(first_difference(&got, &want), None, "{got:?} vs {want:?}");
     assert!(got[..n].iter().all(|v| v.is_nan()));
     assert!(got[n + 2].is_nan());
@@ -308,7 +313,7 @@ fn f32_products_round_once() {
             let b: Vec<f32> = b.iter().map(|&v| v as f32).collect();
             let got = exact::gemm(m, n, k, &a, &b).unwrap_or_default();
             let wide = |v: &[f32]| v.iter().map(|&x| x as f64).collect::<Vec<f64>>();
-            let want = reference(&wide(&a), &wide(&b), shape, Format::F32);
+            let want = reference(&wide(&a), &wide(&b), shape, RoundingFormat::F32);
             let got: Vec<f64> = got.iter().map(|&v| v as f64).collect();
             assert_eq!(
                 first_difference(&got, &want),
@@ -332,7 +337,7 @@ fn gemv_is_the_dot_product_of_each_row() {
     for kind in KINDS {
         let (m, k) = (37, 1100);
         let (a, x) = draw(kind, (m, 1, k), &mut rng);
-        let want = reference(&a, &x, (m, 1, k), Format::F64);
+        let want = reference(&a, &x, (m, 1, k), RoundingFormat::F64);
         let got = exact::gemv(m, k, &a, &x).unwrap_or_default();
         assert_eq!(first_difference(&got, &want), None, "{kind:?}, seed {seed}");
         let through_kernel = Gemm::new().gemv(m, k, &a, &x).unwrap_or_default();
@@ -344,7 +349,7 @@ fn gemv_is_the_dot_product_of_each_row() {
             &a32.iter().map(|&v| v as f64).collect::<Vec<_>>(),
             &x32.iter().map(|&v| v as f64).collect::<Vec<_>>(),
             (m, 1, k),
-            Format::F32,
+            RoundingFormat::F32,
         );
         let got32: Vec<f64> = got32.iter().map(|&v| v as f64).collect();
         assert_eq!(first_difference(&got32, &want32), None, "{kind:?} f32");

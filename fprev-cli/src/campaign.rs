@@ -270,6 +270,9 @@ fn opt_float_json(x: Option<f64>) -> Value {
     x.map_or(Value::Null, float_json)
 }
 
+/// Site key: (label, file, line) -> (its JSON, compiled, executions).
+type SiteAcc = BTreeMap<(String, String, u64), (Value, bool, u64)>;
+
 /// Joins process reports; the result is the same for any order of `docs`. Counts that
 /// would pass `u64::MAX` are an error naming the report and field that overflowed them.
 pub(crate) fn merge(docs: &[Report]) -> Result<Value, Failure> {
@@ -277,7 +280,7 @@ pub(crate) fn merge(docs: &[Report]) -> Result<Value, Failure> {
     let mut seeds = BTreeSet::new();
     let mut shards = BTreeSet::new();
     let mut binaries = BTreeSet::new();
-    let mut sites: BTreeMap<(String, String, u64), (Value, bool, u64)> = BTreeMap::new();
+    let mut sites: SiteAcc = BTreeMap::new();
     for doc in docs {
         if let Some(seed) = &doc.seed {
             seeds.insert(seed.clone());
@@ -288,148 +291,14 @@ pub(crate) fn merge(docs: &[Report]) -> Result<Value, Failure> {
                 reproducible: true,
                 ..TestAcc::default()
             });
-            acc.processes += 1;
-            if let Some(l) = &t.location {
-                acc.locations.insert(l.clone());
-            }
-            acc.campaigns.insert(t.campaign.clone());
-            acc.shards.insert(t.shard);
             shards.insert(t.shard);
-            acc.reproducible &= t.reproducible;
-            acc.reached_a_site |= t.reached_a_site;
-            acc.durations.push(t.duration_s);
-            for (si, s) in t.stages.iter().enumerate() {
-                let field = |key: &str| format!("tests[{ti}].stages[{si}].{key}");
-                let st = acc.stages.entry(s.stage.clone()).or_default();
-                st.number = s.number;
-                st.label = s.label.clone();
-                st.runs = checked(st.runs, s.runs, &doc.place, &field("runs"), "runs")?;
-                st.differing = checked(
-                    st.differing,
-                    s.differing,
-                    &doc.place,
-                    &field("differing"),
-                    "differing runs",
-                )?;
-                st.hashes.extend(s.result_hashes.iter().cloned());
-                st.distinct = st.distinct.max(s.distinct);
-                for tok in &s.tokens {
-                    *st.tokens.entry(tok.clone()).or_insert(0) += 1;
-                }
-                st.max_abs.add(s.max_abs);
-                st.max_rel.add(s.max_rel);
-                st.norm2.add(s.norm2);
-                st.max_ulps = st.max_ulps.max(s.max_ulps);
-                if s.max_ulps != u64::MAX {
-                    st.finite_ulps = Some(st.finite_ulps.map_or(s.max_ulps, |u| u.max(s.max_ulps)));
-                }
-                st.max_elements = st.max_elements.max(s.max_elements);
-                st.sites_reached = checked(
-                    st.sites_reached,
-                    s.sites_reached,
-                    &doc.place,
-                    &field("sites_reached"),
-                    "site executions",
-                )?;
-                st.durations.push(s.duration_s);
-                st.ended_by.insert(s.ended_by.clone());
-                for f in &s.findings {
-                    let key = (
-                        st.number,
-                        s.stage.clone(),
-                        f.element.map_or(Value::Null, Value::from).to_string(),
-                        opt_float_json(f.value).to_string(),
-                        opt_float_json(f.reference).to_string(),
-                    );
-                    acc.findings
-                        .entry(key)
-                        .or_default()
-                        .insert(f.token.clone(), f.replay.clone());
-                }
-            }
-            acc.still_reproduce
-                .extend(t.still_reproduce.iter().cloned());
-            acc.persisted.extend(t.persisted.iter().cloned());
+            acc.add(t, ti, &doc.place)?;
         }
-        for (i, site) in doc.sites.iter().enumerate() {
-            let key = (site.label.clone(), site.file.clone(), site.line);
-            let entry = sites
-                .entry(key)
-                .or_insert_with(|| (site.json.clone(), site.compiled, 0));
-            entry.2 = checked(
-                entry.2,
-                site.reached,
-                &doc.place,
-                &format!("sites[{i}].reached"),
-                "site executions",
-            )?;
-        }
+        add_sites(&mut sites, doc)?;
     }
     let mut tests_json = Vec::new();
     for (name, t) in tests {
-        let mut ordered: Vec<(&String, &StageAcc)> = t.stages.iter().collect();
-        ordered.sort_by_key(|(_, s)| s.number);
-        let mut stages = Vec::new();
-        for (stage, s) in ordered {
-            let overlap = s.tokens.values().filter(|&&n| n > 1).count();
-            stages.push(json!({
-                "stage": stage,
-                "number": s.number,
-                "label": s.label,
-                "runs": s.runs,
-                "distinct_schedules": s.tokens.len(),
-                "overlapping_schedules": overlap,
-                "distinct": s.distinct.max(s.hashes.len() as u64),
-                "differing": s.differing,
-                "max_abs": float_json(s.max_abs.all),
-                "max_rel": float_json(s.max_rel.all),
-                "norm2": float_json(s.norm2.all),
-                "max_ulps": s.max_ulps,
-                "finite_max_abs": opt_float_json(s.max_abs.finite),
-                "finite_max_rel": opt_float_json(s.max_rel.finite),
-                "finite_norm2": opt_float_json(s.norm2.finite),
-                "finite_max_ulps": s.finite_ulps,
-                "max_elements": s.max_elements,
-                "sites_reached": s.sites_reached,
-                "duration_s": sorted_sum(
-                    s.durations.clone(),
-                    &format!("the durations of test {name:?}, stage {stage}"),
-                )?,
-                "ended_by": s.ended_by.iter().collect::<Vec<_>>(),
-            }));
-        }
-        let findings: Vec<Value> = t
-            .findings
-            .iter()
-            .map(|((_, stage, element, value, reference), tokens)| {
-                let (token, replay) = tokens.iter().next().unzip();
-                // The keys are JSON text this merge wrote itself.
-                let back = |s: &str| serde_json::from_str::<Value>(s).unwrap_or(Value::Null);
-                json!({
-                    "stage": stage,
-                    "element": back(element),
-                    "value": back(value),
-                    "reference": back(reference),
-                    "token": token,
-                    "replay": replay,
-                    "seen": tokens.len(),
-                })
-            })
-            .collect();
-        tests_json.push(json!({
-            "name": name,
-            "locations": t.locations,
-            "campaigns": t.campaigns,
-            "shards": t.shards.iter().map(|(k, n)| format!("{k}/{n}")).collect::<Vec<_>>(),
-            "processes": t.processes,
-            "reproducible": t.reproducible,
-            "reached_a_site": t.reached_a_site,
-            "duration_s": sorted_sum(t.durations, &format!("the durations of test {name:?}"))?,
-            "stages": stages,
-            "findings": findings,
-            "still_reproduce": t.still_reproduce,
-            "persisted": t.persisted,
-        }));
+        tests_json.push(t.to_json(&name)?);
     }
     let compiled = sites.values().filter(|s| s.1).count();
     let reached = sites.values().filter(|s| s.1 && s.2 > 0).count();
@@ -456,6 +325,177 @@ pub(crate) fn merge(docs: &[Report]) -> Result<Value, Failure> {
         },
         "sites": sites,
     }))
+}
+
+/// Every site of one report, its executions added to the site's total.
+fn add_sites(sites: &mut SiteAcc, doc: &Report) -> Result<(), Failure> {
+    for (i, site) in doc.sites.iter().enumerate() {
+        let key = (site.label.clone(), site.file.clone(), site.line);
+        let entry = sites
+            .entry(key)
+            .or_insert_with(|| (site.json.clone(), site.compiled, 0));
+        entry.2 = checked(
+            entry.2,
+            site.reached,
+            &doc.place,
+            &format!("sites[{i}].reached"),
+            "site executions",
+        )?;
+    }
+    Ok(())
+}
+
+impl TestAcc {
+    /// One process's record of the test (`tests[ti]` of the report read at `place`).
+    fn add(&mut self, t: &reports::TestRecord, ti: usize, place: &str) -> Result<(), Failure> {
+        self.processes += 1;
+        if let Some(l) = &t.location {
+            self.locations.insert(l.clone());
+        }
+        self.campaigns.insert(t.campaign.clone());
+        self.shards.insert(t.shard);
+        self.reproducible &= t.reproducible;
+        self.reached_a_site |= t.reached_a_site;
+        self.durations.push(t.duration_s);
+        for (si, s) in t.stages.iter().enumerate() {
+            let field = |key: &str| format!("tests[{ti}].stages[{si}].{key}");
+            let st = self.stages.entry(s.stage.clone()).or_default();
+            st.add(s, place, field)?;
+            for f in &s.findings {
+                let key = (
+                    st.number,
+                    s.stage.clone(),
+                    f.element.map_or(Value::Null, Value::from).to_string(),
+                    opt_float_json(f.value).to_string(),
+                    opt_float_json(f.reference).to_string(),
+                );
+                self.findings
+                    .entry(key)
+                    .or_default()
+                    .insert(f.token.clone(), f.replay.clone());
+            }
+        }
+        self.still_reproduce
+            .extend(t.still_reproduce.iter().cloned());
+        self.persisted.extend(t.persisted.iter().cloned());
+        Ok(())
+    }
+
+    /// The merged test, its stages in order of their numbers.
+    fn to_json(self, name: &str) -> Result<Value, Failure> {
+        let mut ordered: Vec<(&String, &StageAcc)> = self.stages.iter().collect();
+        ordered.sort_by_key(|(_, s)| s.number);
+        let mut stages = Vec::new();
+        for (stage, s) in ordered {
+            stages.push(s.to_json(name, stage)?);
+        }
+        let findings: Vec<Value> = self
+            .findings
+            .iter()
+            .map(|((_, stage, element, value, reference), tokens)| {
+                let (token, replay) = tokens.iter().next().unzip();
+                // The keys are JSON text this merge wrote itself.
+                let back = |s: &str| serde_json::from_str::<Value>(s).unwrap_or(Value::Null);
+                json!({
+                    "stage": stage,
+                    "element": back(element),
+                    "value": back(value),
+                    "reference": back(reference),
+                    "token": token,
+                    "replay": replay,
+                    "seen": tokens.len(),
+                })
+            })
+            .collect();
+        Ok(json!({
+            "name": name,
+            "locations": self.locations,
+            "campaigns": self.campaigns,
+            "shards": self.shards.iter().map(|(k, n)| format!("{k}/{n}")).collect::<Vec<_>>(),
+            "processes": self.processes,
+            "reproducible": self.reproducible,
+            "reached_a_site": self.reached_a_site,
+            "duration_s": sorted_sum(self.durations, &format!("the durations of test {name:?}"))?,
+            "stages": stages,
+            "findings": findings,
+            "still_reproduce": self.still_reproduce,
+            "persisted": self.persisted,
+        }))
+    }
+}
+
+impl StageAcc {
+    /// One process's record of the stage; `field` names a field of it for errors.
+    fn add(
+        &mut self,
+        s: &reports::StageRecord,
+        place: &str,
+        field: impl Fn(&str) -> String,
+    ) -> Result<(), Failure> {
+        self.number = s.number;
+        self.label = s.label.clone();
+        self.runs = checked(self.runs, s.runs, place, &field("runs"), "runs")?;
+        self.differing = checked(
+            self.differing,
+            s.differing,
+            place,
+            &field("differing"),
+            "differing runs",
+        )?;
+        self.hashes.extend(s.result_hashes.iter().cloned());
+        self.distinct = self.distinct.max(s.distinct);
+        for tok in &s.tokens {
+            *self.tokens.entry(tok.clone()).or_insert(0) += 1;
+        }
+        self.max_abs.add(s.max_abs);
+        self.max_rel.add(s.max_rel);
+        self.norm2.add(s.norm2);
+        self.max_ulps = self.max_ulps.max(s.max_ulps);
+        if s.max_ulps != u64::MAX {
+            self.finite_ulps = Some(self.finite_ulps.map_or(s.max_ulps, |u| u.max(s.max_ulps)));
+        }
+        self.max_elements = self.max_elements.max(s.max_elements);
+        self.sites_reached = checked(
+            self.sites_reached,
+            s.sites_reached,
+            place,
+            &field("sites_reached"),
+            "site executions",
+        )?;
+        self.durations.push(s.duration_s);
+        self.ended_by.insert(s.ended_by.clone());
+        Ok(())
+    }
+
+    /// The merged stage `stage` of test `name`.
+    fn to_json(&self, name: &str, stage: &str) -> Result<Value, Failure> {
+        let overlap = self.tokens.values().filter(|&&n| n > 1).count();
+        Ok(json!({
+            "stage": stage,
+            "number": self.number,
+            "label": self.label,
+            "runs": self.runs,
+            "distinct_schedules": self.tokens.len(),
+            "overlapping_schedules": overlap,
+            "distinct": self.distinct.max(self.hashes.len() as u64),
+            "differing": self.differing,
+            "max_abs": float_json(self.max_abs.all),
+            "max_rel": float_json(self.max_rel.all),
+            "norm2": float_json(self.norm2.all),
+            "max_ulps": self.max_ulps,
+            "finite_max_abs": opt_float_json(self.max_abs.finite),
+            "finite_max_rel": opt_float_json(self.max_rel.finite),
+            "finite_norm2": opt_float_json(self.norm2.finite),
+            "finite_max_ulps": self.finite_ulps,
+            "max_elements": self.max_elements,
+            "sites_reached": self.sites_reached,
+            "duration_s": sorted_sum(
+                self.durations.clone(),
+                &format!("the durations of test {name:?}, stage {stage}"),
+            )?,
+            "ended_by": self.ended_by.iter().collect::<Vec<_>>(),
+        }))
+    }
 }
 
 fn as_str(v: &Value) -> String {
@@ -565,78 +605,29 @@ fn ulps_cell(stage: &Value) -> String {
     }
 }
 
+/// The table's columns.
+const HEADER: [&str; 9] = [
+    "test",
+    "stage",
+    "shards",
+    "runs",
+    "distinct",
+    "differing",
+    "max rel err",
+    "max ulps",
+    "overlap",
+];
+
 /// The merged report as a table (Markdown or aligned text), then the findings.
 pub(crate) fn table(merged: &Value, markdown: bool) -> String {
-    let header = [
-        "test",
-        "stage",
-        "shards",
-        "runs",
-        "distinct",
-        "differing",
-        "max rel err",
-        "max ulps",
-        "overlap",
-    ];
-    let mut rows: Vec<[String; 9]> = Vec::new();
     let empty = Vec::new();
     let tests = merged["tests"].as_array().unwrap_or(&empty);
-    for t in tests {
-        for s in t["stages"].as_array().unwrap_or(&empty) {
-            rows.push([
-                cell(&as_str(&t["name"]), markdown),
-                cell(&as_str(&s["label"]), markdown),
-                strings(&t["shards"]).collect::<Vec<_>>().join(","),
-                s["runs"].to_string(),
-                s["distinct"].to_string(),
-                s["differing"].to_string(),
-                error_cell(s, "max_rel"),
-                ulps_cell(s),
-                s["overlapping_schedules"].to_string(),
-            ]);
-        }
-    }
     let mut out = String::new();
+    let rows = stage_rows(tests, markdown);
     if markdown {
-        let _ = writeln!(out, "| {} |", header.join(" | "));
-        let _ = writeln!(
-            out,
-            "|{}",
-            header
-                .iter()
-                .enumerate()
-                .map(|(i, _)| if i < 3 { " --- |" } else { " ---: |" })
-                .collect::<String>()
-        );
-        for r in &rows {
-            let _ = writeln!(out, "| {} |", r.join(" | "));
-        }
+        markdown_table(&mut out, &rows);
     } else {
-        let mut widths = header.map(str::len);
-        for r in &rows {
-            for (w, c) in widths.iter_mut().zip(r) {
-                *w = (*w).max(c.chars().count());
-            }
-        }
-        let line = |cells: &[String]| {
-            cells
-                .iter()
-                .zip(widths)
-                .enumerate()
-                .map(|(i, (c, w))| {
-                    if i < 3 {
-                        format!("{c:<w$}")
-                    } else {
-                        format!("{c:>w$}")
-                    }
-                })
-                .collect::<Vec<_>>()
-                .join("  ")
-        };
-        let _ = writeln!(out, "{}", line(&header.map(String::from)));
-        for r in &rows {
-            let _ = writeln!(out, "{}", line(r));
-        }
+        text_table(&mut out, &rows);
     }
     let findings: Vec<(&Value, &Value)> = tests
         .iter()
@@ -656,9 +647,88 @@ pub(crate) fn table(merged: &Value, markdown: bool) -> String {
         strings(&merged["seeds"]).collect::<Vec<_>>().join(","),
         findings.len()
     );
-    // At most two per test and stage (the merged JSON has them all).
+    finding_lines(&mut out, &findings, markdown);
+    let cov = &merged["coverage"];
+    let _ = writeln!(
+        out,
+        "scramble sites reached: {} of {} ({} loop(s) left alone)",
+        cov["reached"], cov["compiled"], cov["left_alone"]
+    );
+    out
+}
+
+/// One row per stage of every test.
+fn stage_rows(tests: &[Value], markdown: bool) -> Vec<[String; 9]> {
+    let empty = Vec::new();
+    let mut rows = Vec::new();
+    for t in tests {
+        for s in t["stages"].as_array().unwrap_or(&empty) {
+            rows.push([
+                cell(&as_str(&t["name"]), markdown),
+                cell(&as_str(&s["label"]), markdown),
+                strings(&t["shards"]).collect::<Vec<_>>().join(","),
+                s["runs"].to_string(),
+                s["distinct"].to_string(),
+                s["differing"].to_string(),
+                error_cell(s, "max_rel"),
+                ulps_cell(s),
+                s["overlapping_schedules"].to_string(),
+            ]);
+        }
+    }
+    rows
+}
+
+/// The rows as a Markdown table, the counts right-aligned.
+fn markdown_table(out: &mut String, rows: &[[String; 9]]) {
+    let _ = writeln!(out, "| {} |", HEADER.join(" | "));
+    let _ = writeln!(
+        out,
+        "|{}",
+        HEADER
+            .iter()
+            .enumerate()
+            .map(|(i, _)| if i < 3 { " --- |" } else { " ---: |" })
+            .collect::<String>()
+    );
+    for r in rows {
+        let _ = writeln!(out, "| {} |", r.join(" | "));
+    }
+}
+
+/// The rows as aligned text: names left-aligned, counts right-aligned.
+fn text_table(out: &mut String, rows: &[[String; 9]]) {
+    let mut widths = HEADER.map(str::len);
+    for r in rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: &[String]| {
+        cells
+            .iter()
+            .zip(widths)
+            .enumerate()
+            .map(|(i, (c, w))| {
+                if i < 3 {
+                    format!("{c:<w$}")
+                } else {
+                    format!("{c:>w$}")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("  ")
+    };
+    let _ = writeln!(out, "{}", line(&HEADER.map(String::from)));
+    for r in rows {
+        let _ = writeln!(out, "{}", line(r));
+    }
+}
+
+/// The findings, at most two per test and stage (the merged JSON has them all).
+fn finding_lines(out: &mut String, findings: &[(&Value, &Value)], markdown: bool) {
     let mut shown: BTreeMap<(String, String), usize> = BTreeMap::new();
-    for (t, f) in &findings {
+    for (t, f) in findings {
         let n = shown
             .entry((as_str(&t["name"]), as_str(&f["stage"])))
             .or_insert(0);
@@ -683,13 +753,6 @@ pub(crate) fn table(merged: &Value, markdown: bool) -> String {
     if hidden > 0 {
         let _ = writeln!(out, "  ... and {hidden} more (see the merged JSON)");
     }
-    let cov = &merged["coverage"];
-    let _ = writeln!(
-        out,
-        "scramble sites reached: {} of {} ({} loop(s) left alone)",
-        cov["reached"], cov["compiled"], cov["left_alone"]
-    );
-    out
 }
 
 #[cfg(test)]

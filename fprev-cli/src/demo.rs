@@ -81,7 +81,7 @@ fn exact_total(v: &[f32]) -> f32 {
     for x in v.iter() {
         acc.add(f64::from(*x));
     }
-    acc.round_to(fprev::exact::Format::F32) as f32
+    acc.round_to(fprev::exact::RoundingFormat::F32) as f32
 }
 
 fn demo_values() -> Vec<f32> {

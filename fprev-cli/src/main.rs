@@ -429,70 +429,57 @@ fn reveal(args: &RevealArgs) -> Result<ExitCode, Failure> {
         )));
     }
     if let Some(cmd) = &args.exec {
-        for w in budget::ignored_options(args, false) {
-            errln!("fprev: {w}");
-        }
-        // Memory first: a size that cannot be held is refused whatever --yes says.
-        let acc = acc_dtype(args)?;
-        let elem = match acc {
-            Dtype::F64 => 8,
-            Dtype::F32 => 4,
-            _ => 2,
-        };
-        limits::vector(args.n(), elem, args.max_memory).map_err(Failure::Message)?;
-        fprev::reveal::check_memory(args.n(), algorithm_of(args), elem, args.max_memory)?;
-        budget::Estimate::new(args.algorithm, args.n(), 1, args.n() as f64)
-            .check(&format!("{cmd:?} at n = {}", args.n()), args.yes)?;
-        let (tree, probes) = match acc {
-            Dtype::F32 => reveal_exec::<f32>(cmd, args.protocol, args)?,
-            Dtype::F64 => reveal_exec::<f64>(cmd, args.protocol, args)?,
-            Dtype::F16 => reveal_exec::<fprev::half::f16>(cmd, args.protocol, args)?,
-            _ => reveal_exec::<fprev::half::bf16>(cmd, args.protocol, args)?,
-        };
-        errln!(
-            "revealed {cmd:?}: n = {}, {probes} probes in {:.2} s",
-            args.n(),
-            start.elapsed().as_secs_f64()
-        );
-        let title = format!("{cmd}, {}, n = {}", dtype_name(args.dtype), args.n());
-        emit(args, &tree, None, &title)?;
-        return Ok(ExitCode::SUCCESS);
+        return reveal_program(cmd, args, start);
     }
     let Some(name) = args.target.as_deref() else {
         return Err(Failure::Message(
             "name a built-in target (see `fprev targets`) or pass --exec \"<command>\"".into(),
         ));
     };
+    reveal_builtin(name, args, start)
+}
+
+/// `fprev reveal --exec`: the program's answers, in the accumulator's format.
+fn reveal_program(cmd: &str, args: &RevealArgs, start: Instant) -> Result<ExitCode, Failure> {
+    for w in budget::ignored_options(args, false) {
+        errln!("fprev: {w}");
+    }
+    // Memory first: a size that cannot be held is refused whatever --yes says.
+    let acc = acc_dtype(args)?;
+    let elem = match acc {
+        Dtype::F64 => 8,
+        Dtype::F32 => 4,
+        _ => 2,
+    };
+    limits::vector(args.n(), elem, args.max_memory).map_err(Failure::Message)?;
+    fprev::reveal::check_memory(args.n(), algorithm_of(args), elem, args.max_memory)?;
+    budget::Estimate::new(args.algorithm, args.n(), 1, args.n() as f64)
+        .check(&format!("{cmd:?} at n = {}", args.n()), args.yes)?;
+    let (tree, probes) = match acc {
+        Dtype::F32 => reveal_exec::<f32>(cmd, args.protocol, args)?,
+        Dtype::F64 => reveal_exec::<f64>(cmd, args.protocol, args)?,
+        Dtype::F16 => reveal_exec::<fprev::half::f16>(cmd, args.protocol, args)?,
+        _ => reveal_exec::<fprev::half::bf16>(cmd, args.protocol, args)?,
+    };
+    errln!(
+        "revealed {cmd:?}: n = {}, {probes} probes in {:.2} s",
+        args.n(),
+        start.elapsed().as_secs_f64()
+    );
+    let title = format!("{cmd}, {}, n = {}", dtype_name(args.dtype), args.n());
+    emit(args, &tree, None, &title)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `fprev reveal <target>`: a built-in target, every output element of a matrix target.
+fn reveal_builtin(name: &str, args: &RevealArgs, start: Instant) -> Result<ExitCode, Failure> {
     let Some(b) = builtins::find(name) else {
         return Err(Failure::Message(format!(
             "no built-in target {name:?}; `fprev targets` lists them"
         )));
     };
     let dt = dtype_name(args.dtype);
-    // the one built-in with narrower operands than its accumulator
-    let mixed = name == "matrixmultiply-f16";
-    if mixed && args.dtype == Dtype::F16 && args.acc_dtype != Some(Dtype::F32) {
-        return Err(Failure::Message(format!(
-            "{name} accumulates f16 operands in f32: pass --dtype f16 --acc-dtype f32"
-        )));
-    }
-    let acc_ok = |a: Dtype| a == args.dtype || (mixed && a == Dtype::F32);
-    if args.acc_dtype.is_some_and(|a| !acc_ok(a)) {
-        return Err(Failure::Message(format!(
-            "{name} accumulates in its --dtype; --acc-dtype applies to --exec programs and to matrixmultiply-f16"
-        )));
-    }
-    if args.op == exec::Op::Dot {
-        return Err(Failure::Message(
-            "--op dot applies to --exec programs; the built-in dot and matrix targets are named (see `fprev targets`)".into(),
-        ));
-    }
-    if !b.dtypes.contains(&dt) {
-        return Err(Failure::Message(format!(
-            "{name} supports --dtype {}",
-            b.dtypes.join(", ")
-        )));
-    }
+    check_builtin_options(name, b, args)?;
     let size = builtins::Size {
         n: args.n(),
         rows: args.rows.unwrap_or(args.n()),
@@ -551,6 +538,41 @@ fn reveal(args: &RevealArgs) -> Result<ExitCode, Failure> {
     let title = format!("{name}, {dt}, {shape}");
     emit(args, &orders.groups[0].tree, Some(&orders), &title)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The options a built-in target refuses: dtypes it does not support, `--acc-dtype`
+/// beyond the one mixed-format target, `--op dot`.
+fn check_builtin_options(
+    name: &str,
+    b: &builtins::Builtin,
+    args: &RevealArgs,
+) -> Result<(), Failure> {
+    let dt = dtype_name(args.dtype);
+    // the one built-in with narrower operands than its accumulator
+    let mixed = name == "matrixmultiply-f16";
+    if mixed && args.dtype == Dtype::F16 && args.acc_dtype != Some(Dtype::F32) {
+        return Err(Failure::Message(format!(
+            "{name} accumulates f16 operands in f32: pass --dtype f16 --acc-dtype f32"
+        )));
+    }
+    let acc_ok = |a: Dtype| a == args.dtype || (mixed && a == Dtype::F32);
+    if args.acc_dtype.is_some_and(|a| !acc_ok(a)) {
+        return Err(Failure::Message(format!(
+            "{name} accumulates in its --dtype; --acc-dtype applies to --exec programs and to matrixmultiply-f16"
+        )));
+    }
+    if args.op == exec::Op::Dot {
+        return Err(Failure::Message(
+            "--op dot applies to --exec programs; the built-in dot and matrix targets are named (see `fprev targets`)".into(),
+        ));
+    }
+    if !b.dtypes.contains(&dt) {
+        return Err(Failure::Message(format!(
+            "{name} supports --dtype {}",
+            b.dtypes.join(", ")
+        )));
+    }
+    Ok(())
 }
 
 /// `fprev reveal mpi-allreduce` / `mpi-reduce`: launch the ranks under mpirun and reveal

@@ -6,7 +6,7 @@
 mod builtins;
 
 use builtins::Size;
-use fprev::ops::{self, Coverage, Element, ElementReveal};
+use fprev::ops::{self, Element, ElementCoverage, ElementReveal};
 use fprev::SumTree;
 
 fn tree(text: &str) -> SumTree {
@@ -208,7 +208,7 @@ fn elements_with_different_orders_are_grouped() {
             }
         })
     };
-    for coverage in [Coverage::Batched, Coverage::Exhaustive] {
+    for coverage in [ElementCoverage::Batched, ElementCoverage::Exhaustive] {
         let o = ElementReveal::new()
             .coverage(coverage)
             .run(op())

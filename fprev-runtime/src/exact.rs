@@ -45,10 +45,10 @@ pub(crate) fn pow2(e: i32) -> f64 {
 }
 
 pub use accumulator::Accumulator;
-pub use format::{Format, FormatError};
+pub use format::{FormatError, RoundingFormat};
 #[cfg(feature = "ndarray")]
 pub use gemm::gemm_array;
-pub use gemm::{gemm, gemv, Element, Gemm, GemmKernel, Matrixmultiply, Operand, ShapeError};
+pub use gemm::{gemm, gemv, Gemm, GemmKernel, MatrixElement, Matrixmultiply, Operand, ShapeError};
 
 /// Elements per `rayon` task in [`par_sum`] and [`par_dot`]; any value gives the same bits.
 const PAR_CHUNK: usize = 1 << 17;
@@ -132,7 +132,7 @@ pub fn sum_f32(xs: &[f32]) -> f32 {
         }
         acc.add_slice(&buf[..chunk.len()]);
     }
-    acc.round_to(Format::F32) as f32
+    acc.round_to(RoundingFormat::F32) as f32
 }
 
 /// [`sum`] computed by `rayon` in parallel; the bits do not depend on the thread count.
@@ -148,12 +148,12 @@ pub fn par_sum(xs: &[f64]) -> f64 {
 }
 
 /// The exact sum of `xs` as an [`Accumulator`], computed in parallel (to round it to
-/// another [`Format`], or to merge it with more).
+/// another [`RoundingFormat`], or to merge it with more).
 ///
 /// ```
-/// use fprev_runtime::exact::{par_accumulate, Format};
+/// use fprev_runtime::exact::{par_accumulate, RoundingFormat};
 /// let xs = vec![0.1; 10_000];
-/// assert_eq!(par_accumulate(&xs).round_to(Format::F32), 1000.0000000000000555f32 as f64);
+/// assert_eq!(par_accumulate(&xs).round_to(RoundingFormat::F32), 1000.0000000000000555f32 as f64);
 /// ```
 pub fn par_accumulate(xs: &[f64]) -> Accumulator {
     xs.par_chunks(PAR_CHUNK)

@@ -46,7 +46,7 @@ pub use adapters::{
     dot, gemm, gemv, reduction, Batched, DotReduction, GemmReduction, GemvReduction, KReduction,
 };
 use adapters::{split_operands, spreads_operands, Operands};
-pub use elements::{Coverage, Element, ElementOrders, ElementReveal, OrderGroup};
+pub use elements::{Element, ElementCoverage, ElementOrders, ElementReveal, OrderGroup};
 
 use crate::float::ProbeFloat;
 use crate::target::TargetError;

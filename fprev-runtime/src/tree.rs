@@ -7,17 +7,21 @@
 //! ignores the order of children, and every walk is a loop rather than recursion: a
 //! sequential sum of a million values is a tree a million levels deep.
 
-use std::collections::HashMap;
 use std::fmt;
-use std::str::FromStr;
-
-#[cfg(feature = "serde")]
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::float::{exact_sum_rounded_f64, ProbeFloat};
 
 pub(crate) mod describe;
+mod diff;
+mod dot;
+#[cfg(feature = "serde")]
+mod json;
+mod parse;
 mod shapes;
+mod stats;
+
+pub use diff::TreeDiff;
+pub use stats::TreeStats;
 
 /// A summation tree in canonical form.
 ///
@@ -38,7 +42,7 @@ mod shapes;
 /// Every constructor is total: `n = 0` gives the empty tree (no leaves, no inner nodes),
 /// the sum of no values, and every method handles it: its text is `()`, its JSON has
 /// `"leaves":0`, it replays an empty slice to `+0`, it has depth 0 and it draws as an
-/// empty picture; [`FromStr`], [`from_nodes`](Self::from_nodes) and `from_json` (with
+/// empty picture; [`FromStr`](std::str::FromStr), [`from_nodes`](Self::from_nodes) and `from_json` (with
 /// the `serde` feature) read it back. (A shape function that refused `n = 0`
 /// would make every caller handle a failure for a case that has a well-defined answer.)
 /// Revealing a sum of zero values is still refused, since there is nothing to probe.
@@ -305,7 +309,7 @@ impl SumTree {
         let inner = starts.len() - 1;
         let total = n + inner;
         // Arrays indexed by raw id, leaves included, so the passes below run without
-        // branching on leaf or node (they were a visible cost for cheap targets).
+        // branching on leaf or node: for a cheap target this pass is a large part of a reveal.
         // Bottom-up (raw ids put children before parents, the root last): the smallest
         // leaf orders the children; inner nodes and child slots per subtree come along.
         let mut min_leaf: Vec<u32> = (0..total as u32).collect();
@@ -480,30 +484,6 @@ impl SumTree {
         out
     }
 
-    /// Counts that describe the tree's shape.
-    ///
-    /// ```
-    /// let s = fprev::SumTree::pairwise(8).stats();
-    /// assert_eq!((s.leaves, s.inner_nodes, s.depth, s.max_arity), (8, 7, 3, 2));
-    /// ```
-    pub fn stats(&self) -> TreeStats {
-        let n = self.leaf_count();
-        let mut depth = vec![0u32; n + self.inner_count()];
-        let mut arity = std::collections::BTreeMap::new();
-        for k in 0..self.inner_count() {
-            let kids = self.children(n + k);
-            depth[n + k] = 1 + kids.iter().map(|&c| depth[c as usize]).max().unwrap_or(0);
-            *arity.entry(kids.len()).or_insert(0) += 1;
-        }
-        TreeStats {
-            leaves: n,
-            inner_nodes: self.inner_count(),
-            depth: depth.get(self.root()).copied().unwrap_or(0) as usize,
-            max_arity: arity.keys().next_back().copied().unwrap_or(0),
-            arity_histogram: arity.into_iter().collect(),
-        }
-    }
-
     /// Canonical text of the subtree at `node`.
     pub fn subtree_string(&self, node: usize) -> String {
         let mut out = String::new();
@@ -531,149 +511,6 @@ impl SumTree {
         }
         out
     }
-
-    /// The smallest place where two trees disagree, or `None` when they are equal.
-    ///
-    /// The answer names the smallest subtree that both trees have (the same set of
-    /// leaves) but split differently, with both versions.
-    ///
-    /// ```
-    /// use fprev::SumTree;
-    /// let a: SumTree = "(((0+1)+2)+(3+4))".parse()?;
-    /// let b: SumTree = "((0+(1+2))+(3+4))".parse()?;
-    /// let d = a.diff(&b).unwrap();
-    /// assert_eq!(d.leaves, vec![0, 1, 2]);
-    /// assert_eq!((d.left.as_str(), d.right.as_str()), ("((0+1)+2)", "(0+(1+2))"));
-    /// # Ok::<(), fprev::tree::TreeError>(())
-    /// ```
-    pub fn diff(&self, other: &SumTree) -> Option<TreeDiff> {
-        if self == other {
-            return None;
-        }
-        if self.leaf_count() != other.leaf_count() {
-            return Some(TreeDiff {
-                leaves: Vec::new(),
-                left: format!("{} leaves", self.leaf_count()),
-                right: format!("{} leaves", other.leaf_count()),
-                differing_nodes: (self.inner_count(), other.inner_count()),
-            });
-        }
-        let ha = self.cluster_hashes();
-        let hb = other.cluster_hashes();
-        let index_b: HashMap<(u64, u64), usize> =
-            hb.iter().enumerate().map(|(i, &h)| (h, i)).collect();
-        let set_a: std::collections::HashSet<(u64, u64)> = ha.iter().copied().collect();
-        let only_a = ha.iter().filter(|h| !index_b.contains_key(h)).count();
-        let only_b = hb.iter().filter(|h| !set_a.contains(h)).count();
-        let sizes = self.subtree_sizes();
-        let n = self.leaf_count();
-        let mut best: Option<(u32, usize, usize)> = None;
-        for k in 0..self.inner_count() {
-            let v = n + k;
-            let Some(&w) = index_b.get(&ha[v]) else {
-                continue;
-            };
-            let mut ka: Vec<(u64, u64)> =
-                self.children(v).iter().map(|&c| ha[c as usize]).collect();
-            let mut kb: Vec<(u64, u64)> =
-                other.children(w).iter().map(|&c| hb[c as usize]).collect();
-            ka.sort_unstable();
-            kb.sort_unstable();
-            if ka != kb && best.is_none_or(|(s, _, _)| sizes[v] < s) {
-                best = Some((sizes[v], v, w));
-            }
-        }
-        let (_, v, w) = best?;
-        Some(TreeDiff {
-            leaves: self.leaves_under(v),
-            left: self.subtree_string(v),
-            right: other.subtree_string(w),
-            differing_nodes: (only_a, only_b),
-        })
-    }
-
-    /// A fingerprint of each node's leaf set (two independent 64-bit sums of leaf keys).
-    fn cluster_hashes(&self) -> Vec<(u64, u64)> {
-        let n = self.leaf_count();
-        let key = |i: u64, salt: u64| {
-            let mut z = i.wrapping_add(salt).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        };
-        let mut h: Vec<(u64, u64)> = (0..n as u64)
-            .map(|i| (key(i, 1), key(i, 0x5555_5555)))
-            .collect();
-        for k in 0..self.inner_count() {
-            let mut acc = (0u64, 0u64);
-            for &c in self.children(n + k) {
-                acc.0 = acc.0.wrapping_add(h[c as usize].0);
-                acc.1 = acc.1.wrapping_add(h[c as usize].1);
-            }
-            h.push(acc);
-        }
-        h
-    }
-
-    /// Graphviz DOT: leaves as boxes in input order, `+` nodes (labelled `+k` when fused).
-    ///
-    /// ```
-    /// let dot = fprev::SumTree::sequential(3).to_dot();
-    /// assert!(dot.starts_with("digraph") && dot.contains("n3 -> 0"));
-    /// ```
-    pub fn to_dot(&self) -> String {
-        use std::fmt::Write;
-        let n = self.leaf_count();
-        let mut s = String::from("digraph sumtree {\n  node [fontname=\"monospace\"];\n");
-        s.push_str("  { rank=same; ");
-        for i in 0..n {
-            let _ = write!(s, "{i} [shape=box]; ");
-        }
-        s.push_str("}\n");
-        for i in 0..n.saturating_sub(1) {
-            let _ = writeln!(s, "  {i} -> {} [style=invis];", i + 1);
-        }
-        for k in 0..self.inner_count() {
-            let kids = self.children(n + k);
-            let label = if kids.len() == 2 {
-                "+".to_string()
-            } else {
-                format!("+{}", kids.len())
-            };
-            let _ = writeln!(s, "  n{} [shape=circle,label=\"{label}\"];", n + k);
-            for &c in kids {
-                let c = c as usize;
-                if c < n {
-                    let _ = writeln!(s, "  n{} -> {c};", n + k);
-                } else {
-                    let _ = writeln!(s, "  n{} -> n{c};", n + k);
-                }
-            }
-        }
-        s.push_str("}\n");
-        s
-    }
-
-    /// JSON form: `{"format":"fprev-sum-tree/1","leaves":n,"canonical":"...","nodes":[...]}`,
-    /// where `nodes[k]` lists the children of node `n + k` (see [`from_nodes`](Self::from_nodes)).
-    /// Needs the `serde` feature.
-    ///
-    /// ```
-    /// let t = fprev::SumTree::pairwise(4);
-    /// let back = fprev::SumTree::from_json(&t.to_json())?;
-    /// assert_eq!(t, back);
-    /// # Ok::<(), fprev::tree::TreeError>(())
-    /// ```
-    #[cfg(feature = "serde")]
-    pub fn to_json(&self) -> String {
-        serde_json::to_string(self).unwrap_or_default()
-    }
-
-    /// Read the JSON form written by [`to_json`](Self::to_json). Needs the `serde` feature.
-    #[cfg(feature = "serde")]
-    pub fn from_json(s: &str) -> Result<SumTree, TreeError> {
-        serde_json::from_str(s).map_err(|e| TreeError::Json(e.to_string()))
-    }
 }
 
 impl fmt::Display for SumTree {
@@ -688,264 +525,9 @@ impl fmt::Debug for SumTree {
     }
 }
 
-impl FromStr for SumTree {
-    type Err = TreeError;
-
-    fn from_str(s: &str) -> Result<SumTree, TreeError> {
-        if s.bytes().filter(|b| !b.is_ascii_whitespace()).eq(*b"()") {
-            return Ok(SumTree::fused(0));
-        }
-        let bytes = s.as_bytes();
-        let mut open: Vec<Vec<u32>> = Vec::new();
-        let mut nodes: Vec<Vec<u32>> = Vec::new();
-        let mut leaves: Vec<u32> = Vec::new();
-        // nodes are numbered after parsing; refer to inner node k as u32::MAX - k for now
-        let mut root: Option<u32> = None;
-        let mut i = 0;
-        let mut expect_item = true;
-        let syntax = |at, what| TreeError::Syntax { at, what };
-        while i < bytes.len() {
-            let b = bytes[i];
-            match b {
-                b' ' | b'\t' | b'\n' | b'\r' => {
-                    i += 1;
-                }
-                b'(' => {
-                    if !expect_item || root.is_some() {
-                        return Err(syntax(i, "'(' where '+' or ')' belongs"));
-                    }
-                    open.push(Vec::new());
-                    i += 1;
-                }
-                b'0'..=b'9' => {
-                    if !expect_item || root.is_some() {
-                        return Err(syntax(i, "a leaf where '+' or ')' belongs"));
-                    }
-                    let start = i;
-                    while i < bytes.len() && bytes[i].is_ascii_digit() {
-                        i += 1;
-                    }
-                    let v: u32 = s[start..i]
-                        .parse()
-                        .map_err(|_| syntax(start, "leaf index too large"))?;
-                    if v >= u32::MAX / 4 {
-                        return Err(syntax(start, "leaf index too large"));
-                    }
-                    leaves.push(v);
-                    match open.last_mut() {
-                        Some(top) => top.push(v),
-                        None => root = Some(v),
-                    }
-                    expect_item = false;
-                }
-                b'+' => {
-                    if expect_item || open.is_empty() {
-                        return Err(syntax(i, "'+' must separate two items inside '(...)'"));
-                    }
-                    expect_item = true;
-                    i += 1;
-                }
-                b')' => {
-                    if expect_item {
-                        return Err(syntax(i, "')' after '(' or '+'"));
-                    }
-                    let kids = open.pop().ok_or(syntax(i, "unbalanced ')'"))?;
-                    if kids.len() < 2 {
-                        return Err(syntax(i, "a node needs at least two children"));
-                    }
-                    nodes.push(kids);
-                    let id = u32::MAX - (nodes.len() as u32 - 1);
-                    match open.last_mut() {
-                        Some(top) => top.push(id),
-                        None => root = Some(id),
-                    }
-                    i += 1;
-                }
-                _ => return Err(syntax(i, "unexpected character")),
-            }
-        }
-        if !open.is_empty() || root.is_none() {
-            return Err(syntax(bytes.len(), "unterminated tree"));
-        }
-        let n = leaves.len();
-        let mut seen = vec![false; n];
-        for &l in &leaves {
-            let l = l as usize;
-            if l >= n {
-                return Err(TreeError::Leaves(format!(
-                    "leaf {l} in a tree of {n} leaves"
-                )));
-            }
-            if std::mem::replace(&mut seen[l], true) {
-                return Err(TreeError::Leaves(format!("leaf {l} appears twice")));
-            }
-        }
-        let fix = |c: u32| {
-            if c as usize >= n && c > u32::MAX / 2 {
-                (n as u32) + (u32::MAX - c)
-            } else {
-                c
-            }
-        };
-        let raw = nodes
-            .into_iter()
-            .map(|k| k.into_iter().map(fix).collect())
-            .collect();
-        Ok(SumTree::from_raw(n, raw))
-    }
-}
-
-#[cfg(feature = "serde")]
-#[derive(Serialize, Deserialize)]
-struct TreeRepr {
-    format: String,
-    leaves: usize,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    canonical: Option<String>,
-    nodes: Vec<Vec<usize>>,
-}
-
-#[cfg(feature = "serde")]
-const JSON_FORMAT: &str = "fprev-sum-tree/1";
-
-#[cfg(feature = "serde")]
-impl Serialize for SumTree {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let n = self.leaf_count();
-        TreeRepr {
-            format: JSON_FORMAT.into(),
-            leaves: n,
-            canonical: Some(self.to_string()),
-            nodes: (0..self.inner_count())
-                .map(|k| self.children(n + k).iter().map(|&c| c as usize).collect())
-                .collect(),
-        }
-        .serialize(s)
-    }
-}
-
-#[cfg(feature = "serde")]
-impl<'de> Deserialize<'de> for SumTree {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<SumTree, D::Error> {
-        let r = TreeRepr::deserialize(d)?;
-        if r.format != JSON_FORMAT {
-            return Err(serde::de::Error::custom(format!(
-                "unknown tree format {:?}, expected {JSON_FORMAT:?}",
-                r.format
-            )));
-        }
-        let t = SumTree::from_nodes(r.leaves, r.nodes).map_err(serde::de::Error::custom)?;
-        if let Some(c) = r.canonical {
-            if c != t.to_string() {
-                return Err(serde::de::Error::custom(
-                    "the canonical text does not match the nodes",
-                ));
-            }
-        }
-        Ok(t)
-    }
-}
-
-/// Shape counts of a [`SumTree`].
-///
-/// ```
-/// let s = fprev::SumTree::fused(5).stats();
-/// assert_eq!(s.arity_histogram, vec![(5, 1)]);
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TreeStats {
-    /// Inputs.
-    pub leaves: usize,
-    /// Roundings.
-    pub inner_nodes: usize,
-    /// Longest root-to-leaf path, in inner nodes.
-    pub depth: usize,
-    /// Largest number of children of one node (2 for ordinary additions).
-    pub max_arity: usize,
-    /// `(arity, how many nodes)` ascending.
-    pub arity_histogram: Vec<(usize, usize)>,
-}
-
-/// Where two summation trees differ: the smallest subtree both have over the same leaves
-/// but split differently. See [`SumTree::diff`].
-///
-/// ```
-/// use fprev::SumTree;
-/// let d = SumTree::sequential(4).diff(&SumTree::pairwise(4)).unwrap();
-/// assert_eq!(d.leaves, vec![0, 1, 2, 3]);
-/// println!("{d}");
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TreeDiff {
-    /// Leaves of the smallest common subtree that differs (empty when the leaf counts differ).
-    pub leaves: Vec<usize>,
-    /// That subtree in the left tree.
-    pub left: String,
-    /// That subtree in the right tree.
-    pub right: String,
-    /// Inner nodes (leaf sets) found only in the left tree and only in the right tree.
-    pub differing_nodes: (usize, usize),
-}
-
-impl fmt::Display for TreeDiff {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let clip = |s: &str| {
-            if s.len() > 240 {
-                format!("{}... ({} chars)", &s[..240], s.len())
-            } else {
-                s.to_string()
-            }
-        };
-        if self.leaves.is_empty() {
-            return write!(
-                f,
-                "the trees have different sizes: {} vs {}",
-                self.left, self.right
-            );
-        }
-        let span = match (self.leaves.first(), self.leaves.last()) {
-            (Some(a), Some(b)) if self.leaves.len() == b - a + 1 => format!("{a}..={b}"),
-            _ => format!("{} leaves from {}", self.leaves.len(), self.leaves[0]),
-        };
-        writeln!(f, "smallest differing subtree covers leaves {span}:")?;
-        writeln!(f, "  left:  {}", clip(&self.left))?;
-        writeln!(f, "  right: {}", clip(&self.right))?;
-        write!(
-            f,
-            "  ({} node(s) only in left, {} only in right)",
-            self.differing_nodes.0, self.differing_nodes.1
-        )
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn canonical_round_trip() {
-        for s in [
-            "0",
-            "(0+1)",
-            "(((0+1)+2)+3)",
-            "(0+1+2+3+4)",
-            "((0+3)+(1+2+(4+5)))",
-        ] {
-            let t: SumTree = s.parse().unwrap();
-            assert_eq!(t.to_string(), s);
-        }
-        let t: SumTree = "((3+2)+(1+0))".parse().unwrap();
-        assert_eq!(t.to_string(), "((0+1)+(2+3))");
-    }
-
-    #[test]
-    fn rejects_bad_text() {
-        for s in [
-            "", "(", "(0)", "(0+)", "(0+1", "0+1", "(0+1))", "(0+2)", "(1+1)", "(0 1)", "(0+1)(2)",
-        ] {
-            assert!(s.parse::<SumTree>().is_err(), "{s:?} should be rejected");
-        }
-    }
 
     #[test]
     fn every_constructor_gives_an_empty_tree_that_every_method_handles() {
@@ -1015,14 +597,5 @@ mod tests {
     fn pairwise_shape() {
         assert_eq!(SumTree::pairwise(5).to_string(), "((0+1)+(2+(3+4)))");
         assert_eq!(SumTree::pairwise(1).to_string(), "0");
-    }
-
-    #[test]
-    fn diff_finds_smallest() {
-        let a: SumTree = "((0+1)+(2+(3+4)))".parse().unwrap();
-        let b: SumTree = "((0+1)+((2+3)+4))".parse().unwrap();
-        let d = a.diff(&b).unwrap();
-        assert_eq!(d.leaves, vec![2, 3, 4]);
-        assert!(a.diff(&a.clone()).is_none());
     }
 }

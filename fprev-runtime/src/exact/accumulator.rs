@@ -7,7 +7,7 @@
 //! merge, and before rounding. Because the representation is exact, the order in which
 //! values arrive cannot change the result: that is the whole point.
 
-use super::format::Format;
+use super::format::RoundingFormat;
 use super::pow2;
 
 /// Bits per digit. Every limb holds one digit plus the carries not yet propagated.
@@ -281,36 +281,6 @@ impl Accumulator {
         self.bump();
     }
 
-    /// Adds every value of `xs` exactly.
-    ///
-    /// Small floating-point expansions (two or three components per lane, TwoSum, eight
-    /// lanes, AVX2 where available) absorb the values first; only rounding errors they
-    /// cannot hold exactly reach the wide digits. With a moderate dynamic range that
-    /// almost never happens, so this runs near memory speed; with a huge one, values go
-    /// to the digits directly.
-    ///
-    /// ```
-    /// let mut acc = fprev_runtime::exact::Accumulator::new();
-    /// acc.add_slice(&[0.1; 10]);
-    /// assert_eq!(acc.finish(), 1.0000000000000000555); // the exact sum, rounded once
-    /// ```
-    pub fn add_slice(&mut self, xs: &[f64]) {
-        super::filter::add_slice(self, xs);
-    }
-
-    /// Adds the exact dot product of `x` and `y` (pairs beyond the shorter slice are
-    /// ignored; [`crate::exact::dot`] checks the lengths).
-    ///
-    /// ```
-    /// let mut acc = fprev_runtime::exact::Accumulator::new();
-    /// acc.add_dot(&[1e20, 1.0, -1e20], &[1e20, 3.0, 1e20]);
-    /// assert_eq!(acc.finish(), 3.0);
-    /// ```
-    pub fn add_dot(&mut self, x: &[f64], y: &[f64]) {
-        let n = x.len().min(y.len());
-        super::filter::add_dot(self, &x[..n], &y[..n]);
-    }
-
     /// Adds everything `other` holds, exactly: merging accumulators in any grouping gives
     /// the same result, which is what makes parallel reductions reproducible.
     ///
@@ -449,7 +419,7 @@ impl Accumulator {
     /// assert_eq!(acc.finish(), 1.0 + f64::EPSILON);
     /// ```
     pub fn finish(&self) -> f64 {
-        self.round_to(Format::F64)
+        self.round_to(RoundingFormat::F64)
     }
 
     /// The exact sum rounded once to `format` (nearest, ties to even), returned as the
@@ -460,15 +430,15 @@ impl Accumulator {
     /// where they belong, and values beyond its range round to infinity.
     ///
     /// ```
-    /// use fprev_runtime::exact::{Accumulator, Format};
+    /// use fprev_runtime::exact::{Accumulator, RoundingFormat};
     /// let mut acc = Accumulator::new();
     /// // 1 + 2^-24 + 2^-60: rounded to f64 first it becomes 1 + 2^-24, an f32 tie that
     /// // then rounds down to 1.0. Rounded once it is just above the tie and goes up.
     /// acc.add_slice(&[1.0, 2f64.powi(-24), 2f64.powi(-60)]);
-    /// assert_eq!(acc.round_to(Format::F32), 1.0 + 2f64.powi(-23));
+    /// assert_eq!(acc.round_to(RoundingFormat::F32), 1.0 + 2f64.powi(-23));
     /// assert_eq!(acc.finish() as f32, 1.0);
     /// ```
-    pub fn round_to(&self, format: Format) -> f64 {
+    pub fn round_to(&self, format: RoundingFormat) -> f64 {
         if self.nan || (self.pos_inf && self.neg_inf) {
             return f64::NAN;
         }
@@ -518,7 +488,7 @@ impl Accumulator {
     /// normal numbers (`f32`: 24, -126, 127; `f16`: 11, -14, 15; `bf16`: 8, -126, 127).
     ///
     /// # Panics
-    /// If the format does not fit inside `f64` (see [`Format::new`]).
+    /// If the format does not fit inside `f64` (see [`RoundingFormat::new`]).
     ///
     /// ```
     /// let mut acc = fprev_runtime::exact::Accumulator::new();
@@ -526,7 +496,7 @@ impl Accumulator {
     /// assert_eq!(acc.round_to_format(11, -14, 15), 2050.0); // f16 spacing is 2 here
     /// ```
     pub fn round_to_format(&self, precision_bits: u32, min_exp: i32, max_exp: i32) -> f64 {
-        match Format::new(precision_bits, min_exp, max_exp) {
+        match RoundingFormat::new(precision_bits, min_exp, max_exp) {
             Ok(format) => self.round_to(format),
             Err(err) => panic!("{err}"),
         }

@@ -27,6 +27,40 @@ mod dot;
 
 pub(crate) use dot::{add_dot, DotScratch};
 
+// The accumulator's two bulk entry points live here, beside the filters they run, so
+// that the accumulator (the wide digits) does not depend on its own front end.
+impl Accumulator {
+    /// Adds every value of `xs` exactly.
+    ///
+    /// Small floating-point expansions (two or three components per lane, TwoSum, eight
+    /// lanes, AVX2 where available) absorb the values first; only rounding errors they
+    /// cannot hold exactly reach the wide digits. With a moderate dynamic range that
+    /// almost never happens, so this runs near memory speed; with a huge one, values go
+    /// to the digits directly.
+    ///
+    /// ```
+    /// let mut acc = fprev_runtime::exact::Accumulator::new();
+    /// acc.add_slice(&[0.1; 10]);
+    /// assert_eq!(acc.finish(), 1.0000000000000000555); // the exact sum, rounded once
+    /// ```
+    pub fn add_slice(&mut self, xs: &[f64]) {
+        add_slice(self, xs);
+    }
+
+    /// Adds the exact dot product of `x` and `y` (pairs beyond the shorter slice are
+    /// ignored; [`crate::exact::dot`] checks the lengths).
+    ///
+    /// ```
+    /// let mut acc = fprev_runtime::exact::Accumulator::new();
+    /// acc.add_dot(&[1e20, 1.0, -1e20], &[1e20, 3.0, 1e20]);
+    /// assert_eq!(acc.finish(), 3.0);
+    /// ```
+    pub fn add_dot(&mut self, x: &[f64], y: &[f64]) {
+        let n = x.len().min(y.len());
+        add_dot(self, &x[..n], &y[..n]);
+    }
+}
+
 /// Independent expansions, so the loop has no carried dependency and vectorizes.
 const LANES: usize = 8;
 /// Values per block when deciding whether the filter pays off.
@@ -151,16 +185,16 @@ fn add_general(acc: &mut Accumulator, group: &[f64]) {
 
 /// Decides block by block between the narrow filter, the wide one and direct mode: each
 /// falls back to the next when it gives up, and is retried after a backoff.
-struct Mode {
+struct FilterSchedule {
     wide_blocks: usize,
     wide_backoff: usize,
     direct_blocks: usize,
     direct_backoff: usize,
 }
 
-impl Mode {
+impl FilterSchedule {
     fn new() -> Self {
-        Mode {
+        FilterSchedule {
             wide_blocks: 0,
             wide_backoff: 1,
             direct_blocks: 0,
@@ -307,7 +341,7 @@ where
     W: Fn(&mut Accumulator, &mut Expansion, &[f64]) -> usize,
 {
     let mut exp = Expansion::new();
-    let mut mode = Mode::new();
+    let mut mode = FilterSchedule::new();
     let mut bins = None;
     let mut blocks = xs.chunks_exact(BLOCK);
     for block in blocks.by_ref() {

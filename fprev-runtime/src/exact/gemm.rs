@@ -30,7 +30,7 @@ mod product;
 mod slices;
 
 use super::Accumulator;
-use super::Format;
+use super::RoundingFormat;
 use rayon::prelude::*;
 use std::borrow::Cow;
 
@@ -54,10 +54,10 @@ mod sealed {
 /// assert_eq!(a.iter().map(|&v| v as f64).sum::<f64>() as f32, 1.0);
 /// # Ok::<(), fprev_runtime::exact::ShapeError>(())
 /// ```
-pub trait Element: Copy + Send + Sync + sealed::Sealed + 'static {
+pub trait MatrixElement: Copy + Send + Sync + sealed::Sealed + 'static {
     /// The format results are rounded to.
     #[doc(hidden)]
-    const FORMAT: Format;
+    const FORMAT: RoundingFormat;
     /// The values as `f64` (borrowed when they already are).
     #[doc(hidden)]
     fn widen(values: &[Self]) -> Cow<'_, [f64]>;
@@ -66,8 +66,8 @@ pub trait Element: Copy + Send + Sync + sealed::Sealed + 'static {
     fn narrow(value: f64) -> Self;
 }
 
-impl Element for f64 {
-    const FORMAT: Format = Format::F64;
+impl MatrixElement for f64 {
+    const FORMAT: RoundingFormat = RoundingFormat::F64;
     fn widen(values: &[f64]) -> Cow<'_, [f64]> {
         Cow::Borrowed(values)
     }
@@ -76,8 +76,8 @@ impl Element for f64 {
     }
 }
 
-impl Element for f32 {
-    const FORMAT: Format = Format::F32;
+impl MatrixElement for f32 {
+    const FORMAT: RoundingFormat = RoundingFormat::F32;
     fn widen(values: &[f32]) -> Cow<'_, [f64]> {
         Cow::Owned(values.iter().map(|&v| v as f64).collect())
     }
@@ -372,7 +372,7 @@ impl<K: GemmKernel> Gemm<K> {
     /// assert_eq!(c, [1e40 - 1e20, 1e20 + 1.0]);
     /// # Ok::<(), fprev_runtime::exact::ShapeError>(())
     /// ```
-    pub fn gemm<T: Element>(
+    pub fn gemm<T: MatrixElement>(
         &mut self,
         m: usize,
         n: usize,
@@ -403,7 +403,7 @@ impl<K: GemmKernel> Gemm<K> {
     /// assert_eq!(y, [1.0, 0.0]);
     /// # Ok::<(), fprev_runtime::exact::ShapeError>(())
     /// ```
-    pub fn gemv<T: Element>(
+    pub fn gemv<T: MatrixElement>(
         &mut self,
         m: usize,
         k: usize,
@@ -441,7 +441,7 @@ impl<K: GemmKernel> Gemm<K> {
 /// assert_eq!(pool.install(|| exact::gemm(1, 2, 3, &a, &b))?, [1.0, 2.0]);
 /// # Ok::<(), exact::ShapeError>(())
 /// ```
-pub fn gemm<T: Element>(
+pub fn gemm<T: MatrixElement>(
     m: usize,
     n: usize,
     k: usize,
@@ -468,7 +468,7 @@ pub fn gemm<T: Element>(
 /// assert_eq!(y, [1.0, 6.0]);
 /// # Ok::<(), fprev_runtime::exact::ShapeError>(())
 /// ```
-pub fn gemv<T: Element>(m: usize, k: usize, a: &[T], x: &[T]) -> Result<Vec<T>, ShapeError> {
+pub fn gemv<T: MatrixElement>(m: usize, k: usize, a: &[T], x: &[T]) -> Result<Vec<T>, ShapeError> {
     check(Operand::A, m, k, a)?;
     check(Operand::X, k, 1, x)?;
     if k == 0 {
@@ -499,7 +499,7 @@ pub fn gemv<T: Element>(m: usize, k: usize, a: &[T], x: &[T]) -> Result<Vec<T>, 
 /// # Ok::<(), fprev_runtime::exact::ShapeError>(())
 /// ```
 #[cfg(feature = "ndarray")]
-pub fn gemm_array<T: Element>(
+pub fn gemm_array<T: MatrixElement>(
     a: ndarray::ArrayView2<'_, T>,
     b: ndarray::ArrayView2<'_, T>,
 ) -> Result<ndarray::Array2<T>, ShapeError> {

@@ -15,7 +15,7 @@ use std::fmt;
 use super::{FloatFormat, ProbeFloat};
 
 /// The fixed facts of one 8-bit format.
-struct Layout {
+struct Fp8Layout {
     man_bits: u32,
     bias: i32,
     /// Largest finite magnitude.
@@ -27,7 +27,7 @@ struct Layout {
     nan: u8,
 }
 
-const E4M3: Layout = Layout {
+const E4M3: Fp8Layout = Fp8Layout {
     man_bits: 3,
     bias: 7,
     max: 448.0,
@@ -35,7 +35,7 @@ const E4M3: Layout = Layout {
     nan: 0x7F,
 };
 
-const E5M2: Layout = Layout {
+const E5M2: Fp8Layout = Fp8Layout {
     man_bits: 2,
     bias: 15,
     max: 57344.0,
@@ -43,7 +43,7 @@ const E5M2: Layout = Layout {
     nan: 0x7E,
 };
 
-impl Layout {
+impl Fp8Layout {
     fn exp_field_max(&self) -> u32 {
         (1 << (7 - self.man_bits)) - 1
     }

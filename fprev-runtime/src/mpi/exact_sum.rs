@@ -27,7 +27,7 @@ use ::mpi::traits::{Communicator, CommunicatorCollectives, Equivalence};
 use super::window::{self, DIGITS};
 use super::{MpiError, MpiFloat};
 use crate::exact::accumulator::WORDS;
-use crate::exact::{Accumulator, Format};
+use crate::exact::{Accumulator, RoundingFormat};
 
 /// Elements per collective call on the general path: 1024 images are about 1.1 MB.
 const IMAGE_CHUNK: usize = 1024;
@@ -117,12 +117,12 @@ pub fn exact_allreduce_sum<T: MpiFloat>(
         });
     }
     let format = if T::FORMAT.precision == 53 {
-        Format::F64
+        RoundingFormat::F64
     } else {
-        Format::F32
+        RoundingFormat::F32
     };
     let ranks = usize::try_from(comm.size()).unwrap_or(usize::MAX);
-    let mut scratch = Scratch::default();
+    let mut scratch = ChunkBuffers::default();
     for chunk in values.chunks_mut(WINDOW_CHUNK) {
         if ranks > window::MAX_RANKS || !window_chunk(comm, chunk, format, &mut scratch) {
             for part in chunk.chunks_mut(IMAGE_CHUNK) {
@@ -135,7 +135,7 @@ pub fn exact_allreduce_sum<T: MpiFloat>(
 
 /// Buffers reused from chunk to chunk.
 #[derive(Default)]
-struct Scratch {
+struct ChunkBuffers {
     keys: Vec<i32>,
     largest: Vec<i32>,
     digits: Vec<i64>,
@@ -149,8 +149,8 @@ struct Scratch {
 fn window_chunk<T: MpiFloat>(
     comm: &impl Communicator,
     chunk: &mut [T],
-    format: Format,
-    s: &mut Scratch,
+    format: RoundingFormat,
+    s: &mut ChunkBuffers,
 ) -> bool {
     let n = chunk.len();
     s.keys.clear();
@@ -203,8 +203,8 @@ fn window_chunk<T: MpiFloat>(
 fn image_chunk<T: MpiFloat>(
     comm: &impl Communicator,
     chunk: &mut [T],
-    format: Format,
-    s: &mut Scratch,
+    format: RoundingFormat,
+    s: &mut ChunkBuffers,
 ) {
     // SAFETY: `merge_images` reads and writes `*len` images in each buffer, and is only
     // used with buffers of `Image`.

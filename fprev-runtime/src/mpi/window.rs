@@ -9,7 +9,7 @@
 //! for the sum of up to [`MAX_RANKS`] digits, so `MPI_SUM` on the digits is exact, and
 //! [`round`] rounds the exact sum once.
 
-use crate::exact::{pow2, Format};
+use crate::exact::{pow2, RoundingFormat};
 
 /// Digits per element.
 pub(crate) const DIGITS: usize = 3;
@@ -81,7 +81,7 @@ pub(crate) fn place(x: f64, key: i32, digits: &mut [i64; DIGITS]) -> bool {
 
 /// The exact sum held by `digits` (an element's summed window for largest key `key`,
 /// `2..NONFINITE`), rounded once to `format`, as the `f64` holding that value.
-pub(crate) fn round(digits: &[i64; DIGITS], key: i32, format: Format) -> f64 {
+pub(crate) fn round(digits: &[i64; DIGITS], key: i32, format: RoundingFormat) -> f64 {
     // carries into the top digit: every lower digit in [0, 2^53)
     let mut d = *digits;
     for k in 0..DIGITS - 1 {
@@ -186,7 +186,7 @@ mod tests {
 
     /// The window path on `columns` (one value per rank), or `None` when a value does
     /// not fit, as the allreduce computes it.
-    fn window_sum(values: &[f64], format: Format) -> Option<f64> {
+    fn window_sum(values: &[f64], format: RoundingFormat) -> Option<f64> {
         let k = values.iter().map(|&v| key(v)).max()?;
         if !(2..NONFINITE).contains(&k) {
             return None;
@@ -204,7 +204,7 @@ mod tests {
         Some(round(&total, k, format))
     }
 
-    fn exact(values: &[f64], format: Format) -> f64 {
+    fn exact(values: &[f64], format: RoundingFormat) -> f64 {
         let mut acc = Accumulator::new();
         acc.add_slice(values);
         acc.round_to(format)
@@ -236,7 +236,7 @@ mod tests {
                     }
                 })
                 .collect();
-            for format in [Format::F64, Format::F32] {
+            for format in [RoundingFormat::F64, RoundingFormat::F32] {
                 cases += 1;
                 if let Some(got) = window_sum(&values, format) {
                     fitted += 1;
@@ -269,7 +269,7 @@ mod tests {
             &[3.4e38, 3.4e38],
         ];
         for values in cases {
-            for format in [Format::F64, Format::F32] {
+            for format in [RoundingFormat::F64, RoundingFormat::F32] {
                 let got = window_sum(values, format).expect("fits");
                 let want = exact(values, format);
                 assert_eq!(got.to_bits(), want.to_bits(), "{values:?} {format:?}");

@@ -396,14 +396,11 @@ impl<T: ProbeFloat, R: Reduction<T>> Target<T> for Batched<T, R> {
     }
 
     fn input_format(&self) -> Option<FloatFormat> {
-        if self.spread {
-            return Some(R::Input::FORMAT.product());
-        }
-        (R::Input::FORMAT != T::FORMAT).then_some(R::Input::FORMAT)
+        input_format::<T, R::Input>(self.spread)
     }
 
     fn replay_format(&self) -> Option<FloatFormat> {
-        self.spread.then_some(R::Input::FORMAT)
+        replay_format::<R::Input>(self.spread)
     }
 
     fn random_input(&mut self, seed: u64, x: &mut [T]) -> bool {
@@ -461,4 +458,20 @@ impl<T: ProbeFloat, R: Reduction<T>> Target<T> for Batched<T, R> {
         }
         Ok(())
     }
+}
+
+/// [`Target::input_format`] of a reduction with operands of `I` summed in `T`: with masks
+/// spread over both operands every value is a product of two operands; otherwise the
+/// operands' own format, when it is narrower than `T`.
+pub(super) fn input_format<T: ProbeFloat, I: ProbeFloat>(spread: bool) -> Option<FloatFormat> {
+    if spread {
+        return Some(I::FORMAT.product());
+    }
+    (I::FORMAT != T::FORMAT).then_some(I::FORMAT)
+}
+
+/// [`Target::replay_format`] of a reduction with operands of `I`: random replay inputs
+/// are drawn as operands only when the masks spread over both of them.
+pub(super) fn replay_format<I: ProbeFloat>(spread: bool) -> Option<FloatFormat> {
+    spread.then_some(I::FORMAT)
 }

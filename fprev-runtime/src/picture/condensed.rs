@@ -11,7 +11,7 @@ use std::collections::HashSet;
 use std::fmt::Write;
 
 use super::escape;
-use crate::tree::describe::{combiner_phrase, Analysis, Shape, Step};
+use crate::tree::describe::{combiner_phrase, Analysis, ChainStride, TreeShape};
 use crate::tree::SumTree;
 
 const WIDTH: f64 = 1200.0;
@@ -83,8 +83,8 @@ pub(super) fn render(tree: &SumTree, title: Option<&str>) -> Option<String> {
     let small = tree.leaf_count() <= 64;
     let root = tree.root();
     let (top, tail) = match a.shape(root) {
-        Shape::Parts { interleaved, .. } if interleaved || !small => (root, None),
-        Shape::Tail { base, leaves } if matches!(a.shape(base), Shape::Parts { interleaved, .. } if interleaved || !small) => {
+        TreeShape::Parts { interleaved, .. } if interleaved || !small => (root, None),
+        TreeShape::Tail { base, leaves } if matches!(a.shape(base), TreeShape::Parts { interleaved, .. } if interleaved || !small) => {
             (base, Some(leaves))
         }
         _ => return None,
@@ -136,19 +136,19 @@ pub(super) fn render(tree: &SumTree, title: Option<&str>) -> Option<String> {
 /// What a part is, in a few words for its box.
 fn kind(a: &Analysis, p: usize) -> String {
     match a.pure(p) {
-        Some(Shape::Leaf) => "1 value".into(),
-        Some(Shape::Chain { len, step }) => crate::tree::describe::chain_phrase(len, step),
-        Some(Shape::Pairwise { len }) => format!("pairwise, {len}"),
-        Some(Shape::Fused { len }) => format!("fused, {len}"),
-        Some(Shape::FusedChain { blocks, width, .. }) => {
+        Some(TreeShape::Leaf) => "1 value".into(),
+        Some(TreeShape::Chain { len, step }) => crate::tree::describe::chain_phrase(len, step),
+        Some(TreeShape::Pairwise { len }) => format!("pairwise, {len}"),
+        Some(TreeShape::Fused { len }) => format!("fused, {len}"),
+        Some(TreeShape::FusedChain { blocks, width, .. }) => {
             format!("{blocks} fused adds, {}-way", width + 1)
         }
         _ => match a.shape(p) {
-            Shape::Parts {
+            TreeShape::Parts {
                 parts, interleaved, ..
             } if interleaved => format!("{} lanes of {}", parts.len(), a.size[parts[0]]),
-            Shape::Tail { base, leaves } => match a.shape(base) {
-                Shape::Parts {
+            TreeShape::Tail { base, leaves } => match a.shape(base) {
+                TreeShape::Parts {
                     parts, interleaved, ..
                 } if interleaved => format!(
                     "{} lanes of {}, then {}",
@@ -163,10 +163,23 @@ fn kind(a: &Analysis, p: usize) -> String {
     }
 }
 
+/// How the parts of one panel are named and drawn.
+#[derive(Clone, Copy)]
+struct PartStyle {
+    /// The parts are strided lanes (chains with a constant positive step).
+    lanes: bool,
+    /// The parts interleave: boxes one slot each, not by their share of the leaves.
+    interleaved: bool,
+    /// Every part is the first shifted by a multiple of this.
+    shift: Option<usize>,
+    /// "lane", "part" or "block".
+    noun: &'static str,
+}
+
 /// One panel: a heading, the tree over the parts of `v`, a box per part; then the
 /// repeated part's own panel, or named lanes.
 fn panel(c: &mut Canvas, a: &Analysis, v: usize, heading: &str) {
-    let Shape::Parts {
+    let TreeShape::Parts {
         top,
         parts,
         shift,
@@ -179,13 +192,19 @@ fn panel(c: &mut Canvas, a: &Analysis, v: usize, heading: &str) {
     let lanes = interleaved
         && parts
             .iter()
-            .all(|&p| matches!(a.pure(p), Some(Shape::Chain { step: Step::By(s), .. }) if s > 0));
+            .all(|&p| matches!(a.pure(p), Some(TreeShape::Chain { step: ChainStride::By(s), .. }) if s > 0));
     let noun = if lanes {
         "lane"
     } else if interleaved {
         "part"
     } else {
         "block"
+    };
+    let style = PartStyle {
+        lanes,
+        interleaved,
+        shift,
+        noun,
     };
     c.panels += 1;
     c.y += 14.0;
@@ -204,243 +223,299 @@ fn panel(c: &mut Canvas, a: &Analysis, v: usize, heading: &str) {
         15.0,
         "#222",
     );
-    let (x0, x1) = (MARGIN + GUTTER, WIDTH - MARGIN - RIGHT);
+    let span = (MARGIN + GUTTER, WIDTH - MARGIN - RIGHT);
     if parts.len() > 64 {
-        // too many boxes to draw one each: one band, named by its first part
-        let top = c.y + 10.0;
-        let _ = writeln!(
-            c.body,
-            r##"<rect x="{x0:.1}" y="{top:.1}" width="{:.1}" height="30" rx="3" fill="#edf2f7" stroke="#4a5568"/>"##,
-            x1 - x0
-        );
-        let first = parts[0];
-        let text = format!(
-            "{} {noun}s; {noun} 1 is values {}..{}, the last {}..{}",
-            parts.len(),
-            a.min_leaf[first],
-            a.max_leaf[first],
-            a.min_leaf[parts[parts.len() - 1]],
-            a.max_leaf[parts[parts.len() - 1]]
-        );
-        c.text(
-            (x0 + x1) / 2.0,
-            top + 19.0,
-            12.0,
-            "#2d3748",
-            "middle",
-            &text,
-        );
-        c.y = top + 30.0;
-    } else {
-        let set: HashSet<usize> = parts.iter().copied().collect();
-        let Some((_, tree)) = a.contract(v, |w| set.contains(&w)) else {
-            return;
-        };
-        // part boxes: blocks by their share of the leaves, lanes one slot each
-        let (lo, range) = (
-            a.min_leaf[v] as f64,
-            (a.max_leaf[v] - a.min_leaf[v] + 1) as f64,
-        );
-        let spans: Vec<(f64, f64)> = parts
-            .iter()
-            .enumerate()
-            .map(|(i, &p)| {
-                if interleaved {
-                    let w = (x1 - x0) / parts.len() as f64;
-                    (x0 + i as f64 * w, x0 + (i + 1) as f64 * w)
-                } else {
-                    let s = x0 + (a.min_leaf[p] as f64 - lo) / range * (x1 - x0);
-                    let e = x0 + (a.max_leaf[p] as f64 + 1.0 - lo) / range * (x1 - x0);
-                    (s, e)
-                }
-            })
-            .collect();
-        // the combining tree above the boxes
-        let inner = tree.inner_count();
-        let levels = {
-            let mut level = vec![0usize; parts.len() + inner];
-            for k in 0..inner {
-                let node = parts.len() + k;
-                level[node] = 1 + tree
-                    .children(node)
-                    .iter()
-                    .map(|&ch| level[ch as usize])
-                    .max()
-                    .unwrap_or(0);
-            }
-            level
-        };
-        let max_level = levels.iter().copied().max().unwrap_or(1).max(1);
-        let dy = (220.0 / max_level as f64).clamp(6.0, 40.0);
-        let box_top = c.y + 16.0 + max_level as f64 * dy;
-        let mut x: Vec<f64> = spans.iter().map(|&(s, e)| (s + e) / 2.0).collect();
-        let y_of = |node: usize| box_top - levels[node] as f64 * dy;
-        for k in 0..inner {
-            let node = parts.len() + k;
-            let kids = tree.children(node);
-            let mx = kids.iter().map(|&ch| x[ch as usize]).sum::<f64>() / kids.len() as f64;
-            x.push(mx);
-        }
-        let r = if dy >= 20.0 { 7.0 } else { 3.5 };
-        for k in 0..inner {
-            let node = parts.len() + k;
-            let kids = tree.children(node);
-            let (nx, ny) = (x[node], y_of(node));
-            for &ch in kids {
-                let ch = ch as usize;
-                c.line((x[ch], y_of(ch)), (nx, ny), "#555", 1.4);
-            }
-        }
-        for k in 0..inner {
-            let node = parts.len() + k;
-            let kids = tree.children(node);
-            let (nx, ny) = (x[node], y_of(node));
-            if kids.len() > 2 {
-                let lo = kids
-                    .iter()
-                    .map(|&ch| x[ch as usize])
-                    .fold(f64::MAX, f64::min);
-                let hi = kids
-                    .iter()
-                    .map(|&ch| x[ch as usize])
-                    .fold(f64::MIN, f64::max);
-                let _ = writeln!(
-                    c.body,
-                    r##"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="16" rx="4" fill="#feebc8" stroke="#c05621"/>"##,
-                    lo - 8.0,
-                    ny - 8.0,
-                    hi - lo + 16.0
-                );
-                let label = format!("+ fused {}", kids.len());
-                c.text((lo + hi) / 2.0, ny + 4.0, 11.0, "#c05621", "middle", &label);
-            } else {
-                let _ = writeln!(
-                    c.body,
-                    r##"<circle cx="{nx:.1}" cy="{ny:.1}" r="{r:.1}" fill="#ebf4ff" stroke="#2b6cb0"/>"##
-                );
-                if r > 5.0 {
-                    c.text(nx, ny + 4.5, 13.0, "#2b6cb0", "middle", "+");
-                }
-            }
-        }
-        let box_h = 48.0;
-        for (i, (&p, &(s, e))) in parts.iter().zip(&spans).enumerate() {
-            let w = (e - s - 3.0).max(1.0);
-            let _ = writeln!(
-                c.body,
-                r##"<rect x="{:.1}" y="{box_top:.1}" width="{w:.1}" height="{box_h}" rx="3" fill="#edf2f7" stroke="#4a5568"/>"##,
-                s + 1.5
-            );
-            let cx = s + 1.5 + w / 2.0;
-            let name = if lanes {
-                format!("{noun} {i}")
-            } else {
-                format!("{noun} {}", i + 1)
-            };
-            let range = if interleaved {
-                format!(
-                    "x{}, x{}, …",
-                    a.min_leaf[p],
-                    a.min_leaf[p] as usize + step_of(a, p)
-                )
-            } else {
-                format!("{}..{}", a.min_leaf[p], a.max_leaf[p])
-            };
-            let what = match (shift, a.pure(p)) {
-                (Some(_), None) if i == 0 => "drawn below".to_string(),
-                (Some(_), None) => format!("{noun} 1 + {}", a.min_leaf[p] - a.min_leaf[parts[0]]),
-                _ => kind(a, p),
-            };
-            let lines = [name, range, what];
-            // as many lines as fit, each at the largest size up to 12 px that fits
-            for (j, l) in lines.iter().enumerate() {
-                let size = (12.0f64).min(12.0 * (w - 4.0) / text_width(l, 12.0));
-                if size >= 8.0 {
-                    c.text(
-                        cx,
-                        box_top + 14.0 + j as f64 * 14.0,
-                        size,
-                        "#2d3748",
-                        "middle",
-                        l,
-                    );
-                } else if j == 0 {
-                    let short = (i + usize::from(!lanes)).to_string();
-                    let size = (11.0f64).min((w - 2.0) / (short.len() as f64 * 0.56));
-                    if size >= 6.0 {
-                        c.text(cx, box_top + 14.0, size, "#2d3748", "middle", &short);
-                    }
-                }
-            }
-        }
-        c.y = box_top + box_h;
+        parts_band(c, a, &parts, noun, span);
+    } else if !parts_tree(c, a, v, &parts, style, span) {
+        return;
     }
     if lanes {
-        lane_rows(c, a, v, &parts, (MARGIN + GUTTER, WIDTH - MARGIN - RIGHT));
+        lane_rows(c, a, v, &parts, span);
     }
     if shift.is_none() && !lanes {
-        // one panel per distinct kind of part that is not a pure shape, first part drawn
-        let mut seen: Vec<String> = Vec::new();
-        for (i, &p) in parts.iter().enumerate() {
-            if a.pure(p).is_some() || c.panels >= MAX_PANELS {
-                continue;
-            }
-            let words = a.phrase(p, 2);
-            if seen.contains(&words) {
-                continue;
-            }
-            let same: Vec<String> = parts
-                .iter()
-                .enumerate()
-                .filter(|&(_, &q)| a.pure(q).is_none() && a.phrase(q, 2) == words)
-                .map(|(j, _)| (j + 1).to_string())
-                .collect();
-            seen.push(words);
-            let heading = format!(
-                "{noun} {} (values {}..{}){}",
-                i + 1,
-                a.min_leaf[p],
-                a.max_leaf[p],
-                if same.len() > 1 {
-                    format!(", the shape of {noun}s {}", same.join(", "))
-                } else {
-                    String::new()
-                }
-            );
-            panel(c, a, p, &heading);
-        }
+        part_panels(c, a, &parts, noun);
     }
     if let Some(s) = shift {
-        if c.panels < MAX_PANELS && !lanes && a.pure(parts[0]).is_none() {
-            let first = parts[0];
-            let heading = format!(
-                "{} 1 (values {}..{}), drawn once: x{}, shifted by {s}",
-                noun,
-                a.min_leaf[first],
-                a.max_leaf[first],
-                parts.len()
-            );
-            panel(c, a, first, &heading);
-        } else if !lanes {
-            c.y += 6.0;
-            c.heading(
-                &format!(
-                    "every {noun}: {} (x{}, shifted by {s})",
-                    a.phrase(parts[0], 3),
-                    parts.len()
-                ),
-                13.0,
-                "#2b6cb0",
-            );
+        shifted_part(c, a, &parts, noun, s, lanes);
+    }
+}
+
+/// Too many parts to draw a box each: one band, named by its first and last part.
+fn parts_band(c: &mut Canvas, a: &Analysis, parts: &[usize], noun: &str, (x0, x1): (f64, f64)) {
+    let top = c.y + 10.0;
+    let _ = writeln!(
+        c.body,
+        r##"<rect x="{x0:.1}" y="{top:.1}" width="{:.1}" height="30" rx="3" fill="#edf2f7" stroke="#4a5568"/>"##,
+        x1 - x0
+    );
+    let first = parts[0];
+    let text = format!(
+        "{} {noun}s; {noun} 1 is values {}..{}, the last {}..{}",
+        parts.len(),
+        a.min_leaf[first],
+        a.max_leaf[first],
+        a.min_leaf[parts[parts.len() - 1]],
+        a.max_leaf[parts[parts.len() - 1]]
+    );
+    c.text(
+        (x0 + x1) / 2.0,
+        top + 19.0,
+        12.0,
+        "#2d3748",
+        "middle",
+        &text,
+    );
+    c.y = top + 30.0;
+}
+
+/// The tree that combines the parts of `v`, over a box per part; `false` when the parts
+/// do not contract to a tree (nothing drawn).
+fn parts_tree(
+    c: &mut Canvas,
+    a: &Analysis,
+    v: usize,
+    parts: &[usize],
+    style: PartStyle,
+    (x0, x1): (f64, f64),
+) -> bool {
+    let set: HashSet<usize> = parts.iter().copied().collect();
+    let Some((_, tree)) = a.contract(v, |w| set.contains(&w)) else {
+        return false;
+    };
+    // part boxes: blocks by their share of the leaves, lanes one slot each
+    let (lo, range) = (
+        a.min_leaf[v] as f64,
+        (a.max_leaf[v] - a.min_leaf[v] + 1) as f64,
+    );
+    let spans: Vec<(f64, f64)> = parts
+        .iter()
+        .enumerate()
+        .map(|(i, &p)| {
+            if style.interleaved {
+                let w = (x1 - x0) / parts.len() as f64;
+                (x0 + i as f64 * w, x0 + (i + 1) as f64 * w)
+            } else {
+                let s = x0 + (a.min_leaf[p] as f64 - lo) / range * (x1 - x0);
+                let e = x0 + (a.max_leaf[p] as f64 + 1.0 - lo) / range * (x1 - x0);
+                (s, e)
+            }
+        })
+        .collect();
+    let box_top = combining_tree(c, &tree, &spans);
+    let box_h = 48.0;
+    for (i, (&p, &span)) in parts.iter().zip(&spans).enumerate() {
+        part_box(c, a, (i, p), parts[0], span, (box_top, box_h), style);
+    }
+    c.y = box_top + box_h;
+    true
+}
+
+/// The tree over the parts (leaf `i` is the part drawn over `spans[i]`), its levels
+/// spread over at most 220 px above the boxes; where the boxes' top edge is.
+fn combining_tree(c: &mut Canvas, tree: &SumTree, spans: &[(f64, f64)]) -> f64 {
+    let n = spans.len();
+    let inner = tree.inner_count();
+    let levels = {
+        let mut level = vec![0usize; n + inner];
+        for k in 0..inner {
+            let node = n + k;
+            level[node] = 1 + tree
+                .children(node)
+                .iter()
+                .map(|&ch| level[ch as usize])
+                .max()
+                .unwrap_or(0);
         }
+        level
+    };
+    let max_level = levels.iter().copied().max().unwrap_or(1).max(1);
+    let dy = (220.0 / max_level as f64).clamp(6.0, 40.0);
+    let box_top = c.y + 16.0 + max_level as f64 * dy;
+    let mut x: Vec<f64> = spans.iter().map(|&(s, e)| (s + e) / 2.0).collect();
+    let y_of = |node: usize| box_top - levels[node] as f64 * dy;
+    for k in 0..inner {
+        let node = n + k;
+        let kids = tree.children(node);
+        let mx = kids.iter().map(|&ch| x[ch as usize]).sum::<f64>() / kids.len() as f64;
+        x.push(mx);
+    }
+    let r = if dy >= 20.0 { 7.0 } else { 3.5 };
+    for k in 0..inner {
+        let node = n + k;
+        let kids = tree.children(node);
+        let (nx, ny) = (x[node], y_of(node));
+        for &ch in kids {
+            let ch = ch as usize;
+            c.line((x[ch], y_of(ch)), (nx, ny), "#555", 1.4);
+        }
+    }
+    for k in 0..inner {
+        let node = n + k;
+        let kids = tree.children(node);
+        let (nx, ny) = (x[node], y_of(node));
+        if kids.len() > 2 {
+            let lo = kids
+                .iter()
+                .map(|&ch| x[ch as usize])
+                .fold(f64::MAX, f64::min);
+            let hi = kids
+                .iter()
+                .map(|&ch| x[ch as usize])
+                .fold(f64::MIN, f64::max);
+            let _ = writeln!(
+                c.body,
+                r##"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="16" rx="4" fill="#feebc8" stroke="#c05621"/>"##,
+                lo - 8.0,
+                ny - 8.0,
+                hi - lo + 16.0
+            );
+            let label = format!("+ fused {}", kids.len());
+            c.text((lo + hi) / 2.0, ny + 4.0, 11.0, "#c05621", "middle", &label);
+        } else {
+            let _ = writeln!(
+                c.body,
+                r##"<circle cx="{nx:.1}" cy="{ny:.1}" r="{r:.1}" fill="#ebf4ff" stroke="#2b6cb0"/>"##
+            );
+            if r > 5.0 {
+                c.text(nx, ny + 4.5, 13.0, "#2b6cb0", "middle", "+");
+            }
+        }
+    }
+    box_top
+}
+
+/// The box of part `p` (the `i`-th; `first` is the first part's node) over `(s, e)`:
+/// its name, its values and what it is, as many lines as fit.
+fn part_box(
+    c: &mut Canvas,
+    a: &Analysis,
+    (i, p): (usize, usize),
+    first: usize,
+    (s, e): (f64, f64),
+    (box_top, box_h): (f64, f64),
+    style: PartStyle,
+) {
+    let PartStyle {
+        lanes,
+        interleaved,
+        shift,
+        noun,
+    } = style;
+    let w = (e - s - 3.0).max(1.0);
+    let _ = writeln!(
+        c.body,
+        r##"<rect x="{:.1}" y="{box_top:.1}" width="{w:.1}" height="{box_h}" rx="3" fill="#edf2f7" stroke="#4a5568"/>"##,
+        s + 1.5
+    );
+    let cx = s + 1.5 + w / 2.0;
+    let name = if lanes {
+        format!("{noun} {i}")
+    } else {
+        format!("{noun} {}", i + 1)
+    };
+    let range = if interleaved {
+        format!(
+            "x{}, x{}, …",
+            a.min_leaf[p],
+            a.min_leaf[p] as usize + step_of(a, p)
+        )
+    } else {
+        format!("{}..{}", a.min_leaf[p], a.max_leaf[p])
+    };
+    let what = match (shift, a.pure(p)) {
+        (Some(_), None) if i == 0 => "drawn below".to_string(),
+        (Some(_), None) => format!("{noun} 1 + {}", a.min_leaf[p] - a.min_leaf[first]),
+        _ => kind(a, p),
+    };
+    let lines = [name, range, what];
+    // as many lines as fit, each at the largest size up to 12 px that fits
+    for (j, l) in lines.iter().enumerate() {
+        let size = (12.0f64).min(12.0 * (w - 4.0) / text_width(l, 12.0));
+        if size >= 8.0 {
+            c.text(
+                cx,
+                box_top + 14.0 + j as f64 * 14.0,
+                size,
+                "#2d3748",
+                "middle",
+                l,
+            );
+        } else if j == 0 {
+            let short = (i + usize::from(!lanes)).to_string();
+            let size = (11.0f64).min((w - 2.0) / (short.len() as f64 * 0.56));
+            if size >= 6.0 {
+                c.text(cx, box_top + 14.0, size, "#2d3748", "middle", &short);
+            }
+        }
+    }
+}
+
+/// One panel per distinct kind of part that is not a pure shape, its first part drawn.
+fn part_panels(c: &mut Canvas, a: &Analysis, parts: &[usize], noun: &str) {
+    let mut seen: Vec<String> = Vec::new();
+    for (i, &p) in parts.iter().enumerate() {
+        if a.pure(p).is_some() || c.panels >= MAX_PANELS {
+            continue;
+        }
+        let words = a.phrase(p, 2);
+        if seen.contains(&words) {
+            continue;
+        }
+        let same: Vec<String> = parts
+            .iter()
+            .enumerate()
+            .filter(|&(_, &q)| a.pure(q).is_none() && a.phrase(q, 2) == words)
+            .map(|(j, _)| (j + 1).to_string())
+            .collect();
+        seen.push(words);
+        let heading = format!(
+            "{noun} {} (values {}..{}){}",
+            i + 1,
+            a.min_leaf[p],
+            a.max_leaf[p],
+            if same.len() > 1 {
+                format!(", the shape of {noun}s {}", same.join(", "))
+            } else {
+                String::new()
+            }
+        );
+        panel(c, a, p, &heading);
+    }
+}
+
+/// Parts that are one part shifted by `s`: the first drawn once in a panel of its own
+/// when there is room, else said in words.
+fn shifted_part(c: &mut Canvas, a: &Analysis, parts: &[usize], noun: &str, s: usize, lanes: bool) {
+    if c.panels < MAX_PANELS && !lanes && a.pure(parts[0]).is_none() {
+        let first = parts[0];
+        let heading = format!(
+            "{} 1 (values {}..{}), drawn once: x{}, shifted by {s}",
+            noun,
+            a.min_leaf[first],
+            a.max_leaf[first],
+            parts.len()
+        );
+        panel(c, a, first, &heading);
+    } else if !lanes {
+        c.y += 6.0;
+        c.heading(
+            &format!(
+                "every {noun}: {} (x{}, shifted by {s})",
+                a.phrase(parts[0], 3),
+                parts.len()
+            ),
+            13.0,
+            "#2b6cb0",
+        );
     }
 }
 
 /// The step of a lane (a chain with a constant positive step).
 fn step_of(a: &Analysis, p: usize) -> usize {
     match a.pure(p) {
-        Some(Shape::Chain {
-            step: Step::By(s), ..
+        Some(TreeShape::Chain {
+            step: ChainStride::By(s),
+            ..
         }) => s.unsigned_abs() as usize,
         _ => 1,
     }

@@ -30,6 +30,7 @@ impl Components {
     }
 }
 
+/// Build the tree: probe every pair, then merge the pairs' subtrees in ascending `l`.
 pub(crate) fn build<T: ProbeFloat, X: Target<T>>(
     prober: &mut Prober<T, X>,
     arena: &mut Arena,
@@ -44,6 +45,43 @@ pub(crate) fn build<T: ProbeFloat, X: Target<T>>(
             ),
         });
     }
+    let pairs = probe_every_pair(prober)?;
+    let mut comps = Components {
+        parent: (0..n as u32).collect(),
+        node: (0..n as u32).collect(),
+    };
+    // truncating nodes still collecting children, with the `l` they will reach
+    let mut open: HashMap<u32, u32> = HashMap::new();
+    for &(l, i, j) in &pairs {
+        let (ci, cj) = (comps.find(i), comps.find(j));
+        if ci == cj {
+            continue;
+        }
+        let (x, y) = (comps.node[ci as usize], comps.node[cj as usize]);
+        let merged = merge(prober, arena, &mut open, (l, i, j), x, y)?;
+        if open.get(&merged) == Some(&arena.size[merged as usize]) {
+            open.remove(&merged);
+        }
+        comps.parent[cj as usize] = ci;
+        comps.node[ci as usize] = merged;
+    }
+    if let Some((&v, &l)) = open.iter().next() {
+        return Err(RevealError::Inconsistent {
+            detail: format!(
+                "a fused node of {l} leaves was left with only {} leaves",
+                arena.size[v as usize]
+            ),
+        });
+    }
+    let root = comps.find(0);
+    Ok(comps.node[root as usize])
+}
+
+/// `(l, i, j)` of every pair `i < j`, in ascending `l`.
+fn probe_every_pair<T: ProbeFloat, X: Target<T>>(
+    prober: &mut Prober<T, X>,
+) -> Result<Vec<(u32, u32, u32)>, RevealError> {
+    let n = prober.n;
     let count = n
         .checked_mul(n - 1)
         .map(|c| c / 2)
@@ -67,105 +105,104 @@ pub(crate) fn build<T: ProbeFloat, X: Target<T>>(
         );
     }
     // Counting sort by `l` (at most n): pairs were made in (i, j) order, which the stable
-    // scatter keeps within each count, the same order as sorting the triples; a
-    // comparison sort of the n^2/2 triples was a seventh of a cheap target's reveal.
-    let pairs = sort_by_count(pairs, n);
-    let mut comps = Components {
-        parent: (0..n as u32).collect(),
-        node: (0..n as u32).collect(),
-    };
-    let mut open: HashMap<u32, u32> = HashMap::new();
-    for &(l, i, j) in &pairs {
-        let (ci, cj) = (comps.find(i), comps.find(j));
-        if ci == cj {
-            continue;
-        }
-        let (x, y) = (comps.node[ci as usize], comps.node[cj as usize]);
-        let (sx, sy) = (arena.size[x as usize], arena.size[y as usize]);
-        let (ox, oy) = (open.get(&x).copied(), open.get(&y).copied());
-        let merged = if ox == Some(l) || oy == Some(l) {
-            // a truncating node of l leaves still collecting children
-            if sx + sy > l {
-                return Err(inconsistent(i, j, l, sx, sy));
-            }
-            let (keep, other) = if ox == Some(l) { (x, y) } else { (y, x) };
-            if open.get(&other) == Some(&l) {
-                arena.absorb(keep, other);
-                open.remove(&other);
-            } else {
-                arena.adopt(keep, other);
-            }
-            keep
-        } else if ox.is_some() || oy.is_some() {
+    // scatter keeps within each count, the same order as sorting the triples, in
+    // linear time: a comparison sort of the n^2/2 triples would cost a cheap target more
+    // than probing them.
+    Ok(sort_by_count(pairs, n))
+}
+
+/// Join the subtrees `x` (holding `i`) and `y` (holding `j`) whose leaves `i` and `j`
+/// meet at `l`; the node that holds both.
+fn merge<T: ProbeFloat, X: Target<T>>(
+    prober: &mut Prober<T, X>,
+    arena: &mut Arena,
+    open: &mut HashMap<u32, u32>,
+    (l, i, j): (u32, u32, u32),
+    x: u32,
+    y: u32,
+) -> Result<u32, RevealError> {
+    let (sx, sy) = (arena.size[x as usize], arena.size[y as usize]);
+    let (ox, oy) = (open.get(&x).copied(), open.get(&y).copied());
+    if ox == Some(l) || oy == Some(l) {
+        // a truncating node of l leaves still collecting children
+        if sx + sy > l {
             return Err(inconsistent(i, j, l, sx, sy));
-        } else if sx + sy == l {
-            arena.node(&[x, y], false)
-        } else if sx + sy < l {
-            let v = arena.node(&[x, y], true);
-            open.insert(v, l);
-            v
-        } else {
-            let cxi = arena.child_towards(x, i as usize);
-            let cyj = arena.child_towards(y, j as usize);
-            let xi = cxi.map(|c| arena.size[c as usize]);
-            let yj = cyj.map(|c| arena.size[c as usize]);
-            let x_groups = xi.is_some_and(|s| s + sy == l);
-            let y_groups = yj.is_some_and(|s| sx + s == l);
-            // Both readings fit the all-unit answers (an exact fused node over `(a+b), c, d`
-            // probes like one over `a, b, (c+d)`): zero x's other children and ask again.
-            let x_groups = if x_groups && y_groups {
-                let child = cxi.unwrap_or(x);
-                let keep: std::collections::HashSet<usize> =
-                    arena.leaves_under(child).into_iter().collect();
-                let zeros: Vec<usize> = arena
-                    .leaves_under(x)
-                    .into_iter()
-                    .filter(|v| !keep.contains(v))
-                    .collect();
-                let probe = crate::target::Probe {
-                    plus: i as usize,
-                    minus: j as usize,
-                };
-                let lz = prober.probe_with_zeros(probe, &zeros)?;
-                if lz == Some(l) {
-                    true
-                } else if lz == Some(l - (sx - xi.unwrap_or(sx))) {
-                    false
-                } else {
-                    return Err(inconsistent(i, j, l, sx, sy));
-                }
-            } else {
-                x_groups
-            };
-            if x_groups {
-                arena.adopt(x, y);
-                x
-            } else if y_groups {
-                arena.adopt(y, x);
-                y
-            } else if matches!((xi, yj), (Some(a), Some(b)) if a + b == l) {
-                arena.absorb(x, y);
-                x
-            } else {
-                return Err(inconsistent(i, j, l, sx, sy));
-            }
-        };
-        if open.get(&merged) == Some(&arena.size[merged as usize]) {
-            open.remove(&merged);
         }
-        comps.parent[cj as usize] = ci;
-        comps.node[ci as usize] = merged;
+        let (keep, other) = if ox == Some(l) { (x, y) } else { (y, x) };
+        if open.get(&other) == Some(&l) {
+            arena.absorb(keep, other);
+            open.remove(&other);
+        } else {
+            arena.adopt(keep, other);
+        }
+        Ok(keep)
+    } else if ox.is_some() || oy.is_some() {
+        Err(inconsistent(i, j, l, sx, sy))
+    } else if sx + sy == l {
+        Ok(arena.node(&[x, y], false))
+    } else if sx + sy < l {
+        let v = arena.node(&[x, y], true);
+        open.insert(v, l);
+        Ok(v)
+    } else {
+        merge_exact_fused(prober, arena, (l, i, j), x, y)
     }
-    if let Some((&v, &l)) = open.iter().next() {
-        return Err(RevealError::Inconsistent {
-            detail: format!(
-                "a fused node of {l} leaves was left with only {} leaves",
-                arena.size[v as usize]
-            ),
-        });
+}
+
+/// `x` and `y` hold more than `l` leaves together: they meet in an exact fused node,
+/// where one of them is a further child of the other's node, or both are two children.
+fn merge_exact_fused<T: ProbeFloat, X: Target<T>>(
+    prober: &mut Prober<T, X>,
+    arena: &mut Arena,
+    (l, i, j): (u32, u32, u32),
+    x: u32,
+    y: u32,
+) -> Result<u32, RevealError> {
+    let (sx, sy) = (arena.size[x as usize], arena.size[y as usize]);
+    let cxi = arena.child_towards(x, i as usize);
+    let cyj = arena.child_towards(y, j as usize);
+    let xi = cxi.map(|c| arena.size[c as usize]);
+    let yj = cyj.map(|c| arena.size[c as usize]);
+    let x_groups = xi.is_some_and(|s| s + sy == l);
+    let y_groups = yj.is_some_and(|s| sx + s == l);
+    // Both readings fit the all-unit answers (an exact fused node over `(a+b), c, d`
+    // probes like one over `a, b, (c+d)`): zero x's other children and ask again.
+    let x_groups = if x_groups && y_groups {
+        let child = cxi.unwrap_or(x);
+        let keep: std::collections::HashSet<usize> =
+            arena.leaves_under(child).into_iter().collect();
+        let zeros: Vec<usize> = arena
+            .leaves_under(x)
+            .into_iter()
+            .filter(|v| !keep.contains(v))
+            .collect();
+        let probe = crate::target::Probe {
+            plus: i as usize,
+            minus: j as usize,
+        };
+        let lz = prober.probe_with_zeros(probe, &zeros)?;
+        if lz == Some(l) {
+            true
+        } else if lz == Some(l - (sx - xi.unwrap_or(sx))) {
+            false
+        } else {
+            return Err(inconsistent(i, j, l, sx, sy));
+        }
+    } else {
+        x_groups
+    };
+    if x_groups {
+        arena.adopt(x, y);
+        Ok(x)
+    } else if y_groups {
+        arena.adopt(y, x);
+        Ok(y)
+    } else if matches!((xi, yj), (Some(a), Some(b)) if a + b == l) {
+        arena.absorb(x, y);
+        Ok(x)
+    } else {
+        Err(inconsistent(i, j, l, sx, sy))
     }
-    let root = comps.find(0);
-    Ok(comps.node[root as usize])
 }
 
 /// `pairs` ordered by their first field (each at most `max`), ties kept in order.

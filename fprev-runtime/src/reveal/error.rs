@@ -173,6 +173,8 @@ pub enum RevealError {
 }
 
 impl std::fmt::Display for RevealError {
+    // One arm per variant, each its message and the fix it suggests: the messages read
+    // best side by side, so the match stays whole rather than split across helpers.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             RevealError::InvalidSize { n, reason } => {

@@ -29,8 +29,9 @@ const RESERVOIR: usize = 24;
 pub(crate) const MAX_SET_WIDTH: usize = 16;
 
 /// A uniform sample of [`RESERVOIR`] answers from a stream of unknown length
-/// (Algorithm R), drawing from a 64-bit LCG's high half: a ChaCha or SplitMix draw per
-/// answer, or Algorithm L's logarithms per kept one, were visible costs for cheap targets.
+/// (Algorithm R), drawing from a 64-bit LCG's high half: every answer passes through it, so
+/// a ChaCha or SplitMix draw per answer, or Algorithm L's logarithms per kept one, would
+/// cost a cheap target more than its sums.
 struct Reservoir {
     samples: Vec<Sample>,
     seen: u64,
@@ -426,8 +427,8 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
     }
 
     /// Like [`row`](Self::row), re-asking untrusted entries in shrinking windows until
-    /// every count is exact; the counts go into `row` (a buffer the caller reuses: a row
-    /// per part, each allocated, was a visible cost for targets with many small parts).
+    /// every count is exact; the counts go into `row` (a buffer the caller reuses, so that a
+    /// target with many small parts does not allocate a row per part).
     ///
     /// `context` holds leaves outside `members` that may share a truncating node with
     /// them (the subtree the pivot's frame has built so far): a truncating node loses

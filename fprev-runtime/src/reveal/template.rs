@@ -25,7 +25,7 @@ use crate::tree::SumTree;
 const MIN_TEMPLATE: usize = 4;
 
 /// FxHash's multiply-rotate mix: the keys are fprev's own offsets, not attacker input,
-/// and SipHash over every leaf set was a visible share of a cheap target's reveal.
+/// and hashing every leaf set is on a cheap target's hot path, where SipHash is slow.
 #[derive(Default, Clone, Copy)]
 struct Mix(u64);
 
@@ -63,7 +63,7 @@ type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<Mix>>;
 #[derive(Default)]
 pub(crate) struct Templates {
     /// The root of one subtree in the arena per leaf set.
-    shapes: FastMap<Key, u32>,
+    shapes: FastMap<LeafSetKey, u32>,
     /// Buffers reused from guess to guess: a template's inner nodes in pre-order with
     /// their two children, the walk's stack, and template node to new node.
     pre: Vec<(u32, [u32; 2])>,
@@ -73,22 +73,22 @@ pub(crate) struct Templates {
 
 /// A leaf set shifted to start at 0, as a fingerprint: its size, its span and its
 /// [`LeafHash`] shifted to 0. A subtree's comes from its root in the arena without a
-/// leaf walk, a group's from one pass (sorting, or walking, every subtree's leaves was a
-/// visible cost). Sets that collide only cost a failed proof: a template is never used
+/// leaf walk, a group's from one pass (no sorting or walking of every subtree's leaves,
+/// which would cost more than a cheap target's probes). Sets that collide only cost a failed proof: a template is never used
 /// unproved, and the span keeps its offsets inside `base..=max`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-struct Key {
+struct LeafSetKey {
     size: u32,
     span: u32,
     mix: u64,
 }
 
-impl Key {
+impl LeafSetKey {
     /// The key of the leaves under `node`, and their smallest leaf.
-    fn of_node(arena: &Arena, node: u32) -> (Key, u32) {
+    fn of_node(arena: &Arena, node: u32) -> (LeafSetKey, u32) {
         let v = node as usize;
         let lo = arena.least[v];
-        let key = Key {
+        let key = LeafSetKey {
             size: arena.size[v],
             span: arena.most[v] - lo,
             mix: LeafHash::mul(arena.hash[v], arena.unshift[lo as usize]),
@@ -97,7 +97,7 @@ impl Key {
     }
 
     /// The key of `leaves` (non-empty), and their smallest leaf.
-    fn of_leaves(arena: &Arena, leaves: impl Iterator<Item = usize>) -> (Key, u32) {
+    fn of_leaves(arena: &Arena, leaves: impl Iterator<Item = usize>) -> (LeafSetKey, u32) {
         let (lo, hi, size, hash) = leaves.fold((usize::MAX, 0, 0u32, 0), |(lo, hi, size, h), l| {
             (
                 lo.min(l),
@@ -106,7 +106,7 @@ impl Key {
                 LeafHash::add(h, arena.hash[l]),
             )
         });
-        let key = Key {
+        let key = LeafSetKey {
             size,
             span: (hi - lo) as u32,
             mix: LeafHash::mul(hash, arena.unshift[lo]),
@@ -118,13 +118,13 @@ impl Key {
 impl Templates {
     /// Remember the subtree at `root` if it is binary and large enough. The arena only
     /// grows, so the template is the root's id: its shape is read when a shifted twin
-    /// turns up (walking every finished subtree into a shape was a visible cost).
+    /// turns up, so finished subtrees that never get a twin cost no walk.
     pub fn record(&mut self, arena: &Arena, root: u32) {
         let v = root as usize;
         if (arena.size[v] as usize) < MIN_TEMPLATE || !arena.binary[v] {
             return;
         }
-        let (k, _) = Key::of_node(arena, root);
+        let (k, _) = LeafSetKey::of_node(arena, root);
         self.shapes.entry(k).or_insert(root);
     }
 
@@ -140,7 +140,7 @@ impl Templates {
         if len < MIN_TEMPLATE || self.shapes.is_empty() {
             return Ok(None);
         }
-        let (k, base) = Key::of_leaves(arena, leaves);
+        let (k, base) = LeafSetKey::of_leaves(arena, leaves);
         let Some(&root) = self.shapes.get(&k) else {
             return Ok(None);
         };
@@ -387,7 +387,7 @@ impl Proof {
 mod tests {
     use super::super::arena::Arena;
     use super::super::prober::Prober;
-    use super::{Key, Proof, Sets};
+    use super::{LeafSetKey, Proof, Sets};
     use crate::target::FnTarget;
     use crate::SumTree;
     use rand::Rng;
@@ -553,7 +553,7 @@ mod tests {
     #[test]
     fn keys_see_leaf_sets_shifted_to_zero_in_any_order() {
         let arena = arena();
-        let key = |leaves: &[usize]| Key::of_leaves(&arena, leaves.iter().copied());
+        let key = |leaves: &[usize]| LeafSetKey::of_leaves(&arena, leaves.iter().copied());
         let (a, base_a) = key(&[7, 3, 5, 9]);
         let (b, base_b) = key(&[103, 105, 107, 109]);
         assert_eq!((base_a, base_b), (3, 103));
@@ -574,18 +574,21 @@ mod tests {
         arena.adopt(fused, 53);
         for (node, leaves) in [(top, [10, 11, 12, 13]), (fused, [50, 51, 52, 53])] {
             assert_eq!(
-                Key::of_node(&arena, node),
-                Key::of_leaves(&arena, leaves.into_iter())
+                LeafSetKey::of_node(&arena, node),
+                LeafSetKey::of_leaves(&arena, leaves.into_iter())
             );
         }
-        assert_eq!(Key::of_node(&arena, top).0, Key::of_node(&arena, fused).0);
+        assert_eq!(
+            LeafSetKey::of_node(&arena, top).0,
+            LeafSetKey::of_node(&arena, fused).0
+        );
         let mut late = Arena::new(20);
         let v = late.node(&[3, 4], false);
         late.hash_leaf_sets();
         let w = late.node(&[v, 5], false);
         assert_eq!(
-            Key::of_node(&late, w),
-            Key::of_leaves(&late, [3, 4, 5].into_iter())
+            LeafSetKey::of_node(&late, w),
+            LeafSetKey::of_leaves(&late, [3, 4, 5].into_iter())
         );
     }
 }

@@ -14,7 +14,7 @@ use super::SumTree;
 
 /// How the leaves a chain absorbs step from one to the next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Step {
+pub(crate) enum ChainStride {
     /// A constant difference (1: in order, -1: in reverse order, `s`: a lane of stride `s`).
     By(i64),
     /// No constant difference.
@@ -23,7 +23,7 @@ pub(crate) enum Step {
 
 /// How a node's parts are combined above them.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Combiner {
+pub(crate) enum PartsOrder {
     /// `((p0+p1)+p2)+...`
     InOrder,
     /// `p0+(p1+(p2+...))`
@@ -38,11 +38,11 @@ pub(crate) enum Combiner {
 
 /// What one node of a tree is, in the terms [`SumTree::describe`] uses.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Shape {
+pub(crate) enum TreeShape {
     /// An input.
     Leaf,
     /// One accumulator absorbing `len` leaves one at a time.
-    Chain { len: usize, step: Step },
+    Chain { len: usize, step: ChainStride },
     /// Balanced pairwise summation of `len` leaves.
     Pairwise { len: usize },
     /// One fused node over `len` leaves.
@@ -60,7 +60,7 @@ pub(crate) enum Shape {
     /// is the first one shifted by a multiple of it; `interleaved` when the parts' leaf
     /// ranges overlap (lanes) rather than follow one another (blocks).
     Parts {
-        top: Combiner,
+        top: PartsOrder,
         parts: Vec<usize>,
         shift: Option<usize>,
         interleaved: bool,
@@ -91,7 +91,7 @@ struct ChainInfo {
     len: usize,
     /// The bottom pair, ascending, until a third leaf fixes the step.
     pair: (u32, u32),
-    step: Option<Step>,
+    step: Option<ChainStride>,
     last: u32,
 }
 
@@ -166,15 +166,17 @@ impl<'t> Analysis<'t> {
                         let (lo, hi) = c.pair;
                         let d = i64::from(hi) - i64::from(lo);
                         if i64::from(leaf) - i64::from(hi) == d {
-                            Step::By(d)
+                            ChainStride::By(d)
                         } else if i64::from(lo) - i64::from(leaf) == d {
-                            Step::By(-d)
+                            ChainStride::By(-d)
                         } else {
-                            Step::Irregular
+                            ChainStride::Irregular
                         }
                     }
-                    Some(Step::By(s)) if i64::from(leaf) - i64::from(c.last) == s => Step::By(s),
-                    Some(_) => Step::Irregular,
+                    Some(ChainStride::By(s)) if i64::from(leaf) - i64::from(c.last) == s => {
+                        ChainStride::By(s)
+                    }
+                    Some(_) => ChainStride::Irregular,
                 };
                 Some(ChainInfo {
                     len: c.len + 1,
@@ -188,30 +190,30 @@ impl<'t> Analysis<'t> {
     }
 
     /// Whether `v` is one of the shapes named without parts.
-    pub(crate) fn pure(&self, v: usize) -> Option<Shape> {
+    pub(crate) fn pure(&self, v: usize) -> Option<TreeShape> {
         let t = self.tree;
         if t.is_leaf(v) {
-            return Some(Shape::Leaf);
+            return Some(TreeShape::Leaf);
         }
         let len = self.size[v] as usize;
         if let Some(c) = self.chain[v] {
             let step = c
                 .step
-                .unwrap_or(Step::By(i64::from(c.pair.1) - i64::from(c.pair.0)));
-            return Some(Shape::Chain { len, step });
+                .unwrap_or(ChainStride::By(i64::from(c.pair.1) - i64::from(c.pair.0)));
+            return Some(TreeShape::Chain { len, step });
         }
         if self.balanced[v] {
-            return Some(Shape::Pairwise { len });
+            return Some(TreeShape::Pairwise { len });
         }
         let kids = t.children(v);
         if kids.len() == len {
-            return Some(Shape::Fused { len });
+            return Some(TreeShape::Fused { len });
         }
         self.fused_chain(v)
     }
 
     /// `v` as a chain of fused nodes, each over the previous one and new leaves.
-    fn fused_chain(&self, v: usize) -> Option<Shape> {
+    fn fused_chain(&self, v: usize) -> Option<TreeShape> {
         let t = self.tree;
         let mut widths = Vec::new();
         let mut w = v;
@@ -238,7 +240,7 @@ impl<'t> Analysis<'t> {
             return None;
         }
         let width = rest.first().copied().unwrap_or(*last);
-        Some(Shape::FusedChain {
+        Some(TreeShape::FusedChain {
             len: self.size[v] as usize,
             blocks: widths.len() + 1,
             first,
@@ -319,7 +321,7 @@ impl<'t> Analysis<'t> {
     }
 
     /// What `v` is.
-    pub(crate) fn shape(&self, v: usize) -> Shape {
+    pub(crate) fn shape(&self, v: usize) -> TreeShape {
         if let Some(s) = self.pure(v) {
             return s;
         }
@@ -332,11 +334,11 @@ impl<'t> Analysis<'t> {
         if let Some(s) = self.mixed(v) {
             return s;
         }
-        Shape::Irregular
+        TreeShape::Irregular
     }
 
     /// Shifted copies of one subtree that cover `v` exactly, combined in a named way.
-    fn tiling(&self, v: usize) -> Option<Shape> {
+    fn tiling(&self, v: usize) -> Option<TreeShape> {
         let total = self.size[v];
         let mut groups: HashMap<u64, (u32, usize, u32)> = HashMap::new();
         for w in self.subtree_nodes(v) {
@@ -364,7 +366,7 @@ impl<'t> Analysis<'t> {
                 continue;
             };
             let top = classify(&top);
-            if matches!(top, Combiner::Other(_)) {
+            if matches!(top, PartsOrder::Other(_)) {
                 continue;
             }
             let shift = (self.min_leaf[parts[1]] - self.min_leaf[parts[0]]) as usize;
@@ -372,7 +374,7 @@ impl<'t> Analysis<'t> {
                 self.min_leaf[p] as usize == self.min_leaf[parts[0]] as usize + i * shift
                     && self.shifted_copy(parts[0], p, (i * shift) as i64)
             });
-            return Some(Shape::Parts {
+            return Some(TreeShape::Parts {
                 top,
                 parts,
                 shift: regular.then_some(shift),
@@ -383,7 +385,7 @@ impl<'t> Analysis<'t> {
     }
 
     /// A subtree, then leaves absorbed one at a time.
-    fn tail(&self, v: usize) -> Option<Shape> {
+    fn tail(&self, v: usize) -> Option<TreeShape> {
         let t = self.tree;
         let mut leaves = Vec::new();
         let mut w = v;
@@ -410,7 +412,7 @@ impl<'t> Analysis<'t> {
             return None;
         }
         leaves.reverse();
-        Some(Shape::Tail { base: w, leaves })
+        Some(TreeShape::Tail { base: w, leaves })
     }
 
     /// Whether `w` adds two contiguous halves (within 40/60) of contiguous leaves.
@@ -429,7 +431,7 @@ impl<'t> Analysis<'t> {
 
     /// Pairwise halving down to blocks of unequal sizes (NumPy's halves are rounded to
     /// multiples of 8): the blocks are the first nodes that do not halve.
-    fn halving(&self, v: usize) -> Option<Shape> {
+    fn halving(&self, v: usize) -> Option<TreeShape> {
         if !self.halves(v) {
             return None;
         }
@@ -450,7 +452,7 @@ impl<'t> Analysis<'t> {
             return None;
         }
         let (parts, top) = self.contract(v, |w| blocks.contains(&w))?;
-        Some(Shape::Parts {
+        Some(TreeShape::Parts {
             top: classify(&top),
             parts,
             shift: None,
@@ -459,7 +461,7 @@ impl<'t> Analysis<'t> {
     }
 
     /// Named pieces (chains, pairwise, fused) combined in a named way or by a small tree.
-    fn mixed(&self, v: usize) -> Option<Shape> {
+    fn mixed(&self, v: usize) -> Option<TreeShape> {
         if let Some(shape) = self.halving(v) {
             return Some(shape);
         }
@@ -474,7 +476,7 @@ impl<'t> Analysis<'t> {
     /// The highest nodes below `v` that `named` accepts, combined by a named or small
     /// tree. The walk gives up past 128 unnamed nodes or 64 pieces, which bounds its cost
     /// at 128 checks of `named` over the subtree.
-    fn pieces(&self, v: usize, named: impl Fn(usize) -> bool) -> Option<Shape> {
+    fn pieces(&self, v: usize, named: impl Fn(usize) -> bool) -> Option<TreeShape> {
         let t = self.tree;
         let mut frontier = std::collections::HashSet::new();
         let mut stack: Vec<usize> = t.children(v).iter().map(|&c| c as usize).collect();
@@ -495,13 +497,13 @@ impl<'t> Analysis<'t> {
             return None;
         }
         let top = classify(&top);
-        if matches!(top, Combiner::Other(_)) && parts.len() > 8 {
+        if matches!(top, PartsOrder::Other(_)) && parts.len() > 8 {
             return None;
         }
         let interleaved = parts
             .windows(2)
             .any(|w| self.max_leaf[w[0]] > self.min_leaf[w[1]]);
-        Some(Shape::Parts {
+        Some(TreeShape::Parts {
             top,
             parts,
             shift: None,
@@ -513,14 +515,14 @@ impl<'t> Analysis<'t> {
     pub(crate) fn phrase(&self, v: usize, room: usize) -> String {
         let shape = self.shape(v);
         match shape {
-            Shape::Leaf => "1 value".into(),
-            Shape::Chain { len, step } => chain_phrase(len, step),
-            Shape::Pairwise { len } => format!("pairwise over {len}"),
-            Shape::Fused { len } => format!("one fused add of {len}"),
-            Shape::FusedChain { .. } => fused_chain_phrase(&shape),
-            Shape::Irregular => self.stats_phrase(v),
+            TreeShape::Leaf => "1 value".into(),
+            TreeShape::Chain { len, step } => chain_phrase(len, step),
+            TreeShape::Pairwise { len } => format!("pairwise over {len}"),
+            TreeShape::Fused { len } => format!("one fused add of {len}"),
+            TreeShape::FusedChain { .. } => fused_chain_phrase(&shape),
+            TreeShape::Irregular => self.stats_phrase(v),
             _ if room == 0 => self.stats_phrase(v),
-            Shape::Tail { base, leaves } => {
+            TreeShape::Tail { base, leaves } => {
                 let (a, b) = (leaves[0], leaves[leaves.len() - 1]);
                 let order = if leaves.windows(2).all(|w| w[1] == w[0] + 1) {
                     format!("in order ({a}..={b})")
@@ -533,7 +535,7 @@ impl<'t> Analysis<'t> {
                     leaves.len()
                 )
             }
-            Shape::Parts {
+            TreeShape::Parts {
                 top,
                 parts,
                 shift,
@@ -544,7 +546,7 @@ impl<'t> Analysis<'t> {
 
     fn parts_phrase(
         &self,
-        top: &Combiner,
+        top: &PartsOrder,
         parts: &[usize],
         shift: Option<usize>,
         interleaved: bool,
@@ -554,9 +556,9 @@ impl<'t> Analysis<'t> {
         let how = combiner_phrase(top);
         if let (Some(s), true) = (shift, interleaved) {
             let first = parts[0];
-            if let Some(Shape::Chain {
+            if let Some(TreeShape::Chain {
                 len,
-                step: Step::By(stride),
+                step: ChainStride::By(stride),
             }) = self.pure(first)
             {
                 if stride > 0 {
@@ -587,8 +589,8 @@ impl<'t> Analysis<'t> {
             )
         };
         let head = match top {
-            Combiner::Pairwise if c > 2 => format!("pairwise over {of}"),
-            Combiner::Fused => format!("one fused add over {of}"),
+            PartsOrder::Pairwise if c > 2 => format!("pairwise over {of}"),
+            PartsOrder::Fused => format!("one fused add over {of}"),
             _ => format!("{of}, combined {how}"),
         };
         if shift.is_some() {
@@ -599,11 +601,11 @@ impl<'t> Analysis<'t> {
         let mut kinds: Vec<(String, Vec<usize>)> = Vec::new();
         for (i, &p) in parts.iter().enumerate() {
             let words = match self.pure(p) {
-                Some(Shape::Chain { step, .. }) => chain_kind(step).to_string(),
-                Some(Shape::Pairwise { .. }) => "pairwise".into(),
-                Some(Shape::Fused { .. }) => "one fused add".into(),
-                Some(s @ Shape::FusedChain { .. }) => fused_chain_phrase(&s),
-                Some(Shape::Leaf) => "1 value".into(),
+                Some(TreeShape::Chain { step, .. }) => chain_kind(step).to_string(),
+                Some(TreeShape::Pairwise { .. }) => "pairwise".into(),
+                Some(TreeShape::Fused { .. }) => "one fused add".into(),
+                Some(s @ TreeShape::FusedChain { .. }) => fused_chain_phrase(&s),
+                Some(TreeShape::Leaf) => "1 value".into(),
                 _ if room == 1 => "a named shape".into(),
                 _ => self.phrase(p, room - 1),
             };
@@ -678,47 +680,47 @@ fn numbers(ids: &[usize]) -> String {
 }
 
 /// Name the tree that combines parts.
-pub(crate) fn classify(top: &SumTree) -> Combiner {
+pub(crate) fn classify(top: &SumTree) -> PartsOrder {
     let c = top.leaf_count();
     if *top == SumTree::sequential(c) {
-        return Combiner::InOrder;
+        return PartsOrder::InOrder;
     }
     if *top == SumTree::reverse(c) {
-        return Combiner::Reverse;
+        return PartsOrder::Reverse;
     }
     if Analysis::new(top).balanced[top.root()] {
-        return Combiner::Pairwise;
+        return PartsOrder::Pairwise;
     }
     if top.inner_count() == 1 {
-        return Combiner::Fused;
+        return PartsOrder::Fused;
     }
-    Combiner::Other(top.clone())
+    PartsOrder::Other(top.clone())
 }
 
-pub(crate) fn combiner_phrase(top: &Combiner) -> String {
+pub(crate) fn combiner_phrase(top: &PartsOrder) -> String {
     match top {
-        Combiner::InOrder => "in order".into(),
-        Combiner::Reverse => "in reverse order".into(),
-        Combiner::Pairwise => "pairwise".into(),
-        Combiner::Fused => "by one fused add".into(),
-        Combiner::Other(t) if t.leaf_count() <= 8 => format!("as {t}"),
-        Combiner::Other(t) => format!("irregularly (depth {})", t.stats().depth),
+        PartsOrder::InOrder => "in order".into(),
+        PartsOrder::Reverse => "in reverse order".into(),
+        PartsOrder::Pairwise => "pairwise".into(),
+        PartsOrder::Fused => "by one fused add".into(),
+        PartsOrder::Other(t) if t.leaf_count() <= 8 => format!("as {t}"),
+        PartsOrder::Other(t) => format!("irregularly (depth {})", t.stats().depth),
     }
 }
 
-fn chain_kind(step: Step) -> String {
+fn chain_kind(step: ChainStride) -> String {
     match step {
-        Step::By(1) => "in order".into(),
-        Step::By(-1) => "in reverse order".into(),
-        Step::By(s) if s > 0 => format!("in order, stride {s}"),
-        Step::By(s) => format!("in reverse order, stride {}", -s),
-        Step::Irregular => "one at a time in an irregular order".into(),
+        ChainStride::By(1) => "in order".into(),
+        ChainStride::By(-1) => "in reverse order".into(),
+        ChainStride::By(s) if s > 0 => format!("in order, stride {s}"),
+        ChainStride::By(s) => format!("in reverse order, stride {}", -s),
+        ChainStride::Irregular => "one at a time in an irregular order".into(),
     }
 }
 
-/// Words for a [`Shape::FusedChain`].
-pub(crate) fn fused_chain_phrase(shape: &Shape) -> String {
-    let Shape::FusedChain {
+/// Words for a [`TreeShape::FusedChain`].
+pub(crate) fn fused_chain_phrase(shape: &TreeShape) -> String {
+    let TreeShape::FusedChain {
         len,
         blocks,
         first,
@@ -733,9 +735,9 @@ pub(crate) fn fused_chain_phrase(shape: &Shape) -> String {
     )
 }
 
-pub(crate) fn chain_phrase(len: usize, step: Step) -> String {
+pub(crate) fn chain_phrase(len: usize, step: ChainStride) -> String {
     match step {
-        Step::Irregular => format!("{len} added one at a time in an irregular order"),
+        ChainStride::Irregular => format!("{len} added one at a time in an irregular order"),
         _ => format!("{len} {}", chain_kind(step)),
     }
 }

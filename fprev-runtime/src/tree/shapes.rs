@@ -81,20 +81,20 @@ impl SumTree {
     pub fn numpy_pairwise(n: usize) -> SumTree {
         let mut b = Nodes::new(n);
         // Post-order over the halving recursion (depth log2(n / 128): a plain stack).
-        enum Step {
+        enum HalvingStep {
             Visit(usize, usize),
             Join,
         }
-        let mut todo = vec![Step::Visit(0, n)];
+        let mut todo = vec![HalvingStep::Visit(0, n)];
         let mut done: Vec<Sub> = Vec::new();
         while let Some(step) = todo.pop() {
             match step {
-                Step::Visit(lo, len) if len < 8 => {
+                HalvingStep::Visit(lo, len) if len < 8 => {
                     if let Some(s) = b.chain(lo..lo + len) {
                         done.push(s);
                     }
                 }
-                Step::Visit(lo, len) if len <= 128 => {
+                HalvingStep::Visit(lo, len) if len <= 128 => {
                     let full = len - len % 8;
                     // lanes built and joined in post-order: ((l0+l1)+(l2+l3))+((l4+l5)+(l6+l7))
                     let lane = |b: &mut Nodes, k: usize| {
@@ -115,13 +115,13 @@ impl SumTree {
                     }
                     done.push(res);
                 }
-                Step::Visit(lo, len) => {
+                HalvingStep::Visit(lo, len) => {
                     let half = len / 2 - (len / 2) % 8;
-                    todo.push(Step::Join);
-                    todo.push(Step::Visit(lo + half, len - half));
-                    todo.push(Step::Visit(lo, half));
+                    todo.push(HalvingStep::Join);
+                    todo.push(HalvingStep::Visit(lo + half, len - half));
+                    todo.push(HalvingStep::Visit(lo, half));
                 }
-                Step::Join => {
+                HalvingStep::Join => {
                     let right = done.pop().unwrap_or(leaf(0));
                     let left = done.pop().unwrap_or(leaf(0));
                     done.push(b.add(left, right));

@@ -19,7 +19,7 @@
 //! levels goes to the exponent bins instead.
 
 use super::bins::Bins;
-use super::{two_sum, Mode};
+use super::{two_sum, FilterSchedule};
 use crate::exact::accumulator::{Accumulator, NEG_ZERO_BITS};
 use crate::exact::pow2;
 
@@ -249,6 +249,8 @@ mod avx2 {
         }
     }
 
+    // One function: the level sums live in AVX2 registers across the whole loop, which
+    // helpers would have to pass through memory or inline under the same target features.
     #[target_feature(enable = "avx2,fma")]
     #[allow(unused_unsafe)]
     unsafe fn run<const P: usize, const E: usize>(
@@ -554,7 +556,7 @@ struct DotState {
     blocks: u32,
     /// The bound for the next block's products (0 when there is none yet).
     bound: f64,
-    mode: Mode,
+    mode: FilterSchedule,
     bins: Option<Bins>,
 }
 
@@ -565,7 +567,7 @@ impl DotState {
             levels: FIRST_LEVELS,
             blocks: 0,
             bound: 0.0,
-            mode: Mode::new(),
+            mode: FilterSchedule::new(),
             bins: None,
         }
     }

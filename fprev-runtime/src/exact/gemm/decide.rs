@@ -7,7 +7,7 @@
 //! count changes `t` and `e`, never the answer. Otherwise the caller computes the element
 //! exactly.
 
-use crate::exact::Format;
+use crate::exact::RoundingFormat;
 
 /// Knuth's TwoSum: `s + r == a + b` exactly, `s = fl(a + b)`, when nothing overflows.
 #[inline(always)]
@@ -26,8 +26,8 @@ fn pow2_normal(k: i32) -> f64 {
 /// The value of `format` nearest to `v` (ties to even), as an `f64`, for the two formats
 /// the products produce.
 #[inline(always)]
-fn round_to_format(v: f64, format: Format) -> f64 {
-    if format == Format::F32 {
+fn round_to_format(v: f64, format: RoundingFormat) -> f64 {
+    if format == RoundingFormat::F32 {
         v as f32 as f64
     } else {
         v
@@ -40,7 +40,7 @@ fn round_to_format(v: f64, format: Format) -> f64 {
 ///
 /// `p1 + p2` must be exact, finite, and `e` finite and non-negative.
 #[inline(always)]
-pub(super) fn decide(p1: f64, p2: f64, t: f64, e: f64, format: Format) -> Option<f64> {
+pub(super) fn decide(p1: f64, p2: f64, t: f64, e: f64, format: RoundingFormat) -> Option<f64> {
     let (h, l) = two_sum(p1, p2);
     let (h2, l2) = two_sum(h, t);
     // h2 + l2 + l is the midpoint; folding l2 + l into one double costs at most half an
@@ -92,29 +92,44 @@ mod tests {
     fn decides_only_inside_the_rounding_interval() {
         let one = 1.0;
         let u = f64::EPSILON; // spacing above 1
-        assert_eq!(decide(one, 0.0, 0.0, 0.0, Format::F64), Some(1.0));
-        assert_eq!(decide(one, 0.0, 0.4 * u, 0.05 * u, Format::F64), Some(1.0));
-        // The interval reaches the midpoint between 1 and 1 + u.
-        assert_eq!(decide(one, 0.0, 0.4 * u, 0.2 * u, Format::F64), None);
-        // Below 1 the spacing is u / 2: a quarter of u down is a midpoint.
-        assert_eq!(decide(one, 0.0, -0.2 * u, 0.01 * u, Format::F64), Some(1.0));
-        assert_eq!(decide(one, 0.0, -0.25 * u, 0.0, Format::F64), None); // a tie
+        assert_eq!(decide(one, 0.0, 0.0, 0.0, RoundingFormat::F64), Some(1.0));
         assert_eq!(
-            decide(one, 0.0, -0.26 * u, 0.0, Format::F64),
+            decide(one, 0.0, 0.4 * u, 0.05 * u, RoundingFormat::F64),
+            Some(1.0)
+        );
+        // The interval reaches the midpoint between 1 and 1 + u.
+        assert_eq!(
+            decide(one, 0.0, 0.4 * u, 0.2 * u, RoundingFormat::F64),
+            None
+        );
+        // Below 1 the spacing is u / 2: a quarter of u down is a midpoint.
+        assert_eq!(
+            decide(one, 0.0, -0.2 * u, 0.01 * u, RoundingFormat::F64),
+            Some(1.0)
+        );
+        assert_eq!(decide(one, 0.0, -0.25 * u, 0.0, RoundingFormat::F64), None); // a tie
+        assert_eq!(
+            decide(one, 0.0, -0.26 * u, 0.0, RoundingFormat::F64),
             Some(1.0 - u / 2.0)
         );
-        assert_eq!(decide(-one, 0.0, 0.25 * u, 0.0, Format::F64), None);
+        assert_eq!(decide(-one, 0.0, 0.25 * u, 0.0, RoundingFormat::F64), None);
         assert_eq!(
-            decide(-one, 0.0, 0.26 * u, 0.0, Format::F64),
+            decide(-one, 0.0, 0.26 * u, 0.0, RoundingFormat::F64),
             Some(u / 2.0 - 1.0)
         );
-        assert_eq!(decide(-one, 0.0, 0.2 * u, 0.0, Format::F64), Some(-1.0));
+        assert_eq!(
+            decide(-one, 0.0, 0.2 * u, 0.0, RoundingFormat::F64),
+            Some(-1.0)
+        );
         // Exact parts that a single double could not hold.
-        assert_eq!(decide(one, 0.75 * u, 0.0, 0.0, Format::F64), Some(1.0 + u));
-        assert_eq!(decide(one, 0.5 * u, 0.0, 0.0, Format::F64), None); // a tie
-        assert_eq!(decide(0.0, 0.0, 0.0, 0.0, Format::F64), None);
-        assert_eq!(decide(1e-310, 0.0, 0.0, 0.0, Format::F64), None);
-        assert_eq!(decide(f64::MAX, 0.0, 0.0, 0.0, Format::F64), None);
+        assert_eq!(
+            decide(one, 0.75 * u, 0.0, 0.0, RoundingFormat::F64),
+            Some(1.0 + u)
+        );
+        assert_eq!(decide(one, 0.5 * u, 0.0, 0.0, RoundingFormat::F64), None); // a tie
+        assert_eq!(decide(0.0, 0.0, 0.0, 0.0, RoundingFormat::F64), None);
+        assert_eq!(decide(1e-310, 0.0, 0.0, 0.0, RoundingFormat::F64), None);
+        assert_eq!(decide(f64::MAX, 0.0, 0.0, 0.0, RoundingFormat::F64), None);
     }
 
     #[test]
@@ -122,15 +137,18 @@ mod tests {
         let u32 = f32::EPSILON as f64;
         // 1 + u32/2 is a tie in f32; just above it rounds up, just below down.
         assert_eq!(
-            decide(1.0, 0.5 * u32, 1e-12, 1e-13, Format::F32),
+            decide(1.0, 0.5 * u32, 1e-12, 1e-13, RoundingFormat::F32),
             Some(1.0 + u32)
         );
         assert_eq!(
-            decide(1.0, 0.5 * u32, -1e-12, 1e-13, Format::F32),
+            decide(1.0, 0.5 * u32, -1e-12, 1e-13, RoundingFormat::F32),
             Some(1.0)
         );
-        assert_eq!(decide(1.0, 0.5 * u32, 0.0, 1e-13, Format::F32), None);
-        assert_eq!(decide(1e-40, 0.0, 0.0, 0.0, Format::F32), None); // f32 subnormal
-        assert_eq!(decide(3e38, 0.0, 0.0, 0.0, Format::F32), None); // top binade
+        assert_eq!(
+            decide(1.0, 0.5 * u32, 0.0, 1e-13, RoundingFormat::F32),
+            None
+        );
+        assert_eq!(decide(1e-40, 0.0, 0.0, 0.0, RoundingFormat::F32), None); // f32 subnormal
+        assert_eq!(decide(3e38, 0.0, 0.0, 0.0, RoundingFormat::F32), None); // top binade
     }
 }

@@ -5,7 +5,7 @@ use super::decide::decide;
 use super::slices::{pow2, split_columns, split_rows, zeroed, Line, LineKind};
 use super::GemmKernel;
 use crate::exact::filter::DotScratch;
-use crate::exact::{Accumulator, Format};
+use crate::exact::{Accumulator, RoundingFormat};
 use rayon::prelude::*;
 
 /// Inner length of one exact slice product; longer products add several, in integers.
@@ -103,7 +103,7 @@ pub(super) fn product<K: GemmKernel>(
     (m, n, k): (usize, usize, usize),
     a: &[f64],
     b: &[f64],
-    format: Format,
+    format: RoundingFormat,
 ) -> Vec<f64> {
     if m == 0 || n == 0 {
         return Vec::new();
@@ -112,7 +112,7 @@ pub(super) fn product<K: GemmKernel>(
         return vec![0.0; m * n];
     }
     let mut out = vec![0.0; m * n];
-    let open = if format == Format::F64 {
+    let open = if format == RoundingFormat::F64 {
         sliced(kernel, work, (m, n, k), a, b, &mut out)
     } else {
         direct(kernel, work, (m, n, k), a, b, &mut out, format)
@@ -139,7 +139,62 @@ fn sliced<K: GemmKernel>(
     let rows = split_rows(a, (m, k), beta_a, &mut work.slice, &mut work.left);
     let cols = split_columns(b, (k, n), beta_b, &mut work.slices, &mut work.right);
 
-    // A1 * [B1 | B2], chunk by chunk, summed exactly as integers.
+    slice_products(kernel, work, (m, n, k));
+    // The rest: [A_hi | A_tail] * [B_tail ; B], an ordinary product.
+    let rest = zeroed(&mut work.rest, m * n);
+    kernel.gemm(m, n, 2 * k, &work.left, &work.right, rest);
+    let (slices, totals) = (&work.products, &work.totals);
+
+    let (row_factors, col_factors) = line_factors(&rows, &cols, k, (beta_a, beta_b));
+    // Products that underflow inside the kernel, and in the bound itself.
+    let slack = underflow_slack(2 * k);
+    let open: Vec<Vec<usize>> = out
+        .par_chunks_mut(n)
+        .zip(rest.par_chunks(n))
+        .zip(slices.par_chunks(2 * n))
+        .zip(row_factors.par_iter())
+        .enumerate()
+        .map(|(r, (((out, rest), slices), rf))| {
+            let mut open = Vec::new();
+            for (c, cf) in col_factors.iter().enumerate() {
+                let decided = if PRODUCT_EXP.contains(&(rf.exp + cf.exp)) {
+                    // x1 2^beta_b + x2 as two doubles that hold it exactly: for one
+                    // chunk the kernel's integers themselves, for several the sum of
+                    // the i64 totals, split.
+                    let exact = if totals.is_empty() {
+                        let (x1, x2) = (slices[c], slices[n + c]);
+                        (integral(x1) && integral(x2)).then(|| (x1 * pow2(beta_b), x2))
+                    } else {
+                        let (t1, t2) = (totals[r * 2 * n + c], totals[r * 2 * n + n + c]);
+                        (t1 != i64::MAX && t2 != i64::MAX)
+                            .then(|| split_i128(((t1 as i128) << beta_b) + t2 as i128))
+                    };
+                    exact.and_then(|(hi, lo)| {
+                        let scale = rf.scale * cf.scale;
+                        let bound = rf.bound[0] * cf.bound[0] + rf.bound[1] * cf.bound[1] + slack;
+                        decide(hi * scale, lo * scale, rest[c], bound, RoundingFormat::F64)
+                    })
+                } else {
+                    zero_product(&rows[r], &cols[c])
+                };
+                match decided {
+                    Some(v) => out[c] = v,
+                    None => open.push(r * n + c),
+                }
+            }
+            open
+        })
+        .collect();
+    open.concat()
+}
+
+/// `A1 * [B1 | B2]` into `work.products`, chunk by chunk: with more than one chunk, each
+/// chunk's integers summed exactly in `work.totals` (empty for a single chunk).
+fn slice_products<K: GemmKernel>(
+    kernel: &mut K,
+    work: &mut Workspace,
+    (m, n, k): (usize, usize, usize),
+) {
     let slices = zeroed(&mut work.products, m * 2 * n);
     let totals = &mut work.totals;
     totals.clear();
@@ -166,15 +221,18 @@ fn sliced<K: GemmKernel>(
             };
         }
     }
-    // The rest: [A_hi | A_tail] * [B_tail ; B], an ordinary product.
-    let rest = zeroed(&mut work.rest, m * n);
-    kernel.gemm(m, n, 2 * k, &work.left, &work.right, rest);
-    let (slices, totals) = (&work.products, &work.totals);
+}
 
-    // Per-line factors, so that an element costs a few multiplications: the slice
-    // products scale by 2^(e - beta_a - 2 beta_b) * 2^f, and the bound on the rest's
-    // error is gamma_2k (||A_hi|| ||B_tail|| + ||A_tail|| ||B||) (Cauchy-Schwarz bounds
-    // the sums of |products| its rounding errors scale with), split the same way.
+/// Per-line factors, so that an element costs a few multiplications: the slice
+/// products scale by 2^(e - beta_a - 2 beta_b) * 2^f, and the bound on the rest's
+/// error is gamma_2k (||A_hi|| ||B_tail|| + ||A_tail|| ||B||) (Cauchy-Schwarz bounds
+/// the sums of |products| its rounding errors scale with), split the same way.
+fn line_factors(
+    rows: &[Line],
+    cols: &[Line],
+    k: usize,
+    (beta_a, beta_b): (i32, i32),
+) -> (Vec<Factors>, Vec<Factors>) {
     let gamma = gamma(2 * k) * (1.0 + 1e-10);
     let row_factors: Vec<Factors> = rows
         .iter()
@@ -204,46 +262,7 @@ fn sliced<K: GemmKernel>(
             _ => Factors::NONE,
         })
         .collect();
-    // Products that underflow inside the kernel, and in the bound itself.
-    let slack = underflow_slack(2 * k);
-    let open: Vec<Vec<usize>> = out
-        .par_chunks_mut(n)
-        .zip(rest.par_chunks(n))
-        .zip(slices.par_chunks(2 * n))
-        .zip(row_factors.par_iter())
-        .enumerate()
-        .map(|(r, (((out, rest), slices), rf))| {
-            let mut open = Vec::new();
-            for (c, cf) in col_factors.iter().enumerate() {
-                let decided = if PRODUCT_EXP.contains(&(rf.exp + cf.exp)) {
-                    // x1 2^beta_b + x2 as two doubles that hold it exactly: for one
-                    // chunk the kernel's integers themselves, for several the sum of
-                    // the i64 totals, split.
-                    let exact = if totals.is_empty() {
-                        let (x1, x2) = (slices[c], slices[n + c]);
-                        (integral(x1) && integral(x2)).then(|| (x1 * pow2(beta_b), x2))
-                    } else {
-                        let (t1, t2) = (totals[r * 2 * n + c], totals[r * 2 * n + n + c]);
-                        (t1 != i64::MAX && t2 != i64::MAX)
-                            .then(|| split_i128(((t1 as i128) << beta_b) + t2 as i128))
-                    };
-                    exact.and_then(|(hi, lo)| {
-                        let scale = rf.scale * cf.scale;
-                        let bound = rf.bound[0] * cf.bound[0] + rf.bound[1] * cf.bound[1] + slack;
-                        decide(hi * scale, lo * scale, rest[c], bound, Format::F64)
-                    })
-                } else {
-                    zero_product(&rows[r], &cols[c])
-                };
-                match decided {
-                    Some(v) => out[c] = v,
-                    None => open.push(r * n + c),
-                }
-            }
-            open
-        })
-        .collect();
-    open.concat()
+    (row_factors, col_factors)
 }
 
 /// What a row or a column contributes to each of its elements' decision.
@@ -275,7 +294,7 @@ fn direct<K: GemmKernel>(
     a: &[f64],
     b: &[f64],
     out: &mut [f64],
-    format: Format,
+    format: RoundingFormat,
 ) -> Vec<usize> {
     let rows = super::slices::scan_rows(a, m, k);
     let cols = super::slices::scan_columns(b, k, n);
@@ -317,7 +336,7 @@ fn exact_elements(
     a: &[f64],
     b: &[f64],
     open: &[usize],
-    format: Format,
+    format: RoundingFormat,
 ) {
     if open.is_empty() {
         return;
@@ -384,7 +403,7 @@ mod tests {
             &a,
             &b,
             &mut out,
-            Format::F32,
+            RoundingFormat::F32,
         );
         assert!(
             open.len() * 50 < m * n,

@@ -24,8 +24,8 @@ mod arena;
 mod basic;
 mod error;
 pub(crate) mod fit;
-mod fprev;
 mod known;
+mod levels;
 mod memory;
 mod naive;
 mod prober;
@@ -515,7 +515,7 @@ impl Reveal {
                         recognized = guesses.recognized;
                         match recognized {
                             Some(_) => Ok(0),
-                            None => fprev::build(prober, &mut arena, self.pivot),
+                            None => levels::build(prober, &mut arena, self.pivot),
                         }
                     }
                 }
