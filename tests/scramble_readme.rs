@@ -1,5 +1,6 @@
-//! The README's demonstration: `assert_reproducible!` catches an order-dependent sum
-//! and prints the tokens that replay it. Ignored by default because it fails on purpose:
+//! The README's amplify example: `assert_reproducible!` catches an order-dependent sum
+//! and prints the tokens that replay it (docs/scramble.md shows the report, checked by
+//! scripts/check_docs.sh). Ignored by default because it fails on purpose:
 //! `cargo test --test scramble_readme -- --ignored`.
 
 #![cfg(not(feature = "off"))]
