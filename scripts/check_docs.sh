@@ -155,8 +155,10 @@ def console(body):
 
 def run_console(cmds):
     sep = "\x1echeck-docs-output\x1e"
-    script = "set +e\n" + "".join(
-        f"printf '%s\\n' '{sep}'\n{c['cmd']}\n" for c in cmds) + f"printf '%s\\n' '{sep}'\n"
+    # the separator is printed between commands, keeping `$?` the last command's
+    script = "set +e\ncheck_docs_status=0\n" + "".join(
+        f"printf '%s\\n' '{sep}'\n(exit $check_docs_status)\n{c['cmd']}\ncheck_docs_status=$?\n"
+        for c in cmds) + f"printf '%s\\n' '{sep}'\n"
     p = subprocess.run(["bash", "-c", script], cwd=root, env=env(), stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, timeout=BLOCK_TIMEOUT, stdin=subprocess.DEVNULL)
     parts = p.stdout.decode("utf-8", "replace").split(sep + "\n")

@@ -869,7 +869,7 @@ fn run_engine<T: ProbeFloat>(
     if let Some(hint) = &args.hint {
         reveal = reveal.hint(read_hint(hint)?);
     }
-    let r = reveal.run_target(target)?;
+    let r = reveal.run_target(&mut *target)?;
     if let Some(name) = &r.recognized {
         errln!("recognized the {name} order (proved with one probe per inner node)");
     }
