@@ -877,7 +877,10 @@ fn run_engine<T: ProbeFloat>(
         errln!("truncating fused nodes, verified under a fitted block-FMA model: {f}");
     }
     if r.verification.excluded_width < 53 && r.verification.fused.is_none() {
-        errln!("note: {}", fused_width_note(target, args.n(), &r.verification));
+        errln!(
+            "note: {}",
+            fused_width_note(target, args.n(), &r.verification)
+        );
     }
     if let Some(bits) = r.verification.count_bits {
         errln!("unit counts are exact only below 2^{bits}: counted in windows of that size");
