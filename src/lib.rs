@@ -14,11 +14,12 @@
 //!
 //! # Adding it
 //!
-//! To check orders in tests only:
+//! fprev is not on a registry: depend on a checkout of its repository. To check orders
+//! in tests only:
 //!
 //! ```toml
 //! [dev-dependencies]
-//! fprev = "0.1"
+//! fprev = { path = "../fprev" }
 //! ```
 //!
 //! To annotate library code with `#[fprev::scramble]` or `#[fprev::accumulator]`, make it
@@ -27,7 +28,7 @@
 //!
 //! ```toml
 //! [dependencies]
-//! fprev = "0.1"
+//! fprev = { path = "../fprev" }
 //! ```
 //!
 //! Other features: `cuda` (a GPU backend for revealing and scrambling kernels; it builds
@@ -169,3 +170,20 @@ pub mod __private;
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+/// The Rust examples of the guides in `docs/`, compiled and run as doctests too.
+#[cfg(doctest)]
+mod docs_doctests {
+    #[doc = include_str!("../docs/reveal.md")]
+    pub struct Reveal;
+    #[doc = include_str!("../docs/scramble.md")]
+    pub struct Scramble;
+    #[doc = include_str!("../docs/exact.md")]
+    pub struct Exact;
+    #[doc = include_str!("../docs/cuda.md")]
+    pub struct Cuda;
+    #[doc = include_str!("../docs/tensor-cores.md")]
+    pub struct TensorCores;
+    #[doc = include_str!("../docs/sweeps.md")]
+    pub struct Sweeps;
+}

@@ -1,6 +1,6 @@
-//! The README's demonstration: `assert_reproducible!` catches an order-dependent sum
-//! and prints the tokens that replay it. Ignored by default because it fails on purpose:
-//! `cargo test --test scramble_readme -- --ignored`.
+//! The README's amplify example: `assert_reproducible!` catches an order-dependent sum and
+//! prints its replay tokens (docs/scramble.md shows the report). It fails on purpose, so it
+//! is ignored: `cargo test --workspace --test scramble_readme -- --ignored`.
 
 #![cfg(not(feature = "off"))]
 

@@ -891,7 +891,7 @@ fn run_engine<T: ProbeFloat>(
     if let Some(hint) = &args.hint {
         reveal = reveal.hint(read_hint(hint)?);
     }
-    let r = reveal.run_target(target)?;
+    let r = reveal.run_target(&mut *target)?;
     if let Some(name) = &r.recognized {
         errln!("recognized the {name} order (proved with one probe per inner node)");
     }
@@ -900,14 +900,41 @@ fn run_engine<T: ProbeFloat>(
     }
     if r.verification.excluded_width < 53 && r.verification.fused.is_none() {
         errln!(
-            "note: a fused adder that keeps {} or more fraction bits below its largest term would answer these probes like a different tree; this format's range cannot exclude it",
-            r.verification.excluded_width
+            "note: {}",
+            fused_width_note(target, args.n(), &r.verification)
         );
     }
     if let Some(bits) = r.verification.count_bits {
         errln!("unit counts are exact only below 2^{bits}: counted in windows of that size");
     }
     Ok((r.tree, r.probes))
+}
+
+/// What the probes of a reveal rule out about fused multi-term adders. A format with
+/// range to spare (f32) could rule out more: the masks widen to its range only once an
+/// answer shows a truncating node, so the note says so rather than blaming the format,
+/// which is right only where no wider masks exist (FP8 products).
+fn fused_width_note<T: ProbeFloat>(
+    target: &exec::Exec<T>,
+    n: usize,
+    verification: &fprev::reveal::Verification,
+) -> String {
+    use fprev::Target as _;
+    let excluded = verification.excluded_width;
+    let head = format!(
+        "these probes exclude fused adders that keep fewer than {excluded} fraction bits below their largest term; a wider one could answer them like a different tree"
+    );
+    let input = target.input_format().unwrap_or(T::FORMAT);
+    let wider = (!verification.wide_masks)
+        .then(|| fprev::float::ProbeScale::wide_for_formats(input, T::FORMAT, n))
+        .flatten();
+    match wider {
+        Some(w) => format!(
+            "{head} (the masks widen to this format's range, 2^{} units, only when an answer shows a truncating node; none did)",
+            w.gap()
+        ),
+        None => format!("{head}, and this format's range allows no wider masks"),
+    }
 }
 
 /// A hint given as canonical text, or as a file holding canonical text or JSON.
