@@ -141,7 +141,8 @@ pub(super) fn classify(adds: u64, chains: u64, executions: u64, max: u64) -> Cha
 /// ```
 /// let r = fprev::chains::report();
 /// for s in &r.sites {
-///     println!("{} {}:{} max {}", s.function, s.file, s.line, s.max_chain);
+///     let at = &s.source;
+///     println!("{} {}:{} max {}", at.function, at.file, at.line, s.max_chain);
 /// }
 /// ```
 #[non_exhaustive]
