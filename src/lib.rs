@@ -175,15 +175,15 @@ pub struct ReadmeDoctests;
 #[cfg(doctest)]
 mod docs_doctests {
     #[doc = include_str!("../docs/reveal.md")]
-    pub struct Reveal;
+    pub struct RevealGuide;
     #[doc = include_str!("../docs/scramble.md")]
-    pub struct Scramble;
+    pub struct ScrambleGuide;
     #[doc = include_str!("../docs/exact.md")]
-    pub struct Exact;
+    pub struct ExactGuide;
     #[doc = include_str!("../docs/cuda.md")]
-    pub struct Cuda;
+    pub struct CudaGuide;
     #[doc = include_str!("../docs/tensor-cores.md")]
-    pub struct TensorCores;
+    pub struct TensorCoresGuide;
     #[doc = include_str!("../docs/sweeps.md")]
-    pub struct Sweeps;
+    pub struct SweepsGuide;
 }

@@ -42,13 +42,13 @@ fn wrap(text: &str, chars: usize) -> Vec<String> {
     lines
 }
 
-struct Canvas {
+struct PanelCanvas {
     body: String,
     y: f64,
     panels: usize,
 }
 
-impl Canvas {
+impl PanelCanvas {
     fn text(&mut self, x: f64, y: f64, size: f64, color: &str, anchor: &str, text: &str) {
         let _ = writeln!(
             self.body,
@@ -89,7 +89,7 @@ pub(super) fn render(tree: &SumTree, title: Option<&str>) -> Option<String> {
         }
         _ => return None,
     };
-    let mut c = Canvas {
+    let mut c = PanelCanvas {
         body: String::new(),
         y: 8.0,
         panels: 0,
@@ -178,7 +178,7 @@ struct PartStyle {
 
 /// One panel: a heading, the tree over the parts of `v`, a box per part; then the
 /// repeated part's own panel, or named lanes.
-fn panel(c: &mut Canvas, a: &Analysis, v: usize, heading: &str) {
+fn panel(c: &mut PanelCanvas, a: &Analysis, v: usize, heading: &str) {
     let TreeShape::Parts {
         top,
         parts,
@@ -241,7 +241,13 @@ fn panel(c: &mut Canvas, a: &Analysis, v: usize, heading: &str) {
 }
 
 /// Too many parts to draw a box each: one band, named by its first and last part.
-fn parts_band(c: &mut Canvas, a: &Analysis, parts: &[usize], noun: &str, (x0, x1): (f64, f64)) {
+fn parts_band(
+    c: &mut PanelCanvas,
+    a: &Analysis,
+    parts: &[usize],
+    noun: &str,
+    (x0, x1): (f64, f64),
+) {
     let top = c.y + 10.0;
     let _ = writeln!(
         c.body,
@@ -271,7 +277,7 @@ fn parts_band(c: &mut Canvas, a: &Analysis, parts: &[usize], noun: &str, (x0, x1
 /// The tree that combines the parts of `v`, over a box per part; `false` when the parts
 /// do not contract to a tree (nothing drawn).
 fn parts_tree(
-    c: &mut Canvas,
+    c: &mut PanelCanvas,
     a: &Analysis,
     v: usize,
     parts: &[usize],
@@ -312,7 +318,7 @@ fn parts_tree(
 
 /// The tree over the parts (leaf `i` is the part drawn over `spans[i]`), its levels
 /// spread over at most 220 px above the boxes; where the boxes' top edge is.
-fn combining_tree(c: &mut Canvas, tree: &SumTree, spans: &[(f64, f64)]) -> f64 {
+fn combining_tree(c: &mut PanelCanvas, tree: &SumTree, spans: &[(f64, f64)]) -> f64 {
     let n = spans.len();
     let inner = tree.inner_count();
     let levels = {
@@ -387,7 +393,7 @@ fn combining_tree(c: &mut Canvas, tree: &SumTree, spans: &[(f64, f64)]) -> f64 {
 /// The box of part `p` (the `i`-th; `first` is the first part's node) over `(s, e)`:
 /// its name, its values and what it is, as many lines as fit.
 fn part_box(
-    c: &mut Canvas,
+    c: &mut PanelCanvas,
     a: &Analysis,
     (i, p): (usize, usize),
     first: usize,
@@ -451,7 +457,7 @@ fn part_box(
 }
 
 /// One panel per distinct kind of part that is not a pure shape, its first part drawn.
-fn part_panels(c: &mut Canvas, a: &Analysis, parts: &[usize], noun: &str) {
+fn part_panels(c: &mut PanelCanvas, a: &Analysis, parts: &[usize], noun: &str) {
     let mut seen: Vec<String> = Vec::new();
     for (i, &p) in parts.iter().enumerate() {
         if a.pure(p).is_some() || c.panels >= MAX_PANELS {
@@ -485,7 +491,14 @@ fn part_panels(c: &mut Canvas, a: &Analysis, parts: &[usize], noun: &str) {
 
 /// Parts that are one part shifted by `s`: the first drawn once in a panel of its own
 /// when there is room, else said in words.
-fn shifted_part(c: &mut Canvas, a: &Analysis, parts: &[usize], noun: &str, s: usize, lanes: bool) {
+fn shifted_part(
+    c: &mut PanelCanvas,
+    a: &Analysis,
+    parts: &[usize],
+    noun: &str,
+    s: usize,
+    lanes: bool,
+) {
     if c.panels < MAX_PANELS && !lanes && a.pure(parts[0]).is_none() {
         let first = parts[0];
         let heading = format!(
@@ -523,7 +536,7 @@ fn step_of(a: &Analysis, p: usize) -> usize {
 
 /// One row per lane: its name, a mark at each input it absorbs joined in order, and
 /// how many.
-fn lane_rows(c: &mut Canvas, a: &Analysis, v: usize, parts: &[usize], (x0, x1): (f64, f64)) {
+fn lane_rows(c: &mut PanelCanvas, a: &Analysis, v: usize, parts: &[usize], (x0, x1): (f64, f64)) {
     let lo = a.min_leaf[v] as f64;
     let range = (a.max_leaf[v] - a.min_leaf[v] + 1) as f64;
     let px = |i: usize| x0 + (i as f64 - lo + 0.5) / range * (x1 - x0);

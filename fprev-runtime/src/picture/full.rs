@@ -109,7 +109,7 @@ impl PictureLayout {
 
 /// The sizes of one picture, from its leaf count and levels, and where each node is
 /// drawn.
-struct Canvas<'l> {
+struct TreeCanvas<'l> {
     layout: &'l PictureLayout,
     /// Distance between neighbouring leaves.
     dx: f64,
@@ -129,8 +129,8 @@ struct Canvas<'l> {
 /// A chain's label: its midpoint, its angle and its length.
 type ChainLabel = (f64, f64, f64, usize);
 
-impl<'l> Canvas<'l> {
-    fn new(layout: &'l PictureLayout, n: usize, titled: bool) -> Canvas<'l> {
+impl<'l> TreeCanvas<'l> {
+    fn new(layout: &'l PictureLayout, n: usize, titled: bool) -> TreeCanvas<'l> {
         let dx = if n <= 16 {
             36.0
         } else if n <= 64 {
@@ -152,7 +152,7 @@ impl<'l> Canvas<'l> {
         let width = left * 2.0 + span;
         let base = top + levels * dy;
         let height = base + 44.0;
-        Canvas {
+        TreeCanvas {
             layout,
             dx,
             dy,
@@ -392,7 +392,7 @@ impl<'l> Canvas<'l> {
 impl PictureLayout {
     /// The SVG document: edges, then nodes, then leaves, then the chains' labels on top.
     pub(super) fn svg(&self, t: &SumTree, title: Option<&str>) -> String {
-        let canvas = Canvas::new(self, t.leaf_count(), title.is_some());
+        let canvas = TreeCanvas::new(self, t.leaf_count(), title.is_some());
         let mut s = String::new();
         canvas.header(&mut s, t, title);
         let labels = canvas.edges(&mut s, t);

@@ -7,9 +7,9 @@ use rand_core::SeedableRng;
 
 use super::recorder::{nondeterministic, RecordMode, Recorder, Source};
 use super::{Element, ElementCoverage, ElementOrders, ElementReveal, OrderGroup};
-use crate::random;
 use crate::float::{FloatFormat, ProbeFloat, ProbeScale};
 use crate::ops::{convert, spreads_operands, Reduction};
+use crate::random;
 use crate::reveal::{fit, FittedFused, RevealError, RevealReport};
 use crate::target::{random_operands, Target, TargetError};
 use crate::tree::SumTree;
