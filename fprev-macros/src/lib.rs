@@ -76,7 +76,7 @@ use proc_macro::TokenStream;
 /// inventory::submit! { FnSites::new(&__FPREV_SCRAMBLE_SITES, &[/* loops left alone */]) }
 /// let mut s = 0.0;
 /// {
-///     let mut r = Reduction::begin_at(&__FPREV_SCRAMBLE_SITES[0], &mut s); // one atomic load
+///     let mut r = RunningReduction::begin_at(&__FPREV_SCRAMBLE_SITES[0], &mut s); // one atomic load
 ///     for i in 0..a.len() {
 ///         r.add_assign_at(&mut s, a[i] * b[i]); // `s += ..` when off, a term when on
 ///     }

@@ -1,6 +1,6 @@
 //! Finding and rewriting accumulation sites in a function body.
 //!
-//! Three kinds of site (see `fprev::chains::SiteKind`):
+//! Three kinds of site (see `fprev::chains::AccumulationKind`):
 //! - variables (`s += e`, `s -= e`, `s = s + e`, `s = e + s`, `s = s - e`, or a
 //!   `#[acc] let s`): a `u64` chain counter per variable in the frame, updated by
 //!   Defour's rule at every assignment to the variable;

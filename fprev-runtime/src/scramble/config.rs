@@ -52,7 +52,7 @@ pub mod vars {
     pub const FPREV_REPORT: &str = "FPREV_REPORT";
     /// Format of `FPREV_REPORT`: `json` (default) or `junit`.
     pub const FPREV_REPORT_FORMAT: &str = "FPREV_REPORT_FORMAT";
-    /// Read by the golden-file tests of other modules.
+    /// `1`: the registry checks rewrite every pinned order with the one revealed now.
     pub const FPREV_BLESS: &str = "FPREV_BLESS";
     /// When `1`, the accumulation-chain report is printed on standard error at process
     /// exit, and merged with those of the other processes of the same run (the test
