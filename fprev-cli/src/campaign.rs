@@ -298,7 +298,7 @@ pub(crate) fn merge(docs: &[Report]) -> Result<Value, Failure> {
     }
     let mut tests_json = Vec::new();
     for (name, t) in tests {
-        tests_json.push(t.to_json(&name)?);
+        tests_json.push(t.into_json(&name)?);
     }
     let compiled = sites.values().filter(|s| s.1).count();
     let reached = sites.values().filter(|s| s.1 && s.2 > 0).count();
@@ -382,7 +382,7 @@ impl TestAcc {
     }
 
     /// The merged test, its stages in order of their numbers.
-    fn to_json(self, name: &str) -> Result<Value, Failure> {
+    fn into_json(self, name: &str) -> Result<Value, Failure> {
         let mut ordered: Vec<(&String, &StageAcc)> = self.stages.iter().collect();
         ordered.sort_by_key(|(_, s)| s.number);
         let mut stages = Vec::new();
