@@ -255,6 +255,8 @@ struct On {
     cap: usize,
     /// `-0.0` of the engine's float type, stored at the start of this word.
     zero: u64,
+    /// Bytes per term (the engine's float type).
+    size: usize,
 }
 
 thread_local! {
@@ -290,11 +292,13 @@ impl On {
                 room: 0,
                 cap: 0,
                 zero: 0,
+                size: 0,
             }),
         };
         on.engine.stream.restart(stream);
         let cap = each_kind!(&on.engine.active, c => c.cap);
         on.len = 0;
+        on.size = kind.size();
         on.cap = cap;
         on.room = cap.min(on.words.len() * 8 / on.engine.active.term_size());
         let zero = std::ptr::addr_of_mut!(on.zero);
@@ -313,36 +317,21 @@ impl On {
     /// Stores the term whose bytes (a value of the engine's float type) are at `t`.
     /// Out of line and not generic, for unoptimized builds ([`UNOPTIMIZED`]).
     fn push_raw(&mut self, t: *const u8) {
-        let size = self.engine.active.term_size();
-        // SAFETY: `len < room`, so the term fits in the words; `t` points to `size`
-        // bytes (per the caller), which cannot overlap the words.
+        // SAFETY: `len < room`, so the term fits in the words, which are aligned for
+        // every float type; `t` points to a value of the engine's type (per the caller).
+        // One typed copy per kind: a copy of a run-time size would be a `memcpy` call.
         unsafe {
-            let dst = self.words.as_mut_ptr().cast::<u8>().add(self.len * size);
-            std::ptr::copy_nonoverlapping(t, dst, size);
+            let (words, len) = (self.words.as_mut_ptr(), self.len);
+            match self.size {
+                8 => *words.wrapping_add(len) = t.cast::<u64>().read_unaligned(),
+                4 => *words.cast::<u32>().wrapping_add(len) = t.cast::<u32>().read_unaligned(),
+                _ => *words.cast::<u16>().wrapping_add(len) = t.cast::<u16>().read_unaligned(),
+            }
         }
-        self.len += 1;
+        // `len < room`, so no overflow (the dev profile's overflow check would be a branch).
+        self.len = self.len.wrapping_add(1);
         if self.len == self.room {
             self.full();
-        }
-    }
-
-    /// Stores terms formed by `step` until it reports that none is left. `step` gets
-    /// this engine's `-0.0` and where to write the term (each a value of the engine's
-    /// float type). The loop is here, optimized and not generic, so that an unoptimized
-    /// caller ([`UNOPTIMIZED`]) pays one indirect call per term ([`fold_terms`]).
-    #[inline(never)]
-    fn fill(&mut self, step: &mut dyn FnMut(*const u8, *mut u8) -> bool) {
-        let size = self.engine.active.term_size();
-        loop {
-            // SAFETY: `len < room`, so the term fits in the words.
-            let dst = unsafe { self.words.as_mut_ptr().cast::<u8>().add(self.len * size) };
-            if !step(std::ptr::addr_of!(self.zero).cast(), dst) {
-                return;
-            }
-            self.len += 1;
-            if self.len == self.room {
-                self.full();
-            }
         }
     }
 
@@ -714,6 +703,9 @@ impl<I: Iterator> ReduceIter<I> {
         if !r.on() {
             return self.iter.sum();
         }
+        if UNOPTIMIZED {
+            return sum_driven(r, self.iter);
+        }
         sum_terms(r, &mut self.iter)
     }
 
@@ -725,7 +717,54 @@ impl<I: Iterator> ReduceIter<I> {
         if !r.on() {
             return self.iter.fold(init, f);
         }
+        if UNOPTIMIZED {
+            return fold_driven(r, init, self.iter, f);
+        }
         fold_terms(r, init, &mut self.iter, &mut f)
+    }
+}
+
+/// [`ReduceIter::sum`] scrambled in an unoptimized build ([`UNOPTIMIZED`]): the iterator
+/// drives the loop through its own `fold`, as the unscrambled `.sum()` does, so the
+/// adapters' specialised internal iteration is kept, and each term costs one direct,
+/// non-generic call into this crate ([`On::push_raw`]).
+fn sum_driven<S: std::iter::Sum<I::Item>, I: Iterator>(mut r: RunningReduction<S>, items: I) -> S {
+    let mut any = false;
+    if let Some(on) = &mut *r.on {
+        items.for_each(|item| {
+            any = true;
+            let t = S::sum(std::iter::once(item));
+            // On, so `S` is the engine's float type; the term is only read (a float
+            // has nothing to drop).
+            on.push_raw(&t as *const S as *const u8);
+        });
+    }
+    match (any, r.finish()) {
+        (true, Some(v)) => v,
+        _ => S::sum(std::iter::empty::<I::Item>()),
+    }
+}
+
+/// [`ReduceIter::fold`] scrambled in an unoptimized build, driven by the iterator as in
+/// [`sum_driven`]: the term of an item is `f(-0.0, item)`.
+fn fold_driven<B, I: Iterator, F: FnMut(B, I::Item) -> B>(
+    mut r: RunningReduction<B>,
+    init: B,
+    items: I,
+    mut f: F,
+) -> B {
+    r.push(init);
+    let zero = std::mem::ManuallyDrop::new(r.neg_zero());
+    if let Some(on) = &mut *r.on {
+        items.for_each(|item| {
+            // SAFETY: on, so `B` is the engine's float type, copied bit for bit.
+            let t = f(unsafe { std::ptr::read(&*zero) }, item);
+            on.push_raw(&t as *const B as *const u8);
+        });
+    }
+    match r.finish() {
+        Some(v) => v,
+        None => unreachable!("fprev: a fold reduction has its initial value"),
     }
 }
 
@@ -743,25 +782,13 @@ impl<I: Iterator> Pull<I::Item> for I {
     }
 }
 
-/// The scrambled half of [`ReduceIter::sum`], `r` on.
+/// The scrambled half of [`ReduceIter::sum`], `r` on, in an optimized build (where the
+/// inline stores beat a call per term).
 fn sum_terms<S: std::iter::Sum<A>, A>(mut r: RunningReduction<S>, items: &mut dyn Pull<A>) -> S {
     let mut any = false;
-    if !UNOPTIMIZED {
-        while let Some(item) = items.pull() {
-            any = true;
-            r.push(S::sum(std::iter::once(item)));
-        }
-    } else if let Some(on) = &mut *r.on {
-        on.fill(&mut |_, dst| match items.pull() {
-            // SAFETY: on, so `S` is the engine's float type and `dst` has room for one
-            // (per `fill`).
-            Some(item) => unsafe {
-                any = true;
-                std::ptr::write(dst.cast::<S>(), S::sum(std::iter::once(item)));
-                true
-            },
-            None => false,
-        });
+    while let Some(item) = items.pull() {
+        any = true;
+        r.push(S::sum(std::iter::once(item)));
     }
     match (any, r.finish()) {
         (true, Some(v)) => v,
@@ -769,7 +796,7 @@ fn sum_terms<S: std::iter::Sum<A>, A>(mut r: RunningReduction<S>, items: &mut dy
     }
 }
 
-/// The scrambled half of [`ReduceIter::fold`], `r` on.
+/// The scrambled half of [`ReduceIter::fold`], `r` on, in an optimized build.
 fn fold_terms<B, A>(
     mut r: RunningReduction<B>,
     init: B,
@@ -777,22 +804,9 @@ fn fold_terms<B, A>(
     f: &mut dyn FnMut(B, A) -> B,
 ) -> B {
     r.push(init);
-    if !UNOPTIMIZED {
-        // optimized, the inline stores beat a call per term
-        while let Some(item) = items.pull() {
-            let t = f(r.neg_zero(), item);
-            r.push(t);
-        }
-    } else if let Some(on) = &mut *r.on {
-        on.fill(&mut |zero, dst| match items.pull() {
-            // SAFETY: on, so `B` is the engine's float type: `zero` holds its `-0.0`
-            // and `dst` has room for one (per `fill`); a float has nothing to drop.
-            Some(item) => unsafe {
-                std::ptr::write(dst.cast::<B>(), f(std::ptr::read(zero.cast::<B>()), item));
-                true
-            },
-            None => false,
-        });
+    while let Some(item) = items.pull() {
+        let t = f(r.neg_zero(), item);
+        r.push(t);
     }
     match r.finish() {
         Some(v) => v,
