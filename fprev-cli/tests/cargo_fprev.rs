@@ -122,6 +122,47 @@ fn findings_replay_and_are_blamed_on_their_sites() {
         show(&shard)
     );
 
+    // Rounds side by side (the default after the first seed, with 2 or more cores) and
+    // one at a time find the same failures under the same tokens.
+    let serial_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cargo-fprev-serial");
+    let serial = cargo_fprev()
+        .current_dir(fixture())
+        .args([
+            "test",
+            "--seeds",
+            "3",
+            "--modes",
+            "shapes,sattolo",
+            "--jobs",
+            "1",
+        ])
+        .arg("--out")
+        .arg(&serial_dir)
+        .arg("--scratch")
+        .arg(scratch())
+        .output()
+        .expect("serial");
+    let serial_json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(serial_dir.join("findings.json")).expect("serial findings"),
+    )
+    .expect("json");
+    let keys = |j: &serde_json::Value| -> Vec<String> {
+        j["findings"]
+            .as_array()
+            .expect("findings")
+            .iter()
+            .map(|f| {
+                format!(
+                    "{} {} {} {} {}",
+                    f["test"], f["kind"], f["mode"], f["token"], f["at"]
+                )
+            })
+            .collect()
+    };
+    assert_eq!(keys(&serial_json), keys(&json), "{}", show(&serial));
+    assert_eq!(serial_json["seeds"], json["seeds"]);
+    assert_eq!(serial_json["runs"], json["runs"]);
+
     // The finding replays alone, with the same values.
     let replay = cargo_fprev()
         .current_dir(fixture())

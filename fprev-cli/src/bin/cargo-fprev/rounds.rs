@@ -103,17 +103,36 @@ pub fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
         logs: &logs,
         bar: &bar,
         reach: vec![None; bins.len()],
+        confirming: Duration::ZERO,
     };
-    for i in plan.shard_seeds() {
-        if plan.budget.is_some_and(|b| start.elapsed() >= b) || interrupted() {
-            break;
-        }
-        let token = ReplayToken::new(a.seed.wrapping_add(i + 1)).to_string();
+    let rounds_start = Instant::now();
+    let over = || plan.budget.is_some_and(|b| start.elapsed() >= b) || interrupted();
+    let mut seeds = plan.shard_seeds();
+    // The first seed learns which tests reach a scrambled site, one run at a time; the
+    // others run side by side (`Pool`).
+    if let Some(i) = seeds.next().filter(|_| !over()) {
+        let token = token_of(a, i);
         summary.seeds.push(token.clone());
         for mode in &a.modes {
             rounds.round(mode, &token, &mut summary)?;
         }
     }
+    let pool = Pool::new(a);
+    if pool.jobs > 1 {
+        rounds.pooled(&pool, seeds, &over, &mut summary)?;
+    } else {
+        for i in seeds {
+            if over() {
+                break;
+            }
+            let token = token_of(a, i);
+            summary.seeds.push(token.clone());
+            for mode in &a.modes {
+                rounds.round(mode, &token, &mut summary)?;
+            }
+        }
+    }
+    summary.scrambled_s = (rounds_start.elapsed() - rounds.confirming).as_secs_f64();
     bar.finish_and_clear();
     summary.interrupted = interrupted();
     summary.build_s = build_s;
@@ -121,6 +140,59 @@ pub fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
     summary.unscrambled_failures.sort();
     summary.unscrambled_failures.dedup();
     report(a, &summary)
+}
+
+fn token_of(a: &TestArgs, seed_index: u64) -> String {
+    ReplayToken::new(a.seed.wrapping_add(seed_index + 1)).to_string()
+}
+
+/// How the rounds after the first run: `jobs` test-binary processes at once, each with
+/// `threads` test threads (`None`: the binary's default). One process with a thread per
+/// core idles cores while its last, longest tests finish; processes of different seeds
+/// side by side keep every core busy to the end.
+struct Pool {
+    jobs: usize,
+    threads: Option<usize>,
+    /// How much longer a run takes than the unscrambled run with all test threads: its
+    /// time limit is stretched by that much.
+    stretch: f64,
+}
+
+impl Pool {
+    /// One process at a time, with the binary's default test threads.
+    const ONE: Pool = Pool {
+        jobs: 1,
+        threads: None,
+        stretch: 1.0,
+    };
+
+    fn new(a: &TestArgs) -> Pool {
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+        // The user's own thread count (an argument or RUST_TEST_THREADS) is kept as is.
+        let user_threads = a.test_args.iter().any(|t| t.starts_with("--test-threads"))
+            || std::env::var_os("RUST_TEST_THREADS").is_some();
+        let jobs = match a.jobs {
+            Some(j) => j.max(1),
+            None if user_threads => 1,
+            None => cores.min(4),
+        };
+        if jobs <= 1 {
+            return Pool::ONE;
+        }
+        if user_threads {
+            return Pool {
+                jobs,
+                threads: None,
+                stretch: jobs as f64,
+            };
+        }
+        let threads = (cores / jobs).max(1);
+        Pool {
+            jobs,
+            threads: Some(threads),
+            stretch: (cores as f64 / threads as f64).max(1.0),
+        }
+    }
 }
 
 fn progress_bar(plan: &Plan, a: &TestArgs, binaries: usize) -> indicatif::ProgressBar {
@@ -192,6 +264,15 @@ struct Rounds<'a> {
     /// Which tests each binary's first scrambled run saw reach a scrambled site: the later
     /// runs run only those (`None`: not learned yet).
     reach: Vec<Option<Reach>>,
+    /// Time spent confirming failures, not counted as the scrambled runs' time.
+    confirming: Duration,
+}
+
+/// One scrambled run of one binary, before its failures are confirmed.
+struct Launched {
+    run: runner::Run,
+    /// The tests it ran, when not every one (sorted).
+    narrowed: Option<Vec<String>>,
 }
 
 impl Rounds<'_> {
@@ -203,61 +284,178 @@ impl Rounds<'_> {
             }
             self.bar
                 .set_message(format!("{mode} {token} {}", self.bins[k].target));
-            self.run_binary(k, mode, token, summary)?;
+            if let Some(launched) = self.launch(k, mode, token, &Pool::ONE)? {
+                if self.reach[k].is_none() {
+                    self.learn(k, &launched.run);
+                }
+                let t = Instant::now();
+                self.settle(k, mode, token, launched, summary)?;
+                self.confirming += t.elapsed();
+            }
             self.bar.inc(1);
         }
         Ok(())
     }
 
-    fn run_binary(
+    /// The rounds of `seeds` (every mode each), `pool.jobs` runs at a time; each run's
+    /// failures confirmed, in seed, mode and binary order, as its turn comes.
+    fn pooled(
         &mut self,
+        pool: &Pool,
+        seeds: impl Iterator<Item = u64>,
+        over: &(dyn Fn() -> bool + Sync),
+        summary: &mut Summary,
+    ) -> Result<(), Failure> {
+        let mut work = Vec::new();
+        for i in seeds {
+            let token = token_of(self.a, i);
+            for mode in &self.a.modes {
+                for k in 0..self.bins.len() {
+                    work.push((token.clone(), mode.clone(), k));
+                }
+            }
+        }
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let next = AtomicUsize::new(0);
+        // Runs from this index on are not started: the time budget ran out at a seed's
+        // start (a seed is run whole or not at all), or an error ended the rounds.
+        let stop = AtomicUsize::new(usize::MAX);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let this = &*self;
+        let mut confirming = Duration::ZERO;
+        let result = std::thread::scope(|scope| {
+            for _ in 0..pool.jobs {
+                let tx = tx.clone();
+                let (work, next, stop) = (&work, &next, &stop);
+                scope.spawn(move || loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some((token, mode, k)) = work.get(i) else {
+                        break;
+                    };
+                    if *k == 0 && *mode == this.a.modes[0] && over() {
+                        stop.fetch_min(i, Ordering::Relaxed);
+                    }
+                    if i >= stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    this.bar
+                        .set_message(format!("{mode} {token} {}", this.bins[*k].target));
+                    let launched = this.launch(*k, mode, token, pool);
+                    if tx.send((i, launched)).is_err() {
+                        break;
+                    }
+                });
+            }
+            drop(tx);
+            let mut ready = std::collections::BTreeMap::new();
+            let mut turn = 0;
+            let mut settle = |turn: usize, launched: Result<Option<Launched>, Failure>| {
+                let (token, mode, k) = &work[turn];
+                if summary.seeds.last() != Some(token) {
+                    summary.seeds.push(token.clone());
+                }
+                if let Some(launched) = launched? {
+                    let t = Instant::now();
+                    this.settle(*k, mode, token, launched, summary)?;
+                    confirming += t.elapsed();
+                }
+                this.bar.inc(1);
+                Ok::<(), Failure>(())
+            };
+            for (i, launched) in rx {
+                ready.insert(i, launched);
+                while let Some(launched) = ready.remove(&turn) {
+                    if let Err(e) = settle(turn, launched) {
+                        stop.store(0, Ordering::Relaxed);
+                        return Err(e);
+                    }
+                    turn += 1;
+                }
+            }
+            Ok(())
+        });
+        self.confirming += confirming;
+        result
+    }
+
+    /// Runs binary `k` once scrambled; `None` when none of its tests reach a scrambled
+    /// site (every seed would run it exactly as the unscrambled run did).
+    fn launch(
+        &self,
         k: usize,
         mode: &str,
         token: &str,
-        summary: &mut Summary,
-    ) -> Result<(), Failure> {
-        let (bin, base) = (&self.bins[k], &self.baseline[k]);
-        let limit = base.wall.mul_f64(self.a.timeout_factor) + Duration::from_secs(5);
+        pool: &Pool,
+    ) -> Result<Option<Launched>, Failure> {
+        let bin = &self.bins[k];
+        let limit = self.limit(k).mul_f64(pool.stretch);
         let mut env = finding_env(mode, token);
         let mut args = self.a.test_args.clone();
-        let reached_file = self.logs.join(format!("tests-reached-{k}.txt"));
-        // the tests this run runs, when not every one
         let mut narrowed: Option<Vec<String>> = None;
         match &self.reach[k] {
-            None => env.push(("FPREV_TESTS_OUT".into(), reached_file.display().to_string())),
+            None => env.push((
+                "FPREV_TESTS_OUT".into(),
+                self.reached_file(k).display().to_string(),
+            )),
             Some(Reach::Every) => {}
-            // No test of this binary reaches a scrambled site: every seed runs it exactly
-            // as the unscrambled run did.
-            Some(Reach::Only(tests)) if tests.is_empty() => return Ok(()),
+            Some(Reach::Only(tests)) if tests.is_empty() => return Ok(None),
             Some(Reach::Only(tests)) => {
                 args = tests.clone();
                 args.push("--exact".into());
                 narrowed = Some(tests.clone());
             }
         }
-        let run = runner::run(bin, &args, &env, Some(limit))?;
-        if self.reach[k].is_none() {
-            let learned = Reach::learn(&reached_file, &run, base, &self.a.test_args);
-            if let Reach::Only(tests) = &learned {
-                // (a hidden bar's `println` prints nothing)
-                self.bar.suspend(|| {
-                    eprintln!(
-                        "cargo fprev: {}: {} of {} tests reach a scrambled site; \
-                         the other runs run only those",
-                        bin.target,
-                        tests.len(),
-                        base.tests.len()
-                    );
-                });
-            }
-            self.reach[k] = Some(learned);
+        if let Some(t) = pool.threads {
+            args.push(format!("--test-threads={t}"));
         }
+        let run = runner::run(bin, &args, &env, Some(limit))?;
+        Ok(Some(Launched { run, narrowed }))
+    }
+
+    /// A scrambled run's time limit (and each confirmation's).
+    fn limit(&self, k: usize) -> Duration {
+        self.baseline[k].wall.mul_f64(self.a.timeout_factor) + Duration::from_secs(5)
+    }
+
+    fn reached_file(&self, k: usize) -> std::path::PathBuf {
+        self.logs.join(format!("tests-reached-{k}.txt"))
+    }
+
+    /// Files what binary `k`'s first scrambled run says of which tests reach a site.
+    fn learn(&mut self, k: usize, run: &runner::Run) {
+        let (bin, base) = (&self.bins[k], &self.baseline[k]);
+        let learned = Reach::learn(&self.reached_file(k), run, base, &self.a.test_args);
+        if let Reach::Only(tests) = &learned {
+            // (a hidden bar's `println` prints nothing)
+            self.bar.suspend(|| {
+                eprintln!(
+                    "cargo fprev: {}: {} of {} tests reach a scrambled site; \
+                     the other runs run only those",
+                    bin.target,
+                    tests.len(),
+                    base.tests.len()
+                );
+            });
+        }
+        self.reach[k] = Some(learned);
+    }
+
+    /// Logs a scrambled run and confirms its failures alone.
+    fn settle(
+        &self,
+        k: usize,
+        mode: &str,
+        token: &str,
+        launched: Launched,
+        summary: &mut Summary,
+    ) -> Result<(), Failure> {
+        let (bin, base) = (&self.bins[k], &self.baseline[k]);
+        let Launched { run, narrowed } = launched;
         if interrupted() {
             // The binary was interrupted too: its failures are not findings.
             return Ok(());
         }
         summary.runs += 1;
-        summary.scrambled_s += run.wall.as_secs_f64();
         write_log(
             self.logs,
             &format!("{mode}-{token}-{k}-{}", bin.target),
@@ -278,7 +476,7 @@ impl Rounds<'_> {
             bin,
             mode,
             token,
-            limit,
+            limit: self.limit(k),
             logs: self.logs,
             blame: self.a.blame,
             factor: self.a.timeout_factor,
