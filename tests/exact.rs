@@ -722,7 +722,9 @@ fn parallel_tasks_merge_to_the_same_bits() {
         let mut xs = draw(kind, n, &mut rng);
         // Specials in a late task, and a block of narrow values between wide ones.
         let ys = draw(Kind::Unit, n, &mut rng);
-        xs[200_000..210_000].iter_mut().for_each(|v| *v = 1.0 + *v * 1e-300);
+        xs[200_000..210_000]
+            .iter_mut()
+            .for_each(|v| *v = 1.0 + *v * 1e-300);
         let want = reference_sum(&xs, RoundingFormat::F64);
         assert!(same(exact::sum(&xs), want), "{kind:?} sum, seed {seed}");
         let want_dot = exact::dot(&xs, &ys).unwrap_or(f64::NAN);
@@ -743,7 +745,11 @@ fn parallel_tasks_merge_to_the_same_bits() {
             .num_threads(3)
             .build()
             .expect("thread pool");
-        assert_eq!(pool.install(|| exact::par_sum(&xs)), f64::INFINITY, "{kind:?}");
+        assert_eq!(
+            pool.install(|| exact::par_sum(&xs)),
+            f64::INFINITY,
+            "{kind:?}"
+        );
         xs[3] = f64::NEG_INFINITY;
         assert!(pool.install(|| exact::par_sum(&xs)).is_nan(), "{kind:?}");
     }
