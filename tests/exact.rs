@@ -711,6 +711,50 @@ fn bit_identical_across_threads_chunks_and_orders() {
     }
 }
 
+/// Long enough that `par_sum` and `par_dot` split into several tasks (each at least
+/// 2^17 values), with the full exponent range so the tasks' exponent bins are merged.
+#[test]
+fn parallel_tasks_merge_to_the_same_bits() {
+    let seed = 1_234;
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let n = (1 << 19) + 12_345;
+    for kind in [Kind::Wide, Kind::Moderate] {
+        let mut xs = draw(kind, n, &mut rng);
+        // Specials in a late task, and a block of narrow values between wide ones.
+        let ys = draw(Kind::Unit, n, &mut rng);
+        xs[200_000..210_000]
+            .iter_mut()
+            .for_each(|v| *v = 1.0 + *v * 1e-300);
+        let want = reference_sum(&xs, RoundingFormat::F64);
+        assert!(same(exact::sum(&xs), want), "{kind:?} sum, seed {seed}");
+        let want_dot = exact::dot(&xs, &ys).unwrap_or(f64::NAN);
+        for threads in 1..=8 {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .expect("thread pool");
+            let (s, d) = pool.install(|| (exact::par_sum(&xs), exact::par_dot(&xs, &ys)));
+            assert!(same(s, want), "{kind:?}, {threads} threads, seed {seed}");
+            assert!(
+                same(d.unwrap_or(f64::NAN), want_dot),
+                "{kind:?} dot, {threads} threads, seed {seed}"
+            );
+        }
+        xs[n - 5] = f64::INFINITY;
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .expect("thread pool");
+        assert_eq!(
+            pool.install(|| exact::par_sum(&xs)),
+            f64::INFINITY,
+            "{kind:?}"
+        );
+        xs[3] = f64::NEG_INFINITY;
+        assert!(pool.install(|| exact::par_sum(&xs)).is_nan(), "{kind:?}");
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(if cfg!(debug_assertions) { 64 } else { 512 }))]
 

@@ -221,7 +221,7 @@ fn same_bits_for_every_thread_count_and_kernel() {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let shape = (97, 89, 300);
     let (m, n, k) = shape;
-    for kind in [Kind::Unit, Kind::Moderate, Kind::Cancelling] {
+    for kind in [Kind::Unit, Kind::Moderate, Kind::Cancelling, Kind::Wide] {
         let (a, b) = draw(kind, shape, &mut rng);
         let want = check_f64(&a, &b, shape, &format!("{kind:?}, seed {seed}"));
         for threads in 1..=8 {

@@ -50,8 +50,20 @@ pub use format::{FormatError, RoundingFormat};
 pub use gemm::gemm_array;
 pub use gemm::{gemm, gemv, Gemm, GemmKernel, MatrixElement, Matrixmultiply, Operand, ShapeError};
 
-/// Elements per `rayon` task in [`par_sum`] and [`par_dot`]; any value gives the same bits.
+/// Fewest elements per `rayon` task in [`par_sum`] and [`par_dot`]; any value gives the
+/// same bits.
 const PAR_CHUNK: usize = 1 << 17;
+/// Tasks per thread: enough for load balance, few enough that each task's filter schedule
+/// settles and its exponent bins pay for their setup and final emptying.
+const TASKS_PER_THREAD: usize = 4;
+
+/// Elements per `rayon` task for `len` values: coarse, since each task starts a fresh
+/// accumulator front end (its filters probe again, and a wide dynamic range allocates
+/// and empties a bin table), while the result is exact whatever the chunking.
+fn par_chunk(len: usize) -> usize {
+    len.div_ceil(rayon::current_num_threads() * TASKS_PER_THREAD)
+        .max(PAR_CHUNK)
+}
 
 /// The two slices of a dot product have different lengths.
 ///
@@ -156,7 +168,7 @@ pub fn par_sum(xs: &[f64]) -> f64 {
 /// assert_eq!(par_accumulate(&xs).round_to(RoundingFormat::F32), 1000.0000000000000555f32 as f64);
 /// ```
 pub fn par_accumulate(xs: &[f64]) -> Accumulator {
-    xs.par_chunks(PAR_CHUNK)
+    xs.par_chunks(par_chunk(xs.len()))
         .fold(Accumulator::new, |mut acc, chunk| {
             acc.add_slice(chunk);
             acc
@@ -194,8 +206,9 @@ pub fn dot(x: &[f64], y: &[f64]) -> Result<f64, LengthMismatch> {
 /// ```
 pub fn par_dot(x: &[f64], y: &[f64]) -> Result<f64, LengthMismatch> {
     check_lengths(x, y)?;
-    Ok(x.par_chunks(PAR_CHUNK)
-        .zip(y.par_chunks(PAR_CHUNK))
+    let chunk = par_chunk(x.len());
+    Ok(x.par_chunks(chunk)
+        .zip(y.par_chunks(chunk))
         .fold(Accumulator::new, |mut acc, (cx, cy)| {
             acc.add_dot(cx, cy);
             acc
