@@ -16,6 +16,12 @@
 //! the result bits. Add `--mca coll_tuned_use_dynamic_rules 1 --mca
 //! coll_tuned_allreduce_algorithm N` to pin Open MPI's algorithm.
 //!
+//! `scramble COUNT TOKEN`: process `p` holds the values of slot `p` (seed 7), and both
+//! sums run on the world with its ranks permuted from `TOKEN` (a replay token or a
+//! number; `none`: the world as it is), as [`fprev::mpi::scrambled`] does. World rank
+//! 0 prints `token <token> exact <digest> plain <digest>`: the plain digest changes with
+//! the placement, the exact one does not.
+//!
 //! `bench COUNT REPS`: median seconds of each, f64, on rank 0.
 
 use std::time::Instant;
@@ -127,6 +133,36 @@ fn bench(
     Ok(())
 }
 
+fn scramble(
+    world: &impl Communicator,
+    count: usize,
+    token: &str,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mine = values(7, world.rank() as u64, count, 40);
+    let mut exact = mine.clone();
+    let mut plain = vec![0.0f64; count];
+    let shown = if token == "none" {
+        exact_allreduce_sum(world, &mut exact)?;
+        world.all_reduce_into(&mine[..], &mut plain[..], SystemOperation::sum());
+        "none".to_string()
+    } else {
+        let seed = token.parse::<fprev::ReplayToken>()?.seed;
+        let s = fprev::mpi::scrambled(world, seed);
+        exact_allreduce_sum(s.comm(), &mut exact)?;
+        s.comm()
+            .all_reduce_into(&mine[..], &mut plain[..], SystemOperation::sum());
+        s.token().to_string()
+    };
+    if world.rank() == 0 {
+        println!(
+            "token {shown} exact {:016x} plain {:016x}",
+            digest(exact.iter().map(|v| v.to_bits())),
+            digest(plain.iter().map(|v| v.to_bits())),
+        );
+    }
+    Ok(())
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let arg = |k: usize, default: &str| args.get(k).cloned().unwrap_or_else(|| default.into());
@@ -144,6 +180,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         }
         "bench" => bench(&world, count, arg(2, "5").parse()?),
-        other => Err(format!("{other}: check or bench").into()),
+        "scramble" => scramble(&world, count, &arg(2, "none")),
+        other => Err(format!("{other}: check, scramble or bench").into()),
     }
 }

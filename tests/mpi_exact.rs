@@ -123,4 +123,49 @@ mod with_mpi {
             assert_eq!(exact.len(), 1, "P = {ranks}: {exact:?}");
         }
     }
+
+    /// World rank 0's line of `exact_allreduce scramble 4096 TOKEN` at 8 ranks:
+    /// `(token, exact digest, plain digest)`.
+    fn scrambled(token: &str) -> (String, String, String) {
+        let o = Command::new("mpirun")
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .args(["--oversubscribe", "--bind-to", "none", "-np", "8"])
+            .arg(example())
+            .args(["scramble", "4096", token])
+            .output()
+            .expect("mpirun (install openmpi-bin: the mpi feature needs it)");
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(
+            o.status.success(),
+            "token {token}: {text}{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let w: Vec<&str> = text.split_whitespace().collect();
+        assert_eq!(w.len(), 6, "{text}");
+        (w[1].to_string(), w[3].to_string(), w[5].to_string())
+    }
+
+    #[test]
+    fn a_scrambled_communicator_moves_plain_sums_and_not_exact_ones() {
+        let mut exact = BTreeSet::new();
+        let mut plain = BTreeSet::new();
+        for token in ["none", "1", "2", "3", "0x2a"] {
+            let (shown, e, p) = scrambled(token);
+            if token != "none" {
+                // the replay token names the seed, in the scramble's token format
+                let seed: fprev::ReplayToken = token.parse().expect("a token");
+                assert_eq!(shown, seed.to_string());
+                // the same token gives the same permutation, so the same bits
+                assert_eq!(scrambled(&shown), (shown.clone(), e.clone(), p.clone()));
+            }
+            exact.insert(e);
+            plain.insert(p);
+        }
+        assert_eq!(exact.len(), 1, "exact_allreduce_sum moved: {exact:?}");
+        assert!(
+            plain.len() > 1,
+            "MPI_SUM gave the same bits under every permutation: {plain:?}"
+        );
+    }
 }

@@ -162,7 +162,9 @@ pub fn ignored_options(args: &RevealArgs, matrix: bool) -> Vec<String> {
         .as_deref()
         .and_then(crate::collectives::Kind::of_target)
         .is_some();
-    if !collective && (args.count.0 != [1] || args.element != 0) {
+    if !collective
+        && (args.count.0 != [1] || args.element != crate::collectives::ElementChoice::One(0))
+    {
         unused("--count/--element", "only MPI collectives have messages");
     }
     // fprev's own ranks answer as --exec programs do: --timeout and --grace apply

@@ -9,6 +9,7 @@
 //! through its documented MCA parameters (`coll_tuned_use_dynamic_rules`,
 //! `coll_tuned_allreduce_algorithm`, `coll_tuned_reduce_algorithm`).
 
+pub mod elements;
 #[cfg(feature = "mpi")]
 pub mod rank;
 pub mod sweep;
@@ -94,6 +95,25 @@ pub fn known_name(name: &str) -> Option<&'static str> {
         .find(|&n| n == name)
 }
 
+/// `--element`: one element's order, or (`all`) every element's, grouped by order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ElementChoice {
+    /// The element numbered so.
+    One(usize),
+    /// Every element of the message.
+    All,
+}
+
+/// Parse `--element`: a number or `all`.
+pub fn parse_element(text: &str) -> Result<ElementChoice, String> {
+    if text == "all" {
+        return Ok(ElementChoice::All);
+    }
+    text.parse()
+        .map(ElementChoice::One)
+        .map_err(|_| format!("{text:?}: an element number (from 0) or all"))
+}
+
 /// What to launch: the collective, its ranks and message, and the rank program's options.
 #[derive(Clone, Debug)]
 pub struct Launch {
@@ -105,8 +125,10 @@ pub struct Launch {
     pub algorithm: &'static str,
     /// Elements per rank (`--count`).
     pub count: usize,
-    /// The probed element (`--element`).
+    /// The probed element (`--element`; 0 with `--element all`).
     pub element: usize,
+    /// `--element all`: every element at once ([`elements`]).
+    pub all_elements: bool,
     /// `f64` or `f32`.
     pub dtype: &'static str,
     /// Seed of the other elements.
@@ -211,6 +233,9 @@ impl Launch {
             ]
             .map(String::from),
         );
+        if self.all_elements {
+            words.push("--all-elements".into());
+        }
         if let Some(f) = &self.fault {
             words.extend(["--fault".to_string(), quote(f)]);
         }
@@ -219,8 +244,13 @@ impl Launch {
 
     /// A title for pictures and messages.
     pub fn describe(&self) -> String {
+        let element = if self.all_elements {
+            "every element".to_string()
+        } else {
+            format!("element {}", self.element)
+        };
         format!(
-            "MPI_{} ({}), {} ranks, {} x {}, element {}",
+            "MPI_{} ({}), {} ranks, {} x {}, {element}",
             match self.kind {
                 Kind::Allreduce => "Allreduce",
                 Kind::Reduce => "Reduce",
@@ -229,7 +259,6 @@ impl Launch {
             self.ranks,
             self.count,
             self.dtype,
-            self.element
         )
     }
 }
@@ -288,6 +317,7 @@ mod tests {
             algorithm: "ring",
             count: 64,
             element: 0,
+            all_elements: false,
             dtype: "f64",
             seed: 3,
             fault: None,

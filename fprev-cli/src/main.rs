@@ -162,9 +162,10 @@ struct RevealArgs {
     /// sweeps, as --ranks does.
     #[arg(long, default_value = "1", value_parser = collectives::sweep::parse_sizes)]
     count: collectives::sweep::Sizes,
-    /// mpi-allreduce, mpi-reduce: the element whose order is revealed.
-    #[arg(long, default_value_t = 0)]
-    element: usize,
+    /// mpi-allreduce, mpi-reduce: the element whose order is revealed, or `all`: every
+    /// element, printed as groups of elements that share one order.
+    #[arg(long, default_value = "0", value_parser = collectives::parse_element)]
+    element: collectives::ElementChoice,
     /// For fprev's tests: the last rank of an MPI target `die`s or `hang`s.
     #[arg(long, hide = true)]
     mpi_fault: Option<String>,
@@ -630,12 +631,17 @@ fn reveal_collective(
     for &algorithm in &algorithms {
         for &ranks in &ranks.0 {
             for &count in &args.count.0 {
+                let (element, all_elements) = match args.element {
+                    collectives::ElementChoice::One(e) => (e, false),
+                    collectives::ElementChoice::All => (0, true),
+                };
                 let launch = collectives::Launch {
                     kind,
                     ranks,
                     algorithm,
                     count,
-                    element: args.element,
+                    element,
+                    all_elements,
                     dtype,
                     seed: args.seed,
                     fault: args.mpi_fault.clone(),
@@ -659,8 +665,17 @@ fn reveal_collective(
     let exe = std::env::current_exe()
         .map_err(|e| Failure::Message(format!("{name}: cannot find the fprev binary: {e}")))?;
     let [launch] = &launches[..] else {
+        if args.element == collectives::ElementChoice::All {
+            return Err(Failure::Message(format!(
+                "{name} --element all reveals one configuration: give one --ranks, one \
+                 --count and one --algorithm"
+            )));
+        }
         return sweep_collective(&launches, args, &mpirun, &exe, start);
     };
+    if launch.all_elements {
+        return reveal_elements(launch, args, &mpirun, &exe, start);
+    }
     let (tree, probes) = reveal_launch(launch, args, &mpirun, &exe)?;
     let title = launch.describe();
     errln!(
@@ -728,6 +743,68 @@ fn reveal_launch(
         other => other,
     })?;
     Ok((tree, probes))
+}
+
+/// `--element all`: every element revealed, grouped by order
+/// ([`collectives::elements`]).
+fn reveal_elements(
+    launch: &collectives::Launch,
+    args: &RevealArgs,
+    mpirun: &std::path::Path,
+    exe: &std::path::Path,
+    start: Instant,
+) -> Result<ExitCode, Failure> {
+    let orders = match launch.dtype {
+        "f64" => reveal_launch_elements::<f64>(launch, args, mpirun, exe),
+        _ => reveal_launch_elements::<f32>(launch, args, mpirun, exe),
+    }
+    .map_err(|e| match e {
+        Failure::Message(m) => Failure::Message(format!("{}: {m}", launch.describe())),
+        other => other,
+    })?;
+    let title = launch.describe();
+    errln!(
+        "revealed {title}: {} probes in {} calls, {:.2} s",
+        orders.probes,
+        orders.calls,
+        start.elapsed().as_secs_f64()
+    );
+    match args.format {
+        Format::Text | Format::Summary => {
+            let text = collectives::elements::groups_text(&orders, launch.ranks);
+            match &args.output {
+                Some(p) => std::fs::write(p, text)
+                    .map_err(|e| Failure::Message(format!("{}: {e}", p.display())))?,
+                None => write_out(&text)?,
+            }
+        }
+        _ => emit(args, &orders.groups[0].tree, Some(&orders), &title)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn reveal_launch_elements<T: ProbeFloat>(
+    launch: &collectives::Launch,
+    args: &RevealArgs,
+    mpirun: &std::path::Path,
+    exe: &std::path::Path,
+) -> Result<ElementOrders, Failure> {
+    let timeout = limits::seconds("--timeout", args.timeout, false).map_err(Failure::Message)?;
+    let grace = limits::seconds("--grace", args.grace, true).map_err(Failure::Message)?;
+    let startup = match args.startup_timeout {
+        Some(s) => limits::seconds("--startup-timeout", s, false).map_err(Failure::Message)?,
+        None => timeout,
+    };
+    let cmd = launch.command(mpirun, exe, collectives::as_root());
+    let exec = exec::Exec::<T>::spawn(&cmd, exec::Protocol::Text, timeout, grace)
+        .map_err(Failure::Message)?
+        .with_startup_timeout(startup);
+    let ranks = collectives::elements::RankElements {
+        exec,
+        count: launch.count,
+        ranks: launch.ranks,
+    };
+    Ok(config(args).run(ranks)?)
 }
 
 fn dtype_name(d: Dtype) -> &'static str {

@@ -121,6 +121,57 @@ mod with_mpi {
         assert!(!is_chain(&SumTree::pairwise(8)));
     }
 
+    /// `--element all`: the groups' element ranges and trees, and the headline.
+    fn groups(algorithm: &str, ranks: usize, count: usize) -> (String, Vec<(String, SumTree)>) {
+        let (r, c) = (ranks.to_string(), count.to_string());
+        let o = fprev(&[
+            "reveal",
+            "mpi-allreduce",
+            "--ranks",
+            &r,
+            "--algorithm",
+            algorithm,
+            "--count",
+            &c,
+            "--element",
+            "all",
+            "--dtype",
+            "f64",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        let mut lines = text.lines();
+        let headline = lines.next().expect("a headline").to_string();
+        let groups = lines
+            .map(|line| {
+                let rest = line.strip_prefix("elements ").expect(line);
+                let (elements, _) = rest.split_once(" (").expect(line);
+                let (_, tree) = line.rsplit_once(": ").expect(line);
+                (elements.to_string(), tree.parse().expect(line))
+            })
+            .collect();
+        (headline, groups)
+    }
+
+    #[test]
+    fn ring_gives_elements_several_orders_and_recursive_doubling_one() {
+        let (headline, ring) = groups("ring", 8, 64);
+        assert!(ring.len() > 1, "{headline} {ring:?}");
+        assert!(headline.contains("orders among 64 elements"), "{headline}");
+        // every group a chain, no two groups the same tree, element 40 as revealed alone
+        assert!(ring.iter().all(|(_, t)| is_chain(t)), "{ring:?}");
+        for (i, (_, a)) in ring.iter().enumerate() {
+            assert!(ring[..i].iter().all(|(_, b)| a != b), "{ring:?}");
+        }
+        let alone = reveal("mpi-allreduce", 8, "ring", 64, 40);
+        assert!(ring.iter().any(|(_, t)| *t == alone), "{alone} {ring:?}");
+        let (headline, doubling) = groups("recursive-doubling", 8, 64);
+        assert_eq!(headline, "all 64 elements share one order (8 ranks):");
+        assert_eq!(doubling.len(), 1);
+        assert_eq!(doubling[0].0, "0..63");
+        assert_eq!(doubling[0].1, SumTree::pairwise(8));
+    }
+
     /// The rank program, started as `fprev reveal` starts it, fed `inputs` directly.
     fn run_collective(
         collective: &str,

@@ -12,6 +12,8 @@
 //!   its `mpi` feature) launches the ranks under `mpirun` and does this for you.
 //! - [`exact_allreduce_sum`]: an element-wise allreduce whose result is the exact sum
 //!   rounded once, the same bits for every rank count, algorithm and rank placement.
+//! - [`scrambled`] and [`scrambled_from_env`]: the ranks of a communicator permuted from
+//!   a seed shown as a replay token, to test how much a result depends on placement.
 //!
 //! Only with the `mpi` cargo feature, which needs an MPI library (Open MPI or MPICH) and
 //! libclang at build time. The `mpi` crate is re-exported as [`rsmpi`], so that code can
@@ -20,12 +22,14 @@
 mod collective;
 mod error;
 mod exact_sum;
+mod scrambled;
 mod window;
 
 pub use ::mpi as rsmpi;
 pub use collective::{allreduce_target, reduce_target, Collective, CollectiveTarget};
 pub use error::MpiError;
 pub use exact_sum::exact_allreduce_sum;
+pub use scrambled::{scrambled, scrambled_from_env, ScrambledComm};
 
 /// A float type that travels through MPI and is probed by fprev: `f32` and `f64`.
 ///

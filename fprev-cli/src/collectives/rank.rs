@@ -11,6 +11,7 @@ use std::process::ExitCode;
 
 use fprev::mpi::rsmpi::traits::Communicator;
 use fprev::mpi::{CollectiveTarget, MpiFloat};
+use fprev::ops::Reduction;
 use fprev::target::Target;
 
 use crate::Failure;
@@ -33,6 +34,10 @@ pub struct RankArgs {
     /// Seed of the other elements.
     #[arg(long)]
     seed: u64,
+    /// Every element at once: each probe line holds `count x ranks` values (element
+    /// after element), answered by `count` lines, one per element.
+    #[arg(long)]
+    all_elements: bool,
     /// For the tests: the last rank `die`s or `hang`s instead of serving.
     #[arg(long)]
     fault: Option<String>,
@@ -98,17 +103,20 @@ fn serve<T: MpiFloat>(world: &impl Communicator, args: &RankArgs) -> Result<Exit
         target.serve()?;
         return Ok(ExitCode::SUCCESS);
     }
-    drive(target, world.size() as usize)
+    drive(target, world.size() as usize, args.all_elements)
 }
 
 /// Rank 0: answer every probe line of standard input, then stop the other ranks.
 fn drive<C: Communicator, T: MpiFloat>(
     mut target: CollectiveTarget<'_, C, T>,
     ranks: usize,
+    all_elements: bool,
 ) -> Result<ExitCode, Failure> {
     let stdin = std::io::stdin().lock();
     let mut stdout = std::io::stdout().lock();
     let mut probe = Vec::with_capacity(ranks);
+    let count = target.shape().lanes;
+    let mut out = vec![T::ZERO; count];
     for (k, line) in stdin.lines().enumerate() {
         let line = line.map_err(|e| format!("mpi-rank: reading probe {k}: {e}"))?;
         probe.clear();
@@ -117,6 +125,18 @@ fn drive<C: Communicator, T: MpiFloat>(
                 .parse()
                 .map_err(|_| format!("mpi-rank: probe {k}: {word:?} is not a number"))?;
             probe.push(T::from_f64_round(v));
+        }
+        if all_elements {
+            target.eval(&probe, &mut out)?;
+            let mut text = String::with_capacity(24 * count);
+            for v in &out {
+                text += &format!("{}\n", v.to_f64());
+            }
+            stdout
+                .write_all(text.as_bytes())
+                .and_then(|()| stdout.flush())
+                .map_err(|e| format!("mpi-rank: answering probe {k}: {e}"))?;
+            continue;
         }
         let answer = target.call(&probe)?;
         writeln!(stdout, "{}", answer.to_f64())

@@ -13,6 +13,7 @@ use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::{MpiError, MpiFloat};
+use crate::ops::{Reduction, ReductionShape};
 use crate::target::{Target, TargetError};
 
 /// Which collective a [`CollectiveTarget`] runs.
@@ -28,6 +29,8 @@ pub enum Collective {
 /// Command words broadcast by rank 0.
 const STOP: u64 = 0;
 const RUN: u64 = 1;
+/// Every element probed at once: a `count x ranks` matrix follows.
+const RUN_ALL: u64 = 2;
 
 /// A collective reduction as a [`Target`] whose leaves are the ranks of a communicator.
 ///
@@ -37,6 +40,11 @@ const RUN: u64 = 1;
 /// directly) and then calls [`finish`](Self::finish); every other rank calls
 /// [`serve`](Self::serve), which returns once rank 0 has finished. Dropping the driver
 /// without `finish` finishes too, so the other ranks are never left waiting.
+///
+/// It is also a [`Reduction`] with one lane per element of the message (`k` = ranks),
+/// so [`ElementReveal`](crate::ops::ElementReveal) on rank 0 groups the elements by the
+/// order they are summed in (ring and Rabenseifner allreduces start each segment's chain
+/// at another rank); see [`allreduce_target`].
 pub struct CollectiveTarget<'c, C: Communicator, T: MpiFloat> {
     comm: &'c C,
     collective: Collective,
@@ -46,6 +54,8 @@ pub struct CollectiveTarget<'c, C: Communicator, T: MpiFloat> {
     send: Vec<T>,
     recv: Vec<T>,
     probe: Vec<T>,
+    /// Every element's values across the ranks, element after element (`RUN_ALL`).
+    matrix: Vec<T>,
     finished: bool,
 }
 
@@ -142,6 +152,7 @@ impl<'c, C: Communicator, T: MpiFloat> CollectiveTarget<'c, C, T> {
             send,
             recv: vec![T::ZERO; count],
             probe: vec![T::ZERO; ranks],
+            matrix: Vec::new(),
             finished: false,
         })
     }
@@ -170,11 +181,18 @@ impl<'c, C: Communicator, T: MpiFloat> CollectiveTarget<'c, C, T> {
         loop {
             let mut command = STOP;
             root.broadcast_into(&mut command);
-            if command != RUN {
-                return Ok(());
+            match command {
+                RUN => {
+                    root.broadcast_into(&mut self.probe[..]);
+                    self.run();
+                }
+                RUN_ALL => {
+                    self.matrix.resize(self.send.len() * self.ranks, T::ZERO);
+                    root.broadcast_into(&mut self.matrix[..]);
+                    self.run_all();
+                }
+                _ => return Ok(()),
             }
-            root.broadcast_into(&mut self.probe[..]);
-            self.run();
         }
     }
 
@@ -202,6 +220,22 @@ impl<'c, C: Communicator, T: MpiFloat> CollectiveTarget<'c, C, T> {
     /// Put this rank's probe value in its message and run the collective once.
     fn run(&mut self) {
         self.send[self.element] = self.probe[self.rank];
+        self.enter();
+    }
+
+    /// Put this rank's column of the matrix in its message and run the collective once.
+    fn run_all(&mut self) {
+        for (v, row) in self
+            .send
+            .iter_mut()
+            .zip(self.matrix.chunks_exact(self.ranks))
+        {
+            *v = row[self.rank];
+        }
+        self.enter();
+    }
+
+    fn enter(&mut self) {
         let sum = SystemOperation::sum();
         match self.collective {
             Collective::Allreduce => {
@@ -222,18 +256,7 @@ impl<'c, C: Communicator, T: MpiFloat> CollectiveTarget<'c, C, T> {
 
 impl<C: Communicator, T: MpiFloat> Target<T> for CollectiveTarget<'_, C, T> {
     fn call(&mut self, x: &[T]) -> Result<T, TargetError> {
-        if !self.is_driver() {
-            let e = MpiError::WrongRank {
-                method: "Target::call",
-                rank: self.rank,
-            };
-            return Err(TargetError::new(e.to_string()));
-        }
-        if self.finished {
-            return Err(TargetError::new(
-                "the collective target was finished: the other ranks stopped serving",
-            ));
-        }
+        self.check_driver("Target::call")?;
         if x.len() != self.ranks {
             let e = MpiError::WrongLength {
                 ranks: self.ranks,
@@ -248,6 +271,78 @@ impl<C: Communicator, T: MpiFloat> Target<T> for CollectiveTarget<'_, C, T> {
         root.broadcast_into(&mut self.probe[..]);
         self.run();
         Ok(self.recv[self.element])
+    }
+}
+
+/// Every element at once: lane `j` holds element `j`'s values on ranks `0..P`, and
+/// output `j` is element `j` of the result on rank 0. Only rank 0 evaluates.
+///
+/// ```no_run
+/// use fprev::mpi::rsmpi::traits::Communicator;
+///
+/// let universe = fprev::mpi::rsmpi::initialize().ok_or("MPI is already initialized")?;
+/// let world = universe.world();
+/// let mut target = fprev::mpi::allreduce_target::<_, f64>(&world, 64, 0, 7)?;
+/// if world.rank() == 0 {
+///     let orders = fprev::ops::ElementReveal::new().run(&mut target)?;
+///     print!("{orders}");
+///     target.finish()?;
+/// } else {
+///     target.serve()?;
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+impl<C: Communicator, T: MpiFloat> Reduction<T> for CollectiveTarget<'_, C, T> {
+    type Input = T;
+
+    fn shape(&self) -> ReductionShape {
+        ReductionShape {
+            lanes: self.send.len(),
+            k: self.ranks,
+            outputs: 1,
+        }
+    }
+
+    fn eval(&mut self, input: &[T], out: &mut [T]) -> Result<(), TargetError> {
+        self.check_driver("Reduction::eval")?;
+        let count = self.send.len();
+        if input.len() != count * self.ranks || out.len() != count {
+            return Err(TargetError::new(format!(
+                "{} inputs and {} outputs for {count} elements of {} ranks: count x ranks \
+                 inputs, one output per element",
+                input.len(),
+                out.len(),
+                self.ranks
+            )));
+        }
+        let root = self.comm.process_at_rank(0);
+        let mut command = RUN_ALL;
+        root.broadcast_into(&mut command);
+        self.matrix.clear();
+        self.matrix.extend_from_slice(input);
+        root.broadcast_into(&mut self.matrix[..]);
+        self.run_all();
+        out.copy_from_slice(&self.recv);
+        Ok(())
+    }
+}
+
+impl<C: Communicator, T: MpiFloat> CollectiveTarget<'_, C, T> {
+    /// Refuse a driver's call on another rank, or after [`finish`](Self::finish).
+    fn check_driver(&self, method: &'static str) -> Result<(), TargetError> {
+        if !self.is_driver() {
+            let e = MpiError::WrongRank {
+                method,
+                rank: self.rank,
+            };
+            return Err(TargetError::new(e.to_string()));
+        }
+        if self.finished {
+            return Err(TargetError::new(
+                "the collective target was finished: the other ranks stopped serving",
+            ));
+        }
+        Ok(())
     }
 }
 

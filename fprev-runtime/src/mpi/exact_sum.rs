@@ -4,12 +4,12 @@
 //!
 //! Two paths, both exact, so they give the same bits:
 //!
-//! - The window ([`super::window`]): one `MPI_MAX` of a small key per element, then each
-//!   element's values as three signed 53-bit digits of a fixed-point window, summed by
-//!   `MPI_SUM` on `i64`, which is exact integer addition. About 3.5 times the bytes of a
-//!   plain `f64` allreduce, and no user code inside MPI.
-//! - The general path, for a chunk where some value does not fit its element's window
-//!   (values spread over more than 2^106, infinities, NaNs): each value becomes an
+//! - The window ([`super::window`]): one `MPI_MAX` of two 16-bit keys per element (where
+//!   its values' bits start and end), then each element's values as one to three signed
+//!   digits of a fixed-point window just as wide as those bits, summed by `MPI_SUM` on
+//!   `i64`, which is exact integer addition. No user code inside MPI.
+//! - The general path, for a chunk where some element needs more digits (values spread
+//!   over more than about 2^127 at 8 ranks), infinities or NaNs: each value becomes an
 //!   [`Accumulator`](crate::exact::Accumulator) image of fixed size, and an MPI
 //!   user-defined operation merges the images exactly.
 //!
@@ -24,15 +24,15 @@ use ::mpi::collective::{SystemOperation, UnsafeUserOperation};
 use ::mpi::datatype::UserDatatype;
 use ::mpi::traits::{Communicator, CommunicatorCollectives, Equivalence};
 
-use super::window::{self, DIGITS};
+use super::window::{self, WindowPlan};
 use super::{MpiError, MpiFloat};
 use crate::exact::accumulator::WORDS;
 use crate::exact::{Accumulator, RoundingFormat};
 
 /// Elements per collective call on the general path: 1024 images are about 1.1 MB.
 const IMAGE_CHUNK: usize = 1024;
-/// Elements per window chunk: 64 Ki elements are 1.5 MB of digits.
-const WINDOW_CHUNK: usize = 1 << 16;
+/// Elements per window chunk: 64 Ki elements are at most 1.5 MB of digits.
+const WINDOW_CHUNK: usize = 1 << 13;
 
 /// One accumulator's fixed-size image ([`Accumulator::to_words`]), as an MPI datatype.
 #[derive(Clone, Copy)]
@@ -81,8 +81,10 @@ unsafe extern "C" fn merge_images(
 /// differ every rank gets [`MpiError::UnequalLengths`] and nothing is changed. IEEE
 /// special values behave as in [`exact::sum`](crate::exact::sum).
 ///
-/// Where a plain `MPI_Allreduce(MPI_SUM)` moves 8 bytes per `f64`, this moves 28 when each
-/// element's values lie within 2^106 of each other (two allreduces), and about 1.1 KB
+/// Where a plain `MPI_Allreduce(MPI_SUM)` moves 8 bytes per `f64`, this moves 4 bytes of
+/// keys and 8 per digit (two allreduces): 12 when an element's values share one binade,
+/// 20 when they lie within about 2^67 of each other, 28 within about 2^127 (at 8 ranks;
+/// digits hold fewer bits for more ranks), and about 1.1 KB
 /// (an accumulator image, merged by a user-defined operation) for a chunk where they do
 /// not. Up to 1023 ranks take the first path; more ranks always take the second.
 ///
@@ -122,9 +124,10 @@ pub fn exact_allreduce_sum<T: MpiFloat>(
         RoundingFormat::F32
     };
     let ranks = usize::try_from(comm.size()).unwrap_or(usize::MAX);
+    let b = window::digit_bits(ranks);
     let mut scratch = ChunkBuffers::default();
     for chunk in values.chunks_mut(WINDOW_CHUNK) {
-        if ranks > window::MAX_RANKS || !window_chunk(comm, chunk, format, &mut scratch) {
+        if ranks > window::MAX_RANKS || !window_chunk(comm, chunk, format, b, &mut scratch) {
             for part in chunk.chunks_mut(IMAGE_CHUNK) {
                 image_chunk(comm, part, format, &mut scratch);
             }
@@ -136,61 +139,66 @@ pub fn exact_allreduce_sum<T: MpiFloat>(
 /// Buffers reused from chunk to chunk.
 #[derive(Default)]
 struct ChunkBuffers {
-    keys: Vec<i32>,
-    largest: Vec<i32>,
+    keys: Vec<u16>,
+    largest: Vec<u16>,
+    plans: Vec<WindowPlan>,
     digits: Vec<i64>,
     sums: Vec<i64>,
     send: Vec<Image>,
     recv: Vec<Image>,
 }
 
-/// The window path on one chunk; `false` (with `chunk` unchanged) when some value of
-/// some rank does not fit, which every rank learns from the same reduced count.
+/// The window path on one chunk, digits of `b` bits; `false` (with `chunk` unchanged)
+/// when some element needs the general path, which every rank learns from the same
+/// reduced keys.
 fn window_chunk<T: MpiFloat>(
     comm: &impl Communicator,
     chunk: &mut [T],
     format: RoundingFormat,
+    b: i32,
     s: &mut ChunkBuffers,
 ) -> bool {
     let n = chunk.len();
     s.keys.clear();
-    s.keys.extend(chunk.iter().map(|v| window::key(v.to_f64())));
-    s.largest.resize(n, 0);
+    s.keys
+        .extend(chunk.iter().flat_map(|v| window::key(v.to_f64())));
+    s.largest.resize(2 * n, 0);
     comm.all_reduce_into(&s.keys[..], &mut s.largest[..], SystemOperation::max());
-    if s.largest.iter().any(|&k| k >= window::NONFINITE) {
-        return false;
+    s.plans.clear();
+    let mut total = 0;
+    for k in s.largest.chunks_exact(2) {
+        let plan = window::plan([k[0], k[1]], b);
+        match plan {
+            WindowPlan::General => return false,
+            WindowPlan::Window { digits, .. } => total += digits,
+            WindowPlan::Zero(_) => {}
+        }
+        s.plans.push(plan);
     }
-    // the digits of every element, then the count of values that did not fit
+    // every element's digits, one after the other, as its plan says
     s.digits.clear();
-    s.digits.resize(DIGITS * n + 1, 0);
-    let mut unfit = 0i64;
-    for ((v, &k), d) in chunk
-        .iter()
-        .zip(&s.largest)
-        .zip(s.digits.chunks_exact_mut(DIGITS))
-    {
-        let d: &mut [i64; DIGITS] = d.try_into().unwrap_or_else(|_| unreachable!());
-        // keys 0 and 1: the element is only zeros, and its sign is in the key
-        if k >= 2 && !window::place(v.to_f64(), k, d) {
-            unfit += 1;
+    s.digits.resize(total, 0);
+    let mut at = 0;
+    for (v, plan) in chunk.iter().zip(&s.plans) {
+        if let WindowPlan::Window { base, digits } = *plan {
+            window::place(v.to_f64(), base, b, &mut s.digits[at..at + digits]);
+            at += digits;
         }
     }
-    s.digits[DIGITS * n] = unfit;
-    s.sums.resize(DIGITS * n + 1, 0);
-    comm.all_reduce_into(&s.digits[..], &mut s.sums[..], SystemOperation::sum());
-    if s.sums[DIGITS * n] != 0 {
-        return false;
+    s.sums.resize(total, 0);
+    if total > 0 {
+        comm.all_reduce_into(&s.digits[..], &mut s.sums[..], SystemOperation::sum());
     }
-    for ((v, &k), d) in chunk
-        .iter_mut()
-        .zip(&s.largest)
-        .zip(s.sums.chunks_exact(DIGITS))
-    {
-        let d: &[i64; DIGITS] = d.try_into().unwrap_or_else(|_| unreachable!());
-        let sum = match k {
-            0 => -0.0,
-            1 => 0.0,
-            _ => window::round(d, k, format),
+    let mut at = 0;
+    for (v, plan) in chunk.iter_mut().zip(&s.plans) {
+        let sum = match *plan {
+            WindowPlan::Zero(z) => z,
+            WindowPlan::Window { base, digits } => {
+                at += digits;
+                window::round(&s.sums[at - digits..at], base, b, format)
+            }
+            // not in a chunk that got here
+            WindowPlan::General => continue,
         };
         // exact in T: rounded to T's format
         *v = T::from_f64_round(sum);
