@@ -455,7 +455,7 @@ fn reveal_program(cmd: &str, args: &RevealArgs, start: Instant) -> Result<ExitCo
     fprev::reveal::check_memory(args.n(), algorithm_of(args), elem, args.max_memory)?;
     budget::Estimate::new(args.algorithm, args.n(), 1, args.n() as f64)
         .check(&format!("{cmd:?} at n = {}", args.n()), args.yes)?;
-    let (tree, probes) = match acc {
+    let (tree, probes, arithmetic) = match acc {
         Dtype::F32 => reveal_exec::<f32>(cmd, args.protocol, args)?,
         Dtype::F64 => reveal_exec::<f64>(cmd, args.protocol, args)?,
         Dtype::F16 => reveal_exec::<fprev::half::f16>(cmd, args.protocol, args)?,
@@ -467,7 +467,7 @@ fn reveal_program(cmd: &str, args: &RevealArgs, start: Instant) -> Result<ExitCo
         start.elapsed().as_secs_f64()
     );
     let title = format!("{cmd}, {}, n = {}", dtype_name(args.dtype), args.n());
-    emit(args, &tree, None, &title)?;
+    emit(args, &tree, None, &title, arithmetic.as_ref())?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -536,7 +536,7 @@ fn reveal_builtin(name: &str, args: &RevealArgs, start: Instant) -> Result<ExitC
         errln!("{}", summary.lines().next().unwrap_or_default());
     }
     let title = format!("{name}, {dt}, {shape}");
-    emit(args, &orders.groups[0].tree, Some(&orders), &title)?;
+    emit(args, &orders.groups[0].tree, Some(&orders), &title, None)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -667,7 +667,7 @@ fn reveal_collective(
         "revealed {title}: {probes} probes in {:.2} s",
         start.elapsed().as_secs_f64()
     );
-    emit(args, &tree, None, &title)?;
+    emit(args, &tree, None, &title, None)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -719,7 +719,7 @@ fn reveal_launch(
     };
     let args = &n_args;
     let dtype = launch.dtype;
-    let (tree, probes) = match dtype {
+    let (tree, probes, _) = match dtype {
         "f64" => reveal_exec::<f64>(&cmd, exec::Protocol::Text, args),
         _ => reveal_exec::<f32>(&cmd, exec::Protocol::Text, args),
     }
@@ -798,6 +798,7 @@ fn emit(
     tree: &SumTree,
     orders: Option<&ElementOrders>,
     title: &str,
+    arithmetic: Option<&fprev::reveal::FittedFused>,
 ) -> Result<(), Failure> {
     let groups = orders.filter(|o| !o.is_uniform());
     let text = match (args.format, groups) {
@@ -806,7 +807,11 @@ fn emit(
             errout(&o.to_string());
             o.groups.iter().map(|g| format!("{}\n", g.tree)).collect()
         }
-        (Format::Summary, None) => format!("{}\n", tree.describe()),
+        (Format::Summary, None) => format!(
+            "{}\n{}",
+            tree.describe(),
+            arithmetic.map(arithmetic_lines).unwrap_or_default()
+        ),
         (Format::Summary, Some(o)) => {
             errout(&o.to_string());
             o.groups
@@ -849,7 +854,7 @@ fn reveal_exec<T: ProbeFloat>(
     cmd: &str,
     protocol: exec::Protocol,
     args: &RevealArgs,
-) -> Result<(SumTree, u64), Failure> {
+) -> Result<Revealed, Failure> {
     let timeout = limits::seconds("--timeout", args.timeout, false).map_err(Failure::Message)?;
     let grace = limits::seconds("--grace", args.grace, true).map_err(Failure::Message)?;
     let startup = match args.startup_timeout {
@@ -877,10 +882,72 @@ fn reveal_exec<T: ProbeFloat>(
     r
 }
 
+/// A program's tree, the probes it took and the arithmetic measured at its fused nodes.
+type Revealed = (SumTree, u64, Option<fprev::reveal::FittedFused>);
+
+/// The measured arithmetic of `--format summary`, one line per quantity.
+fn arithmetic_lines(a: &fprev::reveal::FittedFused) -> String {
+    use fprev::fused::{AccumulatorJoin, Alignment};
+    let mut out = String::new();
+    let rule = match a.alignment {
+        Alignment::OperandExponents => "by the operands' exponent sum",
+        Alignment::ProductExponent => "by each term's own exponent",
+    };
+    let told = if a.alignment_decided {
+        ""
+    } else {
+        " (not told apart from the other rule)"
+    };
+    out += &format!(
+        "alignment: {rule}{told}, {} fraction bits kept ({}-{} consistent), cut toward zero\n",
+        a.frac, a.frac, a.frac_max
+    );
+    out += &match a.frac_out {
+        Some(k) => format!(
+            "block results: truncated to {k} fraction bits{}\n",
+            a.result_alternatives()
+        ),
+        None => format!(
+            "block results: rounded to nearest{}\n",
+            a.result_alternatives()
+        ),
+    };
+    if let Some(s) = a.structure {
+        out += &format!("products per block: {}\n", s.nfma);
+        let late = match a.binary {
+            fprev::reveal::BinaryNodes::Rounded => "with round to nearest",
+            _ => "in a fused node",
+        };
+        out += &match s.accumulator {
+            Some(AccumulatorJoin::Aligned) => {
+                "running value (c): aligned and cut with each block's products\n".to_string()
+            }
+            Some(AccumulatorJoin::Late) => {
+                format!("running value (c): added after each block, {late}\n")
+            }
+            None => "running value (c): not seen (one block, nothing runs before it)\n".to_string(),
+        };
+        out += &match s.promotion {
+            Some(p) => {
+                format!("promotion interval (products): {p}, chains added with round to nearest\n")
+            }
+            None => format!(
+                "promotion interval (products): none within {} (every {} or more consistent)\n",
+                s.n, s.unpromoted_from
+            ),
+        };
+    }
+    out += &format!(
+        "verified: {} random inputs reproduced bit for bit\n",
+        a.inputs
+    );
+    out
+}
+
 fn run_engine<T: ProbeFloat>(
     target: &mut exec::Exec<T>,
     args: &RevealArgs,
-) -> Result<(SumTree, u64), Failure> {
+) -> Result<Revealed, Failure> {
     let mut reveal = Reveal::new(args.n())
         .algorithm(algorithm_of(args))
         .pivot(Pivot::Random)
@@ -907,7 +974,8 @@ fn run_engine<T: ProbeFloat>(
     if let Some(bits) = r.verification.count_bits {
         errln!("unit counts are exact only below 2^{bits}: counted in windows of that size");
     }
-    Ok((r.tree, r.probes))
+    let arithmetic = r.arithmetic();
+    Ok((r.tree, r.probes, arithmetic))
 }
 
 /// What the probes of a reveal rule out about fused multi-term adders. A format with
