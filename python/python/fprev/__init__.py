@@ -183,7 +183,15 @@ def reveal(
             inner node when it is right, ignored when it is not.
         verify: re-ask sampled probes and replay the tree on seeded random inputs.
         seed: seed of pivot choices and verification inputs (default 0).
-        report: also return a dict of costs (probes, calls, batches, ...).
+        report: also return a dict of costs (probes, calls, batches, ...) and, under
+            ``"arithmetic"``, what was measured at truncating fused nodes (``None`` for
+            plain additions): ``alignment``, ``frac`` and ``frac_range`` (fraction
+            bits kept in alignment, smallest and largest consistent), ``frac_out``
+            (result width, ``None``: rounded), ``frac_out_range``, ``nfma`` (products
+            per block as ``{"value", "min", "max"}``, ``max`` ``None`` when open),
+            ``c`` (``"aligned"``, ``"late"`` or ``None`` when unseen), ``promotion``
+            (a ``{"value", "min", "max"}`` or ``None``: none within n,
+            ``unpromoted_from`` on), ``inputs`` and ``text`` (the same in words).
         accept_flat: return one n-way node (``"(0+1+...)"``) for a sum whose result
             does not depend on the order, instead of raising OrderIndependentError
             (the engine's message names the Rust equivalent, Reveal::accept_flat).
