@@ -8,7 +8,7 @@
 mod common;
 
 use common::{cases, rng};
-use fprev::float::{ProbeFloat, F8E4M3, F8E5M2};
+use fprev::float::{F8E4M3Fnuz, F8E5M2Fnuz, ProbeFloat, F8E4M3, F8E5M2};
 use fprev::fused::{AccumulatorJoin, Alignment, BlockFma};
 use fprev::half::{bf16, f16};
 use fprev::target::Products;
@@ -146,6 +146,23 @@ fn chain_structures_of_random_models_hold_their_parameters() {
             s.nfma.min <= nfma && s.nfma.max.is_none_or(|m| nfma <= m),
             "case {k} seed {seed}: {model:?} n = {n}: {s:?}"
         );
+    }
+}
+
+#[test]
+fn fnuz_operands_reveal_fp8_blocks_with_their_arithmetic() {
+    // AMD MI300's FP8 formats as the operands of the FP8 block models: one block and a
+    // chain, the tree exact and the published widths measured
+    for (k, n) in [32usize, 128].into_iter().enumerate() {
+        let seed = 0x00F0_0200 + k as u64;
+        for model in [BlockFma::H100_FP8, BlockFma::ADA_FP8] {
+            let r = reveal_dot::<F8E4M3Fnuz>(model, n, seed)
+                .unwrap_or_else(|e| panic!("seed {seed}: e4m3fnuz n = {n}: {e}"));
+            check_published("e4m3fnuz", model, n, seed, r);
+            let r = reveal_dot::<F8E5M2Fnuz>(model, n, seed)
+                .unwrap_or_else(|e| panic!("seed {seed}: e5m2fnuz n = {n}: {e}"));
+            check_published("e5m2fnuz", model, n, seed, r);
+        }
     }
 }
 

@@ -100,6 +100,12 @@ enum Dtype {
     F8e4m3,
     /// OCP FP8 E5M2.
     F8e5m2,
+    /// AMD MI300's FP8 E4M3FNUZ (bias 8, largest 240, no negative zero, NaN at 0x80).
+    #[value(name = "e4m3fnuz")]
+    E4m3fnuz,
+    /// AMD MI300's FP8 E5M2FNUZ (bias 16, largest 57344, no infinities or negative zero).
+    #[value(name = "e5m2fnuz")]
+    E5m2fnuz,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -738,6 +744,8 @@ fn dtype_name(d: Dtype) -> &'static str {
         Dtype::Bf16 => "bf16",
         Dtype::F8e4m3 => "f8e4m3",
         Dtype::F8e5m2 => "f8e5m2",
+        Dtype::E4m3fnuz => "e4m3fnuz",
+        Dtype::E5m2fnuz => "e5m2fnuz",
     }
 }
 
@@ -749,9 +757,14 @@ fn acc_dtype(args: &RevealArgs) -> Result<Dtype, Failure> {
 
 /// [`acc_dtype`] of values of `dtype` and an `--acc-dtype` of `acc`.
 fn accumulator(dtype: Dtype, acc: Option<Dtype>) -> Result<Dtype, Failure> {
-    let fp8 = matches!(dtype, Dtype::F8e4m3 | Dtype::F8e5m2);
-    let acc = acc.unwrap_or(if fp8 { Dtype::F32 } else { dtype });
-    if matches!(acc, Dtype::F8e4m3 | Dtype::F8e5m2) {
+    let is_fp8 = |d: Dtype| {
+        matches!(
+            d,
+            Dtype::F8e4m3 | Dtype::F8e5m2 | Dtype::E4m3fnuz | Dtype::E5m2fnuz
+        )
+    };
+    let acc = acc.unwrap_or(if is_fp8(dtype) { Dtype::F32 } else { dtype });
+    if is_fp8(acc) {
         return Err(Failure::Message(format!(
             "--acc-dtype {}: FP8 is an operand type; accumulate in f16, bf16, f32 or f64",
             dtype_name(acc)
@@ -762,14 +775,14 @@ fn accumulator(dtype: Dtype, acc: Option<Dtype>) -> Result<Dtype, Failure> {
         Dtype::F32 => 24,
         Dtype::F16 => 11,
         Dtype::Bf16 => 8,
-        Dtype::F8e4m3 => 4,
-        Dtype::F8e5m2 => 3,
+        Dtype::F8e4m3 | Dtype::E4m3fnuz => 4,
+        Dtype::F8e5m2 | Dtype::E5m2fnuz => 3,
     };
     let range = |d: Dtype| match d {
         Dtype::F64 => 1023,
         Dtype::F32 | Dtype::Bf16 => 127,
-        Dtype::F16 | Dtype::F8e5m2 => 15,
-        Dtype::F8e4m3 => 8,
+        Dtype::F16 | Dtype::F8e5m2 | Dtype::E5m2fnuz => 15,
+        Dtype::F8e4m3 | Dtype::E4m3fnuz => 8,
     };
     if bits(acc) < bits(dtype) || range(acc) < range(dtype) {
         return Err(Failure::Message(format!(
@@ -790,6 +803,8 @@ fn wire_of(d: Dtype) -> exec::Wire {
         Dtype::Bf16 => exec::Wire::of::<fprev::half::bf16>(),
         Dtype::F8e4m3 => exec::Wire::of::<fprev::float::F8E4M3>(),
         Dtype::F8e5m2 => exec::Wire::of::<fprev::float::F8E5M2>(),
+        Dtype::E4m3fnuz => exec::Wire::of::<fprev::float::F8E4M3Fnuz>(),
+        Dtype::E5m2fnuz => exec::Wire::of::<fprev::float::F8E5M2Fnuz>(),
     }
 }
 

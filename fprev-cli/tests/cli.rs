@@ -884,6 +884,37 @@ fn independent_tensor_core_models_reveal_with_their_published_arithmetic() {
     }
 }
 
+/// AMD MI300's FNUZ FP8 formats as `--dtype`: the probes spread over both operands as
+/// for the OCP formats, and the FP8 block model comes back with its widths.
+#[test]
+#[ignore = "needs python3 (see README)"]
+fn fnuz_dtypes_reveal_fp8_dots() {
+    for dtype in ["e4m3fnuz", "e5m2fnuz"] {
+        let o = fprev(&[
+            "reveal",
+            "--exec",
+            &format!(
+                "python3 tests/python/tensor_core_dot.py --fmt {dtype} --nfma 32 --frac 13 --out e8m13"
+            ),
+            "--n",
+            "64",
+            "--dtype",
+            dtype,
+            "--op",
+            "dot",
+            "--format",
+            "summary",
+        ]);
+        assert!(o.status.success(), "{dtype}: {}", stderr(&o));
+        let out = stdout(&o);
+        assert!(
+            out.contains("13 fraction bits kept (13-13 consistent)")
+                && out.contains("products per block: 32 (32-32 consistent)"),
+            "{dtype}: {out}"
+        );
+    }
+}
+
 /// `--format summary` states the measured arithmetic on stdout after the tree in words:
 /// the promotion interval of a chunked FP8 GEMM, `c` aligned in a chain, `c` added late,
 /// and a single instruction, where neither is seen, with its open-ended block size.

@@ -3,7 +3,7 @@ describe it, written from the papers, not from fprev's code (so the two cannot s
 bug): Khattak and Mikaitis, "Accurate Models of NVIDIA Tensor Cores" (arXiv:2512.07004),
 and Xie et al., "MMA-Sim" (arXiv:2511.10909). Plain Python integers, no numpy.
 
-Usage: tensor_core_dot.py --fmt e4m3|e5m2|f16|bf16 --nfma N --frac F --out f32|e8m13|f16
+Usage: tensor_core_dot.py --fmt e4m3|e5m2|e4m3fnuz|e5m2fnuz|f16|bf16 --nfma N --frac F --out f32|e8m13|f16
                           [--align operands|product] [--chunk K] [--c aligned|late]
 
 Each input line holds 2n numbers, a then b; the answer is one float. One block of the
@@ -25,7 +25,8 @@ import argparse
 import sys
 
 # smallest normal exponent of each operand format
-EMIN = {"e4m3": -6, "e5m2": -14, "f16": -14, "bf16": -126}
+# (AMD's FNUZ formats: bias one larger than OCP's, so one binade lower)
+EMIN = {"e4m3": -6, "e5m2": -14, "e4m3fnuz": -7, "e5m2fnuz": -15, "f16": -14, "bf16": -126}
 F32_EMIN = -126
 
 
