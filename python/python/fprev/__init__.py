@@ -171,8 +171,8 @@ def reveal(
         fn: the reduction, ``fn(x) -> scalar``.
         n: number of summands.
         dtype: operand format: "float64", "float32", "float16", "bfloat16",
-            "float8_e4m3fn", "float8_e5m2" (the last three need ml_dtypes), or the
-            NumPy dtype. FP8's range is too narrow for a plain sum's probes (E4M3
+            "float8_e4m3fn", "float8_e5m2", AMD's "float8_e4m3fnuz" and
+            "float8_e5m2fnuz" (bfloat16 and FP8 need ml_dtypes), or the NumPy dtype. FP8's range is too narrow for a plain sum's probes (E4M3
             reaches 448); :func:`reveal_dot` and :func:`reveal_matmul` spread them over
             both operands.
         acc_dtype: the format ``fn`` accumulates and answers in, when wider than the
