@@ -8,7 +8,7 @@
 mod common;
 
 use common::{cases, rng};
-use fprev::float::{ProbeFloat, F8E4M3, F8E5M2};
+use fprev::float::{F8E4M3Fnuz, F8E5M2Fnuz, ProbeFloat, F8E4M3, F8E5M2};
 use fprev::fused::{AccumulatorJoin, Alignment, BlockFma};
 use fprev::half::{bf16, f16};
 use fprev::target::Products;
@@ -49,10 +49,121 @@ fn check_published(name: &str, model: BlockFma, n: usize, seed: u64, r: RevealRe
         fit.frac_out, model.frac_out,
         "seed {seed}: {name} n = {n}: result width {fit:?}"
     );
+    check_structure(name, model, n, seed, fit.structure);
     println!(
         "{name} n = {n}: {} probes, {} replays, fitted {fit:?}",
         r.probes, r.replays
     );
+}
+
+/// The block size, where `c` enters and the promotion interval the report states: the
+/// model's own, or, where the tree cannot tell, a range that holds them.
+fn check_structure(
+    name: &str,
+    model: BlockFma,
+    n: usize,
+    seed: u64,
+    s: Option<fprev::reveal::ChainStructure>,
+) {
+    let s = s.unwrap_or_else(|| panic!("seed {seed}: {name} n = {n}: no block structure"));
+    let at = format!("seed {seed}: {name} n = {n}: {s:?}");
+    assert_eq!(s.n, n, "{at}");
+    if n <= model.nfma {
+        // one block: at least n products per block, c and promotion unseen
+        assert_eq!((s.nfma.value, s.nfma.max), (n, None), "{at}");
+        assert_eq!(s.accumulator, None, "{at}");
+        assert_eq!(s.promotion, None, "{at}");
+        return;
+    }
+    assert_eq!(
+        (s.nfma.value, s.nfma.min, s.nfma.max),
+        (model.nfma, model.nfma, Some(model.nfma)),
+        "{at}"
+    );
+    match model.chunk.filter(|&c| c < n) {
+        Some(c) if c == model.nfma => {
+            assert_eq!(s.accumulator, Some(AccumulatorJoin::Late), "{at}");
+            assert_eq!(s.promotion, None, "{at}");
+        }
+        Some(c) => {
+            assert_eq!(s.accumulator, Some(model.accumulator), "{at}");
+            let p = s.promotion.unwrap_or_else(|| panic!("{at}: no promotion"));
+            assert_eq!((p.value, p.min), (c, c), "{at}");
+        }
+        None => {
+            assert_eq!(s.accumulator, Some(model.accumulator), "{at}");
+            assert_eq!(s.promotion, None, "{at}");
+            assert!(s.unpromoted_from <= n, "{at}");
+        }
+    }
+}
+
+#[test]
+fn chain_structures_of_random_models_hold_their_parameters() {
+    // tree -> structure only (no reveal): every block size, join and promotion interval
+    for k in 0..cases(400) {
+        let seed = 0x00C4_A140 + u64::from(k);
+        let mut r = rng(seed);
+        let nfma = r.random_range(1..=40usize);
+        let accumulator = if r.random_bool(0.5) {
+            AccumulatorJoin::Aligned
+        } else {
+            AccumulatorJoin::Late
+        };
+        let chunk = r
+            .random_bool(0.5)
+            .then(|| nfma * r.random_range(1..=8usize));
+        let n = r.random_range(1..=600usize);
+        let model = BlockFma {
+            nfma,
+            accumulator,
+            chunk,
+            ..BlockFma::V100
+        };
+        let tree = model.tree(n);
+        let Some(s) = fprev::reveal::ChainStructure::of(&tree) else {
+            // no multi-term node: blocks of one or two products, or one or two values
+            assert!(
+                nfma <= 2 || n <= 2,
+                "case {k} seed {seed}: {model:?} n = {n}: no structure"
+            );
+            continue;
+        };
+        // the named parameters draw the tree exactly
+        let named = BlockFma {
+            nfma: s.nfma.value,
+            accumulator: s.accumulator.unwrap_or(AccumulatorJoin::Aligned),
+            chunk: s.promotion.map(|p| p.value),
+            ..BlockFma::V100
+        };
+        assert_eq!(
+            named.tree(n),
+            tree,
+            "case {k} seed {seed}: {model:?} n = {n}: {s:?}"
+        );
+        // and the true block size lies within the consistent range
+        assert!(
+            s.nfma.min <= nfma && s.nfma.max.is_none_or(|m| nfma <= m),
+            "case {k} seed {seed}: {model:?} n = {n}: {s:?}"
+        );
+    }
+}
+
+#[test]
+fn fnuz_operands_reveal_fp8_blocks_with_their_arithmetic() {
+    // AMD MI300's FP8 formats as the operands of the FP8 block models: one block and a
+    // chain, the tree exact and the published widths measured
+    for (k, n) in [32usize, 128].into_iter().enumerate() {
+        let seed = 0x00F0_0200 + k as u64;
+        for model in [BlockFma::H100_FP8, BlockFma::ADA_FP8] {
+            let r = reveal_dot::<F8E4M3Fnuz>(model, n, seed)
+                .unwrap_or_else(|e| panic!("seed {seed}: e4m3fnuz n = {n}: {e}"));
+            check_published("e4m3fnuz", model, n, seed, r);
+            let r = reveal_dot::<F8E5M2Fnuz>(model, n, seed)
+                .unwrap_or_else(|e| panic!("seed {seed}: e5m2fnuz n = {n}: {e}"));
+            check_published("e5m2fnuz", model, n, seed, r);
+        }
+    }
 }
 
 #[test]

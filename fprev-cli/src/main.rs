@@ -100,6 +100,12 @@ enum Dtype {
     F8e4m3,
     /// OCP FP8 E5M2.
     F8e5m2,
+    /// AMD MI300's FP8 E4M3FNUZ (bias 8, largest 240, no negative zero, NaN at 0x80).
+    #[value(name = "e4m3fnuz")]
+    E4m3fnuz,
+    /// AMD MI300's FP8 E5M2FNUZ (bias 16, largest 57344, no infinities or negative zero).
+    #[value(name = "e5m2fnuz")]
+    E5m2fnuz,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -456,7 +462,7 @@ fn reveal_program(cmd: &str, args: &RevealArgs, start: Instant) -> Result<ExitCo
     fprev::reveal::check_memory(args.n(), algorithm_of(args), elem, args.max_memory)?;
     budget::Estimate::new(args.algorithm, args.n(), 1, args.n() as f64)
         .check(&format!("{cmd:?} at n = {}", args.n()), args.yes)?;
-    let (tree, probes) = match acc {
+    let (tree, probes, arithmetic) = match acc {
         Dtype::F32 => reveal_exec::<f32>(cmd, args.protocol, args)?,
         Dtype::F64 => reveal_exec::<f64>(cmd, args.protocol, args)?,
         Dtype::F16 => reveal_exec::<fprev::half::f16>(cmd, args.protocol, args)?,
@@ -468,7 +474,7 @@ fn reveal_program(cmd: &str, args: &RevealArgs, start: Instant) -> Result<ExitCo
         start.elapsed().as_secs_f64()
     );
     let title = format!("{cmd}, {}, n = {}", dtype_name(args.dtype), args.n());
-    emit(args, &tree, None, &title)?;
+    emit(args, &tree, None, &title, arithmetic.as_ref())?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -537,7 +543,7 @@ fn reveal_builtin(name: &str, args: &RevealArgs, start: Instant) -> Result<ExitC
         errln!("{}", summary.lines().next().unwrap_or_default());
     }
     let title = format!("{name}, {dt}, {shape}");
-    emit(args, &orders.groups[0].tree, Some(&orders), &title)?;
+    emit(args, &orders.groups[0].tree, Some(&orders), &title, None)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -682,7 +688,7 @@ fn reveal_collective(
         "revealed {title}: {probes} probes in {:.2} s",
         start.elapsed().as_secs_f64()
     );
-    emit(args, &tree, None, &title)?;
+    emit(args, &tree, None, &title, None)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -734,7 +740,7 @@ fn reveal_launch(
     };
     let args = &n_args;
     let dtype = launch.dtype;
-    let (tree, probes) = match dtype {
+    let (tree, probes, _) = match dtype {
         "f64" => reveal_exec::<f64>(&cmd, exec::Protocol::Text, args),
         _ => reveal_exec::<f32>(&cmd, exec::Protocol::Text, args),
     }
@@ -815,6 +821,8 @@ fn dtype_name(d: Dtype) -> &'static str {
         Dtype::Bf16 => "bf16",
         Dtype::F8e4m3 => "f8e4m3",
         Dtype::F8e5m2 => "f8e5m2",
+        Dtype::E4m3fnuz => "e4m3fnuz",
+        Dtype::E5m2fnuz => "e5m2fnuz",
     }
 }
 
@@ -826,9 +834,14 @@ fn acc_dtype(args: &RevealArgs) -> Result<Dtype, Failure> {
 
 /// [`acc_dtype`] of values of `dtype` and an `--acc-dtype` of `acc`.
 fn accumulator(dtype: Dtype, acc: Option<Dtype>) -> Result<Dtype, Failure> {
-    let fp8 = matches!(dtype, Dtype::F8e4m3 | Dtype::F8e5m2);
-    let acc = acc.unwrap_or(if fp8 { Dtype::F32 } else { dtype });
-    if matches!(acc, Dtype::F8e4m3 | Dtype::F8e5m2) {
+    let is_fp8 = |d: Dtype| {
+        matches!(
+            d,
+            Dtype::F8e4m3 | Dtype::F8e5m2 | Dtype::E4m3fnuz | Dtype::E5m2fnuz
+        )
+    };
+    let acc = acc.unwrap_or(if is_fp8(dtype) { Dtype::F32 } else { dtype });
+    if is_fp8(acc) {
         return Err(Failure::Message(format!(
             "--acc-dtype {}: FP8 is an operand type; accumulate in f16, bf16, f32 or f64",
             dtype_name(acc)
@@ -839,14 +852,14 @@ fn accumulator(dtype: Dtype, acc: Option<Dtype>) -> Result<Dtype, Failure> {
         Dtype::F32 => 24,
         Dtype::F16 => 11,
         Dtype::Bf16 => 8,
-        Dtype::F8e4m3 => 4,
-        Dtype::F8e5m2 => 3,
+        Dtype::F8e4m3 | Dtype::E4m3fnuz => 4,
+        Dtype::F8e5m2 | Dtype::E5m2fnuz => 3,
     };
     let range = |d: Dtype| match d {
         Dtype::F64 => 1023,
         Dtype::F32 | Dtype::Bf16 => 127,
-        Dtype::F16 | Dtype::F8e5m2 => 15,
-        Dtype::F8e4m3 => 8,
+        Dtype::F16 | Dtype::F8e5m2 | Dtype::E5m2fnuz => 15,
+        Dtype::F8e4m3 | Dtype::E4m3fnuz => 8,
     };
     if bits(acc) < bits(dtype) || range(acc) < range(dtype) {
         return Err(Failure::Message(format!(
@@ -867,6 +880,8 @@ fn wire_of(d: Dtype) -> exec::Wire {
         Dtype::Bf16 => exec::Wire::of::<fprev::half::bf16>(),
         Dtype::F8e4m3 => exec::Wire::of::<fprev::float::F8E4M3>(),
         Dtype::F8e5m2 => exec::Wire::of::<fprev::float::F8E5M2>(),
+        Dtype::E4m3fnuz => exec::Wire::of::<fprev::float::F8E4M3Fnuz>(),
+        Dtype::E5m2fnuz => exec::Wire::of::<fprev::float::F8E5M2Fnuz>(),
     }
 }
 
@@ -875,6 +890,7 @@ fn emit(
     tree: &SumTree,
     orders: Option<&ElementOrders>,
     title: &str,
+    arithmetic: Option<&fprev::reveal::FittedFused>,
 ) -> Result<(), Failure> {
     let groups = orders.filter(|o| !o.is_uniform());
     let text = match (args.format, groups) {
@@ -883,7 +899,11 @@ fn emit(
             errout(&o.to_string());
             o.groups.iter().map(|g| format!("{}\n", g.tree)).collect()
         }
-        (Format::Summary, None) => format!("{}\n", tree.describe()),
+        (Format::Summary, None) => format!(
+            "{}\n{}",
+            tree.describe(),
+            arithmetic.map(arithmetic_lines).unwrap_or_default()
+        ),
         (Format::Summary, Some(o)) => {
             errout(&o.to_string());
             o.groups
@@ -926,7 +946,7 @@ fn reveal_exec<T: ProbeFloat>(
     cmd: &str,
     protocol: exec::Protocol,
     args: &RevealArgs,
-) -> Result<(SumTree, u64), Failure> {
+) -> Result<Revealed, Failure> {
     let timeout = limits::seconds("--timeout", args.timeout, false).map_err(Failure::Message)?;
     let grace = limits::seconds("--grace", args.grace, true).map_err(Failure::Message)?;
     let startup = match args.startup_timeout {
@@ -954,10 +974,72 @@ fn reveal_exec<T: ProbeFloat>(
     r
 }
 
+/// A program's tree, the probes it took and the arithmetic measured at its fused nodes.
+type Revealed = (SumTree, u64, Option<fprev::reveal::FittedFused>);
+
+/// The measured arithmetic of `--format summary`, one line per quantity.
+fn arithmetic_lines(a: &fprev::reveal::FittedFused) -> String {
+    use fprev::fused::{AccumulatorJoin, Alignment};
+    let mut out = String::new();
+    let rule = match a.alignment {
+        Alignment::OperandExponents => "by the operands' exponent sum",
+        Alignment::ProductExponent => "by each term's own exponent",
+    };
+    let told = if a.alignment_decided {
+        ""
+    } else {
+        " (not told apart from the other rule)"
+    };
+    out += &format!(
+        "alignment: {rule}{told}, {} fraction bits kept ({}-{} consistent), cut toward zero\n",
+        a.frac, a.frac, a.frac_max
+    );
+    out += &match a.frac_out {
+        Some(k) => format!(
+            "block results: truncated to {k} fraction bits{}\n",
+            a.result_alternatives()
+        ),
+        None => format!(
+            "block results: rounded to nearest{}\n",
+            a.result_alternatives()
+        ),
+    };
+    if let Some(s) = a.structure {
+        out += &format!("products per block: {}\n", s.nfma);
+        let late = match a.binary {
+            fprev::reveal::BinaryNodes::Rounded => "with round to nearest",
+            _ => "in a fused node",
+        };
+        out += &match s.accumulator {
+            Some(AccumulatorJoin::Aligned) => {
+                "running value (c): aligned and cut with each block's products\n".to_string()
+            }
+            Some(AccumulatorJoin::Late) => {
+                format!("running value (c): added after each block, {late}\n")
+            }
+            None => "running value (c): not seen (one block, nothing runs before it)\n".to_string(),
+        };
+        out += &match s.promotion {
+            Some(p) => {
+                format!("promotion interval (products): {p}, chains added with round to nearest\n")
+            }
+            None => format!(
+                "promotion interval (products): none within {} (every {} or more consistent)\n",
+                s.n, s.unpromoted_from
+            ),
+        };
+    }
+    out += &format!(
+        "verified: {} random inputs reproduced bit for bit\n",
+        a.inputs
+    );
+    out
+}
+
 fn run_engine<T: ProbeFloat>(
     target: &mut exec::Exec<T>,
     args: &RevealArgs,
-) -> Result<(SumTree, u64), Failure> {
+) -> Result<Revealed, Failure> {
     let mut reveal = Reveal::new(args.n())
         .algorithm(algorithm_of(args))
         .pivot(Pivot::Random)
@@ -984,7 +1066,8 @@ fn run_engine<T: ProbeFloat>(
     if let Some(bits) = r.verification.count_bits {
         errln!("unit counts are exact only below 2^{bits}: counted in windows of that size");
     }
-    Ok((r.tree, r.probes))
+    let arithmetic = r.arithmetic();
+    Ok((r.tree, r.probes, arithmetic))
 }
 
 /// What the probes of a reveal rule out about fused multi-term adders. A format with

@@ -884,6 +884,107 @@ fn independent_tensor_core_models_reveal_with_their_published_arithmetic() {
     }
 }
 
+/// AMD MI300's FNUZ FP8 formats as `--dtype`: the probes spread over both operands as
+/// for the OCP formats, and the FP8 block model comes back with its widths.
+#[test]
+#[ignore = "needs python3 (see README)"]
+fn fnuz_dtypes_reveal_fp8_dots() {
+    for dtype in ["e4m3fnuz", "e5m2fnuz"] {
+        let o = fprev(&[
+            "reveal",
+            "--exec",
+            &format!(
+                "python3 tests/python/tensor_core_dot.py --fmt {dtype} --nfma 32 --frac 13 --out e8m13"
+            ),
+            "--n",
+            "64",
+            "--dtype",
+            dtype,
+            "--op",
+            "dot",
+            "--format",
+            "summary",
+        ]);
+        assert!(o.status.success(), "{dtype}: {}", stderr(&o));
+        let out = stdout(&o);
+        assert!(
+            out.contains("13 fraction bits kept (13-13 consistent)")
+                && out.contains("products per block: 32 (32-32 consistent)"),
+            "{dtype}: {out}"
+        );
+    }
+}
+
+/// `--format summary` states the measured arithmetic on stdout after the tree in words:
+/// the promotion interval of a chunked FP8 GEMM, `c` aligned in a chain, `c` added late,
+/// and a single instruction, where neither is seen, with its open-ended block size.
+#[test]
+#[ignore = "needs python3 (see README)"]
+fn summary_format_states_block_size_c_and_promotion() {
+    let cases: [(&str, &str, usize, &[&str]); 3] = [
+        (
+            "--fmt e4m3 --nfma 32 --frac 13 --out e8m13 --chunk 128",
+            "f8e4m3",
+            256,
+            &[
+                "alignment: by the operands' exponent sum, 13 fraction bits kept (13-13 consistent)",
+                "block results: truncated to 13 fraction bits",
+                "products per block: 32 (32-32 consistent)",
+                "running value (c): aligned and cut with each block's products",
+                "promotion interval (products): 128 (128-128 consistent), chains added with round to nearest",
+            ],
+        ),
+        (
+            "--fmt f16 --nfma 8 --frac 24 --out f32 --c late",
+            "f16",
+            32,
+            &[
+                "24 fraction bits kept (24-24 consistent)",
+                "block results: truncated to 23 fraction bits (23-23 consistent)",
+                "products per block: 8 (8-8 consistent)",
+                "running value (c): added after each block, with round to nearest",
+                "promotion interval (products): none within 32 (every 8 or more consistent)",
+            ],
+        ),
+        (
+            "--fmt f16 --nfma 16 --frac 25 --out f32",
+            "f16",
+            16,
+            &[
+                "one fused add of 16",
+                "25 fraction bits kept (25-25 consistent)",
+                "products per block: 16 (16 or more consistent)",
+                "running value (c): not seen (one block, nothing runs before it)",
+                "promotion interval (products): none within 16 (every 16 or more consistent)",
+            ],
+        ),
+    ];
+    for (flags, dtype, n, lines) in cases {
+        let exec = format!("python3 tests/python/tensor_core_dot.py {flags}");
+        let n_text = n.to_string();
+        let o = fprev(&[
+            "reveal",
+            "--exec",
+            &exec,
+            "--n",
+            &n_text,
+            "--dtype",
+            dtype,
+            "--acc-dtype",
+            "f32",
+            "--op",
+            "dot",
+            "--format",
+            "summary",
+        ]);
+        assert!(o.status.success(), "{flags}: {}", stderr(&o));
+        let out = stdout(&o);
+        for line in lines {
+            assert!(out.contains(line), "{flags}: {line:?} missing from\n{out}");
+        }
+    }
+}
+
 #[test]
 fn acc_dtype_and_op_are_checked() {
     let exec = ["reveal", "--exec", "cat", "--n"];

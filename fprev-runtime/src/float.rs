@@ -118,12 +118,14 @@ pub trait ProbeFloat:
 }
 
 mod fp8;
-pub use fp8::{F8E4M3, F8E5M2};
+pub use fp8::{F8E4M3Fnuz, F8E5M2Fnuz, F8E4M3, F8E5M2};
 
 mod private {
     pub trait Sealed {}
     impl Sealed for super::F8E4M3 {}
     impl Sealed for super::F8E5M2 {}
+    impl Sealed for super::F8E4M3Fnuz {}
+    impl Sealed for super::F8E5M2Fnuz {}
     impl Sealed for f32 {}
     impl Sealed for f64 {}
     impl Sealed for half::f16 {}

@@ -33,7 +33,7 @@ mod template;
 mod verify;
 
 pub use error::RevealError;
-pub use fit::{BinaryNodes, FittedFused};
+pub use fit::{BinaryNodes, ChainStructure, FittedFused, MeasuredCount};
 pub use memory::DEFAULT_MAX_MEMORY;
 pub use verify::Verification;
 

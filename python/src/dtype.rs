@@ -1,7 +1,7 @@
 //! The float formats the package probes in, by their NumPy names, and the dispatch from
 //! a runtime name pair (operands, accumulator) to the engine's generic types.
 
-use fprev_runtime::float::{F8E4M3, F8E5M2};
+use fprev_runtime::float::{F8E4M3Fnuz, F8E5M2Fnuz, F8E4M3, F8E5M2};
 use fprev_runtime::ProbeFloat;
 use half::{bf16, f16};
 use pyo3::exceptions::PyValueError;
@@ -22,6 +22,10 @@ pub enum Dtype {
     F8E4M3,
     /// OCP FP8 E5M2 (ml_dtypes' `float8_e5m2`).
     F8E5M2,
+    /// AMD MI300's FP8 E4M3FNUZ (ml_dtypes' `float8_e4m3fnuz`).
+    F8E4M3Fnuz,
+    /// AMD MI300's FP8 E5M2FNUZ (ml_dtypes' `float8_e5m2fnuz`).
+    F8E5M2Fnuz,
 }
 
 impl Dtype {
@@ -34,9 +38,11 @@ impl Dtype {
             "bfloat16" | "bf16" => Ok(Dtype::BF16),
             "float8_e4m3fn" | "float8_e4m3" | "f8e4m3" => Ok(Dtype::F8E4M3),
             "float8_e5m2" | "f8e5m2" => Ok(Dtype::F8E5M2),
+            "float8_e4m3fnuz" | "e4m3fnuz" => Ok(Dtype::F8E4M3Fnuz),
+            "float8_e5m2fnuz" | "e5m2fnuz" => Ok(Dtype::F8E5M2Fnuz),
             other => Err(PyValueError::new_err(format!(
                 "unsupported dtype {other:?}: expected float64, float32, float16, bfloat16, \
-                 float8_e4m3fn or float8_e5m2"
+                 float8_e4m3fn, float8_e5m2, float8_e4m3fnuz or float8_e5m2fnuz"
             ))),
         }
     }
@@ -50,6 +56,8 @@ impl Dtype {
             Dtype::BF16 => "bfloat16",
             Dtype::F8E4M3 => "float8_e4m3fn",
             Dtype::F8E5M2 => "float8_e5m2",
+            Dtype::F8E4M3Fnuz => "float8_e4m3fnuz",
+            Dtype::F8E5M2Fnuz => "float8_e5m2fnuz",
         }
     }
 
@@ -59,7 +67,7 @@ impl Dtype {
             Dtype::F64 => 8,
             Dtype::F32 => 4,
             Dtype::F16 | Dtype::BF16 => 2,
-            Dtype::F8E4M3 | Dtype::F8E5M2 => 1,
+            Dtype::F8E4M3 | Dtype::F8E5M2 | Dtype::F8E4M3Fnuz | Dtype::F8E5M2Fnuz => 1,
         }
     }
 
@@ -72,6 +80,8 @@ impl Dtype {
             Dtype::BF16 => bf16::from_bits(bits as u16).to_f64(),
             Dtype::F8E4M3 => F8E4M3::from_bits(bits as u8).to_f64(),
             Dtype::F8E5M2 => F8E5M2::from_bits(bits as u8).to_f64(),
+            Dtype::F8E4M3Fnuz => F8E4M3Fnuz::from_bits(bits as u8).to_f64(),
+            Dtype::F8E5M2Fnuz => F8E5M2Fnuz::from_bits(bits as u8).to_f64(),
         }
     }
 }
@@ -85,7 +95,7 @@ pub fn bits_in<I: ProbeFloat, T: ProbeFloat>(x: T) -> u64 {
 /// two [`Dtype`]s; an accumulator narrower than its operands is refused.
 macro_rules! dispatch {
     ($input:expr, $acc:expr, |$I:ident, $T:ident| $body:expr) => {{
-        use fprev_runtime::float::{F8E4M3, F8E5M2};
+        use fprev_runtime::float::{F8E4M3Fnuz, F8E5M2Fnuz, F8E4M3, F8E5M2};
         use half::{bf16, f16};
         use $crate::dtype::Dtype as D;
         let (input, acc) = ($input, $acc);
@@ -162,6 +172,36 @@ macro_rules! dispatch {
             }
             (D::F8E5M2, D::BF16) => {
                 type $I = F8E5M2;
+                type $T = bf16;
+                $body
+            }
+            (D::F8E4M3Fnuz, D::F32) => {
+                type $I = F8E4M3Fnuz;
+                type $T = f32;
+                $body
+            }
+            (D::F8E4M3Fnuz, D::F16) => {
+                type $I = F8E4M3Fnuz;
+                type $T = f16;
+                $body
+            }
+            (D::F8E4M3Fnuz, D::BF16) => {
+                type $I = F8E4M3Fnuz;
+                type $T = bf16;
+                $body
+            }
+            (D::F8E5M2Fnuz, D::F32) => {
+                type $I = F8E5M2Fnuz;
+                type $T = f32;
+                $body
+            }
+            (D::F8E5M2Fnuz, D::F16) => {
+                type $I = F8E5M2Fnuz;
+                type $T = f16;
+                $body
+            }
+            (D::F8E5M2Fnuz, D::BF16) => {
+                type $I = F8E5M2Fnuz;
                 type $T = bf16;
                 $body
             }

@@ -12,7 +12,8 @@ mod tree;
 
 use fprev_runtime::exact::Accumulator;
 use fprev_runtime::ops::{ElementOrders, ElementReveal, ReductionShape};
-use fprev_runtime::reveal::{check_memory, Algorithm};
+use fprev_runtime::fused::{AccumulatorJoin, Alignment};
+use fprev_runtime::reveal::{check_memory, Algorithm, FittedFused, MeasuredCount};
 use fprev_runtime::target::Products;
 use fprev_runtime::{Reveal, RevealError, RevealReport, SumTree};
 use pyo3::exceptions::PyValueError;
@@ -76,6 +77,55 @@ fn report_dict<'py>(py: Python<'py>, r: &RevealReport, calls: u64) -> PyResult<B
     d.set_item("unit", r.scale.unit)?;
     d.set_item("windowed", r.windowed)?;
     d.set_item("recognized", r.recognized.clone())?;
+    let arithmetic = r.arithmetic().map(|a| arithmetic_dict(py, &a)).transpose()?;
+    d.set_item("arithmetic", arithmetic)?;
+    Ok(d)
+}
+
+/// A measured count as `{"value", "min", "max"}` (`max` None: no upper bound).
+fn count_dict<'py>(py: Python<'py>, c: MeasuredCount) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("value", c.value)?;
+    d.set_item("min", c.min)?;
+    d.set_item("max", c.max)?;
+    Ok(d)
+}
+
+/// The arithmetic measured at fused nodes (`RevealReport::arithmetic`) as a dict with
+/// the Rust names, so Python callers read the same fields the CLI's summary prints.
+fn arithmetic_dict<'py>(py: Python<'py>, a: &FittedFused) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item(
+        "alignment",
+        match a.alignment {
+            Alignment::OperandExponents => "operand-exponents",
+            Alignment::ProductExponent => "product-exponent",
+        },
+    )?;
+    d.set_item("alignment_decided", a.alignment_decided)?;
+    d.set_item("frac", a.frac)?;
+    d.set_item("frac_range", (a.frac, a.frac_max))?;
+    d.set_item("frac_out", a.frac_out)?;
+    d.set_item("frac_out_range", a.frac_out_range)?;
+    d.set_item("frac_out_rounded", a.frac_out_rounded)?;
+    d.set_item("inputs", a.inputs)?;
+    let s = a.structure;
+    d.set_item("nfma", s.map(|s| count_dict(py, s.nfma)).transpose()?)?;
+    d.set_item(
+        "c",
+        s.and_then(|s| s.accumulator).map(|j| match j {
+            AccumulatorJoin::Aligned => "aligned",
+            AccumulatorJoin::Late => "late",
+        }),
+    )?;
+    d.set_item(
+        "promotion",
+        s.and_then(|s| s.promotion)
+            .map(|p| count_dict(py, p))
+            .transpose()?,
+    )?;
+    d.set_item("unpromoted_from", s.map(|s| s.unpromoted_from))?;
+    d.set_item("text", a.to_string())?;
     Ok(d)
 }
 

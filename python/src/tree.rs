@@ -182,6 +182,14 @@ impl Tree {
                 use fprev_runtime::float::F8E5M2;
                 fprev_runtime::ProbeFloat::to_f64(tree.replay(&narrow::<F8E5M2>(&values)))
             }
+            Dtype::F8E4M3Fnuz => {
+                use fprev_runtime::float::F8E4M3Fnuz;
+                fprev_runtime::ProbeFloat::to_f64(tree.replay(&narrow::<F8E4M3Fnuz>(&values)))
+            }
+            Dtype::F8E5M2Fnuz => {
+                use fprev_runtime::float::F8E5M2Fnuz;
+                fprev_runtime::ProbeFloat::to_f64(tree.replay(&narrow::<F8E5M2Fnuz>(&values)))
+            }
         }))
     }
 

@@ -9,6 +9,8 @@ import fprev
 ml_dtypes = pytest.importorskip("ml_dtypes", reason="FP8 arrays need ml_dtypes")
 
 FP8 = [ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2]
+# AMD MI300's formats: no negative zero, NaN at 0x80, bias one larger
+FNUZ = [ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e5m2fnuz]
 
 
 def sequential_dot(x, y):
@@ -93,3 +95,22 @@ def test_fp8_replay_adds_in_the_arrays_format():
     assert fprev.Tree.sequential(4).replay(x) == 1.0
     # 16 + 1 = 17 is a tie between 16 and 18 in E4M3: to even, 16
     assert fprev.Tree.parse("((0+2)+(1+3))").replay(x) == 16.0
+
+
+@pytest.mark.parametrize("dtype", FNUZ + ["float8_e4m3fnuz", "e5m2fnuz"])
+def test_fnuz_dot_spreads_masks_over_both_operands(dtype):
+    n = 64
+    tree, report = fprev.reveal_dot(sequential_dot, n, dtype=dtype, report=True)
+    assert tree == fprev.Tree.sequential(n)
+    assert report["calls"] >= report["probes"]
+
+
+@pytest.mark.parametrize("dtype", FNUZ)
+def test_fnuz_codes_replay_as_ml_dtypes_reads_them(dtype):
+    # every finite code of the format, summed in a tree, as ml_dtypes' own arithmetic
+    codes = np.arange(256, dtype=np.uint8).view(dtype)
+    finite = codes[np.isfinite(codes.astype(np.float32))]
+    tree = fprev.Tree.sequential(2)
+    for v in finite:
+        pair = np.array([v, np.zeros((), dtype=dtype)], dtype=dtype)
+        assert tree.replay(pair) == float(v.astype(np.float32))

@@ -3,8 +3,8 @@ describe it, written from the papers, not from fprev's code (so the two cannot s
 bug): Khattak and Mikaitis, "Accurate Models of NVIDIA Tensor Cores" (arXiv:2512.07004),
 and Xie et al., "MMA-Sim" (arXiv:2511.10909). Plain Python integers, no numpy.
 
-Usage: tensor_core_dot.py --fmt e4m3|e5m2|f16|bf16 --nfma N --frac F --out f32|e8m13|f16
-                          [--align operands|product] [--chunk K]
+Usage: tensor_core_dot.py --fmt e4m3|e5m2|e4m3fnuz|e5m2fnuz|f16|bf16 --nfma N --frac F --out f32|e8m13|f16
+                          [--align operands|product] [--chunk K] [--c aligned|late]
 
 Each input line holds 2n numbers, a then b; the answer is one float. One block of the
 chain: the running value c and the next N products a_i b_i. Each operand's exponent is
@@ -17,13 +17,16 @@ are added exactly. The sum is then cut toward zero to 23 (f32) or 13 (e8m13) fra
 bits below its own leading bit (that bit taken no lower than 2^-126), or rounded to
 nearest even to f16's 10 (no lower than 2^-14). A zero sum is +0. With --chunk K the
 chain restarts every K products and the chunk results are added in f32, round to
-nearest even (cuBLAS's FP8 promotion).
+nearest even (cuBLAS's FP8 promotion). With --c late the block's products are fused
+alone (c = 0 in the node) and the running value is added to the block result afterwards
+in f32, round to nearest even (Khattak and Mikaitis: the presets that add c late).
 """
 import argparse
 import sys
 
 # smallest normal exponent of each operand format
-EMIN = {"e4m3": -6, "e5m2": -14, "f16": -14, "bf16": -126}
+# (AMD's FNUZ formats: bias one larger than OCP's, so one binade lower)
+EMIN = {"e4m3": -6, "e5m2": -14, "e4m3fnuz": -7, "e5m2fnuz": -15, "f16": -14, "bf16": -126}
 F32_EMIN = -126
 
 
@@ -119,7 +122,10 @@ def dot(a, b, args):
         c = (0, 0)
         part = products[start : start + chunk]
         for k in range(0, len(part), args.nfma):
-            c = block(c, part[k : k + args.nfma], args)
+            if args.c == "late":
+                c = add_f32(c, block((0, 0), part[k : k + args.nfma], args))
+            else:
+                c = block(c, part[k : k + args.nfma], args)
         total = c if total is None else add_f32(total, c)
     return total if total is not None else (0, 0)
 
@@ -132,6 +138,7 @@ def main():
     p.add_argument("--out", choices=["f32", "e8m13", "f16"], required=True)
     p.add_argument("--align", choices=["operands", "product"], default="operands")
     p.add_argument("--chunk", type=int, default=0)
+    p.add_argument("--c", choices=["aligned", "late"], default="aligned")
     args = p.parse_args()
     for line in sys.stdin:
         v = [float(t) for t in line.split()]

@@ -25,6 +25,9 @@ struct Fp8Layout {
     ieee_top: bool,
     /// The code of +NaN.
     nan: u8,
+    /// AMD's FNUZ variants (MI300): finite and NaN only, no negative zero, the one NaN
+    /// at 0x80 where -0 would be, every other code an ordinary number.
+    fnuz: bool,
 }
 
 const E4M3: Fp8Layout = Fp8Layout {
@@ -33,6 +36,27 @@ const E4M3: Fp8Layout = Fp8Layout {
     max: 448.0,
     ieee_top: false,
     nan: 0x7F,
+    fnuz: false,
+};
+
+/// E4M3FNUZ (AMD MI300): bias 8, largest 240 = 1.875 x 2^7.
+const E4M3FNUZ: Fp8Layout = Fp8Layout {
+    man_bits: 3,
+    bias: 8,
+    max: 240.0,
+    ieee_top: false,
+    nan: 0x80,
+    fnuz: true,
+};
+
+/// E5M2FNUZ (AMD MI300): bias 16, largest 57344 = 1.75 x 2^15.
+const E5M2FNUZ: Fp8Layout = Fp8Layout {
+    man_bits: 2,
+    bias: 16,
+    max: 57344.0,
+    ieee_top: false,
+    nan: 0x80,
+    fnuz: true,
 };
 
 const E5M2: Fp8Layout = Fp8Layout {
@@ -41,6 +65,7 @@ const E5M2: Fp8Layout = Fp8Layout {
     max: 57344.0,
     ieee_top: true,
     nan: 0x7E,
+    fnuz: false,
 };
 
 impl Fp8Layout {
@@ -49,6 +74,9 @@ impl Fp8Layout {
     }
 
     fn decode(&self, code: u8) -> f64 {
+        if self.fnuz && code == 0x80 {
+            return f64::NAN;
+        }
         let sign = if code & 0x80 != 0 { -1.0 } else { 1.0 };
         let e = u32::from(code & 0x7F) >> self.man_bits;
         let m = u32::from(code) & ((1 << self.man_bits) - 1);
@@ -60,7 +88,7 @@ impl Fp8Layout {
                 f64::NAN
             };
         }
-        if top && !self.ieee_top && m == (1 << self.man_bits) - 1 {
+        if top && !self.ieee_top && !self.fnuz && m == (1 << self.man_bits) - 1 {
             return f64::NAN;
         }
         let scale = f64::from(1u32 << self.man_bits);
@@ -78,8 +106,10 @@ impl Fp8Layout {
         }
         let sign: u8 = if x.is_sign_negative() { 0x80 } else { 0 };
         let ax = x.abs();
+        // FNUZ has one zero: -0 and negatives that round to zero are +0
+        let zero = if self.fnuz { 0 } else { sign };
         if ax == 0.0 {
-            return sign;
+            return zero;
         }
         let min_exp = 1 - self.bias;
         // the quantum of ax's binade (the subnormal one below 2^min_exp)
@@ -99,7 +129,7 @@ impl Fp8Layout {
             };
         }
         if r == 0.0 {
-            return sign;
+            return zero;
         }
         let sub = 2f64.powi(min_exp - self.man_bits as i32);
         if r < 2f64.powi(min_exp) {
@@ -222,6 +252,32 @@ fp8!(
      fprev::ProbeFloat;\nassert_eq!(F8E5M2::from_f64_round(57344.0).to_bits(), 0x7B);\nassert_eq!(F8E5M2::from_f64_round(1e6).to_f64(), f64::INFINITY);\nassert_eq!(F8E5M2::from_bits(0x01).to_f64(), 2f64.powi(-16));\n```"
 );
 
+fp8!(
+    F8E4M3Fnuz,
+    E4M3FNUZ,
+    "e4m3fnuz",
+    4,
+    -7,
+    7,
+    "AMD's FP8 E4M3FNUZ (MI300 matrix cores): 4 exponent bits (bias 8), 3 fraction bits, \
+     largest finite 240, no infinities, no negative zero, the one NaN at 0x80 (overflow \
+     rounds to NaN).\n\n```\nuse fprev::float::F8E4M3Fnuz;\nuse \
+     fprev::ProbeFloat;\nassert_eq!(F8E4M3Fnuz::from_f64_round(240.0).to_bits(), 0x7F);\nassert!(F8E4M3Fnuz::from_bits(0x80).is_nan());\nassert_eq!(F8E4M3Fnuz::from_f64_round(-0.0).to_bits(), 0x00);\n```"
+);
+
+fp8!(
+    F8E5M2Fnuz,
+    E5M2FNUZ,
+    "e5m2fnuz",
+    3,
+    -15,
+    15,
+    "AMD's FP8 E5M2FNUZ (MI300 matrix cores): 5 exponent bits (bias 16), 2 fraction bits, \
+     largest finite 57344, no infinities, no negative zero, the one NaN at 0x80 (overflow \
+     rounds to NaN).\n\n```\nuse fprev::float::F8E5M2Fnuz;\nuse \
+     fprev::ProbeFloat;\nassert_eq!(F8E5M2Fnuz::from_f64_round(57344.0).to_bits(), 0x7F);\nassert!(F8E5M2Fnuz::from_f64_round(1e6).is_nan());\nassert_eq!(F8E5M2Fnuz::from_bits(0x01).to_f64(), 2f64.powi(-17));\n```"
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -319,6 +375,71 @@ mod tests {
             F8E5M2::from_f64_round(f64::NEG_INFINITY).to_f64(),
             f64::NEG_INFINITY
         );
+    }
+
+    /// An FNUZ code straight from AMD's description: 0x80 is NaN, every other code
+    /// sign, exponent, mantissa with no special exponent.
+    fn fnuz_value(code: u8, m_bits: u32, bias: i32) -> f64 {
+        if code == 0x80 {
+            return f64::NAN;
+        }
+        let s = if code >> 7 == 1 { -1.0 } else { 1.0 };
+        let e = u32::from(code & 0x7F) >> m_bits;
+        let m = u32::from(code) & ((1 << m_bits) - 1);
+        let frac = f64::from(m) / f64::from(1u32 << m_bits);
+        if e == 0 {
+            s * frac * 2f64.powi(1 - bias)
+        } else {
+            s * (1.0 + frac) * 2f64.powi(e as i32 - bias)
+        }
+    }
+
+    fn check_fnuz<T: ProbeFloat>(m_bits: u32, bias: i32, max: f64) {
+        let mut finite = Vec::new();
+        for code in 0..=255u8 {
+            let want = fnuz_value(code, m_bits, bias);
+            let got = T::from_bits_u64(u64::from(code)).to_f64();
+            if want.is_nan() {
+                assert!(got.is_nan(), "{} code {code:#04x}", T::FORMAT.name);
+                assert_eq!(T::from_f64_round(f64::NAN).to_bits_u64(), 0x80);
+                continue;
+            }
+            assert_eq!(
+                got.to_bits(),
+                want.to_bits(),
+                "{} code {code:#04x}",
+                T::FORMAT.name
+            );
+            assert_eq!(T::from_f64_round(want).to_bits_u64(), u64::from(code));
+            finite.push(want);
+        }
+        finite.sort_by(f64::total_cmp);
+        assert_eq!(*finite.last().unwrap(), max, "{}", T::FORMAT.name);
+        assert_eq!(finite[0], -max, "{}", T::FORMAT.name);
+        // one zero: -0 and tiny negatives come back +0
+        assert_eq!(T::from_f64_round(-0.0).to_bits_u64(), 0);
+        assert_eq!(
+            T::from_f64_round(-finite[finite.len() / 2 + 1] / 4.0).to_bits_u64(),
+            0
+        );
+        // beyond the largest after rounding: NaN
+        assert!(T::from_f64_round(max * 1.2).to_f64().is_nan());
+        assert!(T::from_f64_round(f64::NEG_INFINITY).to_f64().is_nan());
+        for w in finite.windows(2) {
+            let (a, b) = (w[0], w[1]);
+            let mid = (a + b) / 2.0;
+            let step = (b - a) / 8.0;
+            assert_eq!(T::from_f64_round(mid - step).to_f64(), a);
+            assert_eq!(T::from_f64_round(mid + step).to_f64(), b);
+        }
+        assert_eq!(T::FORMAT.exact_count_limit(), 1 << (m_bits + 1));
+        assert_eq!(T::FORMAT.min_exp, 1 - bias);
+    }
+
+    #[test]
+    fn fnuz_formats_match_their_description_on_every_code() {
+        check_fnuz::<F8E4M3Fnuz>(3, 8, 240.0);
+        check_fnuz::<F8E5M2Fnuz>(2, 16, 57344.0);
     }
 
     #[test]

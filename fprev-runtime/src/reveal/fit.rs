@@ -38,6 +38,11 @@ pub struct FittedFused {
     pub frac_max: u32,
     /// Fraction bits the node result keeps (`None`: rounded to nearest in the type).
     pub frac_out: Option<u32>,
+    /// The result widths (truncation, in fraction bits) still consistent with the
+    /// answers, smallest and largest; `None` when only rounding to nearest fits.
+    pub frac_out_range: Option<(u32, u32)>,
+    /// Whether rounding the results to nearest is consistent with the answers too.
+    pub frac_out_rounded: bool,
     /// The exponent products are aligned by. Without product operands (a plain sum)
     /// the two rules agree on normal values, and [`Alignment::ProductExponent`] is named.
     pub alignment: Alignment,
@@ -50,6 +55,162 @@ pub struct FittedFused {
     pub inputs: usize,
     /// Models that reproduced all of them (they agree on every input tried).
     pub candidates: usize,
+    /// Products per block, where the running value enters and the promotion interval,
+    /// read off the tree; `None` when the tree is no chain of blocks that
+    /// [`BlockFma::tree`] draws (a pairwise tree of fused pairs, say).
+    pub structure: Option<ChainStructure>,
+}
+
+/// A measured count with the smallest and largest values still consistent with the
+/// answers (`max: None`: no upper bound, every larger value answers alike). Values
+/// between the two are not all consistent: a late-joined chain promoted after every
+/// block is the same tree as one never promoted, while one promoted every two blocks is
+/// another.
+///
+/// ```
+/// use fprev::reveal::MeasuredCount;
+/// let c = MeasuredCount { value: 16, min: 16, max: None };
+/// assert_eq!(c.to_string(), "16 (16 or more consistent)");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MeasuredCount {
+    /// The value named: the smallest consistent one.
+    pub value: usize,
+    /// The smallest value consistent with the answers.
+    pub min: usize,
+    /// The largest, `None` when every value from `min` on is consistent.
+    pub max: Option<usize>,
+}
+
+impl std::fmt::Display for MeasuredCount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.max {
+            Some(max) => write!(f, "{} ({}-{max} consistent)", self.value, self.min),
+            None => write!(f, "{} ({} or more consistent)", self.value, self.min),
+        }
+    }
+}
+
+/// The block structure of a revealed chain of fused nodes: what [`BlockFma::nfma`],
+/// [`BlockFma::accumulator`] and [`BlockFma::chunk`] must be for [`BlockFma::tree`] to
+/// draw exactly the revealed tree. Each is a measured value with its consistent range:
+/// one instruction's block says only that a block holds *at least* its products.
+///
+/// ```
+/// use fprev::fused::{AccumulatorJoin, BlockFma};
+/// use fprev::target::Products;
+/// let model = BlockFma::H100_FP8_SLOW;
+/// let dot = |a: &[fprev::float::F8E4M3], b: &[fprev::float::F8E4M3]| -> f32 { model.dot(a, b) };
+/// let r = fprev::Reveal::new(256).run_target(Products::new(dot))?;
+/// let s = r.arithmetic().and_then(|a| a.structure).expect("a chain of blocks");
+/// assert_eq!(s.nfma.value, 32);
+/// assert_eq!(s.accumulator, Some(AccumulatorJoin::Aligned));
+/// assert_eq!(s.promotion.map(|p| p.value), Some(128));
+/// # Ok::<(), fprev::RevealError>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChainStructure {
+    /// Products per block.
+    pub nfma: MeasuredCount,
+    /// Where the running value (the accumulator input `c`) enters; `None`: the tree does
+    /// not tell (one block, which has no running value before it).
+    pub accumulator: Option<AccumulatorJoin>,
+    /// Products per chain before its result is promoted and added to the others in the
+    /// accumulator type with round to nearest; `None`: no promotion within the `n`
+    /// products revealed (`unpromoted_from` says from how many on promotion is
+    /// consistent).
+    pub promotion: Option<MeasuredCount>,
+    /// The smallest promotion interval consistent with a tree that shows none (`n`, or
+    /// less where promoting is the same tree, as after every late-joined block).
+    pub unpromoted_from: usize,
+    /// The products revealed.
+    pub n: usize,
+}
+
+impl ChainStructure {
+    /// The [`BlockFma`] chain parameters under which [`BlockFma::tree`]`(n)` is `tree`,
+    /// with their consistent ranges; `None` when no parameters draw it. Verification
+    /// reads it off every tree it fits a model to; this measures any tree.
+    ///
+    /// ```
+    /// use fprev::fused::{AccumulatorJoin, BlockFma};
+    /// use fprev::reveal::ChainStructure;
+    /// let late = BlockFma { accumulator: AccumulatorJoin::Late, ..BlockFma::A100 };
+    /// let s = ChainStructure::of(&late.tree(64)).expect("a chain");
+    /// assert_eq!(s.accumulator, Some(AccumulatorJoin::Late));
+    /// assert_eq!((s.nfma.value, s.promotion), (8, None));
+    /// assert!(ChainStructure::of(&fprev::SumTree::pairwise(8)).is_none());
+    /// ```
+    pub fn of(tree: &SumTree) -> Option<ChainStructure> {
+        let n = tree.leaf_count();
+        // the widest block: the most leaf children of one node with three or more
+        let width = (n..n + tree.inner_count())
+            .map(|v| tree.children(v))
+            .filter(|k| k.len() > 2)
+            .map(|k| k.iter().filter(|&&c| (c as usize) < n).count())
+            .max()?;
+        let mut found: Vec<(usize, AccumulatorJoin, Option<usize>)> = Vec::new();
+        // one block over every product: any wider block draws it too
+        let widths: Vec<usize> = if width == n {
+            vec![n, n + 1]
+        } else {
+            vec![width]
+        };
+        for &nfma in &widths {
+            for acc in [AccumulatorJoin::Aligned, AccumulatorJoin::Late] {
+                let chunks = std::iter::once(None)
+                    .chain((1..).map(|k| k * nfma).take_while(|&c| c < n).map(Some));
+                for chunk in chunks {
+                    let model = BlockFma {
+                        nfma,
+                        accumulator: acc,
+                        chunk,
+                        ..BlockFma::V100
+                    };
+                    if model.tree(n) == *tree {
+                        found.push((nfma, acc, chunk));
+                    }
+                }
+            }
+        }
+        // promoting after every block of an aligned chain is a late join never promoted:
+        // the same tree and the same arithmetic, named the latter
+        let any_chunk = found.iter().filter_map(|f| f.2).min();
+        for f in &mut found {
+            if f.2 == Some(f.0) {
+                *f = (f.0, AccumulatorJoin::Late, None);
+            }
+        }
+        let first = found.first()?;
+        let nfma = MeasuredCount {
+            value: first.0,
+            min: first.0,
+            max: (!found.iter().any(|f| f.0 > width)).then_some(width),
+        };
+        let accumulator = found.iter().all(|f| f.1 == first.1).then_some(first.1);
+        let chunked: Vec<usize> = found.iter().filter_map(|f| f.2).collect();
+        let unchunked = found.iter().any(|f| f.2.is_none());
+        let lo = chunked.iter().copied().min();
+        let promotion = match (unchunked, lo) {
+            (false, Some(lo)) => Some(MeasuredCount {
+                value: lo,
+                min: lo,
+                max: chunked.iter().copied().max(),
+            }),
+            _ => None,
+        };
+        Some(ChainStructure {
+            nfma,
+            accumulator,
+            promotion,
+            unpromoted_from: if unchunked {
+                lo.into_iter().chain(any_chunk).min().unwrap_or(n).min(n)
+            } else {
+                n
+            },
+            n,
+        })
+    }
 }
 
 /// The measured arithmetic in words, each width with the range of values still
@@ -87,6 +248,7 @@ impl std::fmt::Display for FittedFused {
             Some(k) => write!(f, "results truncated to {k} fraction bits")?,
             None => f.write_str("results rounded to nearest")?,
         }
+        f.write_str(&self.result_alternatives())?;
         let binary = match self.binary {
             BinaryNodes::Rounded => "binary nodes rounded to nearest",
             BinaryNodes::Fused => "binary nodes fused",
@@ -99,7 +261,72 @@ impl std::fmt::Display for FittedFused {
             f,
             ", {binary}; {} random inputs reproduced bit for bit",
             self.inputs
-        )
+        )?;
+        if let Some(s) = self.structure {
+            write!(f, "; {s}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The block structure in words: products per block, where the running value enters,
+/// and the promotion interval, each with its consistent range.
+///
+/// ```
+/// let model = fprev::fused::BlockFma::V100;
+/// let r = fprev::Reveal::new(16).run_target(fprev::target::FnTarget(|x: &[f32]| model.sum(x)))?;
+/// let s = r.arithmetic().and_then(|a| a.structure).expect("a chain of blocks");
+/// assert_eq!(
+///     s.to_string(),
+///     "block size 4 (4-4 consistent) products, the running value aligned with each \
+///      block's products, no promotion within 16 products (every 16 or more consistent)"
+/// );
+/// # Ok::<(), fprev::RevealError>(())
+/// ```
+impl std::fmt::Display for ChainStructure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "block size {} products, ", self.nfma)?;
+        f.write_str(match self.accumulator {
+            Some(AccumulatorJoin::Aligned) => {
+                "the running value aligned with each block's products"
+            }
+            Some(AccumulatorJoin::Late) => {
+                "each block's result added to the running value afterwards"
+            }
+            None => "where the running value enters not seen (one block, nothing runs before it)",
+        })?;
+        match self.promotion {
+            Some(p) => write!(f, ", promotion interval {p} products"),
+            None => write!(
+                f,
+                ", no promotion within {} products (every {} or more consistent)",
+                self.n, self.unpromoted_from
+            ),
+        }
+    }
+}
+
+impl FittedFused {
+    /// What else the answers allow of the results' rounding, in parentheses (empty when
+    /// nothing else does).
+    ///
+    /// ```
+    /// let model = fprev::fused::BlockFma::V100;
+    /// let r = fprev::Reveal::new(16).run_target(fprev::target::FnTarget(|x: &[f32]| model.sum(x)))?;
+    /// assert_eq!(r.arithmetic().unwrap().result_alternatives(), " (23-23 consistent)");
+    /// # Ok::<(), fprev::RevealError>(())
+    /// ```
+    pub fn result_alternatives(&self) -> String {
+        match (self.frac_out, self.frac_out_range, self.frac_out_rounded) {
+            (Some(_), Some((lo, hi)), false) => format!(" ({lo}-{hi} consistent)"),
+            (Some(_), Some((lo, hi)), true) => {
+                format!(" ({lo}-{hi} consistent, or rounded to nearest)")
+            }
+            (None, Some((lo, hi)), _) => {
+                format!(" (truncation to {lo}-{hi} fraction bits also consistent)")
+            }
+            _ => String::new(),
+        }
     }
 }
 
@@ -280,7 +507,17 @@ pub(crate) fn fit<T: ProbeFloat, X: Target<T>>(
     let decided = candidates
         .iter()
         .all(|c| c.model.alignment == best.model.alignment);
+    let same_rule = || {
+        candidates
+            .iter()
+            .filter(|c| c.model.alignment == best.model.alignment)
+    };
+    let widths = || same_rule().filter_map(|c| c.model.frac_out);
+    let frac_out_range = widths().min().zip(widths().max());
+    let frac_out_rounded = same_rule().any(|c| c.model.frac_out.is_none());
     Ok(FittedFused {
+        frac_out_range,
+        frac_out_rounded,
         frac: best.model.frac,
         frac_max,
         frac_out: best.model.frac_out,
@@ -289,5 +526,6 @@ pub(crate) fn fit<T: ProbeFloat, X: Target<T>>(
         binary: best.binary,
         inputs,
         candidates: candidates.len(),
+        structure: ChainStructure::of(tree),
     })
 }

@@ -171,8 +171,8 @@ def reveal(
         fn: the reduction, ``fn(x) -> scalar``.
         n: number of summands.
         dtype: operand format: "float64", "float32", "float16", "bfloat16",
-            "float8_e4m3fn", "float8_e5m2" (the last three need ml_dtypes), or the
-            NumPy dtype. FP8's range is too narrow for a plain sum's probes (E4M3
+            "float8_e4m3fn", "float8_e5m2", AMD's "float8_e4m3fnuz" and
+            "float8_e5m2fnuz" (bfloat16 and FP8 need ml_dtypes), or the NumPy dtype. FP8's range is too narrow for a plain sum's probes (E4M3
             reaches 448); :func:`reveal_dot` and :func:`reveal_matmul` spread them over
             both operands.
         acc_dtype: the format ``fn`` accumulates and answers in, when wider than the
@@ -183,7 +183,15 @@ def reveal(
             inner node when it is right, ignored when it is not.
         verify: re-ask sampled probes and replay the tree on seeded random inputs.
         seed: seed of pivot choices and verification inputs (default 0).
-        report: also return a dict of costs (probes, calls, batches, ...).
+        report: also return a dict of costs (probes, calls, batches, ...) and, under
+            ``"arithmetic"``, what was measured at truncating fused nodes (``None`` for
+            plain additions): ``alignment``, ``frac`` and ``frac_range`` (fraction
+            bits kept in alignment, smallest and largest consistent), ``frac_out``
+            (result width, ``None``: rounded), ``frac_out_range``, ``nfma`` (products
+            per block as ``{"value", "min", "max"}``, ``max`` ``None`` when open),
+            ``c`` (``"aligned"``, ``"late"`` or ``None`` when unseen), ``promotion``
+            (a ``{"value", "min", "max"}`` or ``None``: none within n,
+            ``unpromoted_from`` on), ``inputs`` and ``text`` (the same in words).
         accept_flat: return one n-way node (``"(0+1+...)"``) for a sum whose result
             does not depend on the order, instead of raising OrderIndependentError
             (the engine's message names the Rust equivalent, Reveal::accept_flat).

@@ -19,15 +19,19 @@ _NAMES = {
     "f8e4m3": "float8_e4m3fn",
     "float8_e5m2": "float8_e5m2",
     "f8e5m2": "float8_e5m2",
+    "float8_e4m3fnuz": "float8_e4m3fnuz",
+    "e4m3fnuz": "float8_e4m3fnuz",
+    "float8_e5m2fnuz": "float8_e5m2fnuz",
+    "e5m2fnuz": "float8_e5m2fnuz",
 }
 
 # formats NumPy lacks, by ml_dtypes' attribute name
-_ML_DTYPES = ("bfloat16", "float8_e4m3fn", "float8_e5m2")
+_ML_DTYPES = ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
 
 
 def name(dtype):
     """The canonical name ("float64", "float32", "float16", "bfloat16", "float8_e4m3fn",
-    "float8_e5m2") of `dtype`.
+    "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz") of `dtype`.
 
     `dtype` is a name, a NumPy dtype or scalar type, or one of ml_dtypes' types.
 
@@ -44,7 +48,7 @@ def name(dtype):
     except KeyError:
         raise ValueError(
             f"unsupported dtype {dtype!r}: expected float64, float32, float16, bfloat16, "
-            "float8_e4m3fn or float8_e5m2"
+            "float8_e4m3fn, float8_e5m2, float8_e4m3fnuz or float8_e5m2fnuz"
         ) from None
 
 

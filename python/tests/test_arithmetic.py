@@ -1,0 +1,71 @@
+"""The arithmetic measured at fused nodes, in ``report=True``'s ``"arithmetic"``: a
+block-FMA chain written here in plain Python integers (a V100-like unit: blocks of 4
+values and the running value, aligned to the largest exponent with 23 fraction bits
+kept, cut toward zero, the block result cut to 23 fraction bits) comes back with its
+block size, where the running value enters, its promotion interval and its widths."""
+
+import math
+
+import numpy as np
+
+import fprev
+
+
+def exponent(v):
+    """floor(log2 |v|) of a non-zero float."""
+    return math.frexp(v)[1] - 1
+
+
+def cut(v, q):
+    """v cut toward zero to a multiple of 2^q (exact: ldexp only shifts)."""
+    return math.ldexp(math.trunc(math.ldexp(v, -q)), q)
+
+
+def block(terms, frac=23):
+    """One fused node: every term cut 2^-frac below the largest, summed exactly, the
+    sum cut to frac fraction bits below its own leading bit."""
+    terms = [t for t in terms if t != 0]
+    if not terms:
+        return 0.0
+    q = max(exponent(t) for t in terms) - frac
+    total = sum(cut(t, q) for t in terms)  # exact: multiples of 2^q within 2^53
+    if total == 0:
+        return 0.0
+    return cut(total, exponent(total) - frac)
+
+
+def chained_blocks(x):
+    x = [float(v) for v in x]
+    acc = None
+    for k in range(0, len(x), 4):
+        acc = block(x[k : k + 4] if acc is None else [acc] + x[k : k + 4])
+    return np.float32(acc)
+
+
+def test_a_block_fma_chain_reports_its_arithmetic():
+    tree, report = fprev.reveal(chained_blocks, 32, dtype=np.float32, report=True)
+    text = "(0+1+2+3)"
+    for k in range(4, 32, 4):
+        text = f"({text}+{k}+{k + 1}+{k + 2}+{k + 3})"
+    assert tree == fprev.Tree.parse(text)
+    a = report["arithmetic"]
+    assert a["nfma"] == {"value": 4, "min": 4, "max": 4}
+    assert a["c"] == "aligned"
+    assert a["promotion"] is None and a["unpromoted_from"] == 32
+    assert a["frac_out"] == 23
+    lo, hi = a["frac_range"]
+    assert lo <= 23 <= hi
+    assert "block size 4 (4-4 consistent) products" in a["text"]
+
+
+def test_one_block_reports_an_open_block_size():
+    _, report = fprev.reveal(lambda x: np.float32(block([float(v) for v in x])), 8,
+                             dtype=np.float32, report=True)
+    a = report["arithmetic"]
+    assert a["nfma"] == {"value": 8, "min": 8, "max": None}
+    assert a["c"] is None
+
+
+def test_a_plain_sum_has_no_arithmetic():
+    _, report = fprev.reveal(lambda x: np.float32(sum(x)), 8, dtype=np.float32, report=True)
+    assert report["arithmetic"] is None
