@@ -784,7 +784,7 @@ fn reveal_elements(
                 None => write_out(&text)?,
             }
         }
-        _ => emit(args, &orders.groups[0].tree, Some(&orders), &title)?,
+        _ => emit(args, &orders.groups[0].tree, Some(&orders), &title, None)?,
     }
     Ok(ExitCode::SUCCESS)
 }
