@@ -11,8 +11,8 @@ mod target;
 mod tree;
 
 use fprev_runtime::exact::Accumulator;
-use fprev_runtime::ops::{ElementOrders, ElementReveal, ReductionShape};
 use fprev_runtime::fused::{AccumulatorJoin, Alignment};
+use fprev_runtime::ops::{ElementOrders, ElementReveal, ReductionShape};
 use fprev_runtime::reveal::{check_memory, Algorithm, FittedFused, MeasuredCount};
 use fprev_runtime::target::Products;
 use fprev_runtime::{Reveal, RevealError, RevealReport, SumTree};
@@ -77,7 +77,10 @@ fn report_dict<'py>(py: Python<'py>, r: &RevealReport, calls: u64) -> PyResult<B
     d.set_item("unit", r.scale.unit)?;
     d.set_item("windowed", r.windowed)?;
     d.set_item("recognized", r.recognized.clone())?;
-    let arithmetic = r.arithmetic().map(|a| arithmetic_dict(py, &a)).transpose()?;
+    let arithmetic = r
+        .arithmetic()
+        .map(|a| arithmetic_dict(py, &a))
+        .transpose()?;
     d.set_item("arithmetic", arithmetic)?;
     Ok(d)
 }
