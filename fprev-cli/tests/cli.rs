@@ -856,22 +856,8 @@ fn independent_tensor_core_models_reveal_with_their_published_arithmetic() {
         ),
     ];
     for (model, dtype, flags, n, says) in cases {
-        let exec = format!("python3 tests/python/tensor_core_dot.py {flags}");
         let started = std::time::Instant::now();
-        let n_text = n.to_string();
-        let o = fprev(&[
-            "reveal",
-            "--exec",
-            &exec,
-            "--n",
-            &n_text,
-            "--dtype",
-            dtype,
-            "--acc-dtype",
-            "f32",
-            "--op",
-            "dot",
-        ]);
+        let o = reveal_tensor_core_dot(flags, dtype, n, &["--acc-dtype", "f32"]);
         let err = stderr(&o);
         assert!(o.status.success(), "{flags} n = {n}: {err}");
         let got: SumTree = stdout(&o).trim().parse().expect("a tree");
@@ -884,27 +870,31 @@ fn independent_tensor_core_models_reveal_with_their_published_arithmetic() {
     }
 }
 
+/// `fprev reveal --op dot` of the independent responder run with `flags`, `extra`
+/// appended to the arguments.
+fn reveal_tensor_core_dot(
+    flags: &str,
+    dtype: &str,
+    n: impl std::fmt::Display,
+    extra: &[&str],
+) -> Output {
+    let exec = format!("python3 tests/python/tensor_core_dot.py {flags}");
+    let n = n.to_string();
+    let mut args = vec![
+        "reveal", "--exec", &exec, "--n", &n, "--dtype", dtype, "--op", "dot",
+    ];
+    args.extend_from_slice(extra);
+    fprev(&args)
+}
+
 /// AMD MI300's FNUZ FP8 formats as `--dtype`: the probes spread over both operands as
 /// for the OCP formats, and the FP8 block model comes back with its widths.
 #[test]
 #[ignore = "needs python3 (see README)"]
 fn fnuz_dtypes_reveal_fp8_dots() {
     for dtype in ["e4m3fnuz", "e5m2fnuz"] {
-        let o = fprev(&[
-            "reveal",
-            "--exec",
-            &format!(
-                "python3 tests/python/tensor_core_dot.py --fmt {dtype} --nfma 32 --frac 13 --out e8m13"
-            ),
-            "--n",
-            "64",
-            "--dtype",
-            dtype,
-            "--op",
-            "dot",
-            "--format",
-            "summary",
-        ]);
+        let flags = format!("--fmt {dtype} --nfma 32 --frac 13 --out e8m13");
+        let o = reveal_tensor_core_dot(&flags, dtype, 64, &["--format", "summary"]);
         assert!(o.status.success(), "{dtype}: {}", stderr(&o));
         let out = stdout(&o);
         assert!(
@@ -960,23 +950,12 @@ fn summary_format_states_block_size_c_and_promotion() {
         ),
     ];
     for (flags, dtype, n, lines) in cases {
-        let exec = format!("python3 tests/python/tensor_core_dot.py {flags}");
-        let n_text = n.to_string();
-        let o = fprev(&[
-            "reveal",
-            "--exec",
-            &exec,
-            "--n",
-            &n_text,
-            "--dtype",
+        let o = reveal_tensor_core_dot(
+            flags,
             dtype,
-            "--acc-dtype",
-            "f32",
-            "--op",
-            "dot",
-            "--format",
-            "summary",
-        ]);
+            n,
+            &["--acc-dtype", "f32", "--format", "summary"],
+        );
         assert!(o.status.success(), "{flags}: {}", stderr(&o));
         let out = stdout(&o);
         for line in lines {
