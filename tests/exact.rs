@@ -664,18 +664,13 @@ fn bit_identical_across_threads_chunks_and_orders() {
             same(reversed_inner.unwrap_or(f64::NAN), want_dot),
             "{kind:?} ozaki"
         );
-        for threads in 1..=16 {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .expect("thread pool");
-            let (s, d) = pool.install(|| (exact::par_sum(&xs), exact::par_dot(&xs, &ys)));
-            assert!(same(s, want), "{kind:?}, {threads} threads, seed {seed}");
-            assert!(
-                same(d.unwrap_or(f64::NAN), want_dot),
-                "{kind:?} dot, {threads} threads"
-            );
-        }
+        same_on_every_pool(
+            &xs,
+            &ys,
+            (want, want_dot),
+            16,
+            &format!("{kind:?}, seed {seed}"),
+        );
         for chunk in [1, 3, 8, 100, 1000, 4099] {
             // Merge the chunks' accumulators in a scrambled order.
             let mut accs: Vec<Accumulator> = xs
@@ -728,18 +723,13 @@ fn parallel_tasks_merge_to_the_same_bits() {
         let want = reference_sum(&xs, RoundingFormat::F64);
         assert!(same(exact::sum(&xs), want), "{kind:?} sum, seed {seed}");
         let want_dot = exact::dot(&xs, &ys).unwrap_or(f64::NAN);
-        for threads in 1..=8 {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .expect("thread pool");
-            let (s, d) = pool.install(|| (exact::par_sum(&xs), exact::par_dot(&xs, &ys)));
-            assert!(same(s, want), "{kind:?}, {threads} threads, seed {seed}");
-            assert!(
-                same(d.unwrap_or(f64::NAN), want_dot),
-                "{kind:?} dot, {threads} threads, seed {seed}"
-            );
-        }
+        same_on_every_pool(
+            &xs,
+            &ys,
+            (want, want_dot),
+            8,
+            &format!("{kind:?}, seed {seed}"),
+        );
         xs[n - 5] = f64::INFINITY;
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(3)
@@ -782,5 +772,22 @@ proptest! {
             v.rotate_left(k);
         }
         prop_assert!(same(exact::sum(&v), want));
+    }
+}
+
+/// `par_sum(xs)` and `par_dot(xs, ys)` give `want` (sum, dot) bit for bit on pools of 1 to
+/// `max_threads` threads.
+fn same_on_every_pool(xs: &[f64], ys: &[f64], want: (f64, f64), max_threads: usize, what: &str) {
+    for threads in 1..=max_threads {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("thread pool");
+        let (s, d) = pool.install(|| (exact::par_sum(xs), exact::par_dot(xs, ys)));
+        assert!(same(s, want.0), "{what}: sum, {threads} threads");
+        assert!(
+            same(d.unwrap_or(f64::NAN), want.1),
+            "{what}: dot, {threads} threads"
+        );
     }
 }
