@@ -24,6 +24,7 @@ mod arena;
 mod basic;
 mod error;
 pub(crate) mod fit;
+mod guide;
 mod known;
 mod levels;
 mod memory;
@@ -123,6 +124,7 @@ pub struct Reveal {
     seed: u64,
     accept_flat: bool,
     known_orders: bool,
+    structure_guided: bool,
     hints: Vec<(String, SumTree)>,
     max_memory: u64,
 }
@@ -187,6 +189,7 @@ impl Reveal {
             seed: 0,
             accept_flat: false,
             known_orders: true,
+            structure_guided: true,
             hints: Vec::new(),
             max_memory: DEFAULT_MAX_MEMORY,
         }
@@ -260,6 +263,41 @@ impl Reveal {
     /// ```
     pub fn known_orders(mut self, on: bool) -> Reveal {
         self.known_orders = on;
+        self
+    }
+
+    /// Whether an order no known table matches is first guessed from its structure
+    /// (default on, for `n` from 4096): the first 512 inputs are revealed on their own
+    /// (the target with zeros elsewhere sums exactly their subtree), the way that tree
+    /// splits into lanes, blocks and chains is carried over to all `n` inputs, each part
+    /// that grows with `n` guessed the same way, and the whole guess is proved node by
+    /// node with probe sets, as a known order is. A library whose order repeats one
+    /// structure (PyTorch's vectorized cascade sums) is then revealed in a fraction of a
+    /// search's calls; a guess that fails its proof costs at most a quarter of a search
+    /// and changes no result. [`known_orders(false)`](Self::known_orders) turns this off
+    /// too. FPRev only.
+    ///
+    /// ```
+    /// use fprev::target::FnTarget;
+    /// // 8 lanes, each an accumulator absorbing every 8th value; lanes added in order
+    /// let lanes = |x: &[f32]| {
+    ///     let mut acc = [0f32; 8];
+    ///     for (i, v) in x.iter().enumerate() {
+    ///         acc[i % 8] += v;
+    ///     }
+    ///     acc.iter().fold(0f32, |s, a| s + a)
+    /// };
+    /// let guided = fprev::Reveal::new(8192).run_target(FnTarget(lanes))?;
+    /// let searched = fprev::Reveal::new(8192)
+    ///     .structure_guided(false)
+    ///     .run_target(FnTarget(lanes))?;
+    /// assert_eq!(guided.tree, searched.tree);
+    /// assert_eq!(guided.recognized.as_deref(), Some("structure-guided"));
+    /// assert!(guided.probes < searched.probes / 2);
+    /// # Ok::<(), fprev::RevealError>(())
+    /// ```
+    pub fn structure_guided(mut self, on: bool) -> Reveal {
+        self.structure_guided = on;
         self
     }
 
@@ -510,7 +548,17 @@ impl Reveal {
             Algorithm::FPRev => {
                 match known::recognize(prober, &self.hints, self.known_orders, self.seed) {
                     Err(e) => Err(e),
-                    Ok(guesses) => {
+                    Ok(mut guesses) => {
+                        if guesses.recognized.is_none() && self.guides(prober) {
+                            if let Some(tree) = guide::guess(prober, self.seed) {
+                                guesses.recognized = known::prove_guess(
+                                    prober,
+                                    &guesses.answered,
+                                    "structure-guided",
+                                    tree,
+                                )?;
+                            }
+                        }
                         answered = guesses.answered;
                         recognized = guesses.recognized;
                         match recognized {
@@ -542,6 +590,19 @@ impl Reveal {
             tree,
             order,
         })
+    }
+}
+
+impl Reveal {
+    /// Whether a structure-guided guess is worth its calls here: large enough, not
+    /// windowed (counts beyond the accumulator's precision), and not a product target
+    /// (whose operands do not restrict to positions one by one).
+    fn guides<T: ProbeFloat, X: Target<T>>(&self, prober: &Prober<T, X>) -> bool {
+        self.structure_guided
+            && self.known_orders
+            && self.n >= guide::MIN_N
+            && !prober.needs_windows()
+            && prober.target.replay_format().is_none()
     }
 }
 

@@ -129,6 +129,24 @@ pub(crate) fn recognize<T: ProbeFloat, X: Target<T>>(
     Ok(guesses)
 }
 
+/// `tree` recognized under `name` when it replays the filter's `answered` inputs and its
+/// proof holds (a structure-guided guess, made after the catalogue missed).
+pub(crate) fn prove_guess<T: ProbeFloat, X: Target<T>>(
+    prober: &mut Prober<T, X>,
+    answered: &[Answered<T>],
+    name: &str,
+    tree: SumTree,
+) -> Result<Option<Recognized<T>>, RevealError> {
+    let replays = answered
+        .iter()
+        .all(|a| tree.replay(&a.input).to_bits_u64() == a.answer.to_bits_u64());
+    Ok((replays && prove(prober, &tree)?).then(|| Recognized {
+        name: name.to_string(),
+        tree,
+        order: None,
+    }))
+}
+
 /// Probe every inner node of the binary `tree` (`false` for a k-ary one).
 fn prove<T: ProbeFloat, X: Target<T>>(
     prober: &mut Prober<T, X>,

@@ -71,6 +71,18 @@ pub(crate) enum TreeShape {
     Irregular,
 }
 
+/// A node covered by `count` shifted copies of one subtree: copy `i` is `first` with
+/// every leaf moved by `i * shift`, and `top` combines them (leaf `i` is copy `i`).
+/// `interleaved` when a copy's leaves are not contiguous (lanes, not blocks).
+#[derive(Clone, Debug)]
+pub(crate) struct RegularTiling {
+    pub(crate) first: usize,
+    pub(crate) count: usize,
+    pub(crate) shift: usize,
+    pub(crate) interleaved: bool,
+    pub(crate) top: SumTree,
+}
+
 /// Per-node facts computed once, bottom-up.
 pub(crate) struct Analysis<'t> {
     pub(crate) tree: &'t SumTree,
@@ -382,6 +394,54 @@ impl<'t> Analysis<'t> {
             });
         }
         None
+    }
+
+    /// Every covering of `v` by shifted copies of one subtree (at least two copies, each
+    /// of two leaves or more), smallest copies first: what a structure-guided guess
+    /// instantiates at another size. Unlike [`tiling`](Self::tiling), which names one,
+    /// this keeps every regular one, whatever tree combines the copies.
+    pub(crate) fn regular_tilings(&self, v: usize) -> Vec<RegularTiling> {
+        let total = self.size[v];
+        let mut groups: HashMap<u64, (u32, usize)> = HashMap::new();
+        for w in self.subtree_nodes(v) {
+            if w == v {
+                continue;
+            }
+            let e = groups.entry(self.sig[w]).or_insert((0, w));
+            e.0 += 1;
+            if self.min_leaf[w] < self.min_leaf[e.1] {
+                e.1 = w;
+            }
+        }
+        let mut found: Vec<(u32, u64)> = groups
+            .iter()
+            .filter(|(_, &(count, first))| count >= 2 && count * self.size[first] == total)
+            .map(|(&sig, &(_, first))| (self.size[first], sig))
+            .collect();
+        found.sort_unstable();
+        let mut out = Vec::new();
+        for (size, sig) in found {
+            let Some((parts, top)) = self.contract(v, |w| self.sig[w] == sig) else {
+                continue;
+            };
+            let shift = (self.min_leaf[parts[1]] - self.min_leaf[parts[0]]) as usize;
+            let regular = parts.iter().enumerate().all(|(i, &p)| {
+                self.min_leaf[p] as usize == self.min_leaf[parts[0]] as usize + i * shift
+                    && self.shifted_copy(parts[0], p, (i * shift) as i64)
+            });
+            if !regular {
+                continue;
+            }
+            let first = parts[0];
+            out.push(RegularTiling {
+                first,
+                count: parts.len(),
+                shift,
+                interleaved: self.max_leaf[first] - self.min_leaf[first] + 1 != size,
+                top,
+            });
+        }
+        out
     }
 
     /// A subtree, then leaves absorbed one at a time.
