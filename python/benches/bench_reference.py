@@ -2,7 +2,7 @@
 
 Usage:
     python python/benches/bench_reference.py REFERENCE_DIR [--fprev BIN] [--reps 3]
-        [--part inproc,largest,exec]
+        [--part inproc,largest,exec,torch] [--torch-sizes 4096,16384,65536]
 
 REFERENCE_DIR is a checkout of the reference implementation (the FPRev paper's artifact:
 `fprev.py` and `experiments/accumimpls/numpy.py`; needs the `graphviz` Python package).
@@ -50,6 +50,42 @@ def worker_ours(n):
     elapsed = time.perf_counter() - start
     ok = tree == fprev.Tree.numpy_pairwise(n)
     return {"time": elapsed, "rss_mb": peak_rss_mb(), "ok": ok, "calls": report["calls"]}
+
+
+def worker_ours_torch(n, tree_file):
+    import torch
+
+    import fprev
+
+    torch.set_num_threads(1)
+    start = time.perf_counter()
+    tree, report = fprev.torch.reveal(torch.sum, n, report=True)
+    elapsed = time.perf_counter() - start
+    with open(tree_file, "w") as f:
+        f.write(str(tree))
+    return {
+        "time": elapsed,
+        "rss_mb": peak_rss_mb(),
+        "calls": report["calls"],
+        "recognized": report.get("recognized"),
+    }
+
+
+def worker_reference_torch(n, reference, tree_file):
+    sys.path[:0] = [reference, os.path.join(reference, "experiments")]
+    sys.setrecursionlimit(1 << 20)
+    import torch
+    from accumimpls.torch import TorchSum
+    from fprev import fprev as reference_fprev
+
+    torch.set_num_threads(1)
+    impl = TorchSum(n)
+    start = time.perf_counter()
+    digraph = reference_fprev(impl)
+    elapsed = time.perf_counter() - start
+    with open(tree_file, "w") as f:
+        f.write(digraph.source)
+    return {"time": elapsed, "rss_mb": peak_rss_mb()}
 
 
 def worker_reference(n, reference, tree_file):
@@ -112,11 +148,17 @@ def run_worker(kind, n, args, limit):
     result = json.loads(out.stdout.strip().splitlines()[-1])
     # the whole process: interpreter start and imports included
     result["wall"] = wall
-    if kind == "reference":
-        import fprev
+    import fprev
 
+    if kind == "reference":
         with open(tree_file) as f:
             result["ok"] = reference_tree(f.read(), n) == fprev.Tree.numpy_pairwise(n)
+    elif kind in ("torch-ours", "torch-reference"):
+        with open(tree_file) as f:
+            text = f.read()
+        result["tree"] = (
+            fprev.Tree.parse(text) if kind == "torch-ours" else reference_tree(text, n)
+        )
     os.unlink(tree_file)
     return result
 
@@ -157,6 +199,31 @@ def part_inproc(args):
         print(
             f"| {n} | {r:.3f} s | {o:.3f} s | {r / o:.1f}x | "
             f"{median(ref, 'rss_mb'):.0f} MB / {median(ours, 'rss_mb'):.0f} MB |",
+            flush=True,
+        )
+
+
+def part_torch(args):
+    print(
+        "\n## torch.sum float32, one thread, in process (medians of %d alternating runs)\n"
+        % args.reps
+    )
+    print(
+        "| n | reference `fprev(TorchSum(n))` | `fprev.torch.reveal` | speedup | "
+        "our calls | recognized | same tree |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for n in args.torch_sizes:
+        ours, ref = [], []
+        for _ in range(args.reps):
+            ours.append(run_worker("torch-ours", n, args, 600))
+            ref.append(run_worker("torch-reference", n, args, 600))
+        # the reference verifies nothing; ours is verified: the two must agree
+        same = all(o["tree"] == r["tree"] for o in ours for r in ref[:1])
+        o, r = median(ours), median(ref)
+        print(
+            f"| {n} | {r:.3f} s | {o:.3f} s | {r / o:.1f}x | {ours[0]['calls']} | "
+            f"{ours[0]['recognized']} | {same} |",
             flush=True,
         )
 
@@ -214,6 +281,10 @@ def main():
         kind, n, reference, tree_file = sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
         if kind == "ours":
             result = worker_ours(n)
+        elif kind == "torch-ours":
+            result = worker_ours_torch(n, tree_file)
+        elif kind == "torch-reference":
+            result = worker_reference_torch(n, reference, tree_file)
         else:
             result = worker_reference(n, reference, tree_file)
         print(json.dumps(result))
@@ -222,13 +293,24 @@ def main():
     p.add_argument("reference", help="checkout of the reference FPRev (fprev.py)")
     p.add_argument("--fprev", default="target/release/fprev", help="release fprev binary")
     p.add_argument("--reps", type=int, default=3)
-    p.add_argument("--part", default="inproc,largest,exec")
+    p.add_argument("--part", default="inproc,largest,exec", help="also: torch")
+    p.add_argument(
+        "--torch-sizes",
+        default="4096,16384,65536",
+        type=lambda v: [int(x) for x in v.split(",")],
+    )
     args = p.parse_args()
     args.reference = os.path.abspath(args.reference)
     with open("/proc/loadavg") as f:
         print(f"# load average at start: {f.read().split()[:3]}, cpus: {os.cpu_count()}")
     for part in args.part.split(","):
-        {"inproc": part_inproc, "largest": part_largest, "exec": part_exec}[part](args)
+        parts = {
+            "inproc": part_inproc,
+            "largest": part_largest,
+            "exec": part_exec,
+            "torch": part_torch,
+        }
+        parts[part](args)
 
 
 if __name__ == "__main__":
