@@ -240,7 +240,8 @@ struct RevealArgs {
     /// JSON), such as an order pinned earlier; a wrong hint only costs its probes.
     #[arg(long, requires = "exec")]
     hint: Option<String>,
-    /// With --exec: search from scratch, without first trying the known library orders.
+    /// With --exec: search from scratch, without first trying the known library orders
+    /// or a guess from the structure of the first 512 inputs.
     #[arg(long, requires = "exec")]
     no_guess: bool,
     /// Accept an order-independent target (exact or correctly rounded sums): its tree is
