@@ -37,4 +37,4 @@ pub use chains::Tracked;
 pub use cuda::CudaError;
 pub use registry::{check_registered, check_registered_allow_empty, registered};
 pub use scramble::{launch, Dim3, ReplayToken, ScrambleConfig, Shuffle, ThreadCtx};
-pub use sweep::{sweep, Sweep, SweepError};
+pub use sweep::{sweep, sweep_lengths, Sweep, SweepError};

@@ -70,6 +70,70 @@ where
     Reveal::new(n).sweep(sizes, make)
 }
 
+/// Reveal the sum that `make(n)` computes over `n` values, for every length `n` of
+/// `lengths` (strictly increasing): where a kernel's order changes with the length it is
+/// given (8 lanes below 4096 values, 16 from there on; blocks of a cache's size). A
+/// length keeps the previous length's order when its tree, cut to the previous length
+/// ([`SumTree::prefix`]), is that length's tree: the order only grew. Each length is
+/// revealed on its own (a tree of one length cannot be proved at another), with the
+/// structure-guided guess from 4096 values on ([`Reveal::structure_guided`]).
+///
+/// ```
+/// use fprev::target::FnTarget;
+/// // 4 lanes below 64 values, 8 lanes from 64 on, lanes added in order
+/// let kernel = |n: usize| {
+///     let lanes = if n < 64 { 4 } else { 8 };
+///     FnTarget(move |x: &[f32]| {
+///         let mut acc = vec![0f32; lanes];
+///         for (i, v) in x.iter().enumerate() {
+///             acc[i % lanes] += v;
+///         }
+///         acc.iter().fold(0f32, |s, a| s + a)
+///     })
+/// };
+/// let sweep = fprev::sweep_lengths([16, 32, 48, 64, 96, 128], kernel)?;
+/// assert_eq!(sweep.breakpoints(), vec![64]);
+/// assert_eq!(sweep.ranges().len(), 2);
+/// assert_eq!(sweep.ranges()[1].tree.leaf_count(), 128); // a range's longest tree
+/// # Ok::<(), fprev::SweepError>(())
+/// ```
+pub fn sweep_lengths<T, X, F, I>(lengths: I, mut make: F) -> Result<Sweep, SweepError>
+where
+    T: ProbeFloat,
+    X: Target<T>,
+    F: FnMut(usize) -> X,
+    I: IntoIterator<Item = usize>,
+{
+    let mut points: Vec<SweepPoint> = Vec::new();
+    for n in lengths {
+        if let Some(last) = points.last() {
+            if n <= last.size {
+                return Err(SweepError::NotIncreasing {
+                    previous: last.size,
+                    size: n,
+                });
+            }
+        }
+        let at = |error| SweepError::At { size: n, error };
+        Reveal::check_size(n).map_err(at)?;
+        let report = Reveal::new(n).run_target(make(n)).map_err(at)?;
+        points.push(SweepPoint {
+            size: n,
+            from_previous: false,
+            tree: report.tree,
+            probes: report.probes,
+            replays: report.replays,
+            recognized: report.recognized,
+        });
+    }
+    let n = points.last().ok_or(SweepError::NoSizes)?.size;
+    Ok(Sweep {
+        n,
+        points,
+        over_lengths: true,
+    })
+}
+
 impl Reveal {
     /// This revelation (its `n`, seed, algorithm, hints, ...) at every size of `sizes`,
     /// with the target `make(size)`: see [`sweep`]. The previous size's tree is proved
@@ -151,7 +215,11 @@ impl Reveal {
         if points.is_empty() {
             return Err(SweepError::NoSizes);
         }
-        Ok(Sweep { n, points })
+        Ok(Sweep {
+            n,
+            points,
+            over_lengths: false,
+        })
     }
 }
 
@@ -170,6 +238,8 @@ impl Reveal {
 pub struct Sweep {
     n: usize,
     points: Vec<SweepPoint>,
+    /// Each size is the number of values summed ([`sweep_lengths`]).
+    over_lengths: bool,
 }
 
 /// One size of a [`Sweep`]: its tree and how it was found.
@@ -235,9 +305,20 @@ impl std::fmt::Display for SweepRange {
 }
 
 impl Sweep {
-    /// The number of values summed at every size.
+    /// The number of values summed at every size (for a sweep over lengths, the
+    /// longest).
     pub fn n(&self) -> usize {
         self.n
+    }
+
+    /// Whether `next` sums in `previous`'s order: the same tree, or over lengths, a tree
+    /// whose prefix of `previous`'s length is `previous`'s tree.
+    fn keeps_order(&self, previous: &SumTree, next: &SumTree) -> bool {
+        if self.over_lengths {
+            next.prefix(previous.leaf_count()) == *previous
+        } else {
+            previous == next
+        }
     }
 
     /// Every swept size, in order, with its tree and cost.
@@ -258,19 +339,26 @@ impl Sweep {
     pub fn breakpoints(&self) -> Vec<usize> {
         self.points
             .windows(2)
-            .filter(|w| w[0].tree != w[1].tree)
+            .filter(|w| !self.keeps_order(&w[0].tree, &w[1].tree))
             .map(|w| w[1].size)
             .collect()
     }
 
-    /// The runs of consecutive sizes that share one tree, in size order.
+    /// The runs of consecutive sizes that share one tree, in size order (over lengths:
+    /// one order that only grows, its tree the run's longest).
     pub fn ranges(&self) -> Vec<SweepRange> {
         let mut ranges: Vec<SweepRange> = Vec::new();
+        let mut previous: Option<&SumTree> = None;
         for p in &self.points {
+            let keeps = previous.is_some_and(|t| self.keeps_order(t, &p.tree));
+            previous = Some(&p.tree);
             match ranges.last_mut() {
-                Some(r) if r.tree == p.tree => {
+                Some(r) if keeps => {
                     r.last = p.size;
                     r.sizes += 1;
+                    if self.over_lengths {
+                        r.tree = p.tree.clone();
+                    }
                 }
                 _ => ranges.push(SweepRange {
                     first: p.size,

@@ -469,6 +469,42 @@ impl SumTree {
         size
     }
 
+    /// The tree the first `k` leaves induce: the order this tree adds them in when
+    /// every later input is zero (adding a zero is exact), each node left with one
+    /// non-zero child dropped. A sweep over lengths compares a length's tree, cut to the
+    /// previous length, with that length's tree: an order that only grows keeps its
+    /// prefix.
+    ///
+    /// ```
+    /// use fprev::SumTree;
+    /// assert_eq!(SumTree::sequential(8).prefix(5), SumTree::sequential(5));
+    /// assert_eq!(SumTree::pairwise(8).prefix(4), SumTree::pairwise(4));
+    /// assert_eq!(SumTree::pairwise(8).prefix(6).to_string(), "(((0+1)+(2+3))+(4+5))");
+    /// ```
+    pub fn prefix(&self, k: usize) -> SumTree {
+        let n = self.leaf_count();
+        let k = k.min(n);
+        // new id of every old node with a leaf below k, children before parents
+        let mut id: Vec<Option<u32>> = (0..n).map(|i| (i < k).then_some(i as u32)).collect();
+        let mut nodes: Vec<Vec<u32>> = Vec::new();
+        for v in n..n + self.inner_count() {
+            let kids: Vec<u32> = self
+                .children(v)
+                .iter()
+                .filter_map(|&c| id[c as usize])
+                .collect();
+            id.push(match kids.len() {
+                0 => None,
+                1 => Some(kids[0]),
+                _ => {
+                    nodes.push(kids);
+                    Some((k + nodes.len() - 1) as u32)
+                }
+            });
+        }
+        Self::from_raw(k, nodes)
+    }
+
     /// Leaves under `node`, ascending.
     pub fn leaves_under(&self, node: usize) -> Vec<usize> {
         let mut out = Vec::new();

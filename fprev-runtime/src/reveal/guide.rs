@@ -273,22 +273,18 @@ impl Candidates {
             if s != size {
                 continue;
             }
-            // blocks of a fixed size: the prefix holds the whole first block
-            if m % size == 0 {
-                let block = Pattern::of(prefix, tiling.first);
-                let shown = NAMED.iter().filter(|named| tiling.top == named(c));
-                for named in shown.chain(NAMED.iter()) {
-                    {
-                        let copies = Copies {
-                            first: (0..size).collect(),
-                            shift: size,
-                            top: named(m / size),
-                        };
-                        let tree = copies.assemble_pattern(m, &block);
-                        if !complete.contains(&tree) {
-                            complete.push(tree);
-                        }
-                    }
+            // blocks of a fixed size (the prefix holds the whole first block); a last,
+            // shorter block sums the first block's order cut short
+            let block = Pattern::of(prefix, tiling.first);
+            let rest = (m % size != 0).then(|| {
+                let cut = prefix.prefix(m % size);
+                Pattern::of(&cut, cut.root())
+            });
+            let shown = NAMED.iter().filter(|named| tiling.top == named(c));
+            for named in shown.chain(NAMED.iter()) {
+                let tree = blocks(m, size, &block, rest.as_ref(), named);
+                if !complete.contains(&tree) {
+                    complete.push(tree);
                 }
             }
             // or a fixed count of blocks that grow
@@ -304,6 +300,33 @@ impl Candidates {
         growing.dedup_by(|a, b| a.first == b.first && a.top == b.top);
         Candidates { complete, growing }
     }
+}
+
+/// `m` inputs in blocks of `size` (`block`), the last `m % size` (when there are any)
+/// in `rest`, the blocks combined by `top`.
+fn blocks(
+    m: usize,
+    size: usize,
+    block: &Pattern,
+    rest: Option<&Pattern>,
+    top: &fn(usize) -> SumTree,
+) -> SumTree {
+    let mut tree = Assembly {
+        m,
+        nodes: Vec::new(),
+    };
+    let map = |b: usize, len: usize| -> Vec<u32> {
+        (b * size..b * size + len).map(|j| j as u32).collect()
+    };
+    let mut roots: Vec<u32> = (0..m / size)
+        .map(|b| tree.instantiate(block, &map(b, size)))
+        .collect();
+    if let Some(rest) = rest {
+        roots.push(tree.instantiate(rest, &map(m / size, m % size)));
+    }
+    let top = top(roots.len());
+    tree.instantiate(&Pattern::of(&top, top.root()), &roots);
+    SumTree::from_raw(m, tree.nodes)
 }
 
 /// The orders a prefix or a combination of blocks is carried over in.

@@ -128,6 +128,63 @@ fn eight_lanes_then_sixteen() {
     assert_eq!(sweep.tree(100), None);
 }
 
+#[test]
+fn over_lengths_eight_lanes_then_sixteen_from_4096_values() {
+    let lengths = [1000, 2048, 3000, 4096, 6000, 8192];
+    let lanes = |n: usize| if n < 4096 { 8 } else { 16 };
+    let sweep = sweep_lengths(lengths, |n| {
+        FnTarget(move |x: &[f32]| lanes_sum(x, lanes(n)))
+    })
+    .unwrap();
+    assert_eq!(sweep.breakpoints(), vec![4096]);
+    assert_eq!(sweep.n(), 8192);
+    for &n in &lengths {
+        assert_eq!(sweep.tree(n), Some(&lanes_tree(n, lanes(n))), "n = {n}");
+    }
+    let ranges = sweep.ranges();
+    assert_eq!(
+        ranges
+            .iter()
+            .map(|r| (r.first, r.last, r.sizes))
+            .collect::<Vec<_>>(),
+        vec![(1000, 3000, 3), (4096, 8192, 3)]
+    );
+    assert_eq!(ranges[0].tree, lanes_tree(3000, 8));
+    assert_eq!(ranges[1].tree, lanes_tree(8192, 16));
+    // from 4096 values on, each length is guessed from its structure and proved
+    for p in &sweep.points()[3..] {
+        assert_eq!(
+            p.recognized.as_deref(),
+            Some("structure-guided"),
+            "n = {}",
+            p.size
+        );
+    }
+}
+
+#[test]
+fn over_lengths_an_order_that_only_grows_has_no_breakpoint() {
+    let sweep = sweep_lengths([16, 17, 100, 1000], |_| {
+        FnTarget(|x: &[f64]| x.iter().sum::<f64>())
+    })
+    .unwrap();
+    assert!(sweep.breakpoints().is_empty());
+    assert_eq!(sweep.describe("k"), "k = 16..1000: 1000 in order");
+    // a pairwise split moves with the length: only lengths that halve alike share one
+    let pairwise = sweep_lengths([512, 768, 1024], |_| {
+        FnTarget(crate::orders::balanced::<f64>)
+    })
+    .unwrap();
+    assert_eq!(pairwise.breakpoints(), vec![768, 1024]);
+    assert!(matches!(
+        sweep_lengths([4, 2], |_| FnTarget(|x: &[f64]| x.iter().sum::<f64>())),
+        Err(SweepError::NotIncreasing {
+            previous: 4,
+            size: 2
+        })
+    ));
+}
+
 /// A summation order as code.
 type OrderFn = fn(&[f32]) -> f32;
 
