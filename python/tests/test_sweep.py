@@ -208,3 +208,15 @@ def test_torch_matmul_batch_sizes():
         assert s.proved == [m for m in ms[1:] if m not in s.breakpoints]
     finally:
         torch.set_num_threads(threads)
+
+
+def test_svg_draws_the_ranges():
+    s = fprev.sweep(lambda m: in_order if m < 4 else halves, range(1, 7), 16, label="M")
+    svg = s.svg(title="a <kernel>")
+    assert svg.startswith("<svg") and svg.endswith("</svg>\n")
+    assert ">a &lt;kernel&gt;</text>" in svg
+    assert "breakpoint at M = 4" in svg
+    assert ">M = 1..3 (3 values)</text>" in svg and ">M = 4..6 (3 values)</text>" in svg
+    assert f">{s.trees[4].describe()}</text>" in svg
+    assert "searched (2 of 6)" in svg
+    assert ">rows = 1..3 (3 values)</text>" in s.svg("rows")
