@@ -292,7 +292,10 @@ def reveal(
             both operands.
         acc_dtype: the format ``fn`` accumulates and answers in, when wider than the
             operands (float16 operands summed in float32); default ``dtype``, float32
-            for FP8.
+            for FP8. When it is not given and a float16 or bfloat16 sum looks
+            order-independent (a float32 accumulator, rounded once at the end), the
+            reveal is retried with float32; the report's ``acc_dtype`` says which
+            accumulator was used, ``acc_retry`` why.
         algorithm: "fprev" (default), "basic" (all pairs) or "naive" (n <= 8).
         hint: a :class:`Tree` (or its text) to try first; proved with one probe per
             inner node when it is right, ignored when it is not.
