@@ -152,7 +152,8 @@ def _run(call, args, buf, n, operands, acc, algorithm, hint, verify, seed, accep
             _seed(seed), _flag(accept_flat, "accept_flat"),
         )
     except OrderIndependentError as e:
-        if not (widen and acc == operands and operands in _WIDER) or _flag(accept_flat, "accept_flat"):
+        retry = widen and acc == operands and operands in _WIDER
+        if not retry or _flag(accept_flat, "accept_flat"):
             raise
         return _widened(e, call, args, buf, n, operands, algorithm, hint, verify, seed)
     costs["acc_dtype"] = acc
@@ -248,7 +249,8 @@ def _replay_rounded(call, args, buf, tree, operands, seed, inputs=16):
                 f"replay input {k} was answered {answers[0]!r} and then {answers[-1]!r}"
             )
         exact = float(tree.replay(_widen_bits(x_bits, operands)))
-        rounded = float(_widen_bits(_round_bits(np.array([exact], np.float32), operands), operands)[0])
+        rounded_bits = _round_bits(np.array([exact], np.float32), operands)
+        rounded = float(_widen_bits(rounded_bits, operands)[0])
         got = answers[0]
         same = {"in float32": got == exact, f"float32 rounded once to {operands}": got == rounded}
         matches = [m for m, ok in same.items() if ok]
