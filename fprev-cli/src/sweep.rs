@@ -53,6 +53,11 @@ pub struct SweepArgs {
     /// tree), `json` (breakpoints and ranges with their trees).
     #[arg(long, value_enum, default_value = "summary")]
     format: SweepFormat,
+    /// Also write a picture of the ranges to FILE (SVG): the values as a strip of cells
+    /// coloured by their tree, breakpoints in red, the values searched rather than proved
+    /// marked, one band per range with its tree in words.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<std::path::PathBuf>,
     /// Encoding of probes (see `fprev reveal --help`).
     #[arg(long, value_enum, default_value = "text")]
     protocol: exec::Protocol,
@@ -144,6 +149,12 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode, Failure> {
         sweep.probes(),
         sweep.replays()
     );
+    if let Some(path) = &args.svg {
+        let title = format!("{what}: {}, n = {}", dtype_name(args.dtype), args.n);
+        let picture = fprev::picture::Picture::new().title(title);
+        std::fs::write(path, sweep.picture(&label, &picture))
+            .map_err(|e| Failure::Message(format!("--svg {}: {e}", path.display())))?;
+    }
     write_out(&render(&sweep, args.format, &label))?;
     Ok(ExitCode::SUCCESS)
 }

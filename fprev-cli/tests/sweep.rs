@@ -4,7 +4,7 @@
 use fprev::SumTree;
 
 mod common;
-use common::{fprev, stderr, stdout};
+use common::{fprev, scratch, stderr, stdout};
 
 /// A text-protocol peer in sh and awk that sums each line in f64: in order for values
 /// below 4, in two halves (each in order, then added) from 4 on. One awk per line, since
@@ -74,6 +74,60 @@ fn text_and_json_formats_carry_the_trees() {
         halves(8).to_json()
     );
     assert_eq!(json, want);
+}
+
+#[test]
+fn svg_writes_a_picture_of_the_ranges() {
+    let path = scratch("sweep", "ranges.svg");
+    let _ = std::fs::remove_file(&path);
+    let file = path.to_str().expect("a UTF-8 path");
+    let o = fprev(&[
+        "sweep", "--exec", BATCHED, "--values", "1..6", "--n", "16", "--dtype", "f64", "--label",
+        "M", "--svg", file,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // the summary is still printed
+    assert!(
+        stdout(&o).starts_with("M = 1..3: 16 in order\n"),
+        "{}",
+        stdout(&o)
+    );
+    let svg = std::fs::read_to_string(&path).expect("the picture");
+    std::fs::remove_file(&path).expect("remove the picture");
+    assert!(
+        svg.starts_with("<svg") && svg.ends_with("</svg>\n"),
+        "{svg}"
+    );
+    for text in [
+        "breakpoint at M = 4",
+        ">M = 1..3 (3 values)</text>",
+        ">M = 4..6 (3 values)</text>",
+        ">16 in order</text>",
+        ">2 blocks of 8, combined in order; each block 8 in order</text>",
+        "searched (2 of 6)",
+    ] {
+        assert!(svg.contains(text), "{text} missing from {svg}");
+    }
+    // a file that cannot be written is named
+    let o = fprev(&[
+        "sweep",
+        "--exec",
+        BATCHED,
+        "--values",
+        "1..2",
+        "--n",
+        "8",
+        "--dtype",
+        "f64",
+        "--svg",
+        "/nonexistent-dir/ranges.svg",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("--svg /nonexistent-dir/ranges.svg: "),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]

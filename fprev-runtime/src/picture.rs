@@ -22,6 +22,7 @@
 
 use crate::tree::SumTree;
 
+mod bands;
 mod condensed;
 mod full;
 
@@ -100,6 +101,28 @@ impl Picture {
             }
         }
         PictureLayout::new(tree, self.chain_min).svg(tree, self.title.as_deref())
+    }
+}
+
+impl Picture {
+    /// A sweep's trees across its swept values, as bands: one cell per value in a strip,
+    /// coloured and numbered by its tree (a tree that comes back keeps its colour), a red
+    /// line at each breakpoint, a triangle over each value that was searched rather than
+    /// proved, and one band per run of values sharing a tree with that tree in words
+    /// ([`SumTree::describe`]). `points` are `(value, tree, searched)` in value order;
+    /// `label` names the value ("M", "threads"). `Sweep::svg` (in `fprev::sweep`) draws
+    /// a sweep this way. Options other than the title do not apply.
+    ///
+    /// ```
+    /// let seq = fprev::SumTree::sequential(64);
+    /// let pairwise = fprev::SumTree::pairwise(64);
+    /// let points = [(1, &seq, true), (2, &seq, false), (4, &pairwise, true)];
+    /// let svg = fprev::picture::Picture::new().title("a kernel").bands("M", &points);
+    /// assert!(svg.starts_with("<svg") && svg.contains("breakpoint at M = 4"));
+    /// assert!(svg.contains(">M = 1..2 (2 values)</text>") && svg.contains(">64 in order</text>"));
+    /// ```
+    pub fn bands(&self, label: &str, points: &[(usize, &SumTree, bool)]) -> String {
+        bands::render(label, points, self.title.as_deref())
     }
 }
 

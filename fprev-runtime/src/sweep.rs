@@ -382,6 +382,46 @@ impl Sweep {
             .join("; ")
     }
 
+    /// A picture of the ranges, to see at a glance where the order changes: the swept
+    /// sizes as one strip of cells coloured by their tree, breakpoints in red, the sizes
+    /// that were searched (not proved) marked, and one band per range with its tree in
+    /// words ([`Picture::bands`](crate::picture::Picture::bands)), each size named
+    /// `label`. [`Sweep::picture`] takes a title.
+    ///
+    /// ```
+    /// use fprev::target::FnTarget;
+    /// let sweep = fprev::sweep(1..=6, 64, |m| {
+    ///     FnTarget(move |x: &[f32]| match m {
+    ///         1..=3 => x.iter().sum::<f32>(),
+    ///         _ => x[..32].iter().sum::<f32>() + x[32..].iter().sum::<f32>(),
+    ///     })
+    /// })?;
+    /// let svg = sweep.svg("M");
+    /// assert!(svg.contains("breakpoint at M = 4") && svg.contains(">M = 4..6 (3 values)</text>"));
+    /// # Ok::<(), fprev::SweepError>(())
+    /// ```
+    pub fn svg(&self, label: &str) -> String {
+        self.picture(label, &crate::picture::Picture::new())
+    }
+
+    /// [`Sweep::svg`] drawn with `picture`'s options (its title).
+    ///
+    /// ```
+    /// use fprev::target::FnTarget;
+    /// let sweep = fprev::sweep([1, 2], 16, |_| FnTarget(|x: &[f64]| x.iter().sum::<f64>()))?;
+    /// let svg = sweep.picture("threads", &fprev::picture::Picture::new().title("my kernel"));
+    /// assert!(svg.contains(">my kernel</text>") && svg.contains("no breakpoint"));
+    /// # Ok::<(), fprev::SweepError>(())
+    /// ```
+    pub fn picture(&self, label: &str, picture: &crate::picture::Picture) -> String {
+        let points: Vec<(usize, &SumTree, bool)> = self
+            .points
+            .iter()
+            .map(|p| (p.size, &p.tree, !p.from_previous))
+            .collect();
+        picture.bands(label, &points)
+    }
+
     /// Probes answered over the whole sweep (for plain functions, calls made).
     pub fn probes(&self) -> u64 {
         self.points.iter().map(|p| p.probes).sum()

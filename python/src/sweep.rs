@@ -105,6 +105,25 @@ impl Sweep {
             .collect()
     }
 
+    /// A picture of the ranges as SVG text: the sizes as a strip of cells coloured by
+    /// their tree, breakpoints in red, the searched sizes marked, one band per range with
+    /// its tree in words; ``label`` names the size (default: the sweep's own label),
+    /// ``title`` is a caption above it.
+    ///
+    /// >>> import fprev, numpy as np
+    /// >>> s = fprev.sweep(lambda size: np.sum, [1, 2, 3], 64, label="M")
+    /// >>> svg = s.svg(title="np.sum")
+    /// >>> svg.startswith("<svg") and "no breakpoint" in svg
+    /// True
+    #[pyo3(signature = (label=None, title=None))]
+    fn svg(&self, label: Option<&str>, title: Option<&str>) -> String {
+        let mut picture = fprev_runtime::picture::Picture::new();
+        if let Some(title) = title {
+            picture = picture.title(title);
+        }
+        self.sweep.picture(label.unwrap_or(&self.label), &picture)
+    }
+
     fn __str__(&self) -> String {
         self.ranges(None)
     }

@@ -22,6 +22,26 @@ def test_torch_sum_float16_accumulated_in_float32():
     assert tree.n == 256
 
 
+def test_torch_sum_float16_is_revealed_with_a_float32_accumulator():
+    # PyTorch adds float16 in float32 on the CPU and rounds once: order-independent to
+    # float16 probes, so the reveal is retried with a float32 accumulator
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        tree, report = fprev.torch.reveal(torch.sum, 256, dtype=torch.float16, report=True)
+        assert report["acc_dtype"] == "float32", report
+        assert report["acc_retry"].startswith("order-independent in float16"), report
+        rng = np.random.default_rng(5)
+        for _ in range(8):
+            with np.errstate(under="ignore"):  # values and sums in float16's subnormals
+                x = rng.standard_normal(256).astype(np.float16)
+                got = float(np.float16(tree.replay(x.astype(np.float32))))
+            assert got == float(torch.sum(torch.from_numpy(x)))
+    finally:
+        torch.set_num_threads(threads)
+
+
 def test_torch_exception_propagates():
     torch = pytest.importorskip("torch", reason="PyTorch is not installed")
 

@@ -67,10 +67,60 @@ def test_float16_with_float32_accumulation():
     assert tree == fprev.Tree.numpy_pairwise(512)
 
 
-def test_float16_numpy_sum_accumulates_wider_than_float16():
-    # numpy sums float16 in float32 internally: as a float16 sum it looks exact
+def test_float16_numpy_sum_is_revealed_with_a_float32_accumulator():
+    # numpy sums float16 in float32 internally: as a float16 sum it looks exact, so
+    # without an acc_dtype the reveal is retried with a float32 accumulator
+    tree, report = fprev.reveal(np.sum, 64, dtype="float16", report=True)
+    assert tree == fprev.Tree.numpy_pairwise(64)
+    assert report["acc_dtype"] == "float32"
+    assert report["acc_retry"].startswith(
+        "order-independent in float16: revealed with a float32 accumulator; answers are "
+    )
+    # an accumulator the caller names is used as named: no retry
     with pytest.raises(fprev.OrderIndependentError, match="order-independent"):
-        fprev.reveal(np.sum, 64, dtype="float16")
+        fprev.reveal(np.sum, 64, dtype="float16", acc_dtype="float16")
+    # nor when the flat node is asked for
+    flat = fprev.reveal(np.sum, 8, dtype="float16", accept_flat=True)
+    assert str(flat) == "(0+1+2+3+4+5+6+7)"
+    _, report = fprev.reveal(np.sum, 64, dtype="float32", report=True)
+    assert report["acc_dtype"] == "float32" and "acc_retry" not in report
+
+
+def test_float16_rounded_once_at_the_end_is_replayed_with_that_rounding():
+    # float32 sums rounded to float16: the engine's float32 replays cannot match them,
+    # the retry's replays round the tree's float32 sum once
+    rounded = lambda x: np.float16(np.cumsum(x, dtype=np.float32)[-1])  # noqa: E731
+    tree, report = fprev.reveal(rounded, 128, dtype="float16", report=True)
+    assert tree == fprev.Tree.sequential(128)
+    assert report["acc_retry"].endswith("answers are float32 rounded once to float16")
+    # answering in float32 is told apart
+    _, report = fprev.reveal(
+        lambda x: np.cumsum(x, dtype=np.float32)[-1], 128, dtype="float16", report=True
+    )
+    assert report["acc_retry"].endswith("answers are in float32")
+
+
+def test_a_retry_that_fails_raises_the_first_error_with_a_note():
+    # exact in float64 too: the float32 retry is order-independent as well
+    exact = lambda x: np.float16(fprev.exact.sum(x.astype(np.float64)))  # noqa: E731
+    with pytest.raises(fprev.OrderIndependentError, match='try acc_dtype="float32"') as e:
+        fprev.reveal(exact, 64, dtype="float16")
+    notes = getattr(e.value, "__notes__", None)
+    if notes is not None:  # Python 3.11+
+        assert any(n.startswith("retried with acc_dtype='float32'") for n in notes), notes
+
+    # in order on the probes (powers of two and zeros), in reverse order on other
+    # inputs: the retry's replays catch it
+    def data_dependent(x):
+        y = x.astype(np.float32)
+        if np.all((np.abs(np.frexp(y)[0]) == 0.5) | (y == 0)):
+            return np.float16(np.cumsum(y)[-1])
+        return np.float16(np.cumsum(y[::-1])[-1])
+
+    with pytest.raises(fprev.OrderIndependentError) as e:
+        fprev.reveal(data_dependent, 64, dtype="float16")
+    if notes is not None:
+        assert any("NotPlainSummationError" in n for n in e.value.__notes__), e.value.__notes__
 
 
 def test_bfloat16_with_float32_accumulation():

@@ -129,7 +129,8 @@ def test_order_independent_16_bit_sums_say_which_acc_dtype_to_try():
     # end looks order-independent to float16 probes
     f = lambda x: np.float16(np.sum(x, dtype=np.float32))  # noqa: E731
     with pytest.raises(fprev.OrderIndependentError, match='try acc_dtype="float32"'):
-        fprev.reveal(f, 64, dtype=np.float16)
+        fprev.reveal(f, 64, dtype=np.float16, acc_dtype=np.float16)
+    # a sweep does not retry: each size would be revealed twice
     with pytest.raises(fprev.OrderIndependentError, match=r"^at size 1: .*acc_dtype"):
         fprev.sweep(lambda m: f, [1, 2], 64, dtype=np.float16)
 
@@ -184,12 +185,39 @@ def test_sweep_matmul_checks_every_element_of_row_0():
 
 
 def test_torch_matmul_batch_sizes():
+    # torch.matmul's order depends on the CPU and the BLAS PyTorch was built with, so
+    # each size's tree is checked against reveal_matmul's at that size, not against a
+    # fixed tree (docs/sweeps.md shows the ranges on one machine)
     torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    threads = torch.get_num_threads()
     torch.set_num_threads(1)
+    try:
 
-    def matmul(a, b):
-        return torch.matmul(torch.from_numpy(a), torch.from_numpy(b)).numpy()
+        def matmul(a, b):
+            # a copy: torch warns about tensors over read-only NumPy arrays
+            return torch.matmul(torch.tensor(a), torch.tensor(b)).numpy()
 
-    s = fprev.sweep_matmul(matmul, range(1, 9), 4, 256)
-    print(s.ranges())
-    assert set(s.trees) == set(range(1, 9))
+        ms, n, k = range(1, 9), 4, 256
+        s = fprev.sweep_matmul(matmul, ms, n, k)
+        assert sorted(s.trees) == list(ms)
+        for m in [1, 3, 4, 8]:
+            orders = fprev.reveal_matmul(matmul, m, n, k)
+            (tree,) = [t for t, elements in orders.groups if (0, 0) in elements]
+            assert s.trees[m] == tree, m
+        assert s.breakpoints == [m for m in ms[1:] if s.trees[m - 1] != s.trees[m]]
+        # every size that is not a breakpoint was proved, not searched
+        assert s.proved == [m for m in ms[1:] if m not in s.breakpoints]
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_svg_draws_the_ranges():
+    s = fprev.sweep(lambda m: in_order if m < 4 else halves, range(1, 7), 16, label="M")
+    svg = s.svg(title="a <kernel>")
+    assert svg.startswith("<svg") and svg.endswith("</svg>\n")
+    assert ">a &lt;kernel&gt;</text>" in svg
+    assert "breakpoint at M = 4" in svg
+    assert ">M = 1..3 (3 values)</text>" in svg and ">M = 4..6 (3 values)</text>" in svg
+    assert f">{s.trees[4].describe()}</text>" in svg
+    assert "searched (2 of 6)" in svg
+    assert ">rows = 1..3 (3 values)</text>" in s.svg("rows")

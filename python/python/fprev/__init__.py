@@ -141,11 +141,128 @@ def _buffer(n, operands, algorithm, shape=None):
     return buf, view
 
 
-def _run(call, args, buf, n, operands, acc, algorithm, hint, verify, seed, accept_flat=False):
-    return _fprev.reveal(
-        call, args, buf, n, operands, acc, algorithm, _hint(hint), _flag(verify, "verify"),
-        _seed(seed), _flag(accept_flat, "accept_flat"),
+def _run(call, args, buf, n, operands, acc, algorithm, hint, verify, seed, accept_flat=False,
+         widen=False):
+    """The engine's reveal; with ``widen`` (no ``acc_dtype`` given), a 16-bit sum that
+    looks order-independent is revealed again with a float32 accumulator (see
+    :func:`_widened`)."""
+    try:
+        tree, costs = _fprev.reveal(
+            call, args, buf, n, operands, acc, algorithm, _hint(hint), _flag(verify, "verify"),
+            _seed(seed), _flag(accept_flat, "accept_flat"),
+        )
+    except OrderIndependentError as e:
+        retry = widen and acc == operands and operands in _WIDER
+        if not retry or _flag(accept_flat, "accept_flat"):
+            raise
+        return _widened(e, call, args, buf, n, operands, algorithm, hint, verify, seed)
+    costs["acc_dtype"] = acc
+    return tree, costs
+
+
+# the next wider accumulator of a 16-bit format: what libraries sum float16 and
+# bfloat16 in on CPUs
+_WIDER = {"float16": "float32", "bfloat16": "float32"}
+
+
+def _widened(first, call, args, buf, n, operands, algorithm, hint, verify, seed):
+    """Reveal a 16-bit sum that looked order-independent in its own format again, in
+    float32: a library that adds float16 values in float32 and rounds once at the end
+    (PyTorch on the CPU) keeps every unit of a 16-bit probe. The probes' answers are
+    small whole numbers of units, exact in the 16-bit result, so the tree is revealed as
+    usual; the engine's replay check compares answers in float32, which a result rounded
+    to 16 bits never matches, so the replays are run here instead: seeded inputs whose
+    large values cancel (so that float32 rounding errors show in a 16-bit result), each
+    answered twice, must equal the tree summed in float32, either as it is (the callable
+    answers in float32) or rounded once to the 16-bit format, the same way for every
+    input. Any failure raises the first error, with a note saying what the retry found."""
+    wider = _WIDER[operands]
+    try:
+        tree, costs = _fprev.reveal(
+            call, args, buf, n, operands, wider, algorithm, _hint(hint), False, _seed(seed),
+            False,
+        )
+        replays = _replay_rounded(call, args, buf, tree, operands, _seed(seed)) if _flag(
+            verify, "verify") else (0, None)
+    except Exception as e:  # the retry's reason is kept as a note on the first error
+        if hasattr(first, "add_note"):
+            first.add_note(
+                f"retried with acc_dtype={wider!r} (a float32 accumulator), which failed: "
+                f"{type(e).__name__}: {e}"
+            )
+        raise first from None
+    count, model = replays
+    costs["replays"] = costs.get("replays", 0) + count
+    costs["calls"] = costs.get("calls", 0) + count
+    costs["acc_dtype"] = wider
+    costs["acc_retry"] = (
+        f"order-independent in {operands}: revealed with a {wider} accumulator"
+        + f"; answers are {model or 'the float32 sums, each also exact in ' + operands}"
     )
+    return tree, costs
+
+
+def _round_bits(values, operands):
+    """float32 ``values`` rounded to the nearest 16-bit ``operands`` value, as bits."""
+    if operands == "float16":
+        with np.errstate(all="ignore"):  # rounding to a subnormal is no error here
+            return values.astype(np.float16).view(np.uint16)
+    u = values.astype(np.float32).view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def _widen_bits(bits, operands):
+    """16-bit ``operands`` bits as float32 values (exact)."""
+    if operands == "float16":
+        return bits.view(np.float16).astype(np.float32)
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def _replay_rounded(call, args, buf, tree, operands, seed, inputs=16):
+    """The replay checks of :func:`_widened`: ``(calls made, the answers' model)``."""
+    n = tree.n
+    rng = np.random.default_rng([seed, 0x16B17])
+    # float16: 10 fraction bits, 5 exponent bits; bfloat16: 7 and 8, so its partial
+    # sums must be larger and its small values smaller for float32 roundings to show
+    frac, big_exp, small_exp = (1024, (-8, 10), (-14, -8)) if operands == "float16" else (
+        128, (-8, 16), (-20, -12))
+    bits = buf.view(np.uint16)
+    model = None
+    calls = 0
+    for k in range(inputs):
+        # pairs v, -v (large, cancelling) and small values, at shuffled positions: the
+        # exact sum is small, the float32 partial sums are not, so their rounding shows
+        half = (n - max(1, n // 8)) // 2
+        big = rng.choice([-1.0, 1.0], half) * np.ldexp(
+            1 + rng.integers(0, frac, half) / frac, rng.integers(*big_exp, half))
+        small = rng.choice([-1.0, 1.0], n - 2 * half) * np.ldexp(
+            1 + rng.integers(0, frac, n - 2 * half) / frac, rng.integers(*small_exp, n - 2 * half))
+        x = np.concatenate([big, -big, small]).astype(np.float32)[rng.permutation(n)]
+        x_bits = _round_bits(x, operands)
+        bits[:] = x_bits
+        answers = []
+        for _ in range(2 if k < 2 else 1):
+            calls += 1
+            answers.append(float(call(*args)))  # a scalar, as the engine reads it
+        if answers[0] != answers[-1] and not np.isnan(answers[0]):
+            raise NondeterministicError(
+                f"replay input {k} was answered {answers[0]!r} and then {answers[-1]!r}"
+            )
+        exact = float(tree.replay(_widen_bits(x_bits, operands)))
+        rounded_bits = _round_bits(np.array([exact], np.float32), operands)
+        rounded = float(_widen_bits(rounded_bits, operands)[0])
+        got = answers[0]
+        same = {"in float32": got == exact, f"float32 rounded once to {operands}": got == rounded}
+        matches = [m for m, ok in same.items() if ok]
+        if len(matches) == 1 and model is None:
+            model = matches[0]  # both match where the float32 sum is a 16-bit value
+        if not matches or (model is not None and model not in matches):
+            raise NotPlainSummationError(
+                f"the tree revealed with a float32 accumulator does not reproduce the "
+                f"target on replay input {k} (seed {seed}): target {got!r}, tree "
+                f"{exact!r} in float32, {rounded!r} rounded to {operands}"
+            )
+    return calls, model
 
 
 def reveal(
@@ -177,7 +294,10 @@ def reveal(
             both operands.
         acc_dtype: the format ``fn`` accumulates and answers in, when wider than the
             operands (float16 operands summed in float32); default ``dtype``, float32
-            for FP8.
+            for FP8. When it is not given and a float16 or bfloat16 sum looks
+            order-independent (a float32 accumulator, rounded once at the end), the
+            reveal is retried with float32; the report's ``acc_dtype`` says which
+            accumulator was used, ``acc_retry`` why.
         algorithm: "fprev" (default), "basic" (all pairs) or "naive" (n <= 8).
         hint: a :class:`Tree` (or its text) to try first; proved with one probe per
             inner node when it is right, ignored when it is not.
@@ -212,7 +332,8 @@ def reveal(
     operands, acc = _formats(dtype, acc_dtype)
     buf, view = _buffer(n, operands, algorithm)
     tree, costs = _run(
-        fn, (view,), buf, n, operands, acc, algorithm, hint, verify, seed, accept_flat
+        fn, (view,), buf, n, operands, acc, algorithm, hint, verify, seed, accept_flat,
+        widen=acc_dtype is None,
     )
     return (tree, costs) if report else tree
 

@@ -52,7 +52,8 @@ def reveal(
     def call(x):
         return f(jnp.asarray(x))
 
-    tree, costs = _run(call, (view,), buf, n, operands, acc, algorithm, hint, verify, seed)
+    tree, costs = _run(call, (view,), buf, n, operands, acc, algorithm, hint, verify, seed,
+                       widen=acc_dtype is None)
     return (tree, costs) if report else tree
 
 

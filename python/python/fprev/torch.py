@@ -70,7 +70,8 @@ def reveal(
             return fn(t.to(device))
 
         args = (tensor,)
-    tree, costs = _run(call, args, buf, n, operands, acc, algorithm, hint, verify, seed)
+    tree, costs = _run(call, args, buf, n, operands, acc, algorithm, hint, verify, seed,
+                       widen=acc_dtype is None)
     return (tree, costs) if report else tree
 
 
