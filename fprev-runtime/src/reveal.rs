@@ -273,7 +273,7 @@ impl Reveal {
     /// that grows with `n` guessed the same way, and the whole guess is proved node by
     /// node with probe sets, as a known order is. A library whose order repeats one
     /// structure (PyTorch's vectorized cascade sums) is then revealed in a fraction of a
-    /// search's calls; a guess that fails its proof costs at most a quarter of a search
+    /// search's calls; a guess that fails its proof costs at most `n` calls (half a search)
     /// and changes no result. [`known_orders(false)`](Self::known_orders) turns this off
     /// too. FPRev only.
     ///

@@ -2,7 +2,7 @@
 
 Usage:
     python python/benches/bench_reference.py REFERENCE_DIR [--fprev BIN] [--reps 3]
-        [--part inproc,largest,exec,torch] [--torch-sizes 4096,16384,65536]
+        [--part inproc,largest,exec,torch,jax] [--lib-sizes 4096,16384,65536]
 
 REFERENCE_DIR is a checkout of the reference implementation (the FPRev paper's artifact:
 `fprev.py` and `experiments/accumimpls/numpy.py`; needs the `graphviz` Python package).
@@ -52,14 +52,20 @@ def worker_ours(n):
     return {"time": elapsed, "rss_mb": peak_rss_mb(), "ok": ok, "calls": report["calls"]}
 
 
-def worker_ours_torch(n, tree_file):
-    import torch
-
+def worker_ours_lib(lib, n, tree_file):
     import fprev
 
-    torch.set_num_threads(1)
-    start = time.perf_counter()
-    tree, report = fprev.torch.reveal(torch.sum, n, report=True)
+    if lib == "torch":
+        import torch
+
+        torch.set_num_threads(1)
+        start = time.perf_counter()
+        tree, report = fprev.torch.reveal(torch.sum, n, report=True)
+    else:
+        import jax.numpy as jnp
+
+        start = time.perf_counter()
+        tree, report = fprev.jax.reveal(jnp.sum, n, report=True)
     elapsed = time.perf_counter() - start
     with open(tree_file, "w") as f:
         f.write(str(tree))
@@ -71,15 +77,21 @@ def worker_ours_torch(n, tree_file):
     }
 
 
-def worker_reference_torch(n, reference, tree_file):
+def worker_reference_lib(lib, n, reference, tree_file):
     sys.path[:0] = [reference, os.path.join(reference, "experiments")]
     sys.setrecursionlimit(1 << 20)
-    import torch
-    from accumimpls.torch import TorchSum
     from fprev import fprev as reference_fprev
 
-    torch.set_num_threads(1)
-    impl = TorchSum(n)
+    if lib == "torch":
+        import torch
+        from accumimpls.torch import TorchSum
+
+        torch.set_num_threads(1)
+        impl = TorchSum(n)
+    else:
+        from accumimpls.jax import JaxSum
+
+        impl = JaxSum(n)
     start = time.perf_counter()
     digraph = reference_fprev(impl)
     elapsed = time.perf_counter() - start
@@ -153,11 +165,11 @@ def run_worker(kind, n, args, limit):
     if kind == "reference":
         with open(tree_file) as f:
             result["ok"] = reference_tree(f.read(), n) == fprev.Tree.numpy_pairwise(n)
-    elif kind in ("torch-ours", "torch-reference"):
+    elif kind.startswith(("torch-", "jax-")):
         with open(tree_file) as f:
             text = f.read()
         result["tree"] = (
-            fprev.Tree.parse(text) if kind == "torch-ours" else reference_tree(text, n)
+            fprev.Tree.parse(text) if kind.endswith("-ours") else reference_tree(text, n)
         )
     os.unlink(tree_file)
     return result
@@ -203,21 +215,20 @@ def part_inproc(args):
         )
 
 
-def part_torch(args):
+def part_lib(lib, args):
+    title = {"torch": "torch.sum float32, one thread", "jax": "jax.numpy.sum float32"}[lib]
+    impl = {"torch": "TorchSum", "jax": "JaxSum"}[lib]
+    print("\n## %s, in process (medians of %d alternating runs)\n" % (title, args.reps))
     print(
-        "\n## torch.sum float32, one thread, in process (medians of %d alternating runs)\n"
-        % args.reps
-    )
-    print(
-        "| n | reference `fprev(TorchSum(n))` | `fprev.torch.reveal` | speedup | "
+        f"| n | reference `fprev({impl}(n))` | `fprev.{lib}.reveal` | speedup | "
         "our calls | recognized | same tree |"
     )
     print("|---|---|---|---|---|---|---|")
-    for n in args.torch_sizes:
+    for n in args.lib_sizes:
         ours, ref = [], []
         for _ in range(args.reps):
-            ours.append(run_worker("torch-ours", n, args, 600))
-            ref.append(run_worker("torch-reference", n, args, 600))
+            ours.append(run_worker(f"{lib}-ours", n, args, 600))
+            ref.append(run_worker(f"{lib}-reference", n, args, 600))
         # the reference verifies nothing; ours is verified: the two must agree
         same = all(o["tree"] == r["tree"] for o in ours for r in ref[:1])
         o, r = median(ours), median(ref)
@@ -281,10 +292,10 @@ def main():
         kind, n, reference, tree_file = sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
         if kind == "ours":
             result = worker_ours(n)
-        elif kind == "torch-ours":
-            result = worker_ours_torch(n, tree_file)
-        elif kind == "torch-reference":
-            result = worker_reference_torch(n, reference, tree_file)
+        elif kind.endswith("-ours"):
+            result = worker_ours_lib(kind.split("-")[0], n, tree_file)
+        elif kind.endswith("-reference"):
+            result = worker_reference_lib(kind.split("-")[0], n, reference, tree_file)
         else:
             result = worker_reference(n, reference, tree_file)
         print(json.dumps(result))
@@ -293,9 +304,9 @@ def main():
     p.add_argument("reference", help="checkout of the reference FPRev (fprev.py)")
     p.add_argument("--fprev", default="target/release/fprev", help="release fprev binary")
     p.add_argument("--reps", type=int, default=3)
-    p.add_argument("--part", default="inproc,largest,exec", help="also: torch")
+    p.add_argument("--part", default="inproc,largest,exec", help="also: torch, jax")
     p.add_argument(
-        "--torch-sizes",
+        "--lib-sizes",
         default="4096,16384,65536",
         type=lambda v: [int(x) for x in v.split(",")],
     )
@@ -308,7 +319,8 @@ def main():
             "inproc": part_inproc,
             "largest": part_largest,
             "exec": part_exec,
-            "torch": part_torch,
+            "torch": lambda args: part_lib("torch", args),
+            "jax": lambda args: part_lib("jax", args),
         }
         parts[part](args)
 

@@ -19,7 +19,7 @@
 //! [`DIRECT`] inputs are searched outright. Nothing here is trusted: the guess is proved
 //! node by node with probe sets like a known order, and a guess that fails its proof
 //! costs its calls and the search runs as if none had been made. Guessing stops once it
-//! has cost a quarter of what a search would.
+//! has cost `n` calls, about half of what a search costs.
 
 use super::naive::fill_random_input;
 use super::prober::Prober;
@@ -67,7 +67,7 @@ pub(crate) fn guess<T: ProbeFloat, X: Target<T>>(
         target: &mut prober.target,
         format,
         seed,
-        budget: n as u64 / 2,
+        budget: n as u64,
         counts: Counts::default(),
         buf: vec![T::ZERO; n],
         searched: std::collections::HashMap::new(),
