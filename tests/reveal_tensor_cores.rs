@@ -8,7 +8,7 @@
 mod common;
 
 use common::{cases, rng};
-use fprev::float::{F8E4M3Fnuz, F8E5M2Fnuz, ProbeFloat, F8E4M3, F8E5M2};
+use fprev::float::{F8E4M3Fnuz, F8E5M2Fnuz, ProbeFloat, Tf32, F8E4M3, F8E5M2};
 use fprev::fused::{AccumulatorJoin, Alignment, BlockFma};
 use fprev::half::{bf16, f16};
 use fprev::target::Products;
@@ -176,6 +176,8 @@ fn every_preset_reveals_one_and_several_instructions_with_its_arithmetic() {
             let seed = 0x7C0_0000 + (k * 8 + blocks) as u64;
             let r = if fp8 {
                 reveal_dot::<F8E4M3>(*model, n, seed)
+            } else if name.ends_with("-tf32") {
+                reveal_dot::<Tf32>(*model, n, seed)
             } else {
                 reveal_dot::<f16>(*model, n, seed)
             };

@@ -797,7 +797,7 @@ fn fp8_dot_through_op_dot_reveals_a_block_fma_preset() {
 fn independent_tensor_core_models_reveal_with_their_published_arithmetic() {
     use fprev::fused::BlockFma;
     // (preset, operand dtype, responder flags, n, arithmetic the report must state)
-    let cases: [(BlockFma, &str, &str, usize, &str); 8] = [
+    let cases: [(BlockFma, &str, &str, usize, &str); 12] = [
         (
             BlockFma::V100,
             "f16",
@@ -853,6 +853,36 @@ fn independent_tensor_core_models_reveal_with_their_published_arithmetic() {
             "--fmt e4m3 --nfma 32 --frac 13 --out e8m13 --chunk 128",
             256,
             "13 fraction bits kept in alignment (13-13",
+        ),
+        // TF32: one `mma.m16n8k8` (two 4-product halves) on Ampere, one `wgmma` (k = 8)
+        // and four chained on Hopper, two `tcgen05.mma` on Blackwell
+        (
+            BlockFma::A100_TF32,
+            "tf32",
+            "--fmt tf32 --nfma 4 --frac 24 --out f32",
+            8,
+            "24 fraction bits kept in alignment (24-24",
+        ),
+        (
+            BlockFma::H100_TF32,
+            "tf32",
+            "--fmt tf32 --nfma 8 --frac 25 --out f32",
+            8,
+            "25 fraction bits kept in alignment (25-25",
+        ),
+        (
+            BlockFma::H100_TF32,
+            "tf32",
+            "--fmt tf32 --nfma 8 --frac 25 --out f32",
+            32,
+            "25 fraction bits kept in alignment (25-25",
+        ),
+        (
+            BlockFma::B200_TF32,
+            "tf32",
+            "--fmt tf32 --nfma 8 --frac 25 --out f32",
+            16,
+            "results truncated to 23 fraction bits",
         ),
     ];
     for (model, dtype, flags, n, says) in cases {
@@ -967,7 +997,7 @@ fn summary_format_states_block_size_c_and_promotion() {
 #[test]
 fn acc_dtype_and_op_are_checked() {
     let exec = ["reveal", "--exec", "cat", "--n"];
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 9] = [
         (
             &["reveal", "iter-sum", "--n", "8", "--acc-dtype", "f64"],
             "--acc-dtype",
@@ -979,6 +1009,14 @@ fn acc_dtype_and_op_are_checked() {
         (
             &["8", "--dtype", "f8e4m3", "--acc-dtype", "f8e5m2"],
             "operand type",
+        ),
+        (
+            &["8", "--dtype", "tf32", "--acc-dtype", "tf32"],
+            "operand type",
+        ),
+        (
+            &["8", "--dtype", "tf32", "--acc-dtype", "bf16"],
+            "cannot hold",
         ),
         // the built-in with f16 operands and f32 accumulation names the missing flag
         (

@@ -219,6 +219,35 @@ impl BlockFma {
         ..BlockFma::V100
     };
 
+    /// Ampere A100 (and Ada Lovelace), TF32 products into f32 (`mma.m16n8k8` with
+    /// `.tf32` operands, run as two 4-product halves; `m16n8k4` is one block): blocks of
+    /// 4 products plus the accumulator, 24 fraction bits kept in alignment, the result
+    /// truncated to 23 (MMA-Sim, arXiv:2511.10909, "Ampere"/"Ada Lovelace": 24 bits,
+    /// split k for `k = 8` with f32 operands, which it cuts to TF32 first; Khattak and
+    /// Mikaitis, arXiv:2512.07004). Operands are [`Tf32`](crate::float::Tf32) values.
+    pub const A100_TF32: BlockFma = BlockFma {
+        nfma: 4,
+        ..BlockFma::A100
+    };
+
+    /// Hopper H100, TF32 products into f32 (`wgmma` with k = 8): blocks of 8 products
+    /// plus the accumulator, 25 fraction bits kept in alignment as for fp16, the result
+    /// truncated to 23 (MMA-Sim, arXiv:2511.10909, `wgmma` "Hopper": 25 bits, k = 8 for
+    /// `tf32`; Khattak and Mikaitis, arXiv:2512.07004).
+    pub const H100_TF32: BlockFma = BlockFma {
+        nfma: 8,
+        ..BlockFma::H100
+    };
+
+    /// Blackwell B200, TF32 products into f32 (`tcgen05.mma` `kind::tf32`, k = 8):
+    /// blocks of 8 products plus the accumulator, 25 fraction bits, the result truncated
+    /// to 23 (MMA-Sim, arXiv:2511.10909, `tcgen05.mma`: 25 bits; Khattak and Mikaitis,
+    /// arXiv:2512.07004).
+    pub const B200_TF32: BlockFma = BlockFma {
+        nfma: 8,
+        ..BlockFma::B200
+    };
+
     /// Every preset with its name, for tables and command lines.
     ///
     /// ```
@@ -233,6 +262,9 @@ impl BlockFma {
         ("h100-fp8-slow", BlockFma::H100_FP8_SLOW),
         ("ada-fp8", BlockFma::ADA_FP8),
         ("b200", BlockFma::B200),
+        ("a100-tf32", BlockFma::A100_TF32),
+        ("h100-tf32", BlockFma::H100_TF32),
+        ("b200-tf32", BlockFma::B200_TF32),
     ];
 
     /// The preset named `name` (see [`PRESETS`](Self::PRESETS)).

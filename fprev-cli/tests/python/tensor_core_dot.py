@@ -3,7 +3,7 @@ describe it, written from the papers, not from fprev's code (so the two cannot s
 bug): Khattak and Mikaitis, "Accurate Models of NVIDIA Tensor Cores" (arXiv:2512.07004),
 and Xie et al., "MMA-Sim" (arXiv:2511.10909). Plain Python integers, no numpy.
 
-Usage: tensor_core_dot.py --fmt e4m3|e5m2|e4m3fnuz|e5m2fnuz|f16|bf16 --nfma N --frac F --out f32|e8m13|f16
+Usage: tensor_core_dot.py --fmt e4m3|e5m2|e4m3fnuz|e5m2fnuz|f16|bf16|tf32 --nfma N --frac F --out f32|e8m13|f16
                           [--align operands|product] [--chunk K] [--c aligned|late]
 
 Each input line holds 2n numbers, a then b; the answer is one float. One block of the
@@ -20,13 +20,23 @@ chain restarts every K products and the chunk results are added in f32, round to
 nearest even (cuBLAS's FP8 promotion). With --c late the block's products are fused
 alone (c = 0 in the node) and the running value is added to the block result afterwards
 in f32, round to nearest even (Khattak and Mikaitis: the presets that add c late).
+With --fmt tf32 the operands arrive as f32 values and are cut to TF32 first, as the
+hardware reads them: the low 13 of f32's 23 fraction bits dropped (toward zero).
 """
 import argparse
 import sys
 
 # smallest normal exponent of each operand format
 # (AMD's FNUZ formats: bias one larger than OCP's, so one binade lower)
-EMIN = {"e4m3": -6, "e5m2": -14, "e4m3fnuz": -7, "e5m2fnuz": -15, "f16": -14, "bf16": -126}
+EMIN = {
+    "e4m3": -6,
+    "e5m2": -14,
+    "e4m3fnuz": -7,
+    "e5m2fnuz": -15,
+    "f16": -14,
+    "bf16": -126,
+    "tf32": -126,
+}
 F32_EMIN = -126
 
 
@@ -65,6 +75,15 @@ def nearest_even(m, e, q):
 
 def to_float(m, e):
     return float(m) * 2.0 ** e if m else 0.0
+
+
+def tf32_cut(m, e):
+    """An f32 value m 2^e cut toward zero to TF32's 10 fraction bits (a quantum of
+    2^(lead - 10), no lower than 2^(-126 - 10) for subnormals)."""
+    if m == 0:
+        return m, e
+    q = max(lead(m, e), EMIN["tf32"]) - 10
+    return cut(m, e, q), q
 
 
 def operand_exponent(m, e, fmt):
@@ -110,6 +129,9 @@ def dot(a, b, args):
     for x, y in zip(a, b):
         mx, ex = exact(x)
         my, ey = exact(y)
+        if args.fmt == "tf32":
+            mx, ex = tf32_cut(mx, ex)
+            my, ey = tf32_cut(my, ey)
         m, e = mx * my, ex + ey
         if args.align == "operands":
             at = operand_exponent(mx, ex, args.fmt) + operand_exponent(my, ey, args.fmt)
