@@ -1020,10 +1020,29 @@ fn arithmetic_lines(a: &fprev::reveal::FittedFused) -> String {
             fprev::reveal::BinaryNodes::Rounded => "with round to nearest",
             _ => "in a fused node",
         };
-        out += &match s.accumulator {
-            Some(AccumulatorJoin::Aligned) => {
-                "running value (c): aligned and cut with each block's products\n".to_string()
+        let aligned = match a.accumulator_cut {
+            fprev::fused::AccumulatorCut::TwoStage {
+                block_frac,
+                acc_frac,
+                rounding,
+            } => {
+                let [(b0, b1), (c0, c1)] = a
+                    .accumulator_cut_ranges
+                    .unwrap_or([(block_frac, block_frac), (acc_frac, acc_frac)]);
+                format!(
+                    "aligned with each block's products after they are summed, the sum and c \
+                     cut {} to {block_frac} ({b0}-{b1} consistent) and {acc_frac} ({c0}-{c1} \
+                     consistent) fraction bits below the larger exponent, then rounded to \
+                     nearest",
+                    rounding.words()
+                )
             }
+            fprev::fused::AccumulatorCut::WithProducts => {
+                "aligned and cut with each block's products".to_string()
+            }
+        };
+        out += &match s.accumulator {
+            Some(AccumulatorJoin::Aligned) => format!("running value (c): {aligned}\n"),
             Some(AccumulatorJoin::Late) => {
                 format!("running value (c): added after each block, {late}\n")
             }

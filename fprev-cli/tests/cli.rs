@@ -941,7 +941,32 @@ fn fnuz_dtypes_reveal_fp8_dots() {
 #[test]
 #[ignore = "needs python3 (see README)"]
 fn summary_format_states_block_size_c_and_promotion() {
-    let cases: [(&str, &str, usize, &[&str]); 3] = [
+    let cases: [(&str, &str, usize, &[&str]); 5] = [
+        // AMD CDNA3: blocks of 8 joined to c with the round-down alignment, fp16 and xf32
+        (
+            "--fmt f16 --nfma 8 --frac 24 --out f32 --c amd",
+            "f16",
+            32,
+            &[
+                "24 fraction bits kept (24-24 consistent)",
+                "block results: rounded to nearest",
+                "products per block: 8 (8-8 consistent)",
+                "running value (c): aligned with each block's products after they are \
+                 summed, the sum and c cut toward minus infinity to ",
+                "and 24 (24-24 consistent) fraction bits below the larger exponent",
+            ],
+        ),
+        (
+            "--fmt tf32 --nfma 4 --frac 24 --out f32 --c amd",
+            "tf32",
+            16,
+            &[
+                "24 fraction bits kept (24-24 consistent)",
+                "products per block: 4 (4-4 consistent)",
+                "cut toward minus infinity to ",
+                "and 24 (24-24 consistent) fraction bits",
+            ],
+        ),
         (
             "--fmt e4m3 --nfma 32 --frac 13 --out e8m13 --chunk 128",
             "f8e4m3",
