@@ -450,3 +450,38 @@ fn random_two_stage_models_reveal_their_tree_or_refuse() {
         "only {revealed} of {total} two-stage models revealed"
     );
 }
+
+/// One instruction with an f16 result (rounded to nearest, as the published models write
+/// f16 outputs): the probes keep every unit, as an exact sum would, and the block comes
+/// back as the one node it is, with the widths its answers allow (the preset's within).
+/// A plain f16 sum that is order-independent is still refused.
+#[test]
+fn a_single_block_with_an_f16_result_is_one_node_with_its_arithmetic() {
+    for (k, model) in [BlockFma::H100, BlockFma::A100, BlockFma::V100]
+        .into_iter()
+        .enumerate()
+    {
+        let model = BlockFma {
+            frac_out: None,
+            ..model
+        };
+        let n = model.nfma;
+        let seed = 0x7C6_0000 + k as u64;
+        let dot = move |a: &[f16], b: &[f16]| -> f16 { model.dot(a, b) };
+        let r = Reveal::new(n)
+            .seed(seed)
+            .run_target(Products::new(dot))
+            .unwrap_or_else(|e| panic!("seed {seed}: n = {n}: {e}"));
+        assert_eq!(r.tree, model.tree(n), "seed {seed}");
+        let fit = r.verification.fused.expect("the block's arithmetic");
+        assert!(
+            (fit.frac..=fit.frac_max).contains(&model.frac) && fit.frac_out.is_none(),
+            "seed {seed}: {fit:?}"
+        );
+    }
+    let exact = |x: &[f16]| -> f16 { fprev::float::exact_sum_rounded(x) };
+    let e = Reveal::new(16)
+        .run(exact)
+        .expect_err("a plain order-independent sum");
+    assert!(matches!(e, RevealError::OrderIndependent { .. }), "{e}");
+}

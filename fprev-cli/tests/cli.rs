@@ -941,7 +941,18 @@ fn fnuz_dtypes_reveal_fp8_dots() {
 #[test]
 #[ignore = "needs python3 (see README)"]
 fn summary_format_states_block_size_c_and_promotion() {
-    let cases: [(&str, &str, usize, &[&str]); 5] = [
+    let cases: [(&str, &str, usize, &[&str]); 6] = [
+        // one Hopper `wgmma` with an f16 result: one node, rounded to nearest
+        (
+            "--fmt f16 --nfma 16 --frac 25 --out f16",
+            "f16",
+            16,
+            &[
+                "one fused add of 16",
+                "block results: rounded to nearest",
+                "products per block: 16 (16 or more consistent)",
+            ],
+        ),
         // AMD CDNA3: blocks of 8 joined to c with the round-down alignment, fp16 and xf32
         (
             "--fmt f16 --nfma 8 --frac 24 --out f32 --c amd",
@@ -1005,11 +1016,16 @@ fn summary_format_states_block_size_c_and_promotion() {
         ),
     ];
     for (flags, dtype, n, lines) in cases {
+        let acc = if flags.ends_with("--out f16") {
+            "f16"
+        } else {
+            "f32"
+        };
         let o = reveal_tensor_core_dot(
             flags,
             dtype,
             n,
-            &["--acc-dtype", "f32", "--format", "summary"],
+            &["--acc-dtype", acc, "--format", "summary"],
         );
         assert!(o.status.success(), "{flags}: {}", stderr(&o));
         let out = stdout(&o);
