@@ -1029,11 +1029,16 @@ fn arithmetic_lines(a: &fprev::reveal::FittedFused) -> String {
                 let [(b0, b1), (c0, c1)] = a
                     .accumulator_cut_ranges
                     .unwrap_or([(block_frac, block_frac), (acc_frac, acc_frac)]);
+                let also = if a.accumulator_cut_rounding_decided {
+                    ""
+                } else {
+                    " (or the other way, not told apart)"
+                };
                 format!(
                     "aligned with each block's products after they are summed, the sum and c \
-                     cut {} to {block_frac} ({b0}-{b1} consistent) and {acc_frac} ({c0}-{c1} \
-                     consistent) fraction bits below the larger exponent, then rounded to \
-                     nearest",
+                     cut {}{also} to {block_frac} ({b0}-{b1} consistent) and {acc_frac} \
+                     ({c0}-{c1} consistent) fraction bits below the larger exponent, then \
+                     rounded to nearest",
                     rounding.words()
                 )
             }

@@ -66,6 +66,9 @@ pub struct FittedFused {
     /// For a two-stage cut, the consistent widths of the products' sum and of the
     /// running value (smallest and largest of each) under its rounding.
     pub accumulator_cut_ranges: Option<[(u32, u32); 2]>,
+    /// For a two-stage cut, whether the answers told its rounding apart from the other
+    /// one fitted (toward minus infinity, toward zero); `false`: both are consistent.
+    pub accumulator_cut_rounding_decided: bool,
 }
 
 /// A measured count with the smallest and largest values still consistent with the
@@ -273,10 +276,15 @@ impl std::fmt::Display for FittedFused {
             let [(b0, b1), (c0, c1)] = self
                 .accumulator_cut_ranges
                 .unwrap_or([(block_frac, block_frac), (acc_frac, acc_frac)]);
+            let also = if self.accumulator_cut_rounding_decided {
+                ""
+            } else {
+                " (or the other way, not told apart)"
+            };
             write!(
                 f,
                 ", each block's products summed first, that sum and the running value then \
-                 aligned to the larger exponent and cut {} to {block_frac} ({b0}-{b1} \
+                 aligned to the larger exponent and cut {}{also} to {block_frac} ({b0}-{b1} \
                  consistent) and {acc_frac} ({c0}-{c1} consistent) fraction bits, added and \
                  rounded to nearest",
                 rounding.words()
@@ -664,7 +672,16 @@ pub(crate) fn fit<T: ProbeFloat, X: Target<T>>(
             Some([range(|j| j.0), range(|j| j.1)])
         }
     };
+    let roundings = || {
+        same_rule().filter_map(|c| match c.model.accumulator_cut {
+            AccumulatorCut::TwoStage { rounding, .. } => Some(rounding),
+            AccumulatorCut::WithProducts => None,
+        })
+    };
+    let first_rounding = roundings().next();
+    let accumulator_cut_rounding_decided = roundings().all(|r| Some(r) == first_rounding);
     Ok(FittedFused {
+        accumulator_cut_rounding_decided,
         accumulator_cut: best.model.accumulator_cut,
         accumulator_cut_ranges,
         frac_out_range,
