@@ -48,8 +48,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             assert_eq!(r.tree, model.tree(n), "{name} n = {n}");
             row(name, n, &r, secs);
             // one picture per distinct tree at n = 32 (ada-fp8 draws as h100, the slow
-            // FP8 path as the fast one until n passes its 128-product chunks)
-            if n == 32 && !matches!(*name, "ada-fp8" | "h100-fp8-slow") {
+            // FP8 path as the fast one until n passes its 128-product chunks, the TF32
+            // and CDNA3 presets as v100 and a100, whose block sizes they share)
+            let same_shape = [
+                "ada-fp8",
+                "h100-fp8-slow",
+                "a100-tf32",
+                "h100-tf32",
+                "b200-tf32",
+                "cdna3-f16",
+                "cdna3-xf32",
+            ];
+            if n == 32 && !same_shape.contains(name) {
                 let svg = Picture::new()
                     .title(format!("fprev::fused::BlockFma {name}, n = {n}"))
                     .render(&r.tree);

@@ -1,6 +1,7 @@
 //! `ElementReveal` on FP8 products: masks and units spread over both operands (each probe
 //! its own row of `A` and column of `B`), every element checked on random operands of its
-//! own. FP8 E4M3 and E5M2 gemm, gemv and dot with f32 accumulation in known orders
+//! own. FP8 E4M3 and E5M2 (and AMD's FNUZ variants) gemm, gemv and dot with f32
+//! accumulation in known orders
 //! (sequential, pairwise, the H100 FP8 block-FMA chain): the exact tree per element or a
 //! typed error, never a different tree. Seeds print on failure; `FPREV_PROPTEST_CASES`
 //! raises the number of seeds.
@@ -8,7 +9,7 @@
 mod common;
 
 use common::cases;
-use fprev::float::{ProbeFloat, ProbeScale, F8E4M3, F8E5M2};
+use fprev::float::{F8E4M3Fnuz, F8E5M2Fnuz, ProbeFloat, ProbeScale, F8E4M3, F8E5M2};
 use fprev::fused::BlockFma;
 use fprev::ops::{self, Element, ElementCoverage, ElementOrders, ElementReveal};
 use fprev::{RevealError, SumTree};
@@ -114,6 +115,8 @@ fn fp8_gemm_4x32x4_in_known_orders() {
         for order in ORDERS {
             gemm_case::<F8E4M3>(seed, order, (4, 32, 4));
             gemm_case::<F8E5M2>(seed, order, (4, 32, 4));
+            gemm_case::<F8E4M3Fnuz>(seed, order, (4, 32, 4));
+            gemm_case::<F8E5M2Fnuz>(seed, order, (4, 32, 4));
         }
     }
 }
@@ -163,6 +166,9 @@ fn fp8_gemv_and_dot_in_known_orders() {
         for order in ORDERS {
             gemv_dot_case::<F8E4M3>(seed, order, 64);
             gemv_dot_case::<F8E5M2>(seed, order, 64);
+            // AMD MI300's FNUZ formats through the same adapters
+            gemv_dot_case::<F8E4M3Fnuz>(seed, order, 64);
+            gemv_dot_case::<F8E5M2Fnuz>(seed, order, 64);
         }
     }
 }

@@ -3,7 +3,7 @@
 //! never a different tree.
 
 use fprev::float::{F8E4M3, F8E5M2};
-use fprev::fused::{AccumulatorJoin, Alignment, BlockFma};
+use fprev::fused::{AccumulatorCut, AccumulatorJoin, Alignment, BlockFma, Rounding};
 use fprev::target::{FnTarget, Products};
 use fprev::{Reveal, RevealError, SumTree};
 
@@ -16,6 +16,8 @@ fn chain(nfma: usize, frac: u32) -> BlockFma {
         chunk: None,
         alignment: Alignment::ProductExponent,
         min_exp: None,
+        align_rounding: Rounding::TowardZero,
+        accumulator_cut: AccumulatorCut::WithProducts,
     }
 }
 

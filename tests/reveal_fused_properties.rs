@@ -1,6 +1,7 @@
 //! Property tests for fused adders: block-FMA chains on every preset and a grid of
 //! (nfma, frac, frac_out, aligned/late accumulator, chunk, alignment by the product's or
-//! the operands' exponents, exponent clamp) values, random tree shapes whose
+//! the operands' exponents, exponent clamp, the alignment's rounding, a two-stage cut of
+//! the running value) values, random tree shapes whose
 //! multi-way nodes are block-FMA nodes, and f16/bf16/FP8 operands of products accumulated
 //! in f32. Every case ends in the exact tree or a typed error, never a different tree;
 //! most cases must succeed (a run that verified nothing fails). Seeds print on failure.
@@ -10,7 +11,7 @@ mod common;
 
 use common::{cases, max_n, random_tree, rng, Shape};
 use fprev::float::{ProbeFloat, F8E4M3, F8E5M2};
-use fprev::fused::{AccumulatorJoin, Alignment, BlockFma};
+use fprev::fused::{AccumulatorCut, AccumulatorJoin, Alignment, BlockFma, Rounding};
 use fprev::half::{bf16, f16};
 use fprev::target::{FnTarget, Products};
 use fprev::{Reveal, RevealError, RevealReport, SumTree};
@@ -40,6 +41,33 @@ fn random_model(r: &mut ChaCha8Rng) -> BlockFma {
         Alignment::ProductExponent
     };
     let min_exp = r.random_bool(0.5).then_some(-126);
+    // the later parameters from a stream of their own, so that the draws above (and the
+    // case's length after them) stay those of the grid before they were added
+    let mut r = r.clone();
+    r.set_stream(0x2_57A6E);
+    // the alignment step's rounding: truncation on every published unit; the others
+    // are not fitted, so they must end in a typed refusal or their tree
+    let align_rounding = match r.random_range(0..20) {
+        0 => Rounding::NearestEven,
+        1 => Rounding::TowardNegative,
+        _ => Rounding::TowardZero,
+    };
+    // AMD CDNA3's two-stage cut of the running value, around its widths (within the
+    // alignment widths the verification fits it with)
+    let two_stage = accumulator == AccumulatorJoin::Aligned && frac <= 30;
+    let accumulator_cut = if two_stage && r.random_bool(0.25) {
+        AccumulatorCut::TwoStage {
+            block_frac: r.random_range(26..=34),
+            acc_frac: r.random_range(20..=26),
+            rounding: if r.random_bool(0.5) {
+                Rounding::TowardNegative
+            } else {
+                Rounding::TowardZero
+            },
+        }
+    } else {
+        AccumulatorCut::WithProducts
+    };
     BlockFma {
         nfma,
         frac,
@@ -48,6 +76,8 @@ fn random_model(r: &mut ChaCha8Rng) -> BlockFma {
         chunk,
         alignment,
         min_exp,
+        align_rounding,
+        accumulator_cut,
     }
 }
 

@@ -8,8 +8,8 @@
 mod common;
 
 use common::{cases, rng};
-use fprev::float::{F8E4M3Fnuz, F8E5M2Fnuz, ProbeFloat, F8E4M3, F8E5M2};
-use fprev::fused::{AccumulatorJoin, Alignment, BlockFma};
+use fprev::float::{F8E4M3Fnuz, F8E5M2Fnuz, ProbeFloat, Tf32, F8E4M3, F8E5M2};
+use fprev::fused::{AccumulatorCut, AccumulatorJoin, Alignment, BlockFma, Rounding};
 use fprev::half::{bf16, f16};
 use fprev::target::Products;
 use fprev::{Reveal, RevealError, RevealReport};
@@ -49,6 +49,35 @@ fn check_published(name: &str, model: BlockFma, n: usize, seed: u64, r: RevealRe
         fit.frac_out, model.frac_out,
         "seed {seed}: {name} n = {n}: result width {fit:?}"
     );
+    match model.accumulator_cut {
+        AccumulatorCut::WithProducts => assert_eq!(
+            fit.accumulator_cut,
+            AccumulatorCut::WithProducts,
+            "seed {seed}: {name}"
+        ),
+        AccumulatorCut::TwoStage {
+            block_frac,
+            acc_frac,
+            rounding,
+        } if n > model.nfma => {
+            // the widths the answers allow hold the preset's, under its rounding
+            let AccumulatorCut::TwoStage { rounding: r, .. } = fit.accumulator_cut else {
+                panic!("seed {seed}: {name} n = {n}: no aligned join fitted: {fit:?}");
+            };
+            assert_eq!(r, rounding, "seed {seed}: {name} n = {n}: {fit:?}");
+            assert!(
+                fit.accumulator_cut_rounding_decided,
+                "seed {seed}: {name}: {fit:?}"
+            );
+            let [(b0, b1), (c0, c1)] = fit.accumulator_cut_ranges.expect("ranges");
+            assert!(
+                (b0..=b1).contains(&block_frac) && (c0..=c1).contains(&acc_frac),
+                "seed {seed}: {name} n = {n}: {fit:?}"
+            );
+        }
+        // one block: nothing joins it
+        AccumulatorCut::TwoStage { .. } => {}
+    }
     check_structure(name, model, n, seed, fit.structure);
     println!(
         "{name} n = {n}: {} probes, {} replays, fitted {fit:?}",
@@ -176,6 +205,8 @@ fn every_preset_reveals_one_and_several_instructions_with_its_arithmetic() {
             let seed = 0x7C0_0000 + (k * 8 + blocks) as u64;
             let r = if fp8 {
                 reveal_dot::<F8E4M3>(*model, n, seed)
+            } else if name.ends_with("-tf32") || name.ends_with("-xf32") {
+                reveal_dot::<Tf32>(*model, n, seed)
             } else {
                 reveal_dot::<f16>(*model, n, seed)
             };
@@ -245,6 +276,29 @@ fn random_operand_aligned_models_reveal_their_tree_or_refuse() {
             chunk: r.random_bool(0.2).then_some(nfma * 4),
             alignment: Alignment::OperandExponents,
             min_exp: Some(-126),
+            align_rounding: Rounding::TowardZero,
+            accumulator_cut: AccumulatorCut::WithProducts,
+        };
+        // AMD's units: the running value cut in a second stage, toward minus infinity
+        // or zero, at widths around CDNA3's
+        let model = if model.accumulator == AccumulatorJoin::Late && r.random_bool(0.6) {
+            BlockFma {
+                accumulator: AccumulatorJoin::Aligned,
+                frac_out: None,
+                min_exp: None,
+                accumulator_cut: AccumulatorCut::TwoStage {
+                    block_frac: r.random_range(28..=34),
+                    acc_frac: r.random_range(23..=26),
+                    rounding: if r.random_bool(0.5) {
+                        Rounding::TowardNegative
+                    } else {
+                        Rounding::TowardZero
+                    },
+                },
+                ..model
+            }
+        } else {
+            model
         };
         let n = nfma * r.random_range(1..=6usize) + r.random_range(0..3usize);
         let got = if fp8 {
@@ -280,4 +334,164 @@ fn random_operand_aligned_models_reveal_their_tree_or_refuse() {
         revealed * 10 >= total as usize * 7,
         "only {revealed} of {total} revealed"
     );
+}
+
+/// AMD CDNA3's presets against vectors pinned from an independent implementation of
+/// MMA-Sim's description (`fprev-cli/tests/python/cdna3_vectors.py`, which answers with
+/// `tensor_core_dot.py --c amd`): every bit of every answer.
+#[test]
+fn cdna3_presets_match_pinned_vectors_bit_for_bit() {
+    let text = include_str!("data/cdna3_vectors.txt");
+    let hex = |s: &str| -> Vec<u32> {
+        s.split(',')
+            .map(|h| u32::from_str_radix(h, 16).expect("hex bits"))
+            .collect()
+    };
+    let mut checked = 0;
+    for (k, line) in text.lines().enumerate() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let (name, a, b) = (f[0], hex(f[2]), hex(f[3]));
+        let want = u32::from_str_radix(f[4], 16).expect("hex bits");
+        let model = BlockFma::preset(name).unwrap_or_else(|| panic!("line {k}: {name}"));
+        let got: f32 = if name.ends_with("xf32") {
+            let op = |v: &[u32]| -> Vec<Tf32> { v.iter().map(|&x| Tf32::from_bits(x)).collect() };
+            model.dot(&op(&a), &op(&b))
+        } else {
+            let op =
+                |v: &[u32]| -> Vec<f16> { v.iter().map(|&x| f16::from_bits(x as u16)).collect() };
+            model.dot(&op(&a), &op(&b))
+        };
+        assert_eq!(got.to_bits(), want, "line {}: {line}: got {got:e}", k + 1);
+        checked += 1;
+    }
+    assert!(checked >= 100, "{checked} vectors");
+}
+
+#[test]
+fn the_two_stage_round_down_cut_is_what_separates_cdna3_from_one_aligned_block() {
+    // the first block leaves c = -(1 + 2^-9 + 2^-20); the next block is 256 = 16 x 16,
+    // so c is cut 24 bits below 2^8, toward minus infinity: -(1 + 2^-9 + 2^-16); cut
+    // with the products (toward zero), it keeps -(1 + 2^-9)
+    let model = BlockFma::CDNA3_F16;
+    let one_stage = BlockFma {
+        accumulator_cut: AccumulatorCut::WithProducts,
+        ..model
+    };
+    let u = 1.0 + 2f64.powi(-10);
+    let ops = |v: [f64; 9]| -> Vec<f16> { v.iter().map(|&x| f16::from_f64(x)).collect() };
+    let a = ops([-u, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 16.0]);
+    let b = ops([u, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 16.0]);
+    let down: f32 = model.dot(&a, &b);
+    let near: f32 = one_stage.dot(&a, &b);
+    assert_eq!(f64::from(down), 255.0 - 2f64.powi(-9) - 2f64.powi(-16));
+    assert_eq!(f64::from(near), 255.0 - 2f64.powi(-9));
+    // and toward zero the cut goes the other way
+    let toward_zero = BlockFma {
+        accumulator_cut: AccumulatorCut::TwoStage {
+            block_frac: 31,
+            acc_frac: 24,
+            rounding: Rounding::TowardZero,
+        },
+        ..model
+    };
+    assert_eq!(
+        f64::from(toward_zero.dot::<f16, f32>(&a, &b)),
+        255.0 - 2f64.powi(-9)
+    );
+}
+
+/// The two-stage family (AMD CDNA3's cut of the running value) over random widths,
+/// roundings, block sizes, operand formats and lengths: the model's tree with its
+/// rounding measured, or a typed refusal, never a different tree.
+#[test]
+fn random_two_stage_models_reveal_their_tree_or_refuse() {
+    let total = cases(10);
+    let mut revealed = 0;
+    for case in 0..total {
+        let seed = 0x7C5_0000 + u64::from(case);
+        let mut r = rng(seed);
+        let nfma = [4usize, 8, 16][r.random_range(0..3)];
+        let rounding = [Rounding::TowardNegative, Rounding::TowardZero][r.random_range(0..2)];
+        let model = BlockFma {
+            nfma,
+            frac: r.random_range(22..=26),
+            accumulator_cut: AccumulatorCut::TwoStage {
+                block_frac: r.random_range(28..=34),
+                acc_frac: r.random_range(22..=26),
+                rounding,
+            },
+            ..BlockFma::CDNA3_F16
+        };
+        let n = nfma * r.random_range(2..=5usize) + r.random_range(0..2usize);
+        let got = if r.random_bool(0.5) {
+            reveal_dot::<f16>(model, n, seed)
+        } else {
+            reveal_dot::<bf16>(model, n, seed)
+        };
+        match got {
+            Ok(rep) => {
+                assert_eq!(rep.tree, model.tree(n), "seed {seed}: {model:?} n = {n}");
+                let fit = rep.verification.fused.expect("fitted");
+                // a rounding the answers told apart is the model's
+                if let AccumulatorCut::TwoStage { rounding: r, .. } = fit.accumulator_cut {
+                    assert!(
+                        r == rounding || !fit.accumulator_cut_rounding_decided,
+                        "seed {seed}: {model:?} n = {n}: {fit:?}"
+                    );
+                }
+                revealed += 1;
+            }
+            Err(e) => {
+                assert!(
+                    matches!(
+                        e,
+                        RevealError::Indistinguishable { .. }
+                            | RevealError::FusedUnverified { .. }
+                            | RevealError::NotPlainSummation { .. }
+                    ),
+                    "seed {seed}: {model:?} n = {n}: unexpected error {e}"
+                );
+                eprintln!("seed {seed}: {model:?} n = {n}: refused: {e}");
+            }
+        }
+    }
+    assert!(
+        revealed * 10 >= total as usize * 7,
+        "only {revealed} of {total} two-stage models revealed"
+    );
+}
+
+/// One instruction with an f16 result (rounded to nearest, as the published models write
+/// f16 outputs): the probes keep every unit, as an exact sum would, and the block comes
+/// back as the one node it is, with the widths its answers allow (the preset's within).
+/// A plain f16 sum that is order-independent is still refused.
+#[test]
+fn a_single_block_with_an_f16_result_is_one_node_with_its_arithmetic() {
+    for (k, model) in [BlockFma::H100, BlockFma::A100, BlockFma::V100]
+        .into_iter()
+        .enumerate()
+    {
+        let model = BlockFma {
+            frac_out: None,
+            ..model
+        };
+        let n = model.nfma;
+        let seed = 0x7C6_0000 + k as u64;
+        let dot = move |a: &[f16], b: &[f16]| -> f16 { model.dot(a, b) };
+        let r = Reveal::new(n)
+            .seed(seed)
+            .run_target(Products::new(dot))
+            .unwrap_or_else(|e| panic!("seed {seed}: n = {n}: {e}"));
+        assert_eq!(r.tree, model.tree(n), "seed {seed}");
+        let fit = r.verification.fused.expect("the block's arithmetic");
+        assert!(
+            (fit.frac..=fit.frac_max).contains(&model.frac) && fit.frac_out.is_none(),
+            "seed {seed}: {fit:?}"
+        );
+    }
+    let exact = |x: &[f16]| -> f16 { fprev::float::exact_sum_rounded(x) };
+    let e = Reveal::new(16)
+        .run(exact)
+        .expect_err("a plain order-independent sum");
+    assert!(matches!(e, RevealError::OrderIndependent { .. }), "{e}");
 }

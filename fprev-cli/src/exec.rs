@@ -82,12 +82,8 @@ impl Wire {
     pub fn of<I: ProbeFloat>() -> Wire {
         Wire {
             format: I::FORMAT,
-            width: match I::FORMAT.precision {
-                53 => 8,
-                24 => 4,
-                11 | 8 => 2,
-                _ => 1,
-            },
+            // each type is stored as its bits on the wire: TF32 as the f32 it stands for
+            width: std::mem::size_of::<I>(),
             bits: |v| I::from_f64_round(v).to_bits_u64(),
             split: |v| split_product::<I>(v).map(|(a, b)| (a.to_f64(), b.to_f64())),
             operands: |seed, n, acc| {

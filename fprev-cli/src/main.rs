@@ -106,6 +106,9 @@ enum Dtype {
     /// AMD MI300's FP8 E5M2FNUZ (bias 16, largest 57344, no infinities or negative zero).
     #[value(name = "e5m2fnuz")]
     E5m2fnuz,
+    /// NVIDIA's TF32 (f32's range, 10 fraction bits), sent as 4-byte f32 values; an
+    /// operand type, accumulated in f32 unless --acc-dtype says otherwise.
+    Tf32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -824,41 +827,47 @@ fn dtype_name(d: Dtype) -> &'static str {
         Dtype::F8e5m2 => "f8e5m2",
         Dtype::E4m3fnuz => "e4m3fnuz",
         Dtype::E5m2fnuz => "e5m2fnuz",
+        Dtype::Tf32 => "tf32",
     }
 }
 
-/// The accumulator type: `--acc-dtype`, or f32 for FP8 values, or `--dtype`; never
-/// narrower than the values, never FP8.
+/// The accumulator type: `--acc-dtype`, or f32 for FP8 and TF32 values, or `--dtype`;
+/// never narrower than the values, never FP8 or TF32.
 fn acc_dtype(args: &RevealArgs) -> Result<Dtype, Failure> {
     accumulator(args.dtype, args.acc_dtype)
 }
 
 /// [`acc_dtype`] of values of `dtype` and an `--acc-dtype` of `acc`.
 fn accumulator(dtype: Dtype, acc: Option<Dtype>) -> Result<Dtype, Failure> {
-    let is_fp8 = |d: Dtype| {
+    let operand_only = |d: Dtype| {
         matches!(
             d,
-            Dtype::F8e4m3 | Dtype::F8e5m2 | Dtype::E4m3fnuz | Dtype::E5m2fnuz
+            Dtype::F8e4m3 | Dtype::F8e5m2 | Dtype::E4m3fnuz | Dtype::E5m2fnuz | Dtype::Tf32
         )
     };
-    let acc = acc.unwrap_or(if is_fp8(dtype) { Dtype::F32 } else { dtype });
-    if is_fp8(acc) {
+    let acc = acc.unwrap_or(if operand_only(dtype) {
+        Dtype::F32
+    } else {
+        dtype
+    });
+    if operand_only(acc) {
         return Err(Failure::Message(format!(
-            "--acc-dtype {}: FP8 is an operand type; accumulate in f16, bf16, f32 or f64",
+            "--acc-dtype {}: FP8 and TF32 are operand types; accumulate in f16, bf16, f32 \
+             or f64",
             dtype_name(acc)
         )));
     }
     let bits = |d: Dtype| match d {
         Dtype::F64 => 53,
         Dtype::F32 => 24,
-        Dtype::F16 => 11,
+        Dtype::F16 | Dtype::Tf32 => 11,
         Dtype::Bf16 => 8,
         Dtype::F8e4m3 | Dtype::E4m3fnuz => 4,
         Dtype::F8e5m2 | Dtype::E5m2fnuz => 3,
     };
     let range = |d: Dtype| match d {
         Dtype::F64 => 1023,
-        Dtype::F32 | Dtype::Bf16 => 127,
+        Dtype::F32 | Dtype::Bf16 | Dtype::Tf32 => 127,
         Dtype::F16 | Dtype::F8e5m2 | Dtype::E5m2fnuz => 15,
         Dtype::F8e4m3 | Dtype::E4m3fnuz => 8,
     };
@@ -883,6 +892,7 @@ fn wire_of(d: Dtype) -> exec::Wire {
         Dtype::F8e5m2 => exec::Wire::of::<fprev::float::F8E5M2>(),
         Dtype::E4m3fnuz => exec::Wire::of::<fprev::float::F8E4M3Fnuz>(),
         Dtype::E5m2fnuz => exec::Wire::of::<fprev::float::F8E5M2Fnuz>(),
+        Dtype::Tf32 => exec::Wire::of::<fprev::float::Tf32>(),
     }
 }
 
@@ -1011,10 +1021,34 @@ fn arithmetic_lines(a: &fprev::reveal::FittedFused) -> String {
             fprev::reveal::BinaryNodes::Rounded => "with round to nearest",
             _ => "in a fused node",
         };
-        out += &match s.accumulator {
-            Some(AccumulatorJoin::Aligned) => {
-                "running value (c): aligned and cut with each block's products\n".to_string()
+        let aligned = match a.accumulator_cut {
+            fprev::fused::AccumulatorCut::TwoStage {
+                block_frac,
+                acc_frac,
+                rounding,
+            } => {
+                let [(b0, b1), (c0, c1)] = a
+                    .accumulator_cut_ranges
+                    .unwrap_or([(block_frac, block_frac), (acc_frac, acc_frac)]);
+                let also = if a.accumulator_cut_rounding_decided {
+                    ""
+                } else {
+                    " (or the other way, not told apart)"
+                };
+                format!(
+                    "aligned with each block's products after they are summed, the sum and c \
+                     cut {}{also} to {block_frac} ({b0}-{b1} consistent) and {acc_frac} \
+                     ({c0}-{c1} consistent) fraction bits below the larger exponent, then \
+                     rounded to nearest",
+                    rounding.words()
+                )
             }
+            fprev::fused::AccumulatorCut::WithProducts => {
+                "aligned and cut with each block's products".to_string()
+            }
+        };
+        out += &match s.accumulator {
+            Some(AccumulatorJoin::Aligned) => format!("running value (c): {aligned}\n"),
             Some(AccumulatorJoin::Late) => {
                 format!("running value (c): added after each block, {late}\n")
             }

@@ -797,7 +797,7 @@ fn fp8_dot_through_op_dot_reveals_a_block_fma_preset() {
 fn independent_tensor_core_models_reveal_with_their_published_arithmetic() {
     use fprev::fused::BlockFma;
     // (preset, operand dtype, responder flags, n, arithmetic the report must state)
-    let cases: [(BlockFma, &str, &str, usize, &str); 8] = [
+    let cases: [(BlockFma, &str, &str, usize, &str); 12] = [
         (
             BlockFma::V100,
             "f16",
@@ -853,6 +853,36 @@ fn independent_tensor_core_models_reveal_with_their_published_arithmetic() {
             "--fmt e4m3 --nfma 32 --frac 13 --out e8m13 --chunk 128",
             256,
             "13 fraction bits kept in alignment (13-13",
+        ),
+        // TF32: one `mma.m16n8k8` (two 4-product halves) on Ampere, one `wgmma` (k = 8)
+        // and four chained on Hopper, two `tcgen05.mma` on Blackwell
+        (
+            BlockFma::A100_TF32,
+            "tf32",
+            "--fmt tf32 --nfma 4 --frac 24 --out f32",
+            8,
+            "24 fraction bits kept in alignment (24-24",
+        ),
+        (
+            BlockFma::H100_TF32,
+            "tf32",
+            "--fmt tf32 --nfma 8 --frac 25 --out f32",
+            8,
+            "25 fraction bits kept in alignment (25-25",
+        ),
+        (
+            BlockFma::H100_TF32,
+            "tf32",
+            "--fmt tf32 --nfma 8 --frac 25 --out f32",
+            32,
+            "25 fraction bits kept in alignment (25-25",
+        ),
+        (
+            BlockFma::B200_TF32,
+            "tf32",
+            "--fmt tf32 --nfma 8 --frac 25 --out f32",
+            16,
+            "results truncated to 23 fraction bits",
         ),
     ];
     for (model, dtype, flags, n, says) in cases {
@@ -911,7 +941,43 @@ fn fnuz_dtypes_reveal_fp8_dots() {
 #[test]
 #[ignore = "needs python3 (see README)"]
 fn summary_format_states_block_size_c_and_promotion() {
-    let cases: [(&str, &str, usize, &[&str]); 3] = [
+    let cases: [(&str, &str, usize, &[&str]); 6] = [
+        // one Hopper `wgmma` with an f16 result: one node, rounded to nearest
+        (
+            "--fmt f16 --nfma 16 --frac 25 --out f16",
+            "f16",
+            16,
+            &[
+                "one fused add of 16",
+                "block results: rounded to nearest",
+                "products per block: 16 (16 or more consistent)",
+            ],
+        ),
+        // AMD CDNA3: blocks of 8 joined to c with the round-down alignment, fp16 and xf32
+        (
+            "--fmt f16 --nfma 8 --frac 24 --out f32 --c amd",
+            "f16",
+            32,
+            &[
+                "24 fraction bits kept (24-24 consistent)",
+                "block results: rounded to nearest",
+                "products per block: 8 (8-8 consistent)",
+                "running value (c): aligned with each block's products after they are \
+                 summed, the sum and c cut toward minus infinity to ",
+                "and 24 (24-24 consistent) fraction bits below the larger exponent",
+            ],
+        ),
+        (
+            "--fmt tf32 --nfma 4 --frac 24 --out f32 --c amd",
+            "tf32",
+            16,
+            &[
+                "24 fraction bits kept (24-24 consistent)",
+                "products per block: 4 (4-4 consistent)",
+                "cut toward minus infinity to ",
+                "and 24 (24-24 consistent) fraction bits",
+            ],
+        ),
         (
             "--fmt e4m3 --nfma 32 --frac 13 --out e8m13 --chunk 128",
             "f8e4m3",
@@ -950,11 +1016,16 @@ fn summary_format_states_block_size_c_and_promotion() {
         ),
     ];
     for (flags, dtype, n, lines) in cases {
+        let acc = if flags.ends_with("--out f16") {
+            "f16"
+        } else {
+            "f32"
+        };
         let o = reveal_tensor_core_dot(
             flags,
             dtype,
             n,
-            &["--acc-dtype", "f32", "--format", "summary"],
+            &["--acc-dtype", acc, "--format", "summary"],
         );
         assert!(o.status.success(), "{flags}: {}", stderr(&o));
         let out = stdout(&o);
@@ -967,7 +1038,7 @@ fn summary_format_states_block_size_c_and_promotion() {
 #[test]
 fn acc_dtype_and_op_are_checked() {
     let exec = ["reveal", "--exec", "cat", "--n"];
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 9] = [
         (
             &["reveal", "iter-sum", "--n", "8", "--acc-dtype", "f64"],
             "--acc-dtype",
@@ -979,6 +1050,14 @@ fn acc_dtype_and_op_are_checked() {
         (
             &["8", "--dtype", "f8e4m3", "--acc-dtype", "f8e5m2"],
             "operand type",
+        ),
+        (
+            &["8", "--dtype", "tf32", "--acc-dtype", "tf32"],
+            "operand type",
+        ),
+        (
+            &["8", "--dtype", "tf32", "--acc-dtype", "bf16"],
+            "cannot hold",
         ),
         // the built-in with f16 operands and f32 accumulation names the missing flag
         (

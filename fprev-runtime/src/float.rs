@@ -82,7 +82,8 @@ impl FloatFormat {
 }
 
 /// A float type that can be revealed: `f64`, `f32`, [`half::f16`], [`half::bf16`], and the
-/// 8-bit [`F8E4M3`] and [`F8E5M2`] (as operands, usually with a wider accumulator).
+/// operand types [`F8E4M3`], [`F8E5M2`], their FNUZ variants and [`Tf32`] (usually with a
+/// wider accumulator).
 ///
 /// The trait is sealed; its constants describe the format, its methods convert exactly
 /// through `f64` (every supported type embeds in `f64`).
@@ -118,7 +119,9 @@ pub trait ProbeFloat:
 }
 
 mod fp8;
+mod tf32;
 pub use fp8::{F8E4M3Fnuz, F8E5M2Fnuz, F8E4M3, F8E5M2};
+pub use tf32::{Tf32, Tf32Rounding};
 
 mod private {
     pub trait Sealed {}
@@ -126,6 +129,7 @@ mod private {
     impl Sealed for super::F8E5M2 {}
     impl Sealed for super::F8E4M3Fnuz {}
     impl Sealed for super::F8E5M2Fnuz {}
+    impl Sealed for super::Tf32 {}
     impl Sealed for f32 {}
     impl Sealed for f64 {}
     impl Sealed for half::f16 {}

@@ -82,6 +82,86 @@ pub enum AccumulatorJoin {
     Late,
 }
 
+/// How a step cuts the bits that fall below its quantum.
+///
+/// ```
+/// use fprev::fused::Rounding;
+/// assert_eq!(Rounding::TowardZero.integer(-2.5), -2.0);
+/// assert_eq!(Rounding::NearestEven.integer(-2.5), -2.0);
+/// assert_eq!(Rounding::TowardNegative.integer(-2.5), -3.0);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Rounding {
+    /// Truncation: NVIDIA's alignment and result steps, AMD's alignment of products.
+    TowardZero,
+    /// To nearest, ties to even.
+    NearestEven,
+    /// Toward minus infinity (floor): AMD CDNA3's alignment of a block's sum and the
+    /// running value (MMA-Sim, arXiv:2511.10909, `amd_fused_dot_rd_add`).
+    TowardNegative,
+}
+
+impl Rounding {
+    /// `v` rounded to an integer this way.
+    pub fn integer(self, v: f64) -> f64 {
+        match self {
+            Rounding::TowardZero => v.trunc(),
+            Rounding::NearestEven => v.round_ties_even(),
+            Rounding::TowardNegative => v.floor(),
+        }
+    }
+
+    /// The rounding in words, for reports.
+    ///
+    /// ```
+    /// assert_eq!(fprev::fused::Rounding::TowardNegative.words(), "toward minus infinity");
+    /// ```
+    pub fn words(self) -> &'static str {
+        match self {
+            Rounding::TowardZero => "toward zero",
+            Rounding::NearestEven => "to nearest even",
+            Rounding::TowardNegative => "toward minus infinity",
+        }
+    }
+}
+
+/// How the running value is cut in a block it enters aligned ([`AccumulatorJoin::Aligned`]).
+///
+/// ```
+/// use fprev::fused::{AccumulatorCut, BlockFma, Rounding};
+/// let cdna3 = BlockFma::CDNA3_F16;
+/// assert_eq!(
+///     cdna3.accumulator_cut,
+///     AccumulatorCut::TwoStage { block_frac: 31, acc_frac: 24, rounding: Rounding::TowardNegative }
+/// );
+/// assert_eq!(BlockFma::H100.accumulator_cut, AccumulatorCut::WithProducts);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AccumulatorCut {
+    /// One more term of the block: aligned with the products to their common largest
+    /// exponent and cut as they are (NVIDIA's Tensor Cores).
+    WithProducts,
+    /// In two stages: the block's products are aligned and cut among themselves first
+    /// (to `frac` bits below their largest exponent); their exact sum and the running
+    /// value are then aligned to the larger of the two exponents (the running value's
+    /// clamped below at the accumulator format's smallest normal exponent, a zero's taken
+    /// as that), cut as `rounding` says, the sum to `block_frac` fraction bits below it and
+    /// the running value to `acc_frac`, added exactly and rounded to nearest in the
+    /// accumulator type: AMD CDNA3's matrix cores, 31 and 24 bits toward minus infinity
+    /// (MMA-Sim, arXiv:2511.10909, `amd_fused_dot_rd_add`). The first block meets a zero
+    /// running value the same way. The tree is that of [`WithProducts`](Self::WithProducts):
+    /// the running value is cut relative to the block's products, so it is one of the
+    /// block's children.
+    TwoStage {
+        /// Fraction bits of the products' sum kept below the larger exponent.
+        block_frac: u32,
+        /// Fraction bits of the running value kept below it.
+        acc_frac: u32,
+        /// How both are cut.
+        rounding: Rounding,
+    },
+}
+
 /// A block-FMA fused adder and the chain of blocks a dot product runs through it.
 ///
 /// All arithmetic is exact until the two truncations the parameters name, then one
@@ -119,6 +199,11 @@ pub struct BlockFma {
     /// The block's largest exponent is clamped below at this one (so terms far below
     /// `2^min_exp` are cut even in a block of tiny values); `None`: no clamp.
     pub min_exp: Option<i32>,
+    /// How the alignment step cuts each term to `frac` bits (toward zero on every
+    /// published unit).
+    pub align_rounding: Rounding,
+    /// How the running value is cut when it enters a block aligned.
+    pub accumulator_cut: AccumulatorCut,
 }
 
 /// The widest alignment [`BlockFma`] models: aligned sums of up to 64 terms stay exact in
@@ -157,6 +242,8 @@ impl BlockFma {
         chunk: None,
         alignment: Alignment::OperandExponents,
         min_exp: Some(-126),
+        align_rounding: Rounding::TowardZero,
+        accumulator_cut: AccumulatorCut::WithProducts,
     };
 
     /// Ampere A100 (and Turing, Ada Lovelace), fp16/bf16 products into f32: blocks of 8
@@ -219,6 +306,69 @@ impl BlockFma {
         ..BlockFma::V100
     };
 
+    /// Ampere A100 (and Ada Lovelace), TF32 products into f32 (`mma.m16n8k8` with
+    /// `.tf32` operands, run as two 4-product halves; `m16n8k4` is one block): blocks of
+    /// 4 products plus the accumulator, 24 fraction bits kept in alignment, the result
+    /// truncated to 23 (MMA-Sim, arXiv:2511.10909, "Ampere"/"Ada Lovelace": 24 bits,
+    /// split k for `k = 8` with f32 operands, which it cuts to TF32 first; Khattak and
+    /// Mikaitis, arXiv:2512.07004). Operands are [`Tf32`](crate::float::Tf32) values.
+    pub const A100_TF32: BlockFma = BlockFma {
+        nfma: 4,
+        ..BlockFma::A100
+    };
+
+    /// Hopper H100, TF32 products into f32 (`wgmma` with k = 8): blocks of 8 products
+    /// plus the accumulator, 25 fraction bits kept in alignment as for fp16, the result
+    /// truncated to 23 (MMA-Sim, arXiv:2511.10909, `wgmma` "Hopper": 25 bits, k = 8 for
+    /// `tf32`; Khattak and Mikaitis, arXiv:2512.07004).
+    pub const H100_TF32: BlockFma = BlockFma {
+        nfma: 8,
+        ..BlockFma::H100
+    };
+
+    /// Blackwell B200, TF32 products into f32 (`tcgen05.mma` `kind::tf32`, k = 8):
+    /// blocks of 8 products plus the accumulator, 25 fraction bits, the result truncated
+    /// to 23 (MMA-Sim, arXiv:2511.10909, `tcgen05.mma`: 25 bits; Khattak and Mikaitis,
+    /// arXiv:2512.07004).
+    pub const B200_TF32: BlockFma = BlockFma {
+        nfma: 8,
+        ..BlockFma::B200
+    };
+
+    /// AMD CDNA3 (MI300) matrix cores, fp16 or bf16 products into f32
+    /// (`v_mfma_f32_16x16x16_f16`, `32x32x8`): groups of 8 products aligned among
+    /// themselves by their operands' exponent sums to the largest, 24 fraction bits cut
+    /// toward zero (no clamp of that exponent); the group's sum and the running value
+    /// are then aligned to the larger of their exponents and cut toward minus infinity,
+    /// the sum to 31 fraction bits and the running value to 24, added and rounded to
+    /// nearest in f32 ([`AccumulatorCut::TwoStage`]; the tree is a chain of 9-way nodes)
+    /// (MMA-Sim, arXiv:2511.10909: `mfma` on "CDNA3", `fused_dot_rd_add`, group size
+    /// `min(8, k)`, 24 bits; `amd_fused_dot_rd_add` for the 31/24-bit round-down join).
+    pub const CDNA3_F16: BlockFma = BlockFma {
+        nfma: 8,
+        frac: 24,
+        frac_out: None,
+        accumulator: AccumulatorJoin::Aligned,
+        chunk: None,
+        alignment: Alignment::OperandExponents,
+        min_exp: None,
+        align_rounding: Rounding::TowardZero,
+        accumulator_cut: AccumulatorCut::TwoStage {
+            block_frac: 31,
+            acc_frac: 24,
+            rounding: Rounding::TowardNegative,
+        },
+    };
+
+    /// AMD CDNA3 (MI300) `xf32` instructions (`v_mfma_f32_16x16x8_xf32`): f32 operands
+    /// cut to TF32 ([`Tf32`](crate::float::Tf32)), groups of 4 products, otherwise as
+    /// [`CDNA3_F16`](Self::CDNA3_F16) (MMA-Sim, arXiv:2511.10909: `xf32` group size 4,
+    /// `truncate_to_tf32`).
+    pub const CDNA3_XF32: BlockFma = BlockFma {
+        nfma: 4,
+        ..BlockFma::CDNA3_F16
+    };
+
     /// Every preset with its name, for tables and command lines.
     ///
     /// ```
@@ -233,6 +383,11 @@ impl BlockFma {
         ("h100-fp8-slow", BlockFma::H100_FP8_SLOW),
         ("ada-fp8", BlockFma::ADA_FP8),
         ("b200", BlockFma::B200),
+        ("a100-tf32", BlockFma::A100_TF32),
+        ("h100-tf32", BlockFma::H100_TF32),
+        ("b200-tf32", BlockFma::B200_TF32),
+        ("cdna3-f16", BlockFma::CDNA3_F16),
+        ("cdna3-xf32", BlockFma::CDNA3_XF32),
     ];
 
     /// The preset named `name` (see [`PRESETS`](Self::PRESETS)).
@@ -260,6 +415,26 @@ impl BlockFma {
                 "frac = {} (at most {MAX_FRAC} fraction bits are modelled)",
                 self.frac
             )));
+        }
+        if let AccumulatorCut::TwoStage {
+            block_frac,
+            acc_frac,
+            ..
+        } = self.accumulator_cut
+        {
+            if block_frac > MAX_FRAC || acc_frac > MAX_FRAC {
+                return Err(InvalidModel(format!(
+                    "two-stage widths {block_frac}/{acc_frac} (at most {MAX_FRAC} fraction \
+                     bits are modelled)"
+                )));
+            }
+            if self.accumulator != AccumulatorJoin::Aligned {
+                return Err(InvalidModel(
+                    "a two-stage cut of the running value needs it aligned with each block \
+                     (accumulator: Aligned)"
+                        .into(),
+                ));
+            }
         }
         if let Some(k) = self.chunk {
             if k == 0 || k % self.nfma != 0 {
@@ -292,8 +467,40 @@ impl BlockFma {
 
     /// One fused node over `(value, alignment exponent)` pairs (see [`Alignment`]).
     pub(crate) fn node<T: ProbeFloat>(&self, terms: &[(f64, i32)]) -> T {
-        let sum = aligned_sum(self.frac, self.min_exp, terms);
+        let (sum, _) = self.node_exact(terms);
         T::from_f64_round(output(sum, self.frac_out, T::FORMAT.min_exp))
+    }
+
+    /// One fused node's exact aligned sum, before the result is rounded, and the
+    /// exponent it was aligned to.
+    pub(crate) fn node_exact(&self, terms: &[(f64, i32)]) -> (f64, i32) {
+        aligned_sum(self.frac, self.min_exp, self.align_rounding, terms)
+    }
+
+    /// The two-stage block of [`AccumulatorCut::TwoStage`]: the running value `acc`
+    /// (none before the first block) and the exact sum `block` of the block's products
+    /// with the exponent they were aligned to. With
+    /// [`AccumulatorCut::WithProducts`] the block alone, rounded as `frac_out` says.
+    pub(crate) fn join<T: ProbeFloat>(&self, acc: Option<T>, block: (f64, i32)) -> T {
+        let AccumulatorCut::TwoStage {
+            block_frac,
+            acc_frac,
+            rounding,
+        } = self.accumulator_cut
+        else {
+            return T::from_f64_round(output(block.0, self.frac_out, T::FORMAT.min_exp));
+        };
+        let c = acc.map_or(0.0, |a| a.to_f64());
+        if !c.is_finite() || !block.0.is_finite() {
+            return T::from_f64_round(c + block.0);
+        }
+        // a block whose products cancel keeps their exponent: it still cuts c
+        let top = clamped_exponent(c, T::FORMAT).max(block.1);
+        let cut = |v: f64, frac: u32| {
+            let shift = frac as i32 - top;
+            scale2(rounding.integer(scale2(v, shift)), -shift)
+        };
+        T::from_f64_round(cut(block.0, block_frac) + cut(c, acc_frac))
     }
 
     /// The alignment exponent of `v`, a plain summand or running value of `T`.
@@ -370,19 +577,33 @@ impl BlockFma {
             let mut acc: Option<T> = None;
             for block in part.chunks(self.nfma) {
                 terms.clear();
-                if let (AccumulatorJoin::Aligned, Some(a)) = (self.accumulator, acc) {
+                let two_stage = self.accumulator_cut != AccumulatorCut::WithProducts;
+                if let (AccumulatorJoin::Aligned, false, Some(a)) =
+                    (self.accumulator, two_stage, acc)
+                {
                     terms.push((a.to_f64(), self.exponent::<T>(a.to_f64())));
                 }
                 terms.extend_from_slice(block);
-                // a lone term is no addition: it passes as it is (rounded to T)
-                let b: T = if terms.len() == 1 {
-                    T::from_f64_round(terms[0].0)
-                } else {
-                    self.node(&terms)
-                };
+                let lone = terms.len() == 1;
                 acc = Some(match (self.accumulator, acc) {
-                    (AccumulatorJoin::Late, Some(a)) => a.add(b),
-                    _ => b,
+                    // the products first, then the running value (even a zero one before
+                    // the first block, which makes -0 a +0)
+                    _ if two_stage => {
+                        let sum = if lone {
+                            terms[0]
+                        } else {
+                            self.node_exact(&terms)
+                        };
+                        self.join(acc, sum)
+                    }
+                    // a lone term is no addition: it passes as it is (rounded to T)
+                    (_, None) if lone => T::from_f64_round(terms[0].0),
+                    (AccumulatorJoin::Aligned, _) => self.node(&terms),
+                    (AccumulatorJoin::Late, Some(a)) if lone => {
+                        a.add(T::from_f64_round(terms[0].0))
+                    }
+                    (AccumulatorJoin::Late, Some(a)) => a.add(self.node(&terms)),
+                    (AccumulatorJoin::Late, None) => self.node(&terms),
                 });
             }
             let Some(acc) = acc else { continue };
@@ -503,24 +724,29 @@ fn clamped_exponent(x: f64, fmt: FloatFormat) -> i32 {
 }
 
 /// The exact sum of `terms`, `(value, alignment exponent)` pairs, aligned to the largest
-/// exponent of a non-zero term (clamped below at `min_exp`), each truncated toward zero
-/// to `frac` fraction bits below it. Exact in `f64` for up to 64 terms of `frac <= 45`
+/// exponent of a non-zero term (clamped below at `min_exp`), each cut as `rounding` says
+/// to `frac` fraction bits below it, and that exponent. Exact in `f64` for up to 64 terms of `frac <= 45`
 /// whose values stay below 4 times `2^exponent`. A zero result is `+0`, as the hardware
 /// writes a sum that cancels or truncates to nothing.
-pub(crate) fn aligned_sum(frac: u32, min_exp: Option<i32>, terms: &[(f64, i32)]) -> f64 {
+pub(crate) fn aligned_sum(
+    frac: u32,
+    min_exp: Option<i32>,
+    rounding: Rounding,
+    terms: &[(f64, i32)],
+) -> (f64, i32) {
     if terms.iter().any(|t| !t.0.is_finite()) {
-        return terms.iter().map(|t| t.0).sum();
+        return (terms.iter().map(|t| t.0).sum(), 0);
     }
     let Some(emax) = terms.iter().filter(|t| t.0 != 0.0).map(|t| t.1).max() else {
-        return 0.0;
+        return (0.0, min_exp.unwrap_or(i32::MIN / 4));
     };
     let emax = emax.max(min_exp.unwrap_or(i32::MIN));
     let shift = frac as i32 - emax;
     let mut acc: i128 = 0;
     for &(t, _) in terms {
-        acc += scale2(t, shift).trunc() as i128;
+        acc += rounding.integer(scale2(t, shift)) as i128;
     }
-    scale2(acc as f64, -shift)
+    (scale2(acc as f64, -shift), emax)
 }
 
 /// `v` truncated toward zero to `frac_out` fraction bits below its leading bit (that bit
@@ -539,38 +765,39 @@ pub(crate) fn output(v: f64, frac_out: Option<u32>, min_exp: i32) -> f64 {
 mod tests {
     use super::*;
 
+    fn rz_sum(frac: u32, min_exp: Option<i32>, terms: &[(f64, i32)]) -> f64 {
+        aligned_sum(frac, min_exp, Rounding::TowardZero, terms).0
+    }
+
     #[test]
     fn aligned_sums_truncate_below_the_largest_exponent() {
         // 2^3 + 2^-21: with 23 bits below 2^3 the quantum is 2^-20, the small term goes
         let at =
             |v: &[f64]| -> Vec<(f64, i32)> { v.iter().map(|&x| (x, binade_or_min(x))).collect() };
         // 2^3 + 2^-21: with 23 bits below 2^3 the quantum is 2^-20, the small term goes
-        assert_eq!(aligned_sum(23, None, &at(&[8.0, 2f64.powi(-21)])), 8.0);
+        assert_eq!(rz_sum(23, None, &at(&[8.0, 2f64.powi(-21)])), 8.0);
         assert_eq!(
-            aligned_sum(24, None, &at(&[8.0, 2f64.powi(-21)])),
+            rz_sum(24, None, &at(&[8.0, 2f64.powi(-21)])),
             8.0 + 2f64.powi(-21)
         );
         // truncation is toward zero for negative terms too
-        assert_eq!(aligned_sum(2, None, &at(&[4.0, -0.75])), 4.0);
-        assert_eq!(aligned_sum(2, None, &at(&[4.0, -1.75])), 3.0);
-        assert_eq!(aligned_sum(10, None, &at(&[0.0, 0.0])), 0.0);
-        assert!(aligned_sum(10, None, &at(&[f64::NAN, 1.0])).is_nan());
+        assert_eq!(rz_sum(2, None, &at(&[4.0, -0.75])), 4.0);
+        assert_eq!(rz_sum(2, None, &at(&[4.0, -1.75])), 3.0);
+        assert_eq!(rz_sum(10, None, &at(&[0.0, 0.0])), 0.0);
+        assert!(rz_sum(10, None, &at(&[f64::NAN, 1.0])).is_nan());
         // a cancelling sum is +0, whatever the signs
-        let zero = aligned_sum(10, None, &at(&[-1.0, 1.0, -0.0]));
+        let zero = rz_sum(10, None, &at(&[-1.0, 1.0, -0.0]));
         assert!(zero == 0.0 && zero.is_sign_positive());
         // the largest exponent clamped at 2^0: 2^-3 keeps 2 bits below 2^0, so it is cut
         assert_eq!(
-            aligned_sum(2, Some(0), &at(&[2f64.powi(-3), 2f64.powi(-3)])),
+            rz_sum(2, Some(0), &at(&[2f64.powi(-3), 2f64.powi(-3)])),
             0.0
         );
-        assert_eq!(
-            aligned_sum(2, None, &at(&[2f64.powi(-3), 2f64.powi(-3)])),
-            0.25
-        );
+        assert_eq!(rz_sum(2, None, &at(&[2f64.powi(-3), 2f64.powi(-3)])), 0.25);
         // a product 1.5 x 1.5 aligned by its operands' exponents (0 + 0) keeps 2 bits
         // below 2^0, so 2.25 survives whole; by its own exponent (1) it does not
-        assert_eq!(aligned_sum(2, None, &[(2.25, 0), (0.0, 0)]), 2.25);
-        assert_eq!(aligned_sum(2, None, &[(2.25, 1), (0.0, 0)]), 2.0);
+        assert_eq!(rz_sum(2, None, &[(2.25, 0), (0.0, 0)]), 2.25);
+        assert_eq!(rz_sum(2, None, &[(2.25, 1), (0.0, 0)]), 2.0);
     }
 
     #[test]

@@ -490,6 +490,22 @@ impl Reveal {
         // other once the replays below confirm it.
         let flat = n >= 3 && tree.children(tree.root()).len() == n;
         if flat && !truncating && !self.accept_flat {
+            // one block of a matrix unit whose result is rounded to a narrow accumulator
+            // (an f16 one) keeps every unit next to the masks, as an exact sum would: it
+            // is the one node the probes found, with the arithmetic the fit measures
+            if let Some(fitted) = narrow_product_block(prober, &tree, self.seed) {
+                return Ok(Attempt {
+                    tree,
+                    recognized,
+                    verification: Verification {
+                        performed: true,
+                        replayed: fitted.inputs,
+                        fused: Some(fitted),
+                        ..Verification::default()
+                    },
+                    unverified_truncation: false,
+                });
+            }
             return Err(flat_root(prober, &answered, self.seed));
         }
         let mut verification = Verification::default();
@@ -728,6 +744,21 @@ fn single<T: ProbeFloat, X: Target<T>>(
         recognized: None,
         verification: Verification::default(),
     })
+}
+
+/// The fitted arithmetic of a flat `tree` over the products of a target that answers in
+/// a format narrower than f32 (one fused block rounded to f16 or bf16), when a
+/// block-FMA model reproduces the target's random inputs; `None` for other targets (a
+/// plain sum that is order-independent stays an error) or when no model does.
+fn narrow_product_block<T: ProbeFloat, X: Target<T>>(
+    prober: &mut Prober<T, X>,
+    tree: &SumTree,
+    seed: u64,
+) -> Option<FittedFused> {
+    if T::FORMAT.precision >= f32::FORMAT.precision || !prober.products() {
+        return None;
+    }
+    fit::fit(prober, tree, seed).ok()
 }
 
 /// Why the search ended in one node over every input, from what the target answered:

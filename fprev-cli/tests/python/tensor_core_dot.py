@@ -3,8 +3,8 @@ describe it, written from the papers, not from fprev's code (so the two cannot s
 bug): Khattak and Mikaitis, "Accurate Models of NVIDIA Tensor Cores" (arXiv:2512.07004),
 and Xie et al., "MMA-Sim" (arXiv:2511.10909). Plain Python integers, no numpy.
 
-Usage: tensor_core_dot.py --fmt e4m3|e5m2|e4m3fnuz|e5m2fnuz|f16|bf16 --nfma N --frac F --out f32|e8m13|f16
-                          [--align operands|product] [--chunk K] [--c aligned|late]
+Usage: tensor_core_dot.py --fmt e4m3|e5m2|e4m3fnuz|e5m2fnuz|f16|bf16|tf32 --nfma N --frac F --out f32|e8m13|f16
+                          [--align operands|product] [--chunk K] [--c aligned|late|amd]
 
 Each input line holds 2n numbers, a then b; the answer is one float. One block of the
 chain: the running value c and the next N products a_i b_i. Each operand's exponent is
@@ -20,13 +20,29 @@ chain restarts every K products and the chunk results are added in f32, round to
 nearest even (cuBLAS's FP8 promotion). With --c late the block's products are fused
 alone (c = 0 in the node) and the running value is added to the block result afterwards
 in f32, round to nearest even (Khattak and Mikaitis: the presets that add c late).
+With --c amd the block is AMD CDNA3's (Xie et al., MMA-Sim, `amd_fused_dot_rd_add`): the
+block's products alone are aligned to their largest exponent (no clamp at -126) and cut
+toward zero to F bits; the block's sum and the running value c (its exponent clamped at
+-126, a zero's taken as -126) are then aligned to the larger of their two exponents and
+cut toward minus infinity, the sum to 31 fraction bits and c to 24, added exactly and
+rounded to nearest even in f32 (the first block meets c = 0 the same way).
+With --fmt tf32 the operands arrive as f32 values and are cut to TF32 first, as the
+hardware reads them: the low 13 of f32's 23 fraction bits dropped (toward zero).
 """
 import argparse
 import sys
 
 # smallest normal exponent of each operand format
 # (AMD's FNUZ formats: bias one larger than OCP's, so one binade lower)
-EMIN = {"e4m3": -6, "e5m2": -14, "e4m3fnuz": -7, "e5m2fnuz": -15, "f16": -14, "bf16": -126}
+EMIN = {
+    "e4m3": -6,
+    "e5m2": -14,
+    "e4m3fnuz": -7,
+    "e5m2fnuz": -15,
+    "f16": -14,
+    "bf16": -126,
+    "tf32": -126,
+}
 F32_EMIN = -126
 
 
@@ -67,6 +83,15 @@ def to_float(m, e):
     return float(m) * 2.0 ** e if m else 0.0
 
 
+def tf32_cut(m, e):
+    """An f32 value m 2^e cut toward zero to TF32's 10 fraction bits (a quantum of
+    2^(lead - 10), no lower than 2^(-126 - 10) for subnormals)."""
+    if m == 0:
+        return m, e
+    q = max(lead(m, e), EMIN["tf32"]) - 10
+    return cut(m, e, q), q
+
+
 def operand_exponent(m, e, fmt):
     if m == 0:
         return EMIN[fmt]
@@ -94,6 +119,34 @@ def block(c, products, args):
     return (cut(total, q, top - bits), top - bits)
 
 
+def floor_to(m, e, q):
+    """m 2^e rounded toward minus infinity to a multiple of 2^q, as the count."""
+    if e >= q:
+        return m << (e - q)
+    return m >> (q - e)  # Python's >> floors negative integers
+
+
+def amd_block(c, products, args):
+    """AMD CDNA3: the products fused alone, then joined to c with the 31/24-bit
+    round-down alignment, rounded to nearest even in f32."""
+    live = [p for p in products if p[0][0] != 0]
+    if live:
+        emax = max(x for _, x in live)
+        q = emax - args.frac
+        s = (sum(cut(m, e, q) for (m, e), _ in live), q)
+    else:
+        emax, s = None, (0, 0)
+    ec = max(lead(*c), F32_EMIN) if c[0] != 0 else F32_EMIN
+    top = ec if emax is None else max(emax, ec)
+    qs, qc = top - 31, top - 24
+    q = min(qs, qc)
+    total = (floor_to(s[0], s[1], qs) << (qs - q)) + (floor_to(c[0], c[1], qc) << (qc - q))
+    if total == 0:
+        return (0, 0)
+    qo = max(lead(total, q), F32_EMIN) - 23
+    return (nearest_even(total, q, qo), qo)
+
+
 def add_f32(x, y):
     """x + y (both (m, e)) rounded to nearest even in f32."""
     e = min(x[1], y[1])
@@ -110,6 +163,9 @@ def dot(a, b, args):
     for x, y in zip(a, b):
         mx, ex = exact(x)
         my, ey = exact(y)
+        if args.fmt == "tf32":
+            mx, ex = tf32_cut(mx, ex)
+            my, ey = tf32_cut(my, ey)
         m, e = mx * my, ex + ey
         if args.align == "operands":
             at = operand_exponent(mx, ex, args.fmt) + operand_exponent(my, ey, args.fmt)
@@ -122,7 +178,9 @@ def dot(a, b, args):
         c = (0, 0)
         part = products[start : start + chunk]
         for k in range(0, len(part), args.nfma):
-            if args.c == "late":
+            if args.c == "amd":
+                c = amd_block(c, part[k : k + args.nfma], args)
+            elif args.c == "late":
                 c = add_f32(c, block((0, 0), part[k : k + args.nfma], args))
             else:
                 c = block(c, part[k : k + args.nfma], args)
@@ -138,7 +196,7 @@ def main():
     p.add_argument("--out", choices=["f32", "e8m13", "f16"], required=True)
     p.add_argument("--align", choices=["operands", "product"], default="operands")
     p.add_argument("--chunk", type=int, default=0)
-    p.add_argument("--c", choices=["aligned", "late"], default="aligned")
+    p.add_argument("--c", choices=["aligned", "late", "amd"], default="aligned")
     args = p.parse_args()
     for line in sys.stdin:
         v = [float(t) for t in line.split()]

@@ -1,6 +1,6 @@
 //! cuBLAS math modes, and TF32 as a probe input format.
 
-use crate::float::FloatFormat;
+use crate::float::{FloatFormat, ProbeFloat, Tf32};
 
 /// cuBLAS math mode (`cublasSetMathMode`).
 #[non_exhaustive]
@@ -16,10 +16,6 @@ pub enum MathMode {
     Tf32,
 }
 
-/// TF32 as a probe input format: f32's range, 11 significant bits.
-pub const TF32: FloatFormat = FloatFormat {
-    name: "tf32",
-    precision: 11,
-    min_exp: -126,
-    max_exp: 127,
-};
+/// TF32 as a probe input format: f32's range, 11 significant bits (the format of
+/// [`Tf32`], the operand type).
+pub const TF32: FloatFormat = Tf32::FORMAT;

@@ -10,7 +10,7 @@
 use super::error::RevealError;
 use super::prober::Prober;
 use crate::float::ProbeFloat;
-use crate::fused::{AccumulatorJoin, Alignment, BlockFma, MAX_FRAC};
+use crate::fused::{AccumulatorCut, AccumulatorJoin, Alignment, BlockFma, Rounding, MAX_FRAC};
 use crate::target::Target;
 use crate::tree::SumTree;
 use std::cell::RefCell;
@@ -59,6 +59,16 @@ pub struct FittedFused {
     /// read off the tree; `None` when the tree is no chain of blocks that
     /// [`BlockFma::tree`] draws (a pairwise tree of fused pairs, say).
     pub structure: Option<ChainStructure>,
+    /// How the running value is cut in a block: with the products
+    /// ([`AccumulatorCut::WithProducts`], also for trees with no running value), or in two
+    /// stages as AMD CDNA3 does, with the narrowest consistent widths.
+    pub accumulator_cut: AccumulatorCut,
+    /// For a two-stage cut, the consistent widths of the products' sum and of the
+    /// running value (smallest and largest of each) under its rounding.
+    pub accumulator_cut_ranges: Option<[(u32, u32); 2]>,
+    /// For a two-stage cut, whether the answers told its rounding apart from the other
+    /// one fitted (toward minus infinity, toward zero); `false`: both are consistent.
+    pub accumulator_cut_rounding_decided: bool,
 }
 
 /// A measured count with the smallest and largest values still consistent with the
@@ -257,6 +267,29 @@ impl std::fmt::Display for FittedFused {
                 "a fused node's result and one product fused, other binary nodes rounded"
             }
         };
+        if let AccumulatorCut::TwoStage {
+            block_frac,
+            acc_frac,
+            rounding,
+        } = self.accumulator_cut
+        {
+            let [(b0, b1), (c0, c1)] = self
+                .accumulator_cut_ranges
+                .unwrap_or([(block_frac, block_frac), (acc_frac, acc_frac)]);
+            let also = if self.accumulator_cut_rounding_decided {
+                ""
+            } else {
+                " (or the other way, not told apart)"
+            };
+            write!(
+                f,
+                ", each block's products summed first, that sum and the running value then \
+                 aligned to the larger exponent and cut {}{also} to {block_frac} ({b0}-{b1} \
+                 consistent) and {acc_frac} ({c0}-{c1} consistent) fraction bits, added and \
+                 rounded to nearest",
+                rounding.words()
+            )?;
+        }
         write!(
             f,
             ", {binary}; {} random inputs reproduced bit for bit",
@@ -362,10 +395,15 @@ impl Candidate {
         frac_out: Option<u32>,
         alignment: Alignment,
         binary: BinaryNodes,
+        accumulator_cut: AccumulatorCut,
     ) -> Candidate {
         // the hardware rule clamps exponents at the accumulator format's normal range
-        // (MMA-Sim's and Khattak and Mikaitis's models); the textbook rule has no clamp
-        let min_exp = (alignment == Alignment::OperandExponents).then_some(T::FORMAT.min_exp);
+        // (MMA-Sim's and Khattak and Mikaitis's models of NVIDIA's units); the textbook
+        // rule has no clamp, and neither has AMD's, whose blocks align their products
+        // alone
+        let nvidia = alignment == Alignment::OperandExponents
+            && accumulator_cut == AccumulatorCut::WithProducts;
+        let min_exp = nvidia.then_some(T::FORMAT.min_exp);
         Candidate {
             model: BlockFma {
                 nfma: 1,
@@ -375,6 +413,8 @@ impl Candidate {
                 chunk: None,
                 alignment,
                 min_exp,
+                align_rounding: Rounding::TowardZero,
+                accumulator_cut,
             },
             binary,
         }
@@ -402,6 +442,9 @@ impl Candidate {
             }
         };
         let buf = RefCell::new(Vec::new());
+        if m.accumulator_cut != AccumulatorCut::WithProducts {
+            return self.replay_two_stage(tree, x, &term);
+        }
         tree.replay_with(
             x,
             |kids, vals| {
@@ -419,6 +462,45 @@ impl Candidate {
             },
         )
     }
+
+    /// [`replay`](Self::replay) under a two-stage cut of the running value: a
+    /// multi-way node with one inner child is a block whose leaves are its products and
+    /// whose inner child is the running value; a binary node over an inner node and a
+    /// leaf is a block of one product; any other binary node is one round-to-nearest
+    /// addition.
+    fn replay_two_stage<T: ProbeFloat>(
+        &self,
+        tree: &SumTree,
+        x: &[T],
+        term: &dyn Fn(u32, f64) -> (f64, i32),
+    ) -> T {
+        let n = tree.leaf_count() as u32;
+        let m = self.model;
+        let buf = RefCell::new(Vec::new());
+        tree.replay_with(
+            x,
+            |kids, vals| {
+                let mut terms = buf.borrow_mut();
+                terms.clear();
+                let mut acc = None;
+                for (&c, &v) in kids.iter().zip(vals) {
+                    if c >= n && acc.is_none() {
+                        acc = Some(T::from_f64_round(v));
+                    } else {
+                        terms.push(term(c, v));
+                    }
+                }
+                m.join(acc, m.node_exact(&terms))
+            },
+            |kids, a: T, b: T| {
+                if kids[0] >= n && kids[1] < n {
+                    m.join(Some(a), term(kids[1], b.to_f64()))
+                } else {
+                    a.add(b)
+                }
+            },
+        )
+    }
 }
 
 /// `tree` over `x` under a fitted model, the leaves' operand exponent sums `exps` when
@@ -429,8 +511,43 @@ pub(crate) fn replay<T: ProbeFloat>(
     x: &[T],
     exps: Option<&[i32]>,
 ) -> T {
-    Candidate::new::<T>(f.frac, f.frac_out, f.alignment, f.binary).replay(tree, x, exps)
+    Candidate::new::<T>(f.frac, f.frac_out, f.alignment, f.binary, f.accumulator_cut)
+        .replay(tree, x, exps)
 }
+
+/// Whether `tree` has a running value: a node of three or more children one of which is
+/// an inner node, where a two-stage cut of it could act.
+fn has_running_values(tree: &SumTree) -> bool {
+    let n = tree.leaf_count();
+    (n..n + tree.inner_count()).any(|v| {
+        let kids = tree.children(v);
+        kids.len() > 2 && kids.iter().any(|&c| c as usize >= n)
+    })
+}
+
+/// The two-stage cuts fitted where a tree has running values: each rounding of the cut,
+/// block widths and running-value widths around those of the published units.
+fn two_stage_candidates() -> impl Iterator<Item = AccumulatorCut> {
+    [Rounding::TowardNegative, Rounding::TowardZero]
+        .into_iter()
+        .flat_map(|rounding| {
+            (JOIN_BLOCK_FRAC.0..=JOIN_BLOCK_FRAC.1).flat_map(move |block_frac| {
+                (JOIN_ACC_FRAC.0..=JOIN_ACC_FRAC.1).map(move |acc_frac| AccumulatorCut::TwoStage {
+                    block_frac,
+                    acc_frac,
+                    rounding,
+                })
+            })
+        })
+}
+
+/// The block widths a two-stage cut is fitted over.
+const JOIN_BLOCK_FRAC: (u32, u32) = (22, 40);
+/// The running-value widths a two-stage cut is fitted over.
+const JOIN_ACC_FRAC: (u32, u32) = (20, 30);
+/// The alignment widths fitted with a two-stage cut: blocks of products whose sum the
+/// second stage cuts again.
+const JOIN_FRAC: (u32, u32) = (10, 30);
 
 /// Random inputs a truncating tree is replayed on: more than a plain tree's, because a
 /// family of models is fitted to them and a wrong tree must miss with every one.
@@ -471,8 +588,28 @@ pub(crate) fn fit<T: ProbeFloat, X: Target<T>>(
                 ] {
                     for frac_out in std::iter::once(None).chain((2..=out_bits).map(Some)) {
                         for frac in 2..=MAX_FRAC {
-                            candidates.push(Candidate::new::<T>(frac, frac_out, alignment, binary));
+                            candidates.push(Candidate::new::<T>(
+                                frac,
+                                frac_out,
+                                alignment,
+                                binary,
+                                AccumulatorCut::WithProducts,
+                            ));
                         }
+                    }
+                }
+            }
+            // AMD's second stage rounds to nearest once, after the cut: no result width
+            if has_running_values(tree) {
+                for join in two_stage_candidates() {
+                    for frac in JOIN_FRAC.0..=JOIN_FRAC.1 {
+                        candidates.push(Candidate::new::<T>(
+                            frac,
+                            None,
+                            alignments[0],
+                            BinaryNodes::Rounded,
+                            join,
+                        ));
                     }
                 }
             }
@@ -515,7 +652,38 @@ pub(crate) fn fit<T: ProbeFloat, X: Target<T>>(
     let widths = || same_rule().filter_map(|c| c.model.frac_out);
     let frac_out_range = widths().min().zip(widths().max());
     let frac_out_rounded = same_rule().any(|c| c.model.frac_out.is_none());
+    let accumulator_cut_ranges = match best.model.accumulator_cut {
+        AccumulatorCut::WithProducts => None,
+        AccumulatorCut::TwoStage { rounding, .. } => {
+            let joins: Vec<(u32, u32)> = same_rule()
+                .filter_map(|c| match c.model.accumulator_cut {
+                    AccumulatorCut::TwoStage {
+                        block_frac,
+                        acc_frac,
+                        rounding: r,
+                    } if r == rounding => Some((block_frac, acc_frac)),
+                    _ => None,
+                })
+                .collect();
+            let range = |f: fn(&(u32, u32)) -> u32| {
+                let lo = joins.iter().map(f).min().unwrap_or(0);
+                (lo, joins.iter().map(f).max().unwrap_or(lo))
+            };
+            Some([range(|j| j.0), range(|j| j.1)])
+        }
+    };
+    let roundings = || {
+        same_rule().filter_map(|c| match c.model.accumulator_cut {
+            AccumulatorCut::TwoStage { rounding, .. } => Some(rounding),
+            AccumulatorCut::WithProducts => None,
+        })
+    };
+    let first_rounding = roundings().next();
+    let accumulator_cut_rounding_decided = roundings().all(|r| Some(r) == first_rounding);
     Ok(FittedFused {
+        accumulator_cut_rounding_decided,
+        accumulator_cut: best.model.accumulator_cut,
+        accumulator_cut_ranges,
         frac_out_range,
         frac_out_rounded,
         frac: best.model.frac,

@@ -133,6 +133,12 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
             .unwrap_or(T::FORMAT)
     }
 
+    /// Whether the target sums products of two operands (it names a format of its
+    /// own for the random inputs: [`Target::replay_format`]).
+    pub fn products(&self) -> bool {
+        self.target.replay_format().is_some()
+    }
+
     /// A random input of seed `seed` for the replay checks: the target's own draw when it
     /// has one ([`Target::random_input`]), else values of the replay format.
     pub fn random_input(&mut self, seed: u64, x: &mut [T]) {
