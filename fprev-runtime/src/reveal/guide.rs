@@ -555,14 +555,17 @@ mod tests {
                 *p += q;
             }
         };
+        // one row of ILP vectors into the ILP accumulators of the lowest level
+        let absorb = |acc: &mut [[f32; LANES]; ILP], row: usize| {
+            for k in 0..ILP {
+                add(&mut acc[k], &load(row * ILP + k));
+            }
+        };
         let mut acc = [[[0f32; LANES]; ILP]; LEVELS];
         let mut i = 0;
         while i + step <= rows {
             for _ in 0..step {
-                for k in 0..ILP {
-                    let v = load(i * ILP + k);
-                    add(&mut acc[0][k], &v);
-                }
+                absorb(&mut acc[0], i);
                 i += 1;
             }
             for j in 1..LEVELS {
@@ -577,10 +580,7 @@ mod tests {
             }
         }
         while i < rows {
-            for k in 0..ILP {
-                let v = load(i * ILP + k);
-                add(&mut acc[0][k], &v);
-            }
+            absorb(&mut acc[0], i);
             i += 1;
         }
         for j in 1..LEVELS {
