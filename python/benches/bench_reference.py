@@ -82,7 +82,11 @@ def worker_reference_lib(lib, n, reference, tree_file):
     sys.setrecursionlimit(1 << 20)
     from fprev import fprev as reference_fprev
 
-    if lib == "torch":
+    if lib == "numpy":
+        from accumimpls.numpy import NumpySum
+
+        impl = NumpySum(n)
+    elif lib == "torch":
         import torch
         from accumimpls.torch import TorchSum
 
@@ -92,21 +96,6 @@ def worker_reference_lib(lib, n, reference, tree_file):
         from accumimpls.jax import JaxSum
 
         impl = JaxSum(n)
-    start = time.perf_counter()
-    digraph = reference_fprev(impl)
-    elapsed = time.perf_counter() - start
-    with open(tree_file, "w") as f:
-        f.write(digraph.source)
-    return {"time": elapsed, "rss_mb": peak_rss_mb()}
-
-
-def worker_reference(n, reference, tree_file):
-    sys.path[:0] = [reference, os.path.join(reference, "experiments")]
-    sys.setrecursionlimit(1 << 20)
-    from accumimpls.numpy import NumpySum
-    from fprev import fprev as reference_fprev
-
-    impl = NumpySum(n)
     start = time.perf_counter()
     digraph = reference_fprev(impl)
     elapsed = time.perf_counter() - start
@@ -297,7 +286,7 @@ def main():
         elif kind.endswith("-reference"):
             result = worker_reference_lib(kind.split("-")[0], n, reference, tree_file)
         else:
-            result = worker_reference(n, reference, tree_file)
+            result = worker_reference_lib("numpy", n, reference, tree_file)
         print(json.dumps(result))
         return
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])

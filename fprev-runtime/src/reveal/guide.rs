@@ -121,12 +121,11 @@ impl<T: ProbeFloat> Guide<'_, T> {
         let prefix = self.search(&positions[..PREFIX])?;
         let candidates = Candidates::of(&prefix, m);
         let answers = self.answers(positions)?;
-        if let Some(tree) = candidates
-            .complete
-            .into_iter()
-            .find(|t| matches(t, &answers))
-        {
-            return Some(tree);
+        for whole in &candidates.complete {
+            let tree = whole.build(&prefix, m);
+            if matches(&tree, &answers) {
+                return Some(tree);
+            }
         }
         if let Some(tree) = self.copies(positions, candidates.growing, &answers, depth) {
             return Some(tree);
@@ -228,8 +227,8 @@ fn matches<T: ProbeFloat>(tree: &SumTree, answers: &[(Vec<T>, T)]) -> bool {
 
 /// What the prefix's structure suggests for `m` inputs.
 struct Candidates {
-    /// Whole trees, ready to filter.
-    complete: Vec<SumTree>,
+    /// Whole trees, in the order to filter them.
+    complete: Vec<Whole>,
     /// Copies of a part that grows with `m`, smallest part first.
     growing: Vec<Copies>,
 }
@@ -237,31 +236,26 @@ struct Candidates {
 impl Candidates {
     fn of(prefix: &SumTree, m: usize) -> Candidates {
         let p = prefix.leaf_count();
-        // the named orders the prefix shows first; the others too (a pairwise sum of a
+        let mut complete: Vec<Whole> = Vec::new();
+        // the named orders the prefix shows first, then the others (a pairwise sum of a
         // size not a power of two does not induce a pairwise sum on its prefix)
-        let mut complete: Vec<SumTree> = NAMED
-            .iter()
-            .filter(|named| *prefix == named(p))
-            .map(|named| named(m))
-            .collect();
-        for named in NAMED {
-            let tree = named(m);
-            if !complete.contains(&tree) {
-                complete.push(tree);
-            }
+        let shown_first = |shown: &dyn Fn(usize) -> bool| {
+            let (a, b): (Vec<usize>, Vec<usize>) = (0..NAMED.len()).partition(|&k| shown(k));
+            a.into_iter().chain(b)
+        };
+        for k in shown_first(&|k| *prefix == NAMED[k](p)) {
+            complete.push(Whole::Named(k));
         }
         let mut growing = Vec::new();
         let analysis = Analysis::new(prefix);
         for tiling in analysis.regular_tilings(prefix.root()) {
             let (c, s) = (tiling.count, tiling.shift);
             let size = p / c;
-            let mut leaves = prefix.leaves_under(tiling.first);
-            leaves.sort_unstable();
             if tiling.interleaved {
                 // copy i holds the positions whose block of s is i modulo c
                 let lane = |j: &usize| (j / s) % c == 0;
                 let expected: Vec<usize> = (0..p).filter(lane).collect();
-                if leaves == expected && m % (s * c) == 0 {
+                if prefix.leaves_under(tiling.first) == expected && m % (s * c) == 0 {
                     growing.push(Copies {
                         first: (0..m).filter(lane).collect(),
                         shift: s,
@@ -273,18 +267,11 @@ impl Candidates {
             if s != size {
                 continue;
             }
-            // blocks of a fixed size (the prefix holds the whole first block); a last,
-            // shorter block sums the first block's order cut short
-            let block = Pattern::of(prefix, tiling.first);
-            let rest = (m % size != 0).then(|| {
-                let cut = prefix.prefix(m % size);
-                Pattern::of(&cut, cut.root())
-            });
-            let shown = NAMED.iter().filter(|named| tiling.top == named(c));
-            for named in shown.chain(NAMED.iter()) {
-                let tree = blocks(m, size, &block, rest.as_ref(), named);
-                if !complete.contains(&tree) {
-                    complete.push(tree);
+            // blocks of a fixed size (the prefix holds the whole first block)
+            for top in shown_first(&|k| tiling.top == NAMED[k](c)) {
+                let whole = Whole::Blocks { size, top };
+                if !complete.contains(&whole) {
+                    complete.push(whole);
                 }
             }
             // or a fixed count of blocks that grow
@@ -302,31 +289,43 @@ impl Candidates {
     }
 }
 
-/// `m` inputs in blocks of `size` (`block`), the last `m % size` (when there are any)
-/// in `rest`, the blocks combined by `top`.
-fn blocks(
-    m: usize,
-    size: usize,
-    block: &Pattern,
-    rest: Option<&Pattern>,
-    top: &fn(usize) -> SumTree,
-) -> SumTree {
-    let mut tree = Assembly {
-        m,
-        nodes: Vec::new(),
-    };
-    let map = |b: usize, len: usize| -> Vec<u32> {
-        (b * size..b * size + len).map(|j| j as u32).collect()
-    };
-    let mut roots: Vec<u32> = (0..m / size)
-        .map(|b| tree.instantiate(block, &map(b, size)))
-        .collect();
-    if let Some(rest) = rest {
-        roots.push(tree.instantiate(rest, &map(m / size, m % size)));
+/// A whole-tree candidate, built only when its turn to be filtered comes (each is a
+/// tree of `m` leaves and six replays of it).
+#[derive(PartialEq)]
+enum Whole {
+    /// `NAMED[k]` over every input.
+    Named(usize),
+    /// Blocks of `size` summed as the prefix's first block (a last, shorter block as
+    /// that block's order cut short), combined by `NAMED[top]`.
+    Blocks { size: usize, top: usize },
+}
+
+impl Whole {
+    fn build(&self, prefix: &SumTree, m: usize) -> SumTree {
+        let (size, top) = match *self {
+            Whole::Named(k) => return NAMED[k](m),
+            Whole::Blocks { size, top } => (size, top),
+        };
+        let pattern = |len: usize| {
+            let cut = prefix.prefix(len);
+            Pattern::of(&cut, cut.root())
+        };
+        let block = pattern(size);
+        let mut tree = Assembly {
+            m,
+            nodes: Vec::new(),
+        };
+        let map = |b: usize, len: usize| -> Vec<u32> {
+            (b * size..b * size + len).map(|j| j as u32).collect()
+        };
+        let mut roots: Vec<u32> = (0..m / size)
+            .map(|b| tree.instantiate(&block, &map(b, size)))
+            .collect();
+        if m % size != 0 {
+            roots.push(tree.instantiate(&pattern(m % size), &map(m / size, m % size)));
+        }
+        tree.finish(&roots, &NAMED[top](roots.len()))
     }
-    let top = top(roots.len());
-    tree.instantiate(&Pattern::of(&top, top.root()), &roots);
-    SumTree::from_raw(m, tree.nodes)
 }
 
 /// The orders a prefix or a combination of blocks is carried over in.
@@ -360,8 +359,7 @@ impl Copies {
                 tree.instantiate(part, &map)
             })
             .collect();
-        tree.instantiate(&Pattern::of(&self.top, self.top.root()), &roots);
-        SumTree::from_raw(m, tree.nodes)
+        tree.finish(&roots, &self.top)
     }
 }
 
@@ -374,8 +372,7 @@ struct Pattern {
 
 impl Pattern {
     fn of(tree: &SumTree, v: usize) -> Pattern {
-        let mut leaves = tree.leaves_under(v);
-        leaves.sort_unstable();
+        let leaves = tree.leaves_under(v);
         let slots = leaves.len();
         let mut id = std::collections::HashMap::new();
         let mut nodes = Vec::new();
@@ -429,6 +426,12 @@ impl Assembly {
             0 => map[0],
             len => base + len as u32 - 1,
         }
+    }
+
+    /// The tree with `top` combining `roots` (its leaf `i` is `roots[i]`).
+    fn finish(mut self, roots: &[u32], top: &SumTree) -> SumTree {
+        self.instantiate(&Pattern::of(top, top.root()), roots);
+        SumTree::from_raw(self.m, self.nodes)
     }
 }
 
