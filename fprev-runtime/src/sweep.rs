@@ -106,14 +106,7 @@ where
 {
     let mut points: Vec<SweepPoint> = Vec::new();
     for n in lengths {
-        if let Some(last) = points.last() {
-            if n <= last.size {
-                return Err(SweepError::NotIncreasing {
-                    previous: last.size,
-                    size: n,
-                });
-            }
-        }
+        increasing(&points, n)?;
         let at = |error| SweepError::At { size: n, error };
         Reveal::check_size(n).map_err(at)?;
         let report = Reveal::new(n).run_target(make(n)).map_err(at)?;
@@ -132,6 +125,18 @@ where
         points,
         over_lengths: true,
     })
+}
+
+/// Refuses a size that does not follow the last swept one: ranges and breakpoints follow
+/// size order.
+fn increasing(points: &[SweepPoint], size: usize) -> Result<(), SweepError> {
+    match points.last() {
+        Some(last) if size <= last.size => Err(SweepError::NotIncreasing {
+            previous: last.size,
+            size,
+        }),
+        _ => Ok(()),
+    }
 }
 
 impl Reveal {
@@ -183,14 +188,7 @@ impl Reveal {
         Reveal::check_size(n).map_err(SweepError::Size)?;
         let mut points: Vec<SweepPoint> = Vec::new();
         for size in sizes {
-            if let Some(last) = points.last() {
-                if size <= last.size {
-                    return Err(SweepError::NotIncreasing {
-                        previous: last.size,
-                        size,
-                    });
-                }
-            }
+            increasing(&points, size)?;
             let at = |error| SweepError::At { size, error };
             let target = make(size).map_err(|e| {
                 at(RevealError::Target {
