@@ -198,6 +198,94 @@ fn order_independent_sum_is_reported() {
     );
 }
 
+/// float16 values added in eight f32 lanes (a vector register) and rounded once to
+/// float16, as PyTorch's CPU sums do; the lanes' true tree, revealed in f32.
+fn lanes_in_f32(x: &[f32]) -> f32 {
+    let mut acc = [0f32; 8];
+    for (i, v) in x.iter().enumerate() {
+        acc[i % 8] += v;
+    }
+    acc.iter().sum()
+}
+
+/// The same sum with float16 values and a float16 answer, revealed in f32 (what
+/// `acc_dtype="float32"` does in Python).
+struct F16InF32Lanes;
+
+impl fprev::Target<f32> for F16InF32Lanes {
+    fn call(&mut self, x: &[f32]) -> Result<f32, fprev::target::TargetError> {
+        Ok(fprev::half::f16::from_f32(lanes_in_f32(x)).to_f32())
+    }
+    fn input_format(&self) -> Option<fprev::float::FloatFormat> {
+        Some(<fprev::half::f16 as fprev::ProbeFloat>::FORMAT)
+    }
+}
+
+#[test]
+fn f16_summed_in_an_f32_register_names_the_register_at_every_size() {
+    use fprev::half::f16;
+    let f16_lanes = |x: &[f16]| {
+        let wide: Vec<f32> = x.iter().map(|v| v.to_f32()).collect();
+        f16::from_f32(lanes_in_f32(&wide))
+    };
+    // up to 1024 values the register keeps every unit next to the masks; from 1025 on
+    // the masks sit where it drops them, so the probes find the true tree and the
+    // replays say which register added it (before, its rounding looked like broken
+    // trees or a truncating adder)
+    for (n, independent) in [(300, true), (1100, false), (2048, false)] {
+        let e = Reveal::new(n).run(f16_lanes).unwrap_err();
+        if independent {
+            assert!(
+                matches!(
+                    e,
+                    RevealError::OrderIndependent {
+                        wider: Some("f32"),
+                        ..
+                    }
+                ),
+                "n = {n}: {e}"
+            );
+        } else {
+            assert!(
+                matches!(
+                    e,
+                    RevealError::WiderAccumulator {
+                        operands: "f16",
+                        wider: "f32",
+                        ..
+                    }
+                ),
+                "n = {n}: {e}"
+            );
+            assert!(e.to_string().contains("--acc-dtype f32"), "{e}");
+        }
+    }
+    // in f32, answers rounded to float16 count 2048 units at most: larger sizes are
+    // counted in windows, and the tree is the lanes' tree
+    for n in [1100, 3000] {
+        let truth = fprev::reveal(n, lanes_in_f32).unwrap();
+        let r = Reveal::new(n)
+            .verify(false)
+            .run_target(F16InF32Lanes)
+            .unwrap();
+        assert_eq!(r.tree, truth, "n = {n}");
+        assert_eq!(r.windowed, n > 2049, "n = {n}");
+    }
+    // a sum that really adds in float16 is revealed as before at those sizes
+    for n in [1100, 2048] {
+        let t = Reveal::new(n)
+            .run(|x: &[f16]| {
+                let mut acc = [f16::ZERO; 8];
+                for (i, v) in x.iter().enumerate() {
+                    acc[i % 8] += *v;
+                }
+                acc.iter().fold(f16::ZERO, |a, b| a + *b)
+            })
+            .unwrap();
+        assert_eq!(t, fprev::reveal(n, lanes_in_f32).unwrap(), "n = {n}");
+    }
+}
+
 #[test]
 fn panicking_target_is_an_error() {
     let e = fprev::reveal(16, |x: &[f32]| {

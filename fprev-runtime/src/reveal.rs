@@ -534,6 +534,9 @@ impl Reveal {
                         _ => e,
                     });
                 }
+                Err(e @ RevealError::NotPlainSummation { .. }) if prober.narrow_plain() => {
+                    return Err(wider_register(prober, &tree, self.seed).unwrap_or(e));
+                }
                 other => other?,
             };
             if let Some(fitted) = verification.fused {
@@ -622,6 +625,37 @@ impl Reveal {
     }
 }
 
+/// [`RevealError::WiderAccumulator`] when `tree`, summed in an f32 register and rounded
+/// once to `T`, reproduces the target on seeded random inputs where summing in `T` did
+/// not; `None` otherwise (the plain-summation failure stands).
+fn wider_register<T: ProbeFloat, X: Target<T>>(
+    prober: &mut Prober<T, X>,
+    tree: &SumTree,
+    seed: u64,
+) -> Option<RevealError> {
+    const INPUTS: u64 = 8;
+    let mut x = vec![T::ZERO; prober.n];
+    for k in 0..INPUTS {
+        prober.random_input(seed ^ (0x61DE_0000 + k), &mut x);
+        let answer = prober.call(&x).ok()?;
+        let register: Vec<f32> = x.iter().map(|v| v.to_f64() as f32).collect();
+        let rounded = T::from_f64_round(f64::from(tree.replay(&register)));
+        if rounded.to_bits_u64() != answer.to_bits_u64() {
+            return None;
+        }
+    }
+    let mut text = tree.to_string();
+    if text.len() > 200 {
+        text.truncate(200);
+        text.push_str("...");
+    }
+    Some(RevealError::WiderAccumulator {
+        tree: text,
+        operands: prober.target.input_format().unwrap_or(T::FORMAT).name,
+        wider: "f32",
+    })
+}
+
 /// Failures a truncating fused adder causes when its alignment width reaches the mask:
 /// shapes no tree has, a tree whose replays miss because a binary-looking node truncates,
 /// or units that survive the masks because the adder keeps them.
@@ -667,7 +701,16 @@ fn count_precision<T: ProbeFloat, X: Target<T>>(
     let n = prober.n;
     let cap = prober.scale.exact_counts_below;
     let largest = (n - 2).min(cap.saturating_sub(1).min(usize::MAX as u64) as usize);
-    if largest < COUNT_CHECK_FROM {
+    // values narrower than the answers' type often come back rounded to their own
+    // format (a float16 sum accumulated in f32 answers in float16): their counts are
+    // checked from where that format stops counting
+    let check_from = match prober.target.input_format() {
+        Some(input) if input.precision < T::FORMAT.precision => {
+            COUNT_CHECK_FROM.min(input.exact_count_limit() as usize)
+        }
+        _ => COUNT_CHECK_FROM,
+    };
+    if largest < check_from {
         return Ok(None);
     }
     let first = usize::BITS - 1 - (largest - 1).leading_zeros();

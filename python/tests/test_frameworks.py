@@ -29,15 +29,22 @@ def test_torch_sum_float16_is_revealed_with_a_float32_accumulator():
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        tree, report = fprev.torch.reveal(torch.sum, 256, dtype=torch.float16, report=True)
-        assert report["acc_dtype"] == "float32", report
-        assert report["acc_retry"].startswith("order-independent in float16"), report
-        rng = np.random.default_rng(5)
-        for _ in range(8):
-            with np.errstate(under="ignore"):  # values and sums in float16's subnormals
-                x = rng.standard_normal(256).astype(np.float16)
-                got = float(np.float16(tree.replay(x.astype(np.float32))))
-            assert got == float(torch.sum(torch.from_numpy(x)))
+        # up to 1024 values float16 probes see an order-independent sum; from 1025 on
+        # they see the float32 register's tree (a float16 tree that does not replay
+        # before, never the one-node "fused" tree it once returned at 1536 and 2048)
+        for n, why in [(256, "order-independent in float16"),
+                       (2048, "the float16 probes' tree sums in float32"),
+                       (3000, "the float16 probes' tree sums in float32")]:
+            tree, report = fprev.torch.reveal(torch.sum, n, dtype=torch.float16, report=True)
+            assert report["acc_dtype"] == "float32", report
+            assert report["acc_retry"].startswith(why), report
+            assert tree.stats()["max_arity"] == 2, tree
+            rng = np.random.default_rng(5)
+            for _ in range(8):
+                with np.errstate(under="ignore"):  # values and sums in float16's subnormals
+                    x = rng.standard_normal(n).astype(np.float16)
+                    got = float(np.float16(tree.replay(x.astype(np.float32))))
+                assert got == float(torch.sum(torch.from_numpy(x)))
     finally:
         torch.set_num_threads(threads)
 

@@ -100,6 +100,33 @@ def test_float16_rounded_once_at_the_end_is_replayed_with_that_rounding():
     assert report["acc_retry"].endswith("answers are in float32")
 
 
+def _lanes_in_float32(x):
+    """float16 values added in 8 float32 lanes (a vector register), rounded once."""
+    acc = np.zeros(8, np.float32)
+    for i in range(8):
+        acc[i] = np.cumsum(x[i::8], dtype=np.float32)[-1] if len(x) > i else 0
+    return np.float16(np.cumsum(acc, dtype=np.float32)[-1])
+
+
+@pytest.mark.parametrize("n", [1536, 3000])
+def test_float16_in_a_float32_register_past_1024_values(n):
+    # from 1025 values on, float16 probes find the register's true tree (its float32
+    # arithmetic, not float16's, reproduces random inputs): the engine says so
+    # (WiderAccumulatorError) and the reveal is retried in float32, counting in windows
+    # past the 2^11 units a float16 answer holds
+    with pytest.raises(fprev.WiderAccumulatorError, match='acc_dtype="float32"'):
+        fprev.reveal(_lanes_in_float32, n, dtype="float16", acc_dtype="float16")
+    tree, report = fprev.reveal(_lanes_in_float32, n, dtype="float16", report=True)
+    lanes = lambda x: np.float32(  # noqa: E731
+        np.cumsum([np.cumsum(x[i::8], dtype=np.float32)[-1] for i in range(8)],
+                  dtype=np.float32)[-1])
+    assert tree == fprev.reveal(lanes, n, dtype="float32")
+    assert report["acc_dtype"] == "float32"
+    assert report["acc_retry"].startswith(
+        "the float16 probes' tree sums in float32: revealed with a float32 accumulator"
+    ), report
+
+
 def test_a_retry_that_fails_raises_the_first_error_with_a_note():
     # exact in float64 too: the float32 retry is order-independent as well
     exact = lambda x: np.float16(fprev.exact.sum(x.astype(np.float64)))  # noqa: E731

@@ -116,6 +116,19 @@ pub enum RevealError {
         /// once at the end, which looks exactly like an order-independent sum.
         wider: Option<&'static str>,
     },
+    /// The probes found a tree of 16-bit (or narrower) values that the target's random
+    /// inputs follow when it is summed in `wider` and rounded once to `operands`, and
+    /// not in `operands` itself: the target accumulates in a wider register (PyTorch's
+    /// float16 sums on the CPU do, in f32). Reveal it in that format, whose replays
+    /// compare the register's sums.
+    WiderAccumulator {
+        /// The tree the probes found (canonical text, clipped).
+        tree: String,
+        /// The values' format (`"f16"`, `"bf16"`, ...).
+        operands: &'static str,
+        /// The register's format (`"f32"`).
+        wider: &'static str,
+    },
     /// The revealed tree does not reproduce the target's bits on random inputs.
     NotPlainSummation {
         /// The tree that failed (canonical text, clipped).
@@ -263,6 +276,15 @@ impl std::fmt::Display for RevealError {
                 }
                 Ok(())
             }
+            RevealError::WiderAccumulator {
+                tree,
+                operands,
+                wider,
+            } => write!(
+                f,
+                "the target accumulates its {operands} values in {wider}: the probes found the tree {tree}, which reproduces the target's random inputs when summed in {wider} and rounded once to {operands}, and not when summed in {operands}; reveal it in that format: acc_dtype=\"{python}\" in Python, --acc-dtype {wider} on the command line, or in Rust a target answering in {wider} whose Target::input_format names {operands}",
+                python = if *wider == "f32" { "float32" } else { "float64" }
+            ),
             RevealError::NotPlainSummation {
                 tree,
                 input_seed,

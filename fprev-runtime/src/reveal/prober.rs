@@ -12,7 +12,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 
 use super::error::RevealError;
-use crate::float::{ProbeFloat, ProbeScale};
+use crate::float::{FloatFormat, ProbeFloat, ProbeScale};
 use crate::random::splitmix64;
 use crate::target::{Probe, ProbeBatch, ProbeSets, Target};
 
@@ -131,6 +131,13 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
             .replay_format()
             .or(self.target.input_format())
             .unwrap_or(T::FORMAT)
+    }
+
+    /// Whether the target adds values narrower than f32 one by one, which libraries
+    /// often do in an f32 register (see [`RevealError::WiderAccumulator`]).
+    pub fn narrow_plain(&self) -> bool {
+        let input = self.target.input_format().unwrap_or(T::FORMAT);
+        narrow_plain::<T, X>(&self.target, input)
     }
 
     /// Whether the target sums products of two operands (it names a format of its
@@ -574,12 +581,51 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
 }
 
 /// The mask and unit for `n` inputs of `target`, or why none exists.
+/// `None` for plain sums of 16-bit values (see [`register_clean`]): their wide masks
+/// would sit within an f32 register's precision of the units.
 pub(crate) fn wide_scale_for<T: ProbeFloat, X: Target<T>>(
     target: &X,
     n: usize,
 ) -> Option<ProbeScale> {
     let input = target.input_format().unwrap_or(T::FORMAT);
+    if narrow_plain::<T, X>(target, input) {
+        return None;
+    }
     ProbeScale::wide_for_formats(input, T::FORMAT, n)
+}
+
+/// Whether `target` adds values narrower than f32 one by one (no products): the
+/// values a library commonly adds in an f32 register and rounds once at the end.
+fn narrow_plain<T: ProbeFloat, X: Target<T>>(target: &X, input: FloatFormat) -> bool {
+    let register = f32::FORMAT.precision;
+    target.replay_format().is_none() && input.precision < register && T::FORMAT.precision < register
+}
+
+/// The scale for a plain sum of 16-bit values whose narrow masks would sit at or above
+/// f32's precision above the unit (float16 from 1025 values on): an f32 register there
+/// rounds `M + units` to even instead of either keeping or dropping the units, and its
+/// answers look like a broken tree or a truncating adder. The masks move to where an f32
+/// register drops units as cleanly as a 16-bit one does, which the format's range
+/// allows for every `n` that fits at all (float16 up to 8192), so either accumulator
+/// answers whole counts of the true tree; the replays then say which arithmetic it was.
+/// Below that (the narrow masks within f32's precision) an f32 register keeps every
+/// unit, which the search reports as an order-independent sum naming the wider
+/// accumulator.
+fn register_clean(input: FloatFormat, acc: FloatFormat, n: usize) -> Option<ProbeScale> {
+    let narrow = ProbeScale::for_formats(input, acc, n)?;
+    let register = f32::FORMAT.precision;
+    if narrow.gap() < register as i32 {
+        return Some(narrow);
+    }
+    let wider = FloatFormat {
+        precision: register,
+        ..acc
+    };
+    let clean = ProbeScale::for_formats(input, wider, n)?;
+    Some(ProbeScale {
+        exact_counts_below: narrow.exact_counts_below,
+        ..clean
+    })
 }
 
 pub(crate) fn scale_for<T: ProbeFloat, X: Target<T>>(
@@ -587,7 +633,12 @@ pub(crate) fn scale_for<T: ProbeFloat, X: Target<T>>(
     n: usize,
 ) -> Result<ProbeScale, RevealError> {
     let input = target.input_format().unwrap_or(T::FORMAT);
-    ProbeScale::for_formats(input, T::FORMAT, n).ok_or_else(|| RevealError::TooLarge {
+    let scale = if narrow_plain::<T, X>(target, input) {
+        register_clean(input, T::FORMAT, n).or_else(|| ProbeScale::for_formats(input, T::FORMAT, n))
+    } else {
+        ProbeScale::for_formats(input, T::FORMAT, n)
+    };
+    scale.ok_or_else(|| RevealError::TooLarge {
         n,
         dtype: if input == T::FORMAT {
             T::FORMAT.name

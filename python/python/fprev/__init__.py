@@ -46,6 +46,7 @@ from ._fprev import (
     TooLargeError,
     Tree,
     TreeDiff,
+    WiderAccumulatorError,
 )
 
 __all__ = [
@@ -78,6 +79,7 @@ __all__ = [
     "OutOfRangeError",
     "PrecisionTooLowError",
     "SingleInputError",
+    "WiderAccumulatorError",
     "TargetError",
     "TooLargeError",
 ]
@@ -151,9 +153,10 @@ def _run(call, args, buf, n, operands, acc, algorithm, hint, verify, seed, accep
             call, args, buf, n, operands, acc, algorithm, _hint(hint), _flag(verify, "verify"),
             _seed(seed), _flag(accept_flat, "accept_flat"),
         )
-    except OrderIndependentError as e:
+    except (OrderIndependentError, WiderAccumulatorError) as e:
         retry = widen and acc == operands and operands in _WIDER
-        if not retry or _flag(accept_flat, "accept_flat"):
+        if not retry or (_flag(accept_flat, "accept_flat")
+                         and isinstance(e, OrderIndependentError)):
             raise
         return _widened(e, call, args, buf, n, operands, algorithm, hint, verify, seed)
     costs["acc_dtype"] = acc
@@ -166,12 +169,16 @@ _WIDER = {"float16": "float32", "bfloat16": "float32"}
 
 
 def _widened(first, call, args, buf, n, operands, algorithm, hint, verify, seed):
-    """Reveal a 16-bit sum that looked order-independent in its own format again, in
-    float32: a library that adds float16 values in float32 and rounds once at the end
-    (PyTorch on the CPU) keeps every unit of a 16-bit probe. The probes' answers are
-    small whole numbers of units, exact in the 16-bit result, so the tree is revealed as
-    usual; the engine's replay check compares answers in float32, which a result rounded
-    to 16 bits never matches, so the replays are run here instead: seeded inputs whose
+    """Reveal a 16-bit sum that looked order-independent in its own format, or whose
+    probed tree reproduced it only when summed in float32 (the engine's
+    WiderAccumulatorError), again in float32: a library that adds float16 values in
+    float32 and rounds once at the end (PyTorch on the CPU) keeps every unit of a 16-bit
+    probe up to 1024 values, and from there on its tree follows float32's arithmetic.
+    The probes' answers are whole numbers of units, exact in the 16-bit result up to
+    2^11 units (2^8 for bfloat16; the engine counts larger sizes in windows of zeros),
+    so the tree is revealed as usual; the engine's replay check compares answers in
+    float32, which a result rounded to 16 bits never matches, so the replays are run
+    here instead: seeded inputs whose
     large values cancel (so that float32 rounding errors show in a 16-bit result), each
     answered twice, must equal the tree summed in float32, either as it is (the callable
     answers in float32) or rounded once to the 16-bit format, the same way for every
@@ -195,8 +202,10 @@ def _widened(first, call, args, buf, n, operands, algorithm, hint, verify, seed)
     costs["replays"] = costs.get("replays", 0) + count
     costs["calls"] = costs.get("calls", 0) + count
     costs["acc_dtype"] = wider
+    why = (f"order-independent in {operands}" if isinstance(first, OrderIndependentError)
+           else f"the {operands} probes' tree sums in {wider}")
     costs["acc_retry"] = (
-        f"order-independent in {operands}: revealed with a {wider} accumulator"
+        f"{why}: revealed with a {wider} accumulator"
         + f"; answers are {model or 'the float32 sums, each also exact in ' + operands}"
     )
     return tree, costs
