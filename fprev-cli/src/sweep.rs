@@ -33,14 +33,23 @@ pub struct SweepArgs {
     /// increasing order.
     #[arg(long)]
     values: String,
-    /// Number of summands.
-    #[arg(short = 'n', long)]
-    n: usize,
-    /// What a value stands for, in the output (`M = 1..3: ...`); default `value`, or
-    /// `rows` / `threads` for a built-in target.
+    /// Number of summands (not with --lengths, where each value is that number).
+    #[arg(short = 'n', long, required_unless_present = "lengths")]
+    n: Option<usize>,
+    /// Sweep over lengths: each value is the number of summands (`k` of the matrix
+    /// built-ins, whose element (0, 0) is revealed; `n` of an --exec program, `{}` in its
+    /// command). A length keeps the previous one's order when its tree cut to that
+    /// length is the previous tree: the order only grew.
+    #[arg(long, conflicts_with = "n")]
+    lengths: bool,
+    /// Rows of A for the matrix built-ins swept with --lengths (default 1).
+    #[arg(long, requires = "lengths")]
+    rows: Option<usize>,
+    /// What a value stands for, in the output (`M = 1..3: ...`); default `value` (`n`
+    /// with --lengths), or `rows` / `threads` (`k`) for a built-in target.
     #[arg(long)]
     label: Option<String>,
-    /// Columns of B for the matrix built-ins (default n).
+    /// Columns of B for the matrix built-ins (default n; 1 with --lengths).
     #[arg(long)]
     cols: Option<usize>,
     /// Float type of the values sent.
@@ -94,7 +103,8 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode, Failure> {
     let (what, label) = match (&args.target, &args.exec) {
         (Some(name), _) => {
             let over = builtin::Over::of(name).map_err(Failure::Message)?;
-            (name.clone(), args.label.clone().unwrap_or(over.label().into()))
+            let natural = if args.lengths { "k" } else { over.label() };
+            (name.clone(), args.label.clone().unwrap_or(natural.into()))
         }
         (None, Some(exec)) => {
             if !exec.contains("{}") {
@@ -108,7 +118,8 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode, Failure> {
                         .into(),
                 ));
             }
-            (format!("{exec:?}"), args.label.clone().unwrap_or("value".into()))
+            let natural = if args.lengths { "n" } else { "value" };
+            (format!("{exec:?}"), args.label.clone().unwrap_or(natural.into()))
         }
         (None, None) => {
             return Err(Failure::Message(
@@ -124,11 +135,19 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode, Failure> {
         Dtype::F32 => 4,
         _ => 2,
     };
-    if args.n == 0 {
-        return Err(Failure::Message("--n 0: there is nothing to sum".into()));
+    // the longest sum needs the most memory: refused before anything runs
+    let n = match args.n {
+        Some(n) => n,
+        None => values.last().copied().unwrap_or(0),
+    };
+    if n == 0 {
+        let what = if args.lengths { "--values" } else { "--n" };
+        return Err(Failure::Message(format!(
+            "{what}: a sum of 0 values has nothing to sum"
+        )));
     }
-    limits::vector(args.n, elem, args.max_memory).map_err(Failure::Message)?;
-    fprev::reveal::check_memory(args.n, fprev::Algorithm::FPRev, elem, args.max_memory)?;
+    limits::vector(n, elem, args.max_memory).map_err(Failure::Message)?;
+    fprev::reveal::check_memory(n, fprev::Algorithm::FPRev, elem, args.max_memory)?;
     let sweep = match &args.target {
         Some(name) => sweep_builtin(name, args, &values, acc, elem, &label)?,
         None => match acc {
@@ -139,18 +158,30 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode, Failure> {
         },
     };
     let proved = sweep.points().iter().filter(|p| p.from_previous).count();
+    let (length, how) = if args.lengths {
+        (
+            "length = the value".to_string(),
+            "each length revealed on its own".to_string(),
+        )
+    } else {
+        (
+            format!("n = {n}"),
+            format!(
+                "{proved} proved to keep the previous value's order, {} revealed afresh",
+                values.len() - proved
+            ),
+        )
+    };
     errln!(
-        "swept {} values of {what} ({}, n = {}) in {:.2} s: {proved} proved to keep the previous value's order, {} revealed afresh; {} probes, {} check calls",
+        "swept {} values of {what} ({}, {length}) in {:.2} s: {how}; {} probes, {} check calls",
         values.len(),
         dtype_name(args.dtype),
-        args.n,
         start.elapsed().as_secs_f64(),
-        values.len() - proved,
         sweep.probes(),
         sweep.replays()
     );
     if let Some(path) = &args.svg {
-        let title = format!("{what}: {}, n = {}", dtype_name(args.dtype), args.n);
+        let title = format!("{what}: {}, {length}", dtype_name(args.dtype));
         let picture = fprev::picture::Picture::new().title(title);
         std::fs::write(path, sweep.picture(&label, &picture))
             .map_err(|e| Failure::Message(format!("--svg {}: {e}", path.display())))?;
@@ -159,9 +190,9 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The engine's settings for every value.
+/// The engine's settings for every value (with --lengths, each value sets `n`).
 fn engine(args: &SweepArgs) -> Reveal {
-    Reveal::new(args.n)
+    Reveal::new(args.n.unwrap_or(1))
         .seed(args.seed)
         .accept_flat(args.accept_flat)
         .known_orders(!args.no_guess)
@@ -198,26 +229,46 @@ fn sweep_builtin(
             "--protocol applies to --exec programs".into(),
         ));
     }
-    let cols = args.cols.unwrap_or(args.n);
+    if args.lengths && over != builtin::Over::Rows {
+        return Err(Failure::Message(format!(
+            "--lengths sweeps k of the matrix products (matrixmultiply-gemm, ndarray-matmul, nalgebra-matmul) or n of an --exec program, not {name}"
+        )));
+    }
+    let cols = args
+        .cols
+        .unwrap_or(if args.lengths { 1 } else { args.n.unwrap_or(1) });
     if over == builtin::Over::Rows {
         if cols == 0 {
             return Err(Failure::Message(
                 "--cols 0: the product has no row 0".into(),
             ));
         }
-        // the largest value needs the most memory: refused before anything runs
-        if let Some(&rows) = values.last() {
-            limits::matrix(args.n, rows, cols, elem, args.max_memory).map_err(Failure::Message)?;
+        if args.rows == Some(0) {
+            return Err(Failure::Message(
+                "--rows 0: the product has no row 0".into(),
+            ));
         }
+        // the largest value needs the most memory: refused before anything runs
+        let largest = values.last().copied();
+        let (k, rows) = match (args.lengths, largest) {
+            (true, Some(k)) => (k, args.rows.unwrap_or(1)),
+            (false, Some(rows)) => (args.n.unwrap_or(1), rows),
+            (_, None) => (0, 0),
+        };
+        limits::matrix(k, rows, cols, elem, args.max_memory).map_err(Failure::Message)?;
     } else if args.cols.is_some() {
         return Err(Failure::Message(format!(
             "--cols applies to the matrix products, not to {name}"
         )));
     }
     let reveal = engine(args);
-    let sweep = match acc {
-        Dtype::F64 => builtin::sweep::<f64>(name, over, &reveal, values, args.n, cols),
-        _ => builtin::sweep::<f32>(name, over, &reveal, values, args.n, cols),
+    let sweep = match (acc, args.n) {
+        (Dtype::F64, Some(n)) => builtin::sweep::<f64>(name, over, &reveal, values, n, cols),
+        (_, Some(n)) => builtin::sweep::<f32>(name, over, &reveal, values, n, cols),
+        (Dtype::F64, None) => {
+            builtin::sweep_k::<f64>(name, &reveal, values, args.rows.unwrap_or(1), cols)
+        }
+        (_, None) => builtin::sweep_k::<f32>(name, &reveal, values, args.rows.unwrap_or(1), cols),
     };
     sweep.map_err(|e| failure(e, label))
 }
@@ -230,12 +281,17 @@ fn sweep_exec<T: ProbeFloat>(
     let timeout = limits::seconds("--timeout", args.timeout, false).map_err(Failure::Message)?;
     let grace = limits::seconds("--grace", args.grace, true).map_err(Failure::Message)?;
     let exec_cmd = args.exec.as_deref().unwrap_or_default();
-    let sweep = engine(args).try_sweep(values.iter().copied(), |value| {
+    let spawn = |value: usize| {
         let command = exec_cmd.replace("{}", &value.to_string());
         exec::Exec::<T>::spawn(&command, args.protocol, timeout, grace)
             .map(|e| e.with_wire(wire_of(args.dtype), exec::Op::Sum))
             .map_err(TargetError::new)
-    });
+    };
+    let sweep = if args.lengths {
+        engine(args).try_sweep_lengths(values.iter().copied(), spawn)
+    } else {
+        engine(args).try_sweep(values.iter().copied(), spawn)
+    };
     sweep.map_err(|e| failure(e, label))
 }
 

@@ -296,3 +296,98 @@ fn built_in_sweeps_refuse_what_they_cannot_sweep() {
         assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
     }
 }
+
+#[test]
+fn lengths_sweep_n_of_a_program_and_k_of_a_product() {
+    // the peer sums its n values in two halves from n = 4 on: an odd n grows the even
+    // n before it by one value (its halves cut to n - 1 are n - 1's halves), an even n
+    // moves the split
+    let o = fprev(&[
+        "sweep",
+        "--exec",
+        BATCHED,
+        "--values",
+        "4..10",
+        "--lengths",
+        "--dtype",
+        "f64",
+        "--format",
+        "text",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let ranges: Vec<&str> = out.lines().collect();
+    let want: Vec<String> = [(4, 5), (6, 7), (8, 9)]
+        .iter()
+        .map(|&(first, last)| format!("n = {first}..{last}: {}", halves(last)))
+        .chain(std::iter::once(format!("n = 10: {}", halves(10))))
+        .collect();
+    assert_eq!(ranges, want, "{out}");
+    assert!(stderr(&o).contains("length = the value"), "{}", stderr(&o));
+
+    // k of a built-in product: each range's tree is what `fprev reveal` gives at its
+    // last k
+    let o = fprev(&[
+        "sweep",
+        "matrixmultiply-gemm",
+        "--values",
+        "12,16,24,40",
+        "--lengths",
+        "--rows",
+        "2",
+        "--format",
+        "text",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let mut sizes = 0;
+    for line in out.lines() {
+        let (span, tree) = line
+            .strip_prefix("k = ")
+            .and_then(|l| l.split_once(": "))
+            .unwrap_or_else(|| panic!("{out}"));
+        let last = span.rsplit("..").next().unwrap_or(span);
+        sizes += 1;
+        let r = fprev(&[
+            "reveal",
+            "matrixmultiply-gemm",
+            "--rows",
+            "2",
+            "--n",
+            last,
+            "--cols",
+            "1",
+        ]);
+        assert!(r.status.success(), "{}", stderr(&r));
+        assert_eq!(stdout(&r).trim(), tree, "k = {last}");
+    }
+    assert!(sizes >= 1, "{out}");
+
+    for (args, says) in [
+        (
+            &["rayon-sum", "--values", "8,16", "--lengths"][..],
+            "--lengths sweeps k",
+        ),
+        (
+            &[
+                "matrixmultiply-gemm",
+                "--values",
+                "8",
+                "--lengths",
+                "--n",
+                "8",
+            ][..],
+            "--n",
+        ),
+        (
+            &["matrixmultiply-gemm", "--values", "8", "--rows", "2"][..],
+            "--lengths",
+        ),
+    ] {
+        let mut all = vec!["sweep"];
+        all.extend_from_slice(args);
+        let o = fprev(&all);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+    }
+}

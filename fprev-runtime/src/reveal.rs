@@ -330,6 +330,15 @@ impl Reveal {
         r
     }
 
+    /// These settings for `n` values; hints are dropped (a tree of one length is no
+    /// hint at another).
+    pub(crate) fn with_size(&self, n: usize) -> Reveal {
+        let mut r = self.clone();
+        r.n = n;
+        r.hints.clear();
+        r
+    }
+
     /// The number of values this revelation sums.
     pub(crate) fn size(&self) -> usize {
         self.n

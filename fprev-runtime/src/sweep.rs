@@ -104,27 +104,7 @@ where
     F: FnMut(usize) -> X,
     I: IntoIterator<Item = usize>,
 {
-    let mut points: Vec<SweepPoint> = Vec::new();
-    for n in lengths {
-        increasing(&points, n)?;
-        let at = |error| SweepError::At { size: n, error };
-        Reveal::check_size(n).map_err(at)?;
-        let report = Reveal::new(n).run_target(make(n)).map_err(at)?;
-        points.push(SweepPoint {
-            size: n,
-            from_previous: false,
-            tree: report.tree,
-            probes: report.probes,
-            replays: report.replays,
-            recognized: report.recognized,
-        });
-    }
-    let n = points.last().ok_or(SweepError::NoSizes)?.size;
-    Ok(Sweep {
-        n,
-        points,
-        over_lengths: true,
-    })
+    Reveal::new(1).try_sweep_lengths(lengths, |n| Ok(make(n)))
 }
 
 /// Refuses a size that does not follow the last swept one: ranges and breakpoints follow
@@ -217,6 +197,68 @@ impl Reveal {
             n,
             points,
             over_lengths: false,
+        })
+    }
+}
+
+impl Reveal {
+    /// This revelation's settings (seed, algorithm, known orders, memory budget) at every
+    /// length of `lengths`, with the target `make(n)` summing `n` values, whose
+    /// construction can fail (a program that does not start): see [`sweep_lengths`].
+    /// This revelation's own `n` and hints are not used.
+    ///
+    /// ```
+    /// use fprev::target::{FnTarget, TargetError};
+    /// let sweep = fprev::Reveal::new(1)
+    ///     .seed(7)
+    ///     .try_sweep_lengths([8, 16, 32], |_| Ok::<_, TargetError>(FnTarget(fprev::orders::sequential::<f32>)))?;
+    /// assert!(sweep.breakpoints().is_empty());
+    /// let e = fprev::Reveal::new(1)
+    ///     .try_sweep_lengths([8, 16], |n| match n {
+    ///         16 => Err(TargetError::new("no kernel for 16 values")),
+    ///         _ => Ok(FnTarget(fprev::orders::sequential::<f32>)),
+    ///     })
+    ///     .unwrap_err();
+    /// assert_eq!(e.size(), Some(16));
+    /// # Ok::<(), fprev::SweepError>(())
+    /// ```
+    pub fn try_sweep_lengths<T, X, F, I>(
+        &self,
+        lengths: I,
+        mut make: F,
+    ) -> Result<Sweep, SweepError>
+    where
+        T: ProbeFloat,
+        X: Target<T>,
+        F: FnMut(usize) -> Result<X, TargetError>,
+        I: IntoIterator<Item = usize>,
+    {
+        let mut points: Vec<SweepPoint> = Vec::new();
+        for n in lengths {
+            increasing(&points, n)?;
+            let at = |error| SweepError::At { size: n, error };
+            Reveal::check_size(n).map_err(at)?;
+            let target = make(n).map_err(|e| {
+                at(RevealError::Target {
+                    probe: e.probe,
+                    message: e.message,
+                })
+            })?;
+            let report = self.with_size(n).run_target(target).map_err(at)?;
+            points.push(SweepPoint {
+                size: n,
+                from_previous: false,
+                tree: report.tree,
+                probes: report.probes,
+                replays: report.replays,
+                recognized: report.recognized,
+            });
+        }
+        let n = points.last().ok_or(SweepError::NoSizes)?.size;
+        Ok(Sweep {
+            n,
+            points,
+            over_lengths: true,
         })
     }
 }

@@ -12,7 +12,7 @@ mod tree;
 
 use fprev_runtime::exact::Accumulator;
 use fprev_runtime::fused::{AccumulatorJoin, Alignment};
-use fprev_runtime::ops::{ElementOrders, ElementReveal, ReductionShape};
+use fprev_runtime::ops::{Batched, ElementOrders, ElementReveal, ReductionShape};
 use fprev_runtime::reveal::{check_memory, Algorithm, FittedFused, MeasuredCount};
 use fprev_runtime::target::Products;
 use fprev_runtime::{Reveal, RevealError, RevealReport, SumTree};
@@ -181,6 +181,49 @@ fn reveal<'py>(
     })
 }
 
+/// Reveals a sum through a callable that answers `lanes` sums at once: `call(*args)`
+/// reads `input` (`lanes x n` items of `dtype`) and writes each row's sum into `output`
+/// (`lanes x 1` float64), every row summed as the one-row function would. Probes go one
+/// per row, so a row of probes costs `n / lanes` calls; replays put one input in every
+/// row. Returns `(Tree, report)` as `reveal` does (`calls` counts calls of `call`).
+#[pyfunction]
+#[pyo3(signature = (call, args, input, output, lanes, n, dtype, acc, algorithm_name, hint, verify, seed, accept_flat))]
+#[allow(clippy::too_many_arguments)]
+fn reveal_lanes<'py>(
+    py: Python<'py>,
+    call: Py<PyAny>,
+    args: Py<PyTuple>,
+    input: &Bound<'py, PyAny>,
+    output: &Bound<'py, PyAny>,
+    lanes: usize,
+    n: usize,
+    dtype: &str,
+    acc: &str,
+    algorithm_name: &str,
+    hint: Option<Tree>,
+    verify: bool,
+    seed: u64,
+    accept_flat: bool,
+) -> PyResult<(Tree, Bound<'py, PyDict>)> {
+    let (in_type, acc) = (Dtype::parse(dtype)?, Dtype::parse(acc)?);
+    let input = Flat::writable(input, &[lanes, n], in_type)?;
+    let output = Flat::writable(output, &[lanes, 1], Dtype::F64)?;
+    let config = engine(n, algorithm_name, hint, verify, seed, accept_flat)?;
+    let shape = ReductionShape {
+        lanes,
+        k: n,
+        outputs: 1,
+    };
+    dispatch!(in_type, acc, |I, T| {
+        let op = PyReduction::<I, T>::new(call, args, input, output, shape);
+        let mut target = Batched::new(op, 0);
+        let result = py.detach(|| config.run_target(&mut target));
+        let calls = target.calls();
+        let mut op = target.into_inner();
+        answer(py, result, &mut op.failure, calls)
+    })
+}
+
 /// Reveals a dot product `call(*args)` of the `n` items of `a` and of `b` (writable
 /// contiguous arrays of `dtype`), accumulated in `acc`, with every probe value split
 /// into a factor in each operand: for operands whose range cannot hold a mask that
@@ -242,8 +285,40 @@ fn sweep_sizes(
     // the buffer's shape and dtype are checked here, before any size runs
     Flat::writable(buffer.bind(py), &[n], input)?;
     let config = engine(n, algorithm_name, None, verify, seed, accept_flat)?;
+    let buffers = sweep::Buffers::Shared { buffer, view, n };
     dispatch!(input, acc, |I, T| {
-        sweep::run::<I, T>(py, make, sizes, buffer, view, n, input, config, label)
+        sweep::run::<I, T>(py, make, sizes, buffers, input, config, label)
+    })
+}
+
+/// `fprev.sweep_lengths`: `make(n)` returns `(callable, buffer, view)` for `n` values.
+#[pyfunction]
+#[pyo3(signature = (make, lengths, dtype, acc, algorithm_name, verify, seed, accept_flat, label))]
+#[allow(clippy::too_many_arguments)]
+fn sweep_lengths(
+    py: Python<'_>,
+    make: Py<PyAny>,
+    lengths: Vec<usize>,
+    dtype: &str,
+    acc: &str,
+    algorithm_name: &str,
+    verify: bool,
+    seed: u64,
+    accept_flat: bool,
+    label: String,
+) -> PyResult<sweep::Sweep> {
+    let (input, acc) = (Dtype::parse(dtype)?, Dtype::parse(acc)?);
+    let config = engine(1, algorithm_name, None, verify, seed, accept_flat)?;
+    dispatch!(input, acc, |I, T| {
+        sweep::run::<I, T>(
+            py,
+            make,
+            lengths,
+            sweep::Buffers::PerLength,
+            input,
+            config,
+            label,
+        )
     })
 }
 
@@ -452,7 +527,9 @@ fn _fprev(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     m.add_function(wrap_pyfunction!(check_size, m)?)?;
     m.add_function(wrap_pyfunction!(reveal, m)?)?;
+    m.add_function(wrap_pyfunction!(reveal_lanes, m)?)?;
     m.add_function(wrap_pyfunction!(sweep_sizes, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep_lengths, m)?)?;
     m.add_function(wrap_pyfunction!(reveal_reduction, m)?)?;
     m.add_function(wrap_pyfunction!(reveal_products, m)?)?;
     m.add_function(wrap_pyfunction!(exact_sum, m)?)?;

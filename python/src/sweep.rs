@@ -189,51 +189,74 @@ impl<I: ProbeFloat, T: ProbeFloat> Target<T> for Kept<I, T> {
     }
 }
 
-/// Runs the sweep: `make(size)` returns the callable that sums `view` (a read-only view
-/// of `buffer`) at that size.
-#[allow(clippy::too_many_arguments)]
+/// Where each size's callable reads its values.
+pub enum Buffers {
+    /// One buffer of `n` values for every size: `make(size)` returns the callable, given
+    /// `view` (a read-only view of `buffer`).
+    Shared {
+        buffer: Py<PyAny>,
+        view: Py<PyAny>,
+        n: usize,
+    },
+    /// A sweep over lengths: `make(n)` returns `(callable, buffer, view)`, the buffer
+    /// holding `n` values.
+    PerLength,
+}
+
+/// Runs the sweep over `sizes` (lengths with [`Buffers::PerLength`]).
 pub fn run<I: ProbeFloat, T: ProbeFloat>(
     py: Python<'_>,
     make: Py<PyAny>,
     sizes: Vec<usize>,
-    buffer: Py<PyAny>,
-    view: Py<PyAny>,
-    n: usize,
+    buffers: Buffers,
     input: crate::dtype::Dtype,
     config: fprev_runtime::Reveal,
     label: String,
 ) -> PyResult<Sweep> {
     let outcome = Arc::new(Mutex::new(Outcome::default()));
     let make_error: Arc<Mutex<Option<(usize, PyErr)>>> = Arc::default();
-    let result = py.detach(|| {
-        config.try_sweep(sizes, |size| {
-            if let Ok(mut out) = outcome.lock() {
-                out.size = size;
-            }
-            Python::attach(|py| {
-                let built = make.bind(py).call1((size,)).and_then(|call| {
-                    let flat = Flat::writable(buffer.bind(py), &[n], input)?;
-                    Ok((call.unbind(), flat))
+    let target = |size: usize| {
+        if let Ok(mut out) = outcome.lock() {
+            out.size = size;
+        }
+        Python::attach(|py| {
+            let built = make
+                .bind(py)
+                .call1((size,))
+                .and_then(|made| match &buffers {
+                    Buffers::Shared { buffer, view, n } => {
+                        let flat = Flat::writable(buffer.bind(py), &[*n], input)?;
+                        Ok((made.unbind(), flat, view.clone_ref(py)))
+                    }
+                    Buffers::PerLength => {
+                        let (call, buffer, view): (Py<PyAny>, Bound<'_, PyAny>, Py<PyAny>) =
+                            made.extract()?;
+                        let flat = Flat::writable(&buffer, &[size], input)?;
+                        Ok((call, flat, view))
+                    }
                 });
-                match built {
-                    Ok((call, flat)) => {
-                        let args = PyTuple::new(py, [view.clone_ref(py)])
-                            .map_err(|e| TargetError::new(e.to_string()))?;
-                        Ok(Kept {
-                            target: PyTarget::<I, T>::new(call, args.unbind(), flat),
-                            outcome: outcome.clone(),
-                        })
-                    }
-                    Err(e) => {
-                        let message = format!("make({size}) raised {e}");
-                        if let Ok(mut kept) = make_error.lock() {
-                            kept.get_or_insert((size, e));
-                        }
-                        Err(TargetError::new(message))
-                    }
+            match built {
+                Ok((call, flat, view)) => {
+                    let args =
+                        PyTuple::new(py, [view]).map_err(|e| TargetError::new(e.to_string()))?;
+                    Ok(Kept {
+                        target: PyTarget::<I, T>::new(call, args.unbind(), flat),
+                        outcome: outcome.clone(),
+                    })
                 }
-            })
+                Err(e) => {
+                    let message = format!("make({size}) raised {e}");
+                    if let Ok(mut kept) = make_error.lock() {
+                        kept.get_or_insert((size, e));
+                    }
+                    Err(TargetError::new(message))
+                }
+            }
         })
+    };
+    let result = py.detach(|| match buffers {
+        Buffers::Shared { .. } => config.try_sweep(sizes, target),
+        Buffers::PerLength => config.try_sweep_lengths(sizes, target),
     });
     if let Some((size, e)) = make_error.lock().ok().and_then(|mut k| k.take()) {
         return Err(noted(py, e, &format!("raised by make({size})")));

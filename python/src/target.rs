@@ -353,6 +353,9 @@ pub struct PyReduction<I, T> {
     /// spread over both operands (FP8).
     second: Option<Flat>,
     shape: ReductionShape,
+    /// The bits now in `input` (empty: unknown, rewrite it all): a probe changes two
+    /// values of a lane, so most of a call's input is already there.
+    written: Vec<u64>,
     /// What went wrong in Python.
     pub failure: Failure,
     _t: PhantomData<fn() -> (I, T)>,
@@ -374,6 +377,7 @@ impl<I: ProbeFloat, T: ProbeFloat> PyReduction<I, T> {
             output,
             second: None,
             shape,
+            written: Vec::new(),
             failure: Failure::default(),
             _t: PhantomData,
         }
@@ -402,8 +406,21 @@ impl<I: ProbeFloat, T: ProbeFloat> PyReduction<I, T> {
             if let Err(e) = py.check_signals() {
                 return Err(self.failure.keep(e, None));
             }
-            for (i, v) in x.iter().enumerate() {
-                self.input.set_bits(i, v.to_bits_u64());
+            if self.written.len() == x.len() {
+                for (i, (v, w)) in x.iter().zip(self.written.iter_mut()).enumerate() {
+                    let bits = v.to_bits_u64();
+                    if bits != *w {
+                        self.input.set_bits(i, bits);
+                        *w = bits;
+                    }
+                }
+            } else {
+                self.written.clear();
+                for (i, v) in x.iter().enumerate() {
+                    let bits = v.to_bits_u64();
+                    self.input.set_bits(i, bits);
+                    self.written.push(bits);
+                }
             }
             if let (Some(b), Some(second)) = (b, self.second.as_mut()) {
                 for l in 0..k {

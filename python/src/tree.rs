@@ -234,6 +234,25 @@ impl Tree {
         self.tree.describe()
     }
 
+    /// The tree the first ``k`` leaves induce (``1 <= k <= n``): the order this tree
+    /// adds them in when every later value is zero. :func:`fprev.sweep_lengths` says a
+    /// length keeps the order of a shorter one when its tree's prefix is that tree.
+    ///
+    /// >>> import fprev
+    /// >>> print(fprev.Tree.parse("(((0+1)+(2+3))+((4+5)+(6+7)))").prefix(6))
+    /// (((0+1)+(2+3))+(4+5))
+    fn prefix(&self, k: usize) -> PyResult<Tree> {
+        let n = self.tree.leaf_count();
+        if k == 0 || k > n {
+            return Err(PyValueError::new_err(format!(
+                "prefix({k}) of a tree of {n} leaves: k must be 1..={n}"
+            )));
+        }
+        Ok(Tree {
+            tree: self.tree.prefix(k),
+        })
+    }
+
     /// Shape counts: leaves, inner nodes, depth, largest arity, arity histogram.
     ///
     /// >>> import fprev

@@ -66,3 +66,16 @@ def test_jax_numpy_sum():
     tree = fprev.jax.reveal(jnp.sum, 512)
     x = np.random.default_rng(4).standard_normal(512).astype(np.float32)
     assert tree.replay(x) == float(jnp.sum(jnp.asarray(x)))
+
+
+def test_jax_rows_reveal_the_one_row_tree_in_fewer_calls():
+    # lax.map runs jnp.sum itself on every row: 64 probes a call at n = 4096, the same
+    # tree as one probe per call
+    pytest.importorskip("jax", reason="JAX is not installed")
+    import jax.numpy as jnp
+
+    tree, report = fprev.jax.reveal(jnp.sum, 4096, report=True)
+    single, one = fprev.jax.reveal(jnp.sum, 4096, rows=False, report=True)
+    assert report["lanes"] == 64 and one["lanes"] == 1, (report, one)
+    assert tree == single
+    assert report["calls"] * 8 < one["calls"], (report["calls"], one["calls"])

@@ -199,3 +199,68 @@ def test_the_callable_cannot_write_into_the_buffer():
 
     with pytest.raises(ValueError, match="read-only"):
         fprev.reveal(writes, 8)
+
+
+def test_rows_that_sum_like_the_function_reveal_it_in_fewer_calls():
+    # numpy sums each contiguous row of a matrix as it sums one vector (pairwise): one
+    # probe per row, the same tree
+    from fprev import _reveal_rows
+
+    n, lanes = 1000, 16
+    tree, report = _reveal_rows(
+        np.sum, lambda x: np.sum(x, axis=1), n, lanes, "float32", "fprev", None, True, 0
+    )
+    assert tree == fprev.reveal(np.sum, n)
+    assert report["lanes"] == lanes
+    assert report["calls"] * 4 < report["probes"], report
+
+
+def test_rows_that_sum_differently_are_not_trusted():
+    # rows summed in order, the function pairwise: caught on the first random input,
+    # before any probe (the caller then reveals one probe per call)
+    from fprev import _reveal_rows
+
+    tree, why = _reveal_rows(
+        np.sum, lambda x: np.cumsum(x, axis=1)[:, -1], 1000, 16, "float32", "fprev", None,
+        True, 0,
+    )
+    assert tree is None and why == "row 0 of a random input was summed differently", why
+
+    # rows that agree on the random inputs the check draws but whose probes follow
+    # another order: the revealed tree fails to replay the function itself
+    def sneaky(x):
+        powers = np.all((np.abs(np.frexp(x)[0]) == 0.5) | (x == 0), axis=1)
+        return np.where(powers, np.cumsum(x, axis=1)[:, -1], np.sum(x, axis=1))
+
+    # the engine's own replays (through the rows) catch it; without them, the replays
+    # of the one-row function do
+    tree, why = _reveal_rows(np.sum, sneaky, 1000, 16, "float32", "fprev", None, True, 0)
+    assert tree is None and why.startswith("NotPlainSummationError"), why
+    tree, why = _reveal_rows(np.sum, sneaky, 1000, 16, "float32", "fprev", None, False, 0)
+    assert tree is None and "does not replay the function" in why, why
+
+
+def test_sweep_lengths_finds_where_the_order_of_the_first_values_changes():
+    # 8 lanes below 64 values, 16 from 64 on: lengths keep their order up to 63 (each
+    # tree cut to the shorter length is that length's tree) and break at 64
+    def lanes(count):
+        def f(x):
+            acc = np.zeros(count, np.float32)
+            for i in range(count):
+                if i < len(x):
+                    acc[i] = np.cumsum(x[i::count], dtype=np.float32)[-1]
+            return np.cumsum(acc, dtype=np.float32)[-1]
+        return f
+
+    s = fprev.sweep_lengths(lambda n: lanes(8 if n < 64 else 16), [16, 24, 40, 63, 64, 80])
+    assert s.breakpoints == [64]
+    assert s.trees[80] == fprev.reveal(lanes(16), 80)
+    assert s.trees[63].prefix(40) == s.trees[40]
+    assert s.proved == []
+    assert str(s).startswith("n = 16..63: 8 lanes"), str(s)
+    # numpy's pairwise sum keeps its order within blocks of 8 and of 128
+    assert fprev.sweep_lengths(lambda n: np.sum, [8, 9, 128, 129, 300]).breakpoints == [9, 129]
+    with pytest.raises(ValueError, match="prefix"):
+        s.trees[16].prefix(17)
+    with pytest.raises(fprev.RevealError, match="at size 3"):
+        fprev.sweep_lengths(lambda n: (lambda x: np.max(x)), [2, 3])

@@ -111,6 +111,43 @@ impl<T: Real + Send + Sync> Target<T> for PoolSum {
     }
 }
 
+/// A `rows x k` by `k x cols` product of built-in `name` whose row 0 is probed.
+fn row0<T: Real>(name: &str, rows: usize, k: usize, cols: usize) -> Result<Row0<T>, TargetError> {
+    if rows == 0 {
+        return Err(TargetError::new("a product with no rows has no row 0"));
+    }
+    let zeros = |len: usize| {
+        let mut v = Vec::new();
+        v.try_reserve_exact(len)
+            .map_err(|_| TargetError::new(format!("cannot allocate {len} values")))?;
+        v.resize(len, T::ZERO);
+        Ok::<_, TargetError>(v)
+    };
+    let (a, mut b, c) = (zeros(rows * k)?, zeros(k * cols)?, zeros(rows * cols)?);
+    b.iter_mut().for_each(|v| *v = T::from_f64_round(1.0));
+    Ok(Row0 {
+        name: name.to_string(),
+        rows,
+        n: k,
+        cols,
+        a,
+        b,
+        c,
+    })
+}
+
+/// Sweeps matrix built-in `name` over the lengths `values` (`k`, the values element
+/// `(0, 0)` sums), with `rows x cols` outputs.
+pub fn sweep_k<T: Real + Send + Sync>(
+    name: &str,
+    reveal: &Reveal,
+    values: &[usize],
+    rows: usize,
+    cols: usize,
+) -> Result<Sweep, SweepError> {
+    reveal.try_sweep_lengths(values.iter().copied(), |k| row0::<T>(name, rows, k, cols))
+}
+
 /// Sweeps built-in `name` over `values` (`over` says of what), `n` values summed.
 pub fn sweep<T: Real + Send + Sync>(
     name: &str,
@@ -122,27 +159,7 @@ pub fn sweep<T: Real + Send + Sync>(
 ) -> Result<Sweep, SweepError> {
     match over {
         Over::Rows => reveal.try_sweep(values.iter().copied(), |rows| {
-            if rows == 0 {
-                return Err(TargetError::new("a product with no rows has no row 0"));
-            }
-            let zeros = |len: usize| {
-                let mut v = Vec::new();
-                v.try_reserve_exact(len)
-                    .map_err(|_| TargetError::new(format!("cannot allocate {len} values")))?;
-                v.resize(len, T::ZERO);
-                Ok::<_, TargetError>(v)
-            };
-            let (a, mut b, c) = (zeros(rows * n)?, zeros(n * cols)?, zeros(rows * cols)?);
-            b.iter_mut().for_each(|v| *v = T::from_f64_round(1.0));
-            Ok(Row0 {
-                name: name.to_string(),
-                rows,
-                n,
-                cols,
-                a,
-                b,
-                c,
-            })
+            row0::<T>(name, rows, n, cols)
         }),
         Over::Threads => reveal.try_sweep::<T, _, _, _>(values.iter().copied(), |threads| {
             if threads == 0 {

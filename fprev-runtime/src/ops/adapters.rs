@@ -3,7 +3,7 @@
 
 use super::{convert, Reduction, ReductionShape};
 use crate::float::{FloatFormat, ProbeFloat, ProbeScale};
-use crate::target::{OperandSplit, ProbeBatch, Target, TargetError};
+use crate::target::{OperandSplit, ProbeBatch, ProbeSets, Target, TargetError};
 use std::marker::PhantomData;
 
 fn guarded<R>(f: impl FnOnce() -> R) -> Result<R, TargetError> {
@@ -457,6 +457,43 @@ impl<T: ProbeFloat, R: Reduction<T>> Target<T> for Batched<T, R> {
             }
         }
         Ok(())
+    }
+
+    /// Inputs holding several probes each (a guessed tree's proof), one input per lane.
+    fn probe_sets(
+        &mut self,
+        sets: &ProbeSets<'_, T>,
+        out: &mut [T],
+    ) -> Option<Result<(), TargetError>> {
+        if self.spread {
+            return None;
+        }
+        let s = self.op.shape();
+        let lanes = s.lanes.max(1);
+        let calls = sets.calls();
+        let mut one = Vec::with_capacity(sets.background.len());
+        let mut first = 0;
+        while first < calls {
+            let chunk = first..(first + lanes).min(calls);
+            self.input.clear();
+            for lane in 0..s.lanes {
+                let c = chunk.start + lane % chunk.len();
+                sets.fill(c, &mut one);
+                self.input
+                    .extend(one.iter().map(|&v| convert::<T, R::Input>(v)));
+            }
+            if let Err(mut e) = self.eval() {
+                e.probe = e
+                    .probe
+                    .or_else(|| sets.probes.get(sets.call(chunk.start).start).copied());
+                return Some(Err(e));
+            }
+            for (lane, c) in chunk.clone().enumerate() {
+                out[c] = self.out[lane * s.outputs + self.output];
+            }
+            first = chunk.end;
+        }
+        Some(Ok(()))
     }
 }
 

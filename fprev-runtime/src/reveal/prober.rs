@@ -26,7 +26,7 @@ pub(crate) struct Sample {
 const RESERVOIR: usize = 24;
 
 /// The most probes one input of a proof holds (see [`Prober::set_width`]).
-pub(crate) const MAX_SET_WIDTH: usize = 16;
+pub(crate) const MAX_SET_WIDTH: usize = 32;
 
 /// A uniform sample of [`RESERVOIR`] answers from a stream of unknown length
 /// (Algorithm R), drawing from a 64-bit LCG's high half: every answer passes through it, so

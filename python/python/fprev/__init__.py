@@ -54,6 +54,7 @@ __all__ = [
     "reveal_dot",
     "reveal_matmul",
     "sweep",
+    "sweep_lengths",
     "sweep_matmul",
     "Sweep",
     "Tree",
@@ -160,6 +161,68 @@ def _run(call, args, buf, n, operands, acc, algorithm, hint, verify, seed, accep
             raise
         return _widened(e, call, args, buf, n, operands, algorithm, hint, verify, seed)
     costs["acc_dtype"] = acc
+    return tree, costs
+
+
+def _rows_per_call(n):
+    """Rows a many-row call gets for sums of ``n`` values (1: none): enough that one
+    call's fixed cost (a JAX dispatch on the CPU costs about as much as summing 2^16
+    values) is shared by many probes, few enough that the rows' own work stays near it.
+    Below 2048 values the few calls a reveal makes cost less than compiling the
+    many-row function; from 32768 on a row's own sum costs as much as a call."""
+    if not 2048 <= n <= 16384:
+        return 1
+    return min(64, (1 << 18) // n)
+
+
+def _random_rows(rng, rows, n, np_dtype):
+    """Seeded values over 40 binades, so that two orders round differently."""
+    x = rng.standard_normal((rows, n)) * np.exp2(rng.integers(-20, 20, (rows, n)))
+    return x.astype(np_dtype)
+
+
+def _reveal_rows(single, rows, n, lanes, operands, algorithm, hint, verify, seed):
+    """Reveal ``single`` (a sum of one array) through ``rows``, which sums each row of a
+    ``(lanes, n)`` array as ``single`` sums one: the engine puts one probe in every row,
+    so a row of ``n`` probes costs ``n / lanes`` calls. ``rows`` is trusted only as far
+    as it is checked, before (its rows must answer seeded random inputs with
+    ``single``'s bits) and after (the tree it revealed must replay ``single`` itself on
+    seeded random inputs). ``(None, why)`` when either check, or the reveal, fails: the
+    caller reveals ``single`` one probe per call, whose own errors are the ones to
+    report."""
+    np_dtype = _dtypes.numpy_dtype(operands)
+    a = np.empty((lanes, n), dtype=np_dtype)
+    view = a.view()
+    view.flags.writeable = False
+    out = np.empty((lanes, 1), dtype=np.float64)
+
+    def call():
+        r = np.asarray(rows(view), dtype=np.float64).reshape(-1)
+        if r.shape != (lanes,):
+            raise ValueError(f"the rows' sums have shape {r.shape}, expected ({lanes},)")
+        out[:, 0] = r
+
+    rng = np.random.default_rng([_seed(seed), 0x1A7E5])
+    checked = 0
+    try:
+        a[...] = _random_rows(rng, lanes, n, np_dtype)
+        call()
+        for i in range(min(lanes, 4)):
+            checked += 1
+            if float(single(a[i].copy())) != out[i, 0]:
+                return None, f"row {i} of a random input was summed differently"
+        tree, costs = _fprev.reveal_lanes(
+            call, (), a, out, lanes, n, operands, operands, algorithm, _hint(hint),
+            _flag(verify, "verify"), _seed(seed), False,
+        )
+        for k, x in enumerate(_random_rows(rng, 8, n, np_dtype)):
+            checked += 1
+            if float(single(x)) != float(tree.replay(x)):
+                return None, f"the rows' tree does not replay the function on random input {k}"
+    except Exception as e:  # the one-probe reveal reports the function's own errors
+        return None, f"{type(e).__name__}: {e}"
+    costs["calls"] += 1 + checked
+    costs["lanes"] = lanes
     return tree, costs
 
 
@@ -532,6 +595,61 @@ def sweep(
     return _fprev.sweep(
         make, sizes, buf, view, n, operands, acc, algorithm, _flag(verify, "verify"),
         _seed(seed), _flag(accept_flat, "accept_flat"), label,
+    )
+
+
+def sweep_lengths(
+    make,
+    lengths,
+    dtype="float32",
+    acc_dtype=None,
+    algorithm="fprev",
+    verify=True,
+    seed=None,
+    accept_flat=False,
+    label="n",
+):
+    """Reveal a reduction at every length of ``lengths`` and say where the order of the
+    values it already summed changes.
+
+    ``make(n)`` returns the callable that sums ``n`` values (called as :func:`reveal`
+    calls ``fn``: one read-only array of ``n`` values of ``dtype``). Trees of two
+    lengths cannot be equal, so a length **keeps the order** of the length before when
+    its tree, cut to that length (:meth:`Tree.prefix`: the order it adds the first
+    values in when the rest are zero), is that length's tree: the order only grew. A
+    breakpoint is a length where the order of the values already there changed (a
+    kernel that switches from 8 lanes to 16, a pairwise split that moves). Each length
+    is revealed on its own, with the structure-guided guess from 4096 values on.
+
+    Parameters:
+        make: ``make(n) -> fn``, the callable for ``n`` values (``lambda n: np.sum``
+            for one function at every length).
+        lengths: strictly increasing lengths.
+        dtype, acc_dtype, algorithm, verify, seed, accept_flat: as for :func:`reveal`.
+        label: what a length stands for, in :meth:`Sweep.ranges` (``"n = 1..3: ..."``).
+
+    Returns:
+        :class:`Sweep`, as :func:`sweep` returns (a range's tree is its longest
+        length's; ``.proved`` is empty: no length is proved from another).
+
+    >>> import fprev, numpy as np
+    >>> s = fprev.sweep_lengths(lambda n: np.sum, [8, 9, 128, 129, 300])
+    >>> s.breakpoints
+    [9, 129]
+    """
+    lengths = _sizes(lengths, "lengths")
+    if not isinstance(label, str):
+        raise TypeError(f"label must be a string, got {type(label).__name__}")
+    operands, acc = _formats(dtype, acc_dtype)
+
+    def with_buffer(n):
+        fn = make(n)
+        buf, view = _buffer(n, operands, algorithm)
+        return fn, buf, view
+
+    return _fprev.sweep_lengths(
+        with_buffer, lengths, operands, acc, algorithm, _flag(verify, "verify"), _seed(seed),
+        _flag(accept_flat, "accept_flat"), label,
     )
 
 

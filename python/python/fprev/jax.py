@@ -8,7 +8,7 @@ read back. Without ``jit``, each call gets ``jax.numpy.asarray`` of the buffer, 
 function sees a JAX array as it would in user code.
 """
 
-from . import _buffer, _dtypes, _flag, _formats, _run, _size
+from . import _buffer, _dtypes, _flag, _formats, _reveal_rows, _rows_per_call, _run, _size
 
 
 def _name(dtype):
@@ -33,11 +33,24 @@ def reveal(
     seed=None,
     report=False,
     jit=True,
+    rows=True,
 ):
     """Reveal the summation tree of ``fn(x) -> scalar`` on a 1-D JAX array.
 
     ``fn`` is jitted (``jit=False`` to call it as it is). ``dtype`` is a JAX/NumPy
     dtype or a name; other arguments as for :func:`fprev.reveal`.
+
+    With ``rows`` (the default, for jitted float32 and float64 sums without an
+    ``acc_dtype``), probes are asked many at a time through
+    ``jax.jit(lambda X: jax.lax.map(fn, X))``, one probe per row of up to 64 rows (a
+    JAX call on the CPU costs about as much as summing 2^16 values, so single probes
+    pay mostly for the call). ``lax.map`` runs ``fn`` itself on each row, unlike
+    ``vmap``, which compiles a batched reduction that may sum in another order. It is
+    trusted only as far as it is checked: its rows must answer seeded random inputs
+    with the one-row function's bits, and the tree it reveals must replay the one-row
+    function on other seeded inputs; otherwise the reveal runs one probe per call as
+    with ``rows=False``. The report's ``lanes`` says how many rows a call held, and
+    ``rows_skipped`` why the rows were not used when they were tried.
 
     >>> import jax.numpy as jnp, fprev
     >>> fprev.jax.reveal(jnp.sum, 16).n
@@ -57,8 +70,23 @@ def reveal(
         def call(x):
             return fn(jnp.asarray(x))
 
+    lanes = _rows_per_call(n)
+    if (jit and _flag(rows, "rows") and lanes > 1 and acc_dtype is None
+            and operands in ("float32", "float64")):
+        batched = jax.jit(lambda x: jax.lax.map(fn, x))
+        tree, costs = _reveal_rows(call, batched, n, lanes, operands, algorithm, hint, verify,
+                                   seed)
+        if tree is not None:
+            costs["acc_dtype"] = acc
+            return (tree, costs) if report else tree
+        skipped = costs
+    else:
+        skipped = None
     tree, costs = _run(call, (view,), buf, n, operands, acc, algorithm, hint, verify, seed,
                        widen=acc_dtype is None)
+    costs["lanes"] = 1
+    if skipped is not None:
+        costs["rows_skipped"] = skipped
     return (tree, costs) if report else tree
 
 
