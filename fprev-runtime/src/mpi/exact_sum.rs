@@ -171,24 +171,25 @@ pub(crate) fn reduce_exact<T: MpiFloat>(r: &impl Reductions, values: &mut [T]) {
     let mut scratch = ChunkBuffers::default();
     let ranks = r.ranks();
     if ranks > window::MAX_RANKS {
-        for chunk in values.chunks_mut(IMAGE_CHUNK) {
+        for start in (0..values.len()).step_by(IMAGE_CHUNK) {
             scratch.general.clear();
-            scratch.general.extend(0..chunk.len());
-            general(r, chunk, format, &mut scratch);
+            scratch
+                .general
+                .extend(start..(start + IMAGE_CHUNK).min(values.len()));
+            general(r, values, format, &mut scratch);
         }
         return;
     }
-    let b = window::digit_bits(ranks);
-    for chunk in values.chunks_mut(DIGIT_CHUNK) {
-        digit_chunk(r, chunk, format, b, &mut scratch);
-    }
+    digits(r, values, format, window::digit_bits(ranks), &mut scratch);
 }
 
 /// An element whose rounding its digits so far leave open.
 #[derive(Clone, Copy)]
 struct Pending {
-    /// Its index in the chunk.
+    /// Its index in the slice.
     index: usize,
+    /// This rank's value of it.
+    value: f64,
     /// Where its first digit was cut.
     low: i32,
     /// Its summed digits, the first one first.
@@ -202,109 +203,133 @@ struct ChunkBuffers {
     largest: Vec<u16>,
     digits: Vec<i64>,
     sums: Vec<i64>,
+    /// The previous chunk's elements that wait for their second digit.
     pending: Vec<Pending>,
+    /// Elements that wait for their third digit.
+    deeper: Vec<Pending>,
     /// Indices of the elements for the accumulator images.
     general: Vec<usize>,
     send: Vec<Image>,
     recv: Vec<Image>,
 }
 
-/// The digit path on one chunk, digits of `b` bits; the elements it leaves undecided
-/// go through [`general`].
-fn digit_chunk<T: MpiFloat>(
+/// The digit path, digits of `b` bits, [`DIGIT_CHUNK`] elements at a time. The second
+/// digits of one chunk's undecided elements travel in the next chunk's `MPI_SUM`, so a
+/// chunk costs two collectives; the elements it leaves undecided go through
+/// [`general`].
+fn digits<T: MpiFloat>(
     r: &impl Reductions,
-    chunk: &mut [T],
+    values: &mut [T],
     format: RoundingFormat,
     b: i32,
     s: &mut ChunkBuffers,
 ) {
-    let n = chunk.len();
-    s.keys.clear();
-    s.keys.extend(chunk.iter().map(|v| window::key(v.to_f64())));
-    s.largest.resize(n, 0);
-    r.max_u16(&s.keys, &mut s.largest);
-    s.digits.clear();
-    s.digits.extend(
-        chunk
-            .iter()
-            .zip(&s.largest)
-            .map(|(v, &k)| match window::start(k, b) {
-                Start::Cut(low) => window::first_digit(v.to_f64(), low),
-                Start::NegativeZero | Start::General => 0,
-            }),
-    );
-    s.sums.resize(n, 0);
-    r.sum_i64(&s.digits, &mut s.sums);
-    s.pending.clear();
-    s.general.clear();
     let ranks = r.ranks() as i64;
-    for (index, (v, (&k, &d))) in chunk
-        .iter_mut()
-        .zip(s.largest.iter().zip(&s.sums))
-        .enumerate()
-    {
-        match window::start(k, b) {
-            Start::Cut(low) => match window::resolve_first(d, low, ranks, b, format) {
-                // exact in T: rounded to T's format
-                Some(sum) => *v = T::from_f64_round(sum),
-                None => s.pending.push(Pending {
-                    index,
-                    low,
-                    digits: [d, 0, 0],
-                }),
-            },
-            Start::NegativeZero => *v = T::from_f64_round(-0.0),
-            Start::General => s.general.push(index),
-        }
-    }
-    for level in 1..MAX_DIGITS {
-        if s.pending.is_empty() {
+    s.pending.clear();
+    let mut start = 0;
+    loop {
+        let end = (start + DIGIT_CHUNK).min(values.len());
+        let n = end - start;
+        if n == 0 && s.pending.is_empty() {
             break;
         }
-        let shift = level as i32 * b;
+        let chunk = &values[start..end];
+        s.keys.clear();
+        s.keys.extend(chunk.iter().map(|v| window::key(v.to_f64())));
+        s.largest.resize(n, 0);
+        if n > 0 {
+            r.max_u16(&s.keys, &mut s.largest);
+        }
         s.digits.clear();
+        s.digits.extend(
+            chunk
+                .iter()
+                .zip(&s.largest)
+                .map(|(v, &k)| match window::start(k, b) {
+                    Start::Cut(low) => window::first_digit(v.to_f64(), low),
+                    Start::NegativeZero | Start::General => 0,
+                }),
+        );
         for p in &s.pending {
-            s.digits
-                .extend(window::refine(chunk[p.index].to_f64(), p.low - shift, b));
+            s.digits.extend(window::refine(p.value, p.low - b, b));
         }
         s.sums.resize(s.digits.len(), 0);
         r.sum_i64(&s.digits, &mut s.sums);
-        let mut kept = 0;
-        for j in 0..s.pending.len() {
-            let mut p = s.pending[j];
-            p.digits[level] = s.sums[2 * j];
-            // lowest first, as `resolve_refined` takes them
-            let mut lowest_first = [0i64; MAX_DIGITS];
-            for (to, from) in lowest_first.iter_mut().zip(p.digits[..=level].iter().rev()) {
-                *to = *from;
-            }
-            let decided = window::resolve_refined(
-                &lowest_first[..=level],
-                p.low - shift,
-                b,
-                s.sums[2 * j + 1],
-                format,
-            );
-            match decided {
-                Some(sum) => chunk[p.index] = T::from_f64_round(sum),
-                None if level + 1 < MAX_DIGITS => {
-                    s.pending[kept] = p;
-                    kept += 1;
-                }
-                None => s.general.push(p.index),
+        // the previous chunk's undecided elements, with two digits
+        s.general.clear();
+        s.deeper.clear();
+        for (j, p) in s.pending.iter().enumerate() {
+            let (digit, flags) = (s.sums[n + 2 * j], s.sums[n + 2 * j + 1]);
+            let lowest_first = [digit, p.digits[0]];
+            match window::resolve_refined(&lowest_first, p.low - b, b, flags, format) {
+                // exact in T: rounded to T's format
+                Some(sum) => values[p.index] = T::from_f64_round(sum),
+                None => s.deeper.push(Pending {
+                    digits: [p.digits[0], digit, 0],
+                    ..*p
+                }),
             }
         }
-        s.pending.truncate(kept);
+        // this chunk's elements, with one digit
+        s.pending.clear();
+        for (i, (&k, &d)) in s.largest.iter().zip(&s.sums[..n]).enumerate() {
+            let index = start + i;
+            match window::start(k, b) {
+                Start::Cut(low) => match window::resolve_first(d, low, ranks, b, format) {
+                    Some(sum) => values[index] = T::from_f64_round(sum),
+                    None => s.pending.push(Pending {
+                        index,
+                        value: values[index].to_f64(),
+                        low,
+                        digits: [d, 0, 0],
+                    }),
+                },
+                Start::NegativeZero => values[index] = T::from_f64_round(-0.0),
+                Start::General => s.general.push(index),
+            }
+        }
+        third_digits(r, values, format, b, s);
+        general(r, values, format, s);
+        start = end;
     }
-    general(r, chunk, format, s);
 }
 
-/// The general path on the elements of `chunk` listed in `s.general` (the same list on
-/// every rank): accumulator images merged by the user-defined operation, at most
+/// The third digits of the elements in `s.deeper` (rare: sums within `2^-2b` of their
+/// size of a rounding boundary, or that cancel); those still undecided join
+/// `s.general`.
+fn third_digits<T: MpiFloat>(
+    r: &impl Reductions,
+    values: &mut [T],
+    format: RoundingFormat,
+    b: i32,
+    s: &mut ChunkBuffers,
+) {
+    if s.deeper.is_empty() {
+        return;
+    }
+    s.digits.clear();
+    for p in &s.deeper {
+        s.digits.extend(window::refine(p.value, p.low - 2 * b, b));
+    }
+    s.sums.resize(s.digits.len(), 0);
+    r.sum_i64(&s.digits, &mut s.sums);
+    for (j, p) in s.deeper.iter().enumerate() {
+        let (digit, flags) = (s.sums[2 * j], s.sums[2 * j + 1]);
+        let lowest_first = [digit, p.digits[1], p.digits[0]];
+        match window::resolve_refined(&lowest_first, p.low - 2 * b, b, flags, format) {
+            // exact in T: rounded to T's format
+            Some(sum) => values[p.index] = T::from_f64_round(sum),
+            None => s.general.push(p.index),
+        }
+    }
+}
+
+/// The general path on the elements of `values` listed in `s.general` (the same list
+/// on every rank): accumulator images merged by the user-defined operation, at most
 /// [`IMAGE_CHUNK`] elements per call.
 fn general<T: MpiFloat>(
     r: &impl Reductions,
-    chunk: &mut [T],
+    values: &mut [T],
     format: RoundingFormat,
     s: &mut ChunkBuffers,
 ) {
@@ -314,13 +339,13 @@ fn general<T: MpiFloat>(
         s.recv.resize(part.len(), Image([0; WORDS]));
         for (image, &i) in s.send.iter_mut().zip(part) {
             acc.clear();
-            acc.add(chunk[i].to_f64());
+            acc.add(values[i].to_f64());
             acc.to_words(&mut image.0);
         }
         r.merge(&s.send, &mut s.recv);
         for (&i, image) in part.iter().zip(&s.recv) {
             // exact in T: rounded to T's format
-            chunk[i] = T::from_f64_round(Accumulator::from_words(&image.0).round_to(format));
+            values[i] = T::from_f64_round(Accumulator::from_words(&image.0).round_to(format));
         }
     }
 }
