@@ -241,14 +241,12 @@ fn digits<T: MpiFloat>(
             r.max_u16(&s.keys, &mut s.largest);
         }
         s.digits.clear();
+        // every element's digit, also where it is not read: no branch
         s.digits.extend(
             chunk
                 .iter()
                 .zip(&s.largest)
-                .map(|(v, &k)| match window::start(k, b) {
-                    Start::Cut(low) => window::first_digit(v.to_f64(), low),
-                    Start::NegativeZero | Start::General => 0,
-                }),
+                .map(|(v, &k)| window::first_digit(v.to_f64(), window::cut(k, b))),
         );
         for p in &s.pending {
             s.digits.extend(window::refine(p.value, p.low - b, b));

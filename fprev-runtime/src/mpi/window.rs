@@ -56,7 +56,9 @@ const LOWEST: i32 = -1074;
 fn parts(bits: u64) -> (i64, i32) {
     let biased = ((bits >> 52) & EXPONENT) as i32;
     let m = ((bits & FRACTION) | (u64::from(biased != 0) << 52)) as i64;
-    (if bits >> 63 == 1 { -m } else { m }, biased.max(1) - 1075)
+    // 0 or -1: m, or -m in two's complement, without a branch
+    let sign = (bits as i64) >> 63;
+    ((m ^ sign) - sign, biased.max(1) - 1075)
 }
 
 /// The key of one value: its exponent field `E` times two, plus one unless it is
@@ -82,19 +84,25 @@ pub(crate) enum Start {
 /// The start of an element whose reduced key is `key`, for digits of `b` bits.
 #[inline]
 pub(crate) fn start(key: u16, b: i32) -> Start {
-    let e = i32::from(key >> 1);
-    if e == EXPONENT as i32 {
+    if key >> 1 == EXPONENT as u16 {
         Start::General
     } else if key == 0 {
         Start::NegativeZero
     } else {
-        // every value below 2^(t+1), t = max(E, 1) - 1023
-        Start::Cut(e.max(1) - 1023 + 1 - b)
+        Start::Cut(cut(key, b))
     }
 }
 
+/// Where [`start`] cuts an element whose reduced key is `key`: `L = t + 1 - b`, every
+/// value lying below `2^(t+1)` for `t = max(E, 1) - 1023`. Also defined for the other
+/// starts, whose digits are sent but not read, so that the digits need no branch.
+#[inline]
+pub(crate) fn cut(key: u16, b: i32) -> i32 {
+    i32::from(key >> 1).max(1) - 1022 - b
+}
+
 /// `floor(x / 2^low)` for a finite `x` below `2^(low + b)` in magnitude (as [`start`]
-/// cuts): in `[-2^b, 2^b)`.
+/// cuts): in `[-2^b, 2^b)`. Some number, not read, for an infinity or a NaN.
 #[inline]
 pub(crate) fn first_digit(x: f64, low: i32) -> i64 {
     let (m, e) = parts(x.to_bits());
