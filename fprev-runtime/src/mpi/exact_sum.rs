@@ -12,8 +12,8 @@
 //!   a count of the values that have bits below them) until it is decided. No user code
 //!   inside MPI.
 //! - The general path, for infinities, NaNs and elements still undecided after three
-//!   digits: each value becomes an [`Accumulator`](crate::exact::Accumulator) image of
-//!   fixed size, and an MPI user-defined operation merges the images exactly.
+//!   digits: each value becomes an [`Accumulator`] image of fixed size, and an MPI
+//!   user-defined operation merges the images exactly.
 //!
 //! Either way every rank rounds each element once. Work goes in chunks (of
 //! [`DIGIT_CHUNK`] and [`IMAGE_CHUNK`] elements), so memory stays bounded whatever the
