@@ -292,9 +292,9 @@ fn digits<T: MpiFloat>(
     }
 }
 
-/// The third digits of the elements in `s.deeper` (rare: sums within `2^-2b` of their
-/// size of a rounding boundary, or that cancel); those still undecided join
-/// `s.general`.
+/// The third digits of the elements in `s.deeper` (rare: a sum within `F * 2^L_2` of a
+/// rounding boundary, as a tie with bits far below it, or one that cancels); those
+/// still undecided join `s.general`.
 fn third_digits<T: MpiFloat>(
     r: &impl Reductions,
     values: &mut [T],

@@ -28,9 +28,9 @@
 //! in `[0, F * 2^L_k)`, where `F` counts the flags: `F = 0` means the digits are `S`
 //! exactly (a sum that cancels to zero ends here), otherwise the two ends decide as
 //! before ([`resolve_refined`]). After [`MAX_DIGITS`] digits an element still undecided
-//! (a sum that cancels more than about 120 bits and still has bits below, or lies within
-//! `2^-170` of its last place of a rounding boundary) takes the accumulator images, as do
-//! infinities and NaNs.
+//! (a tie with a value far below it, a sum that cancels more than about `2b` bits and
+//! still has bits below, or one within `F * 2^L_3` of a rounding boundary) takes the
+//! accumulator images, as do infinities and NaNs.
 //!
 //! [`round`] rounds the digits' exact sum once; [`resolve_first`] rounds one digit with a
 //! single integer-to-float conversion (correctly rounded by the hardware) and an exact
