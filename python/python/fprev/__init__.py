@@ -634,8 +634,8 @@ def sweep_lengths(
 
     >>> import fprev, numpy as np
     >>> s = fprev.sweep_lengths(lambda n: np.sum, [8, 9, 128, 129, 300])
-    >>> s.breakpoints
-    [9, 129]
+    >>> s.breakpoints  # 9 values grow 8's order; 128 are 8 lanes, 129 split in two
+    [128, 129, 300]
     """
     lengths = _sizes(lengths, "lengths")
     if not isinstance(label, str):
