@@ -27,6 +27,22 @@ fn halves(n: usize) -> SumTree {
         .expect("a tree")
 }
 
+/// `--format text` lines `LABEL = FIRST..LAST: TREE` (or `LABEL = V: TREE`) as
+/// `(first, last, tree)`.
+fn text_ranges(out: &str, label: &str) -> Vec<(usize, usize, String)> {
+    out.lines()
+        .map(|line| {
+            let (span, tree) = line
+                .strip_prefix(&format!("{label} = "))
+                .and_then(|l| l.split_once(": "))
+                .unwrap_or_else(|| panic!("{out}"));
+            let (first, last) = span.split_once("..").unwrap_or((span, span));
+            let number = |v: &str| v.parse::<usize>().unwrap_or_else(|_| panic!("{out}"));
+            (number(first), number(last), tree.to_string())
+        })
+        .collect()
+}
+
 #[test]
 fn a_sweep_prints_the_ranges_of_one_order() {
     let o = fprev(&[
@@ -210,14 +226,8 @@ fn a_built_in_product_is_swept_over_its_rows_and_agrees_with_reveal() {
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     let mut sizes = 0;
-    for line in out.lines() {
-        // "rows = 1..5: (tree)": each range's last value, revealed on its own
-        let (span, tree) = line
-            .strip_prefix("rows = ")
-            .and_then(|l| l.split_once(": "))
-            .unwrap_or_else(|| panic!("{out}"));
-        let (first, last) = span.split_once("..").unwrap_or((span, span));
-        let (first, last): (usize, usize) = (first.parse().unwrap(), last.parse().unwrap());
+    // each range's last value, revealed on its own
+    for (first, last, tree) in text_ranges(&out, "rows") {
         sizes += last - first + 1;
         let r = fprev(&[
             "reveal",
@@ -341,12 +351,8 @@ fn lengths_sweep_n_of_a_program_and_k_of_a_product() {
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     let mut sizes = 0;
-    for line in out.lines() {
-        let (span, tree) = line
-            .strip_prefix("k = ")
-            .and_then(|l| l.split_once(": "))
-            .unwrap_or_else(|| panic!("{out}"));
-        let last = span.rsplit("..").next().unwrap_or(span);
+    for (_, last, tree) in text_ranges(&out, "k") {
+        let last = last.to_string();
         sizes += 1;
         let r = fprev(&[
             "reveal",
@@ -354,7 +360,7 @@ fn lengths_sweep_n_of_a_program_and_k_of_a_product() {
             "--rows",
             "2",
             "--n",
-            last,
+            &last,
             "--cols",
             "1",
         ]);
