@@ -74,3 +74,37 @@ fn a_plain_operation_is_still_revealed() {
     assert!(o.is_uniform());
     assert_eq!(o.groups[0].tree, fprev::SumTree::sequential(K));
 }
+
+/// A batched target answers a guessed tree's proof one probe set per lane: a right hint
+/// is proved in a few calls, a wrong one is refuted and the search finds the truth.
+#[test]
+fn batched_proofs_pack_probe_sets_into_lanes() {
+    use fprev::ops::Batched;
+    use fprev::SumTree;
+    let (rows, k) = (16, 256);
+    let gemv = || {
+        ops::gemv(rows, k, |a: &[f32], x: &[f32], y: &mut [f32]| {
+            for (row, yi) in a.chunks(k).zip(y.iter_mut()) {
+                let products: Vec<f32> = row.iter().zip(x).map(|(p, q)| p * q).collect();
+                *yi = fprev::orders::balanced(&products);
+            }
+        })
+    };
+    let truth = SumTree::pairwise(k);
+    let mut right = Batched::new(gemv(), 0);
+    let r = Reveal::new(k)
+        .hint(truth.clone())
+        .run_target(&mut right)
+        .unwrap();
+    assert_eq!(r.tree, truth);
+    assert_eq!(r.recognized.as_deref(), Some("hint"));
+    // the proof's inputs, 16 to a call, plus the checks: far fewer calls than k
+    assert!(right.calls() * 4 < k as u64, "{} calls", right.calls());
+    let mut wrong = Batched::new(gemv(), 0);
+    let r = Reveal::new(k)
+        .hint(SumTree::sequential(k))
+        .run_target(&mut wrong)
+        .unwrap();
+    assert_eq!(r.tree, truth);
+    assert_ne!(r.recognized.as_deref(), Some("hint"));
+}
