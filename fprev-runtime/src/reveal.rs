@@ -22,7 +22,7 @@
 
 mod arena;
 mod basic;
-mod error;
+pub(crate) mod error;
 pub(crate) mod fit;
 mod guide;
 mod known;
@@ -653,11 +653,7 @@ fn wider_register<T: ProbeFloat, X: Target<T>>(
             return None;
         }
     }
-    let mut text = tree.to_string();
-    if text.len() > 200 {
-        text.truncate(200);
-        text.push_str("...");
-    }
+    let text = crate::reveal::error::clip(tree.to_string());
     Some(RevealError::WiderAccumulator {
         tree: text,
         operands: prober.target.input_format().unwrap_or(T::FORMAT).name,

@@ -321,3 +321,13 @@ impl std::fmt::Display for RevealError {
 }
 
 impl std::error::Error for RevealError {}
+
+/// A tree's (or any) text cut to 200 bytes for an error message: a tree of `n` leaves
+/// is about `6n` characters, too long to read in one line.
+pub(crate) fn clip(mut text: String) -> String {
+    if text.len() > 200 {
+        text.truncate(200);
+        text.push_str("...");
+    }
+    text
+}

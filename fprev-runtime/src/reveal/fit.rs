@@ -621,11 +621,7 @@ pub(crate) fn fit<T: ProbeFloat, X: Target<T>>(
         };
         candidates.retain(|c| same(c.replay(tree, &x, exps.as_deref())));
         if candidates.is_empty() {
-            let mut text = tree.to_string();
-            if text.len() > 200 {
-                text.truncate(200);
-                text.push_str("...");
-            }
+            let text = crate::reveal::error::clip(tree.to_string());
             return Err(RevealError::FusedUnverified {
                 tree: text,
                 input_seed,

@@ -182,11 +182,7 @@ pub(crate) fn earlier_answers<T: ProbeFloat>(
         let same = got.to_bits_u64() == a.answer.to_bits_u64()
             || (got.to_f64().is_nan() && a.answer.to_f64().is_nan());
         if !same {
-            let mut text = tree.to_string();
-            if text.len() > 200 {
-                text.truncate(200);
-                text.push_str("...");
-            }
+            let text = crate::reveal::error::clip(tree.to_string());
             return Err(RevealError::NotPlainSummation {
                 tree: text,
                 input_seed: a.seed,
@@ -212,11 +208,7 @@ pub(crate) fn replay_matches<T: ProbeFloat, X: Target<T>>(
         if same {
             return Ok(());
         }
-        let mut text = tree.to_string();
-        if text.len() > 200 {
-            text.truncate(200);
-            text.push_str("...");
-        }
+        let text = crate::reveal::error::clip(tree.to_string());
         Err(RevealError::NotPlainSummation {
             tree: text,
             input_seed,

@@ -2,6 +2,7 @@
 //! element checked against it, and the elements that disagree revealed again with every
 //! lane answering the same probe.
 
+use crate::reveal::error::clip;
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 
@@ -401,14 +402,6 @@ impl ElementReveal {
         let reference = rec.hashes[0];
         Ok((tree, rec.hashes.iter().map(|&h| h == reference).collect()))
     }
-}
-
-fn clip(mut s: String) -> String {
-    if s.len() > 200 {
-        s.truncate(200);
-        s.push_str("...");
-    }
-    s
 }
 
 fn target_error(e: TargetError) -> RevealError {
