@@ -482,10 +482,20 @@ impl SumTree {
     /// assert_eq!(SumTree::pairwise(8).prefix(6).to_string(), "(((0+1)+(2+3))+(4+5))");
     /// ```
     pub fn prefix(&self, k: usize) -> SumTree {
+        let k = k.min(self.leaf_count());
+        self.induced(&(0..k).collect::<Vec<_>>())
+    }
+
+    /// The tree `leaves` (ascending, each a leaf of this tree) induce, leaf `leaves[j]`
+    /// renumbered `j`: the order this tree adds them in when every other input is zero.
+    pub(crate) fn induced(&self, leaves: &[usize]) -> SumTree {
         let n = self.leaf_count();
-        let k = k.min(n);
-        // new id of every old node with a leaf below k, children before parents
-        let mut id: Vec<Option<u32>> = (0..n).map(|i| (i < k).then_some(i as u32)).collect();
+        let k = leaves.len();
+        // new id of every old node with a kept leaf below it, children before parents
+        let mut id: Vec<Option<u32>> = vec![None; n];
+        for (j, &leaf) in leaves.iter().enumerate() {
+            id[leaf] = Some(j as u32);
+        }
         let mut nodes: Vec<Vec<u32>> = Vec::new();
         for v in n..n + self.inner_count() {
             let kids: Vec<u32> = self
@@ -564,6 +574,18 @@ impl fmt::Debug for SumTree {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn induced_trees_drop_the_zero_inputs() {
+        // ((0+1)+(2+3))+((4+5)+(6+7)) with inputs 1, 2, 3 and 6 only
+        let tree = SumTree::pairwise(8).induced(&[1, 2, 3, 6]);
+        assert_eq!(tree.to_string(), "((0+(1+2))+3)");
+        // the same tree summing the four values at those positions among zeros
+        let x = [0.0, 1e16, 1.0, -1e16, 0.0, 0.0, 3.0, 0.0];
+        let y = [1e16, 1.0, -1e16, 3.0];
+        assert_eq!(SumTree::pairwise(8).replay(&x), tree.replay(&y));
+        assert_eq!(SumTree::sequential(5).induced(&[4]), SumTree::sequential(1));
+    }
 
     #[test]
     fn every_constructor_gives_an_empty_tree_that_every_method_handles() {
