@@ -33,6 +33,8 @@ use crate::tree::SumTree;
 pub(crate) const MIN_N: usize = 4096;
 /// Inputs revealed to learn a structure.
 const PREFIX: usize = 512;
+/// Inputs sampled first to find blocks larger than the prefix.
+const SMALL_SAMPLE: usize = 128;
 /// Parts this small are searched, not guessed.
 const DIRECT: usize = 1024;
 /// Growing parts tried per level, smallest first (a wrong one costs a prefix search).
@@ -71,6 +73,7 @@ pub(crate) fn guess<T: ProbeFloat, X: Target<T>>(
         counts: Counts::default(),
         buf: vec![T::ZERO; n],
         searched: std::collections::HashMap::new(),
+        frugal: false,
     };
     let tree = guide.part(&positions, 0);
     let counts = guide.counts;
@@ -91,6 +94,8 @@ struct Guide<'g, T> {
     /// `n` zeros between uses: the restricted targets' full input.
     buf: Vec<T>,
     searched: std::collections::HashMap<Vec<usize>, Option<SumTree>>,
+    /// Whether to guess only from trees searched already.
+    frugal: bool,
 }
 
 impl<T: ProbeFloat> Guide<'_, T> {
@@ -135,23 +140,44 @@ impl<T: ProbeFloat> Guide<'_, T> {
         if let Some(tree) = candidates.first_complete(&prefix, m, &answers) {
             return Some(tree);
         }
+        // Blocks larger than the prefix (a sum split among threads, or halved down to
+        // blocks) show in a sample of every (m / samples)-th input as blocks of samples:
+        // a small sample first (a quarter of a search; a block's first part shares the
+        // prefix searched already, so trying it costs little), then the copies that grow
+        // with `m`, then a sample as large as the prefix
+        if let Some(blocks) = self.sampled_blocks(positions, SMALL_SAMPLE) {
+            // only parts that need no new search: a wrong block size costs little
+            let frugal = std::mem::replace(&mut self.frugal, true);
+            let tree = self.copies(positions, blocks, &answers, depth);
+            self.frugal = frugal;
+            if tree.is_some() {
+                return tree;
+            }
+        }
         if let Some(tree) = self.copies(positions, candidates.growing, &answers, depth) {
             return Some(tree);
         }
-        // Blocks larger than the prefix (a sum split among threads, or halved down to
-        // blocks): every (m / PREFIX)-th input shows them as blocks of that many samples.
-        if m % PREFIX != 0 {
+        let blocks = self.sampled_blocks(positions, PREFIX)?;
+        self.copies(positions, blocks, &answers, depth)
+    }
+
+    /// Blocks of `positions` larger than one input, as the tree of every
+    /// `(m / samples)`-th input shows them: `None` when `samples` does not divide `m` or
+    /// the sample's search fails.
+    fn sampled_blocks(&mut self, positions: &[usize], samples: usize) -> Option<Vec<Copies>> {
+        let m = positions.len();
+        if m % samples != 0 || m / samples < 2 {
             return None;
         }
-        let step = m / PREFIX;
-        let sample: Vec<usize> = (0..PREFIX).map(|k| positions[k * step]).collect();
+        let step = m / samples;
+        let sample: Vec<usize> = (0..samples).map(|k| positions[k * step]).collect();
         let sampled = self.search(&sample)?;
         let blocks = Analysis::new(&sampled)
             .regular_tilings(sampled.root())
             .into_iter()
             .filter(|t| !t.interleaved)
             .map(|t| {
-                let size = PREFIX / t.count * step;
+                let size = samples / t.count * step;
                 Copies {
                     first: (0..size).collect(),
                     shift: size,
@@ -159,7 +185,7 @@ impl<T: ProbeFloat> Guide<'_, T> {
                 }
             })
             .collect();
-        self.copies(positions, blocks, &answers, depth)
+        Some(blocks)
     }
 
     /// The first of `growing` (at most [`TRIES`]) whose first copy is guessed and whose
@@ -213,6 +239,9 @@ impl<T: ProbeFloat> Guide<'_, T> {
         // a block's prefix is its parent's; a sample's part is the sample's
         if let Some(tree) = self.known(positions) {
             return tree;
+        }
+        if self.frugal {
+            return None;
         }
         // a search costs about 2 calls per input
         if self.counts.calls() + 2 * positions.len() as u64 > self.budget {
@@ -326,6 +355,15 @@ impl Candidates {
                     shift: m / c,
                     top: tiling.top,
                 });
+            }
+        }
+        // or blocks as large as the prefix, each summed as the prefix is
+        if m % p == 0 && m > p {
+            for top in 0..NAMED.len() {
+                let whole = Whole::Blocks { size: p, top };
+                if !complete.contains(&whole) {
+                    complete.push(whole);
+                }
             }
         }
         growing.sort_by_key(|g| g.first.len());
@@ -673,8 +711,38 @@ mod tests {
             .unwrap();
         assert_eq!(r.tree, truth);
         assert_eq!(r.recognized.as_deref(), Some("structure-guided"));
-        // one search of 512 inputs (about 1700 calls) and the proof (about 2000)
-        assert!(r.probes < 4000, "{} probes", r.probes);
+        // one search of 512 inputs (about 1700 calls), a small sample (about 350) and the
+        // proof (about 2000)
+        assert!(r.probes < 4500, "{} probes", r.probes);
+    }
+
+    #[test]
+    fn blocks_larger_than_the_prefix_show_in_a_small_sample() {
+        // As JAX's CPU order for 65536 f32: 4 blocks of 16384 in order, each 32 blocks of
+        // 512 in order, each block 4 lanes (stride 4) combined pairwise. Every 128th input
+        // shows the 4 large blocks; each is 32 copies of the prefix, with no new search.
+        let n = 65536;
+        let lanes = Copies {
+            first: (0..512).step_by(4).collect(),
+            shift: 1,
+            top: SumTree::pairwise(4),
+        }
+        .assemble(512, &SumTree::sequential(128));
+        let chain = |c: usize, size: usize| Copies {
+            first: (0..size).collect(),
+            shift: size,
+            top: SumTree::sequential(c),
+        };
+        let block = chain(32, 512).assemble(16384, &lanes);
+        let truth = chain(4, 16384).assemble(n, &block);
+        let r = Reveal::new(n)
+            .run_target(FnTarget(|x: &[f32]| truth.replay(x)))
+            .unwrap();
+        assert_eq!(r.tree, truth);
+        assert_eq!(r.recognized.as_deref(), Some("structure-guided"));
+        println!("{} probes", r.probes);
+        // the prefix's search, the sample's (a quarter of it) and the proof
+        assert!(r.probes < 9000, "{} probes", r.probes);
     }
 
     #[test]

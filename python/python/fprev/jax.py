@@ -8,7 +8,31 @@ read back. Without ``jit``, each call gets ``jax.numpy.asarray`` of the buffer, 
 function sees a JAX array as it would in user code.
 """
 
+import weakref
+
 from . import _buffer, _dtypes, _flag, _formats, _reveal_rows, _rows_per_call, _run, _size
+
+# The many-row function of each revealed function: JAX compiles a jitted function once
+# per shape, but a new lambda is a new function, compiled again (about 0.1-0.3 s on a
+# CPU, more than the reveal's own calls at a few thousand values). Keyed weakly, and
+# referring to the function weakly, so that an entry lives as long as its function.
+_ROWS = weakref.WeakKeyDictionary()
+
+
+def _rows_of(fn):
+    """``jax.jit(lambda x: jax.lax.map(fn, x))``, the same object for the same ``fn``."""
+    import jax
+
+    try:
+        return _ROWS[fn]
+    except KeyError:
+        pass
+    except TypeError:  # neither hashable nor weakly referenceable: not kept
+        return jax.jit(lambda x: jax.lax.map(fn, x))
+    ref = weakref.ref(fn)
+    rows = jax.jit(lambda x: jax.lax.map(ref(), x))
+    _ROWS[fn] = rows
+    return rows
 
 
 def _name(dtype):
@@ -49,7 +73,8 @@ def reveal(
     trusted only as far as it is checked: its rows must answer seeded random inputs
     with the one-row function's bits, and the tree it reveals must replay the one-row
     function on other seeded inputs; otherwise the reveal runs one probe per call as
-    with ``rows=False``. The report's ``lanes`` says how many rows a call held, and
+    with ``rows=False``. The many-row function is kept (weakly) for ``fn``, so that a
+    second reveal of ``fn`` at the same ``n`` compiles nothing. The report's ``lanes`` says how many rows a call held, and
     ``rows_skipped`` why the rows were not used when they were tried.
 
     >>> import jax.numpy as jnp, fprev
@@ -73,7 +98,7 @@ def reveal(
     lanes = _rows_per_call(n)
     if (jit and _flag(rows, "rows") and lanes > 1 and acc_dtype is None
             and operands in ("float32", "float64")):
-        batched = jax.jit(lambda x: jax.lax.map(fn, x))
+        batched = _rows_of(fn)
         tree, costs = _reveal_rows(call, batched, n, lanes, operands, algorithm, hint, verify,
                                    seed)
         if tree is not None:
