@@ -106,15 +106,17 @@ fn add_portable(sums: &mut [[i64; 2]; EXPONENTS], xs: &[f64]) -> bool {
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    //! The bins' addition in two passes per few hundred values: AVX2 decodes four values
-    //! at a time into exponents and signed halves, then a scalar loop adds each pair of
-    //! halves to its bin with one 128-bit addition.
+    //! The bins' addition with AVX2: four values at a time are decoded into exponents and
+    //! signed halves, and each pair of halves goes to its bin with one 128-bit addition
+    //! straight from the register that decoded it. (Decoding a pass into buffers and adding
+    //! them in a second loop is the same work, but measured slower: docs/exact.md.)
 
     use super::{EXPONENTS, LOW_BITS};
     use std::arch::x86_64::*;
 
-    /// Values decoded per pass.
-    const PASS: usize = 256;
+    /// How far ahead to prefetch, in values: the hardware prefetcher alone lets the
+    /// additions wait on memory.
+    const PREFETCH: usize = 1024;
 
     /// Adds `xs` to the bins; returns whether one was NaN or infinite.
     ///
@@ -123,36 +125,20 @@ mod avx2 {
     #[target_feature(enable = "avx2")]
     #[allow(unused_unsafe)]
     pub(super) unsafe fn add(sums: &mut [[i64; 2]; EXPONENTS], xs: &[f64]) -> bool {
-        let mut index = [0u64; PASS];
-        let mut halves = [[0i64; 2]; PASS];
-        let mut special = false;
-        let mut passes = xs.chunks_exact(PASS);
-        for pass in passes.by_ref() {
-            // SAFETY: the caller checked AVX2.
-            special |= unsafe { decode(pass, &mut index, &mut halves) };
-            for (&i, h) in index.iter().zip(&halves) {
-                let bin = &mut sums[i as usize & (EXPONENTS - 1)];
-                bin[0] += h[0];
-                bin[1] += h[1];
-            }
-        }
-        special | super::add_portable(sums, passes.remainder())
-    }
-
-    /// Decodes a pass; returns whether a value was NaN or infinite.
-    #[target_feature(enable = "avx2")]
-    #[allow(unused_unsafe)]
-    unsafe fn decode(pass: &[f64], index: &mut [u64; PASS], halves: &mut [[i64; 2]; PASS]) -> bool {
-        unsafe {
+        let mut groups = xs.chunks_exact(4);
+        // SAFETY: the caller checked AVX2; every index is an exponent field, below
+        // EXPONENTS, so each bin pointer is inside `sums`.
+        let special = unsafe {
             let exp_mask = _mm256_set1_epi64x(0x7FF);
             let frac_mask = _mm256_set1_epi64x((1 << 52) - 1);
             let hidden = _mm256_set1_epi64x(1 << 52);
             let low_mask = _mm256_set1_epi64x((1 << LOW_BITS) - 1);
             let zero = _mm256_setzero_si256();
             let mut special = zero;
-            for (k, group) in pass.chunks_exact(4).enumerate() {
-                // A few passes ahead: the hardware prefetcher alone lets the scatter wait.
-                _mm_prefetch::<_MM_HINT_T0>(group.as_ptr().wrapping_add(4 * PASS).cast());
+            let mut index = [0u64; 4];
+            let bins = sums.as_mut_ptr().cast::<__m128i>();
+            for group in groups.by_ref() {
+                _mm_prefetch::<_MM_HINT_T0>(group.as_ptr().wrapping_add(PREFETCH).cast());
                 let bits = _mm256_loadu_si256(group.as_ptr().cast());
                 let exp = _mm256_and_si256(_mm256_srli_epi64::<52>(bits), exp_mask);
                 special = _mm256_or_si256(special, _mm256_cmpeq_epi64(exp, exp_mask));
@@ -165,16 +151,93 @@ mod avx2 {
                 let signed = |v: __m256i| _mm256_sub_epi64(_mm256_xor_si256(v, neg), neg);
                 let hi = signed(_mm256_srli_epi64::<{ LOW_BITS as i32 }>(m));
                 let lo = signed(_mm256_and_si256(m, low_mask));
-                _mm256_storeu_si256(index.as_mut_ptr().add(4 * k).cast(), exp);
+                _mm256_storeu_si256(index.as_mut_ptr().cast(), exp);
                 // [hi, lo] pairs in value order.
                 let even = _mm256_unpacklo_epi64(hi, lo);
                 let odd = _mm256_unpackhi_epi64(hi, lo);
                 let first = _mm256_permute2x128_si256::<0x20>(even, odd);
                 let second = _mm256_permute2x128_si256::<0x31>(even, odd);
-                _mm256_storeu_si256(halves.as_mut_ptr().add(4 * k).cast(), first);
-                _mm256_storeu_si256(halves.as_mut_ptr().add(4 * k + 2).cast(), second);
+                let pairs = [
+                    _mm256_castsi256_si128(first),
+                    _mm256_extracti128_si256::<1>(first),
+                    _mm256_castsi256_si128(second),
+                    _mm256_extracti128_si256::<1>(second),
+                ];
+                for (&i, pair) in index.iter().zip(pairs) {
+                    let bin = bins.add(i as usize);
+                    _mm_storeu_si128(bin, _mm_add_epi64(_mm_loadu_si128(bin), pair));
+                }
             }
             _mm256_testz_si256(special, special) == 0
+        };
+        special | super::add_portable(sums, groups.remainder())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The dispatched (AVX2) addition must fill the bins exactly as the portable one does,
+    //! and the bins must hold the exact sum, for every length (the groups of four and the
+    //! remainder), sign, subnormal, repeated exponent and special value.
+    use super::*;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    /// Values of one of several kinds: a huge exponent range, subnormals and tiny normals,
+    /// a single binade (every value in the same bin), or a mix with zeros and specials.
+    fn draw(rng: &mut ChaCha8Rng, kind: u64, n: usize) -> Vec<f64> {
+        (0..n)
+            .map(|_| {
+                let sign = if rng.random::<bool>() { -1.0 } else { 1.0 };
+                let bits = rng.random::<u64>() & ((1 << 52) - 1);
+                let exp: u64 = match kind {
+                    0 => rng.random_range(1..2047),
+                    1 => rng.random_range(0..3),
+                    2 => 1023,
+                    _ => match rng.random_range(0..40) {
+                        0 => return sign * 0.0,
+                        1 => return sign * f64::INFINITY,
+                        2 => return f64::NAN,
+                        _ => rng.random_range(0..2047),
+                    },
+                };
+                sign * f64::from_bits((exp << 52) | bits)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn dispatched_and_portable_bins_agree_and_are_exact() {
+        for seed in 0..40u64 {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let kind = seed % 4;
+            let n = rng.random_range(0..3000);
+            let xs = draw(&mut rng, kind, n);
+            let ctx = format!("seed {seed}, kind {kind}, n = {n}");
+
+            let mut portable = Box::new([[0i64; 2]; EXPONENTS]);
+            let portable_special = add_portable(&mut portable, &xs);
+            #[cfg(target_arch = "x86_64")]
+            if super::super::has_avx2_fma() {
+                let mut vector = Box::new([[0i64; 2]; EXPONENTS]);
+                // SAFETY: the CPU has AVX2.
+                let vector_special = unsafe { avx2::add(&mut vector, &xs) };
+                assert_eq!(vector_special, portable_special, "{ctx}");
+                assert!(vector == portable, "{ctx}: the bins differ");
+            }
+
+            let mut bins = Bins::new();
+            let mut acc = Accumulator::new();
+            bins.add(&mut acc, &xs);
+            bins.empty_into(&mut acc);
+            assert!(bins.sums.iter().all(|b| *b == [0, 0]), "{ctx}: not emptied");
+            let mut one_by_one = Accumulator::new();
+            xs.iter().for_each(|&x| one_by_one.add(x));
+            let (got, want) = (acc.finish(), one_by_one.finish());
+            assert!(
+                got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                "{ctx}: {got:e} vs {want:e}"
+            );
         }
     }
 }
