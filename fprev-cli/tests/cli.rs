@@ -728,8 +728,62 @@ fn summary_format_describes_large_trees_in_words() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
         stdout(&o).trim(),
-        "4 lanes, stride 4, 256 in order; lanes combined pairwise"
+        "4 lanes, stride 4, 256 in order; lanes combined pairwise\n\
+         additions: binary, each rounded to nearest in f32 (no fused nodes)"
     );
+}
+
+/// Built-in targets, the element reveals of matrix products among them, state their
+/// arithmetic under the tree as `--exec` programs do: binary additions rounded in the
+/// accumulator's format (f32 for the f16 operands of matrixmultiply-f16).
+#[test]
+fn summary_format_states_the_arithmetic_of_builtin_and_element_targets() {
+    for (args, acc) in [
+        (&["iter-sum", "-n", "64", "--dtype", "f64"][..], "f64"),
+        (&["ndarray-dot", "-n", "40"][..], "f32"),
+        (
+            &[
+                "matrixmultiply-gemm",
+                "-n",
+                "33",
+                "--rows",
+                "5",
+                "--cols",
+                "3",
+            ][..],
+            "f32",
+        ),
+        (
+            &[
+                "matrixmultiply-f16",
+                "-n",
+                "16",
+                "--rows",
+                "4",
+                "--cols",
+                "4",
+                "--dtype",
+                "f16",
+                "--acc-dtype",
+                "f32",
+            ][..],
+            "f32",
+        ),
+    ] {
+        let mut all = vec!["reveal"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--format", "summary"]);
+        let o = fprev(&all);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        let out = stdout(&o);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 2, "{args:?}: {out}");
+        assert_eq!(
+            lines[1],
+            format!("additions: binary, each rounded to nearest in {acc} (no fused nodes)"),
+            "{args:?}"
+        );
+    }
 }
 
 #[test]
