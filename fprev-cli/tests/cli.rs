@@ -971,6 +971,63 @@ fn reveal_tensor_core_dot(
     fprev(&args)
 }
 
+/// AMD CDNA1/CDNA2 matrix cores through the independent responder (`--c pairwise`,
+/// `--ftz` for CDNA2): one instruction's k and 4 chained come back as the presets'
+/// trees (`fprev::fused::PairwiseGroups`), binary additions rounded in f32.
+#[test]
+#[ignore = "needs python3 (see README)"]
+fn cdna1_and_cdna2_pairwise_groups_reveal_through_exec() {
+    use fprev::fused::PairwiseGroups;
+    for (flags, dtype, model) in [
+        (
+            "--fmt f16 --nfma 4 --c pairwise",
+            "f16",
+            PairwiseGroups::CDNA1_F16,
+        ),
+        (
+            "--fmt bf16 --nfma 2 --c pairwise",
+            "bf16",
+            PairwiseGroups::CDNA1_BF16,
+        ),
+        (
+            "--fmt f16 --nfma 4 --c pairwise --ftz",
+            "f16",
+            PairwiseGroups::CDNA2_F16,
+        ),
+        (
+            "--fmt bf16 --nfma 4 --c pairwise --ftz",
+            "bf16",
+            PairwiseGroups::CDNA2_BF16_1K,
+        ),
+    ] {
+        for n in [model.group, 4 * model.group + 1] {
+            let n_text = n.to_string();
+            let o = reveal_tensor_core_dot(
+                flags,
+                dtype,
+                &n_text,
+                &["--acc-dtype", "f32", "--format", "summary"],
+            );
+            assert!(o.status.success(), "{flags} n = {n}: {}", stderr(&o));
+            assert_eq!(
+                stdout(&o),
+                format!(
+                    "{}\nadditions: binary, each rounded to nearest in f32 (no fused nodes)\n",
+                    model.tree(n).describe()
+                ),
+                "{flags} n = {n}"
+            );
+            let o = reveal_tensor_core_dot(flags, dtype, &n_text, &["--acc-dtype", "f32"]);
+            assert!(o.status.success(), "{flags} n = {n}: {}", stderr(&o));
+            assert_eq!(
+                stdout(&o).trim(),
+                model.tree(n).to_string(),
+                "{flags} n = {n}"
+            );
+        }
+    }
+}
+
 /// AMD MI300's FNUZ FP8 formats as `--dtype`: the probes spread over both operands as
 /// for the OCP formats, and the FP8 block model comes back with its widths.
 #[test]
