@@ -1,7 +1,8 @@
 //! GPUs without a GPU: every block-FMA preset of `fprev::fused` revealed at n = 32 and
 //! n = 256 through the ordinary engine, with the calls and time each took, the block-FMA
 //! model the verification fitted, and pictures of the distinct n = 32 trees (for
-//! docs/tensor-cores.md), plus the FP8 dot recipe through `fprev::target::Products`.
+//! docs/tensor-cores.md), plus the FP8 dot recipe through `fprev::target::Products` and
+//! the AMD CDNA1/CDNA2 pairwise-group presets as dot products.
 //!
 //! ```text
 //! cargo run --release --example tensor_cores            # table; pictures into docs/
@@ -11,7 +12,8 @@
 use std::time::Instant;
 
 use fprev::float::F8E4M3;
-use fprev::fused::BlockFma;
+use fprev::fused::{BlockFma, PairwiseGroups};
+use fprev::half::{bf16, f16};
 use fprev::picture::Picture;
 use fprev::target::{FnTarget, Products};
 use fprev::{Reveal, RevealReport};
@@ -76,6 +78,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let secs = start.elapsed().as_secs_f64();
         assert_eq!(r.tree, model.tree(n));
         row("h100-fp8, E4M3 dot", n, &r, secs);
+    }
+    // AMD CDNA1/CDNA2: binary trees of f32 additions over f16 or bf16 products
+    for (name, model) in PairwiseGroups::PRESETS {
+        for n in [32usize, 256] {
+            let start = Instant::now();
+            let r = if name.contains("bf16") {
+                let dot = |a: &[bf16], b: &[bf16]| -> f32 { model.dot(a, b) };
+                Reveal::new(n).run_target(Products::new(dot))?
+            } else {
+                let dot = |a: &[f16], b: &[f16]| -> f32 { model.dot(a, b) };
+                Reveal::new(n).run_target(Products::new(dot))?
+            };
+            let secs = start.elapsed().as_secs_f64();
+            assert_eq!(r.tree, model.tree(n), "{name} n = {n}");
+            row(&format!("{name} dot"), n, &r, secs);
+        }
     }
     Ok(())
 }

@@ -3,7 +3,8 @@
 //! own. FP8 E4M3 and E5M2 (and AMD's FNUZ variants) gemm, gemv and dot with f32
 //! accumulation in known orders
 //! (sequential, pairwise, the H100 FP8 block-FMA chain): the exact tree per element or a
-//! typed error, never a different tree. Seeds print on failure; `FPREV_PROPTEST_CASES`
+//! typed error, never a different tree, and each group's fitted arithmetic (none for
+//! plain additions, the model's widths and block size for a fused chain). Seeds print on failure; `FPREV_PROPTEST_CASES`
 //! raises the number of seeds.
 
 mod common;
@@ -12,6 +13,7 @@ use common::cases;
 use fprev::float::{F8E4M3Fnuz, F8E5M2Fnuz, ProbeFloat, ProbeScale, F8E4M3, F8E5M2};
 use fprev::fused::BlockFma;
 use fprev::ops::{self, Element, ElementCoverage, ElementOrders, ElementReveal};
+use fprev::reveal::FittedFused;
 use fprev::{RevealError, SumTree};
 
 /// How one output element sums its `k` products.
@@ -96,6 +98,35 @@ fn uniform(seed: u64, what: &str, o: &ElementOrders, truth: &SumTree, spread: bo
     println!("{what}: {} calls, {} probes", o.calls, o.probes);
 }
 
+/// The arithmetic an element reveal reports for its one group: none for plain
+/// additions, and for a block-FMA chain the model's own widths within the consistent
+/// ranges, products aligned by their operands' exponent sum, and its block size.
+fn arithmetic_matches(seed: u64, what: &str, got: Option<FittedFused>, order: Order) {
+    let Order::Fused(m) = order else {
+        assert!(
+            got.is_none(),
+            "seed {seed}: {what}: arithmetic {got:?} for plain additions"
+        );
+        return;
+    };
+    let a = got.unwrap_or_else(|| panic!("seed {seed}: {what}: no arithmetic for a fused tree"));
+    assert!(
+        a.frac <= m.frac && m.frac <= a.frac_max.max(a.frac),
+        "seed {seed}: {what}: frac {}-{} misses {}",
+        a.frac,
+        a.frac_max,
+        m.frac
+    );
+    assert_eq!(a.frac_out, m.frac_out, "seed {seed}: {what}: frac_out");
+    assert_eq!(a.alignment, m.alignment, "seed {seed}: {what}: alignment");
+    let nfma = a.structure.map(|s| s.nfma);
+    assert!(
+        nfma.is_some_and(|c| c.min <= m.nfma && c.max.is_none_or(|x| m.nfma <= x)),
+        "seed {seed}: {what}: block size {nfma:?} misses {}",
+        m.nfma
+    );
+}
+
 fn gemm_case<I: ProbeFloat>(seed: u64, order: Order, (m, k, n): (usize, usize, usize)) {
     let what = format!("{} gemm {m} x {k} x {n}, {order:?}", I::FORMAT.name);
     let o = ElementReveal::new()
@@ -106,6 +137,7 @@ fn gemm_case<I: ProbeFloat>(seed: u64, order: Order, (m, k, n): (usize, usize, u
     // cannot tell alignment widths apart, so ElementReveal spreads after all
     let spread = needs_spread::<I>(k) || matches!(order, Order::Fused(_));
     uniform(seed, &what, &o, &order.tree(k), spread);
+    arithmetic_matches(seed, &what, o.groups[0].arithmetic, order);
     assert_eq!(o.shape.elements(), m * n);
 }
 
@@ -150,6 +182,7 @@ fn gemv_dot_case<I: ProbeFloat>(seed: u64, order: Order, k: usize) {
         .unwrap_or_else(|e| panic!("seed {seed}: {what}: {e}"));
     let spread = needs_spread::<I>(k) || matches!(order, Order::Fused(_));
     uniform(seed, &what, &o, &truth, spread);
+    arithmetic_matches(seed, &what, o.groups[0].arithmetic, order);
     let what = format!("{} dot {k}, {order:?}", I::FORMAT.name);
     let d = ops::dot(k, move |x: &[I], y: &[I]| order.dot(x, y));
     let o = ElementReveal::new()
@@ -158,6 +191,7 @@ fn gemv_dot_case<I: ProbeFloat>(seed: u64, order: Order, k: usize) {
         .unwrap_or_else(|e| panic!("seed {seed}: {what}: {e}"));
     let spread = needs_spread::<I>(k) || matches!(order, Order::Fused(_));
     uniform(seed, &what, &o, &truth, spread);
+    arithmetic_matches(seed, &what, o.groups[0].arithmetic, order);
 }
 
 #[test]
@@ -211,6 +245,7 @@ fn fp8_gemm_columns_in_two_orders_come_out_as_two_groups() {
                     order(0, j).tree(k),
                     "seed {seed}: {what}: tree of column {j}"
                 );
+                arithmetic_matches(seed, &what, g.arithmetic, order(0, j));
             }
             println!("{what}: {} calls, {} probes", o.calls, o.probes);
         }
@@ -330,6 +365,7 @@ fn f16_operands_with_a_tensor_core_adder() {
     println!("{o}{} calls, spread {}", o.calls, o.operands_spread);
     assert!(o.is_uniform());
     assert_eq!(o.groups[0].tree, model.tree(k));
+    arithmetic_matches(0, "f16 gemm, H100", o.groups[0].arithmetic, order);
 }
 
 /// A user reduction with a second operand shared by all its outputs (no per-output

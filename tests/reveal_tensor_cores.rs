@@ -9,7 +9,9 @@ mod common;
 
 use common::{cases, rng};
 use fprev::float::{F8E4M3Fnuz, F8E5M2Fnuz, ProbeFloat, Tf32, F8E4M3, F8E5M2};
-use fprev::fused::{AccumulatorCut, AccumulatorJoin, Alignment, BlockFma, Rounding};
+use fprev::fused::{
+    AccumulatorCut, AccumulatorJoin, Alignment, BlockFma, PairwiseGroups, Rounding,
+};
 use fprev::half::{bf16, f16};
 use fprev::target::Products;
 use fprev::{Reveal, RevealError, RevealReport};
@@ -342,6 +344,9 @@ fn cdna3_presets_match_pinned_vectors_bit_for_bit() {
         let f: Vec<&str> = line.split_whitespace().collect();
         let (name, a, b) = (f[0], hex(f[2]), hex(f[3]));
         let want = u32::from_str_radix(f[4], 16).expect("hex bits");
+        if PairwiseGroups::preset(name).is_some() {
+            continue; // cdna1_and_cdna2_presets_match_pinned_vectors_bit_for_bit
+        }
         let model = BlockFma::preset(name).unwrap_or_else(|| panic!("line {k}: {name}"));
         let got: f32 = if name.ends_with("xf32") {
             let op = |v: &[u32]| -> Vec<Tf32> { v.iter().map(|&x| Tf32::from_bits(x)).collect() };
@@ -355,6 +360,77 @@ fn cdna3_presets_match_pinned_vectors_bit_for_bit() {
         checked += 1;
     }
     assert!(checked >= 100, "{checked} vectors");
+}
+
+/// AMD CDNA1/CDNA2's pairwise groups against vectors pinned from the same independent
+/// script (`tensor_core_dot.py --c pairwise`, `--ftz` for CDNA2): every bit of every
+/// answer, and on CDNA2 some answers that only the flush of subnormals explains.
+#[test]
+fn cdna1_and_cdna2_presets_match_pinned_vectors_bit_for_bit() {
+    let text = include_str!("data/cdna3_vectors.txt");
+    let hex = |s: &str| -> Vec<u16> {
+        s.split(',')
+            .map(|h| u16::from_str_radix(h, 16).expect("hex bits"))
+            .collect()
+    };
+    let (mut checked, mut flushed) = (0, 0);
+    for (k, line) in text.lines().enumerate() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let Some(model) = PairwiseGroups::preset(f[0]) else {
+            continue;
+        };
+        let (a, b) = (hex(f[2]), hex(f[3]));
+        let want = u32::from_str_radix(f[4], 16).expect("hex bits");
+        let unflushed = PairwiseGroups {
+            flush_subnormals: false,
+            ..model
+        };
+        let (got, plain): (f32, f32) = if f[0].contains("bf16") {
+            let op = |v: &[u16]| -> Vec<bf16> { v.iter().map(|&x| bf16::from_bits(x)).collect() };
+            let (a, b) = (op(&a), op(&b));
+            (model.dot(&a, &b), unflushed.dot(&a, &b))
+        } else {
+            let op = |v: &[u16]| -> Vec<f16> { v.iter().map(|&x| f16::from_bits(x)).collect() };
+            let (a, b) = (op(&a), op(&b));
+            (model.dot(&a, &b), unflushed.dot(&a, &b))
+        };
+        assert_eq!(got.to_bits(), want, "line {}: {line}: got {got:e}", k + 1);
+        checked += 1;
+        if got.to_bits() != plain.to_bits() {
+            flushed += 1;
+        }
+    }
+    assert!(checked >= 250, "{checked} vectors");
+    assert!(flushed >= 10, "only {flushed} vectors show CDNA2's flush");
+}
+
+/// CDNA1/CDNA2's pairwise groups through the product target: plain binary trees, so
+/// the exact tree comes back with no fused arithmetic, at one instruction's k and
+/// chained (CDNA2's flush of subnormals never meets fprev's probes and checks, whose
+/// operands are normal).
+#[test]
+fn cdna1_and_cdna2_pairwise_groups_reveal_their_trees() {
+    for &(name, model) in PairwiseGroups::PRESETS {
+        for n in [
+            model.group,
+            2 * model.group,
+            4 * model.group,
+            4 * model.group + 3,
+        ] {
+            let r = if name.contains("bf16") {
+                Reveal::new(n).run_target(Products::new(|a: &[bf16], b: &[bf16]| -> f32 {
+                    model.dot(a, b)
+                }))
+            } else {
+                Reveal::new(n).run_target(Products::new(|a: &[f16], b: &[f16]| -> f32 {
+                    model.dot(a, b)
+                }))
+            }
+            .unwrap_or_else(|e| panic!("{name} n = {n}: {e}"));
+            assert_eq!(r.tree, model.tree(n), "{name} n = {n}");
+            assert!(r.arithmetic().is_none(), "{name} n = {n}: fused arithmetic");
+        }
+    }
 }
 
 #[test]

@@ -904,6 +904,9 @@ fn emit(
     arithmetic: Option<&fprev::reveal::FittedFused>,
 ) -> Result<(), Failure> {
     let groups = orders.filter(|o| !o.is_uniform());
+    let acc = dtype_name(acc_dtype(args).unwrap_or(args.dtype));
+    // a uniform element reveal's one group carries the arithmetic fitted to its tree
+    let arithmetic = arithmetic.or_else(|| orders.and_then(|o| o.groups[0].arithmetic.as_ref()));
     let text = match (args.format, groups) {
         (Format::Text, None) => format!("{tree}\n"),
         (Format::Text, Some(o)) => {
@@ -913,14 +916,11 @@ fn emit(
         (Format::Summary, None) => format!(
             "{}\n{}",
             tree.describe(),
-            arithmetic.map(arithmetic_lines).unwrap_or_default()
+            summary_lines(tree, arithmetic, acc)
         ),
         (Format::Summary, Some(o)) => {
             errout(&o.to_string());
-            o.groups
-                .iter()
-                .map(|g| format!("{}\n", g.tree.describe()))
-                .collect()
+            group_summaries(o, acc)
         }
         (Format::Dot, _) => tree.to_dot(),
         (Format::Json, None) => format!("{}\n", tree.to_json()),
@@ -987,6 +987,44 @@ fn reveal_exec<T: ProbeFloat>(
 
 /// A program's tree, the probes it took and the arithmetic measured at its fused nodes.
 type Revealed = (SumTree, u64, Option<fprev::reveal::FittedFused>);
+
+/// The arithmetic lines of `--format summary` under a tree's description: what the
+/// fit measured at fused nodes ([`arithmetic_lines`]), or for a tree of binary nodes
+/// the one arithmetic its verified replay stands for (each addition rounded to nearest
+/// in the accumulator `acc`). A flat node of an order-independent sum, accepted without
+/// a fit, has no measured arithmetic and gets no line.
+fn summary_lines(
+    tree: &SumTree,
+    arithmetic: Option<&fprev::reveal::FittedFused>,
+    acc: &str,
+) -> String {
+    if let Some(a) = arithmetic {
+        return arithmetic_lines(a);
+    }
+    let n = tree.leaf_count();
+    let binary = (n..n + tree.inner_count()).all(|v| tree.children(v).len() <= 2);
+    if binary && tree.inner_count() > 0 {
+        format!("additions: binary, each rounded to nearest in {acc} (no fused nodes)\n")
+    } else {
+        String::new()
+    }
+}
+
+/// `--format summary` of elements in several orders: each group's tree in words, then
+/// its own arithmetic, numbered as the groups on stderr are.
+fn group_summaries(o: &ElementOrders, acc: &str) -> String {
+    o.groups
+        .iter()
+        .enumerate()
+        .map(|(i, g)| {
+            format!(
+                "group {i}: {}\n{}",
+                g.tree.describe(),
+                summary_lines(&g.tree, g.arithmetic.as_ref(), acc)
+            )
+        })
+        .collect()
+}
 
 /// The measured arithmetic of `--format summary`, one line per quantity.
 fn arithmetic_lines(a: &fprev::reveal::FittedFused) -> String {
@@ -1139,4 +1177,79 @@ fn read_hint(hint: &str) -> Result<SumTree, Failure> {
         return parse_tree(t).map_err(|e| Failure::Message(format!("--hint {hint}: {e}")));
     }
     read_tree(&PathBuf::from(hint))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fprev::fused::BlockFma;
+    use fprev::ops::{Element, OrderGroup, ReductionShape};
+
+    /// A V100-like block-FMA chain's fitted arithmetic, as a reveal measures it.
+    fn fused_arithmetic() -> fprev::reveal::FittedFused {
+        let model = BlockFma::V100;
+        let r = Reveal::new(16)
+            .run_target(fprev::target::FnTarget(|x: &[f32]| model.sum(x)))
+            .unwrap();
+        r.arithmetic().unwrap()
+    }
+
+    #[test]
+    fn summary_lines_state_binary_fused_or_no_arithmetic() {
+        assert_eq!(
+            summary_lines(&SumTree::sequential(4), None, "f16"),
+            "additions: binary, each rounded to nearest in f16 (no fused nodes)\n"
+        );
+        // an order-independent sum accepted as one flat node: nothing was measured
+        assert_eq!(summary_lines(&SumTree::fused(4), None, "f32"), "");
+        assert_eq!(summary_lines(&SumTree::sequential(1), None, "f32"), "");
+        let a = fused_arithmetic();
+        let text = summary_lines(&BlockFma::V100.tree(16), Some(&a), "f32");
+        assert!(text.starts_with("alignment: "), "{text}");
+        assert!(
+            text.contains("products per block: 4 (4-4 consistent)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn each_group_of_elements_gets_its_own_arithmetic() {
+        let fused = BlockFma::V100.tree(16);
+        let o = ElementOrders {
+            shape: ReductionShape {
+                lanes: 2,
+                k: 16,
+                outputs: 1,
+            },
+            groups: vec![
+                OrderGroup {
+                    tree: fused.clone(),
+                    elements: vec![Element { lane: 0, output: 0 }],
+                    arithmetic: Some(fused_arithmetic()),
+                },
+                OrderGroup {
+                    tree: SumTree::sequential(16),
+                    elements: vec![Element { lane: 1, output: 0 }],
+                    arithmetic: None,
+                },
+            ],
+            unresolved: Vec::new(),
+            calls: 0,
+            probes: 0,
+            operands_spread: false,
+        };
+        let text = group_summaries(&o, "f32");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], format!("group 0: {}", fused.describe()));
+        assert!(lines[1].starts_with("alignment: "), "{text}");
+        let second = lines
+            .iter()
+            .position(|l| l.starts_with("group 1: "))
+            .unwrap();
+        assert_eq!(lines[second], "group 1: 16 in order");
+        assert_eq!(
+            lines[second + 1..],
+            ["additions: binary, each rounded to nearest in f32 (no fused nodes)"]
+        );
+    }
 }

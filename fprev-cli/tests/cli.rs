@@ -728,8 +728,62 @@ fn summary_format_describes_large_trees_in_words() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
         stdout(&o).trim(),
-        "4 lanes, stride 4, 256 in order; lanes combined pairwise"
+        "4 lanes, stride 4, 256 in order; lanes combined pairwise\n\
+         additions: binary, each rounded to nearest in f32 (no fused nodes)"
     );
+}
+
+/// Built-in targets, the element reveals of matrix products among them, state their
+/// arithmetic under the tree as `--exec` programs do: binary additions rounded in the
+/// accumulator's format (f32 for the f16 operands of matrixmultiply-f16).
+#[test]
+fn summary_format_states_the_arithmetic_of_builtin_and_element_targets() {
+    for (args, acc) in [
+        (&["iter-sum", "-n", "64", "--dtype", "f64"][..], "f64"),
+        (&["ndarray-dot", "-n", "40"][..], "f32"),
+        (
+            &[
+                "matrixmultiply-gemm",
+                "-n",
+                "33",
+                "--rows",
+                "5",
+                "--cols",
+                "3",
+            ][..],
+            "f32",
+        ),
+        (
+            &[
+                "matrixmultiply-f16",
+                "-n",
+                "16",
+                "--rows",
+                "4",
+                "--cols",
+                "4",
+                "--dtype",
+                "f16",
+                "--acc-dtype",
+                "f32",
+            ][..],
+            "f32",
+        ),
+    ] {
+        let mut all = vec!["reveal"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--format", "summary"]);
+        let o = fprev(&all);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        let out = stdout(&o);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 2, "{args:?}: {out}");
+        assert_eq!(
+            lines[1],
+            format!("additions: binary, each rounded to nearest in {acc} (no fused nodes)"),
+            "{args:?}"
+        );
+    }
 }
 
 #[test]
@@ -915,6 +969,63 @@ fn reveal_tensor_core_dot(
     ];
     args.extend_from_slice(extra);
     fprev(&args)
+}
+
+/// AMD CDNA1/CDNA2 matrix cores through the independent responder (`--c pairwise`,
+/// `--ftz` for CDNA2): one instruction's k and 4 chained come back as the presets'
+/// trees (`fprev::fused::PairwiseGroups`), binary additions rounded in f32.
+#[test]
+#[ignore = "needs python3 (see README)"]
+fn cdna1_and_cdna2_pairwise_groups_reveal_through_exec() {
+    use fprev::fused::PairwiseGroups;
+    for (flags, dtype, model) in [
+        (
+            "--fmt f16 --nfma 4 --c pairwise",
+            "f16",
+            PairwiseGroups::CDNA1_F16,
+        ),
+        (
+            "--fmt bf16 --nfma 2 --c pairwise",
+            "bf16",
+            PairwiseGroups::CDNA1_BF16,
+        ),
+        (
+            "--fmt f16 --nfma 4 --c pairwise --ftz",
+            "f16",
+            PairwiseGroups::CDNA2_F16,
+        ),
+        (
+            "--fmt bf16 --nfma 4 --c pairwise --ftz",
+            "bf16",
+            PairwiseGroups::CDNA2_BF16_1K,
+        ),
+    ] {
+        for n in [model.group, 4 * model.group + 1] {
+            let n_text = n.to_string();
+            let o = reveal_tensor_core_dot(
+                flags,
+                dtype,
+                &n_text,
+                &["--acc-dtype", "f32", "--format", "summary"],
+            );
+            assert!(o.status.success(), "{flags} n = {n}: {}", stderr(&o));
+            assert_eq!(
+                stdout(&o),
+                format!(
+                    "{}\nadditions: binary, each rounded to nearest in f32 (no fused nodes)\n",
+                    model.tree(n).describe()
+                ),
+                "{flags} n = {n}"
+            );
+            let o = reveal_tensor_core_dot(flags, dtype, &n_text, &["--acc-dtype", "f32"]);
+            assert!(o.status.success(), "{flags} n = {n}: {}", stderr(&o));
+            assert_eq!(
+                stdout(&o).trim(),
+                model.tree(n).to_string(),
+                "{flags} n = {n}"
+            );
+        }
+    }
 }
 
 /// AMD MI300's FNUZ FP8 formats as `--dtype`: the probes spread over both operands as

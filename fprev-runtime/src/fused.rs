@@ -15,7 +15,9 @@
 //! [`BlockFma`] is that model with its parameters as data, so hypotheses about hardware
 //! can be tested on a CPU: its [`sum`](BlockFma::sum), [`dot`](BlockFma::dot) and
 //! [`sum_tree`](BlockFma::sum_tree) are targets like any other, and
-//! [`tree`](BlockFma::tree) says which tree fprev must reveal for them.
+//! [`tree`](BlockFma::tree) says which tree fprev must reveal for them. AMD's CDNA1 and
+//! CDNA2 matrix cores have no fused adder: [`PairwiseGroups`] models their pairwise
+//! groups the same way.
 //!
 //! ```
 //! use fprev::fused::BlockFma;
@@ -32,6 +34,9 @@
 
 use crate::float::{FloatFormat, ProbeFloat};
 use crate::tree::SumTree;
+
+mod pairwise;
+pub use pairwise::PairwiseGroups;
 
 /// The exponent a product is aligned by inside a block.
 ///

@@ -26,6 +26,10 @@ pub enum Dtype {
     F8E4M3Fnuz,
     /// AMD MI300's FP8 E5M2FNUZ (ml_dtypes' `float8_e5m2fnuz`).
     F8E5M2Fnuz,
+    /// NVIDIA's TensorFloat-32, an operand type of Tensor Core instructions: NumPy has no
+    /// such dtype, so its values travel as the float32 values they stand for (the low 13
+    /// bits zero), and the callable answers in float32 or float64.
+    Tf32,
 }
 
 impl Dtype {
@@ -40,9 +44,10 @@ impl Dtype {
             "float8_e5m2" | "f8e5m2" => Ok(Dtype::F8E5M2),
             "float8_e4m3fnuz" | "e4m3fnuz" => Ok(Dtype::F8E4M3Fnuz),
             "float8_e5m2fnuz" | "e5m2fnuz" => Ok(Dtype::F8E5M2Fnuz),
+            "tf32" | "tensorfloat32" | "tfloat32" => Ok(Dtype::Tf32),
             other => Err(PyValueError::new_err(format!(
                 "unsupported dtype {other:?}: expected float64, float32, float16, bfloat16, \
-                 float8_e4m3fn, float8_e5m2, float8_e4m3fnuz or float8_e5m2fnuz"
+                 float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz or tf32"
             ))),
         }
     }
@@ -58,6 +63,7 @@ impl Dtype {
             Dtype::F8E5M2 => "float8_e5m2",
             Dtype::F8E4M3Fnuz => "float8_e4m3fnuz",
             Dtype::F8E5M2Fnuz => "float8_e5m2fnuz",
+            Dtype::Tf32 => "tf32",
         }
     }
 
@@ -65,7 +71,7 @@ impl Dtype {
     pub fn width(self) -> usize {
         match self {
             Dtype::F64 => 8,
-            Dtype::F32 => 4,
+            Dtype::F32 | Dtype::Tf32 => 4,
             Dtype::F16 | Dtype::BF16 => 2,
             Dtype::F8E4M3 | Dtype::F8E5M2 | Dtype::F8E4M3Fnuz | Dtype::F8E5M2Fnuz => 1,
         }
@@ -75,7 +81,8 @@ impl Dtype {
     pub fn bits_to_f64(self, bits: u64) -> f64 {
         match self {
             Dtype::F64 => f64::from_bits(bits),
-            Dtype::F32 => f64::from(f32::from_bits(bits as u32)),
+            // a tf32 value is stored as the float32 it stands for
+            Dtype::F32 | Dtype::Tf32 => f64::from(f32::from_bits(bits as u32)),
             Dtype::F16 => f16::from_bits(bits as u16).to_f64(),
             Dtype::BF16 => bf16::from_bits(bits as u16).to_f64(),
             Dtype::F8E4M3 => F8E4M3::from_bits(bits as u8).to_f64(),
@@ -95,7 +102,7 @@ pub fn bits_in<I: ProbeFloat, T: ProbeFloat>(x: T) -> u64 {
 /// two [`Dtype`]s; an accumulator narrower than its operands is refused.
 macro_rules! dispatch {
     ($input:expr, $acc:expr, |$I:ident, $T:ident| $body:expr) => {{
-        use fprev_runtime::float::{F8E4M3Fnuz, F8E5M2Fnuz, F8E4M3, F8E5M2};
+        use fprev_runtime::float::{F8E4M3Fnuz, F8E5M2Fnuz, Tf32, F8E4M3, F8E5M2};
         use half::{bf16, f16};
         use $crate::dtype::Dtype as D;
         let (input, acc) = ($input, $acc);
@@ -205,10 +212,20 @@ macro_rules! dispatch {
                 type $T = bf16;
                 $body
             }
+            (D::Tf32, D::F32) => {
+                type $I = Tf32;
+                type $T = f32;
+                $body
+            }
+            (D::Tf32, D::F64) => {
+                type $I = Tf32;
+                type $T = f64;
+                $body
+            }
             (i, a) => Err(pyo3::exceptions::PyValueError::new_err(format!(
                 "cannot accumulate {} operands in {}: the accumulator must hold every operand \
                  exactly (use float32 or float64 for acc_dtype; FP8 operands accumulate in \
-                 float32, float16 or bfloat16)",
+                 float32, float16 or bfloat16, tf32 operands in float32 or float64)",
                 i.name(),
                 a.name()
             ))),

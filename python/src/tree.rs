@@ -167,7 +167,9 @@ impl Tree {
         let tree = &self.tree;
         Ok(py.detach(|| match flat.dtype {
             Dtype::F64 => tree.replay(&values),
-            Dtype::F32 => f64::from(tree.replay(&narrow::<f32>(&values))),
+            // NumPy has no tf32 dtype, so `readable` never reads one; a tf32 value is
+            // the float32 it stands for
+            Dtype::F32 | Dtype::Tf32 => f64::from(tree.replay(&narrow::<f32>(&values))),
             Dtype::F16 => {
                 fprev_runtime::ProbeFloat::to_f64(tree.replay(&narrow::<half::f16>(&values)))
             }

@@ -1,7 +1,8 @@
 """Writes the pinned test vectors of tests/data/cdna3_vectors.txt: random dot products
-answered by tensor_core_dot.py's AMD CDNA3 model (written from MMA-Sim's description,
-not from fprev's code), so that fprev's BlockFma presets can be checked bit for bit
-against it without Python.
+answered by tensor_core_dot.py's AMD models (written from MMA-Sim's description, not
+from fprev's code): CDNA3's fused groups (--c amd), checked against fprev's BlockFma
+presets, and CDNA1/CDNA2's pairwise groups (--c pairwise, --ftz on CDNA2), checked
+against its PairwiseGroups presets, bit for bit and without Python.
 
 Usage: python3 cdna3_vectors.py > tests/data/cdna3_vectors.txt
 
@@ -53,13 +54,61 @@ def draw_tf32(rng):
     return sign | (exp << 23) | (rng.getrandbits(10) << 13)
 
 
-SIGN = {"f16": 0x8000, "tf32": 0x8000_0000}
+def bf16_value(bits):
+    return f32_value(bits << 16)
+
+
+def draw_bf16(rng):
+    """A finite bf16 code: exponents within 2^+-60 of 1 (products and sums stay far from
+    f32's overflow), some subnormals (their products reach f32's subnormals), zeros."""
+    r = rng.random()
+    sign = rng.getrandbits(1) << 15
+    if r < 0.05:
+        return sign
+    if r < 0.15:
+        return sign | rng.randrange(1, 1 << 7)  # subnormal
+    exp = 127 + rng.randrange(-60, 61)
+    return sign | (exp << 7) | rng.getrandbits(7)
+
+
+SIGN = {"f16": 0x8000, "tf32": 0x8000_0000, "bf16": 0x8000}
 
 PRESETS = {
     # name: (operand format, nfma, value of bits, draw)
     "cdna3-f16": ("f16", 8, f16_value, draw_f16),
     "cdna3-xf32": ("tf32", 4, f32_value, draw_tf32),
 }
+
+PAIRWISE = {
+    # name: (operand format, group, flush subnormals, value of bits, draw)
+    "cdna1-f16": ("f16", 4, False, f16_value, draw_f16),
+    "cdna1-bf16": ("bf16", 2, False, bf16_value, draw_bf16),
+    "cdna2-f16": ("f16", 4, True, f16_value, draw_f16),
+    "cdna2-bf16-1k": ("bf16", 4, True, bf16_value, draw_bf16),
+}
+
+
+def vectors(rng, name, fmt, nfma, value, draw, answer, per_length):
+    """Lines of random dot products of every interesting length, answered by
+    `answer(a values, b values)`."""
+    for n in [1, nfma - 1, nfma, nfma + 1, 2 * nfma, 4 * nfma + 3]:
+        if n < 1:
+            continue
+        for _ in range(per_length):
+            a = [draw(rng) for _ in range(n)]
+            b = [draw(rng) for _ in range(n)]
+            if n >= 2 and rng.random() < 0.4:
+                # two products that cancel exactly: the block keeps their exponent
+                j = rng.randrange(n - 1)
+                a[j + 1], b[j + 1] = a[j] ^ SIGN[fmt], b[j]
+            # products of f16 values stay finite in f32; TF32 ones may not
+            got = answer([value(x) for x in a], [value(x) for x in b])
+            try:
+                bits = f32_bits(got)
+            except OverflowError:
+                continue
+            hexes = lambda v: ",".join(f"{x:x}" for x in v)
+            print(f"{name} {n} {hexes(a)} {hexes(b)} {bits:08x}")
 
 
 def main():
@@ -70,24 +119,12 @@ def main():
     for name, (fmt, nfma, value, draw) in PRESETS.items():
         model = argparse.Namespace(fmt=fmt, nfma=nfma, frac=24, out="f32", align="operands",
                                    chunk=0, c="amd")
-        for n in [1, nfma - 1, nfma, nfma + 1, 2 * nfma, 4 * nfma + 3]:
-            for _ in range(args.per_length):
-                a = [draw(rng) for _ in range(n)]
-                b = [draw(rng) for _ in range(n)]
-                if n >= 2 and rng.random() < 0.4:
-                    # two products that cancel exactly: the block keeps their exponent
-                    j = rng.randrange(n - 1)
-                    a[j + 1], b[j + 1] = a[j] ^ SIGN[fmt], b[j]
-                # products of f16 values stay finite in f32; TF32 ones may not
-                va = [value(x) for x in a]
-                vb = [value(x) for x in b]
-                got = tc.to_float(*tc.dot(va, vb, model))
-                try:
-                    bits = f32_bits(got)
-                except OverflowError:
-                    continue
-                hexes = lambda v: ",".join(f"{x:x}" for x in v)
-                print(f"{name} {n} {hexes(a)} {hexes(b)} {bits:08x}")
+        vectors(rng, name, fmt, nfma, value, draw,
+                lambda va, vb: tc.to_float(*tc.dot(va, vb, model)), args.per_length)
+    for name, (fmt, group, ftz, value, draw) in PAIRWISE.items():
+        model = argparse.Namespace(fmt=fmt, nfma=group, c="pairwise", ftz=ftz)
+        vectors(rng, name, fmt, group, value, draw,
+                lambda va, vb: tc.pairwise_groups(va, vb, model), args.per_length)
 
 
 if __name__ == "__main__":

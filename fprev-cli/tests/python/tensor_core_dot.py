@@ -5,6 +5,7 @@ and Xie et al., "MMA-Sim" (arXiv:2511.10909). Plain Python integers, no numpy.
 
 Usage: tensor_core_dot.py --fmt e4m3|e5m2|e4m3fnuz|e5m2fnuz|f16|bf16|tf32 --nfma N --frac F --out f32|e8m13|f16
                           [--align operands|product] [--chunk K] [--c aligned|late|amd]
+       tensor_core_dot.py --fmt f16|bf16 --nfma N --c pairwise [--ftz]
 
 Each input line holds 2n numbers, a then b; the answer is one float. One block of the
 chain: the running value c and the next N products a_i b_i. Each operand's exponent is
@@ -28,9 +29,16 @@ cut toward minus infinity, the sum to 31 fraction bits and c to 24, added exactl
 rounded to nearest even in f32 (the first block meets c = 0 the same way).
 With --fmt tf32 the operands arrive as f32 values and are cut to TF32 first, as the
 hardware reads them: the low 13 of f32's 23 fraction bits dropped (toward zero).
+With --c pairwise the unit is AMD CDNA1/CDNA2's (MMA-Sim, `pairwise_dot`): no fused
+adder; each group of N products (the last one shorter) is summed pairwise, the left half
+len // 2 long, every addition an f32 one rounded to nearest even, and each group's sum
+is added to the running value (starting at +0) in f32. With --ftz too (CDNA2), operands
+below their format's smallest normal become +0, and every f32 result below 2^-126 a
+zero of its sign. --frac and --out do not apply there.
 """
 import argparse
 import sys
+from fractions import Fraction
 
 # smallest normal exponent of each operand format
 # (AMD's FNUZ formats: bias one larger than OCP's, so one binade lower)
@@ -157,6 +165,61 @@ def add_f32(x, y):
     return (nearest_even(m, e, q), q)
 
 
+def round_f32(v):
+    """The exact rational v rounded to nearest even in f32 (no overflow here: f16 and
+    bf16 products and their sums stay far below f32's largest value)."""
+    if v == 0:
+        return 0.0
+    num, den = v.numerator, v.denominator
+    # the leading bit's exponent: 2^t <= |v| < 2^(t+1)
+    t = abs(num).bit_length() - den.bit_length()
+    if Fraction(abs(num), den) < Fraction(2) ** t:
+        t -= 1
+    q = max(t, F32_EMIN) - 23
+    scaled = v / Fraction(2) ** q
+    down = scaled.numerator // scaled.denominator  # floor
+    rest = scaled - down
+    if rest > Fraction(1, 2) or (rest == Fraction(1, 2) and down % 2):
+        down += 1
+    if down == 0:
+        return -0.0 if v < 0 else 0.0
+    return float(Fraction(down) * Fraction(2) ** q)
+
+
+def add_f32_float(x, y):
+    """x + y of two f32 values (Python floats) in f32, round to nearest even; an exact
+    zero is +0 unless both are -0, as IEEE 754 says."""
+    total = Fraction(x) + Fraction(y)
+    if total == 0:
+        neg = str(x).startswith("-") and str(y).startswith("-")
+        return -0.0 if neg else 0.0
+    return round_f32(total)
+
+
+def pairwise_groups(a, b, args):
+    """AMD CDNA1/CDNA2 (--c pairwise): see the module's description."""
+    tiny = 2.0 ** F32_EMIN
+
+    def flush(v):
+        return v * 0.0 if args.ftz and abs(v) < tiny else v
+
+    def operand(v):
+        return 0.0 if args.ftz and abs(v) < 2.0 ** EMIN[args.fmt] else v
+
+    def pairwise(p):
+        if len(p) == 1:
+            return p[0]
+        m = len(p) // 2
+        return flush(add_f32_float(pairwise(p[:m]), pairwise(p[m:])))
+
+    products = [flush(round_f32(Fraction(operand(x)) * Fraction(operand(y))))
+                for x, y in zip(a, b)]
+    total = 0.0
+    for k in range(0, len(products), args.nfma):
+        total = flush(add_f32_float(total, pairwise(products[k : k + args.nfma])))
+    return total
+
+
 def dot(a, b, args):
     n = len(a)
     products = []
@@ -192,16 +255,22 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--fmt", choices=sorted(EMIN), required=True)
     p.add_argument("--nfma", type=int, required=True)
-    p.add_argument("--frac", type=int, required=True)
-    p.add_argument("--out", choices=["f32", "e8m13", "f16"], required=True)
+    p.add_argument("--frac", type=int)
+    p.add_argument("--out", choices=["f32", "e8m13", "f16"])
     p.add_argument("--align", choices=["operands", "product"], default="operands")
     p.add_argument("--chunk", type=int, default=0)
-    p.add_argument("--c", choices=["aligned", "late", "amd"], default="aligned")
+    p.add_argument("--c", choices=["aligned", "late", "amd", "pairwise"], default="aligned")
+    p.add_argument("--ftz", action="store_true")
     args = p.parse_args()
+    if args.c != "pairwise" and (args.frac is None or args.out is None):
+        p.error("--frac and --out are required for a fused unit")
     for line in sys.stdin:
         v = [float(t) for t in line.split()]
         n = len(v) // 2
-        print(repr(to_float(*dot(v[:n], v[n:], args))), flush=True)
+        if args.c == "pairwise":
+            print(repr(pairwise_groups(v[:n], v[n:], args)), flush=True)
+        else:
+            print(repr(to_float(*dot(v[:n], v[n:], args))), flush=True)
 
 
 if __name__ == "__main__":

@@ -92,8 +92,8 @@ def _formats(dtype, acc_dtype):
     operands = _dtypes.name(dtype)
     if acc_dtype is not None:
         acc = _dtypes.name(acc_dtype)
-    elif _dtypes.is_fp8(operands):
-        acc = "float32"  # no library accumulates FP8 products in FP8
+    elif _dtypes.is_operand_only(operands):
+        acc = "float32"  # no library accumulates FP8 or TF32 products in their own format
     else:
         acc = operands
     return operands, acc
@@ -361,12 +361,14 @@ def reveal(
         n: number of summands.
         dtype: operand format: "float64", "float32", "float16", "bfloat16",
             "float8_e4m3fn", "float8_e5m2", AMD's "float8_e4m3fnuz" and
-            "float8_e5m2fnuz" (bfloat16 and FP8 need ml_dtypes), or the NumPy dtype. FP8's range is too narrow for a plain sum's probes (E4M3
-            reaches 448); :func:`reveal_dot` and :func:`reveal_matmul` spread them over
-            both operands.
+            "float8_e5m2fnuz" (bfloat16 and FP8 need ml_dtypes), NVIDIA's "tf32"
+            (float32 arrays whose values have 10 fraction bits), or the NumPy dtype.
+            FP8's range is too narrow for a plain sum's probes (E4M3 reaches 448);
+            :func:`reveal_dot` and :func:`reveal_matmul` spread them over both
+            operands.
         acc_dtype: the format ``fn`` accumulates and answers in, when wider than the
             operands (float16 operands summed in float32); default ``dtype``, float32
-            for FP8. When it is not given and a float16 or bfloat16 sum looks
+            for FP8 and TF32. When it is not given and a float16 or bfloat16 sum looks
             order-independent (a float32 accumulator, rounded once at the end), the
             reveal is retried with float32; the report's ``acc_dtype`` says which
             accumulator was used, ``acc_retry`` why.
@@ -428,8 +430,10 @@ def reveal_dot(
     ``dtype``, reused between calls), so the products are the probe values and the
     tree is the order ``fn`` adds them in. FP8 operands cannot hold a mask big enough
     in one of them: each probe value is then split into a factor in ``x`` and one in
-    ``y`` (the FPRev paper's §8.1.1), and the checks draw both at random. Arguments as
-    for :func:`reveal`.
+    ``y`` (the FPRev paper's §8.1.1), and the checks draw both at random. TF32 operands
+    (``dtype="tf32"``, float32 arrays of TF32 values, answered in float32) go the same
+    way: a Tensor Core aligns each product by its operands' exponents, which only
+    random values in both operands show. Arguments as for :func:`reveal`.
 
     >>> import fprev, numpy as np
     >>> t = fprev.reveal_dot(np.dot, 64, dtype=np.float64)
@@ -440,7 +444,7 @@ def reveal_dot(
     report = _flag(report, "report")
     operands, acc = _formats(dtype, acc_dtype)
     buf, view = _buffer(n, operands, algorithm)
-    if _dtypes.is_fp8(operands):
+    if _dtypes.is_operand_only(operands):
         # E4M3 reaches 448: a mask in one operand cannot swamp n units, the product can
         second = np.ones(n, dtype=buf.dtype)
         second_view = second.view()

@@ -1,6 +1,7 @@
 //! What an element reveal finds: the output elements grouped by summation tree.
 
 use crate::ops::ReductionShape;
+use crate::reveal::FittedFused;
 use crate::tree::SumTree;
 
 /// One output element: lane (row of `C`) and output (column of `C`).
@@ -25,6 +26,12 @@ pub struct OrderGroup {
     pub tree: SumTree,
     /// The elements, in row-major order.
     pub elements: Vec<Element>,
+    /// The arithmetic measured at the tree's fused nodes, as
+    /// [`RevealReport::arithmetic`](crate::reveal::RevealReport::arithmetic) gives it for
+    /// one reveal: the block-FMA model the verification fitted to this group's random
+    /// inputs. `None` for a tree of plain additions, and for a fused tree that was found
+    /// without the fit (verification off).
+    pub arithmetic: Option<FittedFused>,
 }
 
 /// The orders of all output elements of a reduction.
@@ -145,10 +152,12 @@ mod tests {
                 OrderGroup {
                     tree: SumTree::sequential(3),
                     elements: vec![a],
+                    arithmetic: None,
                 },
                 OrderGroup {
                     tree: SumTree::reverse(3),
                     elements: vec![b],
+                    arithmetic: None,
                 },
             ],
             Vec::new(),
@@ -169,6 +178,7 @@ mod tests {
         let group = OrderGroup {
             tree: SumTree::sequential(3),
             elements: vec![a],
+            arithmetic: None,
         };
         let o = orders(vec![group], vec![Element { lane: 1, output: 0 }]);
         assert!(!o.is_uniform());

@@ -87,7 +87,7 @@ impl ElementReveal {
         let shape = rec.shape;
         let spread = rec.spread;
         let all: Vec<usize> = (0..shape.elements()).collect();
-        let mut groups: Vec<(SumTree, Vec<usize>)> = Vec::new();
+        let mut groups: Vec<(SumTree, Option<FittedFused>, Vec<usize>)> = Vec::new();
         let mut pending = all;
         if self.coverage == ElementCoverage::Batched {
             let first = if spread {
@@ -99,11 +99,11 @@ impl ElementReveal {
                 return Err(e);
             }
             match first {
-                Ok((tree, bad)) => {
+                Ok((tree, fused, bad)) => {
                     let good: Vec<usize> = (0..shape.elements()).filter(|e| !bad[*e]).collect();
                     pending = (0..shape.elements()).filter(|e| bad[*e]).collect();
                     if !good.is_empty() {
-                        groups.push((tree, good));
+                        groups.push((tree, fused, good));
                     }
                 }
                 Err(e) if shape.elements() == 1 || !recoverable(&e) => return Err(e),
@@ -120,7 +120,7 @@ impl ElementReveal {
             if let Some(e) = rec.nondeterminism.take() {
                 return Err(e);
             }
-            let (tree, same) = round?;
+            let (tree, fused, same) = round?;
             let mut group = Vec::new();
             let mut rest = Vec::new();
             for (i, &e) in pending.iter().enumerate() {
@@ -130,10 +130,10 @@ impl ElementReveal {
                     rest.push(e);
                 }
             }
-            groups.push((tree, group));
+            groups.push((tree, fused, group));
             pending = rest;
         }
-        groups.sort_by_key(|(_, g)| std::cmp::Reverse(g.len()));
+        groups.sort_by_key(|(_, _, g)| std::cmp::Reverse(g.len()));
         let el = |e: usize| Element {
             lane: e / shape.outputs,
             output: e % shape.outputs,
@@ -142,9 +142,10 @@ impl ElementReveal {
             shape,
             groups: groups
                 .into_iter()
-                .map(|(tree, g)| OrderGroup {
+                .map(|(tree, arithmetic, g)| OrderGroup {
                     tree,
                     elements: g.into_iter().map(el).collect(),
+                    arithmetic,
                 })
                 .collect(),
             unresolved: unresolved.into_iter().map(el).collect(),
@@ -170,11 +171,13 @@ impl ElementReveal {
             .run_target(&mut *rec)
     }
 
-    /// Probes spread over lanes; returns the tree and which elements contradict it.
+    /// Probes spread over lanes; returns the tree (its replay is checked here, so no
+    /// arithmetic is fitted: a fused tree fails these checks and is revealed again,
+    /// verified, by [`exhaustive`](Self::exhaustive)) and which elements contradict it.
     fn batched<T: ProbeFloat, R: Reduction<T>>(
         &self,
         rec: &mut Recorder<'_, T, R>,
-    ) -> Result<(SumTree, Vec<bool>), RevealError> {
+    ) -> Result<Round, RevealError> {
         let shape = rec.shape;
         let tree = self.spread_round(rec, shape.lanes, false)?.tree;
         let first = rec.log.first().map(|l| l.rows.clone());
@@ -219,7 +222,7 @@ impl ElementReveal {
                 return Err(nondeterministic(src, &rec.backgrounds, before[e], after[e]));
             }
         }
-        Ok((tree, bad))
+        Ok((tree, None, bad))
     }
 
     /// [`batched`](Self::batched) with operands spread: probes on a matching of rows and
@@ -229,7 +232,7 @@ impl ElementReveal {
     fn batched_spread<T: ProbeFloat, R: Reduction<T>>(
         &self,
         rec: &mut Recorder<'_, T, R>,
-    ) -> Result<(SumTree, Vec<bool>), RevealError> {
+    ) -> Result<Round, RevealError> {
         let shape = rec.shape;
         let per_call = rec.per_call();
         let report = self.spread_round(rec, per_call, true)?;
@@ -320,7 +323,8 @@ impl ElementReveal {
                 ));
             }
         }
-        Ok((tree, bad))
+        let fused = model.fused;
+        Ok((tree, fused, bad))
     }
 
     /// Every lane answers the same probe; returns the tree of `pending[0]` and which of
@@ -335,7 +339,7 @@ impl ElementReveal {
         rec: &mut Recorder<'_, T, R>,
         pending: &[usize],
         verify: bool,
-    ) -> Result<(SumTree, Vec<bool>), RevealError> {
+    ) -> Result<Round, RevealError> {
         let shape = rec.shape;
         let verify = verify || self.verify;
         rec.mode = RecordMode::Broadcast {
@@ -400,9 +404,15 @@ impl ElementReveal {
             }
         }
         let reference = rec.hashes[0];
-        Ok((tree, rec.hashes.iter().map(|&h| h == reference).collect()))
+        let same = rec.hashes.iter().map(|&h| h == reference).collect();
+        let fused = model.fused;
+        Ok((tree, fused, same))
     }
 }
+
+/// What one round finds: a tree, the arithmetic fitted at its fused nodes (if any was),
+/// and for each element whether it contradicts (`batched`) or shares (`exhaustive`) it.
+type Round = (SumTree, Option<FittedFused>, Vec<bool>);
 
 fn target_error(e: TargetError) -> RevealError {
     RevealError::Target {
