@@ -38,6 +38,15 @@ use crate::tree::SumTree;
 mod pairwise;
 pub use pairwise::PairwiseGroups;
 
+/// The preset called `name` in a preset table, its case ignored (the command line's
+/// `--model H100` and `h100` name the same adder).
+fn by_name<M: Copy>(presets: &[(&str, M)], name: &str) -> Option<M> {
+    presets
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|&(_, m)| m)
+}
+
 /// The exponent a product is aligned by inside a block.
 ///
 /// The two rules differ when a product's significand is 2 or more (`1.5 x 1.5`): its
@@ -401,10 +410,7 @@ impl BlockFma {
     /// assert_eq!(fprev::fused::BlockFma::preset("v100"), Some(fprev::fused::BlockFma::V100));
     /// ```
     pub fn preset(name: &str) -> Option<BlockFma> {
-        Self::PRESETS
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|p| p.1)
+        by_name(Self::PRESETS, name)
     }
 
     /// Whether the parameters describe a unit this model can run.

@@ -81,12 +81,10 @@ impl PairwiseGroups {
     /// ```
     /// use fprev::fused::PairwiseGroups;
     /// assert_eq!(PairwiseGroups::preset("cdna2-f16"), Some(PairwiseGroups::CDNA2_F16));
+    /// assert_eq!(PairwiseGroups::preset("CDNA2-F16"), Some(PairwiseGroups::CDNA2_F16));
     /// ```
     pub fn preset(name: &str) -> Option<PairwiseGroups> {
-        Self::PRESETS
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|&(_, m)| m)
+        super::by_name(Self::PRESETS, name)
     }
 
     /// The dot product of `a` and `b` (operands of any format whose products are exact in

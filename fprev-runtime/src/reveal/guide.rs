@@ -72,7 +72,7 @@ pub(crate) fn guess<T: ProbeFloat, X: Target<T>>(
         budget: n as u64,
         counts: Counts::default(),
         buf: vec![T::ZERO; n],
-        searched: std::collections::HashMap::new(),
+        searched: Vec::new(),
         frugal: false,
     };
     let tree = guide.part(&positions, 0);
@@ -93,7 +93,9 @@ struct Guide<'g, T> {
     counts: Counts,
     /// `n` zeros between uses: the restricted targets' full input.
     buf: Vec<T>,
-    searched: std::collections::HashMap<Vec<usize>, Option<SumTree>>,
+    /// Every search so far, in the order made (a few per guess): a part within several
+    /// is read off the first, the same in every run.
+    searched: Vec<(Vec<usize>, Option<SumTree>)>,
     /// Whether to guess only from trees searched already.
     frugal: bool,
 }
@@ -214,7 +216,7 @@ impl<T: ProbeFloat> Guide<'_, T> {
     /// positions that hold them all (whose induced tree it is, with the other inputs
     /// zero): no call. `Some(None)` when that search failed.
     fn known(&self, positions: &[usize]) -> Option<Option<SumTree>> {
-        if let Some(tree) = self.searched.get(positions) {
+        if let Some((_, tree)) = self.searched.iter().find(|(key, _)| key == positions) {
             return Some(tree.clone());
         }
         if !positions.is_sorted() {
@@ -258,7 +260,7 @@ impl<T: ProbeFloat> Guide<'_, T> {
             .ok()
             .map(|report| report.tree)
             .filter(|tree| tree.binary_pairs().is_some());
-        self.searched.insert(positions.to_vec(), tree.clone());
+        self.searched.push((positions.to_vec(), tree.clone()));
         tree
     }
 
