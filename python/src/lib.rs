@@ -11,9 +11,9 @@ mod target;
 mod tree;
 
 use fprev_runtime::exact::Accumulator;
-use fprev_runtime::fused::{AccumulatorJoin, Alignment};
+use fprev_runtime::fused::{AccumulatorCut, AccumulatorJoin, Alignment, Rounding};
 use fprev_runtime::ops::{Batched, ElementOrders, ElementReveal, ReductionShape};
-use fprev_runtime::reveal::{check_memory, Algorithm, FittedFused, MeasuredCount};
+use fprev_runtime::reveal::{check_memory, Algorithm, BinaryNodes, FittedFused, MeasuredCount};
 use fprev_runtime::target::Products;
 use fprev_runtime::{Reveal, RevealError, RevealReport, SumTree};
 use pyo3::exceptions::PyValueError;
@@ -128,8 +128,49 @@ fn arithmetic_dict<'py>(py: Python<'py>, a: &FittedFused) -> PyResult<Bound<'py,
             .transpose()?,
     )?;
     d.set_item("unpromoted_from", s.map(|s| s.unpromoted_from))?;
+    // Every model the fit tries cuts the aligned terms toward zero; a unit that rounds
+    // them otherwise is refused, so a report that exists measured truncation.
+    d.set_item("align_rounding", rounding_name(Rounding::TowardZero))?;
+    d.set_item(
+        "binary",
+        match a.binary {
+            BinaryNodes::Rounded => "rounded",
+            BinaryNodes::Fused => "fused",
+            BinaryNodes::LeafPairs => "leaf-pairs",
+            BinaryNodes::AfterFused => "after-fused",
+        },
+    )?;
+    let cut = PyDict::new(py);
+    match a.accumulator_cut {
+        AccumulatorCut::WithProducts => cut.set_item("kind", "with-products")?,
+        AccumulatorCut::TwoStage {
+            block_frac,
+            acc_frac,
+            rounding,
+        } => {
+            cut.set_item("kind", "two-stage")?;
+            cut.set_item("block_frac", block_frac)?;
+            cut.set_item("acc_frac", acc_frac)?;
+            cut.set_item("rounding", rounding_name(rounding))?;
+            cut.set_item("rounding_decided", a.accumulator_cut_rounding_decided)?;
+            if let Some([block, acc]) = a.accumulator_cut_ranges {
+                cut.set_item("block_frac_range", block)?;
+                cut.set_item("acc_frac_range", acc)?;
+            }
+        }
+    }
+    d.set_item("accumulator_cut", cut)?;
+    d.set_item("candidates", a.candidates)?;
     d.set_item("text", a.to_string())?;
     Ok(d)
+}
+
+fn rounding_name(r: Rounding) -> &'static str {
+    match r {
+        Rounding::TowardZero => "toward-zero",
+        Rounding::NearestEven => "nearest-even",
+        Rounding::TowardNegative => "toward-negative",
+    }
 }
 
 /// The engine's settings for one reveal of `n` values.
@@ -369,6 +410,23 @@ impl Orders {
                     },
                     elements,
                 )
+            })
+            .collect()
+    }
+
+    /// The arithmetic measured at each group's fused nodes, in the order of `groups`:
+    /// a dict as `report=True`'s `"arithmetic"` gives it for one reveal, or `None` for
+    /// a group of plain additions (or one found with `verify=False`).
+    #[getter]
+    fn arithmetic<'py>(&self, py: Python<'py>) -> PyResult<Vec<Option<Bound<'py, PyDict>>>> {
+        self.orders
+            .groups
+            .iter()
+            .map(|g| {
+                g.arithmetic
+                    .as_ref()
+                    .map(|a| arithmetic_dict(py, a))
+                    .transpose()
             })
             .collect()
     }

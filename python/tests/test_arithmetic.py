@@ -56,6 +56,10 @@ def test_a_block_fma_chain_reports_its_arithmetic():
     lo, hi = a["frac_range"]
     assert lo <= 23 <= hi
     assert "block size 4 (4-4 consistent) products" in a["text"]
+    assert a["align_rounding"] == "toward-zero"
+    assert a["accumulator_cut"] == {"kind": "with-products"}
+    assert a["binary"] in ("rounded", "after-fused")
+    assert a["candidates"] >= 1
 
 
 def test_one_block_reports_an_open_block_size():
@@ -69,3 +73,29 @@ def test_one_block_reports_an_open_block_size():
 def test_a_plain_sum_has_no_arithmetic():
     _, report = fprev.reveal(lambda x: np.float32(sum(x)), 8, dtype=np.float32, report=True)
     assert report["arithmetic"] is None
+
+
+def blocked_matmul(a, b):
+    """Every element a chain of the V100-like blocks over its exact products."""
+    out = np.empty((a.shape[0], b.shape[1]), dtype=np.float32)
+    for i in range(a.shape[0]):
+        for j in range(b.shape[1]):
+            out[i, j] = chained_blocks([float(x) * float(y) for x, y in zip(a[i], b[:, j])])
+    return out
+
+
+def test_matmul_orders_carry_each_groups_arithmetic():
+    orders = fprev.reveal_matmul(blocked_matmul, 2, 3, 16, dtype=np.float32)
+    assert orders.uniform
+    (arithmetic,) = orders.arithmetic
+    assert len(orders.arithmetic) == len(orders.groups)
+    assert arithmetic["nfma"] == {"value": 4, "min": 4, "max": 4}
+    assert arithmetic["c"] == "aligned"
+    assert arithmetic["frac_out"] == 23
+    lo, hi = arithmetic["frac_range"]
+    assert lo <= 23 <= hi
+
+
+def test_plain_matmul_orders_have_no_arithmetic():
+    orders = fprev.reveal_matmul(np.matmul, 2, 2, 8, dtype=np.float64)
+    assert orders.arithmetic == [None] * len(orders.groups)

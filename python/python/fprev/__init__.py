@@ -166,11 +166,12 @@ def _run(call, args, buf, n, operands, acc, algorithm, hint, verify, seed, accep
 
 def _rows_per_call(n):
     """Rows a many-row call gets for sums of ``n`` values (1: none): enough that one
-    call's fixed cost (a JAX dispatch on the CPU costs about as much as summing 2^16
-    values) is shared by many probes, few enough that the rows' own work stays near it.
-    Below 2048 values the few calls a reveal makes cost less than compiling the
-    many-row function; from 32768 on a row's own sum costs as much as a call."""
-    if not 2048 <= n <= 16384:
+    call's fixed cost (a JAX call on the CPU, about 60-80 us) is shared by many probes,
+    few enough that the rows' own work stays near it. Compiling the many-row function
+    costs about 80 ms on a CPU: from 1024 values on, a reveal's one-probe calls cost as
+    much, so the rows pay even in a fresh process. From 32768 on a row's own sum costs
+    as much as a call."""
+    if not 1024 <= n <= 16384:
         return 1
     return min(64, (1 << 18) // n)
 
@@ -385,7 +386,14 @@ def reveal(
             per block as ``{"value", "min", "max"}``, ``max`` ``None`` when open),
             ``c`` (``"aligned"``, ``"late"`` or ``None`` when unseen), ``promotion``
             (a ``{"value", "min", "max"}`` or ``None``: none within n,
-            ``unpromoted_from`` on), ``inputs`` and ``text`` (the same in words).
+            ``unpromoted_from`` on), ``align_rounding`` (how aligned terms are cut:
+            ``"toward-zero"``, the only rounding the fit models there),
+            ``accumulator_cut`` (``{"kind": "with-products"}``, or for AMD CDNA3's
+            two-stage join ``{"kind": "two-stage", "block_frac", "acc_frac",
+            "rounding", "rounding_decided", "block_frac_range", "acc_frac_range"}``),
+            ``binary`` (which binary nodes are fused: ``"rounded"``, ``"fused"``,
+            ``"leaf-pairs"``, ``"after-fused"``), ``candidates`` (models that
+            reproduced every input), ``inputs`` and ``text`` (the same in words).
         accept_flat: return one n-way node (``"(0+1+...)"``) for a sum whose result
             does not depend on the order, instead of raising OrderIndependentError
             (the engine's message names the Rust equivalent, Reveal::accept_flat).

@@ -13,8 +13,8 @@ import weakref
 from . import _buffer, _dtypes, _flag, _formats, _reveal_rows, _rows_per_call, _run, _size
 
 # The many-row function of each revealed function: JAX compiles a jitted function once
-# per shape, but a new lambda is a new function, compiled again (about 0.1-0.3 s on a
-# CPU, more than the reveal's own calls at a few thousand values). Keyed weakly, and
+# per shape, but a new lambda is a new function, compiled again (about 0.1 s on a CPU,
+# as much as a reveal's own calls at a few thousand values). Keyed weakly, and
 # referring to the function weakly, so that an entry lives as long as its function.
 _ROWS = weakref.WeakKeyDictionary()
 
@@ -64,18 +64,19 @@ def reveal(
     ``fn`` is jitted (``jit=False`` to call it as it is). ``dtype`` is a JAX/NumPy
     dtype or a name; other arguments as for :func:`fprev.reveal`.
 
-    With ``rows`` (the default, for jitted float32 and float64 sums without an
-    ``acc_dtype``), probes are asked many at a time through
+    With ``rows`` (the default, for jitted float32 and float64 sums of 1024 to 16384
+    values without an ``acc_dtype``), probes are asked many at a time through
     ``jax.jit(lambda X: jax.lax.map(fn, X))``, one probe per row of up to 64 rows (a
     JAX call on the CPU costs about as much as summing 2^16 values, so single probes
-    pay mostly for the call). ``lax.map`` runs ``fn`` itself on each row, unlike
+    pay mostly for the call; below 1024 values compiling the many-row function costs
+    more than the reveal's calls). ``lax.map`` runs ``fn`` itself on each row, unlike
     ``vmap``, which compiles a batched reduction that may sum in another order. It is
     trusted only as far as it is checked: its rows must answer seeded random inputs
     with the one-row function's bits, and the tree it reveals must replay the one-row
     function on other seeded inputs; otherwise the reveal runs one probe per call as
     with ``rows=False``. The many-row function is kept (weakly) for ``fn``, so that a
-    second reveal of ``fn`` at the same ``n`` compiles nothing. The report's ``lanes`` says how many rows a call held, and
-    ``rows_skipped`` why the rows were not used when they were tried.
+    second reveal of ``fn`` at the same ``n`` compiles nothing. The report's ``lanes``
+    says how many rows a call held, and ``rows_skipped`` why the rows were not used when they were tried.
 
     >>> import jax.numpy as jnp, fprev
     >>> fprev.jax.reveal(jnp.sum, 16).n
