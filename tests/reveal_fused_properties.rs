@@ -64,6 +64,8 @@ fn random_model(r: &mut ChaCha8Rng) -> BlockFma {
             } else {
                 Rounding::TowardZero
             },
+            halves: nfma >= 4 && r.random_bool(0.3),
+            acc_reach: None,
         }
     } else {
         AccumulatorCut::WithProducts

@@ -1043,6 +1043,19 @@ fn arithmetic_lines(a: &fprev::reveal::FittedFused) -> String {
         "alignment: {rule}{told}, {} fraction bits kept ({}-{} consistent), cut toward zero\n",
         a.frac, a.frac, a.frac_max
     );
+    if let fprev::fused::AccumulatorCut::TwoStage {
+        halves: true,
+        rounding,
+        ..
+    } = a.accumulator_cut
+    {
+        out += &format!(
+            "products: fused in two interleaved halves (even and odd k), the half sums cut {} \
+             to {} bits below the larger of their exponents and added\n",
+            rounding.words(),
+            a.frac
+        );
+    }
     out += &match a.frac_out {
         Some(k) => format!(
             "block results: truncated to {k} fraction bits{}\n",
@@ -1064,6 +1077,8 @@ fn arithmetic_lines(a: &fprev::reveal::FittedFused) -> String {
                 block_frac,
                 acc_frac,
                 rounding,
+                acc_reach,
+                ..
             } => {
                 let [(b0, b1), (c0, c1)] = a
                     .accumulator_cut_ranges
@@ -1073,11 +1088,19 @@ fn arithmetic_lines(a: &fprev::reveal::FittedFused) -> String {
                 } else {
                     " (or the other way, not told apart)"
                 };
+                let reach = match (acc_reach, a.acc_reach_decided) {
+                    (Some(r), true) => format!("; c taken as zero more than {r} binades below"),
+                    (Some(r), false) => format!(
+                        "; c taken as zero more than {r} binades below (or never, not told apart)"
+                    ),
+                    (None, false) => "; whether c far below is dropped not told apart".to_string(),
+                    (None, true) => String::new(),
+                };
                 format!(
                     "aligned with each block's products after they are summed, the sum and c \
                      cut {}{also} to {block_frac} ({b0}-{b1} consistent) and {acc_frac} \
                      ({c0}-{c1} consistent) fraction bits below the larger exponent, then \
-                     rounded to nearest",
+                     rounded to nearest{reach}",
                     rounding.words()
                 )
             }

@@ -1028,6 +1028,54 @@ fn cdna1_and_cdna2_pairwise_groups_reveal_through_exec() {
     }
 }
 
+/// AMD CDNA3's FP8 instructions through the independent responder (`--c amd-fp8`, on
+/// both FNUZ formats): one instruction (k = 16) comes back as one 16-way node and 2 and
+/// 4 chained as chains of 17-way nodes, each with the published arithmetic measured:
+/// 24 bits in alignment, interleaved halves, the round-down join cutting `c` to 24 bits
+/// (its smallest consistent width; the group sum's 31 lies in a wider range).
+#[test]
+#[ignore = "needs python3 (see README)"]
+fn cdna3_fp8_groups_reveal_through_exec_with_their_arithmetic() {
+    use fprev::fused::BlockFma;
+    let model = BlockFma::CDNA3_FP8;
+    for (dtype, fmt, n) in [
+        ("e4m3fnuz", "e4m3fnuz", 16),
+        ("e4m3fnuz", "e4m3fnuz", 64),
+        ("e5m2fnuz", "e5m2fnuz", 32),
+    ] {
+        let flags = format!("--fmt {fmt} --nfma 16 --frac 24 --out f32 --c amd-fp8");
+        let o = reveal_tensor_core_dot(&flags, dtype, n, &["--acc-dtype", "f32"]);
+        assert!(o.status.success(), "{dtype} n = {n}: {}", stderr(&o));
+        assert_eq!(
+            stdout(&o).trim(),
+            model.tree(n).to_string(),
+            "{dtype} n = {n}"
+        );
+        let o = reveal_tensor_core_dot(
+            &flags,
+            dtype,
+            n,
+            &["--acc-dtype", "f32", "--format", "summary"],
+        );
+        assert!(o.status.success(), "{dtype} n = {n}: {}", stderr(&o));
+        let out = stdout(&o);
+        for line in [
+            "24 fraction bits kept (24-24 consistent)",
+            "products: fused in two interleaved halves (even and odd k), the half sums cut \
+             toward minus infinity to 24 bits below the larger of their exponents and added",
+            "block results: rounded to nearest",
+            "products per block: 16 (16",
+        ] {
+            assert!(out.contains(line), "{dtype} n = {n}: no {line:?} in {out}");
+        }
+        if n > 16 {
+            for line in ["the sum and c cut toward minus infinity to ", "and 24 (24-"] {
+                assert!(out.contains(line), "{dtype} n = {n}: no {line:?} in {out}");
+            }
+        }
+    }
+}
+
 /// AMD MI300's FNUZ FP8 formats as `--dtype`: the probes spread over both operands as
 /// for the OCP formats, and the FP8 block model comes back with its widths.
 #[test]

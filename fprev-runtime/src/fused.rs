@@ -146,7 +146,13 @@ impl Rounding {
 /// let cdna3 = BlockFma::CDNA3_F16;
 /// assert_eq!(
 ///     cdna3.accumulator_cut,
-///     AccumulatorCut::TwoStage { block_frac: 31, acc_frac: 24, rounding: Rounding::TowardNegative }
+///     AccumulatorCut::TwoStage {
+///         block_frac: 31,
+///         acc_frac: 24,
+///         rounding: Rounding::TowardNegative,
+///         halves: false,
+///         acc_reach: None,
+///     }
 /// );
 /// assert_eq!(BlockFma::H100.accumulator_cut, AccumulatorCut::WithProducts);
 /// ```
@@ -173,6 +179,17 @@ pub enum AccumulatorCut {
         acc_frac: u32,
         /// How both are cut.
         rounding: Rounding,
+        /// The products fused in two interleaved halves, even and odd `k` of the block,
+        /// each aligned and cut alone (to `frac` bits below its own largest exponent);
+        /// the two sums then aligned to the larger of their exponents, cut as
+        /// `rounding` says to `frac` bits below it and added exactly, before the join
+        /// with the running value: AMD CDNA3's FP8 instructions (MMA-Sim,
+        /// arXiv:2511.10909, `amd_fused_dot_rd_add` with `is_fp8`). `false`: one group.
+        halves: bool,
+        /// The running value is taken as zero when its exponent lies more than this
+        /// many binades below the larger exponent (CDNA3's FP8 instructions: 25);
+        /// `None`: it is always cut as `acc_frac` says.
+        acc_reach: Option<u32>,
     },
 }
 
@@ -371,6 +388,8 @@ impl BlockFma {
             block_frac: 31,
             acc_frac: 24,
             rounding: Rounding::TowardNegative,
+            halves: false,
+            acc_reach: None,
         },
     };
 
@@ -380,6 +399,39 @@ impl BlockFma {
     /// `truncate_to_tf32`).
     pub const CDNA3_XF32: BlockFma = BlockFma {
         nfma: 4,
+        ..BlockFma::CDNA3_F16
+    };
+
+    /// AMD CDNA3 (MI300) FP8 instructions (`v_mfma_f32_16x16x32_fp8_fp8` and the
+    /// `bf8` ones, on the FNUZ formats [`F8E4M3Fnuz`](crate::float::F8E4M3Fnuz) and
+    /// [`F8E5M2Fnuz`](crate::float::F8E5M2Fnuz)): groups of 16 products, fused in two
+    /// interleaved halves of 8 (even and odd `k`), each aligned by its operands'
+    /// exponent sums and cut toward zero to 24 fraction bits; the two half sums aligned
+    /// to the larger of their exponents and cut toward minus infinity to 24 bits; that
+    /// sum and the running value joined as in [`CDNA3_F16`](Self::CDNA3_F16) (31 and
+    /// 24 bits toward minus infinity, then rounded to nearest in f32), the running
+    /// value taken as zero when it lies more than 25 binades below (MMA-Sim,
+    /// arXiv:2511.10909: `mfma` fp8 group size 16, `amd_fused_dot_rd_add` with
+    /// `is_fp8`). The tree is a chain of 17-way nodes.
+    ///
+    /// ```
+    /// use fprev::float::F8E4M3Fnuz;
+    /// use fprev::fused::BlockFma;
+    /// use fprev::ProbeFloat;
+    /// let a = vec![F8E4M3Fnuz::from_f64_round(1.0); 32];
+    /// let d: f32 = BlockFma::CDNA3_FP8.dot(&a, &a);
+    /// assert_eq!(d, 32.0);
+    /// assert_eq!(BlockFma::CDNA3_FP8.tree(32).to_string(), "((0+1+2+3+4+5+6+7+8+9+10+11+12+13+14+15)+16+17+18+19+20+21+22+23+24+25+26+27+28+29+30+31)");
+    /// ```
+    pub const CDNA3_FP8: BlockFma = BlockFma {
+        nfma: 16,
+        accumulator_cut: AccumulatorCut::TwoStage {
+            block_frac: 31,
+            acc_frac: 24,
+            rounding: Rounding::TowardNegative,
+            halves: true,
+            acc_reach: Some(25),
+        },
         ..BlockFma::CDNA3_F16
     };
 
@@ -402,6 +454,7 @@ impl BlockFma {
         ("b200-tf32", BlockFma::B200_TF32),
         ("cdna3-f16", BlockFma::CDNA3_F16),
         ("cdna3-xf32", BlockFma::CDNA3_XF32),
+        ("cdna3-fp8", BlockFma::CDNA3_FP8),
     ];
 
     /// The preset named `name` (see [`PRESETS`](Self::PRESETS)).
@@ -485,7 +538,29 @@ impl BlockFma {
     /// One fused node's exact aligned sum, before the result is rounded, and the
     /// exponent it was aligned to.
     pub(crate) fn node_exact(&self, terms: &[(f64, i32)]) -> (f64, i32) {
-        aligned_sum(self.frac, self.min_exp, self.align_rounding, terms)
+        let AccumulatorCut::TwoStage {
+            halves: true,
+            rounding,
+            ..
+        } = self.accumulator_cut
+        else {
+            return aligned_sum(self.frac, self.min_exp, self.align_rounding, terms);
+        };
+        let half = |skip: usize| -> Vec<(f64, i32)> {
+            terms.iter().skip(skip).step_by(2).copied().collect()
+        };
+        let (even, odd) = (
+            aligned_sum(self.frac, self.min_exp, self.align_rounding, &half(0)),
+            aligned_sum(self.frac, self.min_exp, self.align_rounding, &half(1)),
+        );
+        if !even.0.is_finite() || !odd.0.is_finite() {
+            return (even.0 + odd.0, 0);
+        }
+        // a half whose products cancel keeps their exponent, as one group does
+        let top = even.1.max(odd.1);
+        let shift = self.frac as i32 - top;
+        let cut = |v: f64| scale2(rounding.integer(scale2(v, shift)), -shift);
+        (cut(even.0) + cut(odd.0), top)
     }
 
     /// The two-stage block of [`AccumulatorCut::TwoStage`]: the running value `acc`
@@ -497,16 +572,22 @@ impl BlockFma {
             block_frac,
             acc_frac,
             rounding,
+            acc_reach,
+            ..
         } = self.accumulator_cut
         else {
             return T::from_f64_round(output(block.0, self.frac_out, T::FORMAT.min_exp));
         };
-        let c = acc.map_or(0.0, |a| a.to_f64());
+        let mut c = acc.map_or(0.0, |a| a.to_f64());
         if !c.is_finite() || !block.0.is_finite() {
             return T::from_f64_round(c + block.0);
         }
         // a block whose products cancel keeps their exponent: it still cuts c
-        let top = clamped_exponent(c, T::FORMAT).max(block.1);
+        let ec = clamped_exponent(c, T::FORMAT);
+        let top = ec.max(block.1);
+        if acc_reach.is_some_and(|r| ec < top - r as i32) {
+            c = 0.0;
+        }
         let cut = |v: f64, frac: u32| {
             let shift = frac as i32 - top;
             scale2(rounding.integer(scale2(v, shift)), -shift)

@@ -147,8 +147,13 @@ fn arithmetic_dict<'py>(py: Python<'py>, a: &FittedFused) -> PyResult<Bound<'py,
             block_frac,
             acc_frac,
             rounding,
+            halves,
+            acc_reach,
         } => {
             cut.set_item("kind", "two-stage")?;
+            cut.set_item("halves", halves)?;
+            cut.set_item("acc_reach", acc_reach)?;
+            cut.set_item("acc_reach_decided", a.acc_reach_decided)?;
             cut.set_item("block_frac", block_frac)?;
             cut.set_item("acc_frac", acc_frac)?;
             cut.set_item("rounding", rounding_name(rounding))?;

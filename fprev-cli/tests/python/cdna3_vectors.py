@@ -1,13 +1,14 @@
 """Writes the pinned test vectors of tests/data/cdna3_vectors.txt: random dot products
 answered by tensor_core_dot.py's AMD models (written from MMA-Sim's description, not
-from fprev's code): CDNA3's fused groups (--c amd), checked against fprev's BlockFma
+from fprev's code): CDNA3's fused groups (--c amd, --c amd-fp8 for FP8), checked against fprev's BlockFma
 presets, and CDNA1/CDNA2's pairwise groups (--c pairwise, --ftz on CDNA2), checked
 against its PairwiseGroups presets, bit for bit and without Python.
 
 Usage: python3 cdna3_vectors.py > tests/data/cdna3_vectors.txt
 
-Each line: preset, n, the a operands, the b operands (hex bits of f16, or of the f32
-that a TF32 value is), the f32 answer's hex bits. Seeded: the same file every run.
+Each line: preset (`cdna3-fp8` on e4m3fnuz operands, `cdna3-fp8:e5m2fnuz` on e5m2fnuz
+ones), n, the a operands, the b operands (hex bits of f16, of the f32 that a TF32 value
+is, or of the FP8 code), the f32 answer's hex bits. Seeded: the same file every run.
 """
 import argparse
 import random
@@ -71,7 +72,35 @@ def draw_bf16(rng):
     return sign | (exp << 7) | rng.getrandbits(7)
 
 
-SIGN = {"f16": 0x8000, "tf32": 0x8000_0000, "bf16": 0x8000}
+def fnuz_value(bits, exp_bits, bias):
+    """An FNUZ FP8 code's value (AMD MI300: no infinities, no -0, 0x80 the one NaN)."""
+    man_bits = 7 - exp_bits
+    sign = -1.0 if bits & 0x80 else 1.0
+    e = (bits >> man_bits) & ((1 << exp_bits) - 1)
+    m = bits & ((1 << man_bits) - 1)
+    if e == 0:
+        return sign * m * 2.0 ** (1 - bias - man_bits)
+    return sign * (1 + m / (1 << man_bits)) * 2.0 ** (e - bias)
+
+
+def draw_fnuz(rng):
+    """A finite, non-NaN FNUZ FP8 code: any of them, zeros a little more often."""
+    if rng.random() < 0.05:
+        return 0
+    while True:
+        bits = rng.randrange(256)
+        if bits != 0x80:
+            return bits
+
+
+SIGN = {"f16": 0x8000, "tf32": 0x8000_0000, "bf16": 0x8000, "e4m3fnuz": 0x80,
+        "e5m2fnuz": 0x80}
+
+FP8 = {
+    # name: (operand format, value of bits)
+    "cdna3-fp8": ("e4m3fnuz", lambda b: fnuz_value(b, 4, 8)),
+    "cdna3-fp8:e5m2fnuz": ("e5m2fnuz", lambda b: fnuz_value(b, 5, 16)),
+}
 
 PRESETS = {
     # name: (operand format, nfma, value of bits, draw)
@@ -101,6 +130,8 @@ def vectors(rng, name, fmt, nfma, value, draw, answer, per_length):
                 # two products that cancel exactly: the block keeps their exponent
                 j = rng.randrange(n - 1)
                 a[j + 1], b[j + 1] = a[j] ^ SIGN[fmt], b[j]
+                if fmt.endswith("fnuz") and a[j + 1] == 0x80:
+                    a[j + 1] = 0  # FNUZ has no -0: its code is the NaN
             # products of f16 values stay finite in f32; TF32 ones may not
             got = answer([value(x) for x in a], [value(x) for x in b])
             try:
@@ -125,6 +156,12 @@ def main():
         model = argparse.Namespace(fmt=fmt, nfma=group, c="pairwise", ftz=ftz)
         vectors(rng, name, fmt, group, value, draw,
                 lambda va, vb: tc.pairwise_groups(va, vb, model), args.per_length)
+    # after the others, so that their lines stay as they were
+    for name, (fmt, value) in FP8.items():
+        model = argparse.Namespace(fmt=fmt, nfma=16, frac=24, out="f32", align="operands",
+                                   chunk=0, c="amd-fp8")
+        vectors(rng, name, fmt, 16, value, draw_fnuz,
+                lambda va, vb: tc.to_float(*tc.dot(va, vb, model)), args.per_length)
 
 
 if __name__ == "__main__":

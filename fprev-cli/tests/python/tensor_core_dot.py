@@ -4,7 +4,7 @@ bug): Khattak and Mikaitis, "Accurate Models of NVIDIA Tensor Cores" (arXiv:2512
 and Xie et al., "MMA-Sim" (arXiv:2511.10909). Plain Python integers, no numpy.
 
 Usage: tensor_core_dot.py --fmt e4m3|e5m2|e4m3fnuz|e5m2fnuz|f16|bf16|tf32 --nfma N --frac F --out f32|e8m13|f16
-                          [--align operands|product] [--chunk K] [--c aligned|late|amd]
+                          [--align operands|product] [--chunk K] [--c aligned|late|amd|amd-fp8]
        tensor_core_dot.py --fmt f16|bf16 --nfma N --c pairwise [--ftz]
 
 Each input line holds 2n numbers, a then b; the answer is one float. One block of the
@@ -27,6 +27,13 @@ toward zero to F bits; the block's sum and the running value c (its exponent cla
 -126, a zero's taken as -126) are then aligned to the larger of their two exponents and
 cut toward minus infinity, the sum to 31 fraction bits and c to 24, added exactly and
 rounded to nearest even in f32 (the first block meets c = 0 the same way).
+With --c amd-fp8 the block is CDNA3's FP8 one (MMA-Sim, `amd_fused_dot_rd_add` with
+is_fp8): the block's products are split into two interleaved halves (even and odd
+positions in the block), each half aligned to its own largest exponent and cut toward
+zero to F bits; the two half sums are aligned to the larger of their exponents and cut
+toward minus infinity to F bits, then added exactly; that sum and c join as with
+--c amd (31 and 24 bits toward minus infinity), except that c counts as zero when its
+exponent lies more than 25 below the larger exponent.
 With --fmt tf32 the operands arrive as f32 values and are cut to TF32 first, as the
 hardware reads them: the low 13 of f32's 23 fraction bits dropped (toward zero).
 With --c pairwise the unit is AMD CDNA1/CDNA2's (MMA-Sim, `pairwise_dot`): no fused
@@ -155,6 +162,35 @@ def amd_block(c, products, args):
     return (nearest_even(total, q, qo), qo)
 
 
+def amd_fp8_block(c, products, args):
+    """AMD CDNA3's FP8 groups: two interleaved halves fused apart, joined toward minus
+    infinity at F bits, then joined to c as amd_block does (c dropped beyond 25
+    binades), rounded to nearest even in f32."""
+    halves = []
+    for half in (products[0::2], products[1::2]):
+        live = [p for p in half if p[0][0] != 0]
+        if live:
+            e = max(x for _, x in live)
+            q = e - args.frac
+            halves.append((sum(cut(m, pe, q) for (m, pe), _ in live), q, e))
+    ec = max(lead(*c), F32_EMIN) if c[0] != 0 else F32_EMIN
+    if halves:
+        e = max(h[2] for h in halves)
+        qh = e - args.frac
+        s = (sum(floor_to(m, q, qh) for m, q, _ in halves), qh)
+        top = max(e, ec)
+    else:
+        s, top = (0, 0), ec
+    qs, qc = top - 31, top - 24
+    q = min(qs, qc)
+    kept = c if ec >= top - 25 else (0, 0)
+    total = (floor_to(s[0], s[1], qs) << (qs - q)) + (floor_to(kept[0], kept[1], qc) << (qc - q))
+    if total == 0:
+        return (0, 0)
+    qo = max(lead(total, q), F32_EMIN) - 23
+    return (nearest_even(total, q, qo), qo)
+
+
 def add_f32(x, y):
     """x + y (both (m, e)) rounded to nearest even in f32."""
     e = min(x[1], y[1])
@@ -243,6 +279,8 @@ def dot(a, b, args):
         for k in range(0, len(part), args.nfma):
             if args.c == "amd":
                 c = amd_block(c, part[k : k + args.nfma], args)
+            elif args.c == "amd-fp8":
+                c = amd_fp8_block(c, part[k : k + args.nfma], args)
             elif args.c == "late":
                 c = add_f32(c, block((0, 0), part[k : k + args.nfma], args))
             else:
@@ -259,7 +297,8 @@ def main():
     p.add_argument("--out", choices=["f32", "e8m13", "f16"])
     p.add_argument("--align", choices=["operands", "product"], default="operands")
     p.add_argument("--chunk", type=int, default=0)
-    p.add_argument("--c", choices=["aligned", "late", "amd", "pairwise"], default="aligned")
+    p.add_argument("--c", choices=["aligned", "late", "amd", "amd-fp8", "pairwise"],
+                   default="aligned")
     p.add_argument("--ftz", action="store_true")
     args = p.parse_args()
     if args.c != "pairwise" and (args.frac is None or args.out is None):

@@ -69,6 +69,10 @@ pub struct FittedFused {
     /// For a two-stage cut, whether the answers told its rounding apart from the other
     /// one fitted (toward minus infinity, toward zero); `false`: both are consistent.
     pub accumulator_cut_rounding_decided: bool,
+    /// For a two-stage cut whose running value is dropped beyond a reach
+    /// ([`AccumulatorCut::TwoStage`]'s `acc_reach`), whether the answers told that apart
+    /// from a running value never dropped; `true` where no reach was fitted.
+    pub acc_reach_decided: bool,
 }
 
 /// A measured count with the smallest and largest values still consistent with the
@@ -271,8 +275,20 @@ impl std::fmt::Display for FittedFused {
             block_frac,
             acc_frac,
             rounding,
+            halves,
+            acc_reach,
         } = self.accumulator_cut
         {
+            if halves {
+                write!(
+                    f,
+                    ", each block's products fused in two interleaved halves (even and odd \
+                     k), the half sums cut {} to {} bits below the larger of their \
+                     exponents and added",
+                    rounding.words(),
+                    self.frac
+                )?;
+            }
             let [(b0, b1), (c0, c1)] = self
                 .accumulator_cut_ranges
                 .unwrap_or([(block_frac, block_frac), (acc_frac, acc_frac)]);
@@ -289,6 +305,21 @@ impl std::fmt::Display for FittedFused {
                  rounded to nearest",
                 rounding.words()
             )?;
+            match (acc_reach, self.acc_reach_decided) {
+                (Some(r), true) => write!(
+                    f,
+                    ", the running value taken as zero more than {r} binades below"
+                )?,
+                (Some(r), false) => write!(
+                    f,
+                    ", the running value taken as zero more than {r} binades below (or \
+                     never, not told apart)"
+                )?,
+                (None, false) => {
+                    f.write_str(", whether a running value far below is dropped not told apart")?
+                }
+                (None, true) => {}
+            }
         }
         write!(
             f,
@@ -527,19 +558,45 @@ fn has_running_values(tree: &SumTree) -> bool {
 
 /// The two-stage cuts fitted where a tree has running values: each rounding of the cut,
 /// block widths and running-value widths around those of the published units.
-fn two_stage_candidates() -> impl Iterator<Item = AccumulatorCut> {
+fn two_stage_candidates(halves: bool) -> impl Iterator<Item = AccumulatorCut> {
+    // CDNA3's FP8 instructions drop a running value 25 binades below; fitted beside
+    // never dropping it, where the products come in halves
+    let reaches: &'static [Option<u32>] = if halves { &[None, Some(25)] } else { &[None] };
     [Rounding::TowardNegative, Rounding::TowardZero]
         .into_iter()
-        .flat_map(|rounding| {
+        .flat_map(move |rounding| {
             (JOIN_BLOCK_FRAC.0..=JOIN_BLOCK_FRAC.1).flat_map(move |block_frac| {
-                (JOIN_ACC_FRAC.0..=JOIN_ACC_FRAC.1).map(move |acc_frac| AccumulatorCut::TwoStage {
-                    block_frac,
-                    acc_frac,
-                    rounding,
+                (JOIN_ACC_FRAC.0..=JOIN_ACC_FRAC.1).flat_map(move |acc_frac| {
+                    reaches
+                        .iter()
+                        .map(move |&acc_reach| AccumulatorCut::TwoStage {
+                            block_frac,
+                            acc_frac,
+                            rounding,
+                            halves,
+                            acc_reach,
+                        })
                 })
             })
         })
 }
+
+/// Whether `tree` has blocks of at least [`HALVES_MIN`] products, where interleaved
+/// halves of them could be fused apart.
+fn has_wide_blocks(tree: &SumTree) -> bool {
+    let n = tree.leaf_count();
+    (n..n + tree.inner_count()).any(|v| {
+        tree.children(v)
+            .iter()
+            .filter(|&&c| (c as usize) < n)
+            .count()
+            >= HALVES_MIN
+    })
+}
+
+/// The fewest products per block for which interleaved halves are fitted: CDNA3's FP8
+/// groups hold 16; a half of 2 or more products is where the halves cut differently.
+const HALVES_MIN: usize = 4;
 
 /// The block widths a two-stage cut is fitted over.
 const JOIN_BLOCK_FRAC: (u32, u32) = (22, 40);
@@ -600,8 +657,13 @@ pub(crate) fn fit<T: ProbeFloat, X: Target<T>>(
                 }
             }
             // AMD's second stage rounds to nearest once, after the cut: no result width
-            if has_running_values(tree) {
-                for join in two_stage_candidates() {
+            // also over one wide block with no running value: the first block meets a
+            // zero one, and its products' sum is still cut before it is rounded
+            if has_running_values(tree) || has_wide_blocks(tree) {
+                let halves = [false, true]
+                    .into_iter()
+                    .take(1 + has_wide_blocks(tree) as usize);
+                for join in halves.flat_map(two_stage_candidates) {
                     for frac in JOIN_FRAC.0..=JOIN_FRAC.1 {
                         candidates.push(Candidate::new::<T>(
                             frac,
@@ -657,6 +719,7 @@ pub(crate) fn fit<T: ProbeFloat, X: Target<T>>(
                         block_frac,
                         acc_frac,
                         rounding: r,
+                        ..
                     } if r == rounding => Some((block_frac, acc_frac)),
                     _ => None,
                 })
@@ -676,7 +739,13 @@ pub(crate) fn fit<T: ProbeFloat, X: Target<T>>(
     };
     let first_rounding = roundings().next();
     let accumulator_cut_rounding_decided = roundings().all(|r| Some(r) == first_rounding);
+    let reach = |c: &Candidate| match c.model.accumulator_cut {
+        AccumulatorCut::TwoStage { acc_reach, .. } => acc_reach,
+        AccumulatorCut::WithProducts => None,
+    };
+    let acc_reach_decided = same_rule().all(|c| reach(c) == reach(&best));
     Ok(FittedFused {
+        acc_reach_decided,
         accumulator_cut_rounding_decided,
         accumulator_cut: best.model.accumulator_cut,
         accumulator_cut_ranges,

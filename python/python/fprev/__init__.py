@@ -390,7 +390,10 @@ def reveal(
             ``"toward-zero"``, the only rounding the fit models there),
             ``accumulator_cut`` (``{"kind": "with-products"}``, or for AMD CDNA3's
             two-stage join ``{"kind": "two-stage", "block_frac", "acc_frac",
-            "rounding", "rounding_decided", "block_frac_range", "acc_frac_range"}``),
+            "rounding", "rounding_decided", "block_frac_range", "acc_frac_range",
+            "halves", "acc_reach", "acc_reach_decided"}``: ``halves``, the products
+            fused in two interleaved halves as CDNA3's FP8 instructions do;
+            ``acc_reach``, the binades below which the running value is dropped),
             ``binary`` (which binary nodes are fused: ``"rounded"``, ``"fused"``,
             ``"leaf-pairs"``, ``"after-fused"``), ``candidates`` (models that
             reproduced every input), ``inputs`` and ``text`` (the same in words).
