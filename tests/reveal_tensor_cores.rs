@@ -608,3 +608,58 @@ fn tree_or_refusal(
         }
     }
 }
+
+/// Units whose alignment rounds each term to nearest even or toward minus infinity
+/// instead of cutting it toward zero (no published unit does; the family includes them):
+/// the fit tries them where no truncating model reproduces the answers, so such a unit
+/// comes back with its tree and its rounding measured, or is refused with a typed error,
+/// never answered with another tree.
+#[test]
+fn non_truncating_alignments_are_fitted_with_their_rounding() {
+    let total = cases(12);
+    let mut revealed = 0;
+    let mut told = 0;
+    for case in 0..total {
+        let seed = 0x7C8_0000 + u64::from(case);
+        let mut r = rng(seed);
+        let base = [BlockFma::V100, BlockFma::A100, BlockFma::H100][r.random_range(0..3)];
+        let rounding = [Rounding::NearestEven, Rounding::TowardNegative][r.random_range(0..2)];
+        let model = BlockFma {
+            align_rounding: rounding,
+            ..base
+        };
+        let n = model.nfma * r.random_range(1..=4usize);
+        let got = if r.random_bool(0.5) {
+            reveal_dot::<f16>(model, n, seed)
+        } else {
+            reveal_dot::<bf16>(model, n, seed)
+        };
+        let context = format!("seed {seed}: {model:?} n = {n}");
+        let refusal = |e: &RevealError| {
+            matches!(
+                e,
+                RevealError::Indistinguishable { .. }
+                    | RevealError::FusedUnverified { .. }
+                    | RevealError::NotPlainSummation { .. }
+            )
+        };
+        if let Some(rep) = tree_or_refusal(got, &model.tree(n), refusal, &context) {
+            let fit = rep.verification.fused.expect("fitted");
+            assert!(
+                fit.align_rounding == rounding || !fit.align_rounding_decided,
+                "{context}: {fit:?}"
+            );
+            assert!(
+                (fit.frac..=fit.frac_max).contains(&model.frac),
+                "{context}: {fit:?}"
+            );
+            told += usize::from(fit.align_rounding_decided);
+            revealed += 1;
+        }
+    }
+    println!("{revealed} of {total} revealed, {told} with their rounding told apart");
+    assert!(
+        revealed * 10 >= total as usize * 7 && told * 2 >= revealed,
+        "{revealed} of {total} revealed, {told} with their rounding told apart"
+    );
+}

@@ -1040,8 +1040,21 @@ fn arithmetic_lines(a: &fprev::reveal::FittedFused) -> String {
         " (not told apart from the other rule)"
     };
     out += &format!(
-        "alignment: {rule}{told}, {} fraction bits kept ({}-{} consistent), cut toward zero\n",
-        a.frac, a.frac, a.frac_max
+        "alignment: {rule}{told}, {} fraction bits kept ({}-{} consistent), {} {}{}\n",
+        a.frac,
+        a.frac,
+        a.frac_max,
+        if a.align_rounding == fprev::fused::Rounding::TowardZero {
+            "cut"
+        } else {
+            "rounded"
+        },
+        a.align_rounding.words(),
+        if a.align_rounding_decided {
+            ""
+        } else {
+            " (or another way, not told apart)"
+        }
     );
     if let fprev::fused::AccumulatorCut::TwoStage {
         halves: true,

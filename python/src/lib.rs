@@ -128,9 +128,8 @@ fn arithmetic_dict<'py>(py: Python<'py>, a: &FittedFused) -> PyResult<Bound<'py,
             .transpose()?,
     )?;
     d.set_item("unpromoted_from", s.map(|s| s.unpromoted_from))?;
-    // Every model the fit tries cuts the aligned terms toward zero; a unit that rounds
-    // them otherwise is refused, so a report that exists measured truncation.
-    d.set_item("align_rounding", rounding_name(Rounding::TowardZero))?;
+    d.set_item("align_rounding", rounding_name(a.align_rounding))?;
+    d.set_item("align_rounding_decided", a.align_rounding_decided)?;
     d.set_item(
         "binary",
         match a.binary {

@@ -69,6 +69,13 @@ pub struct FittedFused {
     /// For a two-stage cut, whether the answers told its rounding apart from the other
     /// one fitted (toward minus infinity, toward zero); `false`: both are consistent.
     pub accumulator_cut_rounding_decided: bool,
+    /// How the alignment cut each term: toward zero on every published unit, tried
+    /// first; to nearest even and toward minus infinity are fitted only where no
+    /// truncating model reproduces the answers.
+    pub align_rounding: Rounding,
+    /// Whether the answers told `align_rounding` apart from the other roundings fitted
+    /// with it (to nearest even, toward minus infinity).
+    pub align_rounding_decided: bool,
     /// For a two-stage cut whose running value is dropped beyond a reach
     /// ([`AccumulatorCut::TwoStage`]'s `acc_reach`), whether the answers told that apart
     /// from a running value never dropped; `true` where no reach was fitted.
@@ -258,6 +265,18 @@ impl std::fmt::Display for FittedFused {
             "{rule}{told}, {} fraction bits kept in alignment ({}-{} consistent), ",
             self.frac, self.frac, self.frac_max
         )?;
+        if self.align_rounding != Rounding::TowardZero {
+            let also = if self.align_rounding_decided {
+                ""
+            } else {
+                " (or another way, not told apart)"
+            };
+            write!(
+                f,
+                "each term rounded {}{also} there, ",
+                self.align_rounding.words()
+            )?;
+        }
         match self.frac_out {
             Some(k) => write!(f, "results truncated to {k} fraction bits")?,
             None => f.write_str("results rounded to nearest")?,
@@ -427,6 +446,7 @@ impl Candidate {
         alignment: Alignment,
         binary: BinaryNodes,
         accumulator_cut: AccumulatorCut,
+        align_rounding: Rounding,
     ) -> Candidate {
         // the hardware rule clamps exponents at the accumulator format's normal range
         // (MMA-Sim's and Khattak and Mikaitis's models of NVIDIA's units); the textbook
@@ -444,7 +464,7 @@ impl Candidate {
                 chunk: None,
                 alignment,
                 min_exp,
-                align_rounding: Rounding::TowardZero,
+                align_rounding,
                 accumulator_cut,
             },
             binary,
@@ -542,8 +562,15 @@ pub(crate) fn replay<T: ProbeFloat>(
     x: &[T],
     exps: Option<&[i32]>,
 ) -> T {
-    Candidate::new::<T>(f.frac, f.frac_out, f.alignment, f.binary, f.accumulator_cut)
-        .replay(tree, x, exps)
+    Candidate::new::<T>(
+        f.frac,
+        f.frac_out,
+        f.alignment,
+        f.binary,
+        f.accumulator_cut,
+        f.align_rounding,
+    )
+    .replay(tree, x, exps)
 }
 
 /// Whether `tree` has a running value: a node of three or more children one of which is
@@ -612,11 +639,37 @@ pub(crate) fn inputs_for(n: usize) -> usize {
     (16384 / n.max(1)).clamp(16, 64)
 }
 
-/// Fit a block-FMA model of `tree`'s fused nodes to the target on random inputs.
+/// Fit a block-FMA model of `tree`'s fused nodes to the target on random inputs: the
+/// published family first (terms cut toward zero in alignment), then, where no member
+/// of it reproduces the answers, the same family with the terms rounded to nearest even
+/// or toward minus infinity instead. A tree no member reproduces is refused with the
+/// first family's error.
 pub(crate) fn fit<T: ProbeFloat, X: Target<T>>(
     prober: &mut Prober<T, X>,
     tree: &SumTree,
     seed: u64,
+) -> Result<FittedFused, RevealError> {
+    match fit_with(prober, tree, seed, &[Rounding::TowardZero]) {
+        Err(e @ RevealError::FusedUnverified { .. }) => fit_with(
+            prober,
+            tree,
+            seed,
+            &[Rounding::NearestEven, Rounding::TowardNegative],
+        )
+        .map_err(|other| match other {
+            RevealError::FusedUnverified { .. } => e,
+            other => other,
+        }),
+        other => other,
+    }
+}
+
+/// [`fit`] over models whose alignment cuts terms as one of `roundings` says.
+fn fit_with<T: ProbeFloat, X: Target<T>>(
+    prober: &mut Prober<T, X>,
+    tree: &SumTree,
+    seed: u64,
+    roundings: &[Rounding],
 ) -> Result<FittedFused, RevealError> {
     let n = tree.leaf_count();
     let out_bits = T::FORMAT.precision - 1;
@@ -645,13 +698,16 @@ pub(crate) fn fit<T: ProbeFloat, X: Target<T>>(
                 ] {
                     for frac_out in std::iter::once(None).chain((2..=out_bits).map(Some)) {
                         for frac in 2..=MAX_FRAC {
-                            candidates.push(Candidate::new::<T>(
-                                frac,
-                                frac_out,
-                                alignment,
-                                binary,
-                                AccumulatorCut::WithProducts,
-                            ));
+                            for &rounding in roundings {
+                                candidates.push(Candidate::new::<T>(
+                                    frac,
+                                    frac_out,
+                                    alignment,
+                                    binary,
+                                    AccumulatorCut::WithProducts,
+                                    rounding,
+                                ));
+                            }
                         }
                     }
                 }
@@ -665,13 +721,16 @@ pub(crate) fn fit<T: ProbeFloat, X: Target<T>>(
                     .take(1 + has_wide_blocks(tree) as usize);
                 for join in halves.flat_map(two_stage_candidates) {
                     for frac in JOIN_FRAC.0..=JOIN_FRAC.1 {
-                        candidates.push(Candidate::new::<T>(
-                            frac,
-                            None,
-                            alignments[0],
-                            BinaryNodes::Rounded,
-                            join,
-                        ));
+                        for &rounding in roundings {
+                            candidates.push(Candidate::new::<T>(
+                                frac,
+                                None,
+                                alignments[0],
+                                BinaryNodes::Rounded,
+                                join,
+                                rounding,
+                            ));
+                        }
                     }
                 }
             }
@@ -692,21 +751,23 @@ pub(crate) fn fit<T: ProbeFloat, X: Target<T>>(
         }
     }
     let best = candidates[0];
-    let frac_max = candidates
-        .iter()
-        .filter(|c| c.model.alignment == best.model.alignment)
-        .map(|c| c.model.frac)
-        .max()
-        .unwrap_or(best.model.frac);
     // both rules still in: the inputs never told them apart
     let decided = candidates
         .iter()
         .all(|c| c.model.alignment == best.model.alignment);
+    let align_rounding_decided = candidates
+        .iter()
+        .all(|c| c.model.align_rounding == best.model.align_rounding);
     let same_rule = || {
-        candidates
-            .iter()
-            .filter(|c| c.model.alignment == best.model.alignment)
+        candidates.iter().filter(|c| {
+            c.model.alignment == best.model.alignment
+                && c.model.align_rounding == best.model.align_rounding
+        })
     };
+    let frac_max = same_rule()
+        .map(|c| c.model.frac)
+        .max()
+        .unwrap_or(best.model.frac);
     let widths = || same_rule().filter_map(|c| c.model.frac_out);
     let frac_out_range = widths().min().zip(widths().max());
     let frac_out_rounded = same_rule().any(|c| c.model.frac_out.is_none());
@@ -745,6 +806,8 @@ pub(crate) fn fit<T: ProbeFloat, X: Target<T>>(
     };
     let acc_reach_decided = same_rule().all(|c| reach(c) == reach(&best));
     Ok(FittedFused {
+        align_rounding: best.model.align_rounding,
+        align_rounding_decided,
         acc_reach_decided,
         accumulator_cut_rounding_decided,
         accumulator_cut: best.model.accumulator_cut,

@@ -387,7 +387,8 @@ def reveal(
             ``c`` (``"aligned"``, ``"late"`` or ``None`` when unseen), ``promotion``
             (a ``{"value", "min", "max"}`` or ``None``: none within n,
             ``unpromoted_from`` on), ``align_rounding`` (how aligned terms are cut:
-            ``"toward-zero"``, the only rounding the fit models there),
+            ``"toward-zero"``, or where no truncating model fits ``"nearest-even"`` or
+            ``"toward-negative"``; ``align_rounding_decided``),
             ``accumulator_cut`` (``{"kind": "with-products"}``, or for AMD CDNA3's
             two-stage join ``{"kind": "two-stage", "block_frac", "acc_frac",
             "rounding", "rounding_decided", "block_frac_range", "acc_frac_range",
