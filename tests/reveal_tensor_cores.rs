@@ -663,3 +663,27 @@ fn non_truncating_alignments_are_fitted_with_their_rounding() {
         "{revealed} of {total} revealed, {told} with their rounding told apart"
     );
 }
+
+/// Split-K: a dot split into slices, each its own chain, the slices added in order in
+/// f32. Revealed as the chain restarted every slice, with the slice length measured as
+/// the promotion interval.
+#[test]
+fn split_k_dots_reveal_with_their_slice_length() {
+    for (k, (base, n, parts)) in [(BlockFma::H100, 256usize, 4usize), (BlockFma::A100, 96, 3)]
+        .into_iter()
+        .enumerate()
+    {
+        let model = base.split_k(n, parts);
+        let seed = 0x7C9_0000 + k as u64;
+        let r = reveal_dot::<f16>(model, n, seed)
+            .unwrap_or_else(|e| panic!("seed {seed}: split-K {parts} n = {n}: {e}"));
+        check_published("split-K", model, n, seed, r.clone());
+        let s = r
+            .verification
+            .fused
+            .and_then(|f| f.structure)
+            .expect("structure");
+        let p = s.promotion.expect("a promotion interval");
+        assert_eq!(p.value, n / parts, "seed {seed}: {s:?}");
+    }
+}

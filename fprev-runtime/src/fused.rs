@@ -466,6 +466,32 @@ impl BlockFma {
         by_name(Self::PRESETS, name)
     }
 
+    /// This unit in a split-K GEMM: the `k` products of each dot split into `parts`
+    /// slices, each run as its own chain from zero, the slice results added in order in
+    /// the accumulator type, rounded to nearest (cuBLAS's split-K reduction and
+    /// CUTLASS's serial and parallel split-K both add the slices in order). That is
+    /// [`chunk`](Self::chunk) with the slice length: `ceil(k / parts)` rounded up to a
+    /// whole number of blocks, as the kernels tile `k`. So a reveal reports a split-K
+    /// dot as a promotion interval of one slice; the two cannot be told apart by any
+    /// input, because they compute the same sums.
+    ///
+    /// ```
+    /// use fprev::fused::BlockFma;
+    /// let split = BlockFma::H100.split_k(256, 4);
+    /// assert_eq!(split.chunk, Some(64));
+    /// assert_eq!(split.tree(256).children(split.tree(256).root()).len(), 2);
+    /// // one slice: the chain itself
+    /// assert_eq!(BlockFma::H100.split_k(256, 1).tree(256), BlockFma::H100.tree(256));
+    /// ```
+    pub fn split_k(self, k: usize, parts: usize) -> BlockFma {
+        let nfma = self.nfma.max(1);
+        let slice = k.div_ceil(parts.max(1)).div_ceil(nfma).max(1) * nfma;
+        BlockFma {
+            chunk: (slice < k).then_some(slice),
+            ..self
+        }
+    }
+
     /// Whether the parameters describe a unit this model can run.
     pub fn validate(&self) -> Result<(), InvalidModel> {
         if self.nfma == 0 || self.nfma > 64 {
