@@ -4,9 +4,13 @@ values and the running value, aligned to the largest exponent with 23 fraction b
 kept, cut toward zero, the block result cut to 23 fraction bits) comes back with its
 block size, where the running value enters, its promotion interval and its widths."""
 
+import argparse
+import importlib.util
 import math
+import os
 
 import numpy as np
+import pytest
 
 import fprev
 
@@ -99,3 +103,34 @@ def test_matmul_orders_carry_each_groups_arithmetic():
 def test_plain_matmul_orders_have_no_arithmetic():
     orders = fprev.reveal_matmul(np.matmul, 2, 2, 8, dtype=np.float64)
     assert orders.arithmetic == [None] * len(orders.groups)
+
+
+def test_cdna3_fp8_groups_report_their_halves_and_two_stage_cut():
+    # the independent responder the CLI tests drive, written from MMA-Sim's description
+    pytest.importorskip("ml_dtypes", reason="FP8 arrays need ml_dtypes")
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "fprev-cli", "tests", "python",
+                        "tensor_core_dot.py")
+    spec = importlib.util.spec_from_file_location("tensor_core_dot", path)
+    tc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tc)
+    args = argparse.Namespace(fmt="e4m3fnuz", nfma=16, frac=24, out="f32", align="operands",
+                              chunk=0, c="amd-fp8")
+
+    def dot(a, b):
+        va = [float(v) for v in a.astype(np.float32)]
+        vb = [float(v) for v in b.astype(np.float32)]
+        return np.float32(tc.to_float(*tc.dot(va, vb, args)))
+
+    tree, report = fprev.reveal_dot(dot, 64, dtype="float8_e4m3fnuz", report=True)
+    text = "(0+1+2+3+4+5+6+7+8+9+10+11+12+13+14+15)"
+    for k in range(16, 64, 16):
+        text = "(" + text + "".join(f"+{k + i}" for i in range(16)) + ")"
+    assert tree == fprev.Tree.parse(text)
+    a = report["arithmetic"]
+    cut = a["accumulator_cut"]
+    assert cut["kind"] == "two-stage" and cut["halves"] is True, cut
+    assert cut["rounding"] == "toward-negative"
+    lo, hi = cut["acc_frac_range"]
+    assert lo <= 24 <= hi
+    assert a["frac"] <= 24 <= a["frac_range"][1]
+    assert a["frac_out"] is None
