@@ -317,12 +317,23 @@ fn random_operand_aligned_models_reveal_their_tree_or_refuse() {
             model
         };
         let n = nfma * r.random_range(1..=6usize) + r.random_range(0..3usize);
-        let got = if fp8 {
-            reveal_dot::<F8E4M3>(model, n, seed)
+        // every operand format: the FP8 ones (OCP and AMD's FNUZ), the 16-bit ones, TF32
+        let format = r.random_range(0..4usize);
+        let (name, got) = if fp8 {
+            match format {
+                0 => ("e4m3", reveal_dot::<F8E4M3>(model, n, seed)),
+                1 => ("e5m2", reveal_dot::<F8E5M2>(model, n, seed)),
+                2 => ("e4m3fnuz", reveal_dot::<F8E4M3Fnuz>(model, n, seed)),
+                _ => ("e5m2fnuz", reveal_dot::<F8E5M2Fnuz>(model, n, seed)),
+            }
         } else {
-            reveal_dot::<bf16>(model, n, seed)
+            match format {
+                0 | 1 => ("bf16", reveal_dot::<bf16>(model, n, seed)),
+                2 => ("f16", reveal_dot::<f16>(model, n, seed)),
+                _ => ("tf32", reveal_dot::<Tf32>(model, n, seed)),
+            }
         };
-        let context = format!("seed {seed}: {model:?} n = {n}");
+        let context = format!("seed {seed}: {name} {model:?} n = {n}");
         let refusal = |e: &RevealError| {
             matches!(
                 e,
