@@ -259,6 +259,30 @@ fn a_product_aligned_model_is_not_fitted_as_an_operand_aligned_one() {
     assert!((fit.frac..=fit.frac_max).contains(&model.frac), "{fit:?}");
 }
 
+/// A dot of f16 or bf16 operands (drawn from `r`) through `model`.
+fn random_16bit_dot(
+    model: BlockFma,
+    n: usize,
+    seed: u64,
+    r: &mut impl Rng,
+) -> Result<RevealReport, RevealError> {
+    if r.random_bool(0.5) {
+        reveal_dot::<f16>(model, n, seed)
+    } else {
+        reveal_dot::<bf16>(model, n, seed)
+    }
+}
+
+/// The refusals a unit outside the fitted family may get: never another tree.
+fn fused_refusal(e: &RevealError) -> bool {
+    matches!(
+        e,
+        RevealError::Indistinguishable { .. }
+            | RevealError::FusedUnverified { .. }
+            | RevealError::NotPlainSummation { .. }
+    )
+}
+
 /// Random published-family models over random formats and lengths: the model's tree or
 /// a typed refusal, never a different tree; most must reveal.
 #[test]
@@ -531,21 +555,9 @@ fn random_two_stage_models_reveal_their_tree_or_refuse() {
             ..BlockFma::CDNA3_F16
         };
         let n = nfma * r.random_range(2..=5usize) + r.random_range(0..2usize);
-        let got = if r.random_bool(0.5) {
-            reveal_dot::<f16>(model, n, seed)
-        } else {
-            reveal_dot::<bf16>(model, n, seed)
-        };
+        let got = random_16bit_dot(model, n, seed, &mut r);
         let context = format!("seed {seed}: {model:?} n = {n}");
-        let refusal = |e: &RevealError| {
-            matches!(
-                e,
-                RevealError::Indistinguishable { .. }
-                    | RevealError::FusedUnverified { .. }
-                    | RevealError::NotPlainSummation { .. }
-            )
-        };
-        if let Some(rep) = tree_or_refusal(got, &model.tree(n), refusal, &context) {
+        if let Some(rep) = tree_or_refusal(got, &model.tree(n), fused_refusal, &context) {
             let fit = rep.verification.fused.expect("fitted");
             // a rounding the answers told apart is the model's
             if let AccumulatorCut::TwoStage { rounding: r, .. } = fit.accumulator_cut {
@@ -640,21 +652,9 @@ fn non_truncating_alignments_are_fitted_with_their_rounding() {
             ..base
         };
         let n = model.nfma * r.random_range(1..=4usize);
-        let got = if r.random_bool(0.5) {
-            reveal_dot::<f16>(model, n, seed)
-        } else {
-            reveal_dot::<bf16>(model, n, seed)
-        };
+        let got = random_16bit_dot(model, n, seed, &mut r);
         let context = format!("seed {seed}: {model:?} n = {n}");
-        let refusal = |e: &RevealError| {
-            matches!(
-                e,
-                RevealError::Indistinguishable { .. }
-                    | RevealError::FusedUnverified { .. }
-                    | RevealError::NotPlainSummation { .. }
-            )
-        };
-        if let Some(rep) = tree_or_refusal(got, &model.tree(n), refusal, &context) {
+        if let Some(rep) = tree_or_refusal(got, &model.tree(n), fused_refusal, &context) {
             let fit = rep.verification.fused.expect("fitted");
             assert!(
                 fit.align_rounding == rounding || !fit.align_rounding_decided,
