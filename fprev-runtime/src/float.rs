@@ -198,7 +198,8 @@ impl ProbeFloat for half::f16 {
         half::f16::to_f64(self)
     }
     fn from_f64_round(x: f64) -> Self {
-        half::f16::from_f64(x)
+        // not `half::f16::from_f64`: with F16C it converts through f32 and rounds twice
+        half::f16::from_f32(round_to_precision(x, Self::FORMAT) as f32)
     }
     fn add(self, other: Self) -> Self {
         // f32 holds 2p+2 bits of f16, so rounding the f32 sum once more is exact rounding.
@@ -224,7 +225,9 @@ impl ProbeFloat for half::bf16 {
         half::bf16::to_f64(self)
     }
     fn from_f64_round(x: f64) -> Self {
-        half::bf16::from_f64(x)
+        // not `half::bf16::from_f64`: it drops the low 32 bits of the significand before
+        // rounding, so a value just above a tie is rounded as the tie
+        half::bf16::from_f32(round_to_precision(x, Self::FORMAT) as f32)
     }
     fn add(self, other: Self) -> Self {
         self + other
@@ -235,6 +238,27 @@ impl ProbeFloat for half::bf16 {
     fn from_bits_u64(bits: u64) -> Self {
         half::bf16::from_bits(bits as u16)
     }
+}
+
+/// `x` rounded to nearest (ties to even) at the quantum of `fmt` (its precision, its
+/// subnormals below `2^fmt.min_exp`), ignoring `fmt`'s largest exponent: the result has at
+/// most `fmt.precision` significant bits, so a wider binary format holds it exactly (and
+/// overflows to infinity where `fmt` does). Infinities, NaNs and zeros pass unchanged.
+fn round_to_precision(x: f64, fmt: FloatFormat) -> f64 {
+    if !x.is_finite() || x == 0.0 {
+        return x;
+    }
+    let bits = x.abs().to_bits();
+    let field = (bits >> 52) as i32;
+    let binade = if field == 0 {
+        -1074 + (63 - bits.leading_zeros() as i32)
+    } else {
+        field - 1023
+    };
+    // both scalings are exact: the quantum is far inside f64's normal range for every
+    // format here, and the rounded multiple has at most `precision` bits
+    let q = crate::exact::pow2(binade.max(fmt.min_exp) - (fmt.precision as i32 - 1));
+    (x / q).round_ties_even() * q
 }
 
 /// The mask `M` and unit `e` used to probe `n` summands, both powers of two.
@@ -378,6 +402,35 @@ pub(crate) fn exact_sum_rounded_f64<T: ProbeFloat>(values: impl Iterator<Item = 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn f16_and_bf16_round_f64_values_once() {
+        // 0.49997 units above 3.701171875: down, not through f32's 3.7021484375 (a tie,
+        // then up to even)
+        let x = 3.7021483778953552;
+        assert_eq!(half::f16::from_f64_round(x).to_bits(), 0x4367);
+        // 1 + 2^-8 is a bf16 tie; 2^-40 above it rounds up
+        let y = 1.0 + 2f64.powi(-8) + 2f64.powi(-40);
+        assert_eq!(half::bf16::from_f64_round(y).to_bits(), 0x3F81);
+        assert_eq!(
+            half::bf16::from_f64_round(1.0 + 2f64.powi(-8)).to_bits(),
+            0x3F80
+        );
+        // subnormals, overflow, signs, specials
+        assert_eq!(half::f16::from_f64_round(2f64.powi(-25)).to_bits(), 0);
+        assert_eq!(half::f16::from_f64_round(2f64.powi(-25) * 1.5).to_bits(), 1);
+        assert_eq!(half::f16::from_f64_round(-65519.9).to_bits(), 0xFBFF);
+        assert_eq!(half::f16::from_f64_round(65520.0), half::f16::INFINITY);
+        assert_eq!(half::bf16::from_f64_round(-1e39), half::bf16::NEG_INFINITY);
+        assert_eq!(half::bf16::from_f64_round(2f64.powi(-134)).to_bits(), 0);
+        assert_eq!(
+            half::bf16::from_f64_round(2f64.powi(-134) * 1.5).to_bits(),
+            1
+        );
+        assert_eq!(half::f16::from_f64_round(-0.0).to_bits(), 0x8000);
+        assert!(half::f16::from_f64_round(f64::NAN).is_nan());
+        assert!(half::bf16::from_f64_round(f64::NAN).is_nan());
+    }
     use half::{bf16, f16};
 
     #[test]

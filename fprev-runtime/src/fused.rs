@@ -366,6 +366,71 @@ impl BlockFma {
         ..BlockFma::B200
     };
 
+    /// Volta V100, fp16 products into an f16 result: [`V100`](Self::V100)'s blocks, the
+    /// exact aligned sum rounded to nearest in f16 (not truncated), the block's largest
+    /// exponent clamped below at `-19` (Khattak and Mikaitis, arXiv:2512.07004; toolbox
+    /// `models/V100TC.m`: `frmode = 'rne'`, `min_exp_limit = -19` for an fp16 output).
+    pub const V100_F16: BlockFma = BlockFma {
+        frac_out: None,
+        min_exp: Some(-19),
+        ..BlockFma::V100
+    };
+
+    /// Ampere A100 (and Ada Lovelace), fp16 products into an f16 result:
+    /// [`A100`](Self::A100)'s blocks, the exact aligned sum rounded to nearest in f16, the
+    /// largest exponent clamped below at `-20` (toolbox `models/A100TC.m`, `AdaTC.m`:
+    /// `frmode = 'rne'`, `min_exp_limit = -20` for an fp16 output).
+    pub const A100_F16: BlockFma = BlockFma {
+        frac_out: None,
+        min_exp: Some(-20),
+        ..BlockFma::A100
+    };
+
+    /// Hopper H100, fp16 products into an f16 result: [`H100`](Self::H100)'s blocks, the
+    /// exact aligned sum rounded to nearest in f16, the largest exponent clamped below at
+    /// `-21` (toolbox `models/H100TC.m`: `frmode = 'rne'`, `min_exp_limit = -21` for an
+    /// fp16 output).
+    pub const H100_F16: BlockFma = BlockFma {
+        frac_out: None,
+        min_exp: Some(-21),
+        ..BlockFma::H100
+    };
+
+    /// Blackwell B200, fp16 products into an f16 result, as [`H100_F16`](Self::H100_F16)
+    /// (toolbox `models/B200TC.m`: `frmode = 'rne'`, `min_exp_limit = -21`).
+    pub const B200_F16: BlockFma = BlockFma {
+        frac_out: None,
+        min_exp: Some(-21),
+        ..BlockFma::B200
+    };
+
+    /// Blackwell B200, FP8 products into f32 (`mma.sync` with k = 32): the 32 products
+    /// fused alone (25 fraction bits kept in alignment, as for fp16; the result
+    /// truncated to 23), then added to `c` with one round-to-nearest f32 addition
+    /// ([`AccumulatorJoin::Late`]). Fitted to the toolbox's B200 vectors (Khattak and
+    /// Mikaitis, arXiv:2512.07004, `model_validation/B200/E4M3`, `E5M2`), all 5000 rows
+    /// of each bit for bit; any alignment width from 23 to 45 bits fits them, 25 is
+    /// Blackwell's (MMA-Sim, arXiv:2511.10909). The toolbox's own `models/B200TC.m`
+    /// (`c` aligned with the products, `fma = 32`, `neab = 2`, truncated) misses a
+    /// third of those rows by one unit in the last place.
+    pub const B200_FP8: BlockFma = BlockFma {
+        nfma: 32,
+        accumulator: AccumulatorJoin::Late,
+        ..BlockFma::B200
+    };
+
+    /// Ada Lovelace (L40S, RTX 4000 series), FP8 products into an f16 result
+    /// (`mma.m16n8k32` with f16 `C` and `D`, two 16-product halves): as
+    /// [`ADA_FP8`](Self::ADA_FP8), 13 fraction bits kept in alignment, but each half's
+    /// exact aligned sum rounded to nearest in f16, the first half's f16 result the
+    /// second's running value (MMA-Sim, arXiv:2511.10909: Ada Lovelace FP8, 13 bits,
+    /// split k, f16 output rounded to nearest; the toolbox's `model_validation/Ada`
+    /// vectors match bit for bit).
+    pub const ADA_FP8_F16: BlockFma = BlockFma {
+        frac_out: None,
+        ..BlockFma::ADA_FP8
+    };
+
     /// AMD CDNA3 (MI300) matrix cores, fp16 or bf16 products into f32
     /// (`v_mfma_f32_16x16x16_f16`, `32x32x8`): groups of 8 products aligned among
     /// themselves by their operands' exponent sums to the largest, 24 fraction bits cut
@@ -435,7 +500,9 @@ impl BlockFma {
         ..BlockFma::CDNA3_F16
     };
 
-    /// Every preset with its name, for tables and command lines.
+    /// Every preset with its name, for tables and command lines: the units that write an
+    /// f32 result. The f16-result variants ([`F16_RESULT_PRESETS`](Self::F16_RESULT_PRESETS))
+    /// are listed apart, as they mean what they say only in a chain of `f16`.
     ///
     /// ```
     /// let names: Vec<&str> = fprev::fused::BlockFma::PRESETS.iter().map(|p| p.0).collect();
@@ -452,18 +519,40 @@ impl BlockFma {
         ("a100-tf32", BlockFma::A100_TF32),
         ("h100-tf32", BlockFma::H100_TF32),
         ("b200-tf32", BlockFma::B200_TF32),
+        ("b200-fp8", BlockFma::B200_FP8),
         ("cdna3-f16", BlockFma::CDNA3_F16),
         ("cdna3-xf32", BlockFma::CDNA3_XF32),
         ("cdna3-fp8", BlockFma::CDNA3_FP8),
     ];
 
-    /// The preset named `name` (see [`PRESETS`](Self::PRESETS)).
+    /// The presets of instructions that write an f16 result (`D` and `C` in f16), with
+    /// their names: run them as `dot_add::<_, half::f16>` or `sum::<half::f16>`.
+    ///
+    /// ```
+    /// use fprev::fused::BlockFma;
+    /// use fprev::half::f16;
+    /// let model = BlockFma::preset("h100-f16").unwrap();
+    /// let a = vec![f16::from_f32(1.0); 16];
+    /// let b = vec![f16::from_f32(0.25); 16];
+    /// let d: f16 = model.dot_add(&a, &b, f16::from_f32(0.5));
+    /// assert_eq!(d, f16::from_f32(4.5));
+    /// ```
+    pub const F16_RESULT_PRESETS: &'static [(&'static str, BlockFma)] = &[
+        ("v100-f16", BlockFma::V100_F16),
+        ("a100-f16", BlockFma::A100_F16),
+        ("h100-f16", BlockFma::H100_F16),
+        ("b200-f16", BlockFma::B200_F16),
+        ("ada-fp8-f16", BlockFma::ADA_FP8_F16),
+    ];
+
+    /// The preset named `name` (see [`PRESETS`](Self::PRESETS) and
+    /// [`F16_RESULT_PRESETS`](Self::F16_RESULT_PRESETS)).
     ///
     /// ```
     /// assert_eq!(fprev::fused::BlockFma::preset("v100"), Some(fprev::fused::BlockFma::V100));
     /// ```
     pub fn preset(name: &str) -> Option<BlockFma> {
-        by_name(Self::PRESETS, name)
+        by_name(Self::PRESETS, name).or_else(|| by_name(Self::F16_RESULT_PRESETS, name))
     }
 
     /// This unit in a split-K GEMM: the `k` products of each dot split into `parts`
@@ -664,15 +753,42 @@ impl BlockFma {
     /// assert_eq!(d, 504.0);
     /// ```
     pub fn dot<I: ProbeFloat, T: ProbeFloat>(&self, a: &[I], b: &[I]) -> T {
-        let terms: Vec<(f64, i32)> = a
-            .iter()
+        let terms = self.product_terms(a, b);
+        self.sum_exact::<T>(&terms)
+    }
+
+    /// `a . b + c`, one output element of a matrix-multiply-accumulate `D = A B + C`:
+    /// [`dot`](Self::dot) with `c` as the running value before the first block (aligned
+    /// with the first block's products, or added after it, as
+    /// [`accumulator`](Self::accumulator) says), so `K` products and `c` through
+    /// `ceil(K / nfma)` chained blocks, the result in `T` (`f32`, or `f16` where the
+    /// instruction writes an f16 `D`: `c` is then an f16 too).
+    ///
+    /// ```
+    /// use fprev::fused::BlockFma;
+    /// use fprev::half::f16;
+    /// let a = vec![f16::from_f32(1.0); 8];
+    /// let b = vec![f16::from_f32(2f32.powi(-24)); 8];
+    /// // c = 2^24 and eight products 2^-24: all cut in the alignment at 2^24
+    /// let d: f32 = BlockFma::A100.dot_add(&a, &b, 16777216.0);
+    /// assert_eq!(d, 16777216.0);
+    /// // with c = 0 the products align among themselves and sum exactly
+    /// let d: f32 = BlockFma::A100.dot_add(&a, &b, 0.0);
+    /// assert_eq!(d, 2f32.powi(-21));
+    /// ```
+    pub fn dot_add<I: ProbeFloat, T: ProbeFloat>(&self, a: &[I], b: &[I], c: T) -> T {
+        let terms = self.product_terms(a, b);
+        self.chain::<T>(&terms, Some(c))
+    }
+
+    fn product_terms<I: ProbeFloat>(&self, a: &[I], b: &[I]) -> Vec<(f64, i32)> {
+        a.iter()
             .zip(b)
             .map(|(x, y)| {
                 let (p, q) = (x.to_f64(), y.to_f64());
                 (p * q, self.product_exponent(p, q, I::FORMAT))
             })
-            .collect();
-        self.sum_exact::<T>(&terms)
+            .collect()
     }
 
     /// The alignment exponent of the exact product `p * q` of two values of `fmt`.
@@ -687,12 +803,22 @@ impl BlockFma {
     /// the first node unrounded (products of narrow formats that `T` may not hold as
     /// they are).
     fn sum_exact<T: ProbeFloat>(&self, x: &[(f64, i32)]) -> T {
+        self.chain(x, None)
+    }
+
+    /// [`sum_exact`](Self::sum_exact) with the running value `init` before the first
+    /// block of the first chunk (`D = A B + C`'s `C`).
+    fn chain<T: ProbeFloat>(&self, x: &[(f64, i32)], init: Option<T>) -> T {
         self.validate().unwrap_or_else(|e| panic!("{e}"));
         let chunk = self.chunk.unwrap_or(usize::MAX);
         let mut total: Option<T> = None;
         let mut terms: Vec<(f64, i32)> = Vec::with_capacity(self.nfma + 1);
+        let mut init = init;
+        if x.is_empty() {
+            return init.unwrap_or(T::ZERO);
+        }
         for part in x.chunks(chunk.min(x.len().max(1))) {
-            let mut acc: Option<T> = None;
+            let mut acc: Option<T> = init.take();
             for block in part.chunks(self.nfma) {
                 terms.clear();
                 let two_stage = self.accumulator_cut != AccumulatorCut::WithProducts;
@@ -954,7 +1080,7 @@ mod tests {
             chunked.tree(16).to_string(),
             "(((0+1+2+3)+4+5+6+7)+((8+9+10+11)+12+13+14+15))"
         );
-        for (name, p) in BlockFma::PRESETS {
+        for (name, p) in BlockFma::PRESETS.iter().chain(BlockFma::F16_RESULT_PRESETS) {
             p.validate().unwrap_or_else(|e| panic!("{name}: {e}"));
             assert_eq!(p.tree(300).leaf_count(), 300);
         }

@@ -101,6 +101,7 @@ pub mod vars {
         "FPREV_TABLE_ORDERS",
         "FPREV_TEST_CHILD",
         "FPREV_TEST_FAKE_DRIVER_EXPECT",
+        "FPREV_TOOLBOX_DIR",
     ];
 }
 
