@@ -51,7 +51,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             row(name, n, &r, secs);
             // one picture per distinct tree at n = 32 (ada-fp8 draws as h100, the slow
             // FP8 path as the fast one until n passes its 128-product chunks, the TF32
-            // and CDNA3 presets as v100, a100 and h100, whose block sizes they share)
+            // and CDNA3 presets as v100, a100 and h100, b200-fp8 as h100-fp8, whose block sizes
+            // they share)
             let same_shape = [
                 "ada-fp8",
                 "h100-fp8-slow",
@@ -61,6 +62,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 "cdna3-f16",
                 "cdna3-xf32",
                 "cdna3-fp8",
+                "b200-fp8",
             ];
             if n == 32 && !same_shape.contains(name) {
                 let svg = Picture::new()
