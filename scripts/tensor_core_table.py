@@ -40,6 +40,8 @@ CASES = [
     ("Blackwell B200 (k = 16)", "bf16", "--fmt bf16 --nfma 16 --frac 25 --out f32", 16),
     ("Blackwell B200, 4 chained", "f16", "--fmt f16 --nfma 16 --frac 25 --out f32", 64),
     ("Blackwell B200 TF32, 2 chained", "tf32", "--fmt tf32 --nfma 8 --frac 25 --out f32", 16),
+    ("Blackwell B200 FP8 (k = 32), 4 chained, c added late", "f8e4m3",
+     "--fmt e4m3 --nfma 32 --frac 25 --out f32 --c late", 128),
     ("CDNA1 MI100 fp16 (groups of 4), 4 chained", "f16", "--fmt f16 --nfma 4 --c pairwise",
      16),
     ("CDNA1 MI100 bf16 (groups of 2), 4 chained", "bf16", "--fmt bf16 --nfma 2 --c pairwise",
