@@ -66,6 +66,9 @@ pub enum RevealError {
         /// Whether the masks were already spread over both operands of a product (a
         /// product target): the product's range, not one operand's, ran out.
         spread: bool,
+        /// What was tried beyond one mask's reach and why it failed (a product target:
+        /// a block-FMA chain read off the first `max` products, proved over all `n`).
+        tried: Option<String>,
     },
     /// A probe returned NaN or an infinity.
     NonFinite {
@@ -225,6 +228,7 @@ impl std::fmt::Display for RevealError {
                 dtype,
                 max,
                 spread: false,
+                ..
             } => write!(
                 f,
                 "{n} summands are too many for {dtype}: no mask M can swamp {n} units (at most {max} here; a product spreads the mask over both operands: --op dot on the command line, fprev::target::Products or fprev::ops::Batched in Rust)"
@@ -234,9 +238,20 @@ impl std::fmt::Display for RevealError {
                 dtype,
                 max,
                 spread: true,
+                tried: None,
             } => write!(
                 f,
                 "{n} products are too many for {dtype} operands: the masks were already spread over both operands, and even the product's range (the square of one operand's) holds no mask M that swamps {n} units in the accumulator's precision (at most {max} here); reveal a prefix of at most {max} products, or a wider operand type"
+            ),
+            RevealError::TooLarge {
+                n,
+                dtype,
+                max,
+                spread: true,
+                tried: Some(tried),
+            } => write!(
+                f,
+                "{n} products of {dtype} operands are beyond one mask's reach (masks spread over both operands swamp at most {max} units in any tree); windows were tried and failed: {tried}. Reveal at most {max} products, or a wider operand type"
             ),
             RevealError::NonFinite { probe, value } => write!(
                 f,

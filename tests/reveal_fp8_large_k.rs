@@ -1,0 +1,154 @@
+//! FP8 GEMM dots beyond one mask's reach: E4M3 products swamp at most 256 units in any
+//! tree with an f32 accumulator, so larger k is revealed through a windowed prefix and a
+//! proof of the chain it shows (see `fprev-runtime/src/reveal/reach.rs`). The tree must
+//! be exact and the fitted arithmetic the published one; seeds print on failure.
+
+mod common;
+
+use common::rng;
+use fprev::float::{ProbeFloat, F8E4M3};
+use fprev::fused::{AccumulatorJoin, Alignment, BlockFma};
+use fprev::target::Products;
+use fprev::{Reveal, RevealError, RevealReport};
+use rand::Rng;
+
+fn reveal_dot<I: ProbeFloat>(
+    model: BlockFma,
+    n: usize,
+    seed: u64,
+) -> Result<RevealReport, RevealError> {
+    let dot = move |a: &[I], b: &[I]| -> f32 { model.dot(a, b) };
+    Reveal::new(n).seed(seed).run_target(Products::new(dot))
+}
+
+/// The exact tree, 13 fraction bits kept and in the result, blocks of the model's size,
+/// the running value aligned with each block, the model's promotion interval.
+fn check(name: &str, model: BlockFma, n: usize, seed: u64) -> RevealReport {
+    let r = reveal_dot::<F8E4M3>(model, n, seed)
+        .unwrap_or_else(|e| panic!("seed {seed}: {name} n = {n}: {e}"));
+    assert_eq!(r.tree, model.tree(n), "seed {seed}: {name} n = {n}: tree");
+    let fit = r
+        .verification
+        .fused
+        .unwrap_or_else(|| panic!("seed {seed}: {name} n = {n}: no fitted arithmetic"));
+    let at = format!("seed {seed}: {name} n = {n}: {fit:?}");
+    assert_eq!((fit.frac, fit.frac_max), (13, 13), "{at}");
+    // the result width: 13 where the inputs decide it; at large k with fast
+    // accumulation the running value dominates every block and a range that holds 13 is
+    // all the random inputs can tell
+    match fit.frac_out {
+        Some(w) => assert_eq!(w, 13, "{at}"),
+        None => {
+            let (lo, hi) = fit
+                .frac_out_range
+                .unwrap_or_else(|| panic!("{at}: no width"));
+            assert!((lo..=hi).contains(&13), "{at}");
+        }
+    }
+    assert_eq!(fit.alignment, Alignment::OperandExponents, "{at}");
+    let s = fit
+        .structure
+        .unwrap_or_else(|| panic!("{at}: no structure"));
+    assert_eq!(
+        (s.nfma.value, s.nfma.min, s.nfma.max),
+        (model.nfma, model.nfma, Some(model.nfma)),
+        "{at}"
+    );
+    assert_eq!(s.accumulator, Some(AccumulatorJoin::Aligned), "{at}");
+    match model.chunk {
+        Some(c) => {
+            let p = s.promotion.unwrap_or_else(|| panic!("{at}: no promotion"));
+            assert_eq!((p.value, p.min), (c, c), "{at}");
+        }
+        None => assert_eq!(s.promotion, None, "{at}"),
+    }
+    assert!(r.verification.replayed >= 2, "{at}");
+    println!(
+        "{name} n = {n}: {} probes, {} replays, recognized {:?}",
+        r.probes, r.replays, r.recognized
+    );
+    r
+}
+
+#[test]
+fn fp8_gemm_dots_beyond_one_masks_reach_reveal_with_their_arithmetic() {
+    for n in [512usize, 1024] {
+        for (name, model) in [
+            ("h100-fp8", BlockFma::H100_FP8),
+            ("h100-fp8-slow", BlockFma::H100_FP8_SLOW),
+        ] {
+            let seed = 0x0F8_0000 + n as u64;
+            check(name, model, n, seed);
+        }
+    }
+}
+
+#[test]
+#[ignore = "slow in debug builds: ~20 s in release; run with --release -- --ignored"]
+fn fp8_gemm_dots_of_k_4096_reveal_with_their_arithmetic() {
+    for (name, model) in [
+        ("h100-fp8", BlockFma::H100_FP8),
+        ("h100-fp8-slow", BlockFma::H100_FP8_SLOW),
+    ] {
+        check(name, model, 4096, 0x0F8_4096);
+    }
+}
+
+#[test]
+fn random_k_beyond_the_reach_reveal_fast_and_chunked_accumulation() {
+    let seed = 0x0F8_7A4D;
+    let mut r = rng(seed);
+    for case in 0..common::cases(4) {
+        let n = r.random_range(257..=2048usize);
+        let slow = r.random_bool(0.5);
+        let (name, model) = if slow {
+            ("h100-fp8-slow", BlockFma::H100_FP8_SLOW)
+        } else {
+            ("h100-fp8", BlockFma::H100_FP8)
+        };
+        let case_seed = seed + case as u64;
+        check(name, model, n, case_seed);
+    }
+}
+
+#[test]
+fn a_tree_no_chain_carries_over_is_refused_naming_what_was_tried() {
+    // pairwise f32 sums of E4M3 products: no block-FMA chain in the first 256
+    let n = 1024;
+    let tree = fprev::SumTree::pairwise(n);
+    let dot = move |a: &[F8E4M3], b: &[F8E4M3]| -> f32 {
+        let p: Vec<f32> = a
+            .iter()
+            .zip(b)
+            .map(|(x, y)| (x.to_f64() * y.to_f64()) as f32)
+            .collect();
+        tree.replay(&p)
+    };
+    let e = Reveal::new(n)
+        .seed(3)
+        .run_target(Products::new(dot))
+        .unwrap_err();
+    assert!(
+        matches!(e, RevealError::TooLarge { tried: Some(_), .. }),
+        "{e}"
+    );
+    let text = e.to_string();
+    assert!(text.contains("first 256 products"), "{text}");
+    assert!(!text.contains("--op dot"), "{text}");
+}
+
+#[test]
+fn a_chain_whose_promotion_lies_beyond_the_prefix_is_refused_not_guessed() {
+    // promoted every 512: the first 256 show an unpromoted chain, whose proof over 1024
+    // fails at the first promotion
+    let model = BlockFma {
+        chunk: Some(512),
+        ..BlockFma::H100_FP8
+    };
+    let e = reveal_dot::<F8E4M3>(model, 1024, 5).unwrap_err();
+    assert!(
+        matches!(e, RevealError::TooLarge { tried: Some(_), .. }),
+        "{e}"
+    );
+    assert!(e.to_string().contains("proof failed"), "{e}");
+}
