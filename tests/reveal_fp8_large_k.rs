@@ -6,7 +6,7 @@
 mod common;
 
 use common::rng;
-use fprev::float::{ProbeFloat, F8E4M3};
+use fprev::float::{F8E4M3Fnuz, ProbeFloat, F8E4M3};
 use fprev::fused::{AccumulatorJoin, Alignment, BlockFma};
 use fprev::target::Products;
 use fprev::{Reveal, RevealError, RevealReport};
@@ -24,7 +24,11 @@ fn reveal_dot<I: ProbeFloat>(
 /// The exact tree, 13 fraction bits kept and in the result, blocks of the model's size,
 /// the running value aligned with each block, the model's promotion interval.
 fn check(name: &str, model: BlockFma, n: usize, seed: u64) -> RevealReport {
-    let r = reveal_dot::<F8E4M3>(model, n, seed)
+    check_in::<F8E4M3>(name, model, n, seed)
+}
+
+fn check_in<I: ProbeFloat>(name: &str, model: BlockFma, n: usize, seed: u64) -> RevealReport {
+    let r = reveal_dot::<I>(model, n, seed)
         .unwrap_or_else(|e| panic!("seed {seed}: {name} n = {n}: {e}"));
     assert_eq!(r.tree, model.tree(n), "seed {seed}: {name} n = {n}: tree");
     let fit = r
@@ -151,4 +155,62 @@ fn a_chain_whose_promotion_lies_beyond_the_prefix_is_refused_not_guessed() {
         "{e}"
     );
     assert!(e.to_string().contains("proof failed"), "{e}");
+}
+
+#[test]
+fn ada_blocks_and_fnuz_operands_beyond_the_reach_reveal_too() {
+    // Ada's 16-product blocks, and AMD's E4M3 FNUZ operands (largest 240, smallest
+    // 2^-10: the same 256-unit reach) under Hopper's chains
+    check("ada-fp8", BlockFma::ADA_FP8, 1024, 0x0F8_ADA0);
+    check_in::<F8E4M3Fnuz>("e4m3fnuz h100-fp8", BlockFma::H100_FP8, 768, 0x0F8_F002);
+    check_in::<F8E4M3Fnuz>(
+        "e4m3fnuz h100-fp8-slow",
+        BlockFma::H100_FP8_SLOW,
+        768,
+        0x0F8_F003,
+    );
+}
+
+#[test]
+fn op_adapters_reveal_fp8_chains_beyond_the_reach() {
+    use fprev::ops::{self, ElementReveal};
+    for (model, k) in [
+        (BlockFma::H100_FP8_SLOW, 512usize),
+        (BlockFma::H100_FP8, 640),
+    ] {
+        let seed = 0x0F8_0A00 + k as u64;
+        let d = ops::dot(k, move |x: &[F8E4M3], y: &[F8E4M3]| -> f32 {
+            model.dot(x, y)
+        });
+        let o = ElementReveal::new()
+            .seed(seed)
+            .run(d)
+            .unwrap_or_else(|e| panic!("seed {seed}: dot {k}: {e}"));
+        assert!(o.is_uniform(), "seed {seed}: dot {k}");
+        assert_eq!(o.groups[0].tree, model.tree(k), "seed {seed}: dot {k}");
+        let (m, n) = (2, 3);
+        let g = ops::gemm(m, k, n, move |a: &[F8E4M3], b: &[F8E4M3], c: &mut [f32]| {
+            for j in 0..n {
+                let col: Vec<F8E4M3> = (0..k).map(|l| b[l * n + j]).collect();
+                for i in 0..m {
+                    c[i * n + j] = model.dot(&a[i * k..(i + 1) * k], &col);
+                }
+            }
+        });
+        let o = ElementReveal::new()
+            .seed(seed)
+            .run(g)
+            .unwrap_or_else(|e| panic!("seed {seed}: gemm {m} x {k} x {n}: {e}"));
+        assert!(o.is_uniform(), "seed {seed}: gemm {k}");
+        assert_eq!(o.groups[0].tree, model.tree(k), "seed {seed}: gemm {k}");
+        let a = o.groups[0]
+            .arithmetic
+            .unwrap_or_else(|| panic!("seed {seed}: gemm {k}: no arithmetic"));
+        assert_eq!(
+            (a.frac, a.frac_max),
+            (13, 13),
+            "seed {seed}: gemm {k}: {a:?}"
+        );
+        println!("gemm 2 x {k} x 3: {} calls, {} probes", o.calls, o.probes);
+    }
 }

@@ -954,6 +954,45 @@ fn independent_tensor_core_models_reveal_with_their_published_arithmetic() {
     }
 }
 
+/// FP8 GEMM dots beyond one mask's reach (E4M3 products swamp at most 256 units in
+/// f32), answered by the independent responder: revealed through a windowed prefix and
+/// a proof of the chain it shows, the preset's tree with its published constants.
+#[test]
+#[ignore = "needs python3 (see README)"]
+fn independent_fp8_gemm_dots_beyond_one_masks_reach_reveal_through_exec() {
+    use fprev::fused::BlockFma;
+    for (model, flags, says) in [
+        (
+            BlockFma::H100_FP8,
+            "--fmt e4m3 --nfma 32 --frac 13 --out e8m13",
+            "no promotion within 1024",
+        ),
+        (
+            BlockFma::H100_FP8_SLOW,
+            "--fmt e4m3 --nfma 32 --frac 13 --out e8m13 --chunk 128",
+            "promotion interval 128 (128-128 consistent)",
+        ),
+    ] {
+        let n = 1024;
+        let started = std::time::Instant::now();
+        let o = reveal_tensor_core_dot(flags, "f8e4m3", n, &["--acc-dtype", "f32"]);
+        let err = stderr(&o);
+        assert!(o.status.success(), "{flags} n = {n}: {err}");
+        let got: SumTree = stdout(&o).trim().parse().expect("a tree");
+        assert_eq!(got, model.tree(n), "{flags} n = {n}");
+        for part in [
+            "windowed prefix",
+            "products aligned by their operands' exponent sum",
+            "13 fraction bits kept in alignment (13-13",
+            "block size 32 (32-32",
+            says,
+        ] {
+            assert!(err.contains(part), "{flags} n = {n}: no {part:?} in {err}");
+        }
+        println!("{flags} n = {n}: {:.1?}\n{err}", started.elapsed());
+    }
+}
+
 /// `fprev reveal --op dot` of the independent responder run with `flags`, `extra`
 /// appended to the arguments.
 fn reveal_tensor_core_dot(
