@@ -56,6 +56,23 @@ pub enum RevealError {
         random: f64,
     },
     /// No mask and unit of this type can swamp a sum of `n` units.
+    ///
+    /// For a product target past its products' reach (more than 256 FP8 E4M3 products
+    /// into f32) fprev first tries a window: the first products revealed with the others
+    /// zero, a block-FMA chain read off them and proved over all `n`; `tried` says why
+    /// that failed.
+    ///
+    /// ```
+    /// use fprev::float::{ProbeFloat, F8E4M3};
+    /// // f32 additions in pairs: no chain of fused blocks to carry over
+    /// let tree = fprev::SumTree::pairwise(512);
+    /// let dot = move |a: &[F8E4M3], b: &[F8E4M3]| -> f32 {
+    ///     let p: Vec<f32> = a.iter().zip(b).map(|(x, y)| (x.to_f64() * y.to_f64()) as f32).collect();
+    ///     tree.replay(&p)
+    /// };
+    /// let e = fprev::Reveal::new(512).run_target(fprev::target::Products::new(dot)).unwrap_err();
+    /// assert!(matches!(e, fprev::RevealError::TooLarge { tried: Some(_), .. }));
+    /// ```
     TooLarge {
         /// The size asked for.
         n: usize,

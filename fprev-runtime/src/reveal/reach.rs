@@ -197,7 +197,7 @@ fn proof(tree: &SumTree, limit: u64) -> Result<(Vec<Probe>, Vec<u32>), u64> {
     };
     let mut probes = Vec::with_capacity(n);
     let mut lost = Vec::with_capacity(n);
-    for v in n..total {
+    for (v, &whole) in size.iter().enumerate().skip(n) {
         let kids = tree.children(v);
         let first = min_leaf[kids[0] as usize] as usize;
         for &c in &kids[1..] {
@@ -208,7 +208,7 @@ fn proof(tree: &SumTree, limit: u64) -> Result<(Vec<Probe>, Vec<u32>), u64> {
                 plus: first,
                 minus: other,
             });
-            lost.push(size[v]);
+            lost.push(whole);
         }
     }
     if worst > limit {
