@@ -24,10 +24,20 @@ fn reveal_dot<I: ProbeFloat>(
 /// The exact tree, 13 fraction bits kept and in the result, blocks of the model's size,
 /// the running value aligned with each block, the model's promotion interval.
 fn check(name: &str, model: BlockFma, n: usize, seed: u64) -> RevealReport {
-    check_in::<F8E4M3>(name, model, n, seed)
+    check_in::<F8E4M3>(name, model, n, seed, true)
 }
 
-fn check_in<I: ProbeFloat>(name: &str, model: BlockFma, n: usize, seed: u64) -> RevealReport {
+/// With `width_decided` false, the result width need only be consistent: in a long
+/// chain with fast accumulation the running value dominates the last block, whose
+/// result width then shows only where its sum carries, which some draws of random
+/// operands never make happen (k = 706 with 64 inputs, say).
+fn check_in<I: ProbeFloat>(
+    name: &str,
+    model: BlockFma,
+    n: usize,
+    seed: u64,
+    width_decided: bool,
+) -> RevealReport {
     let r = reveal_dot::<I>(model, n, seed)
         .unwrap_or_else(|e| panic!("seed {seed}: {name} n = {n}: {e}"));
     assert_eq!(r.tree, model.tree(n), "seed {seed}: {name} n = {n}: tree");
@@ -37,17 +47,16 @@ fn check_in<I: ProbeFloat>(name: &str, model: BlockFma, n: usize, seed: u64) -> 
         .unwrap_or_else(|| panic!("seed {seed}: {name} n = {n}: no fitted arithmetic"));
     let at = format!("seed {seed}: {name} n = {n}: {fit:?}");
     assert_eq!((fit.frac, fit.frac_max), (13, 13), "{at}");
-    // the result width: 13 where the inputs decide it; at large k with fast
-    // accumulation the running value dominates every block and a range that holds 13 is
-    // all the random inputs can tell
-    match fit.frac_out {
-        Some(w) => assert_eq!(w, 13, "{at}"),
-        None => {
-            let (lo, hi) = fit
-                .frac_out_range
-                .unwrap_or_else(|| panic!("{at}: no width"));
-            assert!((lo..=hi).contains(&13), "{at}");
-        }
+    // the result width: where few random inputs leave it open (fast accumulation at
+    // large k), the fit draws more, up to 64
+    if width_decided {
+        assert_eq!(fit.frac_out, Some(13), "{at}");
+        assert_eq!(fit.frac_out_range, Some((13, 13)), "{at}");
+    } else {
+        let (lo, hi) = fit
+            .frac_out_range
+            .unwrap_or_else(|| panic!("{at}: no width"));
+        assert!((lo..=hi).contains(&13), "{at}");
     }
     assert_eq!(fit.alignment, Alignment::OperandExponents, "{at}");
     let s = fit
@@ -111,7 +120,7 @@ fn random_k_beyond_the_reach_reveal_fast_and_chunked_accumulation() {
             ("h100-fp8", BlockFma::H100_FP8)
         };
         let case_seed = seed + case as u64;
-        check(name, model, n, case_seed);
+        check_in::<F8E4M3>(name, model, n, case_seed, slow);
     }
 }
 
@@ -162,12 +171,19 @@ fn ada_blocks_and_fnuz_operands_beyond_the_reach_reveal_too() {
     // Ada's 16-product blocks, and AMD's E4M3 FNUZ operands (largest 240, smallest
     // 2^-10: the same 256-unit reach) under Hopper's chains
     check("ada-fp8", BlockFma::ADA_FP8, 1024, 0x0F8_ADA0);
-    check_in::<F8E4M3Fnuz>("e4m3fnuz h100-fp8", BlockFma::H100_FP8, 768, 0x0F8_F002);
+    check_in::<F8E4M3Fnuz>(
+        "e4m3fnuz h100-fp8",
+        BlockFma::H100_FP8,
+        768,
+        0x0F8_F002,
+        true,
+    );
     check_in::<F8E4M3Fnuz>(
         "e4m3fnuz h100-fp8-slow",
         BlockFma::H100_FP8_SLOW,
         768,
         0x0F8_F003,
+        true,
     );
 }
 

@@ -143,7 +143,7 @@ pub(crate) fn check<T: ProbeFloat, X: Target<T>>(
     }
     // truncating fused nodes round in hardware-specific ways: fit a model of them
     if replay.fused || arena.is_some_and(|a| a.trunc.iter().any(|&t| t)) {
-        let fitted = fit::fit(prober, replay.tree, seed)?;
+        let fitted = fit::fit_inputs(prober, replay.tree, seed, replay.fused)?;
         done.replayed = fitted.inputs;
         done.fused = Some(fitted);
         return Ok(done);
