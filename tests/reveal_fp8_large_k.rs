@@ -97,7 +97,6 @@ fn fp8_gemm_dots_beyond_one_masks_reach_reveal_with_their_arithmetic() {
 }
 
 #[test]
-#[ignore = "slow in debug builds: ~20 s in release; run with --release -- --ignored"]
 fn fp8_gemm_dots_of_k_4096_reveal_with_their_arithmetic() {
     for (name, model) in [
         ("h100-fp8", BlockFma::H100_FP8),
