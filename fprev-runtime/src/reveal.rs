@@ -30,6 +30,7 @@ mod levels;
 mod memory;
 mod naive;
 mod prober;
+mod reach;
 mod template;
 mod verify;
 
@@ -401,9 +402,24 @@ impl Reveal {
         }
         // the type's limit first (it says more than a memory budget), then the budget,
         // then the first allocation sized by n
-        prober::scale_for(&target, n)?;
+        // a product target beyond one mask's reach is revealed through windows instead
+        // (see `reach`), by the FPRev search only
+        let beyond = match prober::scale_for(&target, n) {
+            Ok(_) => None,
+            Err(e) => match prober::beyond_reach(&target, n) {
+                Some(r) if self.algorithm == Algorithm::FPRev => Some(r),
+                _ => return Err(e),
+            },
+        };
         memory::check(n, self.algorithm, std::mem::size_of::<T>(), self.max_memory)?;
-        let mut prober = Prober::new(target, n, self.seed)?;
+        let mut prober = match beyond {
+            Some((reach, scale)) => {
+                let mut p = Prober::at_scale(target, n, self.seed, scale)?;
+                p.beyond_reach = Some(reach);
+                p
+            }
+            None => Prober::new(target, n, self.seed)?,
+        };
         if n == 1 {
             return single(prober, self.seed);
         }
@@ -526,6 +542,7 @@ impl Reveal {
                 tree: &tree,
                 order,
                 filtered: recognized.is_some(),
+                fused: recognized.as_deref() == Some(reach::NAME),
             };
             verification = match verify::check(prober, built, &replay, self.seed, &answered) {
                 // a flat node no model follows: a target that ignores its input is the
@@ -573,6 +590,11 @@ impl Reveal {
         let built = match self.algorithm {
             Algorithm::Naive => naive::build(&mut prober.target, &mut arena, self.seed),
             Algorithm::Basic => basic::build(prober, &mut arena),
+            Algorithm::FPRev if prober.beyond_reach.is_some() => {
+                let reach = prober.beyond_reach.unwrap_or(n);
+                recognized = Some(reach::chain(prober, reach, self.seed)?);
+                Ok(0)
+            }
             Algorithm::FPRev => {
                 match known::recognize(prober, &self.hints, self.known_orders, self.seed) {
                     Err(e) => Err(e),

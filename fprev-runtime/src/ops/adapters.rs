@@ -249,12 +249,14 @@ pub(super) type Operands<I> = (Vec<I>, Vec<I>);
 
 /// Whether probes of a `k`-reduction `R` into `T` must spread masks and units over both
 /// operands: a product whose operand format alone cannot swamp a sum of `k` units but
-/// whose products can (FP8 operands).
+/// whose products reach further (FP8 operands; beyond the products' own reach too, where
+/// the reveal goes on through a windowed prefix of them).
 pub(super) fn spreads_operands<T: ProbeFloat, R: Reduction<T>>(k: usize) -> bool {
     let (operand, acc) = (R::Input::FORMAT, T::FORMAT);
+    let reach = |fmt, k| ProbeScale::for_formats(fmt, acc, k).is_some();
     R::OPERANDS
-        && ProbeScale::for_formats(operand, acc, k).is_none()
-        && ProbeScale::for_formats(operand.product(), acc, k).is_some()
+        && !reach(operand, k)
+        && (reach(operand.product(), k) || reach(operand.product(), 16))
 }
 
 /// `x` split into the two operands of its products (an error names the first value

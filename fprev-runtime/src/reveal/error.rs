@@ -56,6 +56,23 @@ pub enum RevealError {
         random: f64,
     },
     /// No mask and unit of this type can swamp a sum of `n` units.
+    ///
+    /// For a product target past its products' reach (more than 256 FP8 E4M3 products
+    /// into f32) fprev first tries a window: the first products revealed with the others
+    /// zero, a block-FMA chain read off them and proved over all `n`; `tried` says why
+    /// that failed.
+    ///
+    /// ```
+    /// use fprev::float::{ProbeFloat, F8E4M3};
+    /// // f32 additions in pairs: no chain of fused blocks to carry over
+    /// let tree = fprev::SumTree::pairwise(512);
+    /// let dot = move |a: &[F8E4M3], b: &[F8E4M3]| -> f32 {
+    ///     let p: Vec<f32> = a.iter().zip(b).map(|(x, y)| (x.to_f64() * y.to_f64()) as f32).collect();
+    ///     tree.replay(&p)
+    /// };
+    /// let e = fprev::Reveal::new(512).run_target(fprev::target::Products::new(dot)).unwrap_err();
+    /// assert!(matches!(e, fprev::RevealError::TooLarge { tried: Some(_), .. }));
+    /// ```
     TooLarge {
         /// The size asked for.
         n: usize,
@@ -66,6 +83,9 @@ pub enum RevealError {
         /// Whether the masks were already spread over both operands of a product (a
         /// product target): the product's range, not one operand's, ran out.
         spread: bool,
+        /// What was tried beyond one mask's reach and why it failed (a product target:
+        /// a block-FMA chain read off the first `max` products, proved over all `n`).
+        tried: Option<String>,
     },
     /// A probe returned NaN or an infinity.
     NonFinite {
@@ -225,6 +245,7 @@ impl std::fmt::Display for RevealError {
                 dtype,
                 max,
                 spread: false,
+                ..
             } => write!(
                 f,
                 "{n} summands are too many for {dtype}: no mask M can swamp {n} units (at most {max} here; a product spreads the mask over both operands: --op dot on the command line, fprev::target::Products or fprev::ops::Batched in Rust)"
@@ -234,9 +255,20 @@ impl std::fmt::Display for RevealError {
                 dtype,
                 max,
                 spread: true,
+                tried: None,
             } => write!(
                 f,
                 "{n} products are too many for {dtype} operands: the masks were already spread over both operands, and even the product's range (the square of one operand's) holds no mask M that swamps {n} units in the accumulator's precision (at most {max} here); reveal a prefix of at most {max} products, or a wider operand type"
+            ),
+            RevealError::TooLarge {
+                n,
+                dtype,
+                max,
+                spread: true,
+                tried: Some(tried),
+            } => write!(
+                f,
+                "{n} products of {dtype} operands are beyond one mask's reach (masks spread over both operands swamp at most {max} units in any tree); windows were tried and failed: {tried}. Reveal at most {max} products, or a wider operand type"
             ),
             RevealError::NonFinite { probe, value } => write!(
                 f,

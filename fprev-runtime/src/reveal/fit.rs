@@ -639,6 +639,9 @@ pub(crate) fn inputs_for(n: usize) -> usize {
     (16384 / n.max(1)).clamp(16, 64)
 }
 
+/// The most random inputs a fit that must decide the result width draws.
+const MAX_DECIDING_INPUTS: usize = 64;
+
 /// Fit a block-FMA model of `tree`'s fused nodes to the target on random inputs: the
 /// published family first (terms cut toward zero in alignment), then, where no member
 /// of it reproduces the answers, the same family with the terms rounded to nearest even
@@ -649,12 +652,26 @@ pub(crate) fn fit<T: ProbeFloat, X: Target<T>>(
     tree: &SumTree,
     seed: u64,
 ) -> Result<FittedFused, RevealError> {
-    match fit_with(prober, tree, seed, &[Rounding::TowardZero]) {
+    fit_inputs(prober, tree, seed, false)
+}
+
+/// [`fit`], and with `decide`, more inputs (up to [`MAX_DECIDING_INPUTS`]) while the
+/// result width is still open: in a long chain with fast accumulation the running value
+/// dominates every block, and a width only shows where a block's sum carries, which
+/// few random inputs make happen.
+pub(crate) fn fit_inputs<T: ProbeFloat, X: Target<T>>(
+    prober: &mut Prober<T, X>,
+    tree: &SumTree,
+    seed: u64,
+    decide: bool,
+) -> Result<FittedFused, RevealError> {
+    match fit_with(prober, tree, seed, &[Rounding::TowardZero], decide) {
         Err(e @ RevealError::FusedUnverified { .. }) => fit_with(
             prober,
             tree,
             seed,
             &[Rounding::NearestEven, Rounding::TowardNegative],
+            decide,
         )
         .map_err(|other| match other {
             RevealError::FusedUnverified { .. } => e,
@@ -664,19 +681,33 @@ pub(crate) fn fit<T: ProbeFloat, X: Target<T>>(
     }
 }
 
-/// [`fit`] over models whose alignment cuts terms as one of `roundings` says.
+/// [`fit_inputs`] over models whose alignment cuts terms as one of `roundings` says.
 fn fit_with<T: ProbeFloat, X: Target<T>>(
     prober: &mut Prober<T, X>,
     tree: &SumTree,
     seed: u64,
     roundings: &[Rounding],
+    decide: bool,
 ) -> Result<FittedFused, RevealError> {
     let n = tree.leaf_count();
     let out_bits = T::FORMAT.precision - 1;
     let mut x = vec![T::ZERO; n];
-    let inputs = inputs_for(n);
-    let mut candidates = Vec::new();
-    for k in 0..inputs {
+    let planned = inputs_for(n);
+    let most = if decide {
+        planned.max(MAX_DECIDING_INPUTS)
+    } else {
+        planned
+    };
+    let mut inputs = 0;
+    let mut candidates: Vec<Candidate> = Vec::new();
+    for k in 0..most {
+        let open = candidates
+            .iter()
+            .any(|c| c.model.frac_out != candidates[0].model.frac_out);
+        if k >= planned && !open {
+            break;
+        }
+        inputs = k + 1;
         let input_seed = seed ^ 0xF17_0000_0000 ^ k as u64;
         prober.random_input(input_seed, &mut x);
         // asked before the call, which consumes the drawn operands

@@ -90,6 +90,9 @@ pub(crate) struct Prober<T: ProbeFloat, X: Target<T>> {
     pub batches: u64,
     /// Plain calls on other inputs (replay checks), not probes.
     pub replays: u64,
+    /// For a product target beyond one mask's reach: the most products a mask swamps
+    /// in any tree (the windowed prefix's size; see [`super::reach`]).
+    pub beyond_reach: Option<usize>,
     pub rng: ChaCha8Rng,
     reservoir: Reservoir,
     out: Vec<T>,
@@ -101,6 +104,17 @@ pub(crate) struct Prober<T: ProbeFloat, X: Target<T>> {
 impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
     pub fn new(target: X, n: usize, seed: u64) -> Result<Self, RevealError> {
         let scale = scale_for::<T, X>(&target, n)?;
+        Self::at_scale(target, n, seed, scale)
+    }
+
+    /// A prober at a given scale (a product target beyond one mask's reach probes at
+    /// the widest scale its range allows).
+    pub fn at_scale(
+        target: X,
+        n: usize,
+        seed: u64,
+        scale: ProbeScale,
+    ) -> Result<Self, RevealError> {
         let unit = T::from_f64_round(scale.unit);
         let mut background = super::memory::with_capacity(n, n, "the probe input")?;
         background.resize(n, unit);
@@ -117,6 +131,7 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
             probes: 0,
             batches: 0,
             replays: 0,
+            beyond_reach: None,
             rng: ChaCha8Rng::seed_from_u64(seed),
             reservoir: Reservoir::new(seed),
             out: Vec::new(),
@@ -648,7 +663,28 @@ pub(crate) fn scale_for<T: ProbeFloat, X: Target<T>>(
         max: max_n_formats(input, T::FORMAT),
         // a product target draws its replay inputs from one operand's format
         spread: target.replay_format().is_some(),
+        tried: None,
     })
+}
+
+/// For a product target whose `n` products no mask swamps in every tree: the most
+/// products one mask does swamp (the size of the windowed prefix) and the widest scale
+/// the product's range allows (see [`super::reach`]); `None` for other targets.
+pub(crate) fn beyond_reach<T: ProbeFloat, X: Target<T>>(
+    target: &X,
+    n: usize,
+) -> Option<(usize, ProbeScale)> {
+    target.replay_format()?;
+    let input = target.input_format().unwrap_or(T::FORMAT);
+    if ProbeScale::for_formats(input, T::FORMAT, n).is_some() {
+        return None;
+    }
+    let reach = max_n_formats(input, T::FORMAT);
+    // a prefix of one or two products says nothing about blocks
+    if reach < 16 {
+        return None;
+    }
+    Some((reach, ProbeScale::for_formats(input, T::FORMAT, reach)?))
 }
 
 /// The largest n values of `input` accumulated in `acc` can be probed with (1 when none).

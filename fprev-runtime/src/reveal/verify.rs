@@ -50,6 +50,9 @@ pub(crate) struct Replay<'t, T> {
     /// Whether the filter's answered inputs were compared with this very order already
     /// (a recognized guess): they then count as replays without being summed again.
     pub filtered: bool,
+    /// Whether the tree's multi-way nodes are known to truncate (a block-FMA chain
+    /// proved beyond one mask's reach): its arithmetic is fitted, not replayed plainly.
+    pub fused: bool,
 }
 
 impl<T: ProbeFloat> Replay<'_, T> {
@@ -139,8 +142,8 @@ pub(crate) fn check<T: ProbeFloat, X: Target<T>>(
         }
     }
     // truncating fused nodes round in hardware-specific ways: fit a model of them
-    if arena.is_some_and(|a| a.trunc.iter().any(|&t| t)) {
-        let fitted = fit::fit(prober, replay.tree, seed)?;
+    if replay.fused || arena.is_some_and(|a| a.trunc.iter().any(|&t| t)) {
+        let fitted = fit::fit_inputs(prober, replay.tree, seed, replay.fused)?;
         done.replayed = fitted.inputs;
         done.fused = Some(fitted);
         return Ok(done);

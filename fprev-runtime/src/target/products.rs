@@ -7,8 +7,11 @@ use crate::float::ProbeFloat;
 /// factor of `a` and a factor of `b`, so masks and units spread across both operands
 /// (`M = Ma x Mb`, `e = ea x eb`, FPRev paper §8.1.1). Formats with little range (FP8
 /// E4M3 reaches only 448) cannot swamp a sum of units with a mask in one operand; as a
-/// product they reach the square of their range. Random check inputs are values of `I`
-/// times one.
+/// product they reach the square of their range. Past even that (more than 256 E4M3
+/// products into f32), a block-FMA chain is revealed through a window: its first
+/// products with the others zero, the chain they show proved over all of them (see
+/// docs/tensor-cores.md, "FP8 beyond one mask's reach"). Random check inputs draw both
+/// operands.
 ///
 /// ```
 /// use fprev::float::F8E4M3;
