@@ -5,21 +5,12 @@
 
 mod common;
 
-use common::rng;
+use common::{reveal_dot, rng};
 use fprev::float::{F8E4M3Fnuz, ProbeFloat, F8E4M3};
 use fprev::fused::{AccumulatorJoin, Alignment, BlockFma};
 use fprev::target::Products;
 use fprev::{Reveal, RevealError, RevealReport};
 use rand::Rng;
-
-fn reveal_dot<I: ProbeFloat>(
-    model: BlockFma,
-    n: usize,
-    seed: u64,
-) -> Result<RevealReport, RevealError> {
-    let dot = move |a: &[I], b: &[I]| -> f32 { model.dot(a, b) };
-    Reveal::new(n).seed(seed).run_target(Products::new(dot))
-}
 
 /// The exact tree, 13 fraction bits kept and in the result, blocks of the model's size,
 /// the running value aligned with each block, the model's promotion interval.

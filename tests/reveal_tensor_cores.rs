@@ -7,8 +7,8 @@
 
 mod common;
 
-use common::{cases, rng};
-use fprev::float::{F8E4M3Fnuz, F8E5M2Fnuz, ProbeFloat, Tf32, F8E4M3, F8E5M2};
+use common::{cases, reveal_dot, rng};
+use fprev::float::{F8E4M3Fnuz, F8E5M2Fnuz, Tf32, F8E4M3, F8E5M2};
 use fprev::fused::{
     AccumulatorCut, AccumulatorJoin, Alignment, BlockFma, PairwiseGroups, Rounding,
 };
@@ -16,15 +16,6 @@ use fprev::half::{bf16, f16};
 use fprev::target::Products;
 use fprev::{Reveal, RevealError, RevealReport};
 use rand::Rng;
-
-fn reveal_dot<I: ProbeFloat>(
-    model: BlockFma,
-    n: usize,
-    seed: u64,
-) -> Result<RevealReport, RevealError> {
-    let dot = move |a: &[I], b: &[I]| -> f32 { model.dot(a, b) };
-    Reveal::new(n).seed(seed).run_target(Products::new(dot))
-}
 
 /// The preset's tree, and its alignment width among those the fit found consistent.
 fn check_published(name: &str, model: BlockFma, n: usize, seed: u64, r: RevealReport) {

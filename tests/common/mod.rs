@@ -127,3 +127,16 @@ pub fn binary_refinement(tree: &SumTree, rng: &mut ChaCha8Rng) -> SumTree {
     }
     SumTree::from_nodes(n, nodes).expect("refinements are valid")
 }
+
+/// Reveal `model`'s dot product of `n` products of `I` operands, answered in f32,
+/// through [`fprev::target::Products`] (masks and units spread over both operands).
+pub fn reveal_dot<I: ProbeFloat>(
+    model: fprev::fused::BlockFma,
+    n: usize,
+    seed: u64,
+) -> Result<fprev::RevealReport, fprev::RevealError> {
+    let dot = move |a: &[I], b: &[I]| -> f32 { model.dot(a, b) };
+    fprev::Reveal::new(n)
+        .seed(seed)
+        .run_target(fprev::target::Products::new(dot))
+}
