@@ -42,6 +42,10 @@ CASES = [
     ("Blackwell B200 TF32, 2 chained", "tf32", "--fmt tf32 --nfma 8 --frac 25 --out f32", 16),
     ("Blackwell B200 FP8 (k = 32), 4 chained, c added late", "f8e4m3",
      "--fmt e4m3 --nfma 32 --frac 25 --out f32 --c late", 128),
+    ("Hopper/Blackwell FP8 into f16 (mma.sync k = 32)", "f8e4m3",
+     "--fmt e4m3 --nfma 16 --frac 25 --out f16 --c f16-last", 32),
+    ("Hopper/Blackwell FP8 into f16, 2 chained", "f8e5m2",
+     "--fmt e5m2 --nfma 16 --frac 25 --out f16 --c f16-last", 64),
     ("CDNA1 MI100 fp16 (groups of 4), 4 chained", "f16", "--fmt f16 --nfma 4 --c pairwise",
      16),
     ("CDNA1 MI100 bf16 (groups of 2), 4 chained", "bf16", "--fmt bf16 --nfma 2 --c pairwise",
@@ -62,7 +66,7 @@ CASES = [
 
 
 def summary(fprev, dtype, flags, k):
-    acc = "f16" if flags.endswith("--out f16") else "f32"
+    acc = "f16" if "--out f16" in flags else "f32"
     cmd = [fprev, "reveal", "--exec", f"{RESPONDER} {flags}", "--n", str(k), "--dtype", dtype,
            "--acc-dtype", acc, "--op", "dot", "--format", "summary"]
     start = time.perf_counter()

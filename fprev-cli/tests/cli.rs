@@ -1115,6 +1115,37 @@ fn cdna3_fp8_groups_reveal_through_exec_with_their_arithmetic() {
     }
 }
 
+/// Hopper's and Blackwell's FP8 `mma.sync.m16n8k32` into f16, as the toolbox's hardware
+/// vectors showed it (`BlockFma::HOPPER_FP8_F16`): through the independent responder
+/// (`--c f16-last`) the probes find the two interleaved groups (k mod 4 in {0, 1}, then
+/// {2, 3}) of one instruction and of two chained, untold.
+#[test]
+#[ignore = "needs python3 (see README)"]
+fn hopper_fp8_into_f16_reveals_its_interleaved_groups_through_exec() {
+    use fprev::fused::BlockFma;
+    for (dtype, fmt, n) in [("f8e4m3", "e4m3", 32usize), ("f8e5m2", "e5m2", 64)] {
+        let flags = format!("--fmt {fmt} --nfma 16 --frac 25 --out f16 --c f16-last");
+        let o = reveal_tensor_core_dot(&flags, dtype, n, &["--acc-dtype", "f16"]);
+        assert!(o.status.success(), "{dtype} n = {n}: {}", stderr(&o));
+        let order = BlockFma::mma_k32_f16_order(n);
+        let mut text = String::new();
+        for (i, inst) in order.chunks(32).enumerate() {
+            let group = |g: &[usize]| g.iter().map(|k| k.to_string()).collect::<Vec<_>>();
+            let node = format!(
+                "(({})+{})",
+                group(&inst[..16]).join("+"),
+                group(&inst[16..]).join("+")
+            );
+            text = if i == 0 {
+                node
+            } else {
+                format!("({text}+{node})")
+            };
+        }
+        assert_eq!(stdout(&o).trim(), text, "{dtype} n = {n}");
+    }
+}
+
 /// AMD MI300's FNUZ FP8 formats as `--dtype`: the probes spread over both operands as
 /// for the OCP formats, and the FP8 block model comes back with its widths.
 #[test]

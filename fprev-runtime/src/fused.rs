@@ -431,6 +431,60 @@ impl BlockFma {
         ..BlockFma::ADA_FP8
     };
 
+    /// Hopper (H100, H200) and Blackwell (B200) FP8 products into an f16 result
+    /// (`mma.sync.m16n8k32` with f16 `C` and `D`): the 32 products in two fused groups
+    /// of 16, 25 fraction bits kept in alignment, each result rounded to nearest in f16,
+    /// the first group's f16 result the second's running value; `c` is added after both,
+    /// in one f16 addition rounded to nearest. The groups are not contiguous: the first
+    /// holds the products with `k` ≡ 0 or 1 (mod 4), the second those with `k` ≡ 2 or 3
+    /// ([`mma_k32_f16_order`](Self::mma_k32_f16_order)). So the instruction is
+    /// `model.dot(a', b') + c` in f16, with `a'` and `b'` the operands in that order.
+    /// Found by fprev on the toolbox's hardware vectors (Khattak and Mikaitis,
+    /// arXiv:2512.07004, `model_validation/H100|H200|B200/E4M3|E5M2`, f16 results): all
+    /// 5000 rows of each of the six cases bit for bit, where neither published model
+    /// describes the instruction (the toolbox gives such a result 0 fraction bits; MMA-Sim
+    /// models it on Ada only). Any alignment width from about 16 bits up fits the rows;
+    /// 25 is these architectures' (MMA-Sim, arXiv:2511.10909).
+    ///
+    /// ```
+    /// use fprev::float::F8E4M3;
+    /// use fprev::fused::BlockFma;
+    /// use fprev::half::f16;
+    /// use fprev::ProbeFloat;
+    /// let a: Vec<F8E4M3> = (0..32).map(|k| F8E4M3::from_f64_round(k as f64)).collect();
+    /// let b = vec![F8E4M3::from_f64_round(1.0); 32];
+    /// let order = BlockFma::mma_k32_f16_order(32);
+    /// let pick = |v: &[F8E4M3]| -> Vec<F8E4M3> { order.iter().map(|&k| v[k]).collect() };
+    /// let d: f16 = BlockFma::HOPPER_FP8_F16.dot(&pick(&a), &pick(&b));
+    /// assert_eq!(d.add(f16::from_f64_round(0.5)).to_f64(), 496.5); // every integer exact
+    /// ```
+    pub const HOPPER_FP8_F16: BlockFma = BlockFma {
+        nfma: 16,
+        frac_out: None,
+        ..BlockFma::H100
+    };
+
+    /// The order in which Hopper's and Blackwell's FP8 `mma.sync.m16n8k32` with an f16
+    /// accumulator ([`HOPPER_FP8_F16`](Self::HOPPER_FP8_F16)) takes the `k` products of
+    /// each instruction: within every 32, `k` ≡ 0 or 1 (mod 4) first, then `k` ≡ 2 or 3.
+    ///
+    /// ```
+    /// let order = fprev::fused::BlockFma::mma_k32_f16_order(32);
+    /// assert_eq!(&order[..4], &[0, 1, 4, 5]);
+    /// assert_eq!(&order[16..20], &[2, 3, 6, 7]);
+    /// ```
+    pub fn mma_k32_f16_order(k: usize) -> Vec<usize> {
+        (0..k)
+            .step_by(32)
+            .flat_map(|base| {
+                let end = (base + 32).min(k);
+                let pick =
+                    move |low: bool| (base..end).filter(move |i| ((i - base) % 4 < 2) == low);
+                pick(true).chain(pick(false))
+            })
+            .collect()
+    }
+
     /// AMD CDNA3 (MI300) matrix cores, fp16 or bf16 products into f32
     /// (`v_mfma_f32_16x16x16_f16`, `32x32x8`): groups of 8 products aligned among
     /// themselves by their operands' exponent sums to the largest, 24 fraction bits cut
@@ -543,6 +597,7 @@ impl BlockFma {
         ("h100-f16", BlockFma::H100_F16),
         ("b200-f16", BlockFma::B200_F16),
         ("ada-fp8-f16", BlockFma::ADA_FP8_F16),
+        ("hopper-fp8-f16", BlockFma::HOPPER_FP8_F16),
     ];
 
     /// The preset named `name` (see [`PRESETS`](Self::PRESETS) and

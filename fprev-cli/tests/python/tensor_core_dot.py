@@ -4,7 +4,7 @@ bug): Khattak and Mikaitis, "Accurate Models of NVIDIA Tensor Cores" (arXiv:2512
 and Xie et al., "MMA-Sim" (arXiv:2511.10909). Plain Python integers, no numpy.
 
 Usage: tensor_core_dot.py --fmt e4m3|e5m2|e4m3fnuz|e5m2fnuz|f16|bf16|tf32 --nfma N --frac F --out f32|e8m13|f16
-                          [--align operands|product] [--chunk K] [--c aligned|late|amd|amd-fp8]
+                          [--align operands|product] [--chunk K] [--c aligned|late|amd|amd-fp8|f16-last]
        tensor_core_dot.py --fmt f16|bf16 --nfma N --c pairwise [--ftz]
 
 Each input line holds 2n numbers, a then b; the answer is one float. One block of the
@@ -34,6 +34,13 @@ zero to F bits; the two half sums are aligned to the larger of their exponents a
 toward minus infinity to F bits, then added exactly; that sum and c join as with
 --c amd (31 and 24 bits toward minus infinity), except that c counts as zero when its
 exponent lies more than 25 below the larger exponent.
+With --c f16-last (Hopper's and Blackwell's FP8 mma.sync.m16n8k32 into f16, as fprev
+found it on the toolbox's hardware vectors): each instruction's 32 products are taken in
+the order k = 0, 1, 4, 5, ..., 29 (k mod 4 in 0, 1), then 2, 3, 6, 7, ..., 31, fused in
+blocks of N (16) chained as --c aligned chains them (the first block with no running
+value), each block's result rounded to nearest even in f16 (--out f16), and the running
+value c of the instruction added to that result last, in one f16 addition rounded to
+nearest even.
 With --fmt tf32 the operands arrive as f32 values and are cut to TF32 first, as the
 hardware reads them: the low 13 of f32's 23 fraction bits dropped (toward zero).
 With --c pairwise the unit is AMD CDNA1/CDNA2's (MMA-Sim, `pairwise_dot`): no fused
@@ -191,6 +198,17 @@ def amd_fp8_block(c, products, args):
     return (nearest_even(total, q, qo), qo)
 
 
+def add_f16(x, y):
+    """x + y (both (m, e)) rounded to nearest even in f16 (no lower than 2^-14 for the
+    leading bit: f16's subnormals)."""
+    e = min(x[1], y[1])
+    total = (x[0] << (x[1] - e)) + (y[0] << (y[1] - e))
+    if total == 0:
+        return (0, 0)
+    q = max(lead(total, e), -14) - 10
+    return (nearest_even(total, e, q), q)
+
+
 def add_f32(x, y):
     """x + y (both (m, e)) rounded to nearest even in f32."""
     e = min(x[1], y[1])
@@ -281,6 +299,17 @@ def dot(a, b, args):
                 c = amd_block(c, part[k : k + args.nfma], args)
             elif args.c == "amd-fp8":
                 c = amd_fp8_block(c, part[k : k + args.nfma], args)
+            elif args.c == "f16-last":
+                if k % 32 == 0:
+                    # one instruction: its products in k mod 4 = 0, 1 then 2, 3 order
+                    inst = part[k : k + 32]
+                    order = [i for i in range(len(inst)) if i % 4 < 2]
+                    order += [i for i in range(len(inst)) if i % 4 >= 2]
+                    inst = [inst[i] for i in order]
+                    d = (0, 0)
+                    for j in range(0, len(inst), args.nfma):
+                        d = block(d, inst[j : j + args.nfma], args)
+                    c = add_f16(c, d)
             elif args.c == "late":
                 c = add_f32(c, block((0, 0), part[k : k + args.nfma], args))
             else:
@@ -297,7 +326,7 @@ def main():
     p.add_argument("--out", choices=["f32", "e8m13", "f16"])
     p.add_argument("--align", choices=["operands", "product"], default="operands")
     p.add_argument("--chunk", type=int, default=0)
-    p.add_argument("--c", choices=["aligned", "late", "amd", "amd-fp8", "pairwise"],
+    p.add_argument("--c", choices=["aligned", "late", "amd", "amd-fp8", "f16-last", "pairwise"],
                    default="aligned")
     p.add_argument("--ftz", action="store_true")
     args = p.parse_args()
