@@ -139,10 +139,7 @@ fn run<I: ProbeFloat, T: ProbeFloat>(
         let want = u64::from_str_radix(f[3], 16).expect("d bits");
         let c = acc(c32);
         let got: T = if model == BlockFma::HOPPER_FP8_F16 {
-            // two groups of 16 in the instruction's k order, then c in one f16 addition
-            let order = BlockFma::mma_k32_f16_order(a.len());
-            let pick = |v: &[I]| -> Vec<I> { order.iter().map(|&k| v[k]).collect() };
-            model.dot::<I, T>(&pick(&a), &pick(&b)).add(c)
+            model.mma_k32_f16_dot_add(&a, &b, c)
         } else {
             model.dot_add(&a, &b, c)
         };

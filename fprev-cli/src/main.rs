@@ -1040,34 +1040,14 @@ fn arithmetic_lines(a: &fprev::reveal::FittedFused) -> String {
         " (not told apart from the other rule)"
     };
     out += &format!(
-        "alignment: {rule}{told}, {} fraction bits kept ({}-{} consistent), {} {}{}\n",
+        "alignment: {rule}{told}, {} fraction bits kept ({}-{} consistent), {}\n",
         a.frac,
         a.frac,
         a.frac_max,
-        if a.align_rounding == fprev::fused::Rounding::TowardZero {
-            "cut"
-        } else {
-            "rounded"
-        },
-        a.align_rounding.words(),
-        if a.align_rounding_decided {
-            ""
-        } else {
-            " (or another way, not told apart)"
-        }
+        a.align_rounding_words()
     );
-    if let fprev::fused::AccumulatorCut::TwoStage {
-        halves: true,
-        rounding,
-        ..
-    } = a.accumulator_cut
-    {
-        out += &format!(
-            "products: fused in two interleaved halves (even and odd k), the half sums cut {} \
-             to {} bits below the larger of their exponents and added\n",
-            rounding.words(),
-            a.frac
-        );
+    if let Some(halves) = a.halves_words() {
+        out += &format!("products: {halves}\n");
     }
     out += &match a.frac_out {
         Some(k) => format!(
@@ -1090,7 +1070,6 @@ fn arithmetic_lines(a: &fprev::reveal::FittedFused) -> String {
                 block_frac,
                 acc_frac,
                 rounding,
-                acc_reach,
                 ..
             } => {
                 let [(b0, b1), (c0, c1)] = a
@@ -1101,14 +1080,10 @@ fn arithmetic_lines(a: &fprev::reveal::FittedFused) -> String {
                 } else {
                     " (or the other way, not told apart)"
                 };
-                let reach = match (acc_reach, a.acc_reach_decided) {
-                    (Some(r), true) => format!("; c taken as zero more than {r} binades below"),
-                    (Some(r), false) => format!(
-                        "; c taken as zero more than {r} binades below (or never, not told apart)"
-                    ),
-                    (None, false) => "; whether c far below is dropped not told apart".to_string(),
-                    (None, true) => String::new(),
-                };
+                let reach = a
+                    .acc_reach_words()
+                    .map(|w| format!("; {w}"))
+                    .unwrap_or_default();
                 format!(
                     "aligned with each block's products after they are summed, the sum and c \
                      cut {}{also} to {block_frac} ({b0}-{b1} consistent) and {acc_frac} \

@@ -437,8 +437,8 @@ impl BlockFma {
     /// the first group's f16 result the second's running value; `c` is added after both,
     /// in one f16 addition rounded to nearest. The groups are not contiguous: the first
     /// holds the products with `k` ≡ 0 or 1 (mod 4), the second those with `k` ≡ 2 or 3
-    /// ([`mma_k32_f16_order`](Self::mma_k32_f16_order)). So the instruction is
-    /// `model.dot(a', b') + c` in f16, with `a'` and `b'` the operands in that order.
+    /// ([`mma_k32_f16_order`](Self::mma_k32_f16_order)); instructions chain through
+    /// `c`. [`mma_k32_f16_dot_add`](Self::mma_k32_f16_dot_add) computes that.
     /// Found by fprev on the toolbox's hardware vectors (Khattak and Mikaitis,
     /// arXiv:2512.07004, `model_validation/H100|H200|B200/E4M3|E5M2`, f16 results): all
     /// 5000 rows of each of the six cases bit for bit, where neither published model
@@ -453,16 +453,37 @@ impl BlockFma {
     /// use fprev::ProbeFloat;
     /// let a: Vec<F8E4M3> = (0..32).map(|k| F8E4M3::from_f64_round(k as f64)).collect();
     /// let b = vec![F8E4M3::from_f64_round(1.0); 32];
-    /// let order = BlockFma::mma_k32_f16_order(32);
-    /// let pick = |v: &[F8E4M3]| -> Vec<F8E4M3> { order.iter().map(|&k| v[k]).collect() };
-    /// let d: f16 = BlockFma::HOPPER_FP8_F16.dot(&pick(&a), &pick(&b));
-    /// assert_eq!(d.add(f16::from_f64_round(0.5)).to_f64(), 496.5); // every integer exact
+    /// let d = BlockFma::HOPPER_FP8_F16.mma_k32_f16_dot_add(&a, &b, f16::from_f64_round(0.5));
+    /// assert_eq!(d.to_f64(), 496.5); // every integer exact
     /// ```
     pub const HOPPER_FP8_F16: BlockFma = BlockFma {
         nfma: 16,
         frac_out: None,
         ..BlockFma::H100
     };
+
+    /// `a · b + c` through a chain of `mma.sync.m16n8k32` instructions with an f16
+    /// accumulator, as Hopper and Blackwell run them ([`HOPPER_FP8_F16`](Self::HOPPER_FP8_F16)):
+    /// each instruction's 32 products through this model in
+    /// [`mma_k32_f16_order`](Self::mma_k32_f16_order), its result then added to the
+    /// running `c` (the previous instruction's result) in one addition in `T`.
+    ///
+    /// ```
+    /// use fprev::float::F8E5M2;
+    /// use fprev::fused::BlockFma;
+    /// use fprev::half::f16;
+    /// use fprev::ProbeFloat;
+    /// let a = vec![F8E5M2::from_f64_round(2.0); 64];
+    /// let d: f16 = BlockFma::HOPPER_FP8_F16.mma_k32_f16_dot_add(&a, &a, f16::from_f64_round(1.0));
+    /// assert_eq!(d.to_f64(), 257.0);
+    /// ```
+    pub fn mma_k32_f16_dot_add<I: ProbeFloat, T: ProbeFloat>(&self, a: &[I], b: &[I], c: T) -> T {
+        let order = Self::mma_k32_f16_order(a.len().min(b.len()));
+        order.chunks(32).fold(c, |acc, inst| {
+            let pick = |v: &[I]| -> Vec<I> { inst.iter().map(|&k| v[k]).collect() };
+            self.dot::<I, T>(&pick(a), &pick(b)).add(acc)
+        })
+    }
 
     /// The order in which Hopper's and Blackwell's FP8 `mma.sync.m16n8k32` with an f16
     /// accumulator ([`HOPPER_FP8_F16`](Self::HOPPER_FP8_F16)) takes the `k` products of
@@ -716,20 +737,17 @@ impl BlockFma {
         else {
             return aligned_sum(self.frac, self.min_exp, self.align_rounding, terms);
         };
-        let half = |skip: usize| -> Vec<(f64, i32)> {
-            terms.iter().skip(skip).step_by(2).copied().collect()
+        let half = |skip: usize| {
+            let terms = terms.iter().copied().skip(skip).step_by(2);
+            aligned_sum_of(self.frac, self.min_exp, self.align_rounding, terms)
         };
-        let (even, odd) = (
-            aligned_sum(self.frac, self.min_exp, self.align_rounding, &half(0)),
-            aligned_sum(self.frac, self.min_exp, self.align_rounding, &half(1)),
-        );
+        let (even, odd) = (half(0), half(1));
         if !even.0.is_finite() || !odd.0.is_finite() {
             return (even.0 + odd.0, 0);
         }
         // a half whose products cancel keeps their exponent, as one group does
         let top = even.1.max(odd.1);
-        let shift = self.frac as i32 - top;
-        let cut = |v: f64| scale2(rounding.integer(scale2(v, shift)), -shift);
+        let cut = |v: f64| cut_below(v, self.frac, top, rounding);
         (cut(even.0) + cut(odd.0), top)
     }
 
@@ -758,11 +776,9 @@ impl BlockFma {
         if acc_reach.is_some_and(|r| ec < top - r as i32) {
             c = 0.0;
         }
-        let cut = |v: f64, frac: u32| {
-            let shift = frac as i32 - top;
-            scale2(rounding.integer(scale2(v, shift)), -shift)
-        };
-        T::from_f64_round(cut(block.0, block_frac) + cut(c, acc_frac))
+        T::from_f64_round(
+            cut_below(block.0, block_frac, top, rounding) + cut_below(c, acc_frac, top, rounding),
+        )
     }
 
     /// The alignment exponent of `v`, a plain summand or running value of `T`.
@@ -1033,19 +1049,37 @@ pub(crate) fn aligned_sum(
     rounding: Rounding,
     terms: &[(f64, i32)],
 ) -> (f64, i32) {
-    if terms.iter().any(|t| !t.0.is_finite()) {
-        return (terms.iter().map(|t| t.0).sum(), 0);
+    aligned_sum_of(frac, min_exp, rounding, terms.iter().copied())
+}
+
+/// [`aligned_sum`] over terms read twice from an iterator (a block's interleaved half,
+/// without collecting it).
+fn aligned_sum_of(
+    frac: u32,
+    min_exp: Option<i32>,
+    rounding: Rounding,
+    terms: impl Iterator<Item = (f64, i32)> + Clone,
+) -> (f64, i32) {
+    if terms.clone().any(|t| !t.0.is_finite()) {
+        return (terms.map(|t| t.0).sum(), 0);
     }
-    let Some(emax) = terms.iter().filter(|t| t.0 != 0.0).map(|t| t.1).max() else {
+    let Some(emax) = terms.clone().filter(|t| t.0 != 0.0).map(|t| t.1).max() else {
         return (0.0, min_exp.unwrap_or(i32::MIN / 4));
     };
     let emax = emax.max(min_exp.unwrap_or(i32::MIN));
     let shift = frac as i32 - emax;
     let mut acc: i128 = 0;
-    for &(t, _) in terms {
+    for (t, _) in terms {
         acc += rounding.integer(scale2(t, shift)) as i128;
     }
     (scale2(acc as f64, -shift), emax)
+}
+
+/// `v` cut as `rounding` says to a multiple of `2^(top - frac)`: `frac` fraction bits
+/// below the exponent `top` (exact while the result is a normal `f64`).
+fn cut_below(v: f64, frac: u32, top: i32, rounding: Rounding) -> f64 {
+    let shift = frac as i32 - top;
+    scale2(rounding.integer(scale2(v, shift)), -shift)
 }
 
 /// `v` truncated toward zero to `frac_out` fraction bits below its leading bit (that bit

@@ -266,16 +266,7 @@ impl std::fmt::Display for FittedFused {
             self.frac, self.frac, self.frac_max
         )?;
         if self.align_rounding != Rounding::TowardZero {
-            let also = if self.align_rounding_decided {
-                ""
-            } else {
-                " (or another way, not told apart)"
-            };
-            write!(
-                f,
-                "each term rounded {}{also} there, ",
-                self.align_rounding.words()
-            )?;
+            write!(f, "each term {} there, ", self.align_rounding_words())?;
         }
         match self.frac_out {
             Some(k) => write!(f, "results truncated to {k} fraction bits")?,
@@ -294,19 +285,11 @@ impl std::fmt::Display for FittedFused {
             block_frac,
             acc_frac,
             rounding,
-            halves,
-            acc_reach,
+            ..
         } = self.accumulator_cut
         {
-            if halves {
-                write!(
-                    f,
-                    ", each block's products fused in two interleaved halves (even and odd \
-                     k), the half sums cut {} to {} bits below the larger of their \
-                     exponents and added",
-                    rounding.words(),
-                    self.frac
-                )?;
+            if let Some(halves) = self.halves_words() {
+                write!(f, ", each block's products {halves}")?;
             }
             let [(b0, b1), (c0, c1)] = self
                 .accumulator_cut_ranges
@@ -324,20 +307,8 @@ impl std::fmt::Display for FittedFused {
                  rounded to nearest",
                 rounding.words()
             )?;
-            match (acc_reach, self.acc_reach_decided) {
-                (Some(r), true) => write!(
-                    f,
-                    ", the running value taken as zero more than {r} binades below"
-                )?,
-                (Some(r), false) => write!(
-                    f,
-                    ", the running value taken as zero more than {r} binades below (or \
-                     never, not told apart)"
-                )?,
-                (None, false) => {
-                    f.write_str(", whether a running value far below is dropped not told apart")?
-                }
-                (None, true) => {}
+            if let Some(reach) = self.acc_reach_words() {
+                write!(f, ", {reach}")?;
             }
         }
         write!(
@@ -390,6 +361,84 @@ impl std::fmt::Display for ChainStructure {
 }
 
 impl FittedFused {
+    /// How the alignment cut each term, in words, with a note when the answers did not
+    /// tell the roundings apart (for reports).
+    ///
+    /// ```
+    /// let model = fprev::fused::BlockFma::V100;
+    /// let r = fprev::Reveal::new(16).run_target(fprev::target::FnTarget(|x: &[f32]| model.sum(x)))?;
+    /// assert_eq!(r.arithmetic().unwrap().align_rounding_words(), "cut toward zero");
+    /// # Ok::<(), fprev::RevealError>(())
+    /// ```
+    pub fn align_rounding_words(&self) -> String {
+        let verb = if self.align_rounding == Rounding::TowardZero {
+            "cut"
+        } else {
+            "rounded"
+        };
+        let also = if self.align_rounding_decided {
+            ""
+        } else {
+            " (or another way, not told apart)"
+        };
+        format!("{verb} {}{also}", self.align_rounding.words())
+    }
+
+    /// How a block's products were fused in two interleaved halves (AMD CDNA3's FP8
+    /// instructions), in words; `None` for one group.
+    ///
+    /// ```
+    /// let model = fprev::fused::BlockFma::V100;
+    /// let r = fprev::Reveal::new(16).run_target(fprev::target::FnTarget(|x: &[f32]| model.sum(x)))?;
+    /// assert_eq!(r.arithmetic().unwrap().halves_words(), None);
+    /// # Ok::<(), fprev::RevealError>(())
+    /// ```
+    pub fn halves_words(&self) -> Option<String> {
+        let AccumulatorCut::TwoStage {
+            halves: true,
+            rounding,
+            ..
+        } = self.accumulator_cut
+        else {
+            return None;
+        };
+        Some(format!(
+            "fused in two interleaved halves (even and odd k), the half sums cut {} to {} \
+             bits below the larger of their exponents and added",
+            rounding.words(),
+            self.frac
+        ))
+    }
+
+    /// Whether a running value far below a block is dropped, in words, where the fit
+    /// tried it (AMD CDNA3's FP8 instructions drop one more than 25 binades below);
+    /// `None` where it was not tried.
+    ///
+    /// ```
+    /// let model = fprev::fused::BlockFma::V100;
+    /// let r = fprev::Reveal::new(16).run_target(fprev::target::FnTarget(|x: &[f32]| model.sum(x)))?;
+    /// assert_eq!(r.arithmetic().unwrap().acc_reach_words(), None);
+    /// # Ok::<(), fprev::RevealError>(())
+    /// ```
+    pub fn acc_reach_words(&self) -> Option<String> {
+        let AccumulatorCut::TwoStage { acc_reach, .. } = self.accumulator_cut else {
+            return None;
+        };
+        match (acc_reach, self.acc_reach_decided) {
+            (Some(r), true) => Some(format!(
+                "the running value taken as zero more than {r} binades below"
+            )),
+            (Some(r), false) => Some(format!(
+                "the running value taken as zero more than {r} binades below (or never, not \
+                 told apart)"
+            )),
+            (None, false) => {
+                Some("whether a running value far below is dropped not told apart".into())
+            }
+            (None, true) => None,
+        }
+    }
+
     /// What else the answers allow of the results' rounding, in parentheses (empty when
     /// nothing else does).
     ///
