@@ -91,3 +91,46 @@ pub fn numpy_pairwise<T: ProbeFloat>(x: &[T]) -> T {
     half -= half % 8;
     numpy_pairwise(&x[..half]).add(numpy_pairwise(&x[half..]))
 }
+
+/// The window XLA's CPU compiler reduces in (`TreeReductionRewriter`'s default size).
+pub(crate) const XLA_WINDOW: usize = 32;
+
+/// Window `k` of `m` values in XLA's tree reduction: `m` is padded to whole windows of
+/// [`XLA_WINDOW`] evenly on both sides (`Padding::kSame`, the odd value of padding on the
+/// high side), so that the first and last windows hold fewer values.
+pub(crate) fn xla_window(m: usize, k: usize) -> std::ops::Range<usize> {
+    let low = (m.div_ceil(XLA_WINDOW) * XLA_WINDOW - m) / 2;
+    let start = (k * XLA_WINDOW).saturating_sub(low);
+    start..((k + 1) * XLA_WINDOW - low).min(m)
+}
+
+/// XLA's reduction of a 1-D array on the CPU (`jax.numpy.sum`, TensorFlow under XLA),
+/// [`SumTree::xla_tree_reduction`](crate::SumTree::xla_tree_reduction)'s order: above 32
+/// values the compiler's `TreeReductionRewriter` turns the sum into windows of 32, each
+/// summed in order, padded with zeros evenly on both sides (so the first and last windows
+/// are short), and reduces the windows' sums the same way, until 32 or fewer are left,
+/// summed in order. Adding a padding zero is exact, so only the windows show.
+///
+/// ```
+/// let x: Vec<f32> = (0..100).map(|i| 1.0 / (i as f32 + 1.0)).collect();
+/// // 100 values: windows of 18, 32, 32 and 18, then their 4 sums in order
+/// let w: Vec<f32> = [0..18, 18..50, 50..82, 82..100]
+///     .map(|r| fprev::orders::sequential(&x[r]))
+///     .to_vec();
+/// assert_eq!(fprev::orders::xla_tree_reduction(&x), fprev::orders::sequential(&w));
+/// ```
+pub fn xla_tree_reduction<T: ProbeFloat>(x: &[T]) -> T {
+    if x.len() <= XLA_WINDOW {
+        return sequential(x);
+    }
+    let windows = |v: &[T]| -> Vec<T> {
+        (0..v.len().div_ceil(XLA_WINDOW))
+            .map(|k| sequential(&v[xla_window(v.len(), k)]))
+            .collect()
+    };
+    let mut sums = windows(x);
+    while sums.len() > XLA_WINDOW {
+        sums = windows(&sums);
+    }
+    sequential(&sums)
+}

@@ -113,6 +113,20 @@ impl Tree {
         }
     }
 
+    /// XLA's CPU reduction order over `n` inputs, as `jax.numpy.sum` uses it: windows of
+    /// 32 summed in order (the first and last short, the padding split evenly), their
+    /// sums reduced the same way until 32 or fewer are left, summed in order.
+    ///
+    /// >>> import fprev
+    /// >>> fprev.Tree.xla_tree_reduction(1024).describe()
+    /// '32 blocks of 32, combined in order; each block 32 in order'
+    #[staticmethod]
+    fn xla_tree_reduction(n: usize) -> Tree {
+        Tree {
+            tree: SumTree::xla_tree_reduction(n),
+        }
+    }
+
     /// Number of inputs (leaves).
     ///
     /// >>> import fprev

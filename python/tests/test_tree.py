@@ -51,6 +51,38 @@ def test_replay_matches_numpy_sum_bit_for_bit():
     assert fprev.Tree.numpy_pairwise(5000).replay(x) == float(np.sum(x))
 
 
+def _xla_windows_sum(x, window=32):
+    """XLA's CPU tree reduction written from its description (TreeReductionRewriter:
+    windows of 32 padded evenly on both sides, each summed in order, until 32 or fewer
+    sums are left), in float32 one addition at a time."""
+    x = list(x)
+    while len(x) > window:
+        m = len(x)
+        count = -(-m // window)
+        low = (count * window - m) // 2
+        sums = []
+        for k in range(count):
+            acc = np.float32(0)
+            for v in x[max(0, k * window - low):min(m, (k + 1) * window - low)]:
+                acc = np.float32(acc + v)
+            sums.append(acc)
+        x = sums
+    acc = np.float32(0)
+    for v in x:
+        acc = np.float32(acc + v)
+    return float(acc)
+
+
+def test_xla_tree_reduction_replays_xlas_windows():
+    rng = np.random.default_rng(5)
+    for n in (1, 31, 32, 33, 100, 1000, 1025, 1500, 3000):
+        x = (rng.standard_normal(n) * np.exp2(rng.integers(-20, 20, n))).astype(np.float32)
+        t = fprev.Tree.xla_tree_reduction(n)
+        assert t.n == n
+        assert t.replay(x) == _xla_windows_sum(x), n
+    assert fprev.Tree.xla_tree_reduction(32) == fprev.Tree.sequential(32)
+
+
 def test_json_dot_svg_stats_pickle():
     t = fprev.Tree.numpy_pairwise(40)
     doc = json.loads(t.to_json())

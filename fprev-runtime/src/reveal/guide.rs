@@ -698,15 +698,16 @@ mod tests {
 
     #[test]
     fn parts_within_a_known_prefix_or_sample_cost_no_search() {
-        // JAX's CPU order for 16384 f32 (jax 0.10): 16 blocks of 1024 in order, each 32
-        // blocks of 32 in order. The 1024-block's first 512 inputs are the prefix searched
-        // already, which names the block whole: no second search.
+        // Blocks within blocks, as XLA's CPU order for 16384 values (16 blocks of 1024 in
+        // order, each 32 blocks of 32 in order), but each block of 32 summed in reverse,
+        // so that no known order names it. The 1024-block's first 512 inputs are the
+        // prefix searched already, which names the block whole: no second search.
         let chain = |c: usize, size: usize| Copies {
             first: (0..size).collect(),
             shift: size,
             top: SumTree::sequential(c),
         };
-        let block = chain(32, 32).assemble(1024, &SumTree::sequential(32));
+        let block = chain(32, 32).assemble(1024, &SumTree::reverse(32));
         let truth = chain(16, 1024).assemble(16384, &block);
         let r = Reveal::new(16384)
             .run_target(FnTarget(|x: &[f32]| truth.replay(x)))
@@ -720,7 +721,7 @@ mod tests {
 
     #[test]
     fn blocks_larger_than_the_prefix_show_in_a_small_sample() {
-        // As JAX's CPU order for 65536 f32: 4 blocks of 16384 in order, each 32 blocks of
+        // As JAX 0.10.0's CPU order for 65536 f32 on an earlier machine: 4 blocks of 16384 in order, each 32 blocks of
         // 512 in order, each block 4 lanes (stride 4) combined pairwise. Every 128th input
         // shows the 4 large blocks; each is 32 copies of the prefix, with no new search.
         let n = 65536;

@@ -32,8 +32,9 @@ type Known<T> = (&'static str, fn(&[T]) -> T, fn(usize) -> SumTree);
 
 /// Guesses worth trying for every target: the orders of plain loops and of the libraries
 /// fprev users meet most, cheapest filter first (NumPy's vectorizes; a sequential sum is
-/// one chain of dependent additions, several cheap targets' calls long).
-fn catalogue<T: ProbeFloat>() -> [Known<T>; 4] {
+/// one chain of dependent additions, several cheap targets' calls long). XLA's comes
+/// after the sequential order, which it is up to 32 values.
+fn catalogue<T: ProbeFloat>() -> [Known<T>; 5] {
     [
         (
             "numpy-pairwise",
@@ -43,6 +44,11 @@ fn catalogue<T: ProbeFloat>() -> [Known<T>; 4] {
         ("sequential", orders::sequential::<T>, SumTree::sequential),
         ("pairwise", orders::balanced::<T>, SumTree::pairwise),
         ("reverse", orders::reverse::<T>, SumTree::reverse),
+        (
+            "xla-tree-reduction",
+            orders::xla_tree_reduction::<T>,
+            SumTree::xla_tree_reduction,
+        ),
     ]
 }
 
@@ -197,6 +203,24 @@ mod tests {
             .unwrap();
         assert_eq!(chain.recognized.as_deref(), Some("sequential"));
         assert_eq!(chain.probes, 999);
+    }
+
+    #[test]
+    fn xlas_cpu_order_is_recognized_and_proved_with_probe_sets() {
+        // windows of 32 side by side: their nodes of one height share inputs
+        for n in [33, 100, 1024, 3000, 40_000] {
+            let r = Reveal::new(n)
+                .verify(false)
+                .run_target(crate::target::FnTarget(orders::xla_tree_reduction::<f32>))
+                .unwrap();
+            assert_eq!(r.tree, SumTree::xla_tree_reduction(n), "n={n}");
+            assert_eq!(r.recognized.as_deref(), Some("xla-tree-reduction"));
+            // a node per input below 5 windows; from 1024 values (32 windows) on, a
+            // complete graph of each height's nodes: 342 inputs at n = 1024
+            let bound = if n < 1024 { n - 1 } else { n / 2 };
+            eprintln!("n={n}: {} inputs", r.probes);
+            assert!(r.probes as usize <= bound, "n={n}: {} inputs", r.probes);
+        }
     }
 
     #[test]

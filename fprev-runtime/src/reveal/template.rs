@@ -292,12 +292,15 @@ impl Proof {
     /// other nodes are disjoint: `None` when the heights are unknown or no input would
     /// hold two probes.
     ///
-    /// Nodes of one height are pairwise disjoint; each height's nodes are laid out in
-    /// square grids of up to `width` columns and rows, one input per row and one per
-    /// column (about `2 sqrt(g)` inputs for `g` nodes, never more than `g`), the node in
-    /// column `c` of a row masked with `2^c M` (in row `r` of a column, `2^r M`: the
-    /// masks of one input are distinct powers of two, so only a probe's own `-M` cancels
-    /// its `+M`). Groups of fewer than five nodes get an input per node.
+    /// Nodes of one height are pairwise disjoint; each height's nodes are the edges of
+    /// complete graphs whose vertices are inputs: a node is in the two inputs it joins,
+    /// and two inputs share that one node only. A graph of `v <= width + 1` inputs holds
+    /// `v (v - 1) / 2` nodes, so `g` nodes take about `sqrt(2 g)` inputs (a square grid
+    /// of rows and columns takes `2 sqrt(g)`: 12 inputs for the 32 windows of a blocked
+    /// sum, against 9), and at most `width` probes go to an input. The node in slot `j`
+    /// of an input is masked with `2^j M`: the masks of one input are distinct powers
+    /// of two, so only a probe's own `-M` cancels its `+M`. Where the graph would take
+    /// as many inputs as there are nodes (four or fewer), each node gets an input alone.
     ///
     /// Why an input that loses exactly the sum of its nodes' counts proves them, by
     /// induction on height: the children `L`, `R` of each node `v` in the input are nodes
@@ -326,26 +329,29 @@ impl Proof {
             return None;
         }
         let mut sets = Sets::default();
+        let mut inputs: Vec<Vec<usize>> = Vec::new();
         for level in &levels {
-            for group in level.chunks(width * width) {
+            for group in level.chunks(width * (width + 1) / 2) {
                 let g = group.len();
-                // a square grid of g nodes takes about 2 sqrt(g) inputs: below 5 nodes
-                // that is no fewer than one input per node
-                if g < 5 {
-                    for &v in group {
-                        sets.push(self, std::iter::once(v));
+                let v = (2..=width + 1)
+                    .find(|v| v * (v - 1) / 2 >= g)
+                    .unwrap_or(width + 1);
+                if v >= g {
+                    for &node in group {
+                        sets.push(self, std::iter::once(node));
                     }
                     continue;
                 }
-                let columns = (1..=width).find(|c| c * c >= g).unwrap_or(width);
-                let rows = g.div_ceil(columns);
-                for r in 0..rows {
-                    let row = &group[r * columns..((r + 1) * columns).min(g)];
-                    sets.push(self, row.iter().copied());
+                // edges (a, b), a < b, in order: input `a` holds every edge at `a`
+                inputs.iter_mut().for_each(Vec::clear);
+                inputs.resize(v.max(inputs.len()), Vec::new());
+                let edges = (0..v).flat_map(|a| (a + 1..v).map(move |b| (a, b)));
+                for (&node, (a, b)) in group.iter().zip(edges) {
+                    inputs[a].push(node);
+                    inputs[b].push(node);
                 }
-                for c in 0..columns {
-                    let column = (0..rows).map(|r| r * columns + c).take_while(|&q| q < g);
-                    sets.push(self, column.map(|q| group[q]));
+                for input in inputs.iter().filter(|i| !i.is_empty()) {
+                    sets.push(self, input.iter().copied());
                 }
             }
         }
@@ -511,11 +517,29 @@ mod tests {
 
     #[test]
     fn grids_hold_every_node_twice_with_distinct_masks_per_input() {
-        let tree = SumTree::numpy_pairwise(5000);
-        let proof = Proof::of_tree(&tree).unwrap();
-        let grid = proof.grid(16, 0).unwrap();
-        assert!(sets_hold(&tree, &grid));
+        for (tree, width) in [
+            (SumTree::numpy_pairwise(5000), 16),
+            (SumTree::xla_tree_reduction(3000), 22),
+            (SumTree::pairwise(777), 5),
+        ] {
+            grid_holds_every_node_twice(&tree, width);
+        }
+        // XLA's 32 windows at n = 1024: each height's 32 nodes in 9 inputs (a complete
+        // graph on 9 vertices has 36 edges), the top chain's 31 nodes an input each
+        let tree = SumTree::xla_tree_reduction(1024);
+        let grid = Proof::of_tree(&tree).unwrap().grid(22, 0).unwrap();
+        assert_eq!(grid.ends.len(), 31 * 9 + 31);
+    }
+
+    /// Each node in two inputs that share no other node (or alone in one), at most
+    /// `width` probes and distinct masks to an input, fewer than half as many inputs as
+    /// nodes.
+    fn grid_holds_every_node_twice(tree: &SumTree, width: usize) {
+        let proof = Proof::of_tree(tree).unwrap();
+        let grid = proof.grid(width, 0).unwrap();
+        assert!(sets_hold(tree, &grid));
         let mut seen = vec![0u32; proof.probes.len()];
+        let mut inputs: Vec<Vec<usize>> = Vec::new();
         let index: std::collections::HashMap<_, _> = proof
             .probes
             .iter()
@@ -529,18 +553,31 @@ mod tests {
             sorted.sort_unstable();
             sorted.dedup();
             assert_eq!(sorted.len(), shifts.len(), "masks repeat in one input");
-            for p in &grid.probes[start..end] {
-                seen[index[&(p.plus, p.minus)]] += 1;
+            assert!(shifts.len() <= width);
+            let nodes: Vec<usize> = grid.probes[start..end]
+                .iter()
+                .map(|p| index[&(p.plus, p.minus)])
+                .collect();
+            for &v in &nodes {
+                seen[v] += 1;
             }
+            inputs.push(nodes);
             start = end;
         }
         // twice, or once alone in its input
         assert!(seen.iter().all(|&k| k == 1 || k == 2));
+        for (a, x) in inputs.iter().enumerate() {
+            for y in &inputs[a + 1..] {
+                let shared = x.iter().filter(|v| y.contains(v)).count();
+                assert!(shared <= 1, "two inputs share {shared} nodes");
+            }
+        }
         assert!(grid.ends.len() <= proof.probes.len());
         assert!(
-            grid.ends.len() * 4 < proof.probes.len(),
-            "{} inputs",
-            grid.ends.len()
+            grid.ends.len() * 2 < proof.probes.len(),
+            "{} inputs for {} nodes",
+            grid.ends.len(),
+            proof.probes.len()
         );
     }
 

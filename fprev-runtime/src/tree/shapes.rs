@@ -130,6 +130,51 @@ impl SumTree {
         }
         b.finish()
     }
+
+    /// XLA's reduction of a 1-D array on the CPU (`jax.numpy.sum`), the order of
+    /// [`orders::xla_tree_reduction`](crate::orders::xla_tree_reduction): windows of 32
+    /// summed in order, the first and last short (the padding is split evenly), their
+    /// sums reduced the same way until 32 or fewer are left, summed in order.
+    ///
+    /// ```
+    /// use fprev::SumTree;
+    /// assert_eq!(SumTree::xla_tree_reduction(32), SumTree::sequential(32));
+    /// assert_eq!(
+    ///     SumTree::xla_tree_reduction(1024).describe(),
+    ///     "32 blocks of 32, combined in order; each block 32 in order"
+    /// );
+    /// ```
+    pub fn xla_tree_reduction(n: usize) -> SumTree {
+        use crate::orders::{xla_window, XLA_WINDOW};
+        // values at each level: n, then one sum per window, until a window's worth
+        let mut sizes = vec![n];
+        while let Some(&m) = sizes.last().filter(|&&m| m > XLA_WINDOW) {
+            sizes.push(m.div_ceil(XLA_WINDOW));
+        }
+        // item `k` of level `l`: built in post-order, each window's items right before
+        // the additions that chain them (the levels are at most log32(n) deep)
+        fn item(b: &mut Nodes, sizes: &[usize], l: usize, k: usize) -> Option<Sub> {
+            if l == 0 {
+                return Some(leaf(k));
+            }
+            chain(b, sizes, l - 1, xla_window(sizes[l - 1], k))
+        }
+        fn chain(
+            b: &mut Nodes,
+            sizes: &[usize],
+            l: usize,
+            items: std::ops::Range<usize>,
+        ) -> Option<Sub> {
+            items.fold(None, |acc, k| {
+                let next = item(b, sizes, l, k)?;
+                Some(acc.map_or(next, |s| b.add(s, next)))
+            })
+        }
+        let top = sizes.len() - 1;
+        let mut b = Nodes::new(n);
+        chain(&mut b, &sizes, top, 0..sizes[top]);
+        b.finish()
+    }
 }
 
 #[cfg(test)]
@@ -140,7 +185,7 @@ mod tests {
     #[test]
     fn shapes_replay_like_the_reference_code() {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
-        for n in (1..300).chain([1000, 4096, 8191, 8192, 10_000]) {
+        for n in (1..300).chain([1000, 1025, 1500, 3000, 4096, 8191, 8192, 10_000, 32_769]) {
             let x: Vec<f32> = (0..n)
                 .map(|_| rng.random_range(-1.0f32..1.0) * 2f32.powi(rng.random_range(-20..20)))
                 .collect();
@@ -157,12 +202,19 @@ mod tests {
                 orders::reverse(&x).to_bits(),
                 "reverse n={n}"
             );
+            let t = SumTree::xla_tree_reduction(n);
+            assert_eq!(t.leaf_count(), n);
+            assert_eq!(
+                t.replay(&x).to_bits(),
+                orders::xla_tree_reduction(&x).to_bits(),
+                "xla n={n}"
+            );
         }
     }
 
     #[test]
     fn shapes_are_what_the_revealer_finds() {
-        for n in [1, 2, 7, 8, 9, 17, 129, 300] {
+        for n in [1, 2, 7, 8, 9, 17, 33, 129, 300, 1057] {
             let t = crate::Reveal::new(n)
                 .known_orders(false)
                 .run(orders::numpy_pairwise::<f64>)
@@ -173,6 +225,11 @@ mod tests {
                 .run(orders::reverse::<f64>)
                 .unwrap();
             assert_eq!(t, SumTree::reverse(n), "n={n}");
+            let t = crate::Reveal::new(n)
+                .known_orders(false)
+                .run(orders::xla_tree_reduction::<f64>)
+                .unwrap();
+            assert_eq!(t, SumTree::xla_tree_reduction(n), "n={n}");
         }
     }
 }

@@ -15,6 +15,7 @@ Errors are exceptions: :class:`RevealError` and one subclass per reason, with th
 engine's messages; an exception raised by your function propagates unchanged.
 """
 
+import functools
 import operator
 
 import numpy as np
@@ -164,22 +165,39 @@ def _run(call, args, buf, n, operands, acc, algorithm, hint, verify, seed, accep
     return tree, costs
 
 
-def _rows_per_call(n):
+def _rows_per_call(n, most=64):
     """Rows a many-row call gets for sums of ``n`` values (1: none): enough that one
-    call's fixed cost (a JAX call on the CPU, about 60-80 us) is shared by many probes,
-    few enough that the rows' own work stays near it. Compiling the many-row function
-    costs about 80 ms on a CPU: from 1024 values on, a reveal's one-probe calls cost as
-    much, so the rows pay even in a fresh process. From 32768 on a row's own sum costs
-    as much as a call."""
-    if not 1024 <= n <= 16384:
+    call's fixed cost (a JAX call on the CPU, about 15-80 us) is shared by many probes,
+    few enough that the rows' own work stays near it (``2^16`` values a call: at 1024,
+    2048 and 3072 values a warm reveal took 1.7, 2.2 and 3.5 ms so, against 1.7, 3.3
+    and 5.5 ms with 64 rows a call, and 2.5 ms with 16 at 1024). Compiling the many-row function
+    costs about 60-80 ms on a CPU, once per function and length: from 1024 values on, a
+    second reveal is several times faster for it (a known order's proof, 342 inputs at
+    n = 1024, takes 6 calls instead of 342), though a first one is slower. Above 4096
+    values a one-probe call's own sum costs more than its fixed cost, and inputs that
+    hold many probes each (a known order's proof, about ``n / 8`` calls) or the
+    structure-guided search (about ``n / 3``) leave the rows little to save."""
+    if not 1024 <= n <= 4096:
         return 1
-    return min(64, (1 << 18) // n)
+    return min(most, (1 << 16) // n)
 
 
 def _random_rows(rng, rows, n, np_dtype):
     """Seeded values over 40 binades, so that two orders round differently."""
     x = rng.standard_normal((rows, n)) * np.exp2(rng.integers(-20, 20, (rows, n)))
     return x.astype(np_dtype)
+
+
+@functools.lru_cache(maxsize=8)
+def _check_rows(seed, n, operands, before):
+    """The seeded random rows of :func:`_reveal_rows`' checks, ``before`` of them for
+    the check ahead of the reveal and four for the one after, drawn once per seed and
+    size (read-only): drawing them cost a warm reveal of 1024 values a tenth of its
+    time."""
+    rng = np.random.default_rng([seed, 0x1A7E5])
+    rows = _random_rows(rng, before + 4, n, _dtypes.numpy_dtype(operands))
+    rows.flags.writeable = False
+    return rows[:before], rows[before:]
 
 
 def _reveal_rows(single, rows, n, lanes, operands, algorithm, hint, verify, seed):
@@ -203,20 +221,27 @@ def _reveal_rows(single, rows, n, lanes, operands, algorithm, hint, verify, seed
             raise ValueError(f"the rows' sums have shape {r.shape}, expected ({lanes},)")
         out[:, 0] = r
 
-    rng = np.random.default_rng([_seed(seed), 0x1A7E5])
     checked = 0
     try:
-        a[...] = _random_rows(rng, lanes, n, np_dtype)
+        # random rows above zero rows: the zeros cost the call little, drawing them much
+        before, after = _check_rows(_seed(seed), n, operands, min(lanes, 4))
+        a[...] = 0
+        a[: len(before)] = before
         call()
-        for i in range(min(lanes, 4)):
+        answers = [out[i, 0] for i in range(len(before))]
+        for i, x in enumerate(before):
             checked += 1
-            if float(single(a[i].copy())) != out[i, 0]:
+            if float(single(x)) != answers[i]:
                 return None, f"row {i} of a random input was summed differently"
         tree, costs = _fprev.reveal_lanes(
             call, (), a, out, lanes, n, operands, operands, algorithm, _hint(hint),
             _flag(verify, "verify"), _seed(seed), False,
         )
-        for k, x in enumerate(_random_rows(rng, 8, n, np_dtype)):
+        # the rows checked before (their answers are the function's) and new inputs
+        for k, x in enumerate(before):
+            if answers[k] != float(tree.replay(x)):
+                return None, f"the rows' tree does not replay the function on random row {k}"
+        for k, x in enumerate(after):
             checked += 1
             if float(single(x)) != float(tree.replay(x)):
                 return None, f"the rows' tree does not replay the function on random input {k}"

@@ -12,27 +12,29 @@ import weakref
 
 from . import _buffer, _dtypes, _flag, _formats, _reveal_rows, _rows_per_call, _run, _size
 
-# The many-row function of each revealed function: JAX compiles a jitted function once
-# per shape, but a new lambda is a new function, compiled again (about 0.1 s on a CPU,
-# as much as a reveal's own calls at a few thousand values). Keyed weakly, and
+# The jitted function and the many-row function of each revealed function: JAX compiles
+# a jitted function once per shape, but a new lambda is a new function, compiled again
+# (about 0.1 s on a CPU, as much as a reveal's own calls at a few thousand values), and
+# a new ``jax.jit`` object dispatches its first call through Python. Keyed weakly, and
 # referring to the function weakly, so that an entry lives as long as its function.
-_ROWS = weakref.WeakKeyDictionary()
+_JITTED = weakref.WeakKeyDictionary()
 
 
-def _rows_of(fn):
-    """``jax.jit(lambda x: jax.lax.map(fn, x))``, the same object for the same ``fn``."""
+def _jitted(fn):
+    """``(jax.jit(fn), jax.jit(lambda x: jax.lax.map(fn, x)))``, the same objects for the
+    same ``fn``."""
     import jax
 
     try:
-        return _ROWS[fn]
+        return _JITTED[fn]
     except KeyError:
         pass
     except TypeError:  # neither hashable nor weakly referenceable: not kept
-        return jax.jit(lambda x: jax.lax.map(fn, x))
+        return jax.jit(fn), jax.jit(lambda x: jax.lax.map(fn, x))
     ref = weakref.ref(fn)
-    rows = jax.jit(lambda x: jax.lax.map(ref(), x))
-    _ROWS[fn] = rows
-    return rows
+    pair = jax.jit(lambda x: ref()(x)), jax.jit(lambda x: jax.lax.map(ref(), x))
+    _JITTED[fn] = pair
+    return pair
 
 
 def _name(dtype):
@@ -64,25 +66,25 @@ def reveal(
     ``fn`` is jitted (``jit=False`` to call it as it is). ``dtype`` is a JAX/NumPy
     dtype or a name; other arguments as for :func:`fprev.reveal`.
 
-    With ``rows`` (the default, for jitted float32 and float64 sums of 1024 to 16384
+    With ``rows`` (the default, for jitted float32 and float64 sums of 1024 to 4096
     values without an ``acc_dtype``), probes are asked many at a time through
-    ``jax.jit(lambda X: jax.lax.map(fn, X))``, one probe per row of up to 64 rows (a
-    JAX call on the CPU costs about as much as summing 2^16 values, so single probes
-    pay mostly for the call; below 1024 values compiling the many-row function costs
-    more than the reveal's calls). ``lax.map`` runs ``fn`` itself on each row, unlike
-    ``vmap``, which compiles a batched reduction that may sum in another order. It is
-    trusted only as far as it is checked: its rows must answer seeded random inputs
-    with the one-row function's bits, and the tree it reveals must replay the one-row
-    function on other seeded inputs; otherwise the reveal runs one probe per call as
-    with ``rows=False``. The many-row function is kept (weakly) for ``fn``, so that a
-    second reveal of ``fn`` at the same ``n`` compiles nothing. The report's ``lanes``
+    ``jax.jit(lambda X: jax.lax.map(fn, X))``, one probe per row of up to 64 rows and
+    ``2^16`` values a call (a JAX call on the CPU costs about as much as summing
+    thousands of values, so single probes pay mostly for the call; below 1024 values
+    compiling the many-row function costs more than the reveal's calls, above 4096 a
+    call's own sum does). ``lax.map`` runs ``fn`` itself on each row, unlike ``vmap``,
+    which compiles a batched reduction that may sum in another order. It is trusted
+    only as far as it is checked: its rows must answer seeded random inputs with the
+    one-row function's bits, and the tree it reveals must replay the one-row function
+    on those and on other seeded inputs; otherwise the reveal runs one probe per call
+    as with ``rows=False``. Both jitted functions are kept (weakly) for ``fn``, so that
+    a second reveal of ``fn`` at the same ``n`` compiles nothing. The report's ``lanes``
     says how many rows a call held, and ``rows_skipped`` why the rows were not used when they were tried.
 
     >>> import jax.numpy as jnp, fprev
     >>> fprev.jax.reveal(jnp.sum, 16).n
     16
     """
-    import jax
     import jax.numpy as jnp
 
     n = _size(n)
@@ -90,7 +92,7 @@ def reveal(
     operands, acc = _formats(_name(dtype), _name(acc_dtype))
     buf, view = _buffer(n, operands, algorithm)
     if jit:
-        call = jax.jit(fn)
+        call, batched = _jitted(fn)
     else:
 
         def call(x):
@@ -99,7 +101,6 @@ def reveal(
     lanes = _rows_per_call(n)
     if (jit and _flag(rows, "rows") and lanes > 1 and acc_dtype is None
             and operands in ("float32", "float64")):
-        batched = _rows_of(fn)
         tree, costs = _reveal_rows(call, batched, n, lanes, operands, algorithm, hint, verify,
                                    seed)
         if tree is not None:
