@@ -156,6 +156,27 @@ pub trait Target<T: ProbeFloat> {
         None
     }
 
+    /// Answer several inputs, one answer per input into `out` (same length as
+    /// `inputs`): fprev's random inputs of the known-order filter and of the replay
+    /// checks. The default calls [`call`](Target::call) on each in turn; a target that
+    /// evaluates many inputs at once (the rows of a batched operation,
+    /// [`crate::ops::Batched`]) answers them together.
+    ///
+    /// ```
+    /// use fprev::target::{FnTarget, Target};
+    /// let mut t = FnTarget(|x: &[f32]| x.iter().sum::<f32>());
+    /// let mut out = [0.0; 2];
+    /// t.call_many(&[&[1.0, 2.0], &[3.0, 4.0]], &mut out)?;
+    /// assert_eq!(out, [3.0, 7.0]);
+    /// # Ok::<(), fprev::target::TargetError>(())
+    /// ```
+    fn call_many(&mut self, inputs: &[&[T]], out: &mut [T]) -> Result<(), TargetError> {
+        for (x, answer) in inputs.iter().zip(out.iter_mut()) {
+            *answer = self.call(x)?;
+        }
+        Ok(())
+    }
+
     /// Answer every probe of `batch` into `out` (same length as `batch.probes`).
     ///
     /// The default reuses one buffer: set the two masks, call, restore them.
@@ -189,6 +210,9 @@ impl<T: ProbeFloat, X: Target<T> + ?Sized> Target<T> for &mut X {
     }
     fn operand_exponents(&self, x: &[T]) -> Option<Vec<i32>> {
         (**self).operand_exponents(x)
+    }
+    fn call_many(&mut self, inputs: &[&[T]], out: &mut [T]) -> Result<(), TargetError> {
+        (**self).call_many(inputs, out)
     }
     fn probe_batch(&mut self, batch: &ProbeBatch<'_, T>, out: &mut [T]) -> Result<(), TargetError> {
         (**self).probe_batch(batch, out)

@@ -416,6 +416,32 @@ impl<T: ProbeFloat, R: Reduction<T>> Target<T> for Batched<T, R> {
         self.split.operand_exponents(x)
     }
 
+    /// Up to one input per lane and call (one input per call with masks spread over
+    /// both operands, as [`call`](Target::call) does).
+    fn call_many(&mut self, inputs: &[&[T]], out: &mut [T]) -> Result<(), TargetError> {
+        if self.spread {
+            for (x, answer) in inputs.iter().zip(out.iter_mut()) {
+                *answer = self.call(x)?;
+            }
+            return Ok(());
+        }
+        let s = self.op.shape();
+        let lanes = s.lanes.max(1);
+        for (chunk_no, chunk) in inputs.chunks(lanes).enumerate() {
+            self.input.clear();
+            for lane in 0..s.lanes {
+                let x = chunk[lane % chunk.len()];
+                self.input
+                    .extend(x.iter().map(|&v| convert::<T, R::Input>(v)));
+            }
+            self.eval()?;
+            for k in 0..chunk.len() {
+                out[chunk_no * lanes + k] = self.out[k * s.outputs + self.output];
+            }
+        }
+        Ok(())
+    }
+
     fn probe_batch(&mut self, batch: &ProbeBatch<'_, T>, out: &mut [T]) -> Result<(), TargetError> {
         if self.spread {
             // one probe per call: every lane would need its own second operand
@@ -513,4 +539,52 @@ pub(super) fn input_format<T: ProbeFloat, I: ProbeFloat>(spread: bool) -> Option
 /// are drawn as operands only when the masks spread over both of them.
 pub(super) fn replay_format<I: ProbeFloat>(spread: bool) -> Option<FloatFormat> {
     spread.then_some(I::FORMAT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{reduction, Batched};
+    use crate::target::Target;
+    use crate::{orders, Reveal, SumTree};
+
+    #[test]
+    fn batched_rows_answer_the_checks_random_inputs_a_row_each() {
+        // 8 rows of 256 values summed in XLA's order: 11 inputs take two calls, each
+        // answered from its own row
+        let n = 256;
+        let rows = reduction(8, n, 1, move |x: &[f32], out: &mut [f32]| {
+            for (row, o) in x.chunks(n).zip(out.iter_mut()) {
+                *o = orders::xla_tree_reduction(row);
+            }
+        });
+        let mut t = Batched::new(rows, 0);
+        let inputs: Vec<Vec<f32>> = (0..11)
+            .map(|k| {
+                (0..n)
+                    .map(|i| ((i * 7 + k) % 13) as f32 * 0.37 - 2.0)
+                    .collect()
+            })
+            .collect();
+        let refs: Vec<&[f32]> = inputs.iter().map(|v| &v[..]).collect();
+        let mut out = [0.0f32; 11];
+        t.call_many(&refs, &mut out).unwrap();
+        assert_eq!(t.calls(), 2);
+        for (x, answer) in inputs.iter().zip(out) {
+            assert_eq!(answer.to_bits(), orders::xla_tree_reduction(x).to_bits());
+        }
+        // a reveal asks the known-order filter's two inputs in one call, and the six
+        // replays beyond them in another
+        let r = Reveal::new(n).run_target(&mut t).unwrap();
+        assert_eq!(r.tree, SumTree::xla_tree_reduction(n));
+        assert_eq!(r.recognized.as_deref(), Some("xla-tree-reduction"));
+        assert_eq!(r.replays, 8);
+        let calls = t.calls() - 2;
+        // the filter, the proof's sample, its probe sets (8 a call), the re-check and
+        // the replays
+        assert!(
+            calls <= 2 + r.probes.div_ceil(8) + 2,
+            "{calls} calls, {} probes",
+            r.probes
+        );
+    }
 }

@@ -18,7 +18,7 @@
 use super::error::RevealError;
 use super::prober::Prober;
 use super::template::Proof;
-use super::verify::Answered;
+use super::verify::{answer_random, Answered};
 use crate::float::ProbeFloat;
 use crate::orders;
 use crate::target::Target;
@@ -87,18 +87,7 @@ pub(crate) fn recognize<T: ProbeFloat, X: Target<T>>(
     // Two inputs, exponents spread wide (`seed % 3 == 0`) and narrow (`== 2`, more
     // cancellation): different orders rarely agree on both.
     let base = (seed ^ 0x6E55_0000) / 3 * 3;
-    for input_seed in [base, base + 2] {
-        let mut x = vec![T::ZERO; n];
-        prober.random_input(input_seed, &mut x);
-        let exps = prober.operand_exponents(&x);
-        let answer = prober.call(&x)?;
-        guesses.answered.push(Answered {
-            seed: input_seed,
-            input: x,
-            exps,
-            answer,
-        });
-    }
+    guesses.answered = answer_random(prober, [base, base + 2])?;
     let answered = &guesses.answered;
     let matches = |sum: &dyn Fn(&[T]) -> T| {
         answered

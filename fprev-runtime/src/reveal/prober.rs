@@ -398,6 +398,20 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
         })
     }
 
+    /// `inputs` answered together ([`Target::call_many`]); counted as replays, as
+    /// [`call`](Prober::call) counts one.
+    pub fn call_many(&mut self, inputs: &[&[T]]) -> Result<Vec<T>, RevealError> {
+        self.replays += inputs.len() as u64;
+        let mut out = vec![T::ZERO; inputs.len()];
+        self.target
+            .call_many(inputs, &mut out)
+            .map_err(|e| RevealError::Target {
+                probe: None,
+                message: e.message,
+            })?;
+        Ok(out)
+    }
+
     /// One probe against the current background.
     pub fn one(&mut self, probe: Probe) -> Result<Option<u32>, RevealError> {
         Ok(self.row(probe.plus, &[probe.minus])?[0])

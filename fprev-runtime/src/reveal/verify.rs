@@ -7,6 +7,7 @@
 use super::arena::Arena;
 use super::error::RevealError;
 use super::fit::{self, FittedFused};
+use super::naive::fill_random_input;
 use super::prober::Prober;
 use crate::float::ProbeFloat;
 use crate::target::{Probe, Target};
@@ -39,6 +40,45 @@ pub(crate) struct Answered<T> {
     /// ([`Target::operand_exponents`]), for replays under a fitted fused model.
     pub exps: Option<Vec<i32>>,
     pub answer: T,
+}
+
+/// The target's answers to random inputs of `seeds` (drawn as
+/// [`Prober::random_input`] draws them), asked together ([`Target::call_many`]) where
+/// fprev drew them: a target that answers many inputs a call answers them in one. An
+/// input the target drew itself is answered right after it is drawn (a product target
+/// keeps the operands of the input it drew last).
+pub(crate) fn answer_random<T: ProbeFloat, X: Target<T>>(
+    prober: &mut Prober<T, X>,
+    seeds: impl IntoIterator<Item = u64>,
+) -> Result<Vec<Answered<T>>, RevealError> {
+    let mut out: Vec<Answered<T>> = Vec::new();
+    let mut drawn_here = Vec::new();
+    for seed in seeds {
+        let mut input = vec![T::ZERO; prober.n];
+        let own = prober.target.random_input(seed, &mut input);
+        if !own {
+            fill_random_input(prober.replay_format(), seed, &mut input);
+        }
+        let exps = prober.operand_exponents(&input);
+        let answer = if own {
+            prober.call(&input)?
+        } else {
+            drawn_here.push(out.len());
+            T::ZERO
+        };
+        out.push(Answered {
+            seed,
+            input,
+            exps,
+            answer,
+        });
+    }
+    let inputs: Vec<&[T]> = drawn_here.iter().map(|&i| &out[i].input[..]).collect();
+    let answers = prober.call_many(&inputs)?;
+    for (&i, answer) in drawn_here.iter().zip(answers) {
+        out[i].answer = answer;
+    }
+    Ok(out)
 }
 
 /// What the replays sum a random input with: the tree, or for a recognized library
@@ -225,12 +265,9 @@ pub(crate) fn replay_matches<T: ProbeFloat, X: Target<T>>(
             compare(a.seed, a.answer, replay.sum(&a.input))?;
         }
     }
-    let mut x = vec![T::ZERO; n];
-    for k in reused.len()..replays_for(n) {
-        let input_seed = seed ^ 0x5EED_0000_0000 ^ k as u64;
-        prober.random_input(input_seed, &mut x);
-        let want = prober.call(&x)?;
-        compare(input_seed, want, replay.sum(&x))?;
+    let seeds = (reused.len()..replays_for(n)).map(|k| seed ^ 0x5EED_0000_0000 ^ k as u64);
+    for a in answer_random(prober, seeds)? {
+        compare(a.seed, a.answer, replay.sum(&a.input))?;
     }
     Ok(replays_for(n).max(reused.len()))
 }

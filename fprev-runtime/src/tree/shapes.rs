@@ -165,9 +165,9 @@ impl SumTree {
             l: usize,
             items: std::ops::Range<usize>,
         ) -> Option<Sub> {
-            items.fold(None, |acc, k| {
-                let next = item(b, sizes, l, k)?;
-                Some(acc.map_or(next, |s| b.add(s, next)))
+            items.fold(None, |acc, k| match (acc, item(b, sizes, l, k)) {
+                (Some(s), Some(next)) => Some(b.add(s, next)),
+                (acc, next) => acc.or(next),
             })
         }
         let top = sizes.len() - 1;
