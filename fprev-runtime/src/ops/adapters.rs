@@ -378,6 +378,31 @@ impl<T: ProbeFloat, R: Reduction<T>> Batched<T, R> {
         self.calls += 1;
         self.op.eval(&self.input, &mut self.out)
     }
+
+    /// `count` inputs a lane each, in as many calls as that takes: `fill(i, input)`
+    /// appends input `i` (lanes past a call's last input repeat its inputs), and input
+    /// `i`'s answer goes to `out[i]`. An error comes with the first input of its call.
+    fn in_lanes(
+        &mut self,
+        count: usize,
+        out: &mut [T],
+        mut fill: impl FnMut(usize, &mut Vec<R::Input>),
+    ) -> Result<(), (TargetError, usize)> {
+        let s = self.op.shape();
+        let lanes = s.lanes.max(1);
+        for first in (0..count).step_by(lanes) {
+            let len = lanes.min(count - first);
+            self.input.clear();
+            for lane in 0..s.lanes {
+                fill(first + lane % len, &mut self.input);
+            }
+            self.eval().map_err(|e| (e, first))?;
+            for k in 0..len {
+                out[first + k] = self.out[k * s.outputs + self.output];
+            }
+        }
+        Ok(())
+    }
 }
 
 impl<T: ProbeFloat, R: Reduction<T>> Target<T> for Batched<T, R> {
@@ -425,21 +450,10 @@ impl<T: ProbeFloat, R: Reduction<T>> Target<T> for Batched<T, R> {
             }
             return Ok(());
         }
-        let s = self.op.shape();
-        let lanes = s.lanes.max(1);
-        for (chunk_no, chunk) in inputs.chunks(lanes).enumerate() {
-            self.input.clear();
-            for lane in 0..s.lanes {
-                let x = chunk[lane % chunk.len()];
-                self.input
-                    .extend(x.iter().map(|&v| convert::<T, R::Input>(v)));
-            }
-            self.eval()?;
-            for k in 0..chunk.len() {
-                out[chunk_no * lanes + k] = self.out[k * s.outputs + self.output];
-            }
-        }
-        Ok(())
+        self.in_lanes(inputs.len(), out, |i, input| {
+            input.extend(inputs[i].iter().map(|&v| convert::<T, R::Input>(v)));
+        })
+        .map_err(|(e, _)| e)
     }
 
     fn probe_batch(&mut self, batch: &ProbeBatch<'_, T>, out: &mut [T]) -> Result<(), TargetError> {
@@ -462,29 +476,20 @@ impl<T: ProbeFloat, R: Reduction<T>> Target<T> for Batched<T, R> {
             }
             return Ok(());
         }
-        let s = self.op.shape();
-        let lanes = s.lanes.max(1);
         let background: Vec<R::Input> = batch.background.iter().map(|&v| convert(v)).collect();
         let mask: R::Input = convert(batch.mask);
         let neg: R::Input = convert::<f64, R::Input>(-batch.mask.to_f64());
-        for (chunk_no, chunk) in batch.probes.chunks(lanes).enumerate() {
-            self.input.clear();
-            for lane in 0..s.lanes {
-                let p = chunk[lane % chunk.len()];
-                let start = self.input.len();
-                self.input.extend_from_slice(&background);
-                self.input[start + p.plus] = mask;
-                self.input[start + p.minus] = neg;
-            }
-            self.eval().map_err(|mut e| {
-                e.probe.get_or_insert(chunk[0]);
-                e
-            })?;
-            for k in 0..chunk.len() {
-                out[chunk_no * lanes + k] = self.out[k * s.outputs + self.output];
-            }
-        }
-        Ok(())
+        let probes = batch.probes;
+        self.in_lanes(probes.len(), out, |i, input| {
+            let start = input.len();
+            input.extend_from_slice(&background);
+            input[start + probes[i].plus] = mask;
+            input[start + probes[i].minus] = neg;
+        })
+        .map_err(|(mut e, first)| {
+            e.probe.get_or_insert(probes[first]);
+            e
+        })
     }
 
     /// Inputs holding several probes each (a guessed tree's proof), one input per lane.
@@ -496,32 +501,17 @@ impl<T: ProbeFloat, R: Reduction<T>> Target<T> for Batched<T, R> {
         if self.spread {
             return None;
         }
-        let s = self.op.shape();
-        let lanes = s.lanes.max(1);
-        let calls = sets.calls();
         let mut one = Vec::with_capacity(sets.background.len());
-        let mut first = 0;
-        while first < calls {
-            let chunk = first..(first + lanes).min(calls);
-            self.input.clear();
-            for lane in 0..s.lanes {
-                let c = chunk.start + lane % chunk.len();
-                sets.fill(c, &mut one);
-                self.input
-                    .extend(one.iter().map(|&v| convert::<T, R::Input>(v)));
-            }
-            if let Err(mut e) = self.eval() {
-                e.probe = e
-                    .probe
-                    .or_else(|| sets.probes.get(sets.call(chunk.start).start).copied());
-                return Some(Err(e));
-            }
-            for (lane, c) in chunk.clone().enumerate() {
-                out[c] = self.out[lane * s.outputs + self.output];
-            }
-            first = chunk.end;
-        }
-        Some(Ok(()))
+        let answered = self.in_lanes(sets.calls(), out, |c, input| {
+            sets.fill(c, &mut one);
+            input.extend(one.iter().map(|&v| convert::<T, R::Input>(v)));
+        });
+        Some(answered.map_err(|(mut e, first)| {
+            e.probe = e
+                .probe
+                .or_else(|| sets.probes.get(sets.call(first).start).copied());
+            e
+        }))
     }
 }
 

@@ -162,11 +162,14 @@ impl<T: ProbeFloat, X: Target<T>> Prober<T, X> {
     }
 
     /// A random input of seed `seed` for the replay checks: the target's own draw when it
-    /// has one ([`Target::random_input`]), else values of the replay format.
-    pub fn random_input(&mut self, seed: u64, x: &mut [T]) {
-        if !self.target.random_input(seed, x) {
+    /// has one ([`Target::random_input`]), else values of the replay format. Whether the
+    /// target drew it (it may then keep state about it until it is called on it).
+    pub fn random_input(&mut self, seed: u64, x: &mut [T]) -> bool {
+        let own = self.target.random_input(seed, x);
+        if !own {
             super::naive::fill_random_input(self.replay_format(), seed, x);
         }
+        own
     }
 
     /// The target's [`Target::operand_exponents`] of `x` (ask before calling on `x`).

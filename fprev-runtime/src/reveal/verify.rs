@@ -7,7 +7,6 @@
 use super::arena::Arena;
 use super::error::RevealError;
 use super::fit::{self, FittedFused};
-use super::naive::fill_random_input;
 use super::prober::Prober;
 use crate::float::ProbeFloat;
 use crate::target::{Probe, Target};
@@ -55,10 +54,7 @@ pub(crate) fn answer_random<T: ProbeFloat, X: Target<T>>(
     let mut drawn_here = Vec::new();
     for seed in seeds {
         let mut input = vec![T::ZERO; prober.n];
-        let own = prober.target.random_input(seed, &mut input);
-        if !own {
-            fill_random_input(prober.replay_format(), seed, &mut input);
-        }
+        let own = prober.random_input(seed, &mut input);
         let exps = prober.operand_exponents(&input);
         let answer = if own {
             prober.call(&input)?

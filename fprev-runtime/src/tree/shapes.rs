@@ -179,8 +179,24 @@ impl SumTree {
 
 #[cfg(test)]
 mod tests {
+    use crate::float::ProbeFloat;
     use crate::{orders, SumTree};
     use rand::{Rng, SeedableRng};
+
+    /// A shape's name, its tree and the order as code it must equal.
+    type Shape<T> = (&'static str, fn(usize) -> SumTree, fn(&[T]) -> T);
+
+    fn shapes<T: ProbeFloat>() -> [Shape<T>; 3] {
+        [
+            ("numpy", SumTree::numpy_pairwise, orders::numpy_pairwise),
+            ("reverse", SumTree::reverse, orders::reverse),
+            (
+                "xla",
+                SumTree::xla_tree_reduction,
+                orders::xla_tree_reduction,
+            ),
+        ]
+    }
 
     #[test]
     fn shapes_replay_like_the_reference_code() {
@@ -189,47 +205,24 @@ mod tests {
             let x: Vec<f32> = (0..n)
                 .map(|_| rng.random_range(-1.0f32..1.0) * 2f32.powi(rng.random_range(-20..20)))
                 .collect();
-            let t = SumTree::numpy_pairwise(n);
-            assert_eq!(t.leaf_count(), n);
-            assert_eq!(
-                t.replay(&x).to_bits(),
-                orders::numpy_pairwise(&x).to_bits(),
-                "numpy n={n}"
-            );
-            let t = SumTree::reverse(n);
-            assert_eq!(
-                t.replay(&x).to_bits(),
-                orders::reverse(&x).to_bits(),
-                "reverse n={n}"
-            );
-            let t = SumTree::xla_tree_reduction(n);
-            assert_eq!(t.leaf_count(), n);
-            assert_eq!(
-                t.replay(&x).to_bits(),
-                orders::xla_tree_reduction(&x).to_bits(),
-                "xla n={n}"
-            );
+            for (name, tree, order) in shapes::<f32>() {
+                let t = tree(n);
+                assert_eq!(t.leaf_count(), n, "{name} n={n}");
+                assert_eq!(t.replay(&x).to_bits(), order(&x).to_bits(), "{name} n={n}");
+            }
         }
     }
 
     #[test]
     fn shapes_are_what_the_revealer_finds() {
         for n in [1, 2, 7, 8, 9, 17, 33, 129, 300, 1057] {
-            let t = crate::Reveal::new(n)
-                .known_orders(false)
-                .run(orders::numpy_pairwise::<f64>)
-                .unwrap();
-            assert_eq!(t, SumTree::numpy_pairwise(n), "n={n}");
-            let t = crate::Reveal::new(n)
-                .known_orders(false)
-                .run(orders::reverse::<f64>)
-                .unwrap();
-            assert_eq!(t, SumTree::reverse(n), "n={n}");
-            let t = crate::Reveal::new(n)
-                .known_orders(false)
-                .run(orders::xla_tree_reduction::<f64>)
-                .unwrap();
-            assert_eq!(t, SumTree::xla_tree_reduction(n), "n={n}");
+            for (name, tree, order) in shapes::<f64>() {
+                let t = crate::Reveal::new(n)
+                    .known_orders(false)
+                    .run(order)
+                    .unwrap();
+                assert_eq!(t, tree(n), "{name} n={n}");
+            }
         }
     }
 }
