@@ -791,3 +791,176 @@ fn same_on_every_pool(xs: &[f64], ys: &[f64], want: (f64, f64), max_threads: usi
         );
     }
 }
+
+// ---------- states that travel: bytes, partitions, merge orders ----------
+
+/// Merges `parts` pairwise in a random tree, each intermediate state sent through its
+/// bytes, as partial sums that meet across processes in whatever order they arrive.
+fn merge_in_random_tree(mut parts: Vec<Vec<u8>>, rng: &mut ChaCha8Rng) -> Accumulator {
+    if parts.is_empty() {
+        return Accumulator::new();
+    }
+    while parts.len() > 1 {
+        let i = rng.random_range(0..parts.len());
+        let a = parts.swap_remove(i);
+        let j = rng.random_range(0..parts.len());
+        let mut acc = Accumulator::from_bytes(&parts[j]).expect("a state we wrote");
+        acc.merge_bytes(&a).expect("a state we wrote");
+        parts[j] = acc.to_bytes();
+    }
+    Accumulator::from_bytes(&parts[0]).expect("a state we wrote")
+}
+
+/// Cuts `xs` at random points into at most `max_parts` pieces (some of them empty).
+fn random_partition<'a>(xs: &'a [f64], max_parts: usize, rng: &mut ChaCha8Rng) -> Vec<&'a [f64]> {
+    let k = rng.random_range(1..=max_parts);
+    let mut cuts: Vec<usize> = (0..k - 1).map(|_| rng.random_range(0..=xs.len())).collect();
+    cuts.push(0);
+    cuts.push(xs.len());
+    cuts.sort_unstable();
+    cuts.windows(2).map(|w| &xs[w[0]..w[1]]).collect()
+}
+
+#[test]
+fn states_sent_as_bytes_merge_to_the_sum_of_the_whole() {
+    for seed in 0..40u64 {
+        let mut rng = ChaCha8Rng::seed_from_u64(0x57A7E + seed);
+        for kind in KINDS {
+            let n = rng.random_range(0..max_n().min(4000));
+            let mut xs = draw(kind, n, &mut rng);
+            match rng.random_range(0..8) {
+                0 if n > 0 => xs[rng.random_range(0..n)] = f64::INFINITY,
+                1 if n > 0 => xs[rng.random_range(0..n)] = f64::NAN,
+                2 => xs.push(-0.0),
+                _ => {}
+            }
+            let whole: Accumulator = xs.iter().copied().collect();
+            let parts: Vec<Vec<u8>> = random_partition(&xs, 9, &mut rng)
+                .into_iter()
+                .map(|part| {
+                    let mut acc = Accumulator::new();
+                    if rng.random_bool(0.5) {
+                        acc.add_slice(part);
+                    } else {
+                        part.iter().for_each(|&x| acc.add(x));
+                    }
+                    acc.to_bytes()
+                })
+                .collect();
+            let merged = merge_in_random_tree(parts, &mut rng);
+            let what = format!("seed {seed}, {kind:?}, n = {n}");
+            assert!(same(merged.finish(), exact::sum(&xs)), "{what}");
+            if xs.iter().all(|x| x.is_finite()) {
+                let want = reference_sum(&xs, RoundingFormat::F64);
+                assert!(same(merged.finish(), want), "{what}");
+            }
+            assert!(
+                same(
+                    merged.round_to(RoundingFormat::F32),
+                    whole.round_to(RoundingFormat::F32)
+                ),
+                "{what}"
+            );
+            // canonical: the same exact value and flags, the same bytes
+            assert_eq!(merged.to_bytes(), whole.to_bytes(), "{what}");
+        }
+    }
+}
+
+#[test]
+fn f32_states_merge_to_the_f32_sum_of_the_whole() {
+    for seed in 0..20u64 {
+        let mut rng = ChaCha8Rng::seed_from_u64(0xF32 + seed);
+        let n = rng.random_range(0..3000);
+        let xs: Vec<f32> = (0..n)
+            .map(|_| with_exponent(&mut rng, -40, 40) as f32)
+            .collect();
+        let wide: Vec<f64> = xs.iter().map(|&x| f64::from(x)).collect();
+        let parts: Vec<Vec<u8>> = random_partition(&wide, 6, &mut rng)
+            .into_iter()
+            .map(|part| {
+                let narrow: Vec<f32> = part.iter().map(|&x| x as f32).collect();
+                let mut acc = Accumulator::new();
+                acc.add_slice_f32(&narrow);
+                acc.to_bytes()
+            })
+            .collect();
+        let merged = merge_in_random_tree(parts, &mut rng);
+        assert_eq!(
+            merged.finish_f32().to_bits(),
+            exact::sum_f32(&xs).to_bits(),
+            "seed {seed}"
+        );
+        assert_eq!(
+            f64::from(merged.finish_f32()),
+            reference_sum(&wide, RoundingFormat::F32),
+            "seed {seed}"
+        );
+    }
+}
+
+#[test]
+fn merge_all_is_the_same_in_any_order() {
+    let mut rng = ChaCha8Rng::seed_from_u64(0x3E76E);
+    for kind in KINDS {
+        let xs = draw(kind, 2000, &mut rng);
+        let mut parts: Vec<Accumulator> = random_partition(&xs, 12, &mut rng)
+            .into_iter()
+            .map(|part| part.iter().copied().collect())
+            .collect();
+        let first = Accumulator::merge_all(&parts).to_bytes();
+        shuffle(&mut parts, &mut rng);
+        assert_eq!(Accumulator::merge_all(&parts).to_bytes(), first, "{kind:?}");
+        assert!(
+            same(
+                Accumulator::from_bytes(&first).unwrap().finish(),
+                exact::sum(&xs)
+            ),
+            "{kind:?}"
+        );
+    }
+}
+
+#[test]
+fn state_bytes_are_compact_and_pinned() {
+    // the layout documented on `Accumulator::to_bytes` and in docs/exact.md
+    let empty = Accumulator::new().to_bytes();
+    assert_eq!(empty, b"FPXA\x01\x10\x00\x00");
+    let mut neg = Accumulator::new();
+    neg.add(-1.0);
+    assert_eq!(neg.to_bytes(), b"FPXA\x01\x28\x44\x01\x01\x00\x00\x00");
+    let mut special = Accumulator::new();
+    special.add_slice(&[f64::NAN, f64::INFINITY, f64::NEG_INFINITY]);
+    assert_eq!(special.to_bytes(), b"FPXA\x01\x0f\x00\x00");
+    // values of similar size take a few digits, not the whole range
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let xs: Vec<f64> = (0..100_000).map(|_| rng.random_range(0.0..1.0)).collect();
+    let acc: Accumulator = xs.iter().copied().collect();
+    assert!(
+        acc.to_bytes().len() <= 8 + 4 * 4,
+        "{}",
+        acc.to_bytes().len()
+    );
+    // the widest state: the smallest subnormal product and the largest double
+    let mut wide = Accumulator::new();
+    wide.add_product(f64::from_bits(1), f64::from_bits(1));
+    wide.add(f64::MAX);
+    assert_eq!(wide.to_bytes().len(), 8 + 4 * 100); // digits 0 (2^-2148) to 99 (2^1023)
+    assert!(same(
+        Accumulator::from_bytes(&wide.to_bytes()).unwrap().finish(),
+        f64::MAX
+    ));
+}
+
+#[test]
+fn states_beyond_the_range_travel_as_infinities() {
+    // 2^2175 is out of reach of sums of fewer than 2^127 values; a made-up state can
+    // hold it, and two of them merged pass 2^2176
+    let mut top = b"FPXA\x01\x08\x87\x01".to_vec();
+    top.extend_from_slice(&(1u32 << 31).to_le_bytes());
+    let mut acc = Accumulator::from_bytes(&top).unwrap();
+    assert_eq!(acc.finish(), f64::INFINITY);
+    acc.merge_bytes(&top).unwrap();
+    assert_eq!(acc.finish(), f64::INFINITY);
+    assert_eq!(acc.to_bytes(), b"FPXA\x01\x0a\x00\x00");
+}

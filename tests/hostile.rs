@@ -285,6 +285,115 @@ mod fuzz {
     }
 }
 
+/// A seeded fuzz harness for the accumulator-state reader (`Accumulator::from_bytes`):
+/// states of random sums, mutated (bytes flipped, cut, repeated, inserted) or made up.
+/// No input may panic; whatever reads back is canonical (it writes back to the very same
+/// bytes), rounds without panicking, and merges; an unmutated state reads back to the
+/// same sum. Rerun one case with `FPREV_SEED=<seed> FPREV_PROPTEST_CASES=1`.
+mod fuzz_states {
+    use fprev::exact::Accumulator;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    fn random_state(rng: &mut ChaCha8Rng) -> Accumulator {
+        let mut acc = Accumulator::new();
+        for _ in 0..rng.random_range(0..6) {
+            let x = match rng.random_range(0..6) {
+                0 => f64::from_bits(rng.random()),
+                1 => -0.0,
+                2 => rng.random_range(-1.0..1.0) * 2f64.powi(rng.random_range(-1074..1000)),
+                3 => rng.random_range(-1e6..1e6),
+                4 => f64::MAX,
+                _ => rng.random_range(-1.0..1.0),
+            };
+            if rng.random_bool(0.2) {
+                acc.add_product(x, f64::from_bits(rng.random()));
+            } else {
+                acc.add(x);
+            }
+        }
+        acc
+    }
+
+    /// One case; whether its (possibly mutated) bytes were read.
+    fn one_case(seed: u64) -> bool {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let acc = random_state(&mut rng);
+        let mut bytes = acc.to_bytes();
+        let back = Accumulator::from_bytes(&bytes).expect("a state read back");
+        assert_eq!(back.to_bytes(), bytes);
+        let (a, b) = (back.finish(), acc.finish());
+        assert!(a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()));
+        match rng.random_range(0..5) {
+            0 => {
+                let at = rng.random_range(0..bytes.len());
+                bytes[at] ^= 1 << rng.random_range(0..8);
+            }
+            1 => bytes.truncate(rng.random_range(0..bytes.len())),
+            2 => {
+                let at = rng.random_range(0..=bytes.len());
+                let extra: Vec<u8> = (0..rng.random_range(1..9)).map(|_| rng.random()).collect();
+                bytes.splice(at..at, extra);
+            }
+            3 => {
+                let at = rng.random_range(4..8);
+                bytes[at] = rng.random();
+            }
+            _ => {
+                bytes = (0..rng.random_range(0..40)).map(|_| rng.random()).collect();
+                if rng.random_bool(0.7) && bytes.len() >= 6 {
+                    let flags = bytes[5] & 0x3F;
+                    bytes[..6].copy_from_slice(&[b'F', b'P', b'X', b'A', 1, flags]);
+                }
+            }
+        }
+        match Accumulator::from_bytes(&bytes) {
+            Ok(read) => {
+                assert_eq!(read.to_bytes(), bytes, "accepted bytes are canonical");
+                let _ = read.finish();
+                let _ = read.finish_f32();
+                let mut merged = read.clone();
+                merged.merge(&acc);
+                merged.merge_bytes(&bytes).expect("read once, read twice");
+                let _ = merged.to_bytes();
+                true
+            }
+            Err(e) => {
+                assert!(!e.to_string().is_empty());
+                false
+            }
+        }
+    }
+
+    #[test]
+    fn state_reader_never_panics() {
+        let base = std::env::var("FPREV_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0x00AC_C000_0000_u64);
+        let cases = std::env::var("FPREV_PROPTEST_CASES")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(20_000u64);
+        let (mut accepted, mut refused) = (0u64, 0u64);
+        for case in 0..cases {
+            let seed = base.wrapping_add(case);
+            match std::panic::catch_unwind(|| one_case(seed)) {
+                Ok(true) => accepted += 1,
+                Ok(false) => refused += 1,
+                Err(_) => panic!(
+                    "state reader fuzz case failed: rerun with FPREV_SEED={seed} FPREV_PROPTEST_CASES=1"
+                ),
+            }
+        }
+        // both sides of the reader must be exercised
+        assert!(
+            cases < 100 || (accepted * 50 >= cases && refused * 2 >= cases),
+            "{accepted} accepted, {refused} refused of {cases}"
+        );
+    }
+}
+
 #[test]
 fn a_constant_target_is_told_so_whatever_the_constant() {
     for c in [1.0f32, 2.0, 3.0] {

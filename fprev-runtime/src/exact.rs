@@ -27,6 +27,7 @@
 //! ```
 
 pub(crate) mod accumulator;
+mod encoding;
 pub(crate) mod filter;
 mod format;
 mod gemm;
@@ -45,6 +46,7 @@ pub(crate) fn pow2(e: i32) -> f64 {
 }
 
 pub use accumulator::Accumulator;
+pub use encoding::StateError;
 pub use format::{FormatError, RoundingFormat};
 #[cfg(feature = "ndarray")]
 pub use gemm::gemm_array;
@@ -137,14 +139,8 @@ pub fn sum(xs: &[f64]) -> f64 {
 /// ```
 pub fn sum_f32(xs: &[f32]) -> f32 {
     let mut acc = Accumulator::new();
-    let mut buf = [0.0f64; 1024];
-    for chunk in xs.chunks(buf.len()) {
-        for (b, &x) in buf.iter_mut().zip(chunk) {
-            *b = x as f64;
-        }
-        acc.add_slice(&buf[..chunk.len()]);
-    }
-    acc.round_to(RoundingFormat::F32) as f32
+    acc.add_slice_f32(xs);
+    acc.finish_f32()
 }
 
 /// [`sum`] computed by `rayon` in parallel; the bits do not depend on the thread count.

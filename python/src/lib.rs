@@ -6,11 +6,11 @@
 mod buffer;
 mod dtype;
 mod errors;
+mod exact;
 mod sweep;
 mod target;
 mod tree;
 
-use fprev_runtime::exact::Accumulator;
 use fprev_runtime::fused::{AccumulatorCut, AccumulatorJoin, Alignment, Rounding};
 use fprev_runtime::ops::{Batched, ElementOrders, ElementReveal, ReductionShape};
 use fprev_runtime::reveal::{check_memory, Algorithm, BinaryNodes, FittedFused, MeasuredCount};
@@ -527,41 +527,6 @@ fn reveal_reduction(
     })
 }
 
-/// The exact sum of the items of `x`, correctly rounded to float64, read in chunks (no
-/// float64 copy of the array).
-#[pyfunction]
-fn exact_sum(py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<f64> {
-    let x = Flat::readable(py, x)?;
-    let mut acc = Accumulator::new();
-    let mut chunk = Vec::new();
-    for start in (0..x.len).step_by(buffer::CHUNK) {
-        x.read_chunk(start, &mut chunk);
-        py.detach(|| acc.add_slice(&chunk));
-    }
-    Ok(acc.finish())
-}
-
-/// The exact dot product of `a` and `b`, correctly rounded to float64, read in chunks.
-#[pyfunction]
-fn exact_dot(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<f64> {
-    let (a, b) = (Flat::readable(py, a)?, Flat::readable(py, b)?);
-    if a.len != b.len {
-        let e = fprev_runtime::exact::LengthMismatch {
-            left: a.len,
-            right: b.len,
-        };
-        return Err(PyValueError::new_err(e.to_string()));
-    }
-    let mut acc = Accumulator::new();
-    let (mut x, mut y) = (Vec::new(), Vec::new());
-    for start in (0..a.len).step_by(buffer::CHUNK) {
-        a.read_chunk(start, &mut x);
-        b.read_chunk(start, &mut y);
-        py.detach(|| acc.add_dot(&x, &y));
-    }
-    Ok(acc.finish())
-}
-
 /// The tree in `text`, for hints given as text.
 fn parse_tree(text: &str) -> PyResult<SumTree> {
     text.parse()
@@ -594,8 +559,7 @@ fn _fprev(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sweep_lengths, m)?)?;
     m.add_function(wrap_pyfunction!(reveal_reduction, m)?)?;
     m.add_function(wrap_pyfunction!(reveal_products, m)?)?;
-    m.add_function(wrap_pyfunction!(exact_sum, m)?)?;
-    m.add_function(wrap_pyfunction!(exact_dot, m)?)?;
+    exact::register(m)?;
     m.add_function(wrap_pyfunction!(as_tree, m)?)?;
     Ok(())
 }

@@ -50,16 +50,16 @@ pub(crate) const NEG_ZERO_BITS: u64 = 0x8000_0000_0000_0000;
 /// ```
 #[derive(Clone)]
 pub struct Accumulator {
-    limbs: [i64; NLIMBS],
+    pub(super) limbs: [i64; NLIMBS],
     /// Additions since the last normalization.
-    pending: u32,
-    nan: bool,
-    pos_inf: bool,
-    neg_inf: bool,
+    pub(super) pending: u32,
+    pub(super) nan: bool,
+    pub(super) pos_inf: bool,
+    pub(super) neg_inf: bool,
     /// At least one value was added.
-    nonempty: bool,
+    pub(super) nonempty: bool,
     /// Every value added so far was `-0.0` (or nothing was added).
-    neg_zero_only: bool,
+    pub(super) neg_zero_only: bool,
 }
 
 impl Default for Accumulator {
@@ -384,7 +384,7 @@ impl Accumulator {
 
     /// Propagates all pending carries: afterwards every limb but the top one lies in
     /// `[0, 2^32)` and the top one carries the sign.
-    fn normalize(&mut self) {
+    pub(super) fn normalize(&mut self) {
         let mut carry = 0i64;
         for limb in self.limbs[..NLIMBS - 1].iter_mut() {
             let v = *limb + carry;
@@ -395,8 +395,9 @@ impl Accumulator {
         self.pending = 0;
     }
 
-    /// The sign and the magnitude's digits (all in `[0, 2^32)`).
-    fn magnitude(&self) -> (bool, [i64; NLIMBS]) {
+    /// The sign and the magnitude's digits (all in `[0, 2^32)` but the top one, which
+    /// only a magnitude of 2^2176 or more, out of reach of 2^128 additions, leaves above).
+    pub(super) fn magnitude(&self) -> (bool, [i64; NLIMBS]) {
         let mut copy = self.clone();
         copy.normalize();
         let negative = copy.limbs[NLIMBS - 1] < 0;
@@ -420,6 +421,20 @@ impl Accumulator {
     /// ```
     pub fn finish(&self) -> f64 {
         self.round_to(RoundingFormat::F64)
+    }
+
+    /// The exact sum rounded once to the nearest `f32` (ties to even): never through
+    /// `f64`, which could round twice.
+    ///
+    /// ```
+    /// let mut acc = fprev::exact::Accumulator::new();
+    /// // 1 + 2^-24 + 2^-60: just above the midpoint between 1 and the next f32
+    /// acc.add_slice_f32(&[1.0, 2f32.powi(-24), 2f32.powi(-60)]);
+    /// assert_eq!(acc.finish_f32(), 1.0 + f32::EPSILON);
+    /// assert_eq!(acc.finish() as f32, 1.0); // rounded twice
+    /// ```
+    pub fn finish_f32(&self) -> f32 {
+        self.round_to(RoundingFormat::F32) as f32
     }
 
     /// The exact sum rounded once to `format` (nearest, ties to even), returned as the

@@ -47,6 +47,25 @@ impl Accumulator {
         add_slice(self, xs);
     }
 
+    /// Adds every value of `xs` exactly (each widens to `f64` without rounding, then
+    /// takes [`add_slice`](Self::add_slice)'s path): the accumulator of an `f32` sum,
+    /// rounded once by [`finish_f32`](Self::finish_f32).
+    ///
+    /// ```
+    /// let mut acc = fprev::exact::Accumulator::new();
+    /// acc.add_slice_f32(&[16_777_216.0, 1.0, 1.0]);
+    /// assert_eq!(acc.finish_f32(), 16_777_218.0); // plain f32 addition gives 16777216
+    /// ```
+    pub fn add_slice_f32(&mut self, xs: &[f32]) {
+        let mut buf = [0.0f64; BLOCK];
+        for chunk in xs.chunks(BLOCK) {
+            for (b, &x) in buf.iter_mut().zip(chunk) {
+                *b = f64::from(x);
+            }
+            add_slice(self, &buf[..chunk.len()]);
+        }
+    }
+
     /// Adds the exact dot product of `x` and `y` (pairs beyond the shorter slice are
     /// ignored; [`crate::exact::dot`] checks the lengths).
     ///
