@@ -1,10 +1,15 @@
 """Exact sums: the same bits whatever the order of the values.
 
 The values are added without rounding (fprev's exact accumulator) and the result is
-rounded once to float64.
+rounded once, to float64 unless said otherwise. :class:`Accumulator` holds a partial
+exact sum whose state travels between processes (pickled, sent, stored as bytes) and
+merges in any order to the same bits.
 """
 
 from . import _fprev
+
+Accumulator = _fprev.Accumulator
+StateError = _fprev.StateError
 
 
 def sum(x):
@@ -31,3 +36,6 @@ def dot(a, b):
     1.0
     """
     return _fprev.exact_dot(a, b)
+
+
+__all__ = ["Accumulator", "StateError", "dot", "sum"]
