@@ -1,4 +1,6 @@
-"""PyTorch glue: reveal ``torch.sum`` and friends on tensors.
+"""PyTorch glue: reveal ``torch.sum`` and friends on tensors; trace and certify whole
+models across batch sizes (:func:`trace`, :func:`certify`, from
+:mod:`fprev.torch_trace`).
 
 PyTorch is imported only when a function here is called.
 """
@@ -6,6 +8,19 @@ PyTorch is imported only when a function here is called.
 import numpy as np
 
 from . import _buffer, _dtypes, _flag, _formats, _fprev, _run, _size
+from .torch_trace import (  # noqa: F401  (re-exported: fprev.torch.trace, ...)
+    Certificate,
+    Divergence,
+    NondeterministicModelError,
+    NotRevealableError,
+    RowMismatchError,
+    Trace,
+    TraceDeviceError,
+    TraceError,
+    TraceInPlaceError,
+    certify,
+    trace,
+)
 
 _TORCH_NAMES = {
     "torch.float64": "float64",
@@ -75,4 +90,17 @@ def reveal(
     return (tree, costs) if report else tree
 
 
-__all__ = ["reveal"]
+__all__ = [
+    "reveal",
+    "trace",
+    "certify",
+    "Trace",
+    "Divergence",
+    "Certificate",
+    "TraceError",
+    "RowMismatchError",
+    "NondeterministicModelError",
+    "TraceInPlaceError",
+    "TraceDeviceError",
+    "NotRevealableError",
+]

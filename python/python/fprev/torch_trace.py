@@ -1,0 +1,755 @@
+"""Batch invariance of PyTorch models: which operation's bits change with the batch
+size, and the summation order it used on each side.
+
+:func:`trace` runs a model at a few batch sizes under a ``TorchDispatchMode``, records
+every aten operation (name, module path, shapes, dtypes) and compares the part of its
+output that belongs to row ``row`` across the sizes, bit for bit. The first operation
+whose row differs is replayed on crafted inputs with the shapes it ran with, and fprev
+reveals the order behind the first element that differs, at each size.
+
+:func:`certify` sweeps every reduction-bearing operation over many sizes and says
+which sizes share one order (a certificate of batch invariance, or the breakpoints).
+
+Available as ``fprev.torch.trace`` and ``fprev.torch.certify``; PyTorch is imported
+only when they are called.
+"""
+
+import json
+
+import numpy as np
+
+from . import _torch_record as _rec
+from . import _torch_replay as _rep
+from ._fprev import NondeterministicError, RevealError
+
+
+class TraceError(RevealError):
+    """Why a model could not be traced or certified (the base of the errors below)."""
+
+
+class RowMismatchError(TraceError):
+    """``make_input(m)``'s row ``row`` is not the same at every size: the sizes would
+    not be computing the same request."""
+
+
+class NondeterministicModelError(TraceError, NondeterministicError):
+    """The model gave two different answers at one batch size: bits that differ across
+    sizes would say nothing about the batch."""
+
+
+class TraceInPlaceError(TraceError):
+    """An in-place operation wrote to a tensor that outlives the call (a parameter, a
+    buffer, a global): the runs at each size would not start from the same state.
+    In-place operations on the call's own tensors (``relu_``, ``add_`` of a temporary)
+    are traced as usual and marked ``inplace``."""
+
+
+class TraceDeviceError(TraceError):
+    """An operation ran where fprev cannot read its values (the ``meta`` device)."""
+
+
+class NotRevealableError(TraceError):
+    """The operation cannot be replayed to reveal its order; ``reason`` says why.
+    Not raised by :func:`trace`: a :class:`Divergence` carries it as
+    ``.not_revealable``."""
+
+    def __init__(self, op, reason):
+        super().__init__(f"{op} is not revealable: {reason}")
+        self.op = op
+        self.reason = reason
+
+
+def _sizes(sizes, row):
+    from . import _sizes as check
+
+    out = check(sizes)
+    if len(out) < 2:
+        raise ValueError(f"sizes needs two batch sizes or more, got {out}")
+    if any(b <= a for a, b in zip(out, out[1:])):
+        raise ValueError(f"sizes must be strictly increasing, got {out}")
+    if out[0] < 1:
+        raise ValueError("a batch size must be at least 1")
+    if isinstance(row, bool) or not isinstance(row, (int, np.integer)) or row < 0:
+        raise TypeError(f"row must be a non-negative integer, got {row!r}")
+    if row >= out[0]:
+        raise ValueError(f"row {row} is not in a batch of {out[0]} (the smallest size)")
+    return out
+
+
+def _flatten(torch, value, what):
+    from torch.utils._pytree import tree_flatten
+
+    leaves, _ = tree_flatten(value)
+    tensors = [x for x in leaves if isinstance(x, torch.Tensor)]
+    if not tensors:
+        raise TypeError(f"{what} holds no tensor")
+    return leaves
+
+
+def _inputs(torch, make_input, sizes, row):
+    """``{size: (args, leaves)}``, checked: row ``row`` of every tensor equal."""
+    made = {}
+    for m in sizes:
+        value = make_input(m)
+        args = value if isinstance(value, tuple) else (value,)
+        made[m] = (args, _flatten(torch, args, f"make_input({m})"))
+    first = made[sizes[0]][1]
+    for m in sizes[1:]:
+        if len(made[m][1]) != len(first):
+            raise RowMismatchError(
+                f"make_input({m}) returned {len(made[m][1])} values, make_input({sizes[0]}) "
+                f"{len(first)}")
+    for i, t0 in enumerate(first):
+        if not isinstance(t0, torch.Tensor):
+            continue
+        shapes = {m: tuple(made[m][1][i].shape) for m in sizes}
+        plan = _rec.plan_for(shapes, sizes)
+        if plan[0] is None:
+            raise RowMismatchError(f"input {i}'s shape does not follow the batch size: {plan[1]}")
+        for m in sizes[1:]:
+            a, b = t0, made[m][1][i]
+            if plan[0] == "batch":
+                _, d, c = plan
+                a, b = a.narrow(d, row * c, c), b.narrow(d, row * c, c)
+            at = _rec.first_difference(a, b)
+            if at is not None:
+                where = _rec.unravel(at, tuple(a.shape))
+                raise RowMismatchError(
+                    f"row {row} of input {i} differs between sizes {sizes[0]} and {m} at "
+                    f"element {where} of the row ({a.reshape(-1)[at].item()!r} and "
+                    f"{b.reshape(-1)[at].item()!r}): make_input(m) must give row {row} the "
+                    "same values at every m")
+    return made
+
+
+def _clone(torch, args):
+    from torch.utils._pytree import tree_map
+
+    return tree_map(lambda x: x.clone() if isinstance(x, torch.Tensor) else x, args)
+
+
+def _run(torch, fn, args, module, plan=None):
+    """One call of ``fn`` under a recorder: ``(calls, output leaves)``."""
+
+    def inplace(name, mod, arg, t):
+        raise TraceInPlaceError(
+            f"{name} (module {mod or '(none)'}) writes in place to its argument '{arg}', "
+            f"a tensor of shape {list(t.shape)} that outlives the call (a parameter, a "
+            "buffer or a global): each run would start from another state. Make the "
+            "update out of place, or trace a copy of the model in eval mode")
+
+    rec = _rec.Recorder(module=module, plan=plan, on_inplace=inplace)
+    args = _clone(torch, args)
+    rec.own(_flatten(torch, args, "the input"))
+    with rec.active():
+        out = fn(*args)
+    leaves = [x.detach() if isinstance(x, torch.Tensor) else x
+              for x in _flatten(torch, out, "the model's output")]
+    return rec.calls, leaves
+
+
+def _check_same(torch, sizes_label, m, out_a, out_b, calls_a, calls_b):
+    keys_a = [c.key for c in calls_a]
+    keys_b = [c.key for c in calls_b]
+    if keys_a != keys_b:
+        at = next((i for i, (x, y) in enumerate(zip(keys_a, keys_b)) if x != y),
+                  min(len(keys_a), len(keys_b)))
+        raise NondeterministicModelError(
+            f"at {sizes_label} = {m} two runs of the model ran different operations "
+            f"(operation {at}: {keys_a[at][1] if at < len(keys_a) else 'none'} and then "
+            f"{keys_b[at][1] if at < len(keys_b) else 'none'})")
+    for i, (a, b) in enumerate(zip(out_a, out_b)):
+        if isinstance(a, torch.Tensor):
+            at = _rec.first_difference(a, b)
+            if at is not None:
+                where = _rec.unravel(at, tuple(a.shape))
+                raise NondeterministicModelError(
+                    f"at {sizes_label} = {m} two runs of the model on the same input gave "
+                    f"output {i} element {where} as {a.reshape(-1)[at].item()!r} and then "
+                    f"{b.reshape(-1)[at].item()!r}: a non-deterministic model cannot be "
+                    "traced (fix the thread count with torch.set_num_threads, or "
+                    "torch.use_deterministic_algorithms(True) on a GPU)")
+
+
+def _plans(runs, sizes, row):
+    """The :class:`RowPlan` of every operation present at every size, and the
+    ``{key: reason}`` of those not compared."""
+    by_size = {m: {c.key: c for c in runs[m]} for m in sizes}
+    parts, why = {}, {}
+    for call in runs[sizes[0]]:
+        key = call.key
+        missing = [m for m in sizes if key not in by_size[m]]
+        if missing:
+            why[key] = f"absent at size {', '.join(map(str, missing))}"
+            continue
+        plans = []
+        for i, meta in enumerate(call.outputs):
+            metas = {m: by_size[m][key].outputs[i] if i < len(by_size[m][key].outputs)
+                     else None for m in sizes}
+            if any(x is None for x in metas.values()):
+                plans.append(None)
+                continue
+            p = _rec.plan_for({m: x.shape for m, x in metas.items()}, sizes)
+            plans.append(p if p[0] is not None else None)
+            if p[0] is None:
+                why[key] = f"output {i}: {p[1]}"
+        if all(p is None for p in plans) and key not in why:
+            why[key] = "no tensor output"
+        parts[key] = plans
+    return _rec.RowPlan(row, parts), why
+
+
+class OpRecord:
+    """One operation of a :class:`Trace`: ``index`` (its position at the first size),
+    ``op`` (``"aten.addmm.default"``), ``module`` (``"layers.0"``, or None), ``occurrence``
+    (how many times it ran before in that module), ``shapes`` (``{size: [shape of each
+    tensor argument]}``), ``dtypes``, ``device``, ``inplace``, ``reduction`` (it has a
+    summation order), ``verdict`` (``"equal"``, ``"differs"`` or ``"not compared"``),
+    ``differs_at`` (the sizes whose row differs from the first size's) and ``reason``
+    (why it was not compared)."""
+
+    def __init__(self, index, call, calls, sizes, verdict, differs_at=(), reason=None,
+                 input_device=None):
+        self.index = index
+        self.op = call.name
+        self.module = call.module
+        self.occurrence = call.key[2]
+        self.key = call.key
+        self.shapes = {m: [list(t.shape) for t in c.tensors()] for m, c in calls.items()}
+        self.dtypes = sorted({str(t.dtype).replace("torch.", "") for t in call.tensors()})
+        devices = sorted({str(t.device) for t in call.tensors()})
+        self.device = ", ".join(devices) if devices else None
+        self.inplace = call.inplace
+        self.reduction = _rep.is_reduction(call.name)
+        self.verdict = verdict
+        self.differs_at = list(differs_at)
+        self.reason = reason
+        self.other_device = bool(devices) and input_device is not None and any(
+            d != input_device for d in devices)
+
+    def label(self):
+        where = "(fn)" if self.module is None else self.module or "(root)"
+        return f"{where} {self.op}" + (f" #{self.occurrence}" if self.occurrence else "")
+
+    def to_dict(self):
+        return {
+            "index": self.index, "op": self.op, "module": self.module,
+            "occurrence": self.occurrence, "verdict": self.verdict,
+            "differs_at": self.differs_at, "reason": self.reason,
+            "reduction": self.reduction, "inplace": self.inplace, "device": self.device,
+            "other_device": self.other_device, "dtypes": self.dtypes,
+            "shapes": {str(m): s for m, s in self.shapes.items()},
+        }
+
+    def __repr__(self):
+        flags = "".join([" inplace" if self.inplace else "",
+                         " other-device" if self.other_device else ""])
+        return f"<OpRecord {self.index}: {self.label()} {self.verdict}{flags}>"
+
+
+class Divergence:
+    """The first operation whose row differs across sizes: ``op``, ``module``,
+    ``index`` (the first differing element of its output ``output``, in the output's
+    coordinates, the same at every size), ``sizes``, ``trees`` (``{size: fprev.Tree}``:
+    that element's summation order at each size, revealed by replaying the operation
+    with the shapes it ran with; empty when not revealable), ``not_revealable`` (a
+    :class:`NotRevealableError` with the reason, or None), ``how`` (a note on the
+    replay) and ``record`` (its :class:`OpRecord`)."""
+
+    def __init__(self, record, output, index, sizes, values, label):
+        self.record = record
+        self.op = record.op
+        self.module = record.module
+        self.output = output
+        self.index = index
+        self.sizes = list(sizes)
+        self.values = values  # {size: the element's value}
+        self.label = label
+        self.trees = {}
+        self.not_revealable = None
+        self.how = None
+
+    def describe(self):
+        """In words: ``"aten.addmm.default in layers.0, element (0, 3): M = 1: ...;
+        M = 8: ..."``."""
+        where = f" in {self.module}" if self.module else ""
+        head = f"{self.op}{where}, element {self.index}"
+        if self.not_revealable is not None:
+            return f"{head}: not revealable: {self.not_revealable.reason}"
+        parts = [f"{self.label} = {m}: {t.describe()}" for m, t in self.trees.items()]
+        text = f"{head}: " + "; ".join(parts)
+        if len(set(self.trees.values())) == 1 and len(self.trees) > 1:
+            text += (" (one order at every size: the row's inputs to it differ, or its "
+                     "kernel does more than sum)")
+        return text
+
+    def to_dict(self):
+        return {
+            "op": self.op, "module": self.module, "output": self.output,
+            "index": list(self.index), "sizes": self.sizes,
+            "values": {str(m): v for m, v in self.values.items()},
+            "trees": {str(m): str(t) for m, t in self.trees.items()},
+            "not_revealable": None if self.not_revealable is None
+            else self.not_revealable.reason,
+            "how": self.how, "describe": self.describe(), "op_index": self.record.index,
+        }
+
+    def __repr__(self):
+        return f"<Divergence: {self.describe()}>"
+
+
+class Trace:
+    """What :func:`trace` found: ``sizes``, ``row``, ``ops`` (every operation, an
+    :class:`OpRecord` with its verdict), ``first`` (the first :class:`Divergence`, or
+    None when row ``row`` is bitwise equal at every size) and ``to_json()``."""
+
+    def __init__(self, sizes, row, label, ops, first):
+        self.sizes = sizes
+        self.row = row
+        self.label = label
+        self.ops = ops
+        self.first = first
+
+    def describe(self):
+        if self.first is None:
+            compared = sum(op.verdict != "not compared" for op in self.ops)
+            return (f"row {self.row} is bitwise equal at {self.label} = "
+                    f"{', '.join(map(str, self.sizes))} in all {compared} compared "
+                    f"operations (of {len(self.ops)})")
+        return self.first.describe()
+
+    def to_json(self):
+        """The trace as JSON text (schema ``fprev.torch.trace/1``)."""
+        return json.dumps({
+            "schema": "fprev.torch.trace/1", "sizes": self.sizes, "row": self.row,
+            "label": self.label,
+            "first": None if self.first is None else self.first.to_dict(),
+            "ops": [op.to_dict() for op in self.ops],
+        }, indent=1)
+
+    def __str__(self):
+        return self.describe()
+
+    def __repr__(self):
+        return f"<fprev.torch.Trace: {len(self.ops)} operations; {self.describe()}>"
+
+
+def _module_of(torch, fn):
+    return fn if isinstance(fn, torch.nn.Module) else None
+
+
+def _input_device(torch, made, sizes):
+    for x in made[sizes[0]][1]:
+        if isinstance(x, torch.Tensor):
+            return str(x.device)
+    return None
+
+
+def trace(fn, make_input, sizes=(1, 8), row=0, reveal=True, label="M"):
+    """Find the first operation whose row ``row`` changes bits with the batch size.
+
+    ``fn`` is a function or an ``nn.Module``, called as ``fn(*make_input(m))`` (a tuple
+    is spread into arguments; anything else is the one argument); ``make_input(m)``
+    returns the input for batch size ``m``, whose row ``row`` must be the same at every
+    size. fprev runs ``fn`` twice at each size under a ``TorchDispatchMode`` (no
+    gradients): once to record every aten operation's shapes, once to keep each
+    output's part that belongs to row ``row`` (its slice along the one dimension that
+    grows with the batch size; an output that does not grow is compared whole), and
+    checks that both runs answered the same bits.
+
+    Operations are matched across sizes by module, name and occurrence. The first whose
+    row differs is the :class:`Divergence`; with ``reveal`` (default) its first
+    differing element's summation order is revealed at every size by replaying the
+    operation on crafted inputs with the shapes, strides and dtypes it ran with (matrix
+    products through :func:`fprev.reveal_matmul`, sums and means through
+    :func:`fprev.torch.reveal`; other operations get a :class:`NotRevealableError` with
+    the reason).
+
+    Raises:
+        RowMismatchError: row ``row`` of the inputs differs between sizes.
+        NondeterministicModelError: two runs at one size gave different bits.
+        TraceInPlaceError: an in-place operation wrote to a parameter or buffer.
+        TraceDeviceError: an operation ran on the meta device.
+
+    Use ``torch.set_num_threads(1)`` (or fix the count) where the order should not
+    depend on how many threads a size gets: the thread count changes orders too.
+    """
+    import torch
+
+    sizes = _sizes(sizes, row)
+    made = _inputs(torch, make_input, sizes, row)
+    module = _module_of(torch, fn)
+    runs, outs = {}, {}
+    for m in sizes:
+        runs[m], outs[m] = _run(torch, fn, made[m][0], module)
+    plan, why = _plans(runs, sizes, row)
+    parts = {}
+    for m in sizes:
+        calls, out = _run(torch, fn, made[m][0], module, plan)
+        _check_same(torch, label, m, outs[m], out, runs[m], calls)
+        parts[m] = {c.key: c for c in calls}
+    return _compare(torch, runs, parts, plan, why, sizes, row, label, reveal,
+                    _input_device(torch, made, sizes))
+
+
+def _compare(torch, runs, parts, plan, why, sizes, row, label, reveal, input_device):
+    ops, first = [], None
+    for index, call in enumerate(runs[sizes[0]]):
+        key = call.key
+        calls = {m: parts[m][key] for m in sizes if key in parts[m]}
+        if key in why and (key not in plan.parts or all(p is None for p in plan.parts[key])):
+            ops.append(OpRecord(index, call, calls, sizes, "not compared", reason=why[key],
+                                input_device=input_device))
+            continue
+        differs, found = [], None
+        for m in sizes[1:]:
+            for i, p in enumerate(plan.parts[key]):
+                if p is None:
+                    continue
+                a, b = calls[sizes[0]].parts[i], calls[m].parts[i]
+                at = _difference(a, b)
+                if at is False:
+                    continue
+                if m not in differs:
+                    differs.append(m)
+                if found is None:
+                    found = (m, i, at, p)
+        record = OpRecord(index, call, calls, sizes, "differs" if differs else "equal",
+                          differs, reason=why.get(key), input_device=input_device)
+        ops.append(record)
+        if differs and first is None:
+            first = _divergence(torch, record, calls, sizes, found, row, label, reveal)
+    return Trace(sizes, row, label, ops, first)
+
+
+def _difference(a, b):
+    """False when the parts are bitwise equal, else the flat index of the first
+    differing element within the part (None when only digests were kept)."""
+    if a[0] == "batch":
+        at = _rec.first_difference(a[1], b[1])
+        return False if at is None else at
+    if a[1] == b[1]:
+        return False
+    if a[2] is not None and b[2] is not None:
+        return _rec.first_difference(a[2], b[2])
+    return None
+
+
+def _divergence(torch, record, calls, sizes, found, row, label, reveal):
+    m, output, at, p = found
+    part = calls[sizes[0]].parts[output]
+    if at is None:
+        index = None
+        values = {}
+    else:
+        shape = tuple(part[1].shape if part[0] == "batch" else part[2].shape)
+        local = _rec.unravel(at, shape)
+        if p[0] == "batch":
+            _, d, c = p
+            index = tuple(x + row * c if k == d else x for k, x in enumerate(local))
+        else:
+            index = local
+        values = {}
+        for s in sizes:
+            t = calls[s].parts[output][1] if part[0] == "batch" else calls[s].parts[output][2]
+            values[s] = t.reshape(-1)[at].item()
+    div = Divergence(record, output, index, sizes, values, label)
+    if index is None:
+        div.not_revealable = NotRevealableError(
+            record.op, f"its output does not grow with the batch and is over {_rec.SMALL} "
+            "elements: only a digest was kept, so no element can be named")
+        return div
+    if output != 0:
+        div.not_revealable = NotRevealableError(
+            record.op, f"the first difference is in its output {output}, which fprev does "
+            "not replay")
+        return div
+    if record.other_device:
+        div.how = f"replayed on {record.device}"
+    if not reveal:
+        return div
+    for s in sizes:
+        replay = _rep.Replay(calls[s], index)
+        if replay.kind is None:
+            div.not_revealable = NotRevealableError(record.op, replay.reason)
+            div.trees = {}
+            return div
+        div.how = replay.how or div.how
+        try:
+            div.trees[s] = replay.reveal()
+        except (RevealError, _rep._Unfit) as e:
+            div.not_revealable = NotRevealableError(
+                record.op, f"at {label} = {s} the replay could not be revealed: "
+                f"{type(e).__name__}: {e}")
+            div.trees = {}
+            return div
+    return div
+
+
+# -- certificates ----------------------------------------------------------------------
+
+
+class OpCertificate:
+    """One reduction-bearing operation of a :class:`Certificate`: ``op``, ``module``,
+    ``occurrence``, ``index`` (the element swept: row ``row``'s first element of the
+    output), ``trees`` (``{size: Tree}``), ``ranges`` (``[(first, last, Tree)]``),
+    ``breakpoints`` (sizes whose order differs from the size before), ``reason`` (why
+    it is not certified, or None), ``row_uniform`` (a matrix product: every element
+    of the row answered every probe with the same bits) and ``searched`` (the sizes
+    whose calls differ from the size before, and so were swept; the others make the
+    same call)."""
+
+    def __init__(self, call, index):
+        self.op = call.name
+        self.module = call.module
+        self.occurrence = call.key[2]
+        self.index = index
+        self.trees = {}
+        self.ranges = []
+        self.breakpoints = []
+        self.reason = None
+        self.row_uniform = True
+        self.searched = []
+        self.how = None
+
+    def label(self):
+        where = "(fn)" if self.module is None else self.module or "(root)"
+        return f"{where} {self.op}" + (f" #{self.occurrence}" if self.occurrence else "")
+
+    def describe(self, label="M"):
+        if self.reason is not None:
+            return f"{self.label()}: not certified: {self.reason}"
+        words = []
+        for first, last, tree in self.ranges:
+            span = f"{first}" if first == last else f"{first}..{last}"
+            words.append(f"{label} = {span}: {tree.describe()}")
+        return f"{self.label()}: " + "; ".join(words)
+
+    def to_dict(self):
+        return {
+            "op": self.op, "module": self.module, "occurrence": self.occurrence,
+            "index": None if self.index is None else list(self.index),
+            "reason": self.reason, "breakpoints": self.breakpoints,
+            "row_uniform": self.row_uniform, "searched": self.searched, "how": self.how,
+            "ranges": [{"first": a, "last": b, "tree": str(t), "describe": t.describe()}
+                       for a, b, t in self.ranges],
+        }
+
+
+class Certificate:
+    """What :func:`certify` found: ``sizes``, ``row``, ``ops`` (an
+    :class:`OpCertificate` per reduction-bearing operation present at every size),
+    ``invariant`` (every one certified, with one order at every size),
+    ``breakpoints`` (``{size: [operation labels whose order changes there]}``),
+    ``uncertified`` (those fprev could not sweep, with the reason), ``unmatched``
+    (operations present at some sizes only: another row's computation, or control
+    flow that depends on the size; listed, not certified), ``svg()`` and
+    ``to_json()``."""
+
+    def __init__(self, sizes, row, label, ops, unmatched):
+        self.sizes = sizes
+        self.row = row
+        self.label = label
+        self.ops = ops
+        self.unmatched = unmatched
+
+    @property
+    def uncertified(self):
+        return [op for op in self.ops if op.reason is not None]
+
+    @property
+    def breakpoints(self):
+        out = {}
+        for op in self.ops:
+            for s in op.breakpoints:
+                out.setdefault(s, []).append(op.label())
+        return dict(sorted(out.items()))
+
+    @property
+    def invariant(self):
+        return not self.uncertified and not self.breakpoints
+
+    def describe(self):
+        lines = []
+        if self.invariant:
+            lines.append(f"invariant: {len(self.ops)} reduction(s), one order each at "
+                         f"{self.label} = {self.sizes[0]}..{self.sizes[-1]}")
+        else:
+            lines.append("not invariant: " + ", ".join(
+                [f"{self.label} = {s}: {', '.join(ops)}" for s, ops in self.breakpoints.items()]
+                + [f"{len(self.uncertified)} not certified"] * bool(self.uncertified)))
+        for op in self.ops:
+            lines.append("  " + op.describe(self.label))
+        return "\n".join(lines)
+
+    def to_json(self):
+        """The certificate as JSON text (schema ``fprev.torch.certify/1``)."""
+        return json.dumps({
+            "schema": "fprev.torch.certify/1", "sizes": self.sizes, "row": self.row,
+            "label": self.label, "invariant": self.invariant,
+            "breakpoints": {str(s): ops for s, ops in self.breakpoints.items()},
+            "ops": [op.to_dict() for op in self.ops],
+            "unmatched": self.unmatched,
+        }, indent=1)
+
+    def svg(self, title=None):
+        """A picture (SVG text): one band per operation, one cell per size coloured by
+        its tree, breakpoints outlined in red, swept sizes marked with a dot, and the
+        ranges in words under each band."""
+        from ._torch_picture import certificate_svg
+
+        return certificate_svg(self, title)
+
+    def _repr_svg_(self):
+        return self.svg()
+
+    def __str__(self):
+        return self.describe()
+
+    def __repr__(self):
+        return (f"<fprev.torch.Certificate: {len(self.ops)} reductions over "
+                f"{len(self.sizes)} sizes, invariant={self.invariant}>")
+
+
+def certify(fn, make_input, sizes, row=0, verify=True, seed=None, label="M"):
+    """Certify which batch sizes share one summation order, operation by operation.
+
+    ``fn``, ``make_input`` and ``row`` as for :func:`trace`. fprev records the model at
+    every size of ``sizes`` (twice, checking both runs agree), then for every
+    reduction-bearing operation present at every size sweeps the order of row
+    ``row``'s first output element over the sizes with :func:`fprev.sweep` (each size
+    proved to keep the previous size's tree before anything is searched). A size whose
+    call has the same shapes, strides, dtypes and arguments as the size before makes
+    the same kernel call and is given its tree without a sweep; operations with the
+    same calls at every size (the same layer shape) share one sweep.
+
+    Returns:
+        :class:`Certificate`. ``.invariant`` is True only when every such operation was
+        certified with one order at every size.
+    """
+    import torch
+
+    sizes = _sizes(sizes, row)
+    made = _inputs(torch, make_input, sizes, row)
+    module = _module_of(torch, fn)
+    runs = {}
+    for m in sizes:
+        calls_a, out_a = _run(torch, fn, made[m][0], module)
+        calls_b, out_b = _run(torch, fn, made[m][0], module)
+        _check_same(torch, label, m, out_a, out_b, calls_a, calls_b)
+        runs[m] = calls_a
+    by_size = {m: {c.key: c for c in runs[m]} for m in sizes}
+    ops, unmatched, cache = [], [], {}
+    for call in runs[sizes[0]]:
+        key = call.key
+        if not _rep.is_reduction(call.name):
+            continue
+        if any(key not in by_size[m] for m in sizes):
+            unmatched.append({"op": call.name, "module": call.module,
+                              "occurrence": key[2],
+                              "sizes": [m for m in sizes if key in by_size[m]]})
+            continue
+        calls = {m: by_size[m][key] for m in sizes}
+        ops.append(_certify_op(calls, sizes, row, label, verify, seed, cache))
+    seen = {c.key for c in runs[sizes[0]]}
+    for m in sizes[1:]:
+        for call in runs[m]:
+            if call.key not in seen and _rep.is_reduction(call.name):
+                seen.add(call.key)
+                unmatched.append({"op": call.name, "module": call.module,
+                                  "occurrence": call.key[2],
+                                  "sizes": [s for s in sizes if call.key in by_size[s]]})
+    return Certificate(sizes, row, label, ops, unmatched)
+
+
+def _certify_op(calls, sizes, row, label, verify, seed, cache):
+    from . import sweep
+
+    first = calls[sizes[0]]
+    metas = {m: calls[m].outputs[0] for m in sizes}
+    cert = OpCertificate(first, None)
+    if any(x is None for x in metas.values()):
+        cert.reason = "no tensor output"
+        return cert
+    p = _rec.plan_for({m: x.shape for m, x in metas.items()}, sizes)
+    if p[0] is None:
+        cert.reason = f"its output does not follow the batch size: {p[1]}"
+        return cert
+    index = [0] * len(metas[sizes[0]].shape)
+    if p[0] == "batch":
+        index[p[1]] = row * p[2]
+    cert.index = index = tuple(index)
+    replays = {m: _rep.Replay(calls[m], index) for m in sizes}
+    if replays[sizes[0]].kind is None:
+        cert.reason = replays[sizes[0]].reason
+        return cert
+    cert.how = replays[sizes[0]].how
+    ns = {m: r.n for m, r in replays.items()}
+    if len(set(ns.values())) != 1:
+        cert.reason = ("the number of values summed changes with the batch size: "
+                       + ", ".join(f"{n} at {m}" for m, n in ns.items()))
+        return cert
+    sigs = {m: calls[m].signature() for m in sizes}
+    reps = [m for i, m in enumerate(sizes) if i == 0 or sigs[m] != sigs[sizes[i - 1]]]
+    cert.searched = reps
+    memo = (tuple(sigs[m] for m in sizes), index)
+    if memo in cache:
+        trees, uniform, reason = cache[memo]
+    else:
+        uniform = [True]
+
+        def check(ok):
+            if not ok:
+                uniform[0] = False
+
+        def make(m):
+            return replays[m].probe_fn(row_check=check)
+
+        r0 = replays[sizes[0]]
+        try:
+            s = sweep(make, reps, r0.n, dtype=r0.operands, acc_dtype=_rep._acc(r0.operands),
+                      verify=verify, seed=seed, label=label)
+            swept, reason = s.trees, None
+        except RevealError as e:
+            swept, reason = {}, f"{type(e).__name__}: {e}"
+        trees = {}
+        last = None
+        for m in sizes:
+            last = swept.get(m, last)
+            trees[m] = last
+        uniform = uniform[0]
+        cache[memo] = (trees, uniform, reason)
+    if reason is not None:
+        cert.reason = reason
+        return cert
+    cert.trees = trees
+    cert.row_uniform = uniform
+    prev = None
+    for m in sizes:
+        t = trees[m]
+        if prev is not None and t != prev:
+            cert.breakpoints.append(m)
+        if prev is None or t != prev:
+            cert.ranges.append([m, m, t])
+        else:
+            cert.ranges[-1][1] = m
+        prev = t
+    cert.ranges = [tuple(r) for r in cert.ranges]
+    return cert
+
+
+__all__ = [
+    "trace",
+    "certify",
+    "Trace",
+    "Divergence",
+    "OpRecord",
+    "Certificate",
+    "OpCertificate",
+    "TraceError",
+    "RowMismatchError",
+    "NondeterministicModelError",
+    "TraceInPlaceError",
+    "TraceDeviceError",
+    "NotRevealableError",
+]
