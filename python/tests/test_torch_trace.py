@@ -172,6 +172,20 @@ def test_the_mlp_certificate_has_the_linear_breakpoint_at_2():
     orders = fprev.reveal_matmul(linear_fn(fc1.weight.detach(), fc1.bias), 8, 64, 32)
     (tree,) = [tr for tr, elements in orders.groups if (0, 0) in elements]
     assert cert.ops[0].trees[8] == tree
+    # the columns-as-lanes sweep finds fprev.sweep's trees, one probe per call
+    def make(m):
+        fn = linear_fn(fc1.weight.detach(), fc1.bias)
+        a = np.zeros((m, 32), np.float32)
+        b = np.ones((32, 64), np.float32)
+
+        def row0(x):
+            a[0] = x
+            return fn(a, b)[0, 0]
+
+        return row0
+
+    plain = fprev.sweep(make, range(1, 9), 32, label="M")
+    assert plain.trees == cert.ops[0].trees
     svg = cert.svg(title="MLP")
     assert svg.startswith("<svg") and svg.count("#d00000") >= 2 and "layers.0.fc1" in svg
     data = json.loads(cert.to_json())

@@ -486,6 +486,32 @@ def _divergence(torch, record, calls, sizes, found, row, label, reveal):
     return div
 
 
+def _sweep_columns(replays, reps, check, verify, seed, most=64):
+    """The trees of a matrix product's element ``(i, 0)`` at the sizes ``reps``, as
+    :func:`fprev.sweep` finds them (each size proved to keep the previous size's tree,
+    searched only where that fails), with up to ``most`` columns of the product
+    answering one probe each per call: a row of probes costs ``n / lanes`` products
+    instead of ``n``. The columns are trusted only as far as ``fprev._reveal_rows``
+    checks them (seeded random rows answered as element ``(i, 0)`` answers them, before
+    and after); where they are not, the size is revealed one probe per call."""
+    from . import _reveal_rows, reveal
+
+    trees, prev = {}, None
+    for m in reps:
+        r = replays[m]
+        single = r.probe_fn(row_check=check)
+        lanes = min(most, r.cols)
+        tree = None
+        if _rep._acc(r.operands) is None:
+            tree, _ = _reveal_rows(single, _rep.lanes_fn(r, lanes), r.n, lanes, r.operands,
+                                   "fprev", prev, verify, seed)
+        if tree is None:
+            tree = reveal(single, r.n, dtype=r.operands, acc_dtype=_rep._acc(r.operands),
+                          hint=prev, verify=verify, seed=seed)
+        trees[m] = prev = tree
+    return trees
+
+
 # -- certificates ----------------------------------------------------------------------
 
 
@@ -707,9 +733,13 @@ def _certify_op(calls, sizes, row, label, verify, seed, cache):
 
         r0 = replays[sizes[0]]
         try:
-            s = sweep(make, reps, r0.n, dtype=r0.operands, acc_dtype=_rep._acc(r0.operands),
-                      verify=verify, seed=seed, label=label)
-            swept, reason = s.trees, None
+            if r0.kind == "matmul" and r0.cols >= 2 and r0.index[-1] == 0:
+                swept = _sweep_columns(replays, reps, check, verify, seed)
+            else:
+                swept = sweep(make, reps, r0.n, dtype=r0.operands,
+                              acc_dtype=_rep._acc(r0.operands), verify=verify, seed=seed,
+                              label=label).trees
+            reason = None
         except RevealError as e:
             swept, reason = {}, f"{type(e).__name__}: {e}"
         trees = {}
