@@ -339,6 +339,28 @@ def test_bad_arguments():
         fprev.torch.trace(nn.Linear(8, 4), rows(8), sizes=(4,))
 
 
+class ExtraOps(nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(5)
+        self.fc = nn.Linear(16, 16)
+
+    def forward(self, x):
+        if len(x) > 4:  # ops only the larger sizes run, before the layer
+            x = torch.relu(x.view(len(x), 16)) + torch.relu(-x) * 0
+        return self.fc(x.view(len(x), 16))
+
+
+def test_sizes_that_run_other_operations_are_aligned():
+    t = fprev.torch.trace(ExtraOps().eval(), rows(16), sizes=(1, 8))
+    assert {(u["op"], tuple(u["sizes"])) for u in t.unmatched} == {
+        ("aten.view.default", (8,)), ("aten.relu.default", (8,)), ("aten.neg.default", (8,)),
+        ("aten.mul.Tensor", (8,)), ("aten.add.Tensor", (8,))}
+    assert t.first.op == "aten.addmm.default" and t.first.module == "fc"
+    assert t.first.record.occurrence == 0
+    assert t.first.trees[1] != t.first.trees[8]
+
+
 def test_a_row_other_than_0_is_traced_at_its_own_slice():
     # (B, T, d) inputs: nn.Linear views them as (B * T, d), so request 2 is rows 8..11
     # of the product; one request (M = 4) and eight (M = 32) both run the

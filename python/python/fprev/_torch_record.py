@@ -9,9 +9,12 @@ later. With a :class:`RowPlan` it also keeps the part of each output that belong
 row ``row`` of the batch (a slice, never the whole tensor), or a digest of an output
 that does not scale with the batch size.
 
-Operations are matched across sizes by their *key*: the module path, the operation's
-name and how many times that pair ran before in the same call, so ``("layers.0",
-"aten.addmm.default", 0)`` is the same operation at every size.
+An operation's *key* is its module path, its name and how many times that pair ran
+before in the same call, ``("layers.0", "aten.addmm.default", 0)``. Sizes may run
+different sequences (a batched matmul of one item takes fewer views than of eight), so
+each size's sequence of (module, name) is aligned with the first size's
+(:func:`align`, a longest-matching-blocks diff) and its keys renamed to the ones they
+match; operations left unmatched keep a key of their own.
 
 Not public API: :func:`fprev.torch.trace` and :func:`fprev.torch.certify` use it.
 """
@@ -125,9 +128,10 @@ def _flat_outputs(torch, out):
 class Recorder:
     """Builds the dispatch mode and the module hooks for one call of the model."""
 
-    def __init__(self, module=None, plan=None, on_inplace=None):
+    def __init__(self, module=None, plan=None, on_inplace=None, rename=None):
         self.module = module
         self.plan = plan
+        self.rename = rename  # own key -> the first size's key it was aligned with
         self.on_inplace = on_inplace
         self.calls = []
         self._stack = []
@@ -212,6 +216,8 @@ class Recorder:
         count = self._counts.get((module, name), 0)
         self._counts[(module, name)] = count + 1
         key = (module or "", name, count)
+        if self.rename is not None:
+            key = self.rename.get(key, key)
         call = OpCall(
             func, key, module, _meta(torch, tuple(args)),
             {k: _meta(torch, v) for k, v in kwargs.items()},
@@ -254,6 +260,45 @@ def _tensors(torch, args, kwargs):
             yield a
         elif isinstance(a, (list, tuple)):
             yield from (x for x in a if isinstance(x, torch.Tensor))
+
+
+def align(runs, sizes):
+    """``{size: {own key: aligned key}}`` for every size after the first. Each size's
+    keys are matched against the first size's with difflib's SequenceMatcher (no junk
+    heuristic) in two passes: whole keys first (so the n-th addmm of a module meets the
+    n-th, as a per-row loop's row 0 does), then, inside the stretches left unmatched,
+    (module, name) alone (a size that runs an extra view shifts the later views'
+    counts). Unmatched operations get ``("~", module, name, count)``, the same at every
+    size where they run. The calls of ``runs`` are renamed in place."""
+    import difflib
+
+    base = runs[sizes[0]]
+    renames = {}
+    for m in sizes[1:]:
+        calls = runs[m]
+        rename = {c.key: ("~",) + c.key for c in calls}
+        whole = difflib.SequenceMatcher(
+            None, [c.key for c in base], [c.key for c in calls], autojunk=False)
+        for tag, i1, i2, j1, j2 in whole.get_opcodes():
+            if tag == "equal":
+                for t in range(i2 - i1):
+                    rename[calls[j1 + t].key] = base[i1 + t].key
+            elif tag == "replace":
+                names = difflib.SequenceMatcher(
+                    None, [(c.key[0], c.name) for c in base[i1:i2]],
+                    [(c.key[0], c.name) for c in calls[j1:j2]], autojunk=False)
+                for i, j, n in names.get_matching_blocks():
+                    for t in range(n):
+                        rename[calls[j1 + j + t].key] = base[i1 + i + t].key
+        for c in calls:
+            c.key = rename[c.key]
+        renames[m] = rename
+    return renames
+
+
+def occurrence(key):
+    """How many times the key's (module, name) ran before it, at its own size."""
+    return key[3] if key[0] == "~" else key[2]
 
 
 def plan_for(shapes, sizes):

@@ -128,7 +128,7 @@ def _clone(torch, args):
     return tree_map(lambda x: x.clone() if isinstance(x, torch.Tensor) else x, args)
 
 
-def _run(torch, fn, args, module, plan=None):
+def _run(torch, fn, args, module, plan=None, rename=None):
     """One call of ``fn`` under a recorder: ``(calls, output leaves)``."""
 
     def inplace(name, mod, arg, t):
@@ -138,7 +138,7 @@ def _run(torch, fn, args, module, plan=None):
             "buffer or a global): each run would start from another state. Make the "
             "update out of place, or trace a copy of the model in eval mode")
 
-    rec = _rec.Recorder(module=module, plan=plan, on_inplace=inplace)
+    rec = _rec.Recorder(module=module, plan=plan, on_inplace=inplace, rename=rename)
     args = _clone(torch, args)
     rec.own(_flatten(torch, args, "the input"))
     with rec.active():
@@ -299,16 +299,19 @@ class Divergence:
 
 
 class Trace:
-    """What :func:`trace` found: ``sizes``, ``row``, ``ops`` (every operation, an
-    :class:`OpRecord` with its verdict), ``first`` (the first :class:`Divergence`, or
-    None when row ``row`` is bitwise equal at every size) and ``to_json()``."""
+    """What :func:`trace` found: ``sizes``, ``row``, ``ops`` (every operation the first
+    size ran, an :class:`OpRecord` with its verdict), ``unmatched`` (operations only
+    other sizes ran: op, module, occurrence, sizes), ``first`` (the first
+    :class:`Divergence`, or None when row ``row`` is bitwise equal at every size) and
+    ``to_json()``."""
 
-    def __init__(self, sizes, row, label, ops, first):
+    def __init__(self, sizes, row, label, ops, first, unmatched=()):
         self.sizes = sizes
         self.row = row
         self.label = label
         self.ops = ops
         self.first = first
+        self.unmatched = list(unmatched)
 
     def describe(self):
         if self.first is None:
@@ -325,6 +328,7 @@ class Trace:
             "label": self.label,
             "first": None if self.first is None else self.first.to_dict(),
             "ops": [op.to_dict() for op in self.ops],
+            "unmatched": self.unmatched,
         }, indent=1)
 
     def __str__(self):
@@ -382,14 +386,17 @@ def trace(fn, make_input, sizes=(1, 8), row=0, reveal=True, label="M"):
     runs, outs = {}, {}
     for m in sizes:
         runs[m], outs[m] = _run(torch, fn, made[m][0], module)
+    renames = _rec.align(runs, sizes)
     plan, why = _plans(runs, sizes, row)
     parts = {}
     for m in sizes:
-        calls, out = _run(torch, fn, made[m][0], module, plan)
+        calls, out = _run(torch, fn, made[m][0], module, plan, renames.get(m))
         _check_same(torch, label, m, outs[m], out, runs[m], calls)
         parts[m] = {c.key: c for c in calls}
-    return _compare(torch, runs, parts, plan, why, sizes, row, label, reveal,
-                    _input_device(torch, made, sizes))
+    t = _compare(torch, runs, parts, plan, why, sizes, row, label, reveal,
+                 _input_device(torch, made, sizes))
+    t.unmatched = _elsewhere(runs, sizes, {m: {c.key for c in runs[m]} for m in sizes})
+    return t
 
 
 def _compare(torch, runs, parts, plan, why, sizes, row, label, reveal, input_device):
@@ -664,6 +671,7 @@ def certify(fn, make_input, sizes, row=0, verify=True, seed=None, label="M"):
         calls_b, out_b = _run(torch, fn, made[m][0], module)
         _check_same(torch, label, m, out_a, out_b, calls_a, calls_b)
         runs[m] = calls_a
+    _rec.align(runs, sizes)
     by_size = {m: {c.key: c for c in runs[m]} for m in sizes}
     ops, unmatched, cache = [], [], {}
     for call in runs[sizes[0]]:
@@ -677,15 +685,22 @@ def certify(fn, make_input, sizes, row=0, verify=True, seed=None, label="M"):
             continue
         calls = {m: by_size[m][key] for m in sizes}
         ops.append(_certify_op(calls, sizes, row, label, verify, seed, cache))
-    seen = {c.key for c in runs[sizes[0]]}
+    unmatched += _elsewhere(runs, sizes, by_size, _rep.is_reduction)
+    return Certificate(sizes, row, label, ops, unmatched)
+
+
+def _elsewhere(runs, sizes, by_size, keep=lambda name: True):
+    """The operations that ran at some sizes after the first but not at the first, as
+    dicts: op, module, occurrence, sizes."""
+    seen, out = {c.key for c in runs[sizes[0]]}, []
     for m in sizes[1:]:
         for call in runs[m]:
-            if call.key not in seen and _rep.is_reduction(call.name):
+            if call.key not in seen and keep(call.name):
                 seen.add(call.key)
-                unmatched.append({"op": call.name, "module": call.module,
-                                  "occurrence": call.key[2],
-                                  "sizes": [s for s in sizes if call.key in by_size[s]]})
-    return Certificate(sizes, row, label, ops, unmatched)
+                out.append({"op": call.name, "module": call.module,
+                            "occurrence": _rec.occurrence(call.key),
+                            "sizes": [s for s in sizes if call.key in by_size[s]]})
+    return out
 
 
 def _certify_op(calls, sizes, row, label, verify, seed, cache):
