@@ -61,7 +61,7 @@ def certificate_svg(cert, title=None):
                        f'height="{band}" fill="{GREY}" stroke="#333" stroke-width="1"/>')
             out.append(_text(LEFT + STRIP + 8, y + 17, _clip("not certified: " + op.reason,
                                                                120), size=12.0))
-            y += band + 12
+            y += band + 22
             continue
         colours, order = {}, []
         for _, _, tree in op.ranges:
