@@ -108,8 +108,13 @@ def _bind(call):
 def _zeros(meta):
     """A zero tensor laid out as ``meta`` (shape, strides, dtype, device)."""
     torch = _torch()
-    t = torch.empty_strided(meta.shape, meta.stride, dtype=meta.dtype, device=meta.device)
-    return t.zero_()
+    # through a flat buffer: a broadcast layout (stride 0) cannot be zeroed in place
+    if any(s == 0 for s in meta.shape):
+        extent = 0
+    else:
+        extent = 1 + sum((s - 1) * st for s, st in zip(meta.shape, meta.stride))
+    flat = torch.zeros(extent, dtype=meta.dtype, device=meta.device)
+    return flat.as_strided(meta.shape, meta.stride)
 
 
 def write(dst, values):
@@ -172,6 +177,10 @@ class Replay:
         if operands is None or dtype_name(b.dtype) != operands:
             raise _Unfit(f"operands of {a.dtype} and {b.dtype}: fprev replays float64, "
                          "float32, float16 and bfloat16 products of one dtype")
+        alpha = _bind(self.call).get("alpha", 1)
+        if alpha is not None and alpha != 1:
+            raise _Unfit(f"alpha = {alpha!r} scales the products: fprev replays "
+                         "products of alpha = 1")
         self.kind, self.operands = "matmul", operands
         self.batched = len(a.shape) == 3
         self.m, self.k = a.shape[-2], a.shape[-1]

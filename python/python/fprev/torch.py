@@ -1,6 +1,6 @@
 """PyTorch glue: reveal ``torch.sum`` and friends on tensors; trace and certify whole
-models across batch sizes (:func:`trace`, :func:`certify`, from
-:mod:`fprev.torch_trace`).
+models across batch sizes (:func:`trace` from :mod:`fprev.torch_trace`, :func:`certify`
+from :mod:`fprev.torch_certify`).
 
 PyTorch is imported only when a function here is called.
 """
@@ -8,8 +8,8 @@ PyTorch is imported only when a function here is called.
 import numpy as np
 
 from . import _buffer, _dtypes, _flag, _formats, _fprev, _run, _size
+from .torch_certify import Certificate, certify  # noqa: F401  (re-exported)
 from .torch_trace import (  # noqa: F401  (re-exported: fprev.torch.trace, ...)
-    Certificate,
     Divergence,
     NondeterministicModelError,
     NotRevealableError,
@@ -18,7 +18,6 @@ from .torch_trace import (  # noqa: F401  (re-exported: fprev.torch.trace, ...)
     TraceDeviceError,
     TraceError,
     TraceInPlaceError,
-    certify,
     trace,
 )
 
