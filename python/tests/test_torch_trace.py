@@ -259,6 +259,25 @@ class RMSNorm(nn.Module):
         return F.rms_norm(x, (x.shape[-1],))
 
 
+def test_a_bfloat16_mlp_keeps_its_bits_but_not_its_order():
+    # bfloat16 products are added in float32 and rounded once: the float32 orders of
+    # M = 1 and M = 2 differ, the rounded bits of this input do not
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 64))
+    model = model.to(torch.bfloat16).eval()
+    base = torch.randn(16, 64, generator=torch.Generator().manual_seed(6)).to(torch.bfloat16)
+
+    def make(m):
+        return base[:m]
+
+    t = fprev.torch.trace(model, make, sizes=(1, 8))
+    assert t.first is None, t.describe()
+    assert all(op.dtypes == ["bfloat16"] for op in t.ops if op.op == "aten.addmm.default")
+    cert = fprev.torch.certify(model, make, [1, 2, 3])
+    assert cert.breakpoints == {2: ["0 aten.addmm.default", "2 aten.addmm.default"]}
+    assert [op.trees[3].n for op in cert.ops] == [64, 128]
+
+
 class SizeDependentScale(nn.Module):
     def forward(self, x):
         # an elementwise op whose constant depends on the batch size: no reduction

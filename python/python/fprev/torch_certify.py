@@ -185,8 +185,6 @@ def certify(fn, make_input, sizes, row=0, verify=True, seed=None, label="M"):
 
 
 def _certify_op(calls, sizes, row, label, verify, seed, cache):
-    from . import sweep
-
     first = calls[sizes[0]]
     metas = {m: calls[m].outputs[0] for m in sizes}
     cert = OpCertificate(first, None)
@@ -202,8 +200,10 @@ def _certify_op(calls, sizes, row, label, verify, seed, cache):
         index[p[1]] = row * p[2]
     cert.index = index = tuple(index)
     replays = {m: _rep.Replay(calls[m], index) for m in sizes}
-    if replays[sizes[0]].kind is None:
-        cert.reason = replays[sizes[0]].reason
+    unfit = [m for m in sizes if replays[m].kind is None]
+    if unfit:
+        cert.reason = (f"at {label} = {unfit[0]}: " if unfit[0] != sizes[0] else ""
+                       ) + replays[unfit[0]].reason
         return cert
     cert.how = replays[sizes[0]].how
     ns = {m: r.n for m, r in replays.items()}
@@ -224,19 +224,9 @@ def _certify_op(calls, sizes, row, label, verify, seed, cache):
             if not ok:
                 uniform[0] = False
 
-        def make(m):
-            return replays[m].probe_fn(row_check=check)
-
-        r0 = replays[sizes[0]]
         try:
-            if r0.kind == "matmul" and r0.cols >= 2 and r0.index[-1] == 0:
-                swept = _sweep_columns(replays, reps, check, verify, seed)
-            else:
-                swept = sweep(make, reps, r0.n, dtype=r0.operands,
-                              acc_dtype=_rep._acc(r0.operands), verify=verify, seed=seed,
-                              label=label).trees
-            reason = None
-        except RevealError as e:
+            swept, reason = _sweep_hinted(replays, reps, check, verify, seed, label), None
+        except (RevealError, _rep._Unfit) as e:
             swept, reason = {}, f"{type(e).__name__}: {e}"
         trees = {}
         last = None
@@ -264,28 +254,34 @@ def _certify_op(calls, sizes, row, label, verify, seed, cache):
     return cert
 
 
-def _sweep_columns(replays, reps, check, verify, seed, most=64):
-    """The trees of a matrix product's element ``(i, 0)`` at the sizes ``reps``, as
-    :func:`fprev.sweep` finds them (each size proved to keep the previous size's tree,
-    searched only where that fails), with up to ``most`` columns of the product
-    answering one probe each per call: a row of probes costs ``n / lanes`` products
-    instead of ``n``. The columns are trusted only as far as ``fprev._reveal_rows``
-    checks them (seeded random rows answered as element ``(i, 0)`` answers them, before
-    and after); where they are not, the size is revealed one probe per call."""
+def _sweep_hinted(replays, reps, check, verify, seed, label, most=64):
+    """The trees of the swept element at the sizes ``reps``, as :func:`fprev.sweep`
+    finds them: each size revealed with the previous size's tree as the hint (proved
+    with probe sets, searched only where the proof fails). A float32 or float64 matrix
+    product answers up to ``most`` probes per call, one per column of the product (a
+    row of probes costs ``n / lanes`` products instead of ``n``), trusted only as far as
+    ``fprev._reveal_rows`` checks the columns (seeded random rows answered as element
+    ``(i, 0)`` answers them, before and after); where they are not, and for sums and
+    16-bit products, one probe per call through :func:`fprev.reveal`, whose float32
+    retry reads a 16-bit result that PyTorch accumulated in float32."""
     from . import _reveal_rows, reveal
 
     trees, prev = {}, None
     for m in reps:
         r = replays[m]
         single = r.probe_fn(row_check=check)
-        lanes = min(most, r.cols)
         tree = None
-        if _rep._acc(r.operands) is None:
-            tree, _ = _reveal_rows(single, _rep.lanes_fn(r, lanes), r.n, lanes, r.operands,
-                                   "fprev", prev, verify, seed)
-        if tree is None:
-            tree = reveal(single, r.n, dtype=r.operands, acc_dtype=_rep._acc(r.operands),
-                          hint=prev, verify=verify, seed=seed)
+        try:
+            if (r.kind == "matmul" and r.cols >= 2 and r.index[-1] == 0
+                    and _rep._acc(r.operands) is None):
+                lanes = min(most, r.cols)
+                tree, _ = _reveal_rows(single, _rep.lanes_fn(r, lanes), r.n, lanes,
+                                       r.operands, "fprev", prev, verify, seed)
+            if tree is None:
+                tree = reveal(single, r.n, dtype=r.operands, hint=prev, verify=verify,
+                              seed=seed)
+        except RevealError as e:
+            raise type(e)(f"at {label} = {m}: {e}") from e
         trees[m] = prev = tree
     return trees
 
