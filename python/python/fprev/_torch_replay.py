@@ -50,15 +50,26 @@ _WHY = {
     "which does not give the sum back exactly",
     "aten.linalg_vector_norm.default": "a norm returns the root of its sum of squares, "
     "which does not give the sum back exactly",
+    "aten._addmm_activation.default": "it applies an activation (relu or gelu) to its "
+    "sums, which bends the probes' negative values",
+    "aten._native_multi_head_attention.default": "a fused attention kernel: its sums "
+    "pass through a softmax, whose exponentials are positive",
+    "aten._scaled_dot_product_flash_attention_for_cpu.default": "a fused attention "
+    "kernel: its sums pass through a softmax, whose exponentials are positive",
+    "aten._scaled_dot_product_efficient_attention.default": "a fused attention kernel: "
+    "its sums pass through a softmax, whose exponentials are positive",
+    "aten._scaled_dot_product_flash_attention.default": "a fused attention kernel: its "
+    "sums pass through a softmax, whose exponentials are positive",
+    "aten._scaled_dot_product_cudnn_attention.default": "a fused attention kernel: its "
+    "sums pass through a softmax, whose exponentials are positive",
 }
 # operations that reduce (and so have a summation order), revealable or not
 REDUCTIONS = set(MATMULS) | SUMS | set(_WHY) | {
-    "aten.mv.default", "aten.addmv.default", "aten.dot.default", "aten.var.correction",
-    "aten.var_mean.correction", "aten.std.correction", "aten.cumsum.default",
-    "aten._scaled_dot_product_flash_attention_for_cpu.default",
-    "aten._scaled_dot_product_efficient_attention.default",
-    "aten._scaled_dot_product_flash_attention.default",
-    "aten._scaled_dot_product_cudnn_attention.default",
+    "aten.mv.default", "aten.addmv.default", "aten.dot.default", "aten.vdot.default",
+    "aten.addbmm.default", "aten.var.correction", "aten.var_mean.correction",
+    "aten.std.correction", "aten.std_mean.correction", "aten.cumsum.default",
+    "aten.nansum.default", "aten.norm.Scalar", "aten.norm.ScalarOpt_dim",
+    "aten.nll_loss_forward.default", "aten._transformer_encoder_layer_fwd.default",
     "aten.convolution.default", "aten.native_group_norm.default",
     "aten.native_batch_norm.default", "aten._native_batch_norm_legit.default",
     "aten._native_batch_norm_legit_no_training.default",
