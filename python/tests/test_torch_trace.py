@@ -295,12 +295,21 @@ def test_an_elementwise_divergence_is_typed_not_revealable():
     assert "not revealable" in first.describe()
 
 
-def test_softmax_is_a_reduction_fprev_says_it_cannot_probe():
+def test_softmax_and_fused_attention_are_reductions_fprev_says_it_cannot_probe():
     cert = fprev.torch.certify(lambda x: torch.softmax(x, -1), rows(16), [1, 2, 3])
     (op,) = cert.ops
     assert op.op == "aten._softmax.default"
     assert "exponentials" in op.reason
     assert not cert.invariant and cert.uncertified == [op]
+
+    def attention(x):
+        q = x.view(len(x), 1, 4, 4)
+        return F.scaled_dot_product_attention(q, q, q)
+
+    cert = fprev.torch.certify(attention, rows(16), [1, 2])
+    (op,) = cert.ops
+    assert op.op.startswith("aten._scaled_dot_product")
+    assert "fused attention" in op.reason
 
 
 def test_make_input_whose_row_differs_is_refused():
