@@ -8,11 +8,12 @@ PyTorch is imported only when a function here is called.
 import numpy as np
 
 from . import _buffer, _dtypes, _flag, _formats, _fprev, _run, _size
-from .torch_certify import Certificate, certify  # noqa: F401  (re-exported)
+from .torch_certify import Certificate, OpCertificate, certify  # noqa: F401  (re-exported)
 from .torch_trace import (  # noqa: F401  (re-exported: fprev.torch.trace, ...)
     Divergence,
     NondeterministicModelError,
     NotRevealableError,
+    OpRecord,
     RowMismatchError,
     Trace,
     TraceDeviceError,
@@ -95,7 +96,9 @@ __all__ = [
     "certify",
     "Trace",
     "Divergence",
+    "OpRecord",
     "Certificate",
+    "OpCertificate",
     "TraceError",
     "RowMismatchError",
     "NondeterministicModelError",
