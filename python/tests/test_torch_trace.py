@@ -312,6 +312,33 @@ def test_softmax_and_fused_attention_are_reductions_fprev_says_it_cannot_probe()
     assert "fused attention" in op.reason
 
 
+def test_a_reduction_over_the_batch_is_said_to_mix_rows():
+    t = fprev.torch.trace(lambda x: x - x.mean(0), rows(32), sizes=(2, 8))
+    first = t.first
+    assert (first.op, first.index) == ("aten.mean.dim", (0,))
+    assert first.trees[2].n == 2 and first.trees[8].n == 8
+    assert "mixes other rows into this one" in first.describe()
+    assert [op.verdict for op in t.ops] == ["differs", "differs"]
+
+
+def test_the_recorder_keeps_row_slices_not_whole_tensors():
+    from fprev import _torch_record as rec
+
+    lin = nn.Linear(16, 64)
+    x = rows(16)(8)
+    plan = rec.RowPlan(3, {("", "aten.addmm.default", 0): [("batch", 0, 1)],
+                           ("", "aten.t.default", 0): [("shared",)]})
+    r = rec.Recorder(module=lin, plan=plan)
+    r.own([x])
+    with r.active():
+        lin(x)
+    t, addmm = r.calls
+    assert addmm.parts[0][0] == "batch" and addmm.parts[0][1].shape == (1, 64)
+    assert torch.equal(addmm.parts[0][1][0], lin(x)[3].detach())
+    kind, digest, small = t.parts[0]
+    assert kind == "shared" and len(digest) == 32 and small.shape == (16, 64)
+
+
 def test_make_input_whose_row_differs_is_refused():
     def make(m):  # a new draw per size: row 0 differs
         return torch.randn(m, 8, generator=torch.Generator().manual_seed(m))

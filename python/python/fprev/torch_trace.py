@@ -276,7 +276,10 @@ class Divergence:
             return f"{head}: not revealable: {self.not_revealable.reason}"
         parts = [f"{self.label} = {m}: {t.describe()}" for m, t in self.trees.items()]
         text = f"{head}: " + "; ".join(parts)
-        if len(set(self.trees.values())) == 1 and len(self.trees) > 1:
+        if len({t.n for t in self.trees.values()}) > 1:
+            text += (" (the number of values summed changes with the batch size: the "
+                     "element sums over the batch, so it mixes other rows into this one)")
+        elif len(set(self.trees.values())) == 1 and len(self.trees) > 1:
             text += (" (one order at every size: the row's inputs to it differ, or its "
                      "kernel does more than sum)")
         return text
