@@ -271,7 +271,6 @@ class Replay:
         self.where = tuple(where)
         self.fiber_shape = tuple(x.shape[d] for d in dims)
         self.n = int(np.prod(self.fiber_shape, dtype=np.int64)) if self.fiber_shape else 1
-        self.sum_name = call.name.replace("aten.mean", "aten.sum")
         if call.name.startswith("aten.mean"):
             self.how = ("replayed as aten.sum with the same arguments (ATen's CPU mean "
                         "is that sum, then a division)")
