@@ -76,6 +76,12 @@ REDUCTIONS = set(MATMULS) | SUMS | set(_WHY) | {
 }
 
 
+def _operands(name):
+    """The positions of a matrix product's tensor arguments: left, right, bias."""
+    a_at, b_at, bias_at = MATMULS[name]
+    return (a_at, b_at) + ((bias_at,) if bias_at is not None else ())
+
+
 def is_reduction(name):
     return name in REDUCTIONS
 
@@ -206,7 +212,7 @@ class Replay:
         call = self.call
         a_at, b_at, bias_at = MATMULS[call.name]
         args = list(call.args)
-        tensors = {i: _zeros(args[i]) for i in (a_at, b_at) + ((bias_at,) if bias_at is not None else ())}
+        tensors = {i: _zeros(args[i]) for i in _operands(call.name)}
         a_t, b_t = tensors[a_at], tensors[b_at]
         if self.batched:
             a_t, b_t = a_t[self.index[0]], b_t[self.index[0]]
@@ -342,7 +348,7 @@ class Replay:
         call = self.call
         a_at, b_at, bias_at = MATMULS[call.name]
         args = list(call.args)
-        zeros = {i: _zeros(args[i]) for i in (a_at, b_at) + ((bias_at,) if bias_at is not None else ())}
+        zeros = {i: _zeros(args[i]) for i in _operands(call.name)}
         for i, t in zeros.items():
             args[i] = t
         a_t, b_t = zeros[a_at], zeros[b_at]
@@ -379,7 +385,7 @@ def lanes_fn(replay, lanes):
     call = replay.call
     a_at, b_at, bias_at = MATMULS[call.name]
     args = list(call.args)
-    zeros = {i: _zeros(args[i]) for i in (a_at, b_at) + ((bias_at,) if bias_at is not None else ())}
+    zeros = {i: _zeros(args[i]) for i in _operands(call.name)}
     for i, t in zeros.items():
         args[i] = t
     a_t, b_t = zeros[a_at], zeros[b_at]
