@@ -1,4 +1,6 @@
-"""PyTorch glue: reveal ``torch.sum`` and friends on tensors.
+"""PyTorch glue: reveal ``torch.sum`` and friends on tensors; trace and certify whole
+models across batch sizes (:func:`trace` from :mod:`fprev.torch_trace`, :func:`certify`
+from :mod:`fprev.torch_certify`).
 
 PyTorch is imported only when a function here is called.
 """
@@ -6,6 +8,19 @@ PyTorch is imported only when a function here is called.
 import numpy as np
 
 from . import _buffer, _dtypes, _flag, _formats, _fprev, _run, _size
+from .torch_certify import Certificate, OpCertificate, certify  # noqa: F401  (re-exported)
+from .torch_trace import (  # noqa: F401  (re-exported: fprev.torch.trace, ...)
+    Divergence,
+    NondeterministicModelError,
+    NotRevealableError,
+    OpRecord,
+    RowMismatchError,
+    Trace,
+    TraceDeviceError,
+    TraceError,
+    TraceInPlaceError,
+    trace,
+)
 
 _TORCH_NAMES = {
     "torch.float64": "float64",
@@ -75,4 +90,19 @@ def reveal(
     return (tree, costs) if report else tree
 
 
-__all__ = ["reveal"]
+__all__ = [
+    "reveal",
+    "trace",
+    "certify",
+    "Trace",
+    "Divergence",
+    "OpRecord",
+    "Certificate",
+    "OpCertificate",
+    "TraceError",
+    "RowMismatchError",
+    "NondeterministicModelError",
+    "TraceInPlaceError",
+    "TraceDeviceError",
+    "NotRevealableError",
+]
