@@ -114,13 +114,13 @@ pub fn exact_dot(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> 
 /// however the data was partitioned, and the most accurate result the type holds.
 ///
 /// >>> import numpy as np, pickle, fprev
-/// >>> x = np.array([1e16, 1.0, -1e16, 1.0])
+/// >>> x = np.array([1e16, 1.0, -1e16, 1.0, 1.0])
 /// >>> left, right = fprev.exact.Accumulator(), fprev.exact.Accumulator()
 /// >>> left.add(x[:2]); right.add(x[2:])
 /// >>> right = pickle.loads(pickle.dumps(right))  # as if from another process
 /// >>> left.merge(right)
 /// >>> left.value(), float(np.sum(x))
-/// (2.0, 0.0)
+/// (3.0, 2.0)
 #[pyclass(module = "fprev.exact", name = "Accumulator")]
 pub struct PyAccumulator {
     acc: Accumulator,
