@@ -179,12 +179,17 @@ impl Accumulator {
             (Some(lo), Some(hi)) if in_range => lo..hi + 1,
             _ => 0..0,
         };
-        let flags = u8::from(self.nan) * NAN
-            | u8::from(pos_inf) * POS_INF
-            | u8::from(neg_inf) * NEG_INF
-            | u8::from(self.nonempty) * NONEMPTY
-            | u8::from(neg_zero_only) * NEG_ZERO_ONLY
-            | u8::from(negative && !used.is_empty()) * NEGATIVE;
+        let flags = [
+            (self.nan, NAN),
+            (pos_inf, POS_INF),
+            (neg_inf, NEG_INF),
+            (self.nonempty, NONEMPTY),
+            (neg_zero_only, NEG_ZERO_ONLY),
+            (negative && !used.is_empty(), NEGATIVE),
+        ]
+        .iter()
+        .filter(|(set, _)| *set)
+        .fold(0, |flags, (_, bit)| flags | bit);
         let mut out = Vec::with_capacity(HEADER + 4 * used.len());
         out.extend_from_slice(&MAGIC);
         // the range has at most NLIMBS = 136 digits, so both fit a byte
