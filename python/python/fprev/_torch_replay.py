@@ -82,6 +82,16 @@ def _operands(name):
     return (a_at, b_at) + ((bias_at,) if bias_at is not None else ())
 
 
+def _zeroed(call):
+    """A matrix product's recorded arguments with its operands (bias too) replaced by
+    zero tensors of the same layout: ``(args, left, right)``."""
+    a_at, b_at, _ = MATMULS[call.name]
+    args = list(call.args)
+    for i in _operands(call.name):
+        args[i] = _zeros(args[i])
+    return args, args[a_at], args[b_at]
+
+
 def is_reduction(name):
     return name in REDUCTIONS
 
@@ -346,12 +356,7 @@ class Replay:
             raise _Unfit(self.reason)
         torch = _torch()
         call = self.call
-        a_at, b_at, bias_at = MATMULS[call.name]
-        args = list(call.args)
-        zeros = {i: _zeros(args[i]) for i in _operands(call.name)}
-        for i, t in zeros.items():
-            args[i] = t
-        a_t, b_t = zeros[a_at], zeros[b_at]
+        args, a_t, b_t = _zeroed(call)
         b_t.fill_(1)
         if self.batched:
             a_t = a_t[self.index[0]]
@@ -383,12 +388,7 @@ def lanes_fn(replay, lanes):
     for each element; the caller checks that every lane sums as element ``(i, j)``."""
     torch = _torch()
     call = replay.call
-    a_at, b_at, bias_at = MATMULS[call.name]
-    args = list(call.args)
-    zeros = {i: _zeros(args[i]) for i in _operands(call.name)}
-    for i, t in zeros.items():
-        args[i] = t
-    a_t, b_t = zeros[a_at], zeros[b_at]
+    args, a_t, b_t = _zeroed(call)
     if replay.batched:
         a_t, b_t = a_t[replay.index[0]], b_t[replay.index[0]]
     i = replay.index[-2]
