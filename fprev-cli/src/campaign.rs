@@ -7,7 +7,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
@@ -80,22 +79,8 @@ pub(crate) fn run(cmd: &CampaignCmd) -> Result<(), Failure> {
 /// device or a pipe is never read past the cap), then checked against the schema.
 fn read_file(path: &Path, max_bytes: u64) -> Result<(String, Vec<Report>), Failure> {
     let name = path.display();
-    let file = std::fs::File::open(path).map_err(|e| Failure::Message(format!("{name}: {e}")))?;
-    let mut bytes = Vec::new();
-    file.take(max_bytes.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(|e| Failure::Message(format!("{name}: {e}")))?;
-    if bytes.len() as u64 > max_bytes {
-        return Err(Failure::Message(format!(
-            "{name}: larger than {max_bytes} bytes (--max-input-bytes); raise the limit to merge it"
-        )));
-    }
-    let text = String::from_utf8(bytes).map_err(|e| {
-        Failure::Message(format!(
-            "{name}: not UTF-8 text (byte {} is not valid UTF-8)",
-            e.utf8_error().valid_up_to()
-        ))
-    })?;
+    let text = crate::limits::read_capped_text(path, max_bytes, "--max-input-bytes")
+        .map_err(Failure::Message)?;
     let reports = reports::parse(&name.to_string(), &text)?;
     Ok((text, reports))
 }

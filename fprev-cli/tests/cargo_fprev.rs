@@ -101,12 +101,25 @@ fn findings_replay_and_are_blamed_on_their_sites() {
         assert!(out_dir.join(f).is_file(), "{f} written");
     }
 
-    // A shard runs its own seeds only.
-    let shard_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cargo-fprev-shard");
+    // A shard runs its own seeds only. Its --out is relative, to the directory cargo
+    // fprev runs in, not to the copy the tests run in: the tests still say which of
+    // them reach a scrambled site.
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let shard_dir = tmp.join("cargo-fprev-shard");
+    let _ = std::fs::remove_dir_all(&shard_dir);
     let shard = cargo_fprev()
-        .current_dir(fixture())
-        .args(["test", "--seeds", "3", "--shard", "2/2", "--out"])
-        .arg(&shard_dir)
+        .current_dir(tmp)
+        .args([
+            "test",
+            "--seeds",
+            "3",
+            "--shard",
+            "2/2",
+            "--out",
+            "cargo-fprev-shard",
+        ])
+        .arg("--manifest-path")
+        .arg(fixture().join("Cargo.toml"))
         .arg("--scratch")
         .arg(scratch())
         .output()
@@ -119,6 +132,11 @@ fn findings_replay_and_are_blamed_on_their_sites() {
         seeds["seeds"].as_array().map(Vec::len),
         Some(1),
         "shard 2/2 of 3 seeds runs the second only: {}",
+        show(&shard)
+    );
+    assert!(
+        show(&shard).contains("orderdep: 3 of 4 tests reach a scrambled site"),
+        "reach is learned with a relative --out: {}",
         show(&shard)
     );
 
@@ -563,4 +581,42 @@ fn a_workspace_as_published_crates_make_them() {
         serde_json::json!([]),
         "{text}"
     );
+}
+
+/// Inputs are read with a cap (`--max-input-bytes`): a device that never ends, or a
+/// file past the cap, is an error naming the flag, never a read without bound.
+#[test]
+fn merge_and_in_diff_read_at_most_max_input_bytes() {
+    let dir = std::env::temp_dir().join(format!("fprev-capped-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let big = dir.join("big.json");
+    std::fs::write(&big, " ".repeat(5000)).expect("big");
+    for (args, words) in [
+        (
+            vec!["merge", "/dev/zero"],
+            "larger than 67108864 bytes (--max-input-bytes)",
+        ),
+        (
+            vec![
+                "merge",
+                "--max-input-bytes",
+                "4K",
+                big.to_str().expect("utf-8"),
+            ],
+            "larger than 4096 bytes (--max-input-bytes)",
+        ),
+        (
+            vec!["scan", "--in-diff", "/dev/zero", "--max-input-bytes", "1M"],
+            "--in-diff /dev/zero: larger than 1048576 bytes (--max-input-bytes)",
+        ),
+    ] {
+        let out = cargo_fprev()
+            .args(&args)
+            .current_dir(fixture())
+            .output()
+            .expect("cargo fprev");
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", show(&out));
+        assert!(show(&out).contains(words), "{args:?}: {}", show(&out));
+    }
+    std::fs::remove_dir_all(&dir).ok();
 }

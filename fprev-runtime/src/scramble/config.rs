@@ -385,10 +385,21 @@ pub enum TokenError {
 impl std::fmt::Display for TokenError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            TokenError::Malformed(s) => write!(
-                f,
-                "{s:?} is not a replay token (expected v{ALGORITHM_VERSION}-<16 hex digits> or a number)"
-            ),
+            TokenError::Malformed(s) => {
+                // a token is about 20 characters: a long string is shown by its start
+                const SHOWN: usize = 40;
+                let chars = s.chars().count();
+                if chars > SHOWN {
+                    let start: String = s.chars().take(SHOWN).collect();
+                    write!(f, "{start:?}... ({chars} characters)")?;
+                } else {
+                    write!(f, "{s:?}")?;
+                }
+                write!(
+                    f,
+                    " is not a replay token (expected v{ALGORITHM_VERSION}-<16 hex digits> or a number)"
+                )
+            }
             TokenError::Version(v) => write!(
                 f,
                 "token version v{v} cannot be replayed by this fprev (draws v{ALGORITHM_VERSION})"
@@ -452,6 +463,19 @@ mod tests {
         assert_eq!("16".parse::<ReplayToken>(), Ok(ReplayToken::new(16)));
         assert_eq!("v9-00".parse::<ReplayToken>(), Err(TokenError::Version(9)));
         assert!("v1-zz".parse::<ReplayToken>().is_err());
+    }
+
+    #[test]
+    fn a_long_malformed_token_is_shown_by_its_start() {
+        let long = "x".repeat(100_003);
+        let message = long.parse::<ReplayToken>().unwrap_err().to_string();
+        assert!(message.len() < 200, "{} characters", message.len());
+        assert!(message.contains("(100003 characters)"), "{message}");
+        let short = "nope".parse::<ReplayToken>().unwrap_err().to_string();
+        assert!(
+            short.starts_with("\"nope\" is not a replay token"),
+            "{short}"
+        );
     }
 
     #[test]

@@ -21,6 +21,11 @@ mod diff;
 #[path = "../../escape.rs"]
 mod escape;
 mod findings;
+// The limits `fprev` uses (input caps, durations), shared by both binaries of this
+// package; cargo-fprev uses some of them.
+#[allow(dead_code)]
+#[path = "../../limits.rs"]
+mod limits;
 mod rounds;
 mod runner;
 mod scan;
@@ -84,6 +89,10 @@ struct SourceArgs {
     /// Annotate only the functions a unified diff (`git diff` output) touches.
     #[arg(long)]
     in_diff: Option<PathBuf>,
+    /// Largest input file read (`--in-diff`; bytes, or with K, M, G, T): a larger file, a
+    /// device or an endless pipe is an error after this many bytes.
+    #[arg(long, value_parser = limits::bytes, default_value = "64M")]
+    max_input_bytes: u64,
 }
 
 #[derive(Args)]
@@ -167,6 +176,10 @@ struct MergeArgs {
     /// Where the merged findings.json goes (default: standard output).
     #[arg(short = 'o', long)]
     output: Option<PathBuf>,
+    /// Largest input file read (bytes, or with K, M, G, T): a larger file, a device or
+    /// an endless pipe is an error after this many bytes.
+    #[arg(long, value_parser = limits::bytes, default_value = "64M")]
+    max_input_bytes: u64,
 }
 
 #[derive(Args)]
@@ -214,7 +227,12 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse_from(args);
     let result = match cli.command {
-        Cmd::Test(a) => rounds::test(&a),
+        // --out is handed to test processes that run in the copy: made absolute here,
+        // against the directory the user ran cargo fprev in
+        Cmd::Test(mut a) => absolute(&a.out).and_then(|out| {
+            a.out = out;
+            rounds::test(&a)
+        }),
         Cmd::Replay(a) => replay(&a),
         Cmd::Blame(a) => blame_cmd(&a),
         Cmd::Scan(a) => scan(&a),
@@ -228,6 +246,11 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// `path` against the current directory (an absolute path stays as it is).
+fn absolute(path: &Path) -> Result<PathBuf, Failure> {
+    std::path::absolute(path).map_err(|e| Failure(format!("{}: {e}", path.display())))
 }
 
 /// The annotated copy, ready to build.
@@ -262,8 +285,8 @@ fn select(a: &SourceArgs) -> Result<Selection, Failure> {
     }
     let changed = match &a.in_diff {
         Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| Failure(format!("--in-diff {}: {e}", path.display())))?;
+            let text = limits::read_capped_text(path, a.max_input_bytes, "--max-input-bytes")
+                .map_err(|e| Failure(format!("--in-diff {e}")))?;
             Some(
                 diff::Changed::parse(&text)
                     .map_err(|e| Failure(format!("--in-diff {}: {e}", path.display())))?,
@@ -672,8 +695,8 @@ fn merge(a: &MergeArgs) -> Result<ExitCode, Failure> {
             )));
         }
         seen_paths.push(canon);
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Failure(format!("{}: {e}", path.display())))?;
+        let text = limits::read_capped_text(path, a.max_input_bytes, "--max-input-bytes")
+            .map_err(Failure)?;
         let doc: serde_json::Value = serde_json::from_str(&text)
             .map_err(|e| Failure(format!("{}: not JSON: {e}", path.display())))?;
         for field in ["findings", "unscrambled_failures", "seeds", "runs"] {

@@ -46,15 +46,34 @@ impl Plan {
         let seeds = a
             .seeds
             .unwrap_or(if budget.is_some() { u64::MAX } else { 8 });
+        // the seeds run are --seed + 1, --seed + 2, ...: none may pass the largest
+        let room = u64::MAX - a.seed;
+        if room == 0 {
+            return Err(Failure(format!(
+                "--seed {} leaves no seed: the seeds run are --seed + 1, + 2, ... (give a smaller one)",
+                a.seed
+            )));
+        }
+        if a.seeds.is_some_and(|n| n > room) {
+            return Err(Failure(format!(
+                "--seed {} with --seeds {seeds} goes past the largest seed, 2^64 - 1 (give a smaller --seed or fewer --seeds)",
+                a.seed
+            )));
+        }
+        let seeds = seeds.min(room);
+        if a.jobs == Some(0) {
+            return Err(Failure("--jobs 0 runs nothing: give 1 or more".into()));
+        }
         let shard = match &a.shard {
             Some(s) => s
                 .parse::<fprev::amplify::Shard>()
                 .map_err(|e| Failure(format!("--shard {s}: {e}")))?,
             None => fprev::amplify::Shard::WHOLE,
         };
-        if !(a.timeout_factor.is_finite() && a.timeout_factor >= 1.0) {
+        if !(a.timeout_factor.is_finite() && (1.0..=MAX_TIMEOUT_FACTOR).contains(&a.timeout_factor))
+        {
             return Err(Failure(format!(
-                "--timeout-factor {} must be a number of at least 1",
+                "--timeout-factor {} must be a number from 1 to {MAX_TIMEOUT_FACTOR}",
                 a.timeout_factor
             )));
         }
@@ -66,10 +85,16 @@ impl Plan {
     }
 
     /// This shard's seed indices, in order; with a time budget the rounds stop early.
-    fn shard_seeds(&self) -> impl Iterator<Item = u64> + Clone {
-        let shard = self.shard;
-        (0..self.seeds)
-            .filter(move |i| i % u64::from(shard.count()) == u64::from(shard.index() - 1))
+    fn shard_seeds(&self) -> impl Iterator<Item = u64> + Clone + '_ {
+        (0..).map_while(|j| self.nth_shard_seed(j))
+    }
+
+    /// This shard's `j`-th seed index (from 0), computed rather than listed, so that a
+    /// campaign's memory does not grow with its seeds.
+    fn nth_shard_seed(&self, j: u64) -> Option<u64> {
+        let count = u64::from(self.shard.count());
+        let i = u64::from(self.shard.index() - 1).checked_add(j.checked_mul(count)?)?;
+        (i < self.seeds).then_some(i)
     }
 }
 
@@ -119,7 +144,9 @@ pub fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
     }
     let pool = Pool::new(a);
     if pool.jobs > 1 {
-        rounds.pooled(&pool, seeds, &over, &mut summary)?;
+        // the seeds after the first, by index
+        let rest = |j: u64| plan.nth_shard_seed(j.checked_add(1)?);
+        rounds.pooled(&pool, &rest, &over, &mut summary)?;
     } else {
         for i in seeds {
             if over() {
@@ -140,6 +167,14 @@ pub fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
     summary.unscrambled_failures.sort();
     summary.unscrambled_failures.dedup();
     report(a, &summary)
+}
+
+/// The largest `--timeout-factor`: past it a limit is no limit.
+const MAX_TIMEOUT_FACTOR: f64 = 10_000.0;
+
+/// `d` times `factor` (finite, at least 0), saturating: no product panics.
+fn times(d: Duration, factor: f64) -> Duration {
+    Duration::try_from_secs_f64(d.as_secs_f64() * factor).unwrap_or(Duration::MAX)
 }
 
 fn token_of(a: &TestArgs, seed_index: u64) -> String {
@@ -302,19 +337,22 @@ impl Rounds<'_> {
     fn pooled(
         &mut self,
         pool: &Pool,
-        seeds: impl Iterator<Item = u64>,
+        seeds: &(dyn Fn(u64) -> Option<u64> + Sync),
         over: &(dyn Fn() -> bool + Sync),
         summary: &mut Summary,
     ) -> Result<(), Failure> {
-        let mut work = Vec::new();
-        for i in seeds {
-            let token = token_of(self.a, i);
-            for mode in &self.a.modes {
-                for k in 0..self.bins.len() {
-                    work.push((token.clone(), mode.clone(), k));
-                }
-            }
+        // Run `i` is (seed, mode, binary) in that nesting, computed from `i` (never
+        // listed: a `--time` campaign's seeds have no end).
+        let (modes, bins) = (self.a.modes.len(), self.bins.len());
+        if modes == 0 || bins == 0 {
+            return Ok(());
         }
+        let a = self.a;
+        let work = |i: usize| -> Option<(String, &String, usize)> {
+            let seed = seeds(u64::try_from(i / (modes * bins)).ok()?)?;
+            let r = i % (modes * bins);
+            Some((token_of(a, seed), &a.modes[r / bins], r % bins))
+        };
         use std::sync::atomic::{AtomicUsize, Ordering};
         let next = AtomicUsize::new(0);
         // Runs from this index on are not started: the time budget ran out at a seed's
@@ -329,18 +367,18 @@ impl Rounds<'_> {
                 let (work, next, stop) = (&work, &next, &stop);
                 scope.spawn(move || loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some((token, mode, k)) = work.get(i) else {
+                    let Some((token, mode, k)) = work(i) else {
                         break;
                     };
-                    if *k == 0 && *mode == this.a.modes[0] && over() {
+                    if k == 0 && *mode == this.a.modes[0] && over() {
                         stop.fetch_min(i, Ordering::Relaxed);
                     }
                     if i >= stop.load(Ordering::Relaxed) {
                         break;
                     }
                     this.bar
-                        .set_message(format!("{mode} {token} {}", this.bins[*k].target));
-                    let launched = this.launch(*k, mode, token, pool);
+                        .set_message(format!("{mode} {token} {}", this.bins[k].target));
+                    let launched = this.launch(k, mode, &token, pool);
                     if tx.send((i, launched)).is_err() {
                         break;
                     }
@@ -350,13 +388,16 @@ impl Rounds<'_> {
             let mut ready = std::collections::BTreeMap::new();
             let mut turn = 0;
             let mut settle = |turn: usize, launched: Result<Option<Launched>, Failure>| {
-                let (token, mode, k) = &work[turn];
-                if summary.seeds.last() != Some(token) {
+                // every run settled was launched: its index has a seed
+                let Some((token, mode, k)) = work(turn) else {
+                    return Ok(());
+                };
+                if summary.seeds.last() != Some(&token) {
                     summary.seeds.push(token.clone());
                 }
                 if let Some(launched) = launched? {
                     let t = Instant::now();
-                    this.settle(*k, mode, token, launched, summary)?;
+                    this.settle(k, mode, &token, launched, summary)?;
                     confirming += t.elapsed();
                 }
                 this.bar.inc(1);
@@ -388,7 +429,7 @@ impl Rounds<'_> {
         pool: &Pool,
     ) -> Result<Option<Launched>, Failure> {
         let bin = &self.bins[k];
-        let limit = self.limit(k).mul_f64(pool.stretch);
+        let limit = times(self.limit(k), pool.stretch);
         let mut env = finding_env(mode, token);
         let mut args = self.a.test_args.clone();
         let mut narrowed: Option<Vec<String>> = None;
@@ -414,7 +455,7 @@ impl Rounds<'_> {
 
     /// A scrambled run's time limit (and each confirmation's).
     fn limit(&self, k: usize) -> Duration {
-        self.baseline[k].wall.mul_f64(self.a.timeout_factor) + Duration::from_secs(5)
+        times(self.baseline[k].wall, self.a.timeout_factor).saturating_add(Duration::from_secs(5))
     }
 
     fn reached_file(&self, k: usize) -> std::path::PathBuf {
@@ -631,5 +672,71 @@ fn print_table(s: &Summary) {
             "failed scrambled, passed alone with the same token (not findings): {}",
             s.not_reproduced.join(", ")
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn plan(args: &[&str]) -> Result<Plan, Failure> {
+        let argv = ["cargo-fprev", "test"].iter().chain(args);
+        let cli = crate::Cli::try_parse_from(argv).expect("arguments clap accepts");
+        let crate::Cmd::Test(a) = cli.command else {
+            panic!("not `test`")
+        };
+        Plan::new(&a)
+    }
+
+    fn refusal(args: &[&str]) -> String {
+        match plan(args) {
+            Ok(_) => panic!("{args:?} accepted"),
+            Err(Failure(message)) => message,
+        }
+    }
+
+    #[test]
+    fn seeds_never_wrap_past_the_largest() {
+        let max = u64::MAX.to_string();
+        assert!(refusal(&["--seed", &max]).contains("leaves no seed"));
+        let near = (u64::MAX - 5).to_string();
+        assert!(refusal(&["--seed", &near, "--seeds", "6"]).contains("goes past the largest seed"));
+        let p = plan(&["--seed", &near, "--seeds", "5"]).expect("five seeds fit");
+        assert_eq!(p.shard_seeds().count(), 5);
+        // with --time, the seeds stop at the largest rather than wrap to 0
+        let p = plan(&["--seed", &near, "--time", "1h"]).expect("a time budget");
+        assert_eq!(p.shard_seeds().last(), Some(4));
+    }
+
+    #[test]
+    fn arguments_out_of_range_are_refused_by_name() {
+        assert!(refusal(&["--jobs", "0"]).contains("--jobs 0 runs nothing"));
+        for f in ["1e308", "0.5", "NaN", "inf", "10001"] {
+            let message = refusal(&["--timeout-factor", f]);
+            assert!(
+                message.contains("must be a number from 1 to 10000"),
+                "{f}: {message}"
+            );
+        }
+        assert!(plan(&["--timeout-factor", "10000"]).is_ok());
+        // the largest factor on the longest run: no panic, a saturated limit
+        assert_eq!(times(Duration::MAX, MAX_TIMEOUT_FACTOR), Duration::MAX);
+        assert_eq!(times(Duration::from_secs(2), 2.5), Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_time_budget_computes_its_seeds_without_listing_them() {
+        // `--time` with no `--seeds`: no end to the seeds, each computed from its index
+        let p = plan(&["--time", "8h", "--shard", "2/3"]).expect("a nightly plan");
+        assert_eq!(p.seeds, u64::MAX);
+        assert_eq!(p.nth_shard_seed(0), Some(1));
+        assert_eq!(p.nth_shard_seed(1), Some(4));
+        assert_eq!(p.nth_shard_seed(1 << 40), Some(1 + 3 * (1 << 40)));
+        assert_eq!(p.nth_shard_seed(u64::MAX / 2), None); // past u64: none, never a wrap
+        let p = plan(&["--seeds", "7", "--shard", "3/3"]).expect("a plan");
+        let seeds: Vec<u64> = p.shard_seeds().collect();
+        assert_eq!(seeds, [2, 5]);
+        assert_eq!(p.nth_shard_seed(2), None);
     }
 }
