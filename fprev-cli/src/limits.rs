@@ -112,6 +112,36 @@ pub fn vector(n: usize, elem: usize, budget: u64) -> Result<(), String> {
     }
 }
 
+/// The bytes of `path`, at most `max_bytes` of them read (through `Read::take`, so a
+/// device or an endless pipe is never read past the cap); the error names the file and
+/// `flag`, the option that raises the cap.
+pub fn read_capped(path: &Path, max_bytes: u64, flag: &str) -> Result<Vec<u8>, String> {
+    let name = path.display();
+    let file = std::fs::File::open(path).map_err(|e| format!("{name}: {e}"))?;
+    let mut bytes = Vec::new();
+    file.take(max_bytes.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("{name}: {e}"))?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(format!(
+            "{name}: larger than {max_bytes} bytes ({flag}); raise the limit to read it"
+        ));
+    }
+    Ok(bytes)
+}
+
+/// [`read_capped`] as UTF-8 text.
+pub fn read_capped_text(path: &Path, max_bytes: u64, flag: &str) -> Result<String, String> {
+    let bytes = read_capped(path, max_bytes, flag)?;
+    String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "{}: not UTF-8 text (byte {} is not valid UTF-8)",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,34 +178,4 @@ mod tests {
         assert!(matrix(4_000_000_000, 1, 1, 4, DEFAULT_MAX_MEMORY).is_err());
         assert!(matrix(0, 1, 1, 4, DEFAULT_MAX_MEMORY).is_err());
     }
-}
-
-/// The bytes of `path`, at most `max_bytes` of them read (through `Read::take`, so a
-/// device or an endless pipe is never read past the cap); the error names the file and
-/// `flag`, the option that raises the cap.
-pub fn read_capped(path: &Path, max_bytes: u64, flag: &str) -> Result<Vec<u8>, String> {
-    let name = path.display();
-    let file = std::fs::File::open(path).map_err(|e| format!("{name}: {e}"))?;
-    let mut bytes = Vec::new();
-    file.take(max_bytes.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("{name}: {e}"))?;
-    if bytes.len() as u64 > max_bytes {
-        return Err(format!(
-            "{name}: larger than {max_bytes} bytes ({flag}); raise the limit to read it"
-        ));
-    }
-    Ok(bytes)
-}
-
-/// [`read_capped`] as UTF-8 text.
-pub fn read_capped_text(path: &Path, max_bytes: u64, flag: &str) -> Result<String, String> {
-    let bytes = read_capped(path, max_bytes, flag)?;
-    String::from_utf8(bytes).map_err(|e| {
-        format!(
-            "{}: not UTF-8 text (byte {} is not valid UTF-8)",
-            path.display(),
-            e.utf8_error().valid_up_to()
-        )
-    })
 }
