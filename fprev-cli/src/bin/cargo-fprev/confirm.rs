@@ -144,9 +144,8 @@ impl Confirm<'_> {
             ));
         };
         let coverage = run
-            .log
-            .lines()
-            .find(|l| l.starts_with("fprev scramble: "))
+            .scramble_line
+            .as_deref()
             .map(|l| l.trim_start_matches("fprev scramble: ").to_string());
         let blamed = if self.blame && kind == "fail" && !sites.is_empty() {
             let (set, blame_runs) = blame_search(self.bin, test, mode, token, Some(limit), &sites)?;

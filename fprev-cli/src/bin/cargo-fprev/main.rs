@@ -120,6 +120,11 @@ struct CopyArgs {
     /// build of fprev and the common dependencies.
     #[arg(long)]
     target_dir: Option<PathBuf>,
+    /// Bytes of each test run's output kept in its log (bytes, or with K, M, G, T; half
+    /// for standard output, half for standard error): the rest is counted and noted,
+    /// never held, so a test that prints gigabytes costs no more memory.
+    #[arg(long, value_parser = limits::bytes, default_value = "64M")]
+    max_log_bytes: u64,
     /// Features to build the tests with (passed to cargo).
     #[arg(long)]
     features: Option<String>,
@@ -389,6 +394,7 @@ fn note_unparsed(rel: &Path, e: &syn::Error) {
 /// root, which is the same in both copies, so each build would overwrite the other's
 /// test binaries.
 fn prepare(a: &CopyArgs, write: bool, attribute: annotate::Attribute) -> Result<Prepared, Failure> {
+    runner::set_log_cap(a.max_log_bytes);
     let sel = select(&a.source)?;
     let scratch = workspace::scratch_dir(&sel.root, a.scratch.as_deref());
     let lock = if write {

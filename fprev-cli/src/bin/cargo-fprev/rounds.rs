@@ -504,9 +504,9 @@ impl Rounds<'_> {
         );
         if summary.coverage.len() <= k {
             let line = run
-                .log
-                .lines()
-                .find_map(|l| l.strip_prefix("fprev scramble: "))
+                .scramble_line
+                .as_deref()
+                .and_then(|l| l.strip_prefix("fprev scramble: "))
                 .unwrap_or("no coverage line (no scrambled code linked)");
             summary
                 .coverage
@@ -612,7 +612,7 @@ impl Reach {
             // first scrambled site of a process does: a run that reported every test and
             // ended normally without it reached no site at all.
             let complete = base.tests.keys().all(|t| run.tests.contains_key(t));
-            return if complete && !run.log.contains("fprev scramble: ") {
+            return if complete && run.scramble_line.is_none() {
                 Reach::Only(Vec::new())
             } else {
                 Reach::Every

@@ -2,9 +2,10 @@
 //! would run them, under one scrambling setting at a time.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::workspace::cargo;
@@ -113,7 +114,12 @@ pub struct Run {
     pub timed_out: bool,
     /// The binary exited non-zero with no test reported failed (a crash, an abort).
     pub crashed: bool,
+    /// Standard output then standard error, each cut at half of `--max-log-bytes` with a
+    /// note of what was not kept.
     pub log: String,
+    /// The runtime's `fprev scramble: ...` coverage line, wherever it came in the
+    /// output (also past what the log kept).
+    pub scramble_line: Option<String>,
 }
 
 /// Runs `bin` with `args` and `env`, killed after `limit`.
@@ -142,8 +148,10 @@ pub fn run(
         .map_err(|e| Failure(format!("cannot run {}: {e}", bin.path.display())))?;
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
-    let out_reader = std::thread::spawn(move || read_all(stdout));
-    let err_reader = std::thread::spawn(move || read_all(stderr));
+    // each stream keeps half the log's bytes; libtest's lines are parsed as they go by
+    let keep = usize::try_from(log_cap() / 2).unwrap_or(usize::MAX);
+    let out_reader = std::thread::spawn(move || Capture::read(stdout, keep, true));
+    let err_reader = std::thread::spawn(move || Capture::read(stderr, keep, false));
     let mut timed_out = false;
     let status = loop {
         match child.try_wait() {
@@ -160,36 +168,139 @@ pub fn run(
         std::thread::sleep(Duration::from_millis(20));
     };
     let wall = start.elapsed();
-    let stdout = out_reader.join().unwrap_or_default();
+    let mut stdout = out_reader.join().unwrap_or_default();
     let stderr = err_reader.join().unwrap_or_default();
-    let (tests, messages) = parse_libtest(&stdout);
+    let scramble_line = stdout
+        .scramble_line
+        .clone()
+        .or(stderr.scramble_line.clone());
+    let (tests, messages) = stdout.libtest.finish();
     let failed_any = tests.values().any(|o| *o == Outcome::Failed);
     let crashed = !timed_out && status.is_some_and(|s| !s.success()) && !failed_any;
+    let mut log = stdout.into_log("standard output");
+    log.push_str("\n--- stderr ---\n");
+    log.push_str(&stderr.into_log("standard error"));
     Ok(Run {
         tests,
         messages,
         wall,
         timed_out,
         crashed,
-        log: format!("{stdout}\n--- stderr ---\n{stderr}"),
+        log,
+        scramble_line,
     })
 }
 
-fn read_all(r: Option<impl std::io::Read>) -> String {
-    let mut s = Vec::new();
-    if let Some(mut r) = r {
-        let _ = r.read_to_end(&mut s);
-    }
-    String::from_utf8_lossy(&s).into_owned()
+/// Bytes of a run's output kept in its log (half for each stream); set from
+/// `--max-log-bytes` before any run.
+static LOG_CAP: AtomicU64 = AtomicU64::new(DEFAULT_LOG_CAP);
+/// `--max-log-bytes`'s default: 64 MiB.
+pub const DEFAULT_LOG_CAP: u64 = 64 << 20;
+/// Bytes of one line read for parsing (libtest's lines are short); the rest of a longer
+/// line still goes to the log, within its cap.
+const MAX_LINE: usize = 64 << 10;
+/// Bytes of one failed test's output kept as its message.
+const MAX_MESSAGE: usize = 1 << 20;
+
+/// Sets how many bytes of a run's output its log keeps.
+pub fn set_log_cap(bytes: u64) {
+    LOG_CAP.store(bytes, Ordering::Relaxed);
 }
 
-/// Test outcomes (`test NAME ... ok|FAILED|ignored`) and failure messages from libtest's
-/// human output.
-pub fn parse_libtest(stdout: &str) -> (BTreeMap<String, Outcome>, BTreeMap<String, String>) {
-    let mut tests = BTreeMap::new();
-    let mut messages = BTreeMap::new();
-    let mut current: Option<(String, String)> = None;
-    for line in stdout.lines() {
+fn log_cap() -> u64 {
+    LOG_CAP.load(Ordering::Relaxed)
+}
+
+/// One output stream of a run, read to its end in blocks: at most `keep` bytes of it
+/// kept for the log and the count of the rest, while every line goes past the libtest
+/// parser and the runtime's coverage line is noted, so memory does not grow with what
+/// a test prints.
+#[derive(Default)]
+struct Capture {
+    kept: Vec<u8>,
+    dropped: u64,
+    keep: usize,
+    /// The line read so far (its first [`MAX_LINE`] bytes).
+    line: Vec<u8>,
+    parse: bool,
+    libtest: Libtest,
+    /// The runtime's `fprev scramble: ...` line, the first one.
+    scramble_line: Option<String>,
+}
+
+impl Capture {
+    fn read(r: Option<impl Read>, keep: usize, parse: bool) -> Capture {
+        let mut c = Capture {
+            keep,
+            parse,
+            ..Capture::default()
+        };
+        if let Some(mut r) = r {
+            let mut block = vec![0u8; 64 << 10];
+            loop {
+                match r.read(&mut block) {
+                    Ok(0) => break,
+                    Ok(n) => c.feed(&block[..n]),
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+        }
+        if !c.line.is_empty() {
+            c.end_line();
+        }
+        c
+    }
+
+    fn feed(&mut self, bytes: &[u8]) {
+        let room = self.keep.saturating_sub(self.kept.len()).min(bytes.len());
+        self.kept.extend_from_slice(&bytes[..room]);
+        self.dropped += (bytes.len() - room) as u64;
+        for piece in bytes.split_inclusive(|&b| b == b'\n') {
+            let take = MAX_LINE.saturating_sub(self.line.len()).min(piece.len());
+            self.line.extend_from_slice(&piece[..take]);
+            if piece.ends_with(b"\n") {
+                self.end_line();
+            }
+        }
+    }
+
+    fn end_line(&mut self) {
+        let text = String::from_utf8_lossy(&self.line);
+        let line = text.trim_end_matches(['\n', '\r']);
+        if self.scramble_line.is_none() && line.starts_with("fprev scramble: ") {
+            self.scramble_line = Some(line.to_string());
+        }
+        if self.parse {
+            self.libtest.line(line);
+        }
+        self.line.clear();
+    }
+
+    /// The kept bytes as text, with a note of what was not kept.
+    fn into_log(self, stream: &str) -> String {
+        let mut log = String::from_utf8_lossy(&self.kept).into_owned();
+        if self.dropped > 0 {
+            log.push_str(&format!(
+                "\n[cargo fprev: {} more bytes of {stream} not kept (--max-log-bytes)]\n",
+                self.dropped
+            ));
+        }
+        log
+    }
+}
+
+/// libtest's human output read line by line: each test's outcome, and each failed
+/// test's captured output (its first [`MAX_MESSAGE`] bytes).
+#[derive(Default)]
+struct Libtest {
+    tests: BTreeMap<String, Outcome>,
+    messages: BTreeMap<String, String>,
+    current: Option<(String, String)>,
+}
+
+impl Libtest {
+    fn line(&mut self, line: &str) {
         if let Some(rest) = line.strip_prefix("test ") {
             if let Some((name, result)) = rest.rsplit_once(" ... ") {
                 let word = result.split(|c: char| c.is_whitespace() || c == ',').next();
@@ -204,36 +315,59 @@ pub fn parse_libtest(stdout: &str) -> (BTreeMap<String, Outcome>, BTreeMap<Strin
                 let name = name.trim_end();
                 let name = name.strip_suffix(" - should panic").unwrap_or(name);
                 if let Some(o) = outcome {
-                    tests.insert(name.to_string(), o);
+                    self.tests.insert(name.to_string(), o);
                 }
-                continue;
+                return;
             }
         }
         if let Some(name) = line
             .strip_prefix("---- ")
             .and_then(|l| l.strip_suffix(" stdout ----"))
         {
-            if let Some((n, m)) = current.take() {
-                messages.insert(n, m);
-            }
-            current = Some((name.to_string(), String::new()));
-            continue;
+            self.end_message();
+            self.current = Some((name.to_string(), String::new()));
+            return;
         }
         if line == "failures:" || line.starts_with("test result:") {
-            if let Some((n, m)) = current.take() {
-                messages.insert(n, m);
+            self.end_message();
+            return;
+        }
+        const CUT: &str = "[cargo fprev: the rest of this output is not kept: 1 MiB a test (--max-log-bytes does not raise it)]\n";
+        if let Some((_, m)) = self.current.as_mut() {
+            if m.ends_with(CUT) {
+                // cut already: nothing more of this test's output
+            } else if m.len() + line.len() < MAX_MESSAGE {
+                m.push_str(line);
+                m.push('\n');
+            } else {
+                m.push_str(CUT);
             }
-            continue;
-        }
-        if let Some((_, m)) = current.as_mut() {
-            m.push_str(line);
-            m.push('\n');
         }
     }
-    if let Some((n, m)) = current.take() {
-        messages.insert(n, m);
+
+    fn end_message(&mut self) {
+        if let Some((n, m)) = self.current.take() {
+            self.messages.insert(n, m);
+        }
     }
-    (tests, messages)
+
+    fn finish(&mut self) -> (BTreeMap<String, Outcome>, BTreeMap<String, String>) {
+        self.end_message();
+        (
+            std::mem::take(&mut self.tests),
+            std::mem::take(&mut self.messages),
+        )
+    }
+}
+
+/// Test outcomes (`test NAME ... ok|FAILED|ignored`) and failure messages from libtest's
+/// human output.
+pub fn parse_libtest(stdout: &str) -> (BTreeMap<String, Outcome>, BTreeMap<String, String>) {
+    let mut libtest = Libtest::default();
+    for line in stdout.lines() {
+        libtest.line(line);
+    }
+    libtest.finish()
 }
 
 /// The first `panicked at FILE:LINE:COL:` location in a failure's output, and the panic
@@ -311,5 +445,74 @@ test result: FAILED. 1 passed; 1 failed; 1 ignored; 0 measured; 0 filtered out
         assert_eq!(package_name("path+file:///w/statrs#0.18.0"), "statrs");
         assert_eq!(package_name("path+file:///w/a/b#mycrate@0.1.0"), "mycrate");
         assert_eq!(package_name("mycrate 0.1.0 (path+file:///w)"), "mycrate");
+    }
+}
+
+#[cfg(test)]
+mod capture_tests {
+    use super::*;
+
+    /// Output far past the cap: the log keeps the cap and says how much more there was,
+    /// and the outcomes, messages and coverage line after it are all still read.
+    #[test]
+    fn a_stream_keeps_its_cap_and_parses_every_line() {
+        let mut text = String::new();
+        text.push_str("running 2 tests\n");
+        let noise = format!("{}\n", "x".repeat(999));
+        for _ in 0..2000 {
+            text.push_str(&noise);
+        }
+        text.push_str(&"y".repeat(200_000)); // one line longer than MAX_LINE
+        text.push_str("\ntest a ... ok\ntest b ... FAILED\n\nfailures:\n\n---- b stdout ----\n");
+        for _ in 0..3000 {
+            text.push_str(&noise); // b's message, over MAX_MESSAGE
+        }
+        text.push_str("\nfailures:\n    b\n\ntest result: FAILED. 1 passed; 1 failed\n");
+        text.push_str("fprev scramble: 3 site(s) reached\n");
+        let keep = 10_000;
+        let mut c = Capture::read(Some(text.as_bytes()), keep, true);
+        assert_eq!(c.kept.len(), keep);
+        assert_eq!(c.dropped, (text.len() - keep) as u64);
+        assert_eq!(
+            c.scramble_line.as_deref(),
+            Some("fprev scramble: 3 site(s) reached")
+        );
+        let (tests, messages) = c.libtest.finish();
+        assert_eq!(tests.get("a"), Some(&Outcome::Passed));
+        assert_eq!(tests.get("b"), Some(&Outcome::Failed));
+        let m = &messages["b"];
+        assert!(m.len() <= MAX_MESSAGE + 200, "{}", m.len());
+        assert!(
+            m.ends_with("(--max-log-bytes does not raise it)]\n"),
+            "{}",
+            &m[m.len() - 200..]
+        );
+        let c = Capture::read(Some(text.as_bytes()), keep, true);
+        let log = c.into_log("standard output");
+        assert!(
+            log.ends_with(&format!(
+                "[cargo fprev: {} more bytes of standard output not kept (--max-log-bytes)]\n",
+                text.len() - keep
+            )),
+            "{}",
+            &log[log.len() - 120..]
+        );
+    }
+
+    /// A stream read in small blocks parses as one read whole.
+    #[test]
+    fn lines_split_across_blocks_are_whole() {
+        let text = "test one ... ok\ntest two - should panic ... ok\ntest three ... ignored\n";
+        let mut c = Capture {
+            keep: usize::MAX,
+            parse: true,
+            ..Capture::default()
+        };
+        for piece in text.as_bytes().chunks(3) {
+            c.feed(piece);
+        }
+        let (tests, _) = c.libtest.finish();
+        assert_eq!(tests, parse_libtest(text).0);
+        assert_eq!(tests.len(), 3);
     }
 }
