@@ -42,9 +42,7 @@ pub fn chains(a: &ChainsArgs) -> Result<ExitCode, Failure> {
     for f in ["chains.tsv", "chains.txt"] {
         let _ = std::fs::remove_file(dir.join(f));
     }
-    let logs = a.out.join("logs");
-    std::fs::create_dir_all(&logs)
-        .map_err(|e| Failure(format!("cannot create {}: {e}", logs.display())))?;
+    let logs = crate::workspace::create_out(&a.out)?;
     let env = [
         ("FPREV_CHAINS".to_string(), "1".to_string()),
         ("CARGO_TARGET_DIR".to_string(), target.display().to_string()),

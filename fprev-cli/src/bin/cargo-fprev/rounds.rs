@@ -111,9 +111,7 @@ pub fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
     );
     let bins = runner::build(&p.tree, &p.target_dir, &p.packages, &cargo_args(&a.copy))?;
     let build_s = build_start.elapsed().as_secs_f64();
-    let logs = a.out.join("logs");
-    std::fs::create_dir_all(&logs)
-        .map_err(|e| Failure(format!("cannot create {}: {e}", logs.display())))?;
+    let logs = crate::workspace::create_out(&a.out)?;
     let bar = progress_bar(&plan, a, bins.len());
     let mut summary = Summary {
         modes: a.modes.clone(),

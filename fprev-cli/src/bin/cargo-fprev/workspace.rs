@@ -149,10 +149,40 @@ pub fn files(root: &Path) -> Result<Vec<PathBuf>, Failure> {
             v
         }
     };
+    // cargo fprev's own output folders (a previous run's logs can be gigabytes): never
+    // copied, wherever --out put them
+    let tagged: Vec<PathBuf> = out
+        .iter()
+        .filter(|p| p.file_name().is_some_and(|n| n == CACHEDIR_TAG))
+        .filter_map(|p| p.parent().map(Path::to_path_buf))
+        .collect();
+    out.retain(|p| !tagged.iter().any(|dir| p.starts_with(dir)));
     if root.join("Cargo.lock").is_file() && !out.iter().any(|p| p == Path::new("Cargo.lock")) {
         out.push(PathBuf::from("Cargo.lock"));
     }
     Ok(out)
+}
+
+/// The file that marks a folder as cargo fprev's output (the Cache Directory Tagging
+/// convention, so backup tools pass it over too).
+const CACHEDIR_TAG: &str = "CACHEDIR.TAG";
+
+/// Creates the output folder `out` with its `logs/` folder, tagged so that no later
+/// copy of the workspace takes it along; returns the `logs/` folder.
+pub fn create_out(out: &Path) -> Result<PathBuf, Failure> {
+    let logs = out.join("logs");
+    std::fs::create_dir_all(&logs)
+        .map_err(|e| Failure(format!("cannot create {}: {e}", logs.display())))?;
+    let tag = out.join(CACHEDIR_TAG);
+    if !tag.is_file() {
+        std::fs::write(
+            &tag,
+            "Signature: 8a477f597d28d172789f06886806bc55\n\
+             # This folder holds cargo fprev's output: copies of the workspace leave it out.\n",
+        )
+        .map_err(|e| Failure(format!("cannot write {}: {e}", tag.display())))?;
+    }
+    Ok(logs)
 }
 
 fn walk(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> Result<(), Failure> {
@@ -341,6 +371,25 @@ impl ScratchLock {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_earlier_output_folder_is_not_copied() {
+        let dir = std::env::temp_dir().join(format!("fprev-out-copy-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("src")).expect("src");
+        std::fs::write(dir.join("src/lib.rs"), "").expect("lib.rs");
+        std::fs::write(dir.join("Cargo.toml"), "[package]\nname = \"x\"\n").expect("toml");
+        for out in ["fprev.out", "reports/nightly"] {
+            let logs = create_out(&dir.join(out)).expect("out");
+            std::fs::write(logs.join("run.log"), "x").expect("log");
+        }
+        // /tmp is no git work tree: every file outside target/ and .git/, less the outputs
+        let files = files(&dir).expect("files");
+        let mut names: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
+        names.sort();
+        assert_eq!(names, ["Cargo.toml", "src/lib.rs"]);
+        std::fs::remove_dir_all(&dir).ok();
+    }
 
     #[test]
     fn the_runtime_is_optimized_in_the_copy_and_a_users_setting_kept() {
