@@ -620,3 +620,37 @@ fn merge_and_in_diff_read_at_most_max_input_bytes() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Ctrl-C while cargo fprev builds or runs: exit status 130 and `interrupted`, never a
+/// build failure the user did not cause.
+#[test]
+fn an_interrupt_ends_with_130_and_says_so() {
+    use std::io::{BufRead, BufReader};
+    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cargo-fprev-interrupted");
+    let mut child = cargo_fprev()
+        .current_dir(fixture())
+        .args(["test", "--seeds", "1000", "--out"])
+        .arg(&out_dir)
+        .arg("--scratch")
+        .arg(scratch())
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("cargo-fprev");
+    let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
+    let mut text = String::new();
+    // once it builds (the handler is set), interrupt it, as a terminal's Ctrl-C does
+    while stderr.read_line(&mut text).expect("stderr") > 0 {
+        if text.contains("building the tests once") {
+            break;
+        }
+    }
+    let pid = i32::try_from(child.id()).expect("pid");
+    // SAFETY: kill(2) on a child of this test that has not been waited for yet
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    std::io::Read::read_to_string(&mut stderr, &mut text).expect("stderr");
+    let status = child.wait().expect("wait");
+    assert_eq!(status.code(), Some(130), "{text}");
+    assert!(text.contains("cargo fprev: interrupted"), "{text}");
+    assert!(!text.contains("do not build"), "{text}");
+}

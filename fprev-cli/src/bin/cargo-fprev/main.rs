@@ -246,6 +246,11 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
+        // an interrupt makes the build or a run fail: say what happened, not the failure
+        Err(Failure(_)) if interrupted() => {
+            eprintln!("cargo fprev: interrupted");
+            ExitCode::from(130)
+        }
         Err(Failure(msg)) => {
             eprintln!("cargo fprev: {msg}");
             ExitCode::from(1)

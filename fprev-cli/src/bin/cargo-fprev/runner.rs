@@ -361,7 +361,8 @@ impl Libtest {
 }
 
 /// Test outcomes (`test NAME ... ok|FAILED|ignored`) and failure messages from libtest's
-/// human output.
+/// human output, read whole (the runs read it as it comes, through [`Capture`]).
+#[cfg(test)]
 pub fn parse_libtest(stdout: &str) -> (BTreeMap<String, Outcome>, BTreeMap<String, String>) {
     let mut libtest = Libtest::default();
     for line in stdout.lines() {
