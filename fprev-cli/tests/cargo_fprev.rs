@@ -412,7 +412,23 @@ fn bad_input_is_an_error_with_exit_status_1() {
     let empty = std::env::temp_dir().join(format!("fprev-not-a-project-{}", std::process::id()));
     std::fs::create_dir_all(&empty).expect("dir");
     let fixture = fixture();
+    let scratch = scratch().display().to_string();
     let cases: Vec<(Vec<&str>, &Path, &str)> = vec![
+        (
+            vec!["test", "--jobs", "0"],
+            &fixture,
+            "--jobs 0 runs nothing",
+        ),
+        (
+            vec!["test", "--timeout-factor", "1e308"],
+            &fixture,
+            "must be a number from 1 to 10000",
+        ),
+        (
+            vec!["test", "--scratch", &scratch, "--", "--bogus-flag"],
+            &fixture,
+            "ran no test and failed: error: Unrecognized option: 'bogus-flag'",
+        ),
         (vec!["test"], &empty, "not a cargo project"),
         (vec!["scan", "--json"], &empty, "not a cargo project"),
         (vec!["scan", "-p", "nope"], &fixture, "no package `nope`"),

@@ -275,7 +275,22 @@ fn unscrambled(
         .sum();
     if passing == 0 {
         bar.finish_and_clear();
-        return Err(Failure(if summary.tests == 0 {
+        // a binary that listed no test and failed was refused its arguments, most often
+        let refused = baseline
+            .iter()
+            .zip(bins)
+            .find(|(r, _)| r.crashed && r.tests.is_empty());
+        return Err(Failure(if let Some((run, bin)) = refused {
+            let said = run
+                .log
+                .split_once("\n--- stderr ---\n")
+                .and_then(|(_, err)| err.lines().find(|l| !l.trim().is_empty()))
+                .unwrap_or("nothing on standard error");
+            format!(
+                "the test binary {} ran no test and failed: {said} (check the arguments after --)",
+                bin.target
+            )
+        } else if summary.tests == 0 {
             "the selected packages have no tests to run".into()
         } else {
             format!(
@@ -501,11 +516,20 @@ impl Rounds<'_> {
             &run.log,
         );
         if summary.coverage.len() <= k {
+            // the runtime prints the line as the process exits: a killed or crashed
+            // process never does
+            let missing = if run.timed_out {
+                "no coverage line (the run was stopped at its time limit)"
+            } else if run.crashed {
+                "no coverage line (the run crashed)"
+            } else {
+                "no coverage line (no scrambled code linked)"
+            };
             let line = run
                 .scramble_line
                 .as_deref()
                 .and_then(|l| l.strip_prefix("fprev scramble: "))
-                .unwrap_or("no coverage line (no scrambled code linked)");
+                .unwrap_or(missing);
             summary
                 .coverage
                 .push((bin.target.clone(), line.to_string()));
