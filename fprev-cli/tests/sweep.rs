@@ -261,7 +261,7 @@ fn a_built_in_product_is_swept_over_its_rows_and_agrees_with_reveal() {
 
 #[test]
 fn built_in_sweeps_refuse_what_they_cannot_sweep() {
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 8] = [
         (
             &["iter-sum", "--values", "1..3", "--n", "8"],
             "no parameter to sweep",
@@ -290,6 +290,10 @@ fn built_in_sweeps_refuse_what_they_cannot_sweep() {
         (
             &["rayon-sum", "--values", "0", "--n", "8"],
             "a pool of 0 threads",
+        ),
+        (
+            &["rayon-sum", "--values", "100000", "--n", "8"],
+            "a pool of 100000 threads: at most 1024",
         ),
         (
             &[

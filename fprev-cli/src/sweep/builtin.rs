@@ -101,6 +101,9 @@ impl<T: Real> Target<T> for Row0<T> {
     }
 }
 
+/// The largest rayon pool a sweep starts: a pool is that many system threads at once.
+const MAX_POOL_THREADS: usize = 1024;
+
 /// rayon's parallel sum on a pool of a given size.
 struct PoolSum(rayon::ThreadPool);
 
@@ -164,6 +167,11 @@ pub fn sweep<T: Real + Send + Sync>(
         Over::Threads => reveal.try_sweep::<T, _, _, _>(values.iter().copied(), |threads| {
             if threads == 0 {
                 return Err(TargetError::new("a pool of 0 threads runs nothing"));
+            }
+            if threads > MAX_POOL_THREADS {
+                return Err(TargetError::new(format!(
+                    "a pool of {threads} threads: at most {MAX_POOL_THREADS} (each is a thread of the system)"
+                )));
             }
             rayon::ThreadPoolBuilder::new()
                 .num_threads(threads)
