@@ -1141,7 +1141,8 @@ fn run_engine<T: ProbeFloat>(
     if let Some(f) = r.arithmetic() {
         errln!("truncating fused nodes, verified under a fitted block-FMA model: {f}");
     }
-    if r.verification.excluded_width < 53 && r.verification.fused.is_none() {
+    // one value has no additions, so nothing about adders to say
+    if r.verification.excluded_width < 53 && r.verification.fused.is_none() && args.n() > 1 {
         errln!(
             "note: {}",
             fused_width_note(target, args.n(), &r.verification)

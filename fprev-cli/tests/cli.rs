@@ -542,6 +542,8 @@ fn one_value_calls_the_program_and_zero_is_refused() {
     let o = fprev(&["reveal", "--exec", "cat", "--n", "1"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o), "0\n");
+    // one value, no additions: no note about adders (it printed "fewer than 0 bits")
+    assert!(!stderr(&o).contains("fraction bits"), "{}", stderr(&o));
     refused(
         &fprev(&["reveal", "--exec", "echo nan", "--n", "1"]),
         "must return it",
