@@ -221,3 +221,21 @@ def test_svg_draws_the_ranges():
     assert f">{s.trees[4].describe()}</text>" in svg
     assert "searched (2 of 6)" in svg
     assert ">rows = 1..3 (3 values)</text>" in s.svg("rows")
+
+
+def test_too_many_sizes_are_refused_before_anything_is_built():
+    """range(1, 10**8) would be 4 GB as a list: refused after reading 65,537 of them."""
+    called = []
+
+    def make(size):
+        called.append(size)
+        return np.sum
+
+    with pytest.raises(ValueError, match="more than 65536 sizes: sweep fewer"):
+        fprev.sweep(make, range(1, 10**8), 16)
+    assert called == []
+    # an endless iterator too
+    import itertools
+
+    with pytest.raises(ValueError, match="more than 65536 sizes"):
+        fprev.sweep(make, itertools.count(1), 16)

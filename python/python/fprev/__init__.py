@@ -16,6 +16,7 @@ engine's messages; an exception raised by your function propagates unchanged.
 """
 
 import functools
+import itertools
 import operator
 
 import numpy as np
@@ -558,13 +559,20 @@ def reveal_matmul(
     )
 
 
+_MAX_SIZES = 1 << 16
+
+
 def _sizes(sizes, what="sizes"):
     """``sizes`` as a list of non-negative ints (the engine refuses an empty or
-    non-increasing list with the reason)."""
+    non-increasing list with the reason); at most ``_MAX_SIZES`` of them, read lazily,
+    so that ``range(1, 10**8)`` is refused before anything is built."""
     try:
-        items = list(sizes)
+        items = list(itertools.islice(sizes, _MAX_SIZES + 1))
     except TypeError:
         raise TypeError(f"{what} must be an iterable of integers, got {type(sizes).__name__}") from None
+    if len(items) > _MAX_SIZES:
+        raise ValueError(
+            f"more than {_MAX_SIZES} {what}: sweep fewer (each one is a reveal of its own)")
     out = []
     for s in items:
         if isinstance(s, (bool, np.bool_)):
