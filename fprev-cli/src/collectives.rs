@@ -114,6 +114,10 @@ pub fn parse_element(text: &str) -> Result<ElementChoice, String> {
         .map_err(|_| format!("{text:?}: an element number (from 0) or all"))
 }
 
+/// Bytes a value of a probe costs fprev: its shortest decimal in the probe line (up to 25
+/// characters and a space) and the `f64` it is read from.
+const PROBE_BYTES_PER_VALUE: u64 = 34;
+
 /// What to launch: the collective, its ranks and message, and the rank program's options.
 #[derive(Clone, Debug)]
 pub struct Launch {
@@ -191,6 +195,23 @@ impl Launch {
             ));
         }
         Ok(())
+    }
+
+    /// Refuse a message whose probes would need more than `budget` bytes: each probe
+    /// line carries every rank's whole message, as text ([`PROBE_BYTES_PER_VALUE`] a
+    /// value, counted with the values fprev keeps of it).
+    pub fn check_memory(&self, budget: u64) -> Result<(), String> {
+        let values = (self.count as u64).checked_mul(self.ranks as u64);
+        match values.and_then(|v| v.checked_mul(PROBE_BYTES_PER_VALUE)) {
+            Some(bytes) if bytes <= budget => Ok(()),
+            bytes => Err(format!(
+                "--count {} with --ranks {}: a probe carries {} values, about {} of memory,                  over the memory budget of {budget} bytes (raise it with --max-memory)",
+                self.count,
+                self.ranks,
+                values.map_or("more than 2^64".to_string(), |v| v.to_string()),
+                bytes.map_or("more than 2^64 bytes".to_string(), |b| format!("{b} bytes"))
+            )),
+        }
     }
 
     /// The `mpirun` command line that starts the ranks (`fprev` is this binary).
@@ -397,6 +418,20 @@ mod tests {
             assert!(e.contains(needle), "{e}");
         }
         assert_eq!(launch().check(), Ok(()));
+        // the largest count MPI takes, on 8 ranks: refused by the budget, named
+        let huge = Launch {
+            count: i32::MAX as usize,
+            ranks: 8,
+            ..launch()
+        };
+        assert_eq!(huge.check(), Ok(()));
+        let e = huge.check_memory(8 << 30).expect_err("over 8 GiB");
+        assert!(
+            e.contains("--count 2147483647 with --ranks 8: a probe carries 17179869176 values"),
+            "{e}"
+        );
+        assert!(e.contains("(raise it with --max-memory)"), "{e}");
+        assert_eq!(launch().check_memory(8 << 30), Ok(()));
     }
 
     #[test]

@@ -657,6 +657,9 @@ fn reveal_collective(
                     fault: args.mpi_fault.clone(),
                 };
                 launch.check().map_err(Failure::Message)?;
+                launch
+                    .check_memory(args.max_memory)
+                    .map_err(Failure::Message)?;
                 launches.push(launch);
             }
         }
