@@ -207,7 +207,7 @@ impl BlockScaledFma {
         if self.frac_out.is_some_and(|f| f > 23) {
             return bad("frac_out above f32's 23 fraction bits".into());
         }
-        Ok(())
+        self.chain().validate()
     }
 
     /// The block-FMA chain the terms run through: one node per instruction.
@@ -307,7 +307,7 @@ impl BlockScaledFma {
 
     /// The tree fprev reveals over the `K / block` blocks of a dot product of `K`
     /// products: the products of one block share its scales, so a block is a leaf
-    /// (see [`crate::reveal::scaled`]); one node per instruction.
+    /// (see [`crate::ops::ScaledDot`]); one node per instruction.
     pub fn tree(&self, blocks: usize) -> SumTree {
         let per = (self.k / self.block).max(1);
         BlockFma {
