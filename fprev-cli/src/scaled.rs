@@ -9,7 +9,7 @@
 //! scaled dot in f32 (`--acc-dtype`), on a line of its own, flushed. Lines are sent one
 //! at a time: each waits for its answer.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::Duration;

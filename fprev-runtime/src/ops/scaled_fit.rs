@@ -159,14 +159,25 @@ impl ScaledArithmetic {
     /// Why the products of one block form one multi-way group of the tree.
     pub fn why_blocks(&self) -> String {
         let e = self.shape.element;
-        let span = 2 * (e.format().max_exp - e.format().min_subnormal_exp()) + 2;
-        format!(
-            "the {} products of a block share its two scales; {} products lie within 2^{span} \
-             of one another, and a mask must be 2^26 or more above a unit in f32, so no input \
-             tells their order apart: a block is one leaf",
-            self.shape.block,
-            e.name()
-        )
+        let f = e.format();
+        let span = 2 * (f.max_exp - f.min_subnormal_exp()) + 2;
+        // a mask must sit 2^(24 + 2) above a unit in f32, more with several units
+        if span < 26 {
+            format!(
+                "the {} products of a block share its two scales and lie within 2^{span} of \
+                 one another, short of the 2^26 a mask needs above a unit in f32, so no \
+                 input tells their order apart: a block is one leaf",
+                self.shape.block
+            )
+        } else {
+            format!(
+                "the {} products of a block share its two scales; {} products span 2^{span}, \
+                 which could separate them, but their order is not probed: a block is one \
+                 leaf (its arithmetic is fitted)",
+                self.shape.block,
+                e.name()
+            )
+        }
     }
 }
 
