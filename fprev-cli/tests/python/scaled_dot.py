@@ -139,7 +139,8 @@ def main():
     args = parser().parse_args()
     out = sys.stdout
     for line in sys.stdin:
-        c = answer(args, [Fraction(t) for t in line.split()])
+        # each number is the shortest decimal of a binary value: read it as that value
+        c = answer(args, [Fraction(float(t)) for t in line.split()])
         # an f32 value printed as the shortest decimal of the same f64: reads back exactly
         out.write(repr(float(c)) + "\n")
         out.flush()

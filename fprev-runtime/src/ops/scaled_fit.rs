@@ -20,7 +20,7 @@ use crate::target::TargetError;
 use crate::{Reveal, RevealError, RevealReport, SumTree};
 
 /// Random full inputs the arithmetic is fitted on.
-pub const SCALED_FIT_DRAWS: usize = 64;
+pub const SCALED_FIT_DRAWS: usize = 96;
 
 /// Why a block-scaled dot was not revealed.
 #[non_exhaustive]
@@ -495,13 +495,18 @@ fn reproduces(m: &BlockScaledFma, d: &Draw) -> bool {
     }
 }
 
-/// Random full operands: element codes drawn uniformly (a quarter of them zero),
-/// scales spread over 2 to 80 binades (UE8M0) or over every non-zero code (UE4M3).
+/// Random full operands: element codes drawn uniformly (a quarter of them zero); the
+/// scales drawn from a window of exponents whose width changes from draw to draw (0 to
+/// 40 binades for UE8M0, 0 to 15 exponent fields of UE4M3, subnormals included), so
+/// that some draws put terms just within, and others just beyond, every alignment
+/// width, and a partial sum's cut shows.
 fn random_full(shape: &ScaledDotShape, seed: u64) -> ScaledOperands {
     use rand_core::{RngCore, SeedableRng};
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0xF17_5CA1);
     let mut o = ScaledOperands::zeros(shape);
-    let spread = [1i32, 4, 12, 20, 40][(rng.next_u64() % 5) as usize];
+    let width = (rng.next_u64() % 41) as i32;
+    let fields = (rng.next_u64() % 16) as u8;
+    let low = (rng.next_u64() % u64::from(16 - fields)) as u8;
     let element = |rng: &mut rand_chacha::ChaCha8Rng| -> f64 {
         let r = rng.next_u64();
         if r % 4 == 0 {
@@ -522,10 +527,13 @@ fn random_full(shape: &ScaledDotShape, seed: u64) -> ScaledOperands {
         for s in [&mut o.sa[j], &mut o.sb[j]] {
             let r = rng.next_u64();
             *s = match shape.scale {
-                // every code but zero and NaN, subnormals included: the products of
-                // two scales then spread over 2^-18..2^17
-                ScaleType::Ue4m3 => shape.scale.value(0x01 + (r % 0x7E) as u8).unwrap_or(1.0),
-                _ => crate::exact::pow2((r % (2 * spread as u64 + 1)) as i32 - spread),
+                ScaleType::Ue4m3 => {
+                    let field = low + (r % (u64::from(fields) + 1)) as u8;
+                    // neither zero (a zero scale would hide its block) nor NaN
+                    let code = ((field << 3) | ((r >> 8) & 7) as u8).clamp(0x01, 0x7E);
+                    shape.scale.value(code).unwrap_or(1.0)
+                }
+                _ => crate::exact::pow2((r % (width as u64 + 1)) as i32 - width / 2),
             };
         }
     }
