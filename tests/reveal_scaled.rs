@@ -164,7 +164,7 @@ fn a_dot_no_block_scaled_model_explains_is_refused() {
         let mut acc = 0.0f32;
         for i in 0..o.a.len() {
             let s = o.sa[i / 16] * o.sb[i / 16];
-            acc += (o.a[i] * o.b[i] * s) as f32 * 1.000_000_1;
+            acc += (o.a[i] * o.b[i] * s) as f32 * f32::from_bits(0x3F80_0001);
         }
         Ok(acc)
     });

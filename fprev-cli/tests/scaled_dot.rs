@@ -6,7 +6,7 @@
 mod common;
 
 use common::{fprev, stderr, stdout};
-use fprev::float::{ElementType, ScaleType};
+use fprev::float::ElementType;
 use fprev::fused::{AccumulatorJoin, BlockScaledFma, ScaledAlignment};
 
 /// The responder's flags for a model.
@@ -170,5 +170,4 @@ fn scaled_dot_options_are_checked_before_anything_runs() {
         .concat(),
     );
     assert!(stderr(&o).contains("text protocol"), "{}", stderr(&o));
-    let _ = ScaleType::ALL;
 }

@@ -48,7 +48,7 @@ impl Ue8m0 {
 
     /// The scale whose value is exactly `x`; `None` when no code holds it.
     pub fn from_f64(x: f64) -> Option<Ue8m0> {
-        if !(x > 0.0) || !x.is_finite() {
+        if x.is_nan() || x <= 0.0 || !x.is_finite() {
             return None;
         }
         let e = x.log2();
@@ -94,7 +94,7 @@ impl Ue4m3 {
 
     /// The scale whose value is exactly `x` (`+0` included); `None` when no code holds it.
     pub fn from_f64(x: f64) -> Option<Ue4m3> {
-        if !(x >= 0.0) {
+        if x.is_nan() || x < 0.0 {
             return None;
         }
         let c = F8E4M3::from_f64_round(x);

@@ -499,7 +499,10 @@ fn reproduces(m: &BlockScaledFma, d: &Draw) -> bool {
 /// scales drawn from a window of exponents whose width changes from draw to draw (0 to
 /// 40 binades for UE8M0, 0 to 15 exponent fields of UE4M3, subnormals included), so
 /// that some draws put terms just within, and others just beyond, every alignment
-/// width, and a partial sum's cut shows.
+/// width, and a partial sum's cut shows; a third of the draws make each odd block nearly
+/// cancel the one before it, and a third lay ladders: a large block, a small one 20 to 35
+/// binades below it, and the large one's exact negation, which tell a wide node from a
+/// chain of narrower ones.
 fn random_full(shape: &ScaledDotShape, seed: u64) -> ScaledOperands {
     use rand_core::{RngCore, SeedableRng};
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0xF17_5CA1);
@@ -519,11 +522,57 @@ fn random_full(shape: &ScaledDotShape, seed: u64) -> ScaledOperands {
             1.0
         }
     };
-    for i in 0..shape.k {
-        o.a[i] = element(&mut rng);
-        o.b[i] = element(&mut rng);
+    for (x, y) in o.a.iter_mut().zip(o.b.iter_mut()) {
+        *x = element(&mut rng);
+        *y = element(&mut rng);
     }
+    let pattern = rng.next_u64() % 3;
+    let cancel = pattern == 0;
+    let ladder = pattern == 1;
     for j in 0..shape.blocks() {
+        if ladder && j % 4 == 2 {
+            // block j cancels block j - 2 exactly: what survives is block j - 1, some
+            // 20 to 35 binades below block j - 2, kept by a wide node and cut by a chain
+            // that ends between them
+            let (b, from) = (shape.block, (j - 2) * shape.block);
+            for i in 0..b {
+                o.a[from + 2 * b + i] = -o.a[from + i];
+                o.b[from + 2 * b + i] = o.b[from + i];
+            }
+            o.sa[j] = o.sa[j - 2];
+            o.sb[j] = o.sb[j - 2];
+            continue;
+        }
+        if ladder && j % 4 < 2 {
+            let high = j % 4 == 0;
+            let r = rng.next_u64();
+            let s = match shape.scale {
+                // UE4M3: 2^7 against 2^-6 (a product ratio of 2^26), the significands
+                // and elements spreading it over about 2^19..2^33
+                ScaleType::Ue4m3 => {
+                    let code = if high { 0x70 } else { 0x08 } | (r & 7) as u8;
+                    shape.scale.value(code).unwrap_or(1.0)
+                }
+                _ => crate::exact::pow2(if high { 8 } else { -8 - (r % 10) as i32 }),
+            };
+            o.sa[j] = s;
+            o.sb[j] = s;
+            continue;
+        }
+        if cancel && j % 2 == 1 {
+            // block j nearly cancels block j - 1 (one element redrawn): a running sum's
+            // cut bits then decide the answer, which tells chains from single nodes
+            let (b, prev) = (shape.block, (j - 1) * shape.block);
+            for i in 0..b {
+                o.a[prev + b + i] = -o.a[prev + i];
+                o.b[prev + b + i] = o.b[prev + i];
+            }
+            let i = prev + b + (rng.next_u64() % b as u64) as usize;
+            o.a[i] = element(&mut rng);
+            o.sa[j] = o.sa[j - 1];
+            o.sb[j] = o.sb[j - 1];
+            continue;
+        }
         for s in [&mut o.sa[j], &mut o.sb[j]] {
             let r = rng.next_u64();
             *s = match shape.scale {
