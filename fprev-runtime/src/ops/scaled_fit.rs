@@ -245,9 +245,14 @@ impl fmt::Display for ScaledArithmetic {
         writeln!(f, "running value (C): {}", cs.join(" or "))?;
         write!(
             f,
-            "verified: {} random block-scaled inputs reproduced bit for bit ({} models consistent)",
+            "verified: {} random block-scaled inputs reproduced bit for bit ({} consistent {})",
             self.draws,
-            self.consistent.len()
+            self.consistent.len(),
+            if self.consistent.len() == 1 {
+                "model"
+            } else {
+                "models"
+            }
         )
     }
 }
