@@ -519,10 +519,7 @@ fn reveal_scaled(cmd: &str, args: &RevealArgs, start: Instant) -> Result<ExitCod
         Format::Json => format!("{}\n", report.tree.to_json()),
         Format::Dot => report.tree.to_dot(),
         Format::Svg => fprev::picture::Picture::new()
-            .title(&format!(
-                "{cmd}, k = {}, blocks of {}",
-                shape.k, shape.block
-            ))
+            .title(format!("{cmd}, k = {}, blocks of {}", shape.k, shape.block))
             .render(&report.tree),
         Format::Text => format!("{}\n", report.tree),
     };

@@ -9,7 +9,7 @@
 //! separate them with, so no input tells their order apart: each block is one leaf of
 //! the tree, a multi-way group of its products, and the report says so. The arithmetic
 //! inside (how many products are summed exactly, what the terms are aligned by, the bits
-//! kept) is then fitted on random full blocks ([`super::scaled_fit`]).
+//! kept) is then fitted on random full blocks ([`reveal_scaled_dot`](super::reveal_scaled_dot)).
 
 use crate::float::{ElementType, FloatFormat, ProbeFloat, ScaleType};
 use crate::fused::scaled_leaf_format;
@@ -300,15 +300,15 @@ impl<F: FnMut(&ScaledOperands) -> Result<f32, TargetError>> Target<f32> for Scal
                 _ => crate::exact::pow2((r % (2 * span as u64 + 1)) as i32 - span),
             }
         };
-        for j in 0..shape.blocks() {
+        for (j, xj) in x.iter_mut().enumerate().take(shape.blocks()) {
             let s = if rng.next_u64() & 1 == 1 { -1.0 } else { 1.0 };
             o.a[j * shape.block] = s;
             o.b[j * shape.block] = 1.0;
             o.sa[j] = scale(&mut rng);
             o.sb[j] = scale(&mut rng);
             let v = s * o.sa[j] * o.sb[j];
-            x[j] = v as f32;
-            if f64::from(x[j]) != v {
+            *xj = v as f32;
+            if f64::from(*xj) != v {
                 return false;
             }
         }
