@@ -5,9 +5,11 @@
 //! engine's leaves are the `K / block` blocks: a leaf's value `2^E` is made of one
 //! element product per block (or `2^j` equal ones, for the largest masks) and the two
 //! scales, the rest of the block zero. The products inside a block share its scales and
-//! span at most `2^7` (FP4) to `2^32` (FP6) between them, less than any adder we could
-//! separate them with, so no input tells their order apart: each block is one leaf of
-//! the tree, a multi-way group of its products, and the report says so. The arithmetic
+//! span at most `2^8` (FP4) to `2^18` (FP6) between them, less than the `2^26` a mask
+//! needs above a unit in f32, so no input tells their order apart: each block is one leaf
+//! of the tree, a multi-way group of its products, and the report says so. (FP8 products
+//! span `2^36` and more, which could separate them; their order is not probed, and the
+//! report says that instead.) The arithmetic
 //! inside (how many products are summed exactly, what the terms are aligned by, the bits
 //! kept) is then fitted on random full blocks ([`reveal_scaled_dot`](super::reveal_scaled_dot)).
 
