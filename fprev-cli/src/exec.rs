@@ -104,6 +104,9 @@ pub enum Op {
     Sum,
     /// The dot product of the first `n` values with the next `n`.
     Dot,
+    /// A block-scaled dot: `a`, `b` and their blocks' scales (`--block`,
+    /// `--scale-dtype`); run by `scaled.rs`, never by [`Exec`].
+    ScaledDot,
 }
 
 enum Reply {
@@ -309,11 +312,11 @@ impl<T: ProbeFloat> Exec<T> {
         // a dot product sends each logical value as two operands
         let per_line = match self.op {
             Op::Sum => n,
-            Op::Dot => 2 * n,
+            Op::Dot | Op::ScaledDot => 2 * n,
         };
         let sent = |this: &Self, line: usize, i: usize| match this.op {
             Op::Sum => value(line, i).to_f64(),
-            Op::Dot => this.operand(n, i, value(line, i % n).to_f64()),
+            Op::Dot | Op::ScaledDot => this.operand(n, i, value(line, i % n).to_f64()),
         };
         let n = per_line;
         let text = matches!(self.protocol, Protocol::Text);
@@ -477,7 +480,7 @@ impl<T: ProbeFloat> Target<T> for Exec<T> {
         match self.op {
             Op::Sum if self.wire.format != T::FORMAT => Some(self.wire.format),
             Op::Sum => None,
-            Op::Dot => Some(self.wire.format.product()),
+            Op::Dot | Op::ScaledDot => Some(self.wire.format.product()),
         }
     }
 

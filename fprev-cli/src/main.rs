@@ -33,6 +33,7 @@ mod escape;
 mod exec;
 mod limits;
 mod reports;
+mod scaled;
 mod sweep;
 
 use std::path::PathBuf;
@@ -109,6 +110,16 @@ enum Dtype {
     /// NVIDIA's TF32 (f32's range, 10 fraction bits), sent as 4-byte f32 values; an
     /// operand type, accumulated in f32 unless --acc-dtype says otherwise.
     Tf32,
+    /// OCP MX FP4 E2M1 (±{0, 0.5, 1, 1.5, 2, 3, 4, 6}), an operand type: the elements of
+    /// --op scaled-dot, or --op dot operands.
+    #[value(name = "e2m1")]
+    E2m1,
+    /// OCP MX FP6 E3M2 (largest 28), an operand type.
+    #[value(name = "e3m2")]
+    E3m2,
+    /// OCP MX FP6 E2M3 (largest 7.5), an operand type.
+    #[value(name = "e2m3")]
+    E2m3,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -190,6 +201,12 @@ struct RevealArgs {
     /// (masks spread over both operands, which FP8 needs).
     #[arg(long, value_enum, default_value = "sum")]
     op: exec::Op,
+    /// --op scaled-dot: elements per scale (16 for NVFP4, 32 for the MX formats).
+    #[arg(long)]
+    block: Option<usize>,
+    /// --op scaled-dot: the scales' type, ue8m0 (MX) or ue4m3 (NVFP4).
+    #[arg(long)]
+    scale_dtype: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
@@ -440,7 +457,15 @@ fn reveal(args: &RevealArgs) -> Result<ExitCode, Failure> {
         )));
     }
     if let Some(cmd) = &args.exec {
+        if args.op == exec::Op::ScaledDot {
+            return reveal_scaled(cmd, args, start);
+        }
         return reveal_program(cmd, args, start);
+    }
+    if args.op == exec::Op::ScaledDot {
+        return Err(Failure::Message(
+            "--op scaled-dot applies to --exec programs".into(),
+        ));
     }
     let Some(name) = args.target.as_deref() else {
         return Err(Failure::Message(
@@ -448,6 +473,62 @@ fn reveal(args: &RevealArgs) -> Result<ExitCode, Failure> {
         ));
     };
     reveal_builtin(name, args, start)
+}
+
+/// `fprev reveal --exec CMD --op scaled-dot`: a block-scaled dot, probed through its
+/// scales (text protocol; `scaled.rs` has the contract).
+fn reveal_scaled(cmd: &str, args: &RevealArgs, start: Instant) -> Result<ExitCode, Failure> {
+    let shape = scaled::shape(
+        args.n(),
+        dtype_name(args.dtype),
+        args.block,
+        args.scale_dtype.as_deref(),
+    )
+    .map_err(Failure::Message)?;
+    if args.acc_dtype.is_some_and(|a| a != Dtype::F32) {
+        return Err(Failure::Message(
+            "--op scaled-dot: the instructions accumulate in f32 (--acc-dtype f32)".into(),
+        ));
+    }
+    if args.protocol != exec::Protocol::Text {
+        return Err(Failure::Message(
+            "--op scaled-dot speaks the text protocol only (--protocol text)".into(),
+        ));
+    }
+    limits::vector(shape.line_len(), 8, args.max_memory).map_err(Failure::Message)?;
+    let timeout = limits::seconds("--timeout", args.timeout, false).map_err(Failure::Message)?;
+    let grace = limits::seconds("--grace", args.grace, true).map_err(Failure::Message)?;
+    let startup = match args.startup_timeout {
+        Some(s) => limits::seconds("--startup-timeout", s, false).map_err(Failure::Message)?,
+        None => timeout,
+    };
+    let mut program =
+        scaled::ScaledProgram::spawn(cmd, timeout, startup, grace).map_err(Failure::Message)?;
+    let report = scaled::reveal(&mut program, shape, args.seed).map_err(Failure::Message)?;
+    drop(program);
+    errln!(
+        "revealed {cmd:?}: k = {}, {} blocks, {} probes and {} random inputs in {:.2} s",
+        shape.k,
+        shape.blocks(),
+        report.probes,
+        report.fit_calls,
+        start.elapsed().as_secs_f64()
+    );
+    let text = match args.format {
+        Format::Summary => format!("{}\n", report.summary()),
+        Format::Json => format!("{}\n", report.tree.to_json()),
+        Format::Dot => report.tree.to_dot(),
+        Format::Svg => fprev::picture::Picture::new()
+            .title(format!("{cmd}, k = {}, blocks of {}", shape.k, shape.block))
+            .render(&report.tree),
+        Format::Text => format!("{}\n", report.tree),
+    };
+    match &args.output {
+        Some(p) => std::fs::write(p, text)
+            .map_err(|e| Failure::Message(format!("{}: {e}", p.display())))?,
+        None => write_out(&text)?,
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `fprev reveal --exec`: the program's answers, in the accumulator's format.
@@ -831,6 +912,9 @@ fn dtype_name(d: Dtype) -> &'static str {
         Dtype::E4m3fnuz => "e4m3fnuz",
         Dtype::E5m2fnuz => "e5m2fnuz",
         Dtype::Tf32 => "tf32",
+        Dtype::E2m1 => "e2m1",
+        Dtype::E3m2 => "e3m2",
+        Dtype::E2m3 => "e2m3",
     }
 }
 
@@ -845,7 +929,14 @@ fn accumulator(dtype: Dtype, acc: Option<Dtype>) -> Result<Dtype, Failure> {
     let operand_only = |d: Dtype| {
         matches!(
             d,
-            Dtype::F8e4m3 | Dtype::F8e5m2 | Dtype::E4m3fnuz | Dtype::E5m2fnuz | Dtype::Tf32
+            Dtype::F8e4m3
+                | Dtype::F8e5m2
+                | Dtype::E4m3fnuz
+                | Dtype::E5m2fnuz
+                | Dtype::Tf32
+                | Dtype::E2m1
+                | Dtype::E3m2
+                | Dtype::E2m3
         )
     };
     let acc = acc.unwrap_or(if operand_only(dtype) {
@@ -855,8 +946,8 @@ fn accumulator(dtype: Dtype, acc: Option<Dtype>) -> Result<Dtype, Failure> {
     });
     if operand_only(acc) {
         return Err(Failure::Message(format!(
-            "--acc-dtype {}: FP8 and TF32 are operand types; accumulate in f16, bf16, f32 \
-             or f64",
+            "--acc-dtype {}: FP8, FP6, FP4 and TF32 are operand types; accumulate in f16, \
+             bf16, f32 or f64",
             dtype_name(acc)
         )));
     }
@@ -866,13 +957,17 @@ fn accumulator(dtype: Dtype, acc: Option<Dtype>) -> Result<Dtype, Failure> {
         Dtype::F16 | Dtype::Tf32 => 11,
         Dtype::Bf16 => 8,
         Dtype::F8e4m3 | Dtype::E4m3fnuz => 4,
-        Dtype::F8e5m2 | Dtype::E5m2fnuz => 3,
+        Dtype::F8e5m2 | Dtype::E5m2fnuz | Dtype::E3m2 => 3,
+        Dtype::E2m1 => 2,
+        Dtype::E2m3 => 4,
     };
     let range = |d: Dtype| match d {
         Dtype::F64 => 1023,
         Dtype::F32 | Dtype::Bf16 | Dtype::Tf32 => 127,
         Dtype::F16 | Dtype::F8e5m2 | Dtype::E5m2fnuz => 15,
         Dtype::F8e4m3 | Dtype::E4m3fnuz => 8,
+        Dtype::E3m2 => 4,
+        Dtype::E2m1 | Dtype::E2m3 => 2,
     };
     if bits(acc) < bits(dtype) || range(acc) < range(dtype) {
         return Err(Failure::Message(format!(
@@ -896,6 +991,9 @@ fn wire_of(d: Dtype) -> exec::Wire {
         Dtype::E4m3fnuz => exec::Wire::of::<fprev::float::F8E4M3Fnuz>(),
         Dtype::E5m2fnuz => exec::Wire::of::<fprev::float::F8E5M2Fnuz>(),
         Dtype::Tf32 => exec::Wire::of::<fprev::float::Tf32>(),
+        Dtype::E2m1 => exec::Wire::of::<fprev::float::F4E2M1>(),
+        Dtype::E3m2 => exec::Wire::of::<fprev::float::F6E3M2>(),
+        Dtype::E2m3 => exec::Wire::of::<fprev::float::F6E2M3>(),
     }
 }
 

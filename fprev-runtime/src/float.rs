@@ -82,8 +82,9 @@ impl FloatFormat {
 }
 
 /// A float type that can be revealed: `f64`, `f32`, [`half::f16`], [`half::bf16`], and the
-/// operand types [`F8E4M3`], [`F8E5M2`], their FNUZ variants and [`Tf32`] (usually with a
-/// wider accumulator).
+/// operand types [`F8E4M3`], [`F8E5M2`], their FNUZ variants, [`Tf32`] and the
+/// block-scaled element types [`F6E3M2`], [`F6E2M3`], [`F4E2M1`] (usually with a wider
+/// accumulator).
 ///
 /// The trait is sealed; its constants describe the format, its methods convert exactly
 /// through `f64` (every supported type embeds in `f64`).
@@ -119,8 +120,12 @@ pub trait ProbeFloat:
 }
 
 mod fp8;
+mod microscaling;
+mod scale;
 mod tf32;
 pub use fp8::{F8E4M3Fnuz, F8E5M2Fnuz, F8E4M3, F8E5M2};
+pub use microscaling::{ElementType, F4E2M1, F6E2M3, F6E3M2};
+pub use scale::{ScaleType, Ue4m3, Ue8m0};
 pub use tf32::{Tf32, Tf32Rounding};
 
 mod private {
@@ -130,6 +135,9 @@ mod private {
     impl Sealed for super::F8E4M3Fnuz {}
     impl Sealed for super::F8E5M2Fnuz {}
     impl Sealed for super::Tf32 {}
+    impl Sealed for super::F4E2M1 {}
+    impl Sealed for super::F6E3M2 {}
+    impl Sealed for super::F6E2M3 {}
     impl Sealed for f32 {}
     impl Sealed for f64 {}
     impl Sealed for half::f16 {}

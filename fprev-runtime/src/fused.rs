@@ -36,7 +36,9 @@ use crate::float::{FloatFormat, ProbeFloat};
 use crate::tree::SumTree;
 
 mod pairwise;
+mod scaled;
 pub use pairwise::PairwiseGroups;
+pub use scaled::{scaled_leaf_format, BlockScaledFma, ScaledAlignment};
 
 /// The preset called `name` in a preset table, its case ignored (the command line's
 /// `--model H100` and `h100` name the same adder).

@@ -41,12 +41,19 @@
 
 mod adapters;
 mod elements;
+mod scaled;
+mod scaled_fit;
 
 pub use adapters::{
     dot, gemm, gemv, reduction, Batched, DotReduction, GemmReduction, GemvReduction, KReduction,
 };
 use adapters::{split_operands, spreads_operands, Operands};
 pub use elements::{Element, ElementCoverage, ElementOrders, ElementReveal, OrderGroup};
+pub use scaled::{ScaledDot, ScaledDotShape, ScaledOperands};
+pub use scaled_fit::{
+    reveal_scaled_dot, ScaledArithmetic, ScaledDotError, ScaledDotReport, ScaledTreeSource,
+    SCALED_FIT_DRAWS,
+};
 
 use crate::float::ProbeFloat;
 use crate::target::TargetError;

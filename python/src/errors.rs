@@ -82,3 +82,19 @@ fn typed(e: Engine, message: String) -> PyErr {
         _ => RevealError::new_err(message),
     }
 }
+
+/// The exception for a block-scaled reveal's refusal that is not the engine's: a
+/// tree no model explains is a `FusedUnverifiedError`, several trees an
+/// `IndistinguishableError`, a failing callable a `TargetError`, a bad shape a
+/// `ValueError`.
+pub fn scaled_to_py(e: fprev_runtime::ops::ScaledDotError) -> PyErr {
+    use fprev_runtime::ops::ScaledDotError as S;
+    let message = e.to_string();
+    match e {
+        S::Reveal(e) => to_py(e),
+        S::Unexplained { .. } => FusedUnverifiedError::new_err(message),
+        S::Ambiguous { .. } => IndistinguishableError::new_err(message),
+        S::Target(_) => TargetError::new_err(message),
+        _ => pyo3::exceptions::PyValueError::new_err(message),
+    }
+}

@@ -7,6 +7,7 @@ mod buffer;
 mod dtype;
 mod errors;
 mod exact;
+mod scaled;
 mod sweep;
 mod target;
 mod tree;
@@ -559,6 +560,9 @@ fn _fprev(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sweep_lengths, m)?)?;
     m.add_function(wrap_pyfunction!(reveal_reduction, m)?)?;
     m.add_function(wrap_pyfunction!(reveal_products, m)?)?;
+    m.add_function(wrap_pyfunction!(scaled::reveal_scaled_dot, m)?)?;
+    m.add_function(wrap_pyfunction!(scaled::format_codes, m)?)?;
+    m.add_function(wrap_pyfunction!(scaled::format_round, m)?)?;
     exact::register(m)?;
     m.add_function(wrap_pyfunction!(as_tree, m)?)?;
     Ok(())

@@ -170,6 +170,9 @@ pub enum RevealError {
         input_seed: u64,
         /// The target's answer to it.
         target: f64,
+        /// Whether a model of the tree reproduces every answer once the f32 inputs are
+        /// cut to TF32's 10 fraction bits: the target reads TF32 operands.
+        reads_tf32: bool,
     },
     /// The target's fused adders keep so many bits below their largest term that the
     /// widest masks this format allows cannot swamp a partial sum of units: two
@@ -330,6 +333,16 @@ impl std::fmt::Display for RevealError {
                 tree,
                 input_seed,
                 target,
+                reads_tf32: true,
+            } => write!(
+                f,
+                "the probes found the tree {tree}, whose multi-way nodes truncate like a fused adder's, and no model of f32 inputs gives the target's {target} on random input {input_seed}, but one does once every input is cut to TF32's 10 fraction bits: the target reads TF32 operands: try `--dtype tf32` (fprev::float::Tf32 operands in Rust, dtype=\"tf32\" in Python)"
+            ),
+            RevealError::FusedUnverified {
+                tree,
+                input_seed,
+                target,
+                ..
             } => write!(
                 f,
                 "the probes found the tree {tree}, whose multi-way nodes truncate like a fused adder's, but no modelled arithmetic reproduces it: no block-FMA model of those nodes (products aligned by their own exponent or by their operands' exponent sum, any alignment width, result width, or rounding of the binary nodes) gives the target's {target} on random input {input_seed}; the order is what the probes measured, the nodes' arithmetic is one fprev does not model (or the order depends on the values)"

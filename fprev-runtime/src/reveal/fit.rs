@@ -730,6 +730,37 @@ pub(crate) fn fit_inputs<T: ProbeFloat, X: Target<T>>(
     }
 }
 
+/// Whether some model of `tried` reproduces every answer of `seen` once the inputs are
+/// cut to TF32 (their low 13 bits dropped, as a Tensor Core reading f32 operands for a
+/// TF32 instruction does): f32 values only, every other format `false`.
+fn reads_tf32<T: ProbeFloat>(tree: &SumTree, tried: &[Candidate], seen: &[(Vec<T>, T)]) -> bool {
+    use crate::float::{Tf32, Tf32Rounding};
+    if T::FORMAT != f32::FORMAT || seen.is_empty() {
+        return false;
+    }
+    let cut: Vec<(Vec<T>, T)> = seen
+        .iter()
+        .map(|(x, want)| {
+            let x = x
+                .iter()
+                .map(|v| {
+                    let t = Tf32::from_f32(v.to_f64() as f32, Tf32Rounding::TowardZero);
+                    T::from_f64_round(f64::from(t.to_f32()))
+                })
+                .collect();
+            (x, *want)
+        })
+        .collect();
+    // inputs a TF32 cut leaves unchanged tell nothing about it
+    if cut.iter().zip(seen).all(|(c, s)| c.0 == s.0) {
+        return false;
+    }
+    tried.iter().any(|c| {
+        cut.iter()
+            .all(|(x, want)| c.replay(tree, x, None).to_bits_u64() == want.to_bits_u64())
+    })
+}
+
 /// [`fit_inputs`] over models whose alignment cuts terms as one of `roundings` says.
 fn fit_with<T: ProbeFloat, X: Target<T>>(
     prober: &mut Prober<T, X>,
@@ -749,6 +780,9 @@ fn fit_with<T: ProbeFloat, X: Target<T>>(
     };
     let mut inputs = 0;
     let mut candidates: Vec<Candidate> = Vec::new();
+    // every model tried and every input answered, for the TF32 hint of a refusal
+    let mut tried: Vec<Candidate> = Vec::new();
+    let mut seen: Vec<(Vec<T>, T)> = Vec::new();
     for k in 0..most {
         let open = candidates
             .iter()
@@ -815,7 +849,13 @@ fn fit_with<T: ProbeFloat, X: Target<T>>(
                 }
             }
         }
+        if k == 0 {
+            tried.clone_from(&candidates);
+        }
         let want = prober.call(&x)?;
+        if exps.is_none() {
+            seen.push((x.clone(), want));
+        }
         let same = |got: T| {
             got.to_bits_u64() == want.to_bits_u64()
                 || (got.to_f64().is_nan() && want.to_f64().is_nan())
@@ -823,10 +863,12 @@ fn fit_with<T: ProbeFloat, X: Target<T>>(
         candidates.retain(|c| same(c.replay(tree, &x, exps.as_deref())));
         if candidates.is_empty() {
             let text = crate::reveal::error::clip(tree.to_string());
+            let reads_tf32 = exps.is_none() && reads_tf32(tree, &tried, &seen);
             return Err(RevealError::FusedUnverified {
                 tree: text,
                 input_seed,
                 target: want.to_f64(),
+                reads_tf32,
             });
         }
     }

@@ -54,6 +54,8 @@ from ._fprev import (
 __all__ = [
     "reveal",
     "reveal_dot",
+    "reveal_scaled_dot",
+    "format_codes",
     "reveal_matmul",
     "sweep",
     "sweep_lengths",
@@ -781,6 +783,68 @@ def sweep_matmul(
     return sweep(
         make, ms, k, dtype=operands, acc_dtype=acc, verify=verify, seed=seed, label=label
     )
+
+
+def _type_name(t):
+    """A dtype given as a string, a numpy dtype or an ml_dtypes type, as its name."""
+    if isinstance(t, str):
+        return t
+    return np.dtype(t).name
+
+
+def format_codes(dtype):
+    """The value of every code of a block-scaled type, in code order, as fprev reads it.
+
+    ``dtype``: ``float4_e2m1fn`` (16 codes), ``float6_e3m2fn``, ``float6_e2m3fn`` (64),
+    ``float8_e8m0fnu`` (256; code 255 is NaN), ``ue4m3`` (128; code 127 is NaN), or the
+    FP8 element types ``float8_e4m3fn``, ``float8_e5m2`` (ml_dtypes types work too).
+
+    >>> import fprev
+    >>> fprev.format_codes("float4_e2m1fn")[:8]
+    [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
+    """
+    return _fprev.format_codes(_type_name(dtype))
+
+
+def format_round(dtype, values):
+    """The codes ``values`` round to in the element type ``dtype`` (to nearest even,
+    saturating at the largest finite value), as fprev converts.
+
+    >>> import fprev
+    >>> fprev.format_round("float4_e2m1fn", [2.5, 100.0, -0.25])
+    [4, 7, 8]
+    """
+    return _fprev.format_round(_type_name(dtype), [float(v) for v in values])
+
+
+def reveal_scaled_dot(f, k, dtype, block, scale_dtype, *, report=False, seed=0):
+    """Reveal a block-scaled dot product ``f(a, b, sa, sb) -> float``: ``a`` and ``b``
+    hold ``k`` element values of ``dtype`` (``float4_e2m1fn``, ``float6_e3m2fn``,
+    ``float6_e2m3fn``, ``float8_e4m3fn``, ``float8_e5m2``), ``sa`` and ``sb`` the
+    ``k / block`` scales of their blocks (``float8_e8m0fnu`` or ``ue4m3``), all as lists
+    of floats; ``f`` returns the scaled dot in f32 (any float; it is read as f32).
+
+    Returns the tree over the ``k / block`` blocks (a block's products cannot be told
+    apart: they share its scales), and with ``report=True`` also a dict: ``probes``,
+    ``fit_calls``, ``summary`` (the lines ``fprev reveal --op scaled-dot --format
+    summary`` prints) and ``arithmetic`` (``k``, ``groups``, ``alignment``, ``frac``,
+    ``frac_max``, ``frac_out``, ``accumulator``, each the values still consistent).
+
+    >>> import fprev
+    >>> def nvfp4(a, b, sa, sb):  # exact products, one f32 addition per block
+    ...     s = 0.0
+    ...     for j in range(len(sa)):
+    ...         g = sum(x * y for x, y in zip(a[16 * j:16 * j + 16], b[16 * j:16 * j + 16]))
+    ...         s = float(np.float32(s + np.float32(g * sa[j] * sb[j])))
+    ...     return s
+    >>> tree, rep = fprev.reveal_scaled_dot(nvfp4, 64, "float4_e2m1fn", 16, "ue4m3", report=True)
+    >>> str(tree)
+    '(((0+1)+2)+3)'
+    """
+    tree, rep = _fprev.reveal_scaled_dot(
+        f, int(k), _type_name(dtype), int(block), _type_name(scale_dtype), int(seed)
+    )
+    return (tree, rep) if _flag(report, "report") else tree
 
 
 # last: they use the helpers above; they import PyTorch / JAX only when called
