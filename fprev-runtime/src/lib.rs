@@ -16,6 +16,7 @@ pub mod fused;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 pub mod ops;
+pub mod model;
 pub mod orders;
 pub mod picture;
 mod random;
