@@ -31,7 +31,7 @@ mod fit;
 mod spec;
 
 pub use emit::Lang;
-pub use fit::{fit, fit_with, FitConfig};
+pub use fit::{fit, fit_sizes, fit_trees, fit_with, FitConfig};
 
 use crate::float::ProbeFloat;
 use crate::reveal::RevealError;
@@ -45,6 +45,9 @@ pub enum Combine {
     InOrder,
     /// Split in halves (the lower half rounded down), each combined the same way.
     Pairwise,
+    /// Folded in half, `(p0 + p[L/2]) + (p1 + p[L/2+1]) + ...`, the pairs in order
+    /// (ndarray's `unrolled_fold`); an even number of parts.
+    Folded,
 }
 
 /// A family of summation algorithms and its parameters: the program that gives the tree
@@ -204,6 +207,7 @@ fn combine_words(c: Combine) -> &'static str {
     match c {
         Combine::InOrder => "in order",
         Combine::Pairwise => "pairwise",
+        Combine::Folded => "folded in half (k with k + lanes/2), the pairs in order",
     }
 }
 

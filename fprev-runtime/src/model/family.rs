@@ -106,6 +106,15 @@ fn chain<A: Adder>(a: &mut A, items: impl IntoIterator<Item = usize>) -> Option<
 fn combine<A: Adder>(a: &mut A, parts: &[Option<A::V>], how: Combine) -> Option<A::V> {
     match how {
         Combine::InOrder => parts.iter().fold(None, |s, &p| a.join(s, p)),
+        Combine::Folded => {
+            let (low, high) = parts.split_at(parts.len() / 2);
+            let mut s = None;
+            for (&l, &h) in low.iter().zip(high) {
+                let pair = a.join(l, h);
+                s = a.join(s, pair);
+            }
+            s
+        }
         Combine::Pairwise => match parts.len() {
             0 => None,
             1 => parts[0],

@@ -65,6 +65,48 @@ impl FitConfig {
         self
     }
 
+    /// The sizes a model fitted at `fitted` (sorted) is proved at in round `round` (0
+    /// first): half among `given` (sorted) that were not fitted, the rest above the
+    /// largest fitted size up to [`reach`](Self::reach) times it, drawn log-uniformly
+    /// from the seed and the round.
+    ///
+    /// ```
+    /// let c = fprev::model::FitConfig::default();
+    /// let p = c.proof_sizes(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10], &[1, 2, 4, 8, 10], 0);
+    /// assert_eq!(p.len(), 8);
+    /// assert!(p.iter().all(|n| ![1, 2, 4, 8, 10].contains(n) && *n <= 100));
+    /// ```
+    pub fn proof_sizes(&self, given: &[usize], fitted: &[usize], round: usize) -> Vec<usize> {
+        let mut rng = ChaCha8Rng::seed_from_u64(self.seed ^ (round as u64).rotate_left(32));
+        let unseen: Vec<usize> = given
+            .iter()
+            .copied()
+            .filter(|n| fitted.binary_search(n).is_err())
+            .collect();
+        let mut out: Vec<usize> = Vec::new();
+        let inside = (self.proofs / 2).min(unseen.len());
+        while out.len() < inside {
+            let n = unseen[(rng.next_u64() % unseen.len() as u64) as usize];
+            if !out.contains(&n) {
+                out.push(n);
+            }
+        }
+        let top = fitted.last().copied().unwrap_or(1).max(1);
+        let (lo, hi) = ((top + 1) as f64, (top * self.reach) as f64);
+        // a bounded number of draws: a narrow range may hold fewer new sizes than asked
+        for _ in 0..10_000 {
+            if out.len() >= self.proofs {
+                break;
+            }
+            let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+            let n = (lo * (hi / lo).powf(u)).round() as usize;
+            if !out.contains(&n) && fitted.binary_search(&n).is_err() {
+                out.push(n);
+            }
+        }
+        out
+    }
+
     /// How many times a model that fails its proof may be replaced by the next one that
     /// also fits the failed sizes (default 3).
     pub fn rounds(mut self, rounds: usize) -> FitConfig {
@@ -137,22 +179,14 @@ where
     for n in chosen_sizes(&given) {
         seen.push((n, reveal(n, None)?));
     }
-    let candidates = candidates();
-    let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
     let mut last_failure = None;
-    for _ in 0..config.rounds {
+    for round in 0..config.rounds {
         seen.sort_by_key(|(n, _)| *n);
-        let Some(shape) = candidates
-            .iter()
-            .find(|s| seen.iter().all(|(n, t)| s.tree(*n) == *t))
-        else {
-            return Err(no_fit(&candidates, &seen));
-        };
+        let shape = fit_trees(&seen)?;
         let fitted: Vec<usize> = seen.iter().map(|(n, _)| *n).collect();
-        let held_out = proof_sizes(config, &given, &fitted, &mut rng);
         let mut proved = Vec::new();
         let mut failed = Vec::new();
-        for n in held_out {
+        for n in config.proof_sizes(&given, &fitted, round) {
             let expected = shape.tree(n);
             let tree = reveal(n, Some(expected.clone()))?;
             if tree == expected {
@@ -163,13 +197,10 @@ where
         }
         if failed.is_empty() {
             proved.sort_unstable();
-            let model = OrderModel::new(*shape, SumType::of::<T>());
+            let model = OrderModel::new(shape, SumType::of::<T>());
             return Ok(model.with_evidence(Evidence { fitted, proved }));
         }
-        last_failure = Some((
-            *shape,
-            failed.iter().map(|(n, _)| *n).collect::<Vec<usize>>(),
-        ));
+        last_failure = Some((shape, failed.iter().map(|(n, _)| *n).collect::<Vec<usize>>()));
         seen.extend(failed);
     }
     let (shape, sizes) = last_failure.unwrap_or((ModelShape::Sequential, Vec::new()));
@@ -177,6 +208,46 @@ where
         model: OrderModel::new(shape, SumType::of::<T>()).to_string(),
         sizes,
     })
+}
+
+/// The simplest model whose tree is the given one at every size (trees revealed by any
+/// means: another process, a file, the `--exec` protocol); [`ModelError::NoFit`], with
+/// each family's closest model and the sizes it disagrees at, when none is.
+///
+/// ```
+/// use fprev::{model::{self, ModelShape}, SumTree};
+/// let trees: Vec<_> = [3, 8, 100].map(|n| (n, SumTree::numpy_pairwise(n))).to_vec();
+/// // below 129 values NumPy's sum is an 8-lane loop combined pairwise
+/// assert_eq!(
+///     model::fit_trees(&trees)?.to_string(),
+///     "unrolled lanes=8 combine=pairwise"
+/// );
+/// # Ok::<(), fprev::model::ModelError>(())
+/// ```
+pub fn fit_trees(trees: &[(usize, SumTree)]) -> Result<ModelShape, ModelError> {
+    let mut sorted: Vec<&(usize, SumTree)> = trees.iter().collect();
+    sorted.sort_by_key(|(n, _)| *n);
+    let candidates = candidates();
+    match candidates
+        .iter()
+        .find(|s| sorted.iter().all(|(n, t)| s.tree(*n) == *t))
+    {
+        Some(s) => Ok(*s),
+        None => Err(no_fit(&candidates, &sorted)),
+    }
+}
+
+/// The sizes [`fit`] reveals out of `sizes`: those up to 24, the powers of two, their
+/// neighbours, three times the powers of two, the largest prime below each power of two,
+/// and the largest size.
+///
+/// ```
+/// let s = fprev::model::fit_sizes(1..=300)?;
+/// assert_eq!(&s[s.len() - 4..], &[255, 256, 257, 300]);
+/// # Ok::<(), fprev::model::ModelError>(())
+/// ```
+pub fn fit_sizes(sizes: impl IntoIterator<Item = usize>) -> Result<Vec<usize>, ModelError> {
+    Ok(chosen_sizes(&collect_sizes(sizes)?))
 }
 
 /// The most sizes a fit accepts: `1..=10^7` is fine, a longer list is a mistake.
@@ -228,47 +299,14 @@ pub(crate) fn chosen_sizes(given: &[usize]) -> Vec<usize> {
     want
 }
 
-/// Sizes the fit did not see: half among those given, half above the largest fitted
-/// size up to [`FitConfig::reach`] times it, drawn log-uniformly.
-fn proof_sizes(
-    config: &FitConfig,
-    given: &[usize],
-    fitted: &[usize],
-    rng: &mut ChaCha8Rng,
-) -> Vec<usize> {
-    let unseen: Vec<usize> = given
-        .iter()
-        .copied()
-        .filter(|n| fitted.binary_search(n).is_err())
-        .collect();
-    let mut out: Vec<usize> = Vec::new();
-    let inside = (config.proofs / 2).min(unseen.len());
-    while out.len() < inside {
-        let n = unseen[(rng.next_u64() % unseen.len() as u64) as usize];
-        if !out.contains(&n) {
-            out.push(n);
-        }
-    }
-    let top = fitted.last().copied().unwrap_or(1).max(1);
-    let (lo, hi) = ((top + 1) as f64, (top * config.reach) as f64);
-    let mut tries = 0;
-    while out.len() < config.proofs && tries < 10_000 {
-        tries += 1;
-        let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-        let n = (lo * (hi / lo).powf(u)).round() as usize;
-        if !out.contains(&n) && fitted.binary_search(&n).is_err() {
-            out.push(n);
-        }
-    }
-    out
-}
-
 /// Every model tried, simplest first: a fit returns the first whose trees match.
 pub(crate) fn candidates() -> Vec<ModelShape> {
     let mut c = vec![ModelShape::Sequential, ModelShape::Reverse];
     for lanes in [2, 3, 4, 5, 6, 8, 12, 16, 32, 64] {
-        for combine in [Combine::InOrder, Combine::Pairwise] {
-            c.push(ModelShape::Unrolled { lanes, combine });
+        for combine in [Combine::InOrder, Combine::Pairwise, Combine::Folded] {
+            if combine != Combine::Folded || lanes % 2 == 0 {
+                c.push(ModelShape::Unrolled { lanes, combine });
+            }
         }
     }
     for lanes in [8, 4, 16] {
@@ -300,7 +338,7 @@ pub(crate) fn candidates() -> Vec<ModelShape> {
 
 /// The error when no candidate fits: per family, the candidate that disagrees at the
 /// fewest sizes, closest first.
-fn no_fit(candidates: &[ModelShape], seen: &[(usize, SumTree)]) -> ModelError {
+fn no_fit(candidates: &[ModelShape], seen: &[&(usize, SumTree)]) -> ModelError {
     let family = |s: &ModelShape| std::mem::discriminant(s);
     let mut best: Vec<(ModelShape, Vec<usize>)> = Vec::new();
     for s in candidates {

@@ -22,6 +22,7 @@ pub(crate) fn shape_text(shape: &ModelShape) -> String {
             match combine {
                 Combine::InOrder => "in-order",
                 Combine::Pairwise => "pairwise",
+                Combine::Folded => "folded",
             }
         ),
         ModelShape::NumpyPairwise { lanes, block } => {
@@ -117,18 +118,21 @@ pub(crate) fn parse(spec: &str) -> Result<OrderModel, ModelError> {
     let shape = match family {
         "sequential" => ModelShape::Sequential,
         "reverse" => ModelShape::Reverse,
-        "unrolled" => ModelShape::Unrolled {
-            lanes: params.number("lanes", 1, None)?,
-            combine: match params.take("combine") {
+        "unrolled" => {
+            let lanes = params.number("lanes", 1, None)?;
+            let combine = match params.take("combine") {
                 Some("in-order") | None => Combine::InOrder,
                 Some("pairwise") => Combine::Pairwise,
+                Some("folded") if lanes % 2 == 0 => Combine::Folded,
                 Some(other) => {
                     return Err(ModelError::Spec(format!(
-                        "combine={other:?}: expected in-order or pairwise"
+                        "combine={other:?}: expected in-order, pairwise or (with an even \
+                         number of lanes) folded"
                     )))
                 }
-            },
-        },
+            };
+            ModelShape::Unrolled { lanes, combine }
+        }
         "numpy-pairwise" => {
             let lanes = params.number("lanes", 1, Some(8))?;
             let block = params.number("block", 1, Some(128))?;

@@ -15,6 +15,9 @@ pub(super) fn template(shape: &ModelShape) -> String {
                     "{T} s = {ZERO};\n    for (size_t k = 0; k < LANES; k++) s += acc[k];"
                 }
                 Combine::Pairwise => "{T} s = sum_pairwise(acc, LANES);",
+                Combine::Folded => {
+                    "{T} s = {ZERO};\n    for (size_t k = 0; k < LANES / 2; k++) s += acc[k] + acc[k + LANES / 2];"
+                }
             },
         ),
         ModelShape::NumpyPairwise { .. } => NUMPY.into(),

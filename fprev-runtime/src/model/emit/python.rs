@@ -26,6 +26,9 @@ pub(super) fn template(shape: &ModelShape) -> String {
             match combine {
                 Combine::InOrder => "s = -0.0\n    for a in acc:\n        s = {R}s + a)",
                 Combine::Pairwise => "s = pairwise(acc)",
+                Combine::Folded => {
+                    "s = -0.0\n    for k in range(LANES // 2):\n        s = {R}s + {R}acc[k] + acc[k + LANES // 2]))"
+                }
             },
         ),
         ModelShape::NumpyPairwise { .. } => NUMPY.into(),

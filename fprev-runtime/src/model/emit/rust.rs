@@ -13,6 +13,9 @@ pub(super) fn template(shape: &ModelShape) -> String {
             match combine {
                 Combine::InOrder => "let mut s = acc.iter().fold({ZERO}, |s, &a| s + a);",
                 Combine::Pairwise => "let mut s = pairwise(&acc);",
+                Combine::Folded => {
+                    "let mut s: {T} = {ZERO};\n    for k in 0..LANES / 2 {\n        s += acc[k] + acc[k + LANES / 2];\n    }"
+                }
             },
         ),
         ModelShape::NumpyPairwise { .. } => NUMPY.into(),
@@ -219,11 +222,12 @@ const TORCH: &str = r#"{HEADER}pub fn sum(x: &[{T}]) -> {T} {
     }
     let count = n / (WIDTH * LOAD);
     let lanes = row_sum::<WIDTH, _>(count, |v| {
-        let base = v * WIDTH * LOAD;
-        let mut a: [{T}; WIDTH] = std::array::from_fn(|k| x[base + k]);
+        // one slice of known length per vector: no bounds check per lane
+        let chunk = &x[v * WIDTH * LOAD..(v + 1) * WIDTH * LOAD];
+        let mut a: [{T}; WIDTH] = std::array::from_fn(|k| chunk[k]);
         for h in 1..LOAD {
             for k in 0..WIDTH {
-                a[k] += x[base + h * WIDTH + k];
+                a[k] += chunk[h * WIDTH + k];
             }
         }
         a
