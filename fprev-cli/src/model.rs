@@ -94,7 +94,10 @@ pub fn run(args: &ModelArgs) -> Result<ExitCode, Failure> {
                 Dtype::F16 => fit_exec::<fprev::half::f16>(args, &config, &sizes)?,
                 _ => fit_exec::<fprev::half::bf16>(args, &config, &sizes)?,
             };
-            (format!("{:?}", args.exec.as_deref().unwrap_or_default()), model)
+            (
+                format!("{:?}", args.exec.as_deref().unwrap_or_default()),
+                model,
+            )
         }
         (None, None) => {
             return Err(Failure::Message(format!(

@@ -13,10 +13,10 @@ pub mod cuda;
 pub mod exact;
 pub mod float;
 pub mod fused;
+pub mod model;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 pub mod ops;
-pub mod model;
 pub mod orders;
 pub mod picture;
 mod random;

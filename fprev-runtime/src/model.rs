@@ -349,7 +349,11 @@ impl OrderModel {
     /// # Ok::<(), fprev::model::ModelError>(())
     /// ```
     pub fn describe(&self) -> String {
-        let mut s = format!("{}; adds in {}", self.shape.describe(), self.sum_type.name());
+        let mut s = format!(
+            "{}; adds in {}",
+            self.shape.describe(),
+            self.sum_type.name()
+        );
         if let Some(e) = &self.evidence {
             s.push_str(&format!(
                 "; fitted at {} sizes ({}), proved at {} sizes it did not see ({})",
@@ -459,11 +463,7 @@ impl std::fmt::Display for ModelError {
                     sizes_text(fitted)
                 )?;
                 for (model, sizes) in closest {
-                    write!(
-                        f,
-                        "\n  {model}: disagrees at n = {}",
-                        sizes_text(sizes)
-                    )?;
+                    write!(f, "\n  {model}: disagrees at n = {}", sizes_text(sizes))?;
                 }
                 Ok(())
             }

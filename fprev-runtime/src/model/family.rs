@@ -177,7 +177,9 @@ fn xla<A: Adder>(a: &mut A, n: usize, window: usize) -> Option<A::V> {
             .filter_map(|k| {
                 let start = (k * window).saturating_sub(low);
                 let end = ((k + 1) * window - low).min(m);
-                level[start..end].iter().fold(None, |s, &v| Some(a.acc(s, v)))
+                level[start..end]
+                    .iter()
+                    .fold(None, |s, &v| Some(a.acc(s, v)))
             })
             .collect();
     }

@@ -158,7 +158,11 @@ where
 /// assert_eq!(m.evidence().unwrap().proved.len(), 3);
 /// # Ok::<(), fprev::model::ModelError>(())
 /// ```
-pub fn fit_with<T, X, F, I>(config: &FitConfig, mut make: F, sizes: I) -> Result<OrderModel, ModelError>
+pub fn fit_with<T, X, F, I>(
+    config: &FitConfig,
+    mut make: F,
+    sizes: I,
+) -> Result<OrderModel, ModelError>
 where
     T: ProbeFloat,
     X: Target<T>,
@@ -200,7 +204,10 @@ where
             let model = OrderModel::new(shape, SumType::of::<T>());
             return Ok(model.with_evidence(Evidence { fitted, proved }));
         }
-        last_failure = Some((shape, failed.iter().map(|(n, _)| *n).collect::<Vec<usize>>()));
+        last_failure = Some((
+            shape,
+            failed.iter().map(|(n, _)| *n).collect::<Vec<usize>>(),
+        ));
         seen.extend(failed);
     }
     let (shape, sizes) = last_failure.unwrap_or((ModelShape::Sequential, Vec::new()));
@@ -356,6 +363,9 @@ fn no_fit(candidates: &[ModelShape], seen: &[&(usize, SumTree)]) -> ModelError {
     best.sort_by_key(|(_, bad)| bad.len());
     ModelError::NoFit {
         fitted: seen.iter().map(|(n, _)| *n).collect(),
-        closest: best.into_iter().map(|(s, bad)| (s.to_string(), bad)).collect(),
+        closest: best
+            .into_iter()
+            .map(|(s, bad)| (s.to_string(), bad))
+            .collect(),
     }
 }

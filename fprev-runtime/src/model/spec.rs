@@ -66,14 +66,22 @@ struct Params<'s> {
 
 impl<'s> Params<'s> {
     fn take(&mut self, key: &str) -> Option<&'s str> {
-        let w = self.words.iter_mut().find(|(k, _, used)| *k == key && !used)?;
+        let w = self
+            .words
+            .iter_mut()
+            .find(|(k, _, used)| *k == key && !used)?;
         w.2 = true;
         Some(w.1)
     }
 
     /// A whole number in `1..=MAX_PARAMETER`; `default` when the key is absent, an error
     /// when it is absent and has no default.
-    fn number(&mut self, key: &str, min: usize, default: Option<usize>) -> Result<usize, ModelError> {
+    fn number(
+        &mut self,
+        key: &str,
+        min: usize,
+        default: Option<usize>,
+    ) -> Result<usize, ModelError> {
         let Some(text) = self.take(key) else {
             return default.ok_or_else(|| ModelError::Spec(format!("missing {key}=")));
         };

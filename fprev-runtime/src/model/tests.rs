@@ -17,7 +17,9 @@ fn values(rng: &mut impl Rng, n: usize) -> Vec<f32> {
         .collect()
 }
 
-const SIZES: [usize; 16] = [1, 2, 3, 7, 8, 9, 31, 33, 64, 100, 127, 129, 300, 1000, 1057, 4099];
+const SIZES: [usize; 16] = [
+    1, 2, 3, 7, 8, 9, 31, 33, 64, 100, 127, 129, 300, 1000, 1057, 4099,
+];
 
 #[test]
 fn a_shapes_sum_is_its_trees_replay() {
@@ -70,19 +72,30 @@ fn unrolled4(x: &[f64]) -> f64 {
 
 #[test]
 fn the_shapes_are_what_the_revealer_finds() {
-    let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
     for n in [1, 2, 3, 5, 8, 13, 100, 257] {
         let unrolled = ModelShape::Unrolled {
             lanes: 4,
             combine: Combine::InOrder,
         };
-        assert_eq!(crate::reveal(n, unrolled4).unwrap(), unrolled.tree(n), "n={n}");
+        assert_eq!(
+            crate::reveal(n, unrolled4).unwrap(),
+            unrolled.tree(n),
+            "n={n}"
+        );
         let rayon_sum = |x: &[f64]| {
             use rayon::prelude::*;
             one.install(|| x.par_iter().sum::<f64>())
         };
         let rayon1 = ModelShape::RayonHalving { threads: 1 };
-        assert_eq!(crate::reveal(n, rayon_sum).unwrap(), rayon1.tree(n), "n={n}");
+        assert_eq!(
+            crate::reveal(n, rayon_sum).unwrap(),
+            rayon1.tree(n),
+            "n={n}"
+        );
     }
 }
 
@@ -140,7 +153,10 @@ fn fit_recovers_every_family() {
         let top = *e.proved.last().unwrap();
         let mut rng = seeded(i as u64);
         for n in (0..6).map(|_| rng.random_range(601..=top)) {
-            assert!(m.tree(n) == s.tree(n), "{s} fitted as {m}, n={n} (seed {i})");
+            assert!(
+                m.tree(n) == s.tree(n),
+                "{s} fitted as {m}, n={n} (seed {i})"
+            );
         }
         assert_eq!(e.proved.len(), 4);
         assert!(e.proved.iter().all(|n| e.fitted.binary_search(n).is_err()));
@@ -182,13 +198,15 @@ fn bad_sizes_are_typed_errors() {
 fn a_target_that_fails_is_reported_with_its_size() {
     let e = fit(
         |n| {
-            FnTarget(move |x: &[f32]| {
-                if n == 7 {
-                    f32::NAN
-                } else {
-                    x.iter().sum()
-                }
-            })
+            FnTarget(
+                move |x: &[f32]| {
+                    if n == 7 {
+                        f32::NAN
+                    } else {
+                        x.iter().sum()
+                    }
+                },
+            )
         },
         1..=10,
     )
@@ -230,7 +248,9 @@ fn main() {
 
 fn emitted_sizes() -> Vec<usize> {
     let mut rng = seeded(49);
-    let mut sizes: Vec<usize> = (0..=40).chain([127, 128, 129, 1000, 4099, 65_537]).collect();
+    let mut sizes: Vec<usize> = (0..=40)
+        .chain([127, 128, 129, 1000, 4099, 65_537])
+        .collect();
     sizes.extend((0..12).map(|_| rng.random_range(41..300_000)));
     sizes
 }
@@ -249,7 +269,10 @@ fn emitted_rust_compiles_and_sums_like_the_model() {
             ModelShape::Sequential
                 | ModelShape::Reverse
                 | ModelShape::Unrolled { lanes: 4, .. }
-                | ModelShape::NumpyPairwise { lanes: 8, block: 128 }
+                | ModelShape::NumpyPairwise {
+                    lanes: 8,
+                    block: 128
+                }
                 | ModelShape::XlaWindows { window: 32 }
                 | ModelShape::RayonHalving { threads: 4 }
                 | ModelShape::TorchCascade { width: 8, .. }
@@ -292,7 +315,11 @@ fn emitted_rust_compiles_and_sums_like_the_model() {
                     SumType::F64 => m.sum(&x).to_bits(),
                 };
                 // an empty slice: -0.0 emitted, +0 replayed; the same value
-                let want = if *n == 0 { line.parse::<u64>().unwrap() } else { want };
+                let want = if *n == 0 {
+                    line.parse::<u64>().unwrap()
+                } else {
+                    want
+                };
                 assert_eq!(line, want.to_string(), "{m} n={n}");
             }
         }

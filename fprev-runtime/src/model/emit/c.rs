@@ -45,7 +45,6 @@ const REVERSE: &str = r#"#include <stddef.h>
 }
 "#;
 
-
 const UNROLLED: &str = concat!(
     "#include <stddef.h>\n\n#define LANES {LANES}\n\n",
     r#"/* halves, the lower one rounded down, each combined the same way */
@@ -235,4 +234,3 @@ static void sum_rows(const {T} *x, size_t lanes, size_t count, {T} *out) {
 }
 "#
 );
-
