@@ -166,7 +166,7 @@ fn fit_builtin<T: crate::builtins::Real>(
 /// A program started for one length, or why it could not be: the fit reports the
 /// failure with the length.
 enum Spawned<T> {
-    Ready(exec::Exec<T>),
+    Ready(Box<exec::Exec<T>>),
     Failed(String),
 }
 
@@ -225,7 +225,7 @@ fn fit_exec<T: ProbeFloat>(
     let spawn = |n: usize| {
         let command = exec_cmd.replace("{}", &n.to_string());
         match exec::Exec::<T>::spawn(&command, args.protocol, timeout, grace) {
-            Ok(e) => Spawned::Ready(e.with_wire(wire_of(args.dtype), exec::Op::Sum)),
+            Ok(e) => Spawned::Ready(Box::new(e.with_wire(wire_of(args.dtype), exec::Op::Sum))),
             Err(e) => Spawned::Failed(e.to_string()),
         }
     };

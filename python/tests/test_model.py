@@ -131,3 +131,54 @@ def test_torch_sum_float32_one_thread_fits_the_cascade():
     for n in [5000, 65_537, 300_001]:
         x = values(rng, n, np.float32)
         assert m.sum(x) == torch.sum(torch.from_numpy(x)).item(), f"n={n} seed=3"
+
+
+SPECS = [
+    "fprev-model/1 sequential type=%s",
+    "fprev-model/1 reverse type=%s",
+    "fprev-model/1 unrolled lanes=4 combine=in-order type=%s",
+    "fprev-model/1 unrolled lanes=6 combine=pairwise type=%s",
+    "fprev-model/1 unrolled lanes=8 combine=folded type=%s",
+    "fprev-model/1 numpy-pairwise lanes=8 block=128 type=%s",
+    "fprev-model/1 xla-windows window=32 type=%s",
+    "fprev-model/1 rayon-halving threads=4 type=%s",
+    "fprev-model/1 torch-cascade width=8 load=1 ilp=4 levels=4 type=%s",
+    "fprev-model/1 torch-cascade width=8 load=2 ilp=4 levels=4 type=%s",
+]
+EMIT_SIZES = [1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 100, 129, 1000, 1057, 4099, 70_001]
+
+
+@pytest.mark.parametrize("spec", SPECS)
+@pytest.mark.parametrize("t", ["f32", "f64"])
+def test_emitted_python_sums_like_the_model(spec, t):
+    m = fprev.OrderModel.from_spec(spec % t)
+    ns = {}
+    exec(m.emit("python"), ns)
+    np_dt = np.float32 if t == "f32" else np.float64
+    rng = np.random.default_rng(21)
+    for n in EMIT_SIZES[:-1]:
+        x = values(rng, n, np_dt)
+        assert ns["sum"](x.tolist()) == m.sum(x), f"{m} n={n} seed=21"
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler (cc)")
+@pytest.mark.parametrize("t", ["f32", "f64"])
+def test_emitted_c_sums_like_the_model(t):
+    import ctypes
+
+    np_dt, c_t = (np.float32, ctypes.c_float) if t == "f32" else (np.float64, ctypes.c_double)
+    with tempfile.TemporaryDirectory() as d:
+        for i, spec in enumerate(SPECS):
+            m = fprev.OrderModel.from_spec(spec % t)
+            src, lib = os.path.join(d, "m%d.c" % i), os.path.join(d, "m%d.so" % i)
+            with open(src, "w") as f:
+                f.write(m.emit("c"))
+            subprocess.run(["cc", "-O2", "-std=c99", "-shared", "-fPIC", "-o", lib, src],
+                           check=True)
+            fn = ctypes.CDLL(lib).sum
+            fn.restype = c_t
+            fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+            rng = np.random.default_rng(22)
+            for n in EMIT_SIZES:
+                x = values(rng, n, np_dt)
+                assert fn(x.ctypes.data, n) == m.sum(x), f"{m} n={n} seed=22"
