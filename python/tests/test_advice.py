@@ -46,3 +46,28 @@ def test_reveals_docstring_keeps_the_fused_report_keys_out():
     doc = fprev.reveal.__doc__
     assert "accumulator_cut" not in doc and "tensor-cores.md" in doc
     assert len(doc.splitlines()) < 50
+
+
+@pytest.mark.parametrize("n", [64, 1024, 2048])
+def test_torch_sum_on_bfloat16_is_revealed_in_float32_with_or_without_acc_dtype(n):
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    torch.set_num_threads(1)
+    cascade = fprev.OrderModel.from_spec(
+        "fprev-model/1 torch-cascade width=8 load=2 ilp=4 levels=4 type=f32")
+    auto, costs = fprev.torch.reveal(torch.sum, n, dtype=torch.bfloat16, report=True)
+    assert costs["acc_dtype"] == "float32" and costs["acc_retry"]
+    given = fprev.torch.reveal(torch.sum, n, dtype=torch.bfloat16, acc_dtype="float32")
+    assert auto == given == cascade.tree(n)
+
+
+def test_a_bfloat16_model_of_torch_sum_is_the_cascade_with_paired_loads():
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    torch.set_num_threads(1)
+    m = fprev.model(torch.sum, range(1, 1025), dtype=torch.bfloat16, proofs=4)
+    assert str(m) == "fprev-model/1 torch-cascade width=8 load=2 ilp=4 levels=4 type=f32"
+    rng = np.random.default_rng(8)
+    for n in [3000, 70_001]:
+        x = torch.from_numpy(rng.standard_normal(n).astype(np.float32)).to(torch.bfloat16)
+        want = torch.sum(x)
+        got = torch.tensor(m.sum(x.float().numpy())).to(torch.bfloat16)
+        assert got.item() == want.item(), f"n={n} seed=8"

@@ -180,11 +180,23 @@ def _run(call, args, buf, n, operands, acc, algorithm, hint, verify, seed, accep
     """The engine's reveal; with ``widen`` (no ``acc_dtype`` given), a 16-bit sum that
     looks order-independent is revealed again with a float32 accumulator (see
     :func:`_widened`)."""
+    if not widen and operands in _WIDER and acc == _WIDER[operands]:
+        # acc_dtype="float32" given for a 16-bit sum: the answers may be rounded to 16
+        # bits (torch.sum on bfloat16 answers in bfloat16), which the engine's float32
+        # replays never match; the replays that allow it run here, as in the retry
+        return _in_wider(call, args, buf, n, operands, algorithm, hint, verify, seed,
+                         accept_flat)
     try:
         tree, costs = _fprev.reveal(
             call, args, buf, n, operands, acc, algorithm, _hint(hint), _flag(verify, "verify"),
             _seed(seed), _flag(accept_flat, "accept_flat"),
         )
+    except PrecisionTooLowError as e:
+        # a 16-bit sum accumulated in float32 keeps more units than 16 bits count from
+        # a few hundred values on (bfloat16: 2^8): it is revealed in float32 instead
+        if not (widen and acc == operands and operands in _WIDER):
+            raise
+        return _widened(e, call, args, buf, n, operands, algorithm, hint, verify, seed)
     except NotIntegerError as e:
         differ = _same_answers(call, args)
         if differ is None:
@@ -296,6 +308,24 @@ def _reveal_rows(single, rows, n, lanes, operands, algorithm, hint, verify, seed
 _WIDER = {"float16": "float32", "bfloat16": "float32"}
 
 
+def _in_wider(call, args, buf, n, operands, algorithm, hint, verify, seed, accept_flat):
+    """A 16-bit sum revealed with the float32 accumulator the caller named; the replays
+    of :func:`_replay_rounded` accept float32 answers and answers rounded once."""
+    wider = _WIDER[operands]
+    tree, costs = _fprev.reveal(
+        call, args, buf, n, operands, wider, algorithm, _hint(hint), False, _seed(seed),
+        _flag(accept_flat, "accept_flat"),
+    )
+    count, model = (_replay_rounded(call, args, buf, tree, operands, _seed(seed))
+                    if _flag(verify, "verify") else (0, None))
+    costs["replays"] = costs.get("replays", 0) + count
+    costs["calls"] = costs.get("calls", 0) + count
+    costs["acc_dtype"] = wider
+    if model:
+        costs["acc_retry"] = f"acc_dtype={wider!r} given; answers are {model}"
+    return tree, costs
+
+
 def _widened(first, call, args, buf, n, operands, algorithm, hint, verify, seed):
     """Reveal a 16-bit sum that looked order-independent in its own format, or whose
     probed tree reproduced it only when summed in float32 (the engine's
@@ -331,6 +361,8 @@ def _widened(first, call, args, buf, n, operands, algorithm, hint, verify, seed)
     costs["calls"] = costs.get("calls", 0) + count
     costs["acc_dtype"] = wider
     why = (f"order-independent in {operands}" if isinstance(first, OrderIndependentError)
+           else f"more units than {operands} counts exactly" if isinstance(
+               first, PrecisionTooLowError)
            else f"the {operands} probes' tree sums in {wider}")
     costs["acc_retry"] = (
         f"{why}: revealed with a {wider} accumulator"
