@@ -71,3 +71,17 @@ def test_a_bfloat16_model_of_torch_sum_is_the_cascade_with_paired_loads():
         want = torch.sum(x)
         got = torch.tensor(m.sum(x.float().numpy())).to(torch.bfloat16)
         assert got.item() == want.item(), f"n={n} seed=8"
+
+
+def test_jnp_sum_under_a_non_plain_ynnpack_fusion_is_refused_before_a_reveal():
+    jax = pytest.importorskip("jax", reason="JAX is not installed")
+    import jax.numpy as jnp
+
+    n = 4096
+    text = jax.jit(jnp.sum).lower(jax.ShapeDtypeStruct((n,), "float32")).compile().as_text()
+    if "ynn" not in text.lower():
+        pytest.skip("XLA does not hand jnp.sum of 4096 values to YNNPACK on this machine")
+    with pytest.raises(fprev.NotPlainSummationError) as e:
+        fprev.jax.reveal(jnp.sum, n)
+    message = str(e.value)
+    assert "YNNPACK" in message and "XLA_FLAGS" in message, message
