@@ -326,3 +326,15 @@ fn emitted_rust_compiles_and_sums_like_the_model() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[cfg(feature = "serde")]
+#[test]
+fn the_serde_form_is_the_spec() {
+    for s in candidates() {
+        let m = OrderModel::new(s, SumType::F32);
+        let json = serde_json::to_string(&m).unwrap();
+        assert_eq!(json, format!("\"{m}\""));
+        assert_eq!(serde_json::from_str::<OrderModel>(&json).unwrap(), m);
+    }
+    assert!(serde_json::from_str::<OrderModel>("\"fprev-model/1 spiral type=f32\"").is_err());
+}
