@@ -186,4 +186,6 @@ mod docs_doctests {
     pub struct TensorCoresGuide;
     #[doc = include_str!("../docs/sweeps.md")]
     pub struct SweepsGuide;
+    #[doc = include_str!("../docs/models.md")]
+    pub struct ModelsGuide;
 }

@@ -32,6 +32,7 @@ mod demo;
 mod escape;
 mod exec;
 mod limits;
+mod model;
 mod reports;
 mod scaled;
 mod sweep;
@@ -73,6 +74,9 @@ enum Cmd {
     /// Reveal a program's order at every value of a parameter (batch rows, threads,
     /// chunk size) and print the ranges of values that share one order.
     Sweep(sweep::SweepArgs),
+    /// Fit a program's summation order as a function of the length (an algorithm with
+    /// its parameters), prove it at lengths it did not see, and emit it as code.
+    Model(model::ModelArgs),
     /// Reveal several real targets, print their trees and write pictures.
     Demo {
         /// Where the SVG pictures go.
@@ -319,6 +323,7 @@ fn main() -> ExitCode {
     let result = match command {
         Cmd::Reveal(args) => reveal(&args),
         Cmd::Sweep(args) => sweep::run(&args),
+        Cmd::Model(args) => model::run(&args),
         Cmd::Targets => {
             let mut text = String::new();
             for b in builtins::BUILTINS {

@@ -341,7 +341,7 @@ fn render(sweep: &Sweep, format: SweepFormat, label: &str) -> String {
 }
 
 /// `1..64`, `1,2,4,8`, `1..4,8,16`: strictly increasing, at most [`MAX_VALUES`].
-fn parse_values(text: &str) -> Result<Vec<usize>, String> {
+pub(crate) fn parse_values(text: &str) -> Result<Vec<usize>, String> {
     let mut values: Vec<usize> = Vec::new();
     let number = |s: &str| {
         s.trim()

@@ -4,7 +4,8 @@
 //! ([`float`]), black-box targets ([`target`]), the revelation algorithms ([`reveal`](mod@reveal)),
 //! operation adapters ([`ops`]), scrambled iteration ([`scramble`]), the schedule-entropy
 //! amplifier ([`amplify`](mod@amplify)), accumulation-chain counting ([`chains`]), registered functions
-//! ([`registry`]), orders across sizes ([`sweep`](mod@sweep)), exact arithmetic ([`exact`]) and the GPU backend ([`cuda`]).
+//! ([`registry`]), orders across sizes ([`sweep`](mod@sweep)), orders as functions of n
+//! ([`model`]), exact arithmetic ([`exact`]) and the GPU backend ([`cuda`]).
 
 pub mod amplify;
 mod at_exit;
@@ -13,6 +14,7 @@ pub mod cuda;
 pub mod exact;
 pub mod float;
 pub mod fused;
+pub mod model;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 pub mod ops;

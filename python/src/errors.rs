@@ -46,13 +46,18 @@ variants! {
 
 /// The exception for `e`, with the engine's message.
 pub fn to_py(e: Engine) -> PyErr {
-    let message = e.to_string();
+    let message = pythonic(e.to_string());
     typed(e, message)
+}
+
+/// The engine's advice in Python's words: the keyword argument, not the Rust builder.
+fn pythonic(message: String) -> String {
+    message.replace("use Reveal::accept_flat(true)", "pass accept_flat=True")
 }
 
 /// The exception for `e` at one size of a sweep: its message starts with that size.
 pub fn to_py_at(e: Engine, size: usize) -> PyErr {
-    let message = format!("at size {size}: {e}");
+    let message = pythonic(format!("at size {size}: {e}"));
     typed(e, message)
 }
 

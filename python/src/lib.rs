@@ -7,6 +7,7 @@ mod buffer;
 mod dtype;
 mod errors;
 mod exact;
+mod model;
 mod scaled;
 mod sweep;
 mod target;
@@ -552,6 +553,10 @@ fn _fprev(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tree::Diff>()?;
     m.add_class::<Orders>()?;
     m.add_class::<sweep::Sweep>()?;
+    m.add_class::<model::OrderModelCore>()?;
+    m.add_function(wrap_pyfunction!(model::model_fit_sizes, m)?)?;
+    m.add_function(wrap_pyfunction!(model::model_fit_trees, m)?)?;
+    m.add_function(wrap_pyfunction!(model::model_proof_sizes, m)?)?;
     errors::register(m)?;
     m.add_function(wrap_pyfunction!(check_size, m)?)?;
     m.add_function(wrap_pyfunction!(reveal, m)?)?;

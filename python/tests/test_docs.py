@@ -5,7 +5,7 @@ import importlib
 
 import pytest
 
-MODULES = ["fprev", "fprev.exact", "fprev._dtypes"]
+MODULES = ["fprev", "fprev.exact", "fprev._dtypes", "fprev._model"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -53,6 +53,9 @@ from ._fprev import (
 
 __all__ = [
     "reveal",
+    "model",
+    "OrderModel",
+    "ModelError",
     "reveal_dot",
     "reveal_scaled_dot",
     "format_codes",
@@ -148,16 +151,64 @@ def _buffer(n, operands, algorithm, shape=None):
     return buf, view
 
 
+def _not_torch(fn, *dtypes):
+    """Refuses a PyTorch function or dtype before NumPy or torch fail on the other's
+    types: fprev.reveal hands ``fn`` a NumPy array, fprev.torch.reveal a tensor."""
+    module = (getattr(fn, "__module__", None) or "").split(".")[0]
+    torch_dtype = any(type(d).__module__.split(".")[0] == "torch" for d in dtypes)
+    if module == "torch" or torch_dtype:
+        what = "the dtype %s" % next(
+            str(d) for d in dtypes if type(d).__module__.split(".")[0] == "torch"
+        ) if torch_dtype else "%s (a PyTorch function)" % getattr(fn, "__name__", fn)
+        raise TypeError(
+            "fprev.reveal calls its function with a NumPy array, and %s is PyTorch's: "
+            "use fprev.torch.reveal(fn, n, dtype=torch.float32), which passes a tensor"
+            % what
+        )
+
+
+def _same_answers(call, args, calls=3):
+    """Whether ``call`` answers the current input the same way every time (a function
+    that adds noise does not: its probes look like fractions of units)."""
+    first = float(call(*args))
+    for _ in range(calls - 1):
+        again = float(call(*args))
+        if again != first and not (again != again and first != first):
+            return first, again
+    return None
+
+
 def _run(call, args, buf, n, operands, acc, algorithm, hint, verify, seed, accept_flat=False,
          widen=False):
     """The engine's reveal; with ``widen`` (no ``acc_dtype`` given), a 16-bit sum that
     looks order-independent is revealed again with a float32 accumulator (see
     :func:`_widened`)."""
+    if not widen and operands in _WIDER and acc == _WIDER[operands]:
+        # acc_dtype="float32" given for a 16-bit sum: the answers may be rounded to 16
+        # bits (torch.sum on bfloat16 answers in bfloat16), which the engine's float32
+        # replays never match; the replays that allow it run here, as in the retry
+        return _in_wider(call, args, buf, n, operands, algorithm, hint, verify, seed,
+                         accept_flat)
     try:
         tree, costs = _fprev.reveal(
             call, args, buf, n, operands, acc, algorithm, _hint(hint), _flag(verify, "verify"),
             _seed(seed), _flag(accept_flat, "accept_flat"),
         )
+    except PrecisionTooLowError as e:
+        # a 16-bit sum accumulated in float32 keeps more units than 16 bits count from
+        # a few hundred values on (bfloat16: 2^8): it is revealed in float32 instead
+        if not (widen and acc == operands and operands in _WIDER):
+            raise
+        return _widened(e, call, args, buf, n, operands, algorithm, hint, verify, seed)
+    except NotIntegerError as e:
+        differ = _same_answers(call, args)
+        if differ is None:
+            raise
+        raise NondeterministicError(
+            "answers differ for the same input (%r, then %r): the function is not "
+            "deterministic (it adds noise, or draws random numbers), so no summation tree "
+            "explains it" % differ
+        ) from e
     except (OrderIndependentError, WiderAccumulatorError) as e:
         retry = widen and acc == operands and operands in _WIDER
         if not retry or (_flag(accept_flat, "accept_flat")
@@ -260,6 +311,24 @@ def _reveal_rows(single, rows, n, lanes, operands, algorithm, hint, verify, seed
 _WIDER = {"float16": "float32", "bfloat16": "float32"}
 
 
+def _in_wider(call, args, buf, n, operands, algorithm, hint, verify, seed, accept_flat):
+    """A 16-bit sum revealed with the float32 accumulator the caller named; the replays
+    of :func:`_replay_rounded` accept float32 answers and answers rounded once."""
+    wider = _WIDER[operands]
+    tree, costs = _fprev.reveal(
+        call, args, buf, n, operands, wider, algorithm, _hint(hint), False, _seed(seed),
+        _flag(accept_flat, "accept_flat"),
+    )
+    count, model = (_replay_rounded(call, args, buf, tree, operands, _seed(seed))
+                    if _flag(verify, "verify") else (0, None))
+    costs["replays"] = costs.get("replays", 0) + count
+    costs["calls"] = costs.get("calls", 0) + count
+    costs["acc_dtype"] = wider
+    if model:
+        costs["acc_retry"] = f"acc_dtype={wider!r} given; answers are {model}"
+    return tree, costs
+
+
 def _widened(first, call, args, buf, n, operands, algorithm, hint, verify, seed):
     """Reveal a 16-bit sum that looked order-independent in its own format, or whose
     probed tree reproduced it only when summed in float32 (the engine's
@@ -295,6 +364,8 @@ def _widened(first, call, args, buf, n, operands, algorithm, hint, verify, seed)
     costs["calls"] = costs.get("calls", 0) + count
     costs["acc_dtype"] = wider
     why = (f"order-independent in {operands}" if isinstance(first, OrderIndependentError)
+           else f"more units than {operands} counts exactly" if isinstance(
+               first, PrecisionTooLowError)
            else f"the {operands} probes' tree sums in {wider}")
     costs["acc_retry"] = (
         f"{why}: revealed with a {wider} accumulator"
@@ -406,29 +477,14 @@ def reveal(
             inner node when it is right, ignored when it is not.
         verify: re-ask sampled probes and replay the tree on seeded random inputs.
         seed: seed of pivot choices and verification inputs (default 0).
-        report: also return a dict of costs (probes, calls, batches, ...) and, under
-            ``"arithmetic"``, what was measured at truncating fused nodes (``None`` for
-            plain additions): ``alignment``, ``frac`` and ``frac_range`` (fraction
-            bits kept in alignment, smallest and largest consistent), ``frac_out``
-            (result width, ``None``: rounded), ``frac_out_range``, ``nfma`` (products
-            per block as ``{"value", "min", "max"}``, ``max`` ``None`` when open),
-            ``c`` (``"aligned"``, ``"late"`` or ``None`` when unseen), ``promotion``
-            (a ``{"value", "min", "max"}`` or ``None``: none within n,
-            ``unpromoted_from`` on), ``align_rounding`` (how aligned terms are cut:
-            ``"toward-zero"``, or where no truncating model fits ``"nearest-even"`` or
-            ``"toward-negative"``; ``align_rounding_decided``),
-            ``accumulator_cut`` (``{"kind": "with-products"}``, or for AMD CDNA3's
-            two-stage join ``{"kind": "two-stage", "block_frac", "acc_frac",
-            "rounding", "rounding_decided", "block_frac_range", "acc_frac_range",
-            "halves", "acc_reach", "acc_reach_decided"}``: ``halves``, the products
-            fused in two interleaved halves as CDNA3's FP8 instructions do;
-            ``acc_reach``, the binades below which the running value is dropped),
-            ``binary`` (which binary nodes are fused: ``"rounded"``, ``"fused"``,
-            ``"leaf-pairs"``, ``"after-fused"``), ``candidates`` (models that
-            reproduced every input), ``inputs`` and ``text`` (the same in words).
+        report: also return a dict of costs (probes, calls, batches, ...), the
+            accumulator used (``acc_dtype``, ``acc_retry``) and, under
+            ``"arithmetic"``, the block-FMA model fitted to truncating fused nodes
+            (``None`` for plain additions; ``"text"`` says it in words, and
+            docs/tensor-cores.md describes every key: they are the fields of the Rust
+            ``FittedFused``).
         accept_flat: return one n-way node (``"(0+1+...)"``) for a sum whose result
-            does not depend on the order, instead of raising OrderIndependentError
-            (the engine's message names the Rust equivalent, Reveal::accept_flat).
+            does not depend on the order, instead of raising OrderIndependentError.
 
     Returns:
         The :class:`Tree`, or ``(tree, report)`` when ``report`` is true.
@@ -441,6 +497,7 @@ def reveal(
     >>> print(fprev.reveal(np.sum, 10, dtype=np.float64))
     (((((0+1)+(2+3))+((4+5)+(6+7)))+8)+9)
     """
+    _not_torch(fn, dtype, acc_dtype)
     n = _size(n)
     report = _flag(report, "report")
     operands, acc = _formats(dtype, acc_dtype)
@@ -849,3 +906,4 @@ def reveal_scaled_dot(f, k, dtype, block, scale_dtype, *, report=False, seed=0):
 
 # last: they use the helpers above; they import PyTorch / JAX only when called
 from . import jax, torch  # noqa: E402
+from ._model import ModelError, OrderModel, model  # noqa: E402

@@ -10,7 +10,17 @@ function sees a JAX array as it would in user code.
 
 import weakref
 
-from . import _buffer, _dtypes, _flag, _formats, _reveal_rows, _rows_per_call, _run, _size
+from . import (
+    NotPlainSummationError,
+    _buffer,
+    _dtypes,
+    _flag,
+    _formats,
+    _reveal_rows,
+    _rows_per_call,
+    _run,
+    _size,
+)
 
 # The jitted function and the many-row function of each revealed function: JAX compiles
 # a jitted function once per shape, but a new lambda is a new function, compiled again
@@ -46,6 +56,45 @@ def _name(dtype):
         import numpy as np
 
         return _dtypes.name(np.dtype(dtype))
+
+
+def _refuse_non_plain_fusion(fn, call, buf, view, n, operands, triples=3000):
+    """Refuses, in a few calls, a sum that XLA hands to a YNNPACK fusion where that
+    fusion is not a plain summation: three values among zeros must sum like one of the
+    three orders of two additions, and on some CPUs YNNPACK's sum of float32 does not
+    (it is refused after a whole reveal otherwise: 21 s at n = 4096, 186 s at 65,536).
+    Where YNNPACK's tree is plain (other CPUs, other sizes) nothing is refused."""
+    import jax
+    import numpy as np
+
+    try:
+        text = jax.jit(fn).lower(jax.ShapeDtypeStruct((n,), operands)).compile().as_text()
+    except Exception:  # not lowerable here: the reveal reports what fails
+        return
+    if n < 3 or "ynn" not in text.lower():
+        return
+    rng = np.random.default_rng(0x714E)
+    t = np.float32 if operands == "float32" else np.float64
+    for _ in range(triples):
+        where = rng.choice(n, 3, replace=False)
+        v = (rng.standard_normal(3) * 2.0 ** rng.integers(-6, 7, 3)).astype(t)
+        buf[:] = 0
+        buf[where] = v
+        got = t(float(call(view)))
+        a, b, c = v
+        orders = {t(t(a + b) + c), t(t(a + c) + b), t(t(b + c) + a)}
+        if got not in orders:
+            v, where = [float(u) for u in v], sorted(int(i) for i in where)
+            raise NotPlainSummationError(
+                f"XLA hands this sum of {n} {operands} values to a YNNPACK fusion "
+                f"(ynn_fusion in the compiled program), which is not a plain summation "
+                f"here: {v[0]!r}, {v[1]!r} and {v[2]!r} at positions {where} among "
+                f"zeros sum to {float(got)!r}, which no order of two additions gives "
+                f"({sorted(float(o) for o in orders)}). YNNPACK sums a window in wider "
+                f"or fused steps, so no summation tree describes it; to reveal XLA's own "
+                f"order, set XLA_FLAGS=--xla_cpu_experimental_ynn_fusion_type= before "
+                f"JAX starts"
+            )
 
 
 def reveal(
@@ -98,6 +147,8 @@ def reveal(
         def call(x):
             return fn(jnp.asarray(x))
 
+    if jit and operands in ("float32", "float64") and acc_dtype is None:
+        _refuse_non_plain_fusion(fn, call, buf, view, n, operands)
     lanes = _rows_per_call(n)
     if (jit and _flag(rows, "rows") and lanes > 1 and acc_dtype is None
             and operands in ("float32", "float64")):
