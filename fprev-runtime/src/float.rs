@@ -119,6 +119,42 @@ pub trait ProbeFloat:
     fn from_bits_u64(bits: u64) -> Self;
 }
 
+/// Comparison and printing by value for a float stored in one byte (`.0`) that has
+/// `to_f64`: shared by the FP8 and the microscaling element types.
+macro_rules! byte_float_by_value {
+    ($name:ident) => {
+        impl PartialEq for $name {
+            fn eq(&self, other: &Self) -> bool {
+                self.to_f64() == other.to_f64()
+            }
+        }
+
+        impl PartialOrd for $name {
+            fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+                self.to_f64().partial_cmp(&other.to_f64())
+            }
+        }
+
+        impl std::fmt::Debug for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(
+                    f,
+                    "{}({:#04x} = {})",
+                    stringify!($name),
+                    self.0,
+                    self.to_f64()
+                )
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                std::fmt::Display::fmt(&self.to_f64(), f)
+            }
+        }
+    };
+}
+
 mod fp8;
 mod microscaling;
 mod scale;

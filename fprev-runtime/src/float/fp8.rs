@@ -9,9 +9,6 @@
 //! largest finite one after rounding becomes NaN in E4M3 (the specification's
 //! non-saturating mode) and infinity in E5M2.
 
-use std::cmp::Ordering;
-use std::fmt;
-
 use super::{FloatFormat, ProbeFloat};
 
 /// The fixed facts of one 8-bit format.
@@ -196,35 +193,7 @@ macro_rules! fp8 {
             }
         }
 
-        impl PartialEq for $name {
-            fn eq(&self, other: &Self) -> bool {
-                self.to_f64() == other.to_f64()
-            }
-        }
-
-        impl PartialOrd for $name {
-            fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-                self.to_f64().partial_cmp(&other.to_f64())
-            }
-        }
-
-        impl fmt::Debug for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                write!(
-                    f,
-                    "{}({:#04x} = {})",
-                    stringify!($name),
-                    self.0,
-                    self.to_f64()
-                )
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                fmt::Display::fmt(&self.to_f64(), f)
-            }
-        }
+        byte_float_by_value!($name);
     };
 }
 

@@ -8,9 +8,6 @@
 //! `float6_e3m2fn` and `float6_e2m3fn` do); a NaN becomes `-0`, as in ml_dtypes. Each
 //! value is stored as its code in the low bits of a byte.
 
-use std::cmp::Ordering;
-use std::fmt;
-
 use super::{FloatFormat, ProbeFloat};
 
 /// The fixed facts of one narrow format with no special codes.
@@ -155,35 +152,7 @@ macro_rules! narrow {
             }
         }
 
-        impl PartialEq for $name {
-            fn eq(&self, other: &Self) -> bool {
-                self.to_f64() == other.to_f64()
-            }
-        }
-
-        impl PartialOrd for $name {
-            fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-                self.to_f64().partial_cmp(&other.to_f64())
-            }
-        }
-
-        impl fmt::Debug for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                write!(
-                    f,
-                    "{}({:#04x} = {})",
-                    stringify!($name),
-                    self.0,
-                    self.to_f64()
-                )
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                fmt::Display::fmt(&self.to_f64(), f)
-            }
-        }
+        byte_float_by_value!($name);
     };
 }
 
