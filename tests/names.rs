@@ -107,3 +107,57 @@ fn every_type_name_of_the_runtime_and_facade_is_defined_once() {
         twice.join("\n")
     );
 }
+
+/// The definitions of `name` in every crate of the workspace (the facade, runtime,
+/// macros, expand, CLI with cargo-fprev, Python bindings), as `file:line`.
+fn definitions_everywhere(name: &str) -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in [
+        "src",
+        "fprev-runtime/src",
+        "fprev-macros/src",
+        "fprev-expand/src",
+        "fprev-cli/src",
+        "python/src",
+    ] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    let mut found = Vec::new();
+    for path in &files {
+        let shown = path
+            .strip_prefix(root)
+            .unwrap_or(path)
+            .display()
+            .to_string();
+        let text = std::fs::read_to_string(path).expect("a source file is readable");
+        let file = syn::parse_file(&text).unwrap_or_else(|e| panic!("{shown}: {e}"));
+        let mut defs = Definitions {
+            file: shown,
+            ..Definitions::default()
+        };
+        defs.visit_file(&file);
+        found.extend(
+            defs.found
+                .into_iter()
+                .filter(|(n, _)| n == name)
+                .map(|(_, place)| place),
+        );
+    }
+    found
+}
+
+#[test]
+fn one_finding_type_across_the_workspace() {
+    // One campaign system: `cargo fprev test`, `cargo fprev merge` and `fprev campaign
+    // merge` write, merge and render one findings report (docs/findings.schema.json).
+    let files: Vec<String> = definitions_everywhere("Finding")
+        .into_iter()
+        .map(|place| place.split(':').next().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(
+        files,
+        ["fprev-cli/src/findings.rs"],
+        "one Finding type across the workspace"
+    );
+}

@@ -31,10 +31,12 @@ mod collectives;
 mod demo;
 mod escape;
 mod exec;
+mod findings;
 mod limits;
 mod model;
 mod reports;
 mod scaled;
+mod stage_stats;
 mod sweep;
 
 use std::path::PathBuf;

@@ -83,10 +83,10 @@ pub(crate) struct StageRecord {
     pub ended_by: String,
     pub tokens: Vec<String>,
     pub result_hashes: Vec<String>,
-    pub findings: Vec<Finding>,
+    pub findings: Vec<DifferingRun>,
 }
 
-pub(crate) struct Finding {
+pub(crate) struct DifferingRun {
     pub token: String,
     pub element: Option<u64>,
     /// Any float (non-finite ones written as strings), or none when the lengths differed.
@@ -556,14 +556,14 @@ impl Reader<'_> {
         Ok(())
     }
 
-    fn finding(&self, v: &Value, path: &str) -> Res<Finding> {
+    fn finding(&self, v: &Value, path: &str) -> Res<DifferingRun> {
         let o = self.object(v, path)?;
         self.if_present(o, path, "floats", |v, f| self.u64_of(v, f).map(drop))?;
         let element = match self.get(o, path, "element")? {
             Value::Null => None,
             v => Some(self.u64_of(v, &Self::join(path, "element"))?),
         };
-        Ok(Finding {
+        Ok(DifferingRun {
             token: self.string(o, path, "token")?,
             element,
             value: self.opt_float(o, path, "value")?,
@@ -766,11 +766,11 @@ mod fuzz {
                 }
             }
         }
-        if let Ok(merged) = crate::campaign::merge(&docs) {
+        if let Ok(merged) = crate::stage_stats::merge(&docs) {
             for markdown in [false, true] {
-                let _ = crate::campaign::table(&merged, markdown);
+                let _ = crate::stage_stats::table(&merged, markdown);
             }
-            let xml = crate::campaign::junit_xml(&merged);
+            let xml = crate::stage_stats::junit_suite(&merged);
             assert!(
                 !xml.chars().any(|c| (c < ' ' && !"\t\n\r".contains(c))
                     || c == '\u{FFFE}'

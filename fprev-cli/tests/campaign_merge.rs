@@ -78,7 +78,7 @@ fn merge_is_order_independent() {
     let merged = std::fs::read_to_string(&ab).expect("merged");
     assert_eq!(merged, std::fs::read_to_string(&ba).expect("merged"));
     assert!(
-        merged.contains("\"schema\": \"fprev-campaign-merged\""),
+        merged.contains("\"schema\": \"fprev-findings\""),
         "{merged}"
     );
     let table = String::from_utf8_lossy(&one.stdout);
@@ -97,7 +97,10 @@ fn merge_refuses_other_files() {
     let o = fprev(&["campaign", "merge", bad.to_str().expect("utf-8")]);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("not an fprev campaign report"), "{err}");
+    assert!(
+        err.contains("neither a findings report nor a campaign process report"),
+        "{err}"
+    );
 }
 
 fn s(p: &Path) -> String {
@@ -163,7 +166,8 @@ fn merge_keeps_nan_and_inf_and_the_finite_values() {
         );
         let merged: Value =
             serde_json::from_str(&std::fs::read_to_string(&out).expect("merged")).expect("json");
-        let st = &merged["tests"][0]["stages"][0];
+        common::assert_findings_schema(&merged);
+        let st = &merged["campaigns"]["tests"][0]["stages"][0];
         assert_eq!(st["max_rel"], bad, "{st}");
         assert_eq!(st["max_abs"], bad, "{st}");
         assert_eq!(st["finite_max_rel"], 2e-7, "{st}");
@@ -365,9 +369,15 @@ fn junit_and_markdown_escape_control_characters_pipes_and_line_ends() {
         "{xml}"
     );
     let table = stdout(&o);
+    // the findings table, then the campaigns' table: header, separator, one row each
     let rows: Vec<&str> = table.lines().filter(|l| l.starts_with("| ")).collect();
-    assert_eq!(rows.len(), 3, "header, separator, one row: {table}");
-    let row = rows[2];
+    assert_eq!(rows.len(), 6, "{table}");
+    assert!(
+        rows[2].starts_with("| sum\\x00x\\|y<br>z\\x1b\u{FFFE} | differs | loops |"),
+        "{}",
+        rows[2]
+    );
+    let row = rows[5];
     assert!(
         row.starts_with("| sum\\x00x\\|y<br>z\\x1b\u{FFFE} | 4 vary reductions |"),
         "{row}"

@@ -28,3 +28,46 @@ pub fn scratch(dir: &str, name: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).expect("tmp dir");
     dir.join(name)
 }
+
+/// The JSON Schema of findings reports that the docs publish, with `root` as its root:
+/// `None` for the report, `Some(def)` for one of its `$defs`.
+fn findings_schema(root: Option<&str>) -> jsonschema::Validator {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/findings.schema.json");
+    let text = std::fs::read_to_string(path).expect("docs/findings.schema.json");
+    let mut schema: serde_json::Value = serde_json::from_str(&text).expect("the schema is JSON");
+    if let Some(def) = root {
+        schema = serde_json::json!({
+            "$schema": schema["$schema"],
+            "$defs": schema["$defs"],
+            "$ref": format!("#/$defs/{def}"),
+        });
+    }
+    jsonschema::validator_for(&schema).expect("the schema is a JSON Schema")
+}
+
+fn assert_valid(validator: &jsonschema::Validator, doc: &serde_json::Value, what: &str) {
+    let errors: Vec<String> = validator
+        .iter_errors(doc)
+        .take(5)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{what} does not follow docs/findings.schema.json: {errors:#?}\n{doc:#}"
+    );
+}
+
+/// Asserts that `doc` is a findings report as docs/findings.schema.json defines it.
+pub fn assert_findings_schema(doc: &serde_json::Value) {
+    assert_valid(&findings_schema(None), doc, "the findings report");
+}
+
+/// Asserts that `doc` is a process report (`FPREV_REPORT`) as the schema's
+/// `$defs/process_report` defines it.
+pub fn assert_process_report_schema(doc: &serde_json::Value) {
+    assert_valid(
+        &findings_schema(Some("process_report")),
+        doc,
+        "the process report",
+    );
+}

@@ -21,7 +21,7 @@ use crate::scramble::ReplayToken;
 
 /// One persisted finding.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Finding {
+pub(crate) struct PersistedRun {
     pub(crate) token: ReplayToken,
     /// The distribution stage's largest pool when it was found.
     pub(crate) threads: Option<usize>,
@@ -81,7 +81,7 @@ impl Store {
     /// UTF-8, do not start with a token of this fprev or carry a bad `threads=` are
     /// reported (past libtest's capture, so a passing test shows them too): the first two
     /// are skipped, the third replays under the configured pool.
-    pub(crate) fn load(&self) -> Vec<Finding> {
+    pub(crate) fn load(&self) -> Vec<PersistedRun> {
         let bytes = match read(&self.path) {
             Ok(Some(bytes)) => bytes,
             Ok(None) => return Vec::new(),
@@ -107,7 +107,7 @@ impl Store {
     /// Appends the findings not already in the file. A file that is not UTF-8 is left
     /// as it is (rewriting it would change bytes this cannot read): the findings then go
     /// to [`side_file`](Self::side_file), and [`Added::not_utf8`] says why.
-    pub(crate) fn add(&self, findings: &[Finding], at: &str) -> io::Result<Added> {
+    pub(crate) fn add(&self, findings: &[PersistedRun], at: &str) -> io::Result<Added> {
         let _lock = FileLock::acquire(&self.path)?;
         let bytes = read(&self.path)?;
         // Its problems were reported when it was loaded.
@@ -211,7 +211,7 @@ fn header(test: &str) -> String {
 
 /// The findings of a file's bytes, and one message (`path:line: ...`) per line that is
 /// skipped or not read whole.
-fn parse(bytes: &[u8], path: &Path) -> (Vec<Finding>, Vec<String>) {
+fn parse(bytes: &[u8], path: &Path) -> (Vec<PersistedRun>, Vec<String>) {
     let mut out = Vec::new();
     let mut problems = Vec::new();
     for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
@@ -257,7 +257,7 @@ fn parse(bytes: &[u8], path: &Path) -> (Vec<Finding>, Vec<String>) {
                 what.push(w);
             }
         }
-        out.push(Finding {
+        out.push(PersistedRun {
             token,
             threads,
             what: what.join(" "),
@@ -267,7 +267,7 @@ fn parse(bytes: &[u8], path: &Path) -> (Vec<Finding>, Vec<String>) {
 }
 
 /// The findings of a report worth persisting: the first differing run of each stage.
-pub(crate) fn findings(report: &AmplifyReport) -> Vec<Finding> {
+pub(crate) fn findings(report: &AmplifyReport) -> Vec<PersistedRun> {
     report
         .stages
         .iter()
@@ -277,7 +277,7 @@ pub(crate) fn findings(report: &AmplifyReport) -> Vec<Finding> {
                 Some((k, got, want)) => format!("element {k} = {got:?} (reference {want:?})"),
                 None => format!("{} floats (reference {})", run.len, report.len),
             };
-            Some(Finding {
+            Some(PersistedRun {
                 token: run.token,
                 threads: (s.stage == Stage::Distribution).then_some(report.max_threads),
                 what: format!("stage={} {value}", s.stage.name()),
@@ -320,7 +320,7 @@ mod tests {
             path: dir.join("c/t.txt"),
             test: "t".into(),
         };
-        let finding = |n: u64| Finding {
+        let finding = |n: u64| PersistedRun {
             token: ReplayToken::new(0x4000_0000_0000_0000 | n),
             threads: None,
             what: format!("stage=loops element 0 = {n}.0 (reference 0.0)"),
@@ -375,7 +375,7 @@ mod tests {
             problems[0].ends_with("t.txt:3: skipping a line that is not UTF-8"),
             "{problems:?}"
         );
-        let new = |n: u64| Finding {
+        let new = |n: u64| PersistedRun {
             token: ReplayToken::new(0x4000_0000_0000_0100 | n),
             threads: Some(4),
             what: format!("stage=distribution element 0 = {n}.0 (reference 0.0)"),

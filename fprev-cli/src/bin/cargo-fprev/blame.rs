@@ -3,14 +3,7 @@
 //! (`FPREV_SITES`), down to a set whose reordering alone still fails the test and from
 //! which no site can be dropped.
 
-/// A scramble site as `FPREV_SITES_OUT` lists it.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Site {
-    /// `module::function#kindN`.
-    pub label: String,
-    pub file: String,
-    pub line: u32,
-}
+use crate::findings::Site;
 
 /// Reads `FPREV_SITES_OUT`'s lines (`label<TAB>file<TAB>line`).
 pub fn parse_sites(text: &str) -> Vec<Site> {

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::findings::{Finding, Summary};
+use crate::findings::{Finding, Site, Status, Summary};
 use crate::runner::{self, Outcome, TestBinary};
 use crate::{blame, env_for, finding_env, sanitize, write_log, Failure};
 
@@ -90,11 +90,32 @@ impl Confirm<'_> {
         };
         for result in results {
             let (checked, runs) = result?;
-            summary.runs += runs;
+            summary.runs += runs as u64;
             match checked {
                 Checked::Finding(f) => summary.findings.push(*f),
                 Checked::NotReproduced(t) => summary.not_reproduced.push(t),
                 Checked::Nothing => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Replays `previous`, a finding of an earlier report made with this confirmation's
+    /// mode and token: failing again it is a finding of this run too (`still_failing`),
+    /// passing it is `fixed`.
+    pub fn replay(&self, previous: &Finding, summary: &mut Summary) -> Result<(), Failure> {
+        let (checked, runs) = self.check(&previous.test, previous.kind == "timeout")?;
+        summary.runs += runs as u64;
+        match checked {
+            Checked::Finding(mut f) => {
+                f.status = Status::StillFailing;
+                summary.findings.push(*f);
+            }
+            Checked::NotReproduced(_) | Checked::Nothing => {
+                let mut f = previous.clone();
+                f.status = Status::Fixed;
+                f.seen = 1;
+                summary.fixed.push(f);
             }
         }
         Ok(())
@@ -158,21 +179,40 @@ impl Confirm<'_> {
             test: test.to_string(),
             package: self.bin.package.clone(),
             target: self.bin.target.clone(),
-            kind,
+            kind: kind.to_string(),
             mode: mode.to_string(),
             token: token.to_string(),
-            replay: format!(
-                "cargo fprev replay -p {} --mode {mode} {token} {test}",
-                self.bin.package
-            ),
+            replay: Some(replay_command(self.bin, mode, token, test)?),
             message,
             at,
             coverage,
             sites,
             blame: blamed,
+            status: Status::New,
+            seen: 1,
         };
         Ok((Checked::Finding(Box::new(finding)), runs))
     }
+}
+
+/// The command that replays `test` of `bin`. A binary that does not list the test by
+/// name (a `harness = false` target with a harness of its own, which runs whole) is
+/// named by its target, so that the replay runs that binary as the campaign did.
+pub(crate) fn replay_command(
+    bin: &TestBinary,
+    mode: &str,
+    token: &str,
+    test: &str,
+) -> Result<String, Failure> {
+    let target = if runner::lists(bin, test)? {
+        String::new()
+    } else {
+        format!(" --target {}", bin.target)
+    };
+    Ok(format!(
+        "cargo fprev replay -p {}{target} --mode {mode} {token} {test}",
+        bin.package
+    ))
 }
 
 /// Runs `test` alone under `mode` and `token`, and reads the sites it reached.
@@ -184,7 +224,7 @@ pub(crate) fn run_alone(
     limit: Option<Duration>,
     logs: &Path,
     name: &str,
-) -> Result<(runner::Run, Vec<blame::Site>), Failure> {
+) -> Result<(runner::Run, Vec<Site>), Failure> {
     let out = logs.join(format!("{}.sites", sanitize(name)));
     let mut env = finding_env(mode, token);
     env.push(("FPREV_SITES_OUT".into(), out.display().to_string()));
@@ -202,8 +242,8 @@ pub(crate) fn blame_search(
     mode: &str,
     token: &str,
     limit: Option<Duration>,
-    sites: &[blame::Site],
-) -> Result<(Vec<blame::Site>, usize), Failure> {
+    sites: &[Site],
+) -> Result<(Vec<Site>, usize), Failure> {
     let args = vec![test.to_string(), "--exact".to_string()];
     blame::ddmin(sites, |subset| {
         let mut env = finding_env(mode, token);

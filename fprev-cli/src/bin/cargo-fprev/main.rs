@@ -17,10 +17,17 @@ mod blame;
 mod chains;
 mod confirm;
 mod diff;
-// The escaping `fprev campaign merge` uses, shared by both binaries of this package.
+// The findings report, its merge and renderers, and what they read (the process reports
+// of `assert_reproducible!` campaigns): one campaign system, shared by both binaries of
+// this package.
 #[path = "../../escape.rs"]
 mod escape;
+#[path = "../../findings.rs"]
 mod findings;
+#[path = "../../reports.rs"]
+mod reports;
+#[path = "../../stage_stats.rs"]
+mod stage_stats;
 // The limits `fprev` uses (input caps, durations), shared by both binaries of this
 // package; cargo-fprev uses some of them.
 #[allow(dead_code)]
@@ -156,6 +163,11 @@ struct TestArgs {
     /// Where findings.json, findings.md, junit.xml and the run logs go.
     #[arg(long, default_value = "fprev.out")]
     out: PathBuf,
+    /// A findings report whose findings are replayed first, each reported as still
+    /// failing or fixed (default: OUT/findings.json when an earlier run left one;
+    /// `none` replays nothing).
+    #[arg(long)]
+    previous: Option<PathBuf>,
     /// A scrambled run longer than this many times its unscrambled time is stopped; a
     /// test that does so alone too is a finding of kind `timeout`.
     #[arg(long, default_value_t = 5.0)]
@@ -175,12 +187,19 @@ struct TestArgs {
 
 #[derive(Args)]
 struct MergeArgs {
-    /// findings.json files.
+    /// findings.json files of shards or nights, and FPREV_REPORT files of
+    /// `assert_reproducible!` campaigns.
     #[arg(required = true)]
     inputs: Vec<PathBuf>,
-    /// Where the merged findings.json goes (default: standard output).
+    /// Where the merged findings.json goes.
     #[arg(short = 'o', long)]
     output: Option<PathBuf>,
+    /// Print the table as Markdown.
+    #[arg(long)]
+    markdown: bool,
+    /// Also write the merged report as JUnit XML.
+    #[arg(long)]
+    junit: Option<PathBuf>,
     /// Largest input file read (bytes, or with K, M, G, T): a larger file, a device or
     /// an endless pipe is an error after this many bytes.
     #[arg(long, value_parser = limits::bytes, default_value = "64M")]
@@ -194,6 +213,10 @@ struct ReplayArgs {
     /// The scrambling mode of the finding.
     #[arg(long, default_value = "shapes")]
     mode: String,
+    /// The test target that holds the test (as a finding's `replay` names it for a
+    /// `harness = false` target, which lists no tests by name).
+    #[arg(long)]
+    target: Option<String>,
     /// The finding's token (v3-...).
     token: String,
     /// The test's full name, as libtest prints it.
@@ -585,7 +608,7 @@ fn replay(a: &ReplayArgs) -> Result<ExitCode, Failure> {
         .map_err(|e| Failure(format!("TOKEN: {e}")))?;
     let p = prepare(&a.copy, true, annotate::Attribute::Scramble)?;
     let bins = runner::build(&p.tree, &p.target_dir, &p.packages, &cargo_args(&a.copy))?;
-    if let Some(bin) = find_binary(&bins, &a.test)? {
+    if let Some(bin) = find_binary(&bins, &a.test, a.target.as_deref())? {
         let args = vec![a.test.clone(), "--exact".into(), "--nocapture".into()];
         let run = runner::run(bin, &args, &env_for(&a.mode, &token.to_string()), None)?;
         print!("{}", run.log);
@@ -609,12 +632,27 @@ fn replay(a: &ReplayArgs) -> Result<ExitCode, Failure> {
     )))
 }
 
-/// The built test binary that holds `test`.
-fn find_binary<'a>(bins: &'a [TestBinary], test: &str) -> Result<Option<&'a TestBinary>, Failure> {
-    let list = vec![test.to_string(), "--exact".into(), "--list".into()];
+/// The built test binary that holds `test`: the one of target `target` when given (a
+/// `harness = false` target lists no tests), else the one that lists it.
+fn find_binary<'a>(
+    bins: &'a [TestBinary],
+    test: &str,
+    target: Option<&str>,
+) -> Result<Option<&'a TestBinary>, Failure> {
+    if let Some(t) = target {
+        return match bins.iter().find(|b| b.target == t) {
+            Some(b) => Ok(Some(b)),
+            None => Err(Failure(format!(
+                "no test target `{t}` was built (targets: {})",
+                bins.iter()
+                    .map(|b| b.target.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+        };
+    }
     for bin in bins {
-        let listed = runner::run(bin, &list, &[], None)?;
-        if listed.log.contains(&format!("{test}: test")) {
+        if runner::lists(bin, test)? {
             return Ok(Some(bin));
         }
     }
@@ -630,7 +668,7 @@ fn blame_cmd(a: &ReplayArgs) -> Result<ExitCode, Failure> {
     let token = token.to_string();
     let p = prepare(&a.copy, true, annotate::Attribute::Scramble)?;
     let bins = runner::build(&p.tree, &p.target_dir, &p.packages, &cargo_args(&a.copy))?;
-    let Some(bin) = find_binary(&bins, &a.test)? else {
+    let Some(bin) = find_binary(&bins, &a.test, a.target.as_deref())? else {
         return Err(Failure(format!(
             "no test named `{}` in the built tests",
             a.test
@@ -686,48 +724,22 @@ fn check_mode(mode: &str) -> Result<(), Failure> {
     }
 }
 
-/// Joins findings.json files: findings deduplicated by (test, mode, token), failure lists
-/// united, runs added, seeds and coverage united in order.
+/// Joins findings reports (shards, nights) and campaign process reports into one, and
+/// prints its table: exit 2 when it holds findings.
 fn merge(a: &MergeArgs) -> Result<ExitCode, Failure> {
-    let mut seen_paths = Vec::new();
-    let mut docs = Vec::new();
-    for path in &a.inputs {
-        let canon = path.canonicalize().unwrap_or_else(|_| path.clone());
-        if seen_paths.contains(&canon) {
-            return Err(Failure(format!("{} is given twice", path.display())));
-        }
-        if a.output
-            .as_ref()
-            .is_some_and(|o| o.canonicalize().unwrap_or_else(|_| o.clone()) == canon)
-        {
-            return Err(Failure(format!(
-                "-o {} names an input: it would be overwritten",
-                path.display()
-            )));
-        }
-        seen_paths.push(canon);
-        let text = limits::read_capped_text(path, a.max_input_bytes, "--max-input-bytes")
-            .map_err(Failure)?;
-        let doc: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| Failure(format!("{}: not JSON: {e}", path.display())))?;
-        for field in ["findings", "unscrambled_failures", "seeds", "runs"] {
-            if doc.get(field).is_none() {
-                return Err(Failure(format!(
-                    "{}: no `{field}`: not a cargo fprev findings.json",
-                    path.display()
-                )));
-            }
-        }
-        docs.push(doc);
-    }
-    let merged = findings::merge(&docs).map_err(Failure)?;
-    let text = serde_json::to_string_pretty(&merged).unwrap_or_default() + "\n";
-    match &a.output {
-        Some(o) => write_file(o, &text)?,
-        None => write_stdout(&text)?,
-    }
-    let n = merged["findings"].as_array().map_or(0, Vec::len);
-    Ok(if n == 0 {
+    let merged = findings::merge_files(
+        &a.inputs,
+        a.output.as_deref(),
+        a.junit.as_deref(),
+        a.max_input_bytes,
+    )
+    .map_err(Failure)?;
+    write_stdout(&if a.markdown {
+        merged.to_markdown()
+    } else {
+        merged.to_console()
+    })?;
+    Ok(if merged.findings.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(2)

@@ -101,6 +101,7 @@ impl Plan {
 pub fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
     let start = Instant::now();
     let plan = Plan::new(a)?;
+    let previous = previous_report(a)?;
     let p = prepare(&a.copy, true, annotate::Attribute::Scramble)?;
     catch_interrupts();
     let build_start = Instant::now();
@@ -114,8 +115,14 @@ pub fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
     let logs = crate::workspace::create_out(&a.out)?;
     let bar = progress_bar(&plan, a, bins.len());
     let mut summary = Summary {
+        ids: vec![crate::findings::new_id(&format!("{}", a.out.display()))],
         modes: a.modes.clone(),
-        functions_annotated: p.annotated.len(),
+        functions_annotated: p.annotated.len() as u64,
+        seed_ranges: vec![crate::findings::SeedRange {
+            base: a.seed,
+            shard: (plan.shard.index(), plan.shard.count()),
+            count: 0,
+        }],
         ..Summary::default()
     };
     let baseline = unscrambled(&bins, a, &logs, &bar, &mut summary)?;
@@ -128,6 +135,9 @@ pub fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
         reach: vec![None; bins.len()],
         confirming: Duration::ZERO,
     };
+    if let Some((path, prev)) = &previous {
+        rounds.replay_previous(path, prev, &mut summary)?;
+    }
     let rounds_start = Instant::now();
     let over = || plan.budget.is_some_and(|b| start.elapsed() >= b) || interrupted();
     let mut seeds = plan.shard_seeds();
@@ -135,7 +145,7 @@ pub fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
     // others run side by side (`Pool`).
     if let Some(i) = seeds.next().filter(|_| !over()) {
         let token = token_of(a, i);
-        summary.seeds.push(token.clone());
+        summary.seed_ranges[0].count += 1;
         for mode in &a.modes {
             rounds.round(mode, &token, &mut summary)?;
         }
@@ -151,7 +161,7 @@ pub fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
                 break;
             }
             let token = token_of(a, i);
-            summary.seeds.push(token.clone());
+            summary.seed_ranges[0].count += 1;
             for mode in &a.modes {
                 rounds.round(mode, &token, &mut summary)?;
             }
@@ -162,9 +172,36 @@ pub fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
     summary.interrupted = interrupted();
     summary.build_s = build_s;
     summary.wall_s = start.elapsed().as_secs_f64();
+    summary.finished = crate::findings::utc_now();
     summary.unscrambled_failures.sort();
     summary.unscrambled_failures.dedup();
     report(a, &summary)
+}
+
+/// The report whose findings are replayed first: `--previous FILE`, or the findings.json
+/// an earlier run left in `--out`; read before anything is built, so that a bad file is
+/// refused at once.
+fn previous_report(a: &TestArgs) -> Result<Option<(std::path::PathBuf, Summary)>, Failure> {
+    let path = match &a.previous {
+        Some(p) if p.as_os_str() == "none" => return Ok(None),
+        Some(p) => p.clone(),
+        None => {
+            let p = a.out.join("findings.json");
+            if !p.is_file() {
+                return Ok(None);
+            }
+            p
+        }
+    };
+    let name = path.display().to_string();
+    let text =
+        crate::limits::read_capped_text(&path, a.copy.source.max_input_bytes, "--max-input-bytes")
+            .map_err(|e| Failure(format!("--previous {e}")))?;
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| Failure(format!("--previous {name}: not JSON: {e}")))?;
+    let report =
+        Summary::from_value(&name, &value).map_err(|e| Failure(format!("--previous {e}")))?;
+    Ok(Some((path, report)))
 }
 
 /// The largest `--timeout-factor`: past it a limit is no limit.
@@ -263,7 +300,7 @@ fn unscrambled(
                 summary.unscrambled_failures.push(t.clone());
             }
         }
-        summary.tests += run.tests.len();
+        summary.tests += run.tests.len() as u64;
         summary.runs += 1;
         summary.unscrambled_s += run.wall.as_secs_f64();
         bar.inc(1);
@@ -400,13 +437,15 @@ impl Rounds<'_> {
             drop(tx);
             let mut ready = std::collections::BTreeMap::new();
             let mut turn = 0;
+            let mut last_token: Option<String> = None;
             let mut settle = |turn: usize, launched: Result<Option<Launched>, Failure>| {
                 // every run settled was launched: its index has a seed
                 let Some((token, mode, k)) = work(turn) else {
                     return Ok(());
                 };
-                if summary.seeds.last() != Some(&token) {
-                    summary.seeds.push(token.clone());
+                if last_token.as_ref() != Some(&token) {
+                    summary.seed_ranges[0].count += 1;
+                    last_token = Some(token.clone());
                 }
                 if let Some(launched) = launched? {
                     let t = Instant::now();
@@ -464,6 +503,71 @@ impl Rounds<'_> {
         }
         let run = runner::run(bin, &args, &env, Some(limit))?;
         Ok(Some(Launched { run, narrowed }))
+    }
+
+    /// Replays the findings of an earlier report, before any new seed: each is still
+    /// failing or fixed. A finding whose test is gone, fails unscrambled now, or came from
+    /// an `assert_reproducible!` campaign (its own regressions file replays those) is
+    /// said so and left out.
+    fn replay_previous(
+        &self,
+        path: &Path,
+        previous: &Summary,
+        summary: &mut Summary,
+    ) -> Result<(), Failure> {
+        if previous.findings.is_empty() {
+            return Ok(());
+        }
+        eprintln!(
+            "cargo fprev: replaying the {} finding(s) of {} first",
+            previous.findings.len(),
+            path.display()
+        );
+        for f in &previous.findings {
+            let found = self.bins.iter().enumerate().find(|(k, b)| {
+                b.package == f.package
+                    && b.target == f.target
+                    && self.baseline[*k].tests.contains_key(&f.test)
+            });
+            let why_not = if f.kind == "differs" {
+                Some("a campaign's finding: its fprev-regressions file replays it")
+            } else if !MODES.contains(&f.mode.as_str()) || f.token.parse::<ReplayToken>().is_err() {
+                Some("not a mode and token of this fprev")
+            } else if found.is_none() {
+                Some("no such test in the built tests any more")
+            } else {
+                None
+            };
+            let Some((k, bin)) = found.filter(|_| why_not.is_none()) else {
+                eprintln!(
+                    "cargo fprev: note: {} ({} {}) of {} not replayed: {}",
+                    f.test,
+                    f.mode,
+                    f.token,
+                    path.display(),
+                    why_not.unwrap_or("")
+                );
+                continue;
+            };
+            if self.baseline[k].tests.get(&f.test) != Some(&Outcome::Passed) {
+                eprintln!(
+                    "cargo fprev: note: {} ({} {}) not replayed: it fails unscrambled now",
+                    f.test, f.mode, f.token
+                );
+                continue;
+            }
+            let confirm = Confirm {
+                bin,
+                mode: &f.mode,
+                token: &f.token,
+                limit: self.limit(k),
+                logs: self.logs,
+                blame: self.a.blame,
+                factor: self.a.timeout_factor,
+            };
+            confirm.replay(f, summary)?;
+        }
+        Ok(())
     }
 
     /// A scrambled run's time limit (and each confirmation's).
@@ -588,7 +692,7 @@ fn to_confirm(
 /// Prints the table, writes findings.json, findings.md and junit.xml; the exit status
 /// says whether anything was found.
 fn report(a: &TestArgs, summary: &Summary) -> Result<ExitCode, Failure> {
-    print_table(summary);
+    print!("{}", summary.to_console());
     write_file(&a.out.join("findings.json"), &summary.to_json())?;
     write_file(&a.out.join("findings.md"), &summary.to_markdown())?;
     write_file(&a.out.join("junit.xml"), &summary.to_junit())?;
@@ -653,47 +757,6 @@ impl Reach {
         tests.sort();
         tests.dedup();
         Reach::Only(tests)
-    }
-}
-
-fn print_table(s: &Summary) {
-    println!(
-        "cargo fprev: {} finding(s); {} runs of {} tests ({} seeds x {} mode(s)), {:.0} s",
-        s.findings.len(),
-        s.runs,
-        s.tests,
-        s.seeds.len(),
-        s.modes.len(),
-        s.wall_s
-    );
-    if !s.findings.is_empty() {
-        println!(
-            "{:<50} {:<8} {:<13} {:<20} first assertion",
-            "test", "kind", "mode", "token"
-        );
-        for f in &s.findings {
-            println!(
-                "{:<50} {:<8} {:<13} {:<20} {}",
-                f.test,
-                f.kind,
-                f.mode,
-                f.token,
-                f.at.as_deref().unwrap_or("-")
-            );
-        }
-        println!("replay one: {}", s.findings[0].replay);
-    }
-    if !s.unscrambled_failures.is_empty() {
-        println!(
-            "failing unscrambled (not findings): {}",
-            s.unscrambled_failures.join(", ")
-        );
-    }
-    if !s.not_reproduced.is_empty() {
-        println!(
-            "failed scrambled, passed alone with the same token (not findings): {}",
-            s.not_reproduced.join(", ")
-        );
     }
 }
 

@@ -122,6 +122,13 @@ pub struct Run {
     pub scramble_line: Option<String>,
 }
 
+/// Whether `bin` lists `test` by name (`--list`), as libtest binaries do.
+pub fn lists(bin: &TestBinary, test: &str) -> Result<bool, Failure> {
+    let list = vec![test.to_string(), "--exact".into(), "--list".into()];
+    let listed = run(bin, &list, &[], None)?;
+    Ok(listed.log.contains(&format!("{test}: test")))
+}
+
 /// Runs `bin` with `args` and `env`, killed after `limit`.
 pub fn run(
     bin: &TestBinary,
