@@ -626,3 +626,38 @@ fn reports_follow_the_schema_in_json_and_junit() {
     assert_eq!(xml.matches("<failure ").count(), 1, "{xml}");
     assert!(!dir.0.join("r.xml.lock").exists());
 }
+
+#[test]
+fn scrambling_off_runs_only_the_repeat_stage() {
+    // `cargo fprev test` runs every test once with FPREV_SCRAMBLE=off before any seed:
+    // an assert_reproducible! test must pass there unless it is non-deterministic on its
+    // own, so that its order dependence is a finding of a seed, not an unscrambled failure.
+    let dir = TempDir::new("off");
+    let report = dir.0.join("off.json");
+    let report_var = report.to_str().expect("utf-8");
+    let off = child(
+        "dependent",
+        &dir.0,
+        &[
+            ("FPREV_SCRAMBLE", "off"),
+            ("FPREV_REPORT", report_var),
+            ("FPREV_REGRESSIONS", "off"),
+        ],
+    );
+    assert!(off.status.success(), "{}", text(&off));
+    let docs = reports(&report);
+    let stages: Vec<&str> = docs[0]["tests"][0]["stages"]
+        .as_array()
+        .expect("stages")
+        .iter()
+        .filter_map(|s| s["stage"].as_str())
+        .collect();
+    assert_eq!(stages, ["repeat"], "{}", docs[0]);
+    // the same campaign under a scrambling mode finds the sum order-dependent
+    let on = child(
+        "dependent",
+        &dir.0,
+        &[("FPREV_SCRAMBLE", "shapes"), ("FPREV_REGRESSIONS", "off")],
+    );
+    assert!(!on.status.success(), "{}", text(&on));
+}

@@ -7,8 +7,12 @@
 //! The first run builds fprev into the copy's own target folder (about two minutes on
 //! two cores); the later commands reuse that build.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+use common::assert_findings_schema;
 
 fn cargo_fprev() -> Command {
     Command::new(env!("CARGO_BIN_EXE_cargo-fprev"))
@@ -58,6 +62,7 @@ fn findings_replay_and_are_blamed_on_their_sites() {
         &std::fs::read_to_string(out_dir.join("findings.json")).expect("findings.json"),
     )
     .expect("valid JSON");
+    assert_findings_schema(&json);
     let findings = json["findings"].as_array().expect("findings");
     let tests: Vec<&str> = findings.iter().filter_map(|f| f["test"].as_str()).collect();
     assert!(
@@ -91,6 +96,7 @@ fn findings_replay_and_are_blamed_on_their_sites() {
         .find(|f| f["test"] == "tests::golden_total")
         .expect("golden finding");
     assert_eq!(golden["kind"], "fail");
+    assert_eq!(golden["status"], "new");
     assert_eq!(golden["at"], "src/lib.rs:54:9", "the original file's line");
     assert_eq!(
         golden["blame"],
@@ -128,9 +134,10 @@ fn findings_replay_and_are_blamed_on_their_sites() {
         &std::fs::read_to_string(shard_dir.join("findings.json")).expect("shard findings"),
     )
     .expect("json");
+    assert_findings_schema(&seeds);
     assert_eq!(
-        seeds["seeds"].as_array().map(Vec::len),
-        Some(1),
+        seeds["seed_ranges"],
+        serde_json::json!([{"base": 0, "shard": {"index": 2, "count": 2}, "count": 1}]),
         "shard 2/2 of 3 seeds runs the second only: {}",
         show(&shard)
     );
@@ -143,6 +150,8 @@ fn findings_replay_and_are_blamed_on_their_sites() {
     // Rounds side by side (the default after the first seed, with 2 or more cores) and
     // one at a time find the same failures under the same tokens.
     let serial_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cargo-fprev-serial");
+    // a findings.json left by an earlier run would be replayed first (more runs)
+    let _ = std::fs::remove_dir_all(&serial_dir);
     let serial = cargo_fprev()
         .current_dir(fixture())
         .args([
@@ -178,7 +187,8 @@ fn findings_replay_and_are_blamed_on_their_sites() {
             .collect()
     };
     assert_eq!(keys(&serial_json), keys(&json), "{}", show(&serial));
-    assert_eq!(serial_json["seeds"], json["seeds"]);
+    assert_findings_schema(&serial_json);
+    assert_eq!(serial_json["seed_ranges"], json["seed_ranges"]);
     assert_eq!(serial_json["runs"], json["runs"]);
 
     // The finding replays alone, with the same values.
@@ -202,6 +212,76 @@ fn findings_replay_and_are_blamed_on_their_sites() {
         replayed.contains(first_value.trim()),
         "same values: {first_value}\n{replayed}"
     );
+
+    // The next night replays the findings of the last one first: the golden test still
+    // fails, a finding that passes now (made up here: computed_twice never fails) is
+    // fixed; both go into the night's report and into the merge of the two nights.
+    let mut previous = json.clone();
+    let mut passing = golden.clone();
+    passing["test"] = "tests::computed_twice".into();
+    previous["findings"]
+        .as_array_mut()
+        .expect("findings")
+        .push(passing);
+    let previous_file = tmp.join("cargo-fprev-previous.json");
+    std::fs::write(&previous_file, previous.to_string()).expect("previous report");
+    let night2_dir = tmp.join("cargo-fprev-night2");
+    let _ = std::fs::remove_dir_all(&night2_dir);
+    let night2 = cargo_fprev()
+        .current_dir(fixture())
+        .args(["test", "--seeds", "1", "--seed", "100", "--previous"])
+        .arg(&previous_file)
+        .arg("--out")
+        .arg(&night2_dir)
+        .arg("--scratch")
+        .arg(scratch())
+        .output()
+        .expect("night 2");
+    let night2_text = show(&night2);
+    assert_eq!(night2.status.code(), Some(2), "{night2_text}");
+    let night2_json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(night2_dir.join("findings.json")).expect("night 2 findings"),
+    )
+    .expect("json");
+    assert_findings_schema(&night2_json);
+    let still = night2_json["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .find(|f| f["token"] == golden["token"] && f["test"] == "tests::golden_total")
+        .expect("the golden finding replayed");
+    assert_eq!(still["status"], "still_failing", "{night2_text}");
+    assert_eq!(
+        night2_json["fixed"][0]["test"], "tests::computed_twice",
+        "{night2_text}"
+    );
+    assert!(night2_text.contains("still_failing"), "{night2_text}");
+    assert!(
+        night2_text.contains("fixed: tests::computed_twice"),
+        "{night2_text}"
+    );
+    let merged_file = tmp.join("cargo-fprev-nights.json");
+    let merged = cargo_fprev()
+        .arg("merge")
+        .arg(out_dir.join("findings.json"))
+        .arg(night2_dir.join("findings.json"))
+        .arg("-o")
+        .arg(&merged_file)
+        .output()
+        .expect("merge the nights");
+    assert_eq!(merged.status.code(), Some(2), "{}", show(&merged));
+    let nights: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&merged_file).expect("merged"))
+            .expect("json");
+    assert_findings_schema(&nights);
+    let merged_golden = nights["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .find(|f| f["token"] == golden["token"] && f["test"] == "tests::golden_total")
+        .expect("golden in the merge");
+    assert_eq!(merged_golden["status"], "still_failing");
+    assert_eq!(merged_golden["seen"], 2);
 }
 
 #[test]
@@ -241,38 +321,59 @@ fn in_diff_annotates_only_what_a_diff_touches() {
 fn merge_joins_findings_and_refuses_what_would_lose_data() {
     let dir = std::env::temp_dir().join(format!("fprev-merge-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
-    let finding = |token: &str| serde_json::json!({"test": "t", "mode": "shapes", "token": token, "kind": "fail"});
-    let doc = |tokens: &[&str], runs: u64| {
+    let finding = |token: &str| {
         serde_json::json!({
+            "test": "t", "package": "p", "target": "p", "kind": "fail", "mode": "shapes",
+            "token": token, "replay": null, "message": "m", "at": null, "coverage": null,
+            "sites": [], "blame": null, "status": "new", "seen": 1
+        })
+    };
+    let doc = |id: &str, tokens: &[&str], runs: u64| {
+        serde_json::json!({
+            "schema": "fprev-findings", "version": 1, "fprev": "0", "ids": [id],
+            "finished": "2026-01-01T00:00:00Z",
             "findings": tokens.iter().map(|t| finding(t)).collect::<Vec<_>>(),
-            "unscrambled_failures": ["broken"],
-            "seeds": tokens,
+            "fixed": [], "unscrambled_failures": ["broken"], "not_reproduced": [],
             "runs": runs,
+            "seed_ranges": [{"base": 0, "shard": {"index": 1, "count": 1}, "count": 2}],
+            "modes": ["shapes"], "functions_annotated": 1, "coverage": [], "tests": 3,
+            "wall_s": 1.0, "interrupted": false, "build_s": 0.5, "unscrambled_s": 0.1,
+            "scrambled_s": "inf", "processes": [], "campaigns": null
         })
     };
     let (a, b) = (dir.join("a.json"), dir.join("b.json"));
-    std::fs::write(&a, doc(&["v-1", "v-2"], 10).to_string()).expect("a");
-    std::fs::write(&b, doc(&["v-2", "v-3"], 7).to_string()).expect("b");
+    std::fs::write(&a, doc("a", &["v-1", "v-2"], 10).to_string()).expect("a");
+    std::fs::write(&b, doc("b", &["v-2", "v-3"], 7).to_string()).expect("b");
+    let merged_file = dir.join("merged.json");
     let out = cargo_fprev()
         .args(["merge"])
         .arg(&a)
         .arg(&b)
+        .arg("-o")
+        .arg(&merged_file)
         .output()
         .expect("merge");
     assert_eq!(out.status.code(), Some(2), "findings: {}", show(&out));
-    let merged: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let merged: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&merged_file).expect("merged"))
+            .expect("json");
+    assert_findings_schema(&merged);
     assert_eq!(merged["runs"], 17);
     assert_eq!(merged["findings"].as_array().map(Vec::len), Some(3));
+    assert_eq!(merged["scrambled_s"], "inf", "an infinity stays one");
     assert_eq!(
         merged["unscrambled_failures"],
         serde_json::json!(["broken"])
     );
+    std::fs::write(dir.join("c.json"), doc("a", &[], 1).to_string()).expect("c");
     for (args, words) in [
-        (vec![a.clone(), a.clone()], "given twice"),
+        (vec![a.clone(), a.clone()], "are the same file"),
         (
             vec![a.clone(), b.clone(), "-o".into(), a.clone()],
-            "names an input",
+            "names the input",
         ),
+        (vec![a.clone(), dir.join("c.json")], "both hold the run a"),
+        (vec![merged_file.clone(), b.clone()], "both hold the run b"),
     ] {
         let out = cargo_fprev()
             .arg("merge")
@@ -290,7 +391,11 @@ fn merge_joins_findings_and_refuses_what_would_lose_data() {
         .output()
         .expect("merge");
     assert_eq!(out.status.code(), Some(1), "{}", show(&out));
-    assert!(show(&out).contains("not a cargo fprev findings.json"));
+    assert!(
+        show(&out).contains("a findings.json of an earlier cargo fprev"),
+        "{}",
+        show(&out)
+    );
 }
 
 #[test]
@@ -413,6 +518,11 @@ fn bad_input_is_an_error_with_exit_status_1() {
     std::fs::create_dir_all(&empty).expect("dir");
     let fixture = fixture();
     let scratch = scratch().display().to_string();
+    // not the default `fprev.out`, which would land in the fixture's folder
+    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("cargo-fprev-bad-input")
+        .display()
+        .to_string();
     let cases: Vec<(Vec<&str>, &Path, &str)> = vec![
         (
             vec!["test", "--jobs", "0"],
@@ -425,7 +535,15 @@ fn bad_input_is_an_error_with_exit_status_1() {
             "must be a number from 1 to 10000",
         ),
         (
-            vec!["test", "--scratch", &scratch, "--", "--bogus-flag"],
+            vec![
+                "test",
+                "--scratch",
+                &scratch,
+                "--out",
+                &out_dir,
+                "--",
+                "--bogus-flag",
+            ],
             &fixture,
             "ran no test and failed: error: Unrecognized option: 'bogus-flag'",
         ),
@@ -582,6 +700,7 @@ fn a_workspace_as_published_crates_make_them() {
         &std::fs::read_to_string(out_dir.join("findings.json")).expect("findings.json"),
     )
     .expect("valid JSON");
+    assert_findings_schema(&json);
     let mut tests: Vec<&str> = json["findings"]
         .as_array()
         .expect("findings")
@@ -669,4 +788,74 @@ fn an_interrupt_ends_with_130_and_says_so() {
     assert_eq!(status.code(), Some(130), "{text}");
     assert!(text.contains("cargo fprev: interrupted"), "{text}");
     assert!(!text.contains("do not build"), "{text}");
+}
+
+#[test]
+fn a_monorepo_member_with_fprev_a_custom_harness_and_a_child_process() {
+    // Before: the copy did not build (`shared` is outside the workspace root, and the
+    // message blamed the user's tests); the harness = false target's replay said `no
+    // test named golden`; the parent test that runs its own binary lost its finding to
+    // the child after the first seed; the assert_reproducible! test failed unscrambled.
+    let ws = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/monorepo/ws");
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let out_dir = tmp.join("cargo-fprev-monorepo-out");
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let copy = |cmd: &mut Command| {
+        cmd.current_dir(&ws)
+            .arg("--scratch")
+            .arg(tmp.join("cargo-fprev-monorepo"))
+            // fprev's own build is shared with the other tests' copy.
+            .arg("--target-dir")
+            .arg(scratch().join("target"));
+    };
+    let mut test = cargo_fprev();
+    test.args(["test", "--seeds", "2", "--out"]).arg(&out_dir);
+    copy(&mut test);
+    let out = test.output().expect("test");
+    let text = show(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out_dir.join("findings.json")).expect("findings.json"),
+    )
+    .expect("valid JSON");
+    assert_findings_schema(&json);
+    let found = |test: &str| -> Vec<&serde_json::Value> {
+        json["findings"]
+            .as_array()
+            .expect("findings")
+            .iter()
+            .filter(|f| f["test"] == test)
+            .collect()
+    };
+    for t in [
+        "tests::golden_total",
+        "tests::parent_reads_its_child",
+        "total_is_reproducible",
+        "golden",
+    ] {
+        assert_eq!(found(t).len(), 2, "{t} fails under both seeds: {text}");
+    }
+    assert_eq!(
+        json["unscrambled_failures"],
+        serde_json::json!([]),
+        "{text}"
+    );
+    assert_eq!(json["not_reproduced"], serde_json::json!([]), "{text}");
+    let golden = found("golden")[0];
+    assert_eq!(golden["target"], "golden_main");
+    let replay = golden["replay"].as_str().expect("a replay command");
+    assert!(replay.contains("--target golden_main"), "{replay}");
+    // the printed command replays it
+    let words: Vec<&str> = replay.split_whitespace().collect();
+    assert_eq!(words[..2], ["cargo", "fprev"], "{replay}");
+    let mut again = cargo_fprev();
+    again.args(&words[2..]);
+    copy(&mut again);
+    let again = again.output().expect("replay");
+    assert_eq!(again.status.code(), Some(2), "{}", show(&again));
+    assert!(
+        show(&again).contains("golden FAILED under FPREV_SCRAMBLE=shapes"),
+        "{}",
+        show(&again)
+    );
 }

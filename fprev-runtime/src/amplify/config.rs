@@ -40,7 +40,8 @@ pub struct AmplifyConfig {
     /// `FPREV_REGRESSIONS=off`.
     pub regressions: bool,
     /// Stages to run, in order. Default all four; `FPREV_STAGES` overrides it
-    /// (`repeat,distribution,schedule,loops` or `all`).
+    /// (`repeat,distribution,schedule,loops` or `all`), and `FPREV_SCRAMBLE=off` keeps
+    /// only `repeat` (nothing is reordered).
     pub stages: Vec<Stage>,
     /// Largest pool of the distribution stage. Default: available cores, at least 4;
     /// `FPREV_THREADS` overrides it.
@@ -189,11 +190,15 @@ impl AmplifyConfig {
         ) {
             cfg.stages = stages;
         }
-        if let Some((Some(s), shapes)) =
-            env_parse(vars::FPREV_SCRAMBLE, MODES, MODE_DEFAULT, parse_mode)
-        {
-            cfg.shuffle = s;
-            cfg.shapes = shapes;
+        match env_parse(vars::FPREV_SCRAMBLE, MODES, MODE_DEFAULT, parse_mode) {
+            Some((Some(s), shapes)) => {
+                cfg.shuffle = s;
+                cfg.shapes = shapes;
+            }
+            // scrambling off: nothing is reordered, so only the repeat stage runs (real
+            // non-determinism still shows); `cargo fprev test`'s unscrambled run is this
+            Some((None, _)) => cfg.stages = vec![Stage::Repeat],
+            None => {}
         }
         cfg.seed = env_parse(vars::FPREV_SEED, SEEDS, "a random seed", |s| {
             s.parse::<ReplayToken>().ok()

@@ -6,6 +6,11 @@
 //! and cannot fail differently under another seed. Threads without a name (a test's
 //! own threads, rayon's workers) are written as an empty line, which tells the reader
 //! that some reach cannot be attributed to a test.
+//!
+//! Every process that inherits the variable appends its names under a line `# process
+//! PID`: a test that runs its own test binary (`current_exe() child --exact`) makes a
+//! second process, whose reach belongs to the parent test as much as to the child, and
+//! the reader sees that two processes wrote.
 
 use std::cell::Cell;
 use std::collections::BTreeSet;
@@ -53,8 +58,10 @@ pub(crate) fn note() {
     }
 }
 
-/// Writes the names, one per line, to the file `FPREV_TESTS_OUT` names (at exit).
+/// Appends `# process PID` and the names, one per line, to the file `FPREV_TESTS_OUT`
+/// names (at exit), in one write: processes that end at once do not interleave.
 pub(crate) fn write_out() {
+    use std::io::Write as _;
     let Ok(path) = std::env::var(vars::FPREV_TESTS_OUT) else {
         return;
     };
@@ -62,12 +69,17 @@ pub(crate) fn write_out() {
         Ok(names) => names.clone(),
         Err(poisoned) => poisoned.into_inner().clone(),
     };
-    let mut text = String::new();
+    let mut text = format!("# process {}\n", std::process::id());
     for name in &names {
         text.push_str(name);
         text.push('\n');
     }
-    if let Err(e) = std::fs::write(&path, text) {
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .and_then(|mut f| f.write_all(text.as_bytes()));
+    if let Err(e) = written {
         eprintln!("fprev: cannot write {}={path}: {e}", vars::FPREV_TESTS_OUT);
     }
 }

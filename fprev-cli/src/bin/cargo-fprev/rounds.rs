@@ -182,26 +182,36 @@ pub fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
 /// an earlier run left in `--out`; read before anything is built, so that a bad file is
 /// refused at once.
 fn previous_report(a: &TestArgs) -> Result<Option<(std::path::PathBuf, Summary)>, Failure> {
-    let path = match &a.previous {
+    let (path, implicit) = match &a.previous {
         Some(p) if p.as_os_str() == "none" => return Ok(None),
-        Some(p) => p.clone(),
+        Some(p) => (p.clone(), false),
         None => {
             let p = a.out.join("findings.json");
             if !p.is_file() {
                 return Ok(None);
             }
-            p
+            (p, true)
         }
     };
+    match read_report(&path, a.copy.source.max_input_bytes) {
+        Ok(report) => Ok(Some((path, report))),
+        // the report an earlier run left (an older fprev's, a damaged one) is no reason
+        // to refuse tonight's run: it is said and left alone
+        Err(e) if implicit => {
+            eprintln!("cargo fprev: note: the earlier findings are not replayed: {e}");
+            Ok(None)
+        }
+        Err(e) => Err(Failure(format!("--previous {e}"))),
+    }
+}
+
+/// A findings report, read with the input cap.
+fn read_report(path: &Path, max_bytes: u64) -> Result<Summary, String> {
     let name = path.display().to_string();
-    let text =
-        crate::limits::read_capped_text(&path, a.copy.source.max_input_bytes, "--max-input-bytes")
-            .map_err(|e| Failure(format!("--previous {e}")))?;
-    let value: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| Failure(format!("--previous {name}: not JSON: {e}")))?;
-    let report =
-        Summary::from_value(&name, &value).map_err(|e| Failure(format!("--previous {e}")))?;
-    Ok(Some((path, report)))
+    let text = crate::limits::read_capped_text(path, max_bytes, "--max-input-bytes")?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{name}: not JSON: {e}"))?;
+    Summary::from_value(&name, &value)
 }
 
 /// The largest `--timeout-factor`: past it a limit is no limit.
@@ -486,10 +496,12 @@ impl Rounds<'_> {
         let mut args = self.a.test_args.clone();
         let mut narrowed: Option<Vec<String>> = None;
         match &self.reach[k] {
-            None => env.push((
-                "FPREV_TESTS_OUT".into(),
-                self.reached_file(k).display().to_string(),
-            )),
+            None => {
+                // processes append to it: nothing of an earlier, interrupted call stays
+                let file = self.reached_file(k);
+                let _ = std::fs::remove_file(&file);
+                env.push(("FPREV_TESTS_OUT".into(), file.display().to_string()));
+            }
             Some(Reach::Every) => {}
             Some(Reach::Only(tests)) if tests.is_empty() => return Ok(None),
             Some(Reach::Only(tests)) => {
@@ -745,7 +757,16 @@ impl Reach {
             };
         };
         let mut tests = Vec::new();
+        let mut processes = 0;
         for name in text.lines() {
+            if name.starts_with("# process ") {
+                // a test that ran its own binary: the child's reach is its parent's too
+                processes += 1;
+                if processes > 1 {
+                    return Reach::Every;
+                }
+                continue;
+            }
             if name == "main" || !base.tests.contains_key(name) {
                 return Reach::Every;
             }

@@ -308,7 +308,12 @@ struct Libtest {
 
 impl Libtest {
     fn line(&mut self, line: &str) {
-        if let Some(rest) = line.strip_prefix("test ") {
+        // inside a failure's captured output, `test x ... ok` is what the test printed (the
+        // output of a test binary it ran itself), not this run's outcome
+        if let Some(rest) = line
+            .strip_prefix("test ")
+            .filter(|_| self.current.is_none())
+        {
             if let Some((name, result)) = rest.rsplit_once(" ... ") {
                 let word = result.split(|c: char| c.is_whitespace() || c == ',').next();
                 let outcome = match word {
@@ -335,7 +340,10 @@ impl Libtest {
             self.current = Some((name.to_string(), String::new()));
             return;
         }
-        if line == "failures:" || line.starts_with("test result:") {
+        // libtest lists the failures (`failures:`) before its `test result:` line; a
+        // `test result:` inside a failure's output is a nested run's, and the failure's
+        // own panic comes after it
+        if line == "failures:" || (line.starts_with("test result:") && self.current.is_none()) {
             self.end_message();
             return;
         }
@@ -446,6 +454,39 @@ test result: FAILED. 1 passed; 1 failed; 1 ignored; 0 measured; 0 filtered out
             text.contains("right: 1.0") && !text.contains("note:"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_test_binary_run_by_a_test_is_not_this_runs_outcome() {
+        // Before: the child's `test child ... FAILED`, printed in the parent's failure,
+        // was taken for a failure of `child`, which then passed alone: a false
+        // not_reproduced.
+        let out = "\
+running 2 tests
+test child ... ok
+test parent ... FAILED
+
+failures:
+
+---- parent stdout ----
+the child printed
+running 1 test
+test child ... FAILED
+test result: FAILED. 0 passed; 1 failed
+
+thread 'parent' panicked at src/lib.rs:9:5:
+no
+
+failures:
+    parent
+
+test result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out
+";
+        let (tests, messages) = parse_libtest(out);
+        assert_eq!(tests.get("child"), Some(&Outcome::Passed));
+        assert_eq!(tests.get("parent"), Some(&Outcome::Failed));
+        let (at, _) = panic_site(&messages["parent"]);
+        assert_eq!(at.as_deref(), Some("src/lib.rs:9:5"), "{messages:?}");
     }
 
     #[test]
