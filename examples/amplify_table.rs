@@ -4,7 +4,7 @@
 //! ```text
 //! cargo run --release --example amplify_table            # 20 runs per configuration
 //! FPREV_RUNS=100 cargo run --release --example amplify_table
-//! # a sharded campaign with a report (docs/campaigns.md)
+//! # a sharded campaign with a report (docs/cargo-fprev.md)
 //! FPREV_SEED=v3-0000000000000abc FPREV_SHARD=1/2 FPREV_TIME=1m FPREV_REPORT=ports.json \
 //!     cargo run --release --example amplify_table
 //! ```

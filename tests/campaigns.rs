@@ -1,4 +1,4 @@
-//! Campaigns at scale (`docs/campaigns.md`): shards split one seed space without overlap,
+//! Campaigns at scale (`docs/cargo-fprev.md`): shards split one seed space without overlap,
 //! time budgets end campaigns, findings are persisted and replayed first, and reports
 //! follow the documented schema.
 //!
@@ -482,7 +482,7 @@ fn a_findings_file_that_is_not_utf8_loses_nothing() {
 /// A key and the test its value must pass.
 type Field<'a> = (&'a str, fn(&Value) -> bool);
 
-/// The documented schema (docs/campaigns.md, version 1): required keys and their types.
+/// The documented schema (docs/findings.schema.json, $defs/process_report, version 1): required keys and their types.
 fn check_schema(doc: &Value) {
     let has = |v: &Value, keys: &[Field]| {
         for (k, ok) in keys {

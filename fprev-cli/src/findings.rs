@@ -787,16 +787,17 @@ fn site_text(s: &Site) -> String {
 /// The seeds of the report, in words.
 fn seeds_text(s: &Summary) -> String {
     let n: u64 = s.seed_ranges.iter().map(|r| r.count).sum();
-    let shards: Vec<String> = s
+    let shards: std::collections::BTreeSet<(u32, u32)> = s
         .seed_ranges
         .iter()
         .filter(|r| r.shard.1 > 1)
-        .map(|r| format!("{}/{}", r.shard.0, r.shard.1))
+        .map(|r| r.shard)
         .collect();
-    if shards.is_empty() {
-        format!("{n} seeds")
-    } else {
-        format!("{n} seeds, shards {}", shards.join(","))
+    let shards: Vec<String> = shards.iter().map(|(k, n)| format!("{k}/{n}")).collect();
+    match shards.len() {
+        0 => format!("{n} seeds"),
+        1 => format!("{n} seeds (shard {})", shards[0]),
+        _ => format!("{n} seeds (shards {})", shards.join(",")),
     }
 }
 
@@ -813,7 +814,7 @@ impl Summary {
             String::new()
         };
         format!(
-            " of {} tests ({} x {} mode(s){annotated}), {:.0} s",
+            " of {} tests, {} x {} mode(s){annotated}, {:.0} s",
             self.tests,
             seeds_text(self),
             self.modes.len(),

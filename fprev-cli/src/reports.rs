@@ -1,5 +1,5 @@
-//! Reading `fprev-campaign-report` documents (schema: `docs/campaigns.md`) for `fprev
-//! campaign merge`. Every field the merge uses is required and range-checked, every other
+//! Reading `fprev-campaign-report` documents (schema: `$defs/process_report` of `docs/findings.schema.json`)
+//! for the findings merge. Every field the merge uses is required and range-checked, every other
 //! documented field is type-checked when present, so a damaged or hand-edited report is
 //! an error naming its file, line and field instead of a 0 or a `null` in the merged
 //! numbers.

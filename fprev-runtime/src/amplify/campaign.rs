@@ -7,7 +7,7 @@
 //! document; each process adds its `<testsuite>` to it. Either way the file is changed
 //! under a lock file (`<path>.lock`, taken with an exclusive create, so it works between
 //! processes and machines that share a filesystem), and JUnit files are replaced
-//! atomically (written beside, then renamed). The schema is in `docs/campaigns.md`.
+//! atomically (written beside, then renamed). The schema is in `docs/findings.schema.json` (`$defs/process_report`).
 
 use std::fs;
 use std::io::{self, Write};

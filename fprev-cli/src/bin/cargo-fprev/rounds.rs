@@ -136,7 +136,7 @@ pub fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
         confirming: Duration::ZERO,
     };
     if let Some((path, prev)) = &previous {
-        rounds.replay_previous(path, prev, &mut summary)?;
+        rounds.replay_previous(path, prev, plan.shard, &mut summary)?;
     }
     let rounds_start = Instant::now();
     let over = || plan.budget.is_some_and(|b| start.elapsed() >= b) || interrupted();
@@ -518,24 +518,29 @@ impl Rounds<'_> {
     }
 
     /// Replays the findings of an earlier report, before any new seed: each is still
-    /// failing or fixed. A finding whose test is gone, fails unscrambled now, or came from
-    /// an `assert_reproducible!` campaign (its own regressions file replays those) is
-    /// said so and left out.
+    /// failing or fixed. Shard k of N replays the findings k, k + N, ... of the report,
+    /// so that the shards of a night replay each once. A finding whose test is gone, fails
+    /// unscrambled now, or came from an `assert_reproducible!` process report (its
+    /// regressions file replays those) is said so and left out.
     fn replay_previous(
         &self,
         path: &Path,
         previous: &Summary,
+        shard: fprev::amplify::Shard,
         summary: &mut Summary,
     ) -> Result<(), Failure> {
-        if previous.findings.is_empty() {
+        let (k, n) = (shard.index() as usize, shard.count() as usize);
+        let mine: Vec<&crate::findings::Finding> =
+            previous.findings.iter().skip(k - 1).step_by(n).collect();
+        if mine.is_empty() {
             return Ok(());
         }
         eprintln!(
-            "cargo fprev: replaying the {} finding(s) of {} first",
-            previous.findings.len(),
+            "cargo fprev: replaying {} finding(s) of {} first",
+            mine.len(),
             path.display()
         );
-        for f in &previous.findings {
+        for f in mine {
             let found = self.bins.iter().enumerate().find(|(k, b)| {
                 b.package == f.package
                     && b.target == f.target
