@@ -793,7 +793,7 @@ fn an_interrupt_ends_with_130_and_says_so() {
 #[test]
 fn a_monorepo_member_with_fprev_a_custom_harness_and_a_child_process() {
     // Before: the copy did not build (`shared` is outside the workspace root, and the
-    // message blamed the user's tests); the harness = false target's replay said `no
+    // message blamed the user's tests), nor could it read `shared/golden.txt`; the harness = false target's replay said `no
     // test named golden`; the parent test that runs its own binary lost its finding to
     // the child after the first seed; the assert_reproducible! test failed unscrambled.
     let ws = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/monorepo/ws");
@@ -829,6 +829,7 @@ fn a_monorepo_member_with_fprev_a_custom_harness_and_a_child_process() {
     };
     for t in [
         "tests::golden_total",
+        "tests::golden_from_a_file_outside_the_workspace",
         "tests::parent_reads_its_child",
         "total_is_reproducible",
         "golden",

@@ -430,13 +430,15 @@ fn prepare(a: &CopyArgs, write: bool, attribute: annotate::Attribute) -> Result<
     } else {
         None
     };
-    let tree = scratch.join(match attribute {
+    let base = scratch.join(match attribute {
         annotate::Attribute::Scramble => "tree",
         annotate::Attribute::Accumulator => "tree-chains",
     });
+    let tree = workspace::copy_root(&base, &sel.root);
     let fprev = workspace::fprev_path(a.fprev_path.as_deref())?;
     if write {
         let files = workspace::files(&sel.root)?;
+        workspace::mirror_surroundings(&base, &sel.root)?;
         workspace::copy(&sel.root, &files, &tree)?;
         workspace::point_outside_paths(&sel.root, &files, &tree, &fprev)?;
     }

@@ -208,6 +208,58 @@ fn walk(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> Result<(), Failure> 
     Ok(())
 }
 
+/// How many folders above the workspace root the copy's surroundings mirror.
+const MIRRORED_LEVELS: usize = 4;
+
+/// Where the copy of the workspace at `root` goes under `base`: at `base` followed by
+/// `root`'s absolute path, so that [`mirror_surroundings`] can put beside it what lies
+/// beside the original.
+pub fn copy_root(base: &Path, root: &Path) -> PathBuf {
+    base.join(normal_parts(root))
+}
+
+fn normal_parts(p: &Path) -> PathBuf {
+    p.components()
+        .filter(|c| matches!(c, std::path::Component::Normal(_)))
+        .collect()
+}
+
+/// Fills the ancestors of [`copy_root`] (up to [`MIRRORED_LEVELS`] above it) with
+/// symbolic links to everything beside the workspace and its ancestors. So
+/// `../../shared` means in the copy what it means in the original: path dependencies and
+/// the files tests read outside the workspace root (`include_str!("../../data/x")`, the
+/// fixtures of a monorepo) are the originals, read where they are.
+pub fn mirror_surroundings(base: &Path, root: &Path) -> Result<(), Failure> {
+    let mut below = root;
+    for ancestor in root.ancestors().skip(1).take(MIRRORED_LEVELS) {
+        if ancestor.parent().is_none() {
+            break; // the filesystem's root: nothing a workspace reads lives beside it
+        }
+        let here = base.join(normal_parts(ancestor));
+        std::fs::create_dir_all(&here)
+            .map_err(|e| Failure(format!("cannot create {}: {e}", here.display())))?;
+        let Ok(entries) = std::fs::read_dir(ancestor) else {
+            break; // an ancestor we may not list: nothing beside it is mirrored
+        };
+        for e in entries.flatten() {
+            let original = e.path();
+            let link = here.join(e.file_name());
+            if original == below || link.symlink_metadata().is_ok() {
+                continue;
+            }
+            std::os::unix::fs::symlink(&original, &link).map_err(|err| {
+                Failure(format!(
+                    "cannot link {} to {}: {err}",
+                    link.display(),
+                    original.display()
+                ))
+            })?;
+        }
+        below = ancestor;
+    }
+    Ok(())
+}
+
 /// Copies `files` from `root` into `dest`, replacing what an earlier copy left there
 /// (the copy's own `target/` is elsewhere and stays).
 pub fn copy(root: &Path, files: &[PathBuf], dest: &Path) -> Result<(), Failure> {
@@ -603,6 +655,32 @@ mod tests {
         );
         let e = add_dependency(&m, fprev).expect_err("a clash");
         assert!(e.0.contains("is the package `fprevious`"), "{}", e.0);
+    }
+
+    #[test]
+    fn the_copy_sees_what_lies_beside_the_workspace() {
+        let top = std::env::temp_dir().join(format!("fprev-mirror-{}", std::process::id()));
+        let ws = top.join("mono/ws");
+        std::fs::create_dir_all(ws.join("app")).expect("dir");
+        std::fs::create_dir_all(top.join("mono/data")).expect("dir");
+        std::fs::write(top.join("mono/data/golden.txt"), "42").expect("data");
+        let base = top.join("scratch");
+        mirror_surroundings(&base, &ws).expect("mirrored");
+        let dest = copy_root(&base, &ws);
+        std::fs::create_dir_all(dest.join("app")).expect("copy");
+        assert!(dest.ends_with("mono/ws"), "{}", dest.display());
+        let read = std::fs::read_to_string(dest.join("app/../../data/golden.txt"));
+        assert_eq!(read.ok().as_deref(), Some("42"));
+        // the workspace itself is not linked: the copy is written there
+        assert!(!dest.symlink_metadata().is_ok_and(|m| m.is_symlink()));
+        // a second call keeps its links
+        mirror_surroundings(&base, &ws).expect("again");
+        assert_eq!(
+            std::fs::read_to_string(dest.join("../data/golden.txt"))
+                .ok()
+                .as_deref(),
+            Some("42")
+        );
     }
 
     #[test]
