@@ -1,13 +1,13 @@
 //! The process's campaign report (`FPREV_REPORT=<path>`): every campaign of the process
 //! is added as it ends, and the report is written once, when the process exits.
 //!
-//! JSON (the default) is JSON Lines: one compact document per process, one line, so that
-//! the test binaries of one `cargo test` (or the shards of a campaign on one machine)
-//! append to the same file. JUnit XML (`FPREV_REPORT_FORMAT=junit`) is one `<testsuites>`
-//! document; each process adds its `<testsuite>` to it. Either way the file is changed
-//! under a lock file (`<path>.lock`, taken with an exclusive create, so it works between
-//! processes and machines that share a filesystem), and JUnit files are replaced
-//! atomically (written beside, then renamed). The schema is in `docs/findings.schema.json` (`$defs/process_report`).
+//! The report is JSON Lines: one compact document per process, one line, so that the test
+//! binaries of one `cargo test` (or the shards of a campaign on one machine) append to
+//! the same file, under a lock file (`<path>.lock`, taken with an exclusive create, so it
+//! works between processes and machines that share a filesystem). The schema is in
+//! `docs/findings.schema.json` (`$defs/process_report`). Tables, Markdown and JUnit XML
+//! are made from such reports by one renderer, `fprev campaign merge` (the same as `cargo
+//! fprev merge`), not here.
 
 use std::fs;
 use std::io::{self, Write};
@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, Once, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use super::json::{xml_escape, Json};
+use super::json::Json;
 use super::report::{AmplifyReport, StageReport};
 use super::Shard;
 use crate::scramble::config::{vars, ALGORITHM_VERSION};
@@ -44,22 +44,12 @@ pub(crate) struct Regressions {
     pub(crate) added: Vec<ReplayToken>,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Format {
-    Json,
-    Junit,
-}
-
 struct Sink {
     path: PathBuf,
-    format: Format,
 }
 
 struct Entry {
     json: String,
-    name: String,
-    duration: Duration,
-    failure: Option<String>,
 }
 
 static ENTRIES: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
@@ -68,23 +58,21 @@ fn sink() -> Option<&'static Sink> {
     static SINK: OnceLock<Option<Sink>> = OnceLock::new();
     SINK.get_or_init(|| {
         let path = std::env::var_os(vars::FPREV_REPORT).filter(|p| !p.is_empty())?;
-        let format = match std::env::var(vars::FPREV_REPORT_FORMAT) {
-            Err(_) => Format::Json,
-            Ok(f) => match f.trim().to_ascii_lowercase().as_str() {
-                "json" | "" => Format::Json,
-                "junit" | "xml" => Format::Junit,
-                other => {
-                    eprintln!(
-                        "fprev: warning: ignoring {}={other:?}: expected json or junit; using the default (json)",
-                        vars::FPREV_REPORT_FORMAT
-                    );
-                    Format::Json
-                }
-            },
-        };
+        if let Ok(f) = std::env::var(vars::FPREV_REPORT_FORMAT) {
+            if !matches!(f.trim().to_ascii_lowercase().as_str(), "json" | "") {
+                // past libtest's capture, like every ignored setting's warning
+                let _ = writeln!(
+                    io::stderr(),
+                    "fprev: warning: ignoring {}={f:?}: the report is JSON Lines; for JUnit \
+                     XML or Markdown, merge it: `fprev campaign merge {} --junit FILE` (or \
+                     `cargo fprev merge`)",
+                    vars::FPREV_REPORT_FORMAT,
+                    PathBuf::from(&path).display()
+                );
+            }
+        }
         Some(Sink {
             path: PathBuf::from(path),
-            format,
         })
     })
     .as_ref()
@@ -97,16 +85,8 @@ pub(crate) fn record(report: &AmplifyReport, call: Option<&CallInfo>) {
     }
     static AT_EXIT: Once = Once::new();
     AT_EXIT.call_once(|| crate::at_exit::register(write_at_exit));
-    let failed = !report.is_reproducible()
-        || !report.reached_a_site()
-        || call
-            .and_then(|c| c.regressions.as_ref())
-            .is_some_and(|r| !r.still_reproduce.is_empty());
     let entry = Entry {
         json: test_json(report, call),
-        name: report.name.clone(),
-        duration: report.duration,
-        failure: failed.then(|| report.to_string()),
     };
     ENTRIES
         .lock()
@@ -365,48 +345,15 @@ fn binary_name() -> String {
         .unwrap_or_else(|| "<unknown>".to_string())
 }
 
-fn junit_suite(entries: &[Entry]) -> String {
-    let failures = entries.iter().filter(|e| e.failure.is_some()).count();
-    let total: f64 = entries.iter().map(|e| e.duration.as_secs_f64()).sum();
-    let mut x = String::new();
-    x.push_str("  <testsuite name=\"fprev campaign ");
-    xml_escape(&mut x, &binary_name());
-    x.push_str(&format!(
-        "\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" time=\"{total:.3}\" timestamp=\"{}\">\n",
-        entries.len(),
-        utc_now()
-    ));
-    for e in entries {
-        x.push_str("    <testcase classname=\"fprev.campaign\" name=\"");
-        xml_escape(&mut x, &e.name);
-        x.push_str(&format!("\" time=\"{:.3}\"", e.duration.as_secs_f64()));
-        match &e.failure {
-            None => x.push_str("/>\n"),
-            Some(text) => {
-                x.push_str(">\n      <failure message=\"not reproducible\">");
-                xml_escape(&mut x, text);
-                x.push_str("</failure>\n    </testcase>\n");
-            }
-        }
-    }
-    x.push_str("  </testsuite>\n");
-    x
-}
-
 extern "C" fn write_at_exit() {
     let Some(sink) = sink() else { return };
     let entries = std::mem::take(&mut *ENTRIES.lock().unwrap_or_else(|e| e.into_inner()));
     if entries.is_empty() {
         return;
     }
-    let result = match sink.format {
-        Format::Json => {
-            let mut line = process_json(&entries);
-            line.push('\n');
-            append(&sink.path, &line)
-        }
-        Format::Junit => add_suite(&sink.path, &junit_suite(&entries)),
-    };
+    let mut line = process_json(&entries);
+    line.push('\n');
+    let result = append(&sink.path, &line);
     if let Err(e) = result {
         eprintln!(
             "fprev: cannot write the campaign report {}: {e}",
@@ -423,22 +370,6 @@ fn append(path: &Path, text: &str) -> io::Result<()> {
         .open(path)?;
     f.write_all(text.as_bytes())?;
     f.sync_data()
-}
-
-fn add_suite(path: &Path, suite: &str) -> io::Result<()> {
-    let _lock = FileLock::acquire(path)?;
-    let old = match fs::read_to_string(path) {
-        Ok(s) => s,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(e),
-    };
-    let body = match old.rfind("</testsuites>") {
-        Some(end) => format!("{}{suite}{}", &old[..end], &old[end..]),
-        None => format!(
-            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n{suite}</testsuites>\n"
-        ),
-    };
-    write_atomically(path, &body)
 }
 
 /// Replaces `path` with `text`: written to a sibling file, then renamed over it.

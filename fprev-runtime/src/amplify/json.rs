@@ -126,23 +126,6 @@ pub(crate) fn escape(out: &mut String, s: &str) {
     out.push('"');
 }
 
-/// Appends `s` escaped for XML text and attribute values.
-pub(crate) fn xml_escape(out: &mut String, s: &str) {
-    for c in s.chars() {
-        match c {
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\n' | '\r' | '\t' => out.push(c),
-            // XML 1.0 cannot carry these at all, not even as character references
-            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => out.push('?'),
-            c => out.push(c),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,11 +144,5 @@ mod tests {
             j.finish(),
             r#"{"a":1,"b":["x\"\n\u0001",0.5,"NaN",true,null],"c":{}}"#
         );
-        let mut x = String::new();
-        xml_escape(&mut x, "<a & 'b'>");
-        assert_eq!(x, "&lt;a &amp; &apos;b&apos;&gt;");
-        let mut x = String::new();
-        xml_escape(&mut x, "a\u{0}b\u{1f}\u{FFFE}\u{FFFF}\u{FFFD}\t");
-        assert_eq!(x, "a?b???\u{FFFD}\t");
     }
 }

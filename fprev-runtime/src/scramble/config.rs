@@ -50,7 +50,7 @@ pub mod vars {
     pub const FPREV_REGRESSIONS_DIR: &str = "FPREV_REGRESSIONS_DIR";
     /// File that receives this process's campaign report when it exits.
     pub const FPREV_REPORT: &str = "FPREV_REPORT";
-    /// Format of `FPREV_REPORT`: `json` (default) or `junit`.
+    /// Format of `FPREV_REPORT`: `json`, the only one (JUnit XML comes from merging it).
     pub const FPREV_REPORT_FORMAT: &str = "FPREV_REPORT_FORMAT";
     /// `1`: the registry checks rewrite every pinned order with the one revealed now.
     pub const FPREV_BLESS: &str = "FPREV_BLESS";
