@@ -16,6 +16,7 @@ mod args;
 pub(crate) mod classify;
 pub(crate) mod decision;
 mod expand;
+pub(crate) mod keyed;
 pub(crate) mod plan;
 mod prefilter;
 mod validate;

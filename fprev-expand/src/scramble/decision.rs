@@ -491,9 +491,9 @@ fn g(a: &[f64], b: &[f64], c: &mut [f64], n: usize) -> f64 {
                 "order-carrying: a term reads `s`",
             ),
             (
-                "let mut k = 0; for x in v { c[k] += x; k = (k + 1) % 4; }",
+                "for i in 0..v.len() { c[i] += v[i]; }",
                 ReasonKind::IndexChanges,
-                "the index of `c[k]` changes in the loop (`k`)",
+                "the index of `c[i]` changes in the loop (`i`): each element takes one term",
             ),
             (
                 "for x in v { c[pick()] += x; }",
@@ -501,9 +501,9 @@ fn g(a: &[f64], b: &[f64], c: &mut [f64], n: usize) -> f64 {
                 "the index of `c[pick()]` calls code",
             ),
             (
-                "for x in v { c[0] += x; c[1] += 2.0 * x; }",
+                "for x in v { c[0] += x; c.total += 2.0 * x; }",
                 ReasonKind::SeveralPlaces,
-                "several places of `c` are added to (`c[0]`, `c[1]`)",
+                "several places of `c` are added to (`c.total`, `c[0]`)",
             ),
             (
                 "for x in v { TOTAL += x; }",

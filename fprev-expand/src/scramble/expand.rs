@@ -13,6 +13,7 @@ use syn::{Expr, Ident, Item, ItemFn};
 use super::args::{self, Args, Loops, Marker};
 use super::classify::{self, Form};
 use super::decision::{Construct, Decision, Outcome, ReasonKind};
+use super::keyed;
 use super::validate::{self, ParSource};
 use crate::respan::respan;
 use crate::runs::Piece;
@@ -65,6 +66,18 @@ fn sites_ident() -> Ident {
     Ident::new("__FPREV_SCRAMBLE_SITES", Span::call_site())
 }
 
+/// The reducer of a place owned by an enclosing loop.
+#[derive(Clone)]
+enum Reducer {
+    /// One place (`s`, `c[i*n+j]`): the reducer variable, and whether the place borrows
+    /// without running code.
+    Single(Ident, bool),
+    /// Many elements of one array ([`keyed`](super::keyed)): the reducer variable, and
+    /// for the element of an element loop (`*g_j`), the loop's index variable (`j`),
+    /// which is then the element's key.
+    Keyed(Ident, Option<Ident>),
+}
+
 struct Rewriter<'a> {
     args: &'a Args,
     fn_name: String,
@@ -74,9 +87,11 @@ struct Rewriter<'a> {
     sites: Vec<TokenStream>,
     /// `LeftAlone` constructors.
     left: Vec<TokenStream>,
-    /// Reductions owned by enclosing loops: place key -> reducer variable, and whether
-    /// the place borrows without running code.
-    active: BTreeMap<String, (Ident, bool)>,
+    /// Reductions owned by enclosing loops: place key -> its reducer.
+    active: BTreeMap<String, Reducer>,
+    /// Keyed reductions owned by enclosing loops: template (`g[_]`) -> reducer variable,
+    /// for the element loops over them (`for (j, g_j) in g.iter_mut().enumerate()`).
+    keyed_templates: BTreeMap<String, Ident>,
     next_reducer: usize,
     uses_par: bool,
     /// An iterator reduction was rewritten: its dispatch traits are imported once.
@@ -98,6 +113,7 @@ impl<'a> Rewriter<'a> {
             sites: Vec::new(),
             left: Vec::new(),
             active: BTreeMap::new(),
+            keyed_templates: BTreeMap::new(),
             next_reducer: 0,
             uses_par: false,
             uses_iter: false,
@@ -304,6 +320,20 @@ impl Rewriter<'_> {
             self.with_depth(|s| visit_mut::visit_expr_mut(s, e));
             return;
         }
+        // An element loop over an array whose keyed reduction an enclosing loop owns: its
+        // element's updates are that reduction's, keyed by the loop's index.
+        let mut element_key = None;
+        if let Expr::ForLoop(f) = &*e {
+            if let Some(el) = keyed::element_loop(f) {
+                if let Some(r) = self.keyed_templates.get(&keyed::template(&el.place)) {
+                    let key = format!("*{}", el.element);
+                    let before = self
+                        .active
+                        .insert(key.clone(), Reducer::Keyed(r.clone(), Some(el.index)));
+                    element_key = Some((key, before));
+                }
+            }
+        }
         let claimed: HashSet<String> = self.active.keys().cloned().collect();
         let Some(plan) = super::plan::plan_of(e, &claimed) else {
             return;
@@ -351,8 +381,42 @@ impl Rewriter<'_> {
                     if #r.on() { #r.write(&mut #place); }
                 });
             }
-            self.active.insert(key.clone(), (r, simple));
+            self.active.insert(key.clone(), Reducer::Single(r, simple));
             owned.push(key.clone());
+        }
+        let mut templates = Vec::new();
+        for k in &plan.keyed {
+            let r = Ident::new(
+                &format!("__fprev_reduction{}", self.next_reducer),
+                Span::mixed_site(),
+            );
+            self.next_reducer += 1;
+            let label = classify::key_of(&k.place);
+            let site = self.site_in(k.span, "reduction", "Reduction", construct, Some(&label));
+            setup.push(quote_spanned! {span=>
+                let mut #r = #krate::__private::scramble::keyed_reduction(#site);
+            });
+            // The write-back indexes the place again with each element's key.
+            let (key, value) = (
+                Ident::new("__fprev_key", Span::mixed_site()),
+                Ident::new("__fprev_value", Span::mixed_site()),
+            );
+            let back = keyed::replace_indices(&k.place, &|n| {
+                let n = syn::Index::from(n);
+                Expr::Verbatim(quote!(#key.#n))
+            });
+            finish.push(quote_spanned! {span=>
+                #r.write(|#key, #value| #back = #value);
+            });
+            for key in &k.keys {
+                if !key.starts_with('*') {
+                    self.active
+                        .insert(key.clone(), Reducer::Keyed(r.clone(), None));
+                    owned.push(key.clone());
+                }
+            }
+            self.keyed_templates.insert(k.template.clone(), r);
+            templates.push(k.template.clone());
         }
         match e {
             Expr::ForLoop(f) => {
@@ -368,6 +432,15 @@ impl Rewriter<'_> {
         }
         for key in owned {
             self.active.remove(&key);
+        }
+        for t in templates {
+            self.keyed_templates.remove(&t);
+        }
+        if let Some((key, before)) = element_key {
+            match before {
+                Some(b) => self.active.insert(key, b),
+                None => self.active.remove(&key),
+            };
         }
         if !setup.is_empty() {
             let the_loop = e.clone();
@@ -433,8 +506,10 @@ impl Rewriter<'_> {
         let Some(u) = classify::update_of(e) else {
             return false;
         };
-        let Some((r, simple)) = self.active.get(&u.key).cloned() else {
-            return false;
+        let (r, simple) = match self.active.get(&u.key).cloned() {
+            Some(Reducer::Single(r, simple)) => (r, simple),
+            Some(Reducer::Keyed(r, index)) => return self.keyed_update(e, r, index),
+            None => return false,
         };
         let form = u.form;
         // Rewrite nested sites in the term first (an iterator sum inside it, say).
@@ -512,6 +587,49 @@ impl Rewriter<'_> {
             _ => Expr::Verbatim(quote_spanned! {span=>
                 if #r.on() { #r.#method(#arg) } else { #original }
             }),
+        };
+        true
+    }
+
+    /// An update of an element of a keyed reduction owned by an enclosing loop
+    /// (`acc[j] += t` becomes `r.add_assign_at((j,), &mut acc[j], t)`); `index`: the
+    /// element loop's index for `*g_j` (the key), else the key is the place's indices.
+    fn keyed_update(&mut self, e: &mut Expr, r: Ident, index: Option<Ident>) -> bool {
+        let Some(u) = classify::update_of(e) else {
+            return false;
+        };
+        let (form, place) = (u.form, u.place.clone());
+        let mut term = u.term.clone();
+        self.visit_expr_mut(&mut term);
+        let span = e.span();
+        let key = match index {
+            Some(j) => quote_spanned!(span=> (#j,)),
+            None => {
+                let idx = keyed::indices(&place);
+                quote_spanned!(span=> (#(#idx,)*))
+            }
+        };
+        let mut arg = &term;
+        while let Expr::Paren(p) = arg {
+            arg = &p.expr;
+        }
+        *e = match form {
+            Form::AddAssign => {
+                Expr::Verbatim(quote_spanned! {span=> #r.add_assign_at(#key, &mut #place, #arg) })
+            }
+            Form::SubAssign => {
+                Expr::Verbatim(quote_spanned! {span=> #r.sub_assign_at(#key, &mut #place, #arg) })
+            }
+            // `P = P + e` becomes `P = r.add_right_to(key, P, e)`, as for one place.
+            Form::AddRight => Expr::Verbatim(
+                quote_spanned! {span=> #place = #r.add_right_to(#key, #place, #arg) },
+            ),
+            Form::AddLeft => {
+                Expr::Verbatim(quote_spanned! {span=> #place = #r.add_left_to(#key, #arg, #place) })
+            }
+            Form::SubRight => Expr::Verbatim(
+                quote_spanned! {span=> #place = #r.sub_right_to(#key, #place, #arg) },
+            ),
         };
         true
     }
@@ -609,14 +727,18 @@ impl VisitMut for Rewriter<'_> {
     // counted them as reads), so reducers do not reach in there.
     fn visit_expr_closure_mut(&mut self, c: &mut syn::ExprClosure) {
         let active = std::mem::take(&mut self.active);
+        let templates = std::mem::take(&mut self.keyed_templates);
         visit_mut::visit_expr_closure_mut(self, c);
         self.active = active;
+        self.keyed_templates = templates;
     }
 
     fn visit_expr_async_mut(&mut self, a: &mut syn::ExprAsync) {
         let active = std::mem::take(&mut self.active);
+        let templates = std::mem::take(&mut self.keyed_templates);
         visit_mut::visit_expr_async_mut(self, a);
         self.active = active;
+        self.keyed_templates = templates;
     }
 
     // Nested items are not part of this function: they take their own attribute.

@@ -16,17 +16,17 @@ pub(crate) fn plan_of(e: &Expr, claimed: &HashSet<String>) -> Option<LoopPlan> {
     Some(match e {
         Expr::ForLoop(f) => {
             let exits = validate::exits_early(f.label.as_ref(), &f.body);
-            classify::plan(Some(&f.pat), None, &f.body, exits, claimed)
+            classify::plan(Some(&f.pat), Some(&f.expr), None, &f.body, exits, claimed)
         }
         Expr::While(w) => {
             let exits = validate::exits_early(w.label.as_ref(), &w.body);
-            classify::plan(None, Some(&w.cond), &w.body, exits, claimed)
+            classify::plan(None, None, Some(&w.cond), &w.body, exits, claimed)
         }
         Expr::Loop(l) => {
             // A `loop` owns reductions only when it ends by plain `break`s: its value
             // is then `()`, and the write-back after it always runs.
             let exits = !validate::loop_ends_by_plain_breaks(l.label.as_ref(), &l.body);
-            classify::plan(None, None, &l.body, exits, claimed)
+            classify::plan(None, None, None, &l.body, exits, claimed)
         }
         _ => return None,
     })

@@ -25,9 +25,11 @@ use super::rng::{self, below, ScrambleRng};
 use super::Shuffle;
 use crate::float::ProbeFloat;
 
+mod keyed;
 mod running;
 mod stream;
 
+pub use keyed::KeyedReduction;
 pub use running::{ReduceIter, RunningReduction, ViaValue};
 use stream::Stream;
 

@@ -1,0 +1,191 @@
+//! Keyed reductions: accumulations into many elements of one place at once
+//! (`acc[j] += x[i][j]` inside `for i`, `centroids[label[i]][j] += ..`, a scatter sum
+//! `hist[bin[i]] += w[i]`, a gradient `*g_j -= d * x[i][j]` through
+//! `g.iter_mut().enumerate()`). Each element is a sum over the loop; the runtime keeps a
+//! reduction per element, keyed by the values of the place's indices, and writes each
+//! element back after the loop by indexing the place again with its key.
+//!
+//! Legal because the classifier's rules still hold for the place's root: nothing in the
+//! loop reads any element except by its own update, no term reads the root, and the
+//! loop does not leave early. Keying by value makes two spellings of one element
+//! (`c[i]`, `c[j]` with `i == j`, or `*g_j` and `g[p]` with `j == p`) one element.
+
+use quote::quote;
+use syn::{Expr, Pat};
+
+use super::classify::key_of;
+
+/// The index expressions of a place, outermost first: `(label[i], j)` of
+/// `centroids[label[i]][j]`; empty for a place without an index.
+pub(crate) fn indices(place: &Expr) -> Vec<&Expr> {
+    let mut out = Vec::new();
+    collect(place, &mut out);
+    out
+}
+
+fn collect<'a>(place: &'a Expr, out: &mut Vec<&'a Expr>) {
+    match place {
+        Expr::Paren(p) => collect(&p.expr, out),
+        Expr::Group(g) => collect(&g.expr, out),
+        Expr::Field(f) => collect(&f.base, out),
+        Expr::Unary(u) => collect(&u.expr, out),
+        Expr::Index(i) => {
+            collect(&i.expr, out);
+            out.push(&i.index);
+        }
+        _ => {}
+    }
+}
+
+/// `place` with its index expressions, outermost first, replaced by `with(n)` for the
+/// n-th: the write-back `acc[__k.0] = v` of `acc[j]`, or the template that tells whether
+/// two spellings are places of one array (`acc[_]`).
+pub(crate) fn replace_indices(place: &Expr, with: &dyn Fn(usize) -> Expr) -> Expr {
+    let mut place = place.clone();
+    let mut n = 0;
+    replace(&mut place, with, &mut n);
+    place
+}
+
+fn replace(place: &mut Expr, with: &dyn Fn(usize) -> Expr, n: &mut usize) {
+    match place {
+        Expr::Paren(p) => replace(&mut p.expr, with, n),
+        Expr::Group(g) => replace(&mut g.expr, with, n),
+        Expr::Field(f) => replace(&mut f.base, with, n),
+        Expr::Unary(u) => replace(&mut u.expr, with, n),
+        Expr::Index(i) => {
+            replace(&mut i.expr, with, n);
+            *i.index = with(*n);
+            *n += 1;
+        }
+        _ => {}
+    }
+}
+
+/// The template of an indexed place (`acc[_]` of `acc[j]`): places of one root with one
+/// template are elements of one array.
+pub(crate) fn template(place: &Expr) -> String {
+    key_of(&replace_indices(place, &|_| Expr::Verbatim(quote!(_))))
+}
+
+/// A loop that binds an element of a place and its index:
+/// `for (j, g_j) in g.iter_mut().enumerate()`.
+pub(crate) struct ElementLoop {
+    /// The index variable (`j`).
+    pub index: syn::Ident,
+    /// The element variable (`g_j`).
+    pub element: syn::Ident,
+    /// The element as a place of the array (`g[j]`).
+    pub place: Expr,
+}
+
+/// If `f` is `for (j, e) in P.iter_mut().enumerate()` (plain bindings, `P` a variable or
+/// a field of one), the element loop: `*e` is the place `P[j]`.
+pub(crate) fn element_loop(f: &syn::ExprForLoop) -> Option<ElementLoop> {
+    let Pat::Tuple(t) = &*f.pat else {
+        return None;
+    };
+    let [index, element] = [t.elems.first()?, t.elems.last()?];
+    if t.elems.len() != 2 {
+        return None;
+    }
+    let plain = |p: &Pat| match p {
+        Pat::Ident(i) if i.by_ref.is_none() && i.mutability.is_none() && i.subpat.is_none() => {
+            Some(i.ident.clone())
+        }
+        _ => None,
+    };
+    let (index, element) = (plain(index)?, plain(element)?);
+    let Expr::MethodCall(en) = &*f.expr else {
+        return None;
+    };
+    if en.method != "enumerate" || !en.args.is_empty() {
+        return None;
+    }
+    let Expr::MethodCall(im) = &*en.receiver else {
+        return None;
+    };
+    if im.method != "iter_mut" || !im.args.is_empty() || im.turbofish.is_some() {
+        return None;
+    }
+    let array = &*im.receiver;
+    if !super::classify::borrows_without_code(array) {
+        return None;
+    }
+    let place: Expr = syn::parse_quote!(#array[#index]);
+    Some(ElementLoop {
+        index,
+        element,
+        place,
+    })
+}
+
+/// Whether `e` is `*name` (the update of an element loop's element).
+pub(crate) fn deref_of<'a>(e: &'a Expr) -> Option<&'a syn::Ident> {
+    let Expr::Unary(u) = e else { return None };
+    if !matches!(u.op, syn::UnOp::Deref(_)) {
+        return None;
+    }
+    match &*u.expr {
+        Expr::Path(p) if p.qself.is_none() => p.path.get_ident(),
+        _ => None,
+    }
+}
+
+/// Whether `place` is `root[v]` with `v` the loop's own variable over a range
+/// (`for i in a..b { y[i] += .. }`): each element takes one term in the loop, so there
+/// is nothing to reorder (it is left alone as an index that changes in the loop).
+pub(crate) fn one_term_per_element(place: &Expr, range_var: Option<&str>) -> bool {
+    let Some(v) = range_var else { return false };
+    let idx = indices(place);
+    idx.len() == 1 && matches!(idx[0], Expr::Path(p) if p.path.get_ident().is_some_and(|i| i == v))
+}
+
+/// The variable of a `for` loop over a range (`i` of `for i in 0..n`).
+pub(crate) fn range_var(pat: Option<&Pat>, iterable: Option<&Expr>) -> Option<String> {
+    let (Some(Pat::Ident(p)), Some(Expr::Range(_))) = (pat, iterable) else {
+        return None;
+    };
+    Some(p.ident.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use syn::parse_quote;
+
+    #[test]
+    fn indices_and_templates() {
+        let p: Expr = parse_quote!(centroids[label[i]][j]);
+        let idx: Vec<String> = indices(&p).iter().map(|e| key_of(e)).collect();
+        assert_eq!(idx, ["label[i]", "j"]);
+        assert_eq!(template(&p), "centroids[_][_]");
+        let back = replace_indices(&p, &|n| {
+            let n = syn::Index::from(n);
+            parse_quote!(__k.#n)
+        });
+        assert_eq!(key_of(&back), "centroids[__k.0][__k.1]");
+        assert_eq!(template(&parse_quote!(self.g[p])), "self.g[_]");
+    }
+
+    #[test]
+    fn element_loops() {
+        let f: syn::ExprForLoop = parse_quote!(for (j, g_j) in g.iter_mut().enumerate() {});
+        let e = element_loop(&f).expect("an element loop");
+        assert_eq!(
+            (e.index.to_string(), e.element.to_string()),
+            ("j".into(), "g_j".into())
+        );
+        assert_eq!(key_of(&e.place), "g[j]");
+        for f in [
+            parse_quote!(for (j, g_j) in g.iter().enumerate() {}),
+            parse_quote!(for (j, g_j) in g().iter_mut().enumerate() {}),
+            parse_quote!(for (mut j, g_j) in g.iter_mut().enumerate() {}),
+            parse_quote!(for (j, g_j) in g.iter_mut().enumerate().skip(1) {}),
+            parse_quote!(for g_j in g.iter_mut() {}),
+        ] {
+            let f: syn::ExprForLoop = f;
+            assert!(element_loop(&f).is_none());
+        }
+    }
+}
