@@ -171,6 +171,31 @@ fn gradient_plain(x: &[Vec<f64>], y: &[f64], w: &[f64]) -> Vec<f64> {
     g
 }
 
+// ---- Form 3: tuple folds ----
+
+/// Three sums and a count in one accumulator: the count runs as written, each float
+/// component is its own reduction. Flattened: the sums then the count.
+#[fprev::scramble]
+fn moments(x: &[Vec<f64>]) -> Vec<f64> {
+    let (a, b, c, n) = x.iter().fold((0.0, 0.0, 0.0, 0usize), |(a, b, c, n), r| {
+        (a + r[0], r[1] + b, c - r[2], n + 1)
+    });
+    vec![a, b, c, n as f64]
+}
+
+fn moments_plain(x: &[Vec<f64>]) -> Vec<f64> {
+    let (a, b, c, n) = x.iter().fold((0.0, 0.0, 0.0, 0usize), |(a, b, c, n), r| {
+        (a + r[0], r[1] + b, c - r[2], n + 1)
+    });
+    vec![a, b, c, n as f64]
+}
+
+/// A maximum: not a sum, left alone with that reason.
+#[fprev::scramble]
+fn largest(v: &[f64]) -> f64 {
+    v.iter().fold(f64::MIN, |m, &x| m.max(x))
+}
+
 // ---- Twins whose order is their meaning: never scrambled ----
 
 /// Running column sums, each row's read back: a prefix sum per column.
@@ -225,7 +250,19 @@ fn forms(seed: u64, term: fn(&mut Draw) -> f64, cfg: &ScrambleConfig) -> Vec<Cas
             cluster_terms[label[i] * p + j].push(r[j]);
         }
     }
+    let x3 = rows(&mut d, n, 3, term);
+    let moment_terms = vec![
+        x3.iter().map(|r| r[0]).collect(),
+        x3.iter().map(|r| r[1]).collect(),
+        x3.iter().map(|r| -r[2]).collect(),
+    ];
     let mut out = vec![
+        (
+            "moments",
+            with_config(cfg, || moments(&x3))[..3].to_vec(),
+            moments_plain(&x3)[..3].to_vec(),
+            moment_terms,
+        ),
         (
             "column_sums",
             with_config(cfg, || column_sums(&x, p)),
@@ -324,7 +361,7 @@ fn scrambled_forms_round_within_the_bound_and_some_seed_moves_them() {
     }
     assert_eq!(
         moved.into_iter().collect::<Vec<_>>(),
-        ["cluster_sums", "column_sums", "gradient"],
+        ["cluster_sums", "column_sums", "gradient", "moments"],
         "every form is reassociated under some seed"
     );
 }
@@ -337,13 +374,20 @@ fn twins_whose_order_is_their_meaning_run_as_written() {
         let x = rows(&mut d, n, p, Draw::wide);
         let y: Vec<f64> = (0..n).map(|_| d.wide()).collect();
         let plain = with_config(&ScrambleConfig::off(), || {
-            (running_columns(&x, p), gradient_norms(&x, &y))
+            (running_columns(&x, p), gradient_norms(&x, &y), largest(&y))
         });
         for cfg in modes() {
-            let got = with_config(&cfg, || (running_columns(&x, p), gradient_norms(&x, &y)));
+            let got = with_config(&cfg, || {
+                (running_columns(&x, p), gradient_norms(&x, &y), largest(&y))
+            });
             assert_eq!(bits(&got.0), bits(&plain.0), "seed {seed}, {cfg:?}");
             assert_eq!(bits(&got.1), bits(&plain.1), "seed {seed}, {cfg:?}");
+            assert_eq!(got.2.to_bits(), plain.2.to_bits(), "seed {seed}, {cfg:?}");
         }
+        // The count of a tuple fold runs as written.
+        let x3 = rows(&mut d, n, 3, Draw::wide);
+        let counted = with_config(&modes()[2], || moments(&x3));
+        assert_eq!(counted[3], n as f64, "seed {seed}");
     }
 }
 
@@ -357,6 +401,7 @@ fn the_sites_say_what_was_scrambled_and_why_the_twins_were_not() {
             .unwrap_or_else(|| panic!("no site {label}: {sites:#?}"))
     };
     for label in [
+        "moments#sum0",
         "column_sums#reduction0",
         "cluster_sums#reduction0",
         "gradient#reduction1",
@@ -372,6 +417,11 @@ fn the_sites_say_what_was_scrambled_and_why_the_twins_were_not() {
         reasons.contains(&"order-carrying: reads `acc` besides adding to `acc[j]`")
             && reasons.contains(&"order-carrying: reads `g_j` besides adding to `*g_j`"),
         "{reasons:?}"
+    );
+    let largest = site("largest#fold");
+    assert_eq!(
+        largest.reason,
+        Some("not a sum (max/min): the fold's closure keeps the largest or smallest value, which no order changes")
     );
     assert!(
         !sites.iter().any(|s| s.kind.is_some()

@@ -556,7 +556,7 @@ impl<'ast> Visit<'ast> for Scan {
                 if let Some(el) = super::keyed::element_loop(f) {
                     if let Some(root) = root_of(&el.place) {
                         *self.element_loop_mentions.entry(root.clone()).or_default() +=
-                            mentions_in(&f.expr, &root);
+                            mentions_in(&el.array, &root);
                         self.elements.push((el.element.to_string(), root, el.place));
                         visit::visit_expr(self, e);
                         self.elements.pop();

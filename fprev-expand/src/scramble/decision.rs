@@ -160,6 +160,8 @@ pub enum ReasonKind {
     LooksConstant,
     /// The function holds no float reduction, declared loop or rayon chain.
     NothingFound,
+    /// Not a sum: a fold that keeps a maximum or a minimum, which no order changes.
+    NotASum,
 }
 
 impl ReasonKind {
@@ -179,6 +181,7 @@ impl ReasonKind {
             ReasonKind::IndexCallsCode => "index_calls_code",
             ReasonKind::LooksConstant => "looks_constant",
             ReasonKind::NothingFound => "nothing_found",
+            ReasonKind::NotASum => "not_a_sum",
         }
     }
 }
@@ -195,6 +198,7 @@ impl fmt::Display for ReasonKind {
             ReasonKind::IndexCallsCode => "index calls code",
             ReasonKind::LooksConstant => "static or constant",
             ReasonKind::NothingFound => "nothing to scramble",
+            ReasonKind::NotASum => "not a sum",
         })
     }
 }

@@ -638,15 +638,26 @@ impl Rewriter<'_> {
     fn iterator_reduction(&mut self, e: &mut Expr) {
         let Expr::MethodCall(m) = e else { return };
         if validate::non_additive_fold(m) {
-            self.left_alone(
-                m.method.span(),
-                "fold",
-                Construct::IterReduction,
-                ReasonKind::OrderCarrying,
-                "order-carrying: the fold's closure reads its accumulator besides the final `acc + term` (or leaves early)",
-            );
+            if validate::max_min_fold(m) {
+                self.left_alone(
+                    m.method.span(),
+                    "fold",
+                    Construct::IterReduction,
+                    ReasonKind::NotASum,
+                    "not a sum (max/min): the fold's closure keeps the largest or smallest value, which no order changes",
+                );
+            } else {
+                self.left_alone(
+                    m.method.span(),
+                    "fold",
+                    Construct::IterReduction,
+                    ReasonKind::OrderCarrying,
+                    "order-carrying: the fold's closure reads its accumulator besides the final `acc + term` (or leaves early)",
+                );
+            }
         }
-        if !validate::iterator_reduction(m) {
+        let tuple = validate::tuple_fold(m);
+        if !tuple && !validate::iterator_reduction(m) {
             return;
         }
         let span = m.method.span();
@@ -657,8 +668,17 @@ impl Rewriter<'_> {
             recv = *p.expr;
         }
         self.uses_iter = true;
+        // A tuple fold's receiver reduces each float component apart.
+        let dispatch = Ident::new(
+            if tuple {
+                "__fprev_reduce_tuple"
+            } else {
+                "__fprev_reduce"
+            },
+            span,
+        );
         *m.receiver = Expr::Verbatim(quote_spanned! {span=>
-            #krate::__private::scramble::Wrap(#recv).__fprev_reduce(#site)
+            #krate::__private::scramble::Wrap(#recv).#dispatch(#site)
         });
     }
 

@@ -75,17 +75,19 @@ pub(crate) struct ElementLoop {
     pub index: syn::Ident,
     /// The element variable (`g_j`).
     pub element: syn::Ident,
+    /// The array (`g`).
+    pub array: Expr,
     /// The element as a place of the array (`g[j]`).
     pub place: Expr,
 }
 
 /// If `f` is `for (j, e) in P.iter_mut().enumerate()` (plain bindings, `P` a variable or
-/// a field of one), the element loop: `*e` is the place `P[j]`.
+/// a field of one; `.take(n)` before `enumerate`, `.take(n)` and `.skip(n)` after it keep
+/// `j` the element's position), the element loop: `*e` is the place `P[j]`.
 pub(crate) fn element_loop(f: &syn::ExprForLoop) -> Option<ElementLoop> {
     let Pat::Tuple(t) = &*f.pat else {
         return None;
     };
-    let [index, element] = [t.elems.first()?, t.elems.last()?];
     if t.elems.len() != 2 {
         return None;
     }
@@ -95,20 +97,24 @@ pub(crate) fn element_loop(f: &syn::ExprForLoop) -> Option<ElementLoop> {
         }
         _ => None,
     };
-    let (index, element) = (plain(index)?, plain(element)?);
-    let Expr::MethodCall(en) = &*f.expr else {
-        return None;
+    let (index, element) = (plain(&t.elems[0])?, plain(&t.elems[1])?);
+    // From the outside in: take/skip after enumerate, enumerate, take before it, iter_mut.
+    let mut e = &*f.expr;
+    let mut enumerated = false;
+    let array = loop {
+        let Expr::MethodCall(m) = e else { return None };
+        if m.turbofish.is_some() {
+            return None;
+        }
+        match (m.method.to_string().as_str(), m.args.len(), enumerated) {
+            ("take" | "skip", 1, false) => {}
+            ("enumerate", 0, false) => enumerated = true,
+            ("take", 1, true) => {}
+            ("iter_mut", 0, true) => break &*m.receiver,
+            _ => return None,
+        }
+        e = &m.receiver;
     };
-    if en.method != "enumerate" || !en.args.is_empty() {
-        return None;
-    }
-    let Expr::MethodCall(im) = &*en.receiver else {
-        return None;
-    };
-    if im.method != "iter_mut" || !im.args.is_empty() || im.turbofish.is_some() {
-        return None;
-    }
-    let array = &*im.receiver;
     if !super::classify::borrows_without_code(array) {
         return None;
     }
@@ -116,6 +122,7 @@ pub(crate) fn element_loop(f: &syn::ExprForLoop) -> Option<ElementLoop> {
     Some(ElementLoop {
         index,
         element,
+        array: array.clone(),
         place,
     })
 }
@@ -178,10 +185,17 @@ mod tests {
         );
         assert_eq!(key_of(&e.place), "g[j]");
         for f in [
+            parse_quote!(for (j, g_j) in g.iter_mut().enumerate().take(p) {}),
+            parse_quote!(for (j, g_j) in self.g.iter_mut().take(p).enumerate().skip(1) {}),
+        ] {
+            let f: syn::ExprForLoop = f;
+            assert!(element_loop(&f).is_some());
+        }
+        for f in [
             parse_quote!(for (j, g_j) in g.iter().enumerate() {}),
             parse_quote!(for (j, g_j) in g().iter_mut().enumerate() {}),
             parse_quote!(for (mut j, g_j) in g.iter_mut().enumerate() {}),
-            parse_quote!(for (j, g_j) in g.iter_mut().enumerate().skip(1) {}),
+            parse_quote!(for (j, g_j) in g.iter_mut().skip(1).enumerate() {}),
             parse_quote!(for g_j in g.iter_mut() {}),
         ] {
             let f: syn::ExprForLoop = f;

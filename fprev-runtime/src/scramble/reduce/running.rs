@@ -20,6 +20,7 @@ use super::super::rng;
 use super::super::session;
 use super::super::state::{self, LOOPS, SHAPES, VARY_CALL};
 use super::stream::{SiteStream, Stream};
+use super::tuple::ReduceTuples;
 use super::{CombineShape, Combiner, CHUNK, PER_SITE};
 use crate::wrap::Wrap;
 
@@ -555,7 +556,7 @@ impl<T> RunningReduction<T> {
     /// `-0.0` in `T` (the additive identity that keeps every term's sign); only called
     /// while on.
     #[inline(always)]
-    fn neg_zero(&self) -> T {
+    pub(in crate::scramble) fn neg_zero(&self) -> T {
         match &*self.on {
             // SAFETY: on, so `T` is the float type whose `-0.0` `start` stored there.
             Some(on) if !UNOPTIMIZED => unsafe {
@@ -880,6 +881,16 @@ impl<I: Iterator> Wrap<I> {
             site: &sites[index],
         }
     }
+
+    /// Not public API. The receiver of a tuple fold ([`ReduceTuples`]).
+    #[inline(always)]
+    pub fn __fprev_reduce_tuple<const N: usize>(
+        self,
+        sites: &'static [CallSite; N],
+        index: usize,
+    ) -> ReduceTuples<I> {
+        ReduceTuples::new(self.0, &sites[index])
+    }
 }
 
 /// Not public API. The fallback case of [`Wrap`]: not an iterator, returned as is.
@@ -892,12 +903,22 @@ pub trait ViaValue {
         sites: &'static [CallSite; N],
         index: usize,
     ) -> Self::Out;
+    /// Not public API.
+    fn __fprev_reduce_tuple<const N: usize>(
+        self,
+        sites: &'static [CallSite; N],
+        index: usize,
+    ) -> Self::Out;
 }
 
 impl<T> ViaValue for Wrap<T> {
     type Out = T;
     #[inline(always)]
     fn __fprev_reduce<const N: usize>(self, _: &'static [CallSite; N], _: usize) -> T {
+        self.0
+    }
+    #[inline(always)]
+    fn __fprev_reduce_tuple<const N: usize>(self, _: &'static [CallSite; N], _: usize) -> T {
         self.0
     }
 }
