@@ -196,6 +196,64 @@ fn largest(v: &[f64]) -> f64 {
     v.iter().fold(f64::MIN, |m, &x| m.max(x))
 }
 
+// ---- Form 4: sums of small float structs ----
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Vec2 {
+    x: f64,
+    y: f64,
+}
+
+impl Vec2 {
+    fn zero() -> Vec2 {
+        Vec2 { x: 0.0, y: 0.0 }
+    }
+}
+
+impl std::ops::Add for Vec2 {
+    type Output = Vec2;
+    fn add(self, o: Vec2) -> Vec2 {
+        Vec2 {
+            x: self.x + o.x,
+            y: self.y + o.y,
+        }
+    }
+}
+
+impl std::ops::AddAssign for Vec2 {
+    fn add_assign(&mut self, o: Vec2) {
+        *self = *self + o;
+    }
+}
+
+impl std::ops::Mul<f64> for Vec2 {
+    type Output = Vec2;
+    fn mul(self, w: f64) -> Vec2 {
+        Vec2 {
+            x: self.x * w,
+            y: self.y * w,
+        }
+    }
+}
+
+impl std::iter::Sum for Vec2 {
+    fn sum<I: Iterator<Item = Vec2>>(it: I) -> Vec2 {
+        it.fold(Vec2::zero(), |a, b| a + b)
+    }
+}
+
+/// A weighted sum of points: the runtime reassociates floats only, so the macro (and
+/// `cargo fprev scan`) leave these alone as not floats, by their declarations.
+#[fprev::scramble]
+fn weighted(points: &[Vec2], w: &[f64]) -> (Vec2, Vec2) {
+    let mut left = Vec2::zero();
+    for (p, w) in points.iter().zip(w) {
+        left += *p * *w;
+    }
+    let right = points.iter().map(|p| *p * 0.5).sum::<Vec2>();
+    (left, right)
+}
+
 // ---- Twins whose order is their meaning: never scrambled ----
 
 /// Running column sums, each row's read back: a prefix sum per column.
@@ -384,6 +442,16 @@ fn twins_whose_order_is_their_meaning_run_as_written() {
             assert_eq!(bits(&got.1), bits(&plain.1), "seed {seed}, {cfg:?}");
             assert_eq!(got.2.to_bits(), plain.2.to_bits(), "seed {seed}, {cfg:?}");
         }
+        let points: Vec<Vec2> = x.iter().map(|r| Vec2 { x: r[0], y: y[0] }).collect();
+        let w: Vec<f64> = (0..n).map(|_| d.wide()).collect();
+        let plain = with_config(&ScrambleConfig::off(), || weighted(&points, &w));
+        for cfg in modes() {
+            assert_eq!(
+                with_config(&cfg, || weighted(&points, &w)),
+                plain,
+                "seed {seed}"
+            );
+        }
         // The count of a tuple fold runs as written.
         let x3 = rows(&mut d, n, 3, Draw::wide);
         let counted = with_config(&modes()[2], || moments(&x3));
@@ -417,6 +485,18 @@ fn the_sites_say_what_was_scrambled_and_why_the_twins_were_not() {
         reasons.contains(&"order-carrying: reads `acc` besides adding to `acc[j]`")
             && reasons.contains(&"order-carrying: reads `g_j` besides adding to `*g_j`"),
         "{reasons:?}"
+    );
+    let not_floats: Vec<&str> = sites
+        .iter()
+        .filter(|s| s.label.contains("::weighted#"))
+        .map(|s| s.reason.unwrap_or("scrambled"))
+        .collect();
+    assert_eq!(
+        not_floats,
+        [
+            "not a float: `left` is a `Vec2`, and fprev reassociates f32, f64, f16 and bf16 only: it runs as written",
+            "not a float: `.sum(..)` is a `Vec2`, and fprev reassociates f32, f64, f16 and bf16 only: it runs as written",
+        ]
     );
     let largest = site("largest#fold");
     assert_eq!(

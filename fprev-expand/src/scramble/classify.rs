@@ -202,6 +202,7 @@ pub(crate) fn plan(
     body: &syn::Block,
     exits: bool,
     claimed: &HashSet<String>,
+    not_floats: &BTreeMap<String, String>,
 ) -> LoopPlan {
     let mut scan = Scan::default();
     if let Some(p) = pat {
@@ -250,7 +251,7 @@ pub(crate) fn plan(
         let reasons: Vec<Option<(ReasonKind, String)>> = free
             .iter()
             .zip(&ps)
-            .map(|(k, p)| left_alone_reason(k, p, exits))
+            .map(|(k, p)| left_alone_reason(k, p, exits, not_floats))
             .collect();
         let template = super::keyed::template(&ps[0].place);
         let one_array = ps.iter().all(|p| {
@@ -386,7 +387,12 @@ fn order_carried(
 
 /// Why a place whose order is not its meaning is still left alone, if it is (a place
 /// whose index changes in the loop is a keyed reduction, not left alone).
-fn left_alone_reason(key: &str, p: &PlaceUpdates, exits: bool) -> Option<(ReasonKind, String)> {
+fn left_alone_reason(
+    key: &str,
+    p: &PlaceUpdates,
+    exits: bool,
+    not_floats: &BTreeMap<String, String>,
+) -> Option<(ReasonKind, String)> {
     let root = &p.root;
     if p.integers {
         Some((
@@ -395,6 +401,8 @@ fn left_alone_reason(key: &str, p: &PlaceUpdates, exits: bool) -> Option<(Reason
                 "integer accumulator: every term added to `{key}` is an integer, which any order adds the same"
             ),
         ))
+    } else if let Some(ty) = not_floats.get(root).filter(|_| key == root) {
+        Some((ReasonKind::NotAFloat, not_a_float(key, ty)))
     } else if root
         .chars()
         .all(|c| c.is_ascii_uppercase() || c == '_' || c.is_ascii_digit())
@@ -418,6 +426,13 @@ fn left_alone_reason(key: &str, p: &PlaceUpdates, exits: bool) -> Option<(Reason
     } else {
         None
     }
+}
+
+/// The reason of an accumulator declared with type `ty`, which is not a float.
+pub(crate) fn not_a_float(key: &str, ty: &str) -> String {
+    format!(
+        "not a float: `{key}` is a `{ty}`, and fprev reassociates f32, f64, f16 and bf16 only: it runs as written"
+    )
 }
 
 /// A variable the index of `p`'s place reads that is bound or written in the loop.
@@ -598,7 +613,15 @@ mod tests {
     fn owned(body: syn::Block) -> (Vec<String>, Vec<String>) {
         let exits = super::super::validate::exits_early(None, &body);
         let pat: Pat = parse_quote!(i);
-        let p = plan(Some(&pat), None, None, &body, exits, &HashSet::new());
+        let p = plan(
+            Some(&pat),
+            None,
+            None,
+            &body,
+            exits,
+            &HashSet::new(),
+            &BTreeMap::new(),
+        );
         let reasons = p.left_alone.into_iter().map(|(_, r)| r).collect();
         (p.reductions.into_keys().collect(), reasons)
     }
@@ -806,7 +829,15 @@ mod tests {
     }
 
     fn keyed(body: syn::Block) -> Vec<(Vec<String>, String)> {
-        let p = plan(None, None, None, &body, false, &HashSet::new());
+        let p = plan(
+            None,
+            None,
+            None,
+            &body,
+            false,
+            &HashSet::new(),
+            &BTreeMap::new(),
+        );
         p.keyed.into_iter().map(|k| (k.keys, k.template)).collect()
     }
 
@@ -883,7 +914,15 @@ mod tests {
                 g[p] -= g[0];
             }),
         ] {
-            let p = plan(None, None, None, &body, false, &HashSet::new());
+            let p = plan(
+                None,
+                None,
+                None,
+                &body,
+                false,
+                &HashSet::new(),
+                &BTreeMap::new(),
+            );
             assert!(p.keyed.is_empty() && p.reductions.is_empty());
             assert!(!p.order_carrying.is_empty(), "{:?}", p.left_alone);
         }

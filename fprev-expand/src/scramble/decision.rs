@@ -162,6 +162,9 @@ pub enum ReasonKind {
     NothingFound,
     /// Not a sum: a fold that keeps a maximum or a minimum, which no order changes.
     NotASum,
+    /// Not a float: the accumulator is declared with another type (`Vec2::zero()`,
+    /// `.sum::<Vec2>()`), which the runtime never reassociates.
+    NotAFloat,
 }
 
 impl ReasonKind {
@@ -182,6 +185,7 @@ impl ReasonKind {
             ReasonKind::LooksConstant => "looks_constant",
             ReasonKind::NothingFound => "nothing_found",
             ReasonKind::NotASum => "not_a_sum",
+            ReasonKind::NotAFloat => "not_a_float",
         }
     }
 }
@@ -199,6 +203,7 @@ impl fmt::Display for ReasonKind {
             ReasonKind::LooksConstant => "static or constant",
             ReasonKind::NothingFound => "nothing to scramble",
             ReasonKind::NotASum => "not a sum",
+            ReasonKind::NotAFloat => "not a float",
         })
     }
 }

@@ -26,6 +26,7 @@ pub(crate) fn rewrite_fn(
     record: &mut Vec<Decision>,
 ) -> syn::Result<()> {
     let mut rewriter = Rewriter::new(args, &func.sig.ident);
+    rewriter.declarations(&func.sig, func.block.to_token_stream());
     rewriter.visit_block_mut(&mut func.block);
     let mut stmts = rewriter.finish(func.sig.ident.span(), record)?;
     stmts.append(&mut func.block.stmts);
@@ -39,11 +40,20 @@ pub(crate) fn rewrite_fn(
 /// function so that sites are numbered as there; the decisions appended to `record`.
 pub(crate) fn rewrite_runs(
     args: &Args,
-    name: &Ident,
+    sig: &syn::Signature,
     pieces: Vec<Piece>,
     record: &mut Vec<Decision>,
 ) -> syn::Result<(Vec<syn::Stmt>, TokenStream)> {
+    let name = &sig.ident;
     let mut rewriter = Rewriter::new(args, name);
+    let mut body = TokenStream::new();
+    for piece in &pieces {
+        match piece {
+            Piece::Parsed(stmts) => stmts.iter().for_each(|s| s.to_tokens(&mut body)),
+            Piece::Verbatim(run) => body.extend(run.clone()),
+        }
+    }
+    rewriter.declarations(sig, body);
     let mut rewritten = TokenStream::new();
     for piece in pieces {
         match piece {
@@ -89,6 +99,10 @@ struct Rewriter<'a> {
     left: Vec<TokenStream>,
     /// Reductions owned by enclosing loops: place key -> its reducer.
     active: BTreeMap<String, Reducer>,
+    /// The function's type parameters.
+    generics: HashSet<String>,
+    /// Variables the function declares with a non-float type, with the type's name.
+    not_floats: BTreeMap<String, String>,
     /// Keyed reductions owned by enclosing loops: template (`g[_]`) -> reducer variable,
     /// for the element loops over them (`for (j, g_j) in g.iter_mut().enumerate()`).
     keyed_templates: BTreeMap<String, Ident>,
@@ -114,6 +128,8 @@ impl<'a> Rewriter<'a> {
             left: Vec::new(),
             active: BTreeMap::new(),
             keyed_templates: BTreeMap::new(),
+            generics: HashSet::new(),
+            not_floats: BTreeMap::new(),
             next_reducer: 0,
             uses_par: false,
             uses_iter: false,
@@ -194,6 +210,17 @@ impl<'a> Rewriter<'a> {
 }
 
 impl Rewriter<'_> {
+    /// Reads what the function `sig` with body tokens `body` declares: its type
+    /// parameters, and the variables it declares with a non-float type.
+    fn declarations(&mut self, sig: &syn::Signature, body: TokenStream) {
+        self.generics = sig
+            .generics
+            .type_params()
+            .map(|t| t.ident.to_string())
+            .collect();
+        self.not_floats = super::declared::not_floats(body, &self.generics);
+    }
+
     fn error(&mut self, e: syn::Error) {
         args::combine(&mut self.errors, e);
     }
@@ -335,7 +362,7 @@ impl Rewriter<'_> {
             }
         }
         let claimed: HashSet<String> = self.active.keys().cloned().collect();
-        let Some(plan) = super::plan::plan_of(e, &claimed) else {
+        let Some(plan) = super::plan::plan_of(e, &claimed, &self.not_floats) else {
             return;
         };
         for (kind, reason) in &plan.left_alone {
@@ -660,6 +687,17 @@ impl Rewriter<'_> {
         if !tuple && !validate::iterator_reduction(m) {
             return;
         }
+        if let Some(ty) = self.iterator_not_a_float(m) {
+            let reason = classify::not_a_float(&format!(".{}(..)", m.method), &ty);
+            self.left_alone(
+                m.method.span(),
+                "sum",
+                Construct::IterReduction,
+                ReasonKind::NotAFloat,
+                &reason,
+            );
+            return;
+        }
         let span = m.method.span();
         let site = self.site_in(span, "sum", "IterReduction", Construct::IterReduction, None);
         let krate = &self.args.krate;
@@ -680,6 +718,25 @@ impl Rewriter<'_> {
         *m.receiver = Expr::Verbatim(quote_spanned! {span=>
             #krate::__private::scramble::Wrap(#recv).#dispatch(#site)
         });
+    }
+
+    /// The non-float type an iterator reduction says it sums (`.sum::<Vec2>()`,
+    /// `.fold(Vec2::zero(), ..)`), if it says so.
+    fn iterator_not_a_float(&self, m: &syn::ExprMethodCall) -> Option<String> {
+        if m.method == "sum" {
+            let turbofish = m.turbofish.as_ref()?;
+            let Some(syn::GenericArgument::Type(ty)) = turbofish.args.first() else {
+                return None;
+            };
+            let tokens: Vec<proc_macro2::TokenTree> = quote!(: #ty = x).into_iter().collect();
+            super::declared::not_floats(quote!(let __fprev_sum #(#tokens)*;), &self.generics)
+                .into_values()
+                .next()
+        } else {
+            let init: Vec<proc_macro2::TokenTree> =
+                m.args.first()?.to_token_stream().into_iter().collect();
+            super::declared::initializer_says_not_float(&init, &self.generics)
+        }
     }
 
     /// A rayon `.sum()` whose chain keeps positions (`zip`, `enumerate`): the chain runs

@@ -56,7 +56,7 @@ impl<'ast> Visit<'ast> for Carried {
     fn visit_item(&mut self, _: &'ast syn::Item) {}
     fn visit_expr(&mut self, e: &'ast Expr) {
         let claimed: HashSet<String> = self.claimed.iter().cloned().collect();
-        let Some(plan) = plan_of(e, &claimed) else {
+        let Some(plan) = plan_of(e, &claimed, &Default::default()) else {
             visit::visit_expr(self, e);
             return;
         };
