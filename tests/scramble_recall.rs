@@ -196,6 +196,48 @@ fn largest(v: &[f64]) -> f64 {
     v.iter().fold(f64::MIN, |m, &x| m.max(x))
 }
 
+// ---- Form 5: accumulation through a rebuilt vector ----
+
+/// A weighted sum of rows, the vector rebuilt from itself at every row.
+#[fprev::scramble]
+fn weighted_rows(x: &[Vec<f64>], w: &[f64]) -> Vec<f64> {
+    let mut mean = vec![0.0; x[0].len()];
+    for (row, &wi) in x.iter().zip(w) {
+        mean = row
+            .iter()
+            .zip(mean.iter())
+            .map(|(&e, &s)| e * wi + s)
+            .collect();
+    }
+    mean
+}
+
+fn weighted_rows_plain(x: &[Vec<f64>], w: &[f64]) -> Vec<f64> {
+    let mut mean = vec![0.0; x[0].len()];
+    for (row, &wi) in x.iter().zip(w) {
+        mean = row
+            .iter()
+            .zip(mean.iter())
+            .map(|(&e, &s)| e * wi + s)
+            .collect();
+    }
+    mean
+}
+
+/// Twin of form 5: exponential smoothing reads the element it rebuilds.
+#[fprev::scramble]
+fn smoothed_rows(x: &[Vec<f64>]) -> Vec<f64> {
+    let mut mean = vec![0.0; x[0].len()];
+    for row in x {
+        mean = row
+            .iter()
+            .zip(mean.iter())
+            .map(|(&e, &s)| e + 0.5 * s)
+            .collect();
+    }
+    mean
+}
+
 // ---- Form 4: sums of small float structs ----
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -343,6 +385,17 @@ fn forms(seed: u64, term: fn(&mut Draw) -> f64, cfg: &ScrambleConfig) -> Vec<Cas
         .map(|j| (0..n).map(|i| -(y[i] * xg[i][j])).collect())
         .collect();
     g_terms[p].extend(y.iter().map(|v| -v));
+    // Weights that are powers of two: the products are exact, so are the terms.
+    let wr: Vec<f64> = (0..n).map(|_| 2f64.powi(-(d.below(3) as i32))).collect();
+    let wr_terms: Vec<Vec<f64>> = (0..p)
+        .map(|j| x.iter().zip(&wr).map(|(r, w)| r[j] * w).collect())
+        .collect();
+    out.push((
+        "weighted_rows",
+        with_config(cfg, || weighted_rows(&x, &wr)),
+        weighted_rows_plain(&x, &wr),
+        wr_terms,
+    ));
     out.push((
         "gradient",
         with_config(cfg, || gradient(&xg, &y, &w)),
@@ -419,7 +472,13 @@ fn scrambled_forms_round_within_the_bound_and_some_seed_moves_them() {
     }
     assert_eq!(
         moved.into_iter().collect::<Vec<_>>(),
-        ["cluster_sums", "column_sums", "gradient", "moments"],
+        [
+            "cluster_sums",
+            "column_sums",
+            "gradient",
+            "moments",
+            "weighted_rows"
+        ],
         "every form is reassociated under some seed"
     );
 }
@@ -432,12 +491,23 @@ fn twins_whose_order_is_their_meaning_run_as_written() {
         let x = rows(&mut d, n, p, Draw::wide);
         let y: Vec<f64> = (0..n).map(|_| d.wide()).collect();
         let plain = with_config(&ScrambleConfig::off(), || {
-            (running_columns(&x, p), gradient_norms(&x, &y), largest(&y))
+            (
+                running_columns(&x, p),
+                gradient_norms(&x, &y),
+                largest(&y),
+                smoothed_rows(&x),
+            )
         });
         for cfg in modes() {
             let got = with_config(&cfg, || {
-                (running_columns(&x, p), gradient_norms(&x, &y), largest(&y))
+                (
+                    running_columns(&x, p),
+                    gradient_norms(&x, &y),
+                    largest(&y),
+                    smoothed_rows(&x),
+                )
             });
+            assert_eq!(bits(&got.3), bits(&plain.3), "seed {seed}, {cfg:?}");
             assert_eq!(bits(&got.0), bits(&plain.0), "seed {seed}, {cfg:?}");
             assert_eq!(bits(&got.1), bits(&plain.1), "seed {seed}, {cfg:?}");
             assert_eq!(got.2.to_bits(), plain.2.to_bits(), "seed {seed}, {cfg:?}");
@@ -470,6 +540,7 @@ fn the_sites_say_what_was_scrambled_and_why_the_twins_were_not() {
     };
     for label in [
         "moments#sum0",
+        "weighted_rows#reduction0",
         "column_sums#reduction0",
         "cluster_sums#reduction0",
         "gradient#reduction1",
@@ -483,7 +554,10 @@ fn the_sites_say_what_was_scrambled_and_why_the_twins_were_not() {
         .collect();
     assert!(
         reasons.contains(&"order-carrying: reads `acc` besides adding to `acc[j]`")
-            && reasons.contains(&"order-carrying: reads `g_j` besides adding to `*g_j`"),
+            && reasons.contains(&"order-carrying: reads `g_j` besides adding to `*g_j`")
+            && !sites
+                .iter()
+                .any(|s| s.label.contains("smoothed_rows") && s.kind.is_some()),
         "{reasons:?}"
     );
     let not_floats: Vec<&str> = sites

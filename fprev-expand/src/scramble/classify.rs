@@ -281,9 +281,11 @@ pub(crate) fn plan(
         }
         let p = ps[0];
         let changes = changing_index(p, &scan);
-        if free.len() == 1 && changes.is_none() {
+        let rebuilt = ps.iter().any(|p| p.rebuilt);
+        if free.len() == 1 && changes.is_none() && !rebuilt {
             plan.reductions.insert(free[0].to_string(), p.place.clone());
         } else if free.len() == 1
+            && !rebuilt
             && super::keyed::one_term_per_element(&p.place, range_var.as_deref())
         {
             let id = changes.unwrap_or_default();
@@ -332,6 +334,8 @@ struct PlaceUpdates {
     element: Option<String>,
     /// The first update's place as written.
     span: Span,
+    /// Some update rebuilds the whole vector ([`keyed::rebuild_of`](super::keyed::rebuild_of)).
+    rebuilt: bool,
 }
 
 /// The scanned updates gathered per place (key).
@@ -346,7 +350,9 @@ fn places(scan: &Scan) -> BTreeMap<String, PlaceUpdates> {
             integers: true,
             element: u.element.clone(),
             span: u.span,
+            rebuilt: false,
         });
+        entry.rebuilt |= u.rebuilt;
         entry.update_mentions += u.mentions;
         if u.term_reads_root && entry.bad_term.is_none() {
             entry.bad_term = Some(format!("a term reads `{}`", u.root));
@@ -453,6 +459,7 @@ struct Found {
     integer_term: bool,
     element: Option<String>,
     span: Span,
+    rebuilt: bool,
 }
 
 /// Mentions, bindings, writes and updates inside one loop.
@@ -506,6 +513,7 @@ impl Scan {
             integer_term: integer_term(u.term),
             element: Some(id),
             span: u.place.span(),
+            rebuilt: false,
         })
     }
 }
@@ -583,6 +591,25 @@ impl<'ast> Visit<'ast> for Scan {
                 self.updates.push(found);
                 return;
             }
+            if let Some(rb) = super::keyed::rebuild_of(e) {
+                if let Some(root) = root_of(rb.target) {
+                    let before = self.mentions.get(&root).copied().unwrap_or(0);
+                    visit::visit_expr(self, e);
+                    let after = self.mentions.get(&root).copied().unwrap_or(0);
+                    self.updates.push(Found {
+                        key: key_of(&rb.place),
+                        root,
+                        place: rb.place.clone(),
+                        mentions: after - before,
+                        term_reads_root: false,
+                        integer_term: false,
+                        element: None,
+                        span: rb.target.span(),
+                        rebuilt: true,
+                    });
+                    return;
+                }
+            }
             if let Some(u) = update_of(e) {
                 let before = self.mentions.get(&u.root).copied().unwrap_or(0);
                 visit::visit_expr(self, e);
@@ -597,6 +624,7 @@ impl<'ast> Visit<'ast> for Scan {
                     integer_term: integer_term(u.term),
                     element: None,
                     span: u.place.span(),
+                    rebuilt: false,
                 });
                 return;
             }

@@ -661,6 +661,48 @@ impl Rewriter<'_> {
         true
     }
 
+    /// A vector rebuilt from itself whose keyed reduction an enclosing loop owns:
+    /// `v = a.iter().zip(v.iter()).map(|(&e, &s)| t + s).collect()` becomes
+    /// `v = a.iter().zip(v.iter()).enumerate().map(|(j, (&e, &s))| r.add_left_to((j,), t,
+    /// s)).collect()`: the same `Add` when off, the term to element `j`'s reduction when
+    /// on (the element keeps its value until the write-back after the loop).
+    fn rebuild(&mut self, e: &mut Expr) -> bool {
+        let Some(rb) = keyed::rebuild_of(e) else {
+            return false;
+        };
+        let Some(Reducer::Keyed(r, _)) = self.active.get(&classify::key_of(&rb.place)).cloned()
+        else {
+            return false;
+        };
+        let span = e.span();
+        let j = Ident::new("__fprev_j", Span::mixed_site());
+        let (target, zip, collect) = (rb.target, rb.zip, rb.collect);
+        let (acc, mut term) = (rb.acc, rb.term.clone());
+        self.visit_expr_mut(&mut term);
+        let pat = &rb.closure.inputs[0];
+        let mut lets = Vec::new();
+        let mut body = &*rb.closure.body;
+        while let Expr::Block(b) = body {
+            if let Some((syn::Stmt::Expr(last, None), before)) = b.block.stmts.split_last() {
+                lets.extend(before.iter().cloned());
+                body = last;
+            } else {
+                break;
+            }
+        }
+        let call = match rb.form {
+            Form::AddLeft => quote_spanned!(span=> #r.add_left_to((#j,), #term, #acc)),
+            Form::SubRight => quote_spanned!(span=> #r.sub_right_to((#j,), #acc, #term)),
+            _ => quote_spanned!(span=> #r.add_right_to((#j,), #acc, #term)),
+        };
+        let turbofish = &collect.turbofish;
+        let rewritten = quote_spanned! {span=>
+            #target = #zip.enumerate().map(|(#j, #pat)| { #(#lets)* #call }).collect #turbofish ()
+        };
+        *e = Expr::Verbatim(rewritten);
+        true
+    }
+
     /// `.sum()` / `.fold(init, additive closure)` on a temporary iterator.
     fn iterator_reduction(&mut self, e: &mut Expr) {
         let Expr::MethodCall(m) = e else { return };
@@ -785,7 +827,7 @@ impl VisitMut for Rewriter<'_> {
         match e {
             Expr::ForLoop(_) | Expr::While(_) | Expr::Loop(_) => self.a_loop(e),
             Expr::Binary(_) | Expr::Assign(_) => {
-                if !self.update(e) {
+                if !self.rebuild(e) && !self.update(e) {
                     visit_mut::visit_expr_mut(self, e);
                 }
             }

@@ -142,3 +142,20 @@ fn keyed_element_loop_tuple_fold_not_a_float() {
         },
     ));
 }
+
+#[test]
+#[cfg_attr(feature = "off", ignore = "expansions are the identity with `off`")]
+fn rebuilt_vector() {
+    insta::assert_snapshot!(expand(
+        quote!(),
+        quote! {
+            fn weighted(x: &[Vec<f64>], w: &[f64]) -> Vec<f64> {
+                let mut mean = vec![0.0; x[0].len()];
+                for (row, &wi) in x.iter().zip(w) {
+                    mean = row.iter().zip(mean.iter()).map(|(&e, &s)| e * wi + s).collect();
+                }
+                mean
+            }
+        },
+    ));
+}
