@@ -15,7 +15,9 @@
 mod args;
 pub(crate) mod classify;
 pub(crate) mod decision;
+pub(crate) mod declared;
 mod expand;
+pub(crate) mod keyed;
 pub(crate) mod plan;
 mod prefilter;
 mod validate;
@@ -72,7 +74,7 @@ fn by_statements(
     // Inner attributes (`#![allow(..)]`) stay first in the block, before the prelude.
     let (inner_attributes, statements) = split_inner_attributes(body.stream());
     let pieces = pieces(statements, prefilter::may_hold_a_site)?;
-    let (prelude, rewritten) = match expand::rewrite_runs(args, &func.sig.ident, pieces, record) {
+    let (prelude, rewritten) = match expand::rewrite_runs(args, &func.sig, pieces, record) {
         Ok(p) => p,
         Err(e) => return Some(Err(e)),
     };

@@ -16,8 +16,9 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Span, TokenStream};
 use quote::ToTokens;
+use syn::spanned::Spanned;
 use syn::visit::{self, Visit};
 use syn::{BinOp, Expr, Pat};
 
@@ -155,6 +156,8 @@ pub(crate) fn update_of(e: &Expr) -> Option<Update<'_>> {
 pub(crate) struct LoopPlan {
     /// Places whose updates this loop owns (keys), with their place expressions.
     pub reductions: BTreeMap<String, Expr>,
+    /// Keyed reductions this loop owns: many elements of one array at once.
+    pub keyed: Vec<KeyedPlan>,
     /// Accumulations left alone, with the kind of reason and the reason
     /// ("order-carrying: reads `s` besides adding to `s`").
     pub left_alone: Vec<(ReasonKind, String)>,
@@ -163,14 +166,43 @@ pub(crate) struct LoopPlan {
     pub order_carrying: BTreeSet<String>,
 }
 
-/// Analyses loop `body` (and a `while` loop's `cond`); `pat` is a `for` loop's pattern,
-/// `exits` whether it leaves early; keys in `claimed` belong to an enclosing loop.
+/// A keyed reduction a loop owns (see [`keyed`](super::keyed)): the places of one root
+/// that share a template, each element a sum over the loop.
+pub(crate) struct KeyedPlan {
+    /// The places' keys as spelled in the updates (`acc[j]`; `*g_j` for an element
+    /// loop's element), in order.
+    pub keys: Vec<String>,
+    /// The first place, as an array element (`acc[j]`, `g[j]` for `*g_j`): the
+    /// write-back indexes it again with each element's key.
+    pub place: Expr,
+    /// The place's template (`acc[_]`).
+    pub template: String,
+    /// The first update's place as written, where the site is reported.
+    pub span: Span,
+}
+
+impl LoopPlan {
+    /// Every key the loop owns, single and keyed (what enclosing loops claim).
+    pub(crate) fn owned_keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self.reductions.keys().cloned().collect();
+        for k in &self.keyed {
+            keys.extend(k.keys.iter().cloned());
+        }
+        keys
+    }
+}
+
+/// Analyses loop `body` (and a `while` loop's `cond`); `pat` and `iterable` are a `for`
+/// loop's, `exits` whether it leaves early; keys in `claimed` belong to an enclosing
+/// loop.
 pub(crate) fn plan(
     pat: Option<&Pat>,
+    iterable: Option<&Expr>,
     cond: Option<&Expr>,
     body: &syn::Block,
     exits: bool,
     claimed: &HashSet<String>,
+    not_floats: &BTreeMap<String, String>,
 ) -> LoopPlan {
     let mut scan = Scan::default();
     if let Some(p) = pat {
@@ -180,33 +212,112 @@ pub(crate) fn plan(
         scan.visit_expr(c);
     }
     scan.visit_block(body);
+    let range_var = super::keyed::range_var(pat, iterable);
     let by_key = places(&scan);
-    // root -> (keys, mentions by the updates of all its keys)
+    // root -> (keys, mentions by the updates of all its keys, and by the element loops
+    // over it)
     let mut roots: BTreeMap<&str, (Vec<&str>, usize)> = BTreeMap::new();
     for (key, p) in &by_key {
         let r = roots.entry(p.root.as_str()).or_default();
         r.0.push(key.as_str());
         r.1 += p.update_mentions;
     }
+    for (root, r) in roots.iter_mut() {
+        r.1 += scan.element_loop_mentions.get(*root).copied().unwrap_or(0);
+    }
     let mut plan = LoopPlan::default();
-    for (key, p) in &by_key {
-        if claimed.contains(key) || scan.bound.contains(&p.root) {
+    for (root, (keys, root_updates)) in &roots {
+        let keys: Vec<&str> = keys
+            .iter()
+            .copied()
+            .filter(|k| !claimed.contains(*k) && !scan.bound.contains(*root))
+            .collect();
+        let mut free = Vec::new();
+        for key in keys.iter().copied() {
+            let p = &by_key[key];
+            let carried = order_carried(key, p, &scan, *root_updates);
+            match carried {
+                Some(r) => {
+                    plan.order_carrying.insert(key.to_string());
+                    plan.left_alone.push(r);
+                }
+                None => free.push(key),
+            }
+        }
+        if free.is_empty() {
             continue;
         }
-        let (keys, root_updates) = &roots[p.root.as_str()];
-        let carried = order_carried(key, p, &scan, *root_updates);
-        if carried.is_some() {
-            plan.order_carrying.insert(key.clone());
-        }
-        let reason = carried.or_else(|| left_alone_reason(key, p, keys, &scan, exits));
-        match reason {
-            Some(r) => plan.left_alone.push(r),
-            None => {
-                plan.reductions.insert(key.clone(), p.place.clone());
+        let ps: Vec<&PlaceUpdates> = free.iter().map(|k| &by_key[*k]).collect();
+        let reasons: Vec<Option<(ReasonKind, String)>> = free
+            .iter()
+            .zip(&ps)
+            .map(|(k, p)| left_alone_reason(k, p, exits, not_floats))
+            .collect();
+        let template = super::keyed::template(&ps[0].place);
+        let one_array = ps.iter().all(|p| {
+            !super::keyed::indices(&p.place).is_empty()
+                && super::keyed::template(&p.place) == template
+        });
+        if free.len() > 1 && !one_array {
+            // `acc[0] += x; acc.sum += y`: places of one root that are not elements of
+            // one array; which may be one place is not known here.
+            for key in &free {
+                plan.left_alone.push((
+                    ReasonKind::SeveralPlaces,
+                    format!(
+                        "several places of `{root}` are added to (`{}`), which may be one place: `{key}` keeps its order",
+                        free.join("`, `")
+                    ),
+                ));
             }
+            continue;
+        }
+        if reasons.iter().any(Option::is_some) {
+            for (key, r) in free.iter().zip(reasons) {
+                let r = r.unwrap_or_else(|| several_with_reason(root, key, &free));
+                plan.left_alone.push(r);
+            }
+            continue;
+        }
+        let p = ps[0];
+        let changes = changing_index(p, &scan);
+        let rebuilt = ps.iter().any(|p| p.rebuilt);
+        if free.len() == 1 && changes.is_none() && !rebuilt {
+            plan.reductions.insert(free[0].to_string(), p.place.clone());
+        } else if free.len() == 1
+            && !rebuilt
+            && super::keyed::one_term_per_element(&p.place, range_var.as_deref())
+        {
+            let id = changes.unwrap_or_default();
+            plan.left_alone.push((
+                ReasonKind::IndexChanges,
+                format!(
+                    "the index of `{}` changes in the loop (`{id}`): each element takes one term",
+                    free[0]
+                ),
+            ));
+        } else {
+            plan.keyed.push(KeyedPlan {
+                keys: free.iter().map(|k| k.to_string()).collect(),
+                place: p.place.clone(),
+                template,
+                span: p.span,
+            });
         }
     }
     plan
+}
+
+/// The reason of a place that passes every check but shares its root with one that
+/// does not.
+fn several_with_reason(root: &str, key: &str, keys: &[&str]) -> (ReasonKind, String) {
+    (
+        ReasonKind::SeveralPlaces,
+        format!(
+            "several places of `{root}` are added to (`{}`), and another is left alone: `{key}` keeps its order",
+            keys.join("`, `")
+        ),
+    )
 }
 
 /// What the updates of one place in a loop add up to.
@@ -219,6 +330,12 @@ struct PlaceUpdates {
     bad_term: Option<String>,
     /// Every term is an integer by its syntax.
     integers: bool,
+    /// The element variable, for the element of an element loop (`g_j` of `*g_j`).
+    element: Option<String>,
+    /// The first update's place as written.
+    span: Span,
+    /// Some update rebuilds the whole vector ([`keyed::rebuild_of`](super::keyed::rebuild_of)).
+    rebuilt: bool,
 }
 
 /// The scanned updates gathered per place (key).
@@ -231,7 +348,11 @@ fn places(scan: &Scan) -> BTreeMap<String, PlaceUpdates> {
             update_mentions: 0,
             bad_term: None,
             integers: true,
+            element: u.element.clone(),
+            span: u.span,
+            rebuilt: false,
         });
+        entry.rebuilt |= u.rebuilt;
         entry.update_mentions += u.mentions;
         if u.term_reads_root && entry.bad_term.is_none() {
             entry.bad_term = Some(format!("a term reads `{}`", u.root));
@@ -257,38 +378,37 @@ fn order_carried(
             ReasonKind::OrderCarrying,
             format!("order-carrying: reads `{root}` besides adding to `{key}`"),
         ))
+    } else if let Some(e) = p.element.as_ref().filter(|e| {
+        scan.mentions.get(*e).copied().unwrap_or(0)
+            > scan.element_update_mentions.get(*e).copied().unwrap_or(0)
+    }) {
+        Some((
+            ReasonKind::OrderCarrying,
+            format!("order-carrying: reads `{e}` besides adding to `{key}`"),
+        ))
     } else {
         None
     }
 }
 
-/// Why a place whose order is not its meaning is still left alone, if it is; `keys`
-/// are the places of its root that the loop adds to.
+/// Why a place whose order is not its meaning is still left alone, if it is (a place
+/// whose index changes in the loop is a keyed reduction, not left alone).
 fn left_alone_reason(
     key: &str,
     p: &PlaceUpdates,
-    keys: &[&str],
-    scan: &Scan,
     exits: bool,
+    not_floats: &BTreeMap<String, String>,
 ) -> Option<(ReasonKind, String)> {
     let root = &p.root;
-    if keys.len() > 1 {
-        // `acc[0] += x; acc[1] += y`: lanes, or one place under two spellings
-        // (`c[i]`, `c[j]` with `i == j`); which is not known here.
-        Some((
-            ReasonKind::SeveralPlaces,
-            format!(
-                "several places of `{root}` are added to (`{}`), which may be one place: `{key}` keeps its order",
-                keys.join("`, `")
-            ),
-        ))
-    } else if p.integers {
+    if p.integers {
         Some((
             ReasonKind::IntegerAccumulator,
             format!(
                 "integer accumulator: every term added to `{key}` is an integer, which any order adds the same"
             ),
         ))
+    } else if let Some(ty) = not_floats.get(root).filter(|_| key == root) {
+        Some((ReasonKind::NotAFloat, not_a_float(key, ty)))
     } else if root
         .chars()
         .all(|c| c.is_ascii_uppercase() || c == '_' || c.is_ascii_digit())
@@ -304,25 +424,30 @@ fn left_alone_reason(
                 "leaves early (return, `?`, a break to an outer loop, or a `loop` that does not end by plain `break`s): `{key}` keeps its order"
             ),
         ))
+    } else if !index_idents(&p.place, &mut Vec::new()) {
+        Some((
+            ReasonKind::IndexCallsCode,
+            format!("the index of `{key}` calls code"),
+        ))
     } else {
-        let mut idents = Vec::new();
-        if !index_idents(&p.place, &mut idents) {
-            Some((
-                ReasonKind::IndexCallsCode,
-                format!("the index of `{key}` calls code"),
-            ))
-        } else {
-            idents
-                .iter()
-                .find(|i| scan.bound.contains(*i) || scan.written.contains(*i))
-                .map(|id| {
-                    (
-                        ReasonKind::IndexChanges,
-                        format!("the index of `{key}` changes in the loop (`{id}`)"),
-                    )
-                })
-        }
+        None
     }
+}
+
+/// The reason of an accumulator declared with type `ty`, which is not a float.
+pub(crate) fn not_a_float(key: &str, ty: &str) -> String {
+    format!(
+        "not a float: `{key}` is a `{ty}`, and fprev reassociates f32, f64, f16 and bf16 only: it runs as written"
+    )
+}
+
+/// A variable the index of `p`'s place reads that is bound or written in the loop.
+fn changing_index(p: &PlaceUpdates, scan: &Scan) -> Option<String> {
+    let mut idents = Vec::new();
+    index_idents(&p.place, &mut idents);
+    idents
+        .into_iter()
+        .find(|i| scan.bound.contains(i) || scan.written.contains(i))
 }
 
 struct Found {
@@ -332,6 +457,9 @@ struct Found {
     mentions: usize,
     term_reads_root: bool,
     integer_term: bool,
+    element: Option<String>,
+    span: Span,
+    rebuilt: bool,
 }
 
 /// Mentions, bindings, writes and updates inside one loop.
@@ -343,6 +471,13 @@ struct Scan {
     written: HashSet<String>,
     /// Inside a closure, `async` block: updates there count as plain mentions.
     opaque: usize,
+    /// The element loops being visited: element variable, the root of the array and the
+    /// element as a place of it (`g_j`, `g`, `g[j]`).
+    elements: Vec<(String, String, Expr)>,
+    /// Mentions of a root by the iterables of element loops over it.
+    element_loop_mentions: BTreeMap<String, usize>,
+    /// Mentions of an element variable by its own updates.
+    element_update_mentions: BTreeMap<String, usize>,
 }
 
 /// How often `e` mentions the variable `root` (paths and macro tokens).
@@ -354,6 +489,33 @@ pub(crate) fn mentions_in(e: &Expr, root: &str) -> usize {
 
 fn tokens_mention(tokens: TokenStream, out: &mut BTreeMap<String, usize>) {
     crate::syntax::token_mentions(tokens, &mut |name| *out.entry(name).or_default() += 1);
+}
+
+impl Scan {
+    /// An update `*e op= t` of the element `e` of an element loop being visited, as an
+    /// update of the array's place (`g[j]`), its mentions of `e` counted apart.
+    fn element_update(&mut self, e: &Expr) -> Option<Found> {
+        let u = update_of(e)?;
+        let id = super::keyed::deref_of(u.place)?.to_string();
+        let (_, root, place) = self.elements.iter().rev().find(|(el, ..)| *el == id)?;
+        let (root, place) = (root.clone(), place.clone());
+        let before = self.mentions.get(&id).copied().unwrap_or(0);
+        visit::visit_expr(self, e);
+        let after = self.mentions.get(&id).copied().unwrap_or(0);
+        let in_term = mentions_in(u.term, &id) + mentions_in(u.term, &root);
+        *self.element_update_mentions.entry(id.clone()).or_default() += after - before;
+        Some(Found {
+            key: u.key.clone(),
+            root,
+            place,
+            mentions: 0,
+            term_reads_root: in_term > 0,
+            integer_term: integer_term(u.term),
+            element: Some(id),
+            span: u.place.span(),
+            rebuilt: false,
+        })
+    }
 }
 
 impl<'ast> Visit<'ast> for Scan {
@@ -413,6 +575,41 @@ impl<'ast> Visit<'ast> for Scan {
             self.written.insert(root);
         }
         if self.opaque == 0 {
+            if let Expr::ForLoop(f) = e {
+                if let Some(el) = super::keyed::element_loop(f) {
+                    if let Some(root) = root_of(&el.place) {
+                        *self.element_loop_mentions.entry(root.clone()).or_default() +=
+                            mentions_in(&el.array, &root);
+                        self.elements.push((el.element.to_string(), root, el.place));
+                        visit::visit_expr(self, e);
+                        self.elements.pop();
+                        return;
+                    }
+                }
+            }
+            if let Some(found) = self.element_update(e) {
+                self.updates.push(found);
+                return;
+            }
+            if let Some(rb) = super::keyed::rebuild_of(e) {
+                if let Some(root) = root_of(rb.target) {
+                    let before = self.mentions.get(&root).copied().unwrap_or(0);
+                    visit::visit_expr(self, e);
+                    let after = self.mentions.get(&root).copied().unwrap_or(0);
+                    self.updates.push(Found {
+                        key: key_of(&rb.place),
+                        root,
+                        place: rb.place.clone(),
+                        mentions: after - before,
+                        term_reads_root: false,
+                        integer_term: false,
+                        element: None,
+                        span: rb.target.span(),
+                        rebuilt: true,
+                    });
+                    return;
+                }
+            }
             if let Some(u) = update_of(e) {
                 let before = self.mentions.get(&u.root).copied().unwrap_or(0);
                 visit::visit_expr(self, e);
@@ -425,6 +622,9 @@ impl<'ast> Visit<'ast> for Scan {
                     mentions: after - before - in_term,
                     term_reads_root: in_term > 0,
                     integer_term: integer_term(u.term),
+                    element: None,
+                    span: u.place.span(),
+                    rebuilt: false,
                 });
                 return;
             }
@@ -441,7 +641,15 @@ mod tests {
     fn owned(body: syn::Block) -> (Vec<String>, Vec<String>) {
         let exits = super::super::validate::exits_early(None, &body);
         let pat: Pat = parse_quote!(i);
-        let p = plan(Some(&pat), None, &body, exits, &HashSet::new());
+        let p = plan(
+            Some(&pat),
+            None,
+            None,
+            &body,
+            exits,
+            &HashSet::new(),
+            &BTreeMap::new(),
+        );
         let reasons = p.left_alone.into_iter().map(|(_, r)| r).collect();
         (p.reductions.into_keys().collect(), reasons)
     }
@@ -648,27 +856,104 @@ mod tests {
         assert_eq!(why, ["order-carrying: reads `s` besides adding to `s`"]);
     }
 
+    fn keyed(body: syn::Block) -> Vec<(Vec<String>, String)> {
+        let p = plan(
+            None,
+            None,
+            None,
+            &body,
+            false,
+            &HashSet::new(),
+            &BTreeMap::new(),
+        );
+        p.keyed.into_iter().map(|k| (k.keys, k.template)).collect()
+    }
+
     #[test]
-    fn lanes_are_left_alone_without_being_called_order_carrying() {
-        let body: syn::Block = parse_quote!({
+    fn elements_of_one_array_are_a_keyed_reduction() {
+        // Lanes: two places of one array, keyed by their values.
+        let lanes: syn::Block = parse_quote!({
             acc[0] += x[2 * i];
             acc[1] += x[2 * i + 1];
         });
-        let p = plan(None, None, &body, false, &HashSet::new());
-        assert!(p.reductions.is_empty() && p.order_carrying.is_empty());
         assert_eq!(
-            p.left_alone[0].1,
-            "several places of `acc` are added to (`acc[0]`, `acc[1]`), which may be one place: `acc[0]` keeps its order"
+            keyed(lanes),
+            [(
+                vec!["acc[0]".to_string(), "acc[1]".to_string()],
+                "acc[_]".to_string()
+            )]
         );
-        let read: syn::Block = parse_quote!({
-            acc[0] += x[i];
-            acc[1] += acc[0];
-        });
-        let p = plan(None, None, &read, false, &HashSet::new());
-        assert_eq!(
-            p.order_carrying.into_iter().collect::<Vec<_>>(),
-            ["acc[0]", "acc[1]"]
-        );
+        // Column sums, centroids, a gradient through an element loop.
+        for (body, keys, template) in [
+            (
+                parse_quote!({
+                    for j in 0..p {
+                        acc[j] += x[i][j];
+                    }
+                }),
+                vec!["acc[j]"],
+                "acc[_]",
+            ),
+            (
+                parse_quote!({
+                    for j in 0..p {
+                        centroids[label[i]][j] += x[i][j];
+                    }
+                }),
+                vec!["centroids[label[i]][j]"],
+                "centroids[_][_]",
+            ),
+            (
+                parse_quote!({
+                    for (j, g_j) in g.iter_mut().enumerate() {
+                        *g_j -= d[i] * x[i][j];
+                    }
+                    g[p] -= d[i];
+                }),
+                vec!["*g_j", "g[p]"],
+                "g[_]",
+            ),
+        ] {
+            let keys: Vec<String> = keys.into_iter().map(String::from).collect();
+            assert_eq!(keyed(body), [(keys, template.to_string())]);
+        }
+        // Read besides its updates: order-carrying, never keyed.
+        for body in [
+            parse_quote!({
+                acc[0] += x[i];
+                acc[1] += acc[0];
+            }),
+            parse_quote!({
+                for j in 0..p {
+                    acc[j] += x[i][j];
+                    out[j] = acc[j];
+                }
+            }),
+            parse_quote!({
+                for (j, g_j) in g.iter_mut().enumerate() {
+                    *g_j -= d[i] * x[i][j];
+                    y[j] = *g_j;
+                }
+            }),
+            parse_quote!({
+                for (j, g_j) in g.iter_mut().enumerate() {
+                    *g_j -= d[i] * x[i][j];
+                }
+                g[p] -= g[0];
+            }),
+        ] {
+            let p = plan(
+                None,
+                None,
+                None,
+                &body,
+                false,
+                &HashSet::new(),
+                &BTreeMap::new(),
+            );
+            assert!(p.keyed.is_empty() && p.reductions.is_empty());
+            assert!(!p.order_carrying.is_empty(), "{:?}", p.left_alone);
+        }
     }
 
     #[test]

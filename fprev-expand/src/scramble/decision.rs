@@ -160,6 +160,11 @@ pub enum ReasonKind {
     LooksConstant,
     /// The function holds no float reduction, declared loop or rayon chain.
     NothingFound,
+    /// Not a sum: a fold that keeps a maximum or a minimum, which no order changes.
+    NotASum,
+    /// Not a float: the accumulator is declared with another type (`Vec2::zero()`,
+    /// `.sum::<Vec2>()`), which the runtime never reassociates.
+    NotAFloat,
 }
 
 impl ReasonKind {
@@ -179,6 +184,8 @@ impl ReasonKind {
             ReasonKind::IndexCallsCode => "index_calls_code",
             ReasonKind::LooksConstant => "looks_constant",
             ReasonKind::NothingFound => "nothing_found",
+            ReasonKind::NotASum => "not_a_sum",
+            ReasonKind::NotAFloat => "not_a_float",
         }
     }
 }
@@ -195,6 +202,8 @@ impl fmt::Display for ReasonKind {
             ReasonKind::IndexCallsCode => "index calls code",
             ReasonKind::LooksConstant => "static or constant",
             ReasonKind::NothingFound => "nothing to scramble",
+            ReasonKind::NotASum => "not a sum",
+            ReasonKind::NotAFloat => "not a float",
         })
     }
 }
@@ -491,9 +500,9 @@ fn g(a: &[f64], b: &[f64], c: &mut [f64], n: usize) -> f64 {
                 "order-carrying: a term reads `s`",
             ),
             (
-                "let mut k = 0; for x in v { c[k] += x; k = (k + 1) % 4; }",
+                "for i in 0..v.len() { c[i] += v[i]; }",
                 ReasonKind::IndexChanges,
-                "the index of `c[k]` changes in the loop (`k`)",
+                "the index of `c[i]` changes in the loop (`i`): each element takes one term",
             ),
             (
                 "for x in v { c[pick()] += x; }",
@@ -501,9 +510,9 @@ fn g(a: &[f64], b: &[f64], c: &mut [f64], n: usize) -> f64 {
                 "the index of `c[pick()]` calls code",
             ),
             (
-                "for x in v { c[0] += x; c[1] += 2.0 * x; }",
+                "for x in v { c[0] += x; c.total += 2.0 * x; }",
                 ReasonKind::SeveralPlaces,
-                "several places of `c` are added to (`c[0]`, `c[1]`)",
+                "several places of `c` are added to (`c.total`, `c[0]`)",
             ),
             (
                 "for x in v { TOTAL += x; }",

@@ -13,6 +13,7 @@ use syn::{Expr, Ident, Item, ItemFn};
 use super::args::{self, Args, Loops, Marker};
 use super::classify::{self, Form};
 use super::decision::{Construct, Decision, Outcome, ReasonKind};
+use super::keyed;
 use super::validate::{self, ParSource};
 use crate::respan::respan;
 use crate::runs::Piece;
@@ -25,6 +26,7 @@ pub(crate) fn rewrite_fn(
     record: &mut Vec<Decision>,
 ) -> syn::Result<()> {
     let mut rewriter = Rewriter::new(args, &func.sig.ident);
+    rewriter.declarations(&func.sig, func.block.to_token_stream());
     rewriter.visit_block_mut(&mut func.block);
     let mut stmts = rewriter.finish(func.sig.ident.span(), record)?;
     stmts.append(&mut func.block.stmts);
@@ -38,11 +40,20 @@ pub(crate) fn rewrite_fn(
 /// function so that sites are numbered as there; the decisions appended to `record`.
 pub(crate) fn rewrite_runs(
     args: &Args,
-    name: &Ident,
+    sig: &syn::Signature,
     pieces: Vec<Piece>,
     record: &mut Vec<Decision>,
 ) -> syn::Result<(Vec<syn::Stmt>, TokenStream)> {
+    let name = &sig.ident;
     let mut rewriter = Rewriter::new(args, name);
+    let mut body = TokenStream::new();
+    for piece in &pieces {
+        match piece {
+            Piece::Parsed(stmts) => stmts.iter().for_each(|s| s.to_tokens(&mut body)),
+            Piece::Verbatim(run) => body.extend(run.clone()),
+        }
+    }
+    rewriter.declarations(sig, body);
     let mut rewritten = TokenStream::new();
     for piece in pieces {
         match piece {
@@ -65,6 +76,18 @@ fn sites_ident() -> Ident {
     Ident::new("__FPREV_SCRAMBLE_SITES", Span::call_site())
 }
 
+/// The reducer of a place owned by an enclosing loop.
+#[derive(Clone)]
+enum Reducer {
+    /// One place (`s`, `c[i*n+j]`): the reducer variable, and whether the place borrows
+    /// without running code.
+    Single(Ident, bool),
+    /// Many elements of one array ([`keyed`](super::keyed)): the reducer variable, and
+    /// for the element of an element loop (`*g_j`), the loop's index variable (`j`),
+    /// which is then the element's key.
+    Keyed(Ident, Option<Ident>),
+}
+
 struct Rewriter<'a> {
     args: &'a Args,
     fn_name: String,
@@ -74,9 +97,15 @@ struct Rewriter<'a> {
     sites: Vec<TokenStream>,
     /// `LeftAlone` constructors.
     left: Vec<TokenStream>,
-    /// Reductions owned by enclosing loops: place key -> reducer variable, and whether
-    /// the place borrows without running code.
-    active: BTreeMap<String, (Ident, bool)>,
+    /// Reductions owned by enclosing loops: place key -> its reducer.
+    active: BTreeMap<String, Reducer>,
+    /// The function's type parameters.
+    generics: HashSet<String>,
+    /// Variables the function declares with a non-float type, with the type's name.
+    not_floats: BTreeMap<String, String>,
+    /// Keyed reductions owned by enclosing loops: template (`g[_]`) -> reducer variable,
+    /// for the element loops over them (`for (j, g_j) in g.iter_mut().enumerate()`).
+    keyed_templates: BTreeMap<String, Ident>,
     next_reducer: usize,
     uses_par: bool,
     /// An iterator reduction was rewritten: its dispatch traits are imported once.
@@ -98,6 +127,9 @@ impl<'a> Rewriter<'a> {
             sites: Vec::new(),
             left: Vec::new(),
             active: BTreeMap::new(),
+            keyed_templates: BTreeMap::new(),
+            generics: HashSet::new(),
+            not_floats: BTreeMap::new(),
             next_reducer: 0,
             uses_par: false,
             uses_iter: false,
@@ -178,6 +210,17 @@ impl<'a> Rewriter<'a> {
 }
 
 impl Rewriter<'_> {
+    /// Reads what the function `sig` with body tokens `body` declares: its type
+    /// parameters, and the variables it declares with a non-float type.
+    fn declarations(&mut self, sig: &syn::Signature, body: TokenStream) {
+        self.generics = sig
+            .generics
+            .type_params()
+            .map(|t| t.ident.to_string())
+            .collect();
+        self.not_floats = super::declared::not_floats(body, &self.generics);
+    }
+
     fn error(&mut self, e: syn::Error) {
         args::combine(&mut self.errors, e);
     }
@@ -304,8 +347,22 @@ impl Rewriter<'_> {
             self.with_depth(|s| visit_mut::visit_expr_mut(s, e));
             return;
         }
+        // An element loop over an array whose keyed reduction an enclosing loop owns: its
+        // element's updates are that reduction's, keyed by the loop's index.
+        let mut element_key = None;
+        if let Expr::ForLoop(f) = &*e {
+            if let Some(el) = keyed::element_loop(f) {
+                if let Some(r) = self.keyed_templates.get(&keyed::template(&el.place)) {
+                    let key = format!("*{}", el.element);
+                    let before = self
+                        .active
+                        .insert(key.clone(), Reducer::Keyed(r.clone(), Some(el.index)));
+                    element_key = Some((key, before));
+                }
+            }
+        }
         let claimed: HashSet<String> = self.active.keys().cloned().collect();
-        let Some(plan) = super::plan::plan_of(e, &claimed) else {
+        let Some(plan) = super::plan::plan_of(e, &claimed, &self.not_floats) else {
             return;
         };
         for (kind, reason) in &plan.left_alone {
@@ -351,8 +408,42 @@ impl Rewriter<'_> {
                     if #r.on() { #r.write(&mut #place); }
                 });
             }
-            self.active.insert(key.clone(), (r, simple));
+            self.active.insert(key.clone(), Reducer::Single(r, simple));
             owned.push(key.clone());
+        }
+        let mut templates = Vec::new();
+        for k in &plan.keyed {
+            let r = Ident::new(
+                &format!("__fprev_reduction{}", self.next_reducer),
+                Span::mixed_site(),
+            );
+            self.next_reducer += 1;
+            let label = classify::key_of(&k.place);
+            let site = self.site_in(k.span, "reduction", "Reduction", construct, Some(&label));
+            setup.push(quote_spanned! {span=>
+                let mut #r = #krate::__private::scramble::keyed_reduction(#site);
+            });
+            // The write-back indexes the place again with each element's key.
+            let (key, value) = (
+                Ident::new("__fprev_key", Span::mixed_site()),
+                Ident::new("__fprev_value", Span::mixed_site()),
+            );
+            let back = keyed::replace_indices(&k.place, &|n| {
+                let n = syn::Index::from(n);
+                Expr::Verbatim(quote!(#key.#n))
+            });
+            finish.push(quote_spanned! {span=>
+                #r.write(|#key, #value| #back = #value);
+            });
+            for key in &k.keys {
+                if !key.starts_with('*') {
+                    self.active
+                        .insert(key.clone(), Reducer::Keyed(r.clone(), None));
+                    owned.push(key.clone());
+                }
+            }
+            self.keyed_templates.insert(k.template.clone(), r);
+            templates.push(k.template.clone());
         }
         match e {
             Expr::ForLoop(f) => {
@@ -368,6 +459,15 @@ impl Rewriter<'_> {
         }
         for key in owned {
             self.active.remove(&key);
+        }
+        for t in templates {
+            self.keyed_templates.remove(&t);
+        }
+        if let Some((key, before)) = element_key {
+            match before {
+                Some(b) => self.active.insert(key, b),
+                None => self.active.remove(&key),
+            };
         }
         if !setup.is_empty() {
             let the_loop = e.clone();
@@ -433,8 +533,10 @@ impl Rewriter<'_> {
         let Some(u) = classify::update_of(e) else {
             return false;
         };
-        let Some((r, simple)) = self.active.get(&u.key).cloned() else {
-            return false;
+        let (r, simple) = match self.active.get(&u.key).cloned() {
+            Some(Reducer::Single(r, simple)) => (r, simple),
+            Some(Reducer::Keyed(r, index)) => return self.keyed_update(e, r, index),
+            None => return false,
         };
         let form = u.form;
         // Rewrite nested sites in the term first (an iterator sum inside it, say).
@@ -516,19 +618,126 @@ impl Rewriter<'_> {
         true
     }
 
+    /// An update of an element of a keyed reduction owned by an enclosing loop
+    /// (`acc[j] += t` becomes `r.add_assign_at((j,), &mut acc[j], t)`); `index`: the
+    /// element loop's index for `*g_j` (the key), else the key is the place's indices.
+    fn keyed_update(&mut self, e: &mut Expr, r: Ident, index: Option<Ident>) -> bool {
+        let Some(u) = classify::update_of(e) else {
+            return false;
+        };
+        let (form, place) = (u.form, u.place.clone());
+        let mut term = u.term.clone();
+        self.visit_expr_mut(&mut term);
+        let span = e.span();
+        let key = match index {
+            Some(j) => quote_spanned!(span=> (#j,)),
+            None => {
+                let idx = keyed::indices(&place);
+                quote_spanned!(span=> (#(#idx,)*))
+            }
+        };
+        let mut arg = &term;
+        while let Expr::Paren(p) = arg {
+            arg = &p.expr;
+        }
+        *e = match form {
+            Form::AddAssign => {
+                Expr::Verbatim(quote_spanned! {span=> #r.add_assign_at(#key, &mut #place, #arg) })
+            }
+            Form::SubAssign => {
+                Expr::Verbatim(quote_spanned! {span=> #r.sub_assign_at(#key, &mut #place, #arg) })
+            }
+            // `P = P + e` becomes `P = r.add_right_to(key, P, e)`, as for one place.
+            Form::AddRight => Expr::Verbatim(
+                quote_spanned! {span=> #place = #r.add_right_to(#key, #place, #arg) },
+            ),
+            Form::AddLeft => {
+                Expr::Verbatim(quote_spanned! {span=> #place = #r.add_left_to(#key, #arg, #place) })
+            }
+            Form::SubRight => Expr::Verbatim(
+                quote_spanned! {span=> #place = #r.sub_right_to(#key, #place, #arg) },
+            ),
+        };
+        true
+    }
+
+    /// A vector rebuilt from itself whose keyed reduction an enclosing loop owns:
+    /// `v = a.iter().zip(v.iter()).map(|(&e, &s)| t + s).collect()` becomes
+    /// `v = a.iter().zip(v.iter()).enumerate().map(|(j, (&e, &s))| r.add_left_to((j,), t,
+    /// s)).collect()`: the same `Add` when off, the term to element `j`'s reduction when
+    /// on (the element keeps its value until the write-back after the loop).
+    fn rebuild(&mut self, e: &mut Expr) -> bool {
+        let Some(rb) = keyed::rebuild_of(e) else {
+            return false;
+        };
+        let Some(Reducer::Keyed(r, _)) = self.active.get(&classify::key_of(&rb.place)).cloned()
+        else {
+            return false;
+        };
+        let span = e.span();
+        let j = Ident::new("__fprev_j", Span::mixed_site());
+        let (target, zip, collect) = (rb.target, rb.zip, rb.collect);
+        let (acc, mut term) = (rb.acc, rb.term.clone());
+        self.visit_expr_mut(&mut term);
+        let pat = &rb.closure.inputs[0];
+        let mut lets = Vec::new();
+        let mut body = &*rb.closure.body;
+        while let Expr::Block(b) = body {
+            if let Some((syn::Stmt::Expr(last, None), before)) = b.block.stmts.split_last() {
+                lets.extend(before.iter().cloned());
+                body = last;
+            } else {
+                break;
+            }
+        }
+        let call = match rb.form {
+            Form::AddLeft => quote_spanned!(span=> #r.add_left_to((#j,), #term, #acc)),
+            Form::SubRight => quote_spanned!(span=> #r.sub_right_to((#j,), #acc, #term)),
+            _ => quote_spanned!(span=> #r.add_right_to((#j,), #acc, #term)),
+        };
+        let turbofish = &collect.turbofish;
+        let rewritten = quote_spanned! {span=>
+            #target = #zip.enumerate().map(|(#j, #pat)| { #(#lets)* #call }).collect #turbofish ()
+        };
+        *e = Expr::Verbatim(rewritten);
+        true
+    }
+
     /// `.sum()` / `.fold(init, additive closure)` on a temporary iterator.
     fn iterator_reduction(&mut self, e: &mut Expr) {
         let Expr::MethodCall(m) = e else { return };
         if validate::non_additive_fold(m) {
+            if validate::max_min_fold(m) {
+                self.left_alone(
+                    m.method.span(),
+                    "fold",
+                    Construct::IterReduction,
+                    ReasonKind::NotASum,
+                    "not a sum (max/min): the fold's closure keeps the largest or smallest value, which no order changes",
+                );
+            } else {
+                self.left_alone(
+                    m.method.span(),
+                    "fold",
+                    Construct::IterReduction,
+                    ReasonKind::OrderCarrying,
+                    "order-carrying: the fold's closure reads its accumulator besides the final `acc + term` (or leaves early)",
+                );
+            }
+        }
+        let tuple = validate::tuple_fold(m);
+        if !tuple && !validate::iterator_reduction(m) {
+            return;
+        }
+        if let Some(ty) = self.iterator_not_a_float(m) {
+            let reason = classify::not_a_float(&format!(".{}(..)", m.method), &ty);
             self.left_alone(
                 m.method.span(),
-                "fold",
+                "sum",
                 Construct::IterReduction,
-                ReasonKind::OrderCarrying,
-                "order-carrying: the fold's closure reads its accumulator besides the final `acc + term` (or leaves early)",
+                ReasonKind::NotAFloat,
+                &reason,
             );
-        }
-        if !validate::iterator_reduction(m) {
             return;
         }
         let span = m.method.span();
@@ -539,9 +748,37 @@ impl Rewriter<'_> {
             recv = *p.expr;
         }
         self.uses_iter = true;
+        // A tuple fold's receiver reduces each float component apart.
+        let dispatch = Ident::new(
+            if tuple {
+                "__fprev_reduce_tuple"
+            } else {
+                "__fprev_reduce"
+            },
+            span,
+        );
         *m.receiver = Expr::Verbatim(quote_spanned! {span=>
-            #krate::__private::scramble::Wrap(#recv).__fprev_reduce(#site)
+            #krate::__private::scramble::Wrap(#recv).#dispatch(#site)
         });
+    }
+
+    /// The non-float type an iterator reduction says it sums (`.sum::<Vec2>()`,
+    /// `.fold(Vec2::zero(), ..)`), if it says so.
+    fn iterator_not_a_float(&self, m: &syn::ExprMethodCall) -> Option<String> {
+        if m.method == "sum" {
+            let turbofish = m.turbofish.as_ref()?;
+            let Some(syn::GenericArgument::Type(ty)) = turbofish.args.first() else {
+                return None;
+            };
+            let tokens: Vec<proc_macro2::TokenTree> = quote!(: #ty = x).into_iter().collect();
+            super::declared::not_floats(quote!(let __fprev_sum #(#tokens)*;), &self.generics)
+                .into_values()
+                .next()
+        } else {
+            let init: Vec<proc_macro2::TokenTree> =
+                m.args.first()?.to_token_stream().into_iter().collect();
+            super::declared::initializer_says_not_float(&init, &self.generics)
+        }
     }
 
     /// A rayon `.sum()` whose chain keeps positions (`zip`, `enumerate`): the chain runs
@@ -590,7 +827,7 @@ impl VisitMut for Rewriter<'_> {
         match e {
             Expr::ForLoop(_) | Expr::While(_) | Expr::Loop(_) => self.a_loop(e),
             Expr::Binary(_) | Expr::Assign(_) => {
-                if !self.update(e) {
+                if !self.rebuild(e) && !self.update(e) {
                     visit_mut::visit_expr_mut(self, e);
                 }
             }
@@ -609,14 +846,18 @@ impl VisitMut for Rewriter<'_> {
     // counted them as reads), so reducers do not reach in there.
     fn visit_expr_closure_mut(&mut self, c: &mut syn::ExprClosure) {
         let active = std::mem::take(&mut self.active);
+        let templates = std::mem::take(&mut self.keyed_templates);
         visit_mut::visit_expr_closure_mut(self, c);
         self.active = active;
+        self.keyed_templates = templates;
     }
 
     fn visit_expr_async_mut(&mut self, a: &mut syn::ExprAsync) {
         let active = std::mem::take(&mut self.active);
+        let templates = std::mem::take(&mut self.keyed_templates);
         visit_mut::visit_expr_async_mut(self, a);
         self.active = active;
+        self.keyed_templates = templates;
     }
 
     // Nested items are not part of this function: they take their own attribute.

@@ -108,7 +108,15 @@ fn pure_reductions_are_owned_and_poisoned_ones_never() {
             .unwrap_or_else(|e| panic!("seed {seed}: generated body does not parse: {e}\n{text}"));
         let pat: syn::Pat = syn::parse_quote!(i);
         let exits = validate::exits_early(None, &block);
-        let plan = classify::plan(Some(&pat), None, &block, exits, &HashSet::new());
+        let plan = classify::plan(
+            Some(&pat),
+            None,
+            None,
+            &block,
+            exits,
+            &HashSet::new(),
+            &Default::default(),
+        );
         let got = plan.reductions.contains_key("s");
         assert_eq!(
             got, !poisoned,

@@ -115,3 +115,47 @@ fn fold_block_par_zip() {
         },
     ));
 }
+
+#[test]
+#[cfg_attr(feature = "off", ignore = "expansions are the identity with `off`")]
+fn keyed_element_loop_tuple_fold_not_a_float() {
+    insta::assert_snapshot!(expand(
+        quote!(),
+        quote! {
+            fn fit(x: &[Vec<f64>], y: &[f64], label: &[usize], p: usize) -> Vec<f64> {
+                let mut sums = vec![vec![0.0; p]; 4];
+                let mut g = vec![0.0; p + 1];
+                let mut left = Vec2::zero();
+                for i in 0..x.len() {
+                    for j in 0..p {
+                        sums[label[i]][j] += x[i][j];
+                    }
+                    for (j, g_j) in g.iter_mut().enumerate().take(p) {
+                        *g_j -= y[i] * x[i][j];
+                    }
+                    g[p] = g[p] - y[i];
+                    left += Vec2::new(x[i][0], y[i]);
+                }
+                let (a, n) = x.iter().fold((0.0, 0), |(a, n), r| (a + r[0], n + 1));
+                g
+            }
+        },
+    ));
+}
+
+#[test]
+#[cfg_attr(feature = "off", ignore = "expansions are the identity with `off`")]
+fn rebuilt_vector() {
+    insta::assert_snapshot!(expand(
+        quote!(),
+        quote! {
+            fn weighted(x: &[Vec<f64>], w: &[f64]) -> Vec<f64> {
+                let mut mean = vec![0.0; x[0].len()];
+                for (row, &wi) in x.iter().zip(w) {
+                    mean = row.iter().zip(mean.iter()).map(|(&e, &s)| e * wi + s).collect();
+                }
+                mean
+            }
+        },
+    ));
+}

@@ -167,6 +167,132 @@ pub(crate) fn iterator_reduction(m: &ExprMethodCall) -> bool {
     }
 }
 
+/// Whether `m` is a tuple fold on a temporary iterator: `.fold((i0, i1, ..), |(a, b, ..),
+/// item| (a + e0, b + e1, ..))`, two to four components, each result `a_k + e`, `e + a_k`
+/// or `a_k - e` of its own accumulator with no `e` reading any of them (nor the block's
+/// statements before the result): independent sums carried in one accumulator.
+pub(crate) fn tuple_fold(m: &ExprMethodCall) -> bool {
+    if m.method != "fold"
+        || m.args.len() != 2
+        || !temporary(&m.receiver)
+        || on_par_chain(&m.receiver)
+    {
+        return false;
+    }
+    let Expr::Tuple(init) = strip_parens(&m.args[0]) else {
+        return false;
+    };
+    let Expr::Closure(c) = &m.args[1] else {
+        return false;
+    };
+    if c.inputs.len() != 2 {
+        return false;
+    }
+    let syn::Pat::Tuple(accs) = strip_type(&c.inputs[0]) else {
+        return false;
+    };
+    let n = accs.elems.len();
+    if !(2..=4).contains(&n) || init.elems.len() != n {
+        return false;
+    }
+    let mut names = Vec::new();
+    for p in &accs.elems {
+        match strip_type(p) {
+            syn::Pat::Ident(i) if i.by_ref.is_none() && i.subpat.is_none() => {
+                names.push(i.ident.to_string())
+            }
+            _ => return false,
+        }
+    }
+    let Some(body) = final_expr(&c.body, &names) else {
+        return false;
+    };
+    let Expr::Tuple(out) = strip_parens(body) else {
+        return false;
+    };
+    out.elems.len() == n
+        && out
+            .elems
+            .iter()
+            .zip(&names)
+            .all(|(e, acc)| additive_update(e, acc, &names))
+}
+
+/// The closure body's final expression, when the statements before it name none of
+/// `accs` and do not leave the closure.
+fn final_expr<'a>(body: &'a Expr, accs: &[String]) -> Option<&'a Expr> {
+    let mut body = body;
+    while let Expr::Block(b) = body {
+        let (syn::Stmt::Expr(last, None), lets) = b.block.stmts.split_last()? else {
+            return None;
+        };
+        if b.label.is_some() || !lets.iter().all(|st| accs.iter().all(|a| plain_stmt(st, a))) {
+            return None;
+        }
+        body = last;
+    }
+    Some(body)
+}
+
+fn strip_parens(e: &Expr) -> &Expr {
+    match e {
+        Expr::Paren(p) => strip_parens(&p.expr),
+        Expr::Group(g) => strip_parens(&g.expr),
+        _ => e,
+    }
+}
+
+/// Whether `e` is `acc + t`, `t + acc` or `acc - t` with `t` reading none of `accs`.
+fn additive_update(e: &Expr, acc: &str, accs: &[String]) -> bool {
+    let Expr::Binary(b) = strip_parens(e) else {
+        return false;
+    };
+    let is_acc = |e: &Expr| matches!(strip_parens(e), Expr::Path(p) if p.path.is_ident(acc));
+    let free = |e: &Expr| accs.iter().all(|a| super::classify::mentions_in(e, a) == 0);
+    match b.op {
+        syn::BinOp::Add(_) => {
+            (is_acc(&b.left) && free(&b.right)) || (is_acc(&b.right) && free(&b.left))
+        }
+        syn::BinOp::Sub(_) => is_acc(&b.left) && free(&b.right),
+        _ => false,
+    }
+}
+
+/// Whether a fold's closure is a maximum or a minimum (`|m, x| m.max(x)`,
+/// `f64::max`, `|m, &x| if x > m { x } else { m }`): not a sum, whatever its order.
+pub(crate) fn max_min_fold(m: &ExprMethodCall) -> bool {
+    if m.method != "fold" || m.args.len() != 2 {
+        return false;
+    }
+    let is_max_min =
+        |name: &str| matches!(name, "max" | "min" | "fmax" | "fmin" | "max_by" | "min_by");
+    match &m.args[1] {
+        Expr::Path(p) => p
+            .path
+            .segments
+            .last()
+            .is_some_and(|s| is_max_min(&s.ident.to_string())),
+        Expr::Closure(c) => {
+            let mut body = &*c.body;
+            while let Expr::Block(b) = body {
+                match b.block.stmts.last() {
+                    Some(syn::Stmt::Expr(last, None)) => body = last,
+                    _ => return false,
+                }
+            }
+            match strip_parens(body) {
+                Expr::MethodCall(mc) => is_max_min(&mc.method.to_string()),
+                Expr::Call(call) => matches!(&*call.func, Expr::Path(p)
+                    if p.path.segments.last().is_some_and(|s| is_max_min(&s.ident.to_string()))),
+                Expr::If(i) => matches!(&*i.cond, Expr::Binary(b)
+                    if matches!(b.op, syn::BinOp::Lt(_) | syn::BinOp::Le(_) | syn::BinOp::Gt(_) | syn::BinOp::Ge(_))),
+                _ => false,
+            }
+        }
+        _ => false,
+    }
+}
+
 /// Whether `m` is a `.fold(init, f)` on a temporary iterator that is not reassociated
 /// because `f` is not additive (its accumulator is read besides the final addition, or
 /// it leaves early): listed as left alone.
@@ -177,6 +303,7 @@ pub(crate) fn non_additive_fold(m: &ExprMethodCall) -> bool {
         && temporary(&m.receiver)
         && !on_par_chain(&m.receiver)
         && !additive(&m.args[1])
+        && !tuple_fold(m)
 }
 
 /// Whether `m` is a rayon `.sum()` (turbofish allowed) to reassociate in place: its
@@ -406,6 +533,65 @@ mod tests {
         ] {
             assert!(!supported_iterable(&e), "{}", quote::quote!(#e));
         }
+    }
+
+    #[test]
+    fn tuple_folds_are_independent_sums() {
+        let m = |e: Expr| {
+            let Expr::MethodCall(m) = e else { panic!() };
+            m
+        };
+        for e in [
+            parse_quote!(v
+                .iter()
+                .fold((0., 0., 0.), |(a, b, c), (x, y, z)| (a + x, b + y, c + z))),
+            parse_quote!(v.iter().fold((0.0, 0), |(s, n), x| (s + x * x, n + 1))),
+            parse_quote!(v.iter().fold((0.0, 0.0), |(s, t): (f64, f64), x| {
+                let d = x - 1.0;
+                (d + s, t - d * d)
+            })),
+        ] {
+            let m = m(e);
+            assert!(
+                tuple_fold(&m) && !non_additive_fold(&m),
+                "{}",
+                quote::quote!(#m)
+            );
+        }
+        for e in [
+            // a component reads another accumulator, components swapped, a product
+            parse_quote!(v.iter().fold((0., 0.), |(a, b), x| (a + x, b + a * x))),
+            parse_quote!(v.iter().fold((0., 0.), |(a, b), x| (b + x, a + x))),
+            parse_quote!(v.iter().fold((1., 0.), |(a, b), x| (a * x, b + x))),
+            parse_quote!(v.iter().fold(t, |(a, b), x| (a + x, b + x))),
+            parse_quote!(it.fold((0., 0.), |(a, b), x| (a + x, b + x))),
+        ] {
+            let m = m(e);
+            assert!(!tuple_fold(&m), "{}", quote::quote!(#m));
+        }
+    }
+
+    #[test]
+    fn max_min_folds_are_not_sums() {
+        let m = |e: Expr| {
+            let Expr::MethodCall(m) = e else { panic!() };
+            m
+        };
+        for e in [
+            parse_quote!(v.iter().fold(f64::MIN, |m, x| m.max(*x))),
+            parse_quote!(v.iter().fold(f64::MAX, |m, &x| f64::min(m, x))),
+            parse_quote!(v.iter().fold(0.0, |m, &x| if x > m { x } else { m })),
+        ] {
+            let m = m(e);
+            assert!(
+                non_additive_fold(&m) && max_min_fold(&m),
+                "{}",
+                quote::quote!(#m)
+            );
+        }
+        assert!(!max_min_fold(&m(parse_quote!(v
+            .iter()
+            .fold(0.0, |s, x| s * 0.5 + x)))));
     }
 
     #[test]

@@ -11,7 +11,7 @@ use rayon::iter::{IntoParallelRefIterator, IntoParallelRefMutIterator};
 use rayon::slice::ParallelSlice;
 
 /// Not public API. Used by generated code.
-pub use super::reduce::RunningReduction;
+pub use super::reduce::{KeyedReduction, RunningReduction};
 
 /// Not public API. Used by generated code.
 pub use super::call_site::{CallSite, SiteKind};
@@ -38,6 +38,15 @@ pub fn reduction_at<T, const N: usize>(
     place: &mut T,
 ) -> RunningReduction<T> {
     RunningReduction::begin_at_in(sites, index, place)
+}
+
+/// Not public API. [`KeyedReduction::begin_in`] as a free function.
+#[inline(always)]
+pub fn keyed_reduction<K: Copy + Eq + std::hash::Hash, T, const N: usize>(
+    sites: &'static [CallSite; N],
+    index: usize,
+) -> KeyedReduction<K, T> {
+    KeyedReduction::begin_in(sites, index)
 }
 
 /// Not public API. [`RunningReduction::begin_in`] as a free function.

@@ -25,11 +25,15 @@ use super::rng::{self, below, ScrambleRng};
 use super::Shuffle;
 use crate::float::ProbeFloat;
 
+mod keyed;
 mod running;
 mod stream;
+mod tuple;
 
+pub use keyed::KeyedReduction;
 pub use running::{ReduceIter, RunningReduction, ViaValue};
 use stream::Stream;
+pub use tuple::{ReduceTuples, TupleFold};
 
 /// How a reduction's terms (its initial value first) are combined.
 #[non_exhaustive]

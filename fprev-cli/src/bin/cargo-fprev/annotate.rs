@@ -6,7 +6,8 @@
 //!
 //! Which functions: every function with a body (free functions, inherent and trait
 //! methods, trait-provided methods) that accumulates syntactically (`+=`, `-=`,
-//! `x = x + ..`, `x = x - ..`, `.sum(`, `.sum::<`, `.fold(`); not `const fn`, not test code
+//! `x = x + ..`, `x = x - ..`, `.sum(`, `.sum::<`, `.fold(`, a rayon source with `.reduce(`
+//! or `.reduce_with(`, whose items `#[scramble]` visits in scrambled orders); not `const fn`, not test code
 //! (`#[test]`, `#[cfg(test)]` items), not inside a macro, not one already annotated.
 //! Whether each of its loops and chains is then scrambled, and why not, is the macro's
 //! own decision at compile time; [`explain_where`] asks the macro's own code what it
@@ -392,9 +393,19 @@ fn accumulates(stmts: impl Iterator<Item = TokenStream>) -> bool {
             )
         }
         [Tok::Punct('.', _), Tok::Ident(m), Tok::Open(Delimiter::Parenthesis)] => {
-            m == "sum" || m == "fold"
+            m == "sum"
+                || m == "fold"
+                // `v.par_iter().map(..).reduce(|| 0.0, |a, b| a + b)`: a rayon reduction
+                // with no other accumulation in the function.
+                || ((m == "reduce" || m == "reduce_with") && rayon_source(&flat[..k]))
         }
         [Tok::Punct('.', _), Tok::Ident(m), Tok::Punct(':', Spacing::Joint)] => m == "sum",
+        [Tok::Ident(a), Tok::Punct('=', Spacing::Alone), _] if rebuilds(a, &flat[k + 2..]) => {
+            !matches!(
+                flat.get(k.wrapping_sub(1)),
+                Some(Tok::Punct('.' | ':' | '<' | '>' | '!' | '=', _))
+            )
+        }
         [Tok::Ident(a), Tok::Punct('=', Spacing::Alone), Tok::Ident(b)] => {
             a == b
                 && matches!(flat.get(k + 3), Some(Tok::Punct('+' | '-', _)))
@@ -404,6 +415,42 @@ fn accumulates(stmts: impl Iterator<Item = TokenStream>) -> bool {
                 )
         }
         _ => false,
+    })
+}
+
+/// Whether the statement from `rest` (the tokens after `a =`, up to its `;`) rebuilds
+/// `a` from itself: `a = x.iter().zip(a.iter()).map(..).collect()`.
+fn rebuilds(a: &str, rest: &[Tok]) -> bool {
+    let mut depth = 0usize;
+    let end = rest
+        .iter()
+        .position(|t| match t {
+            Tok::Open(_) => {
+                depth += 1;
+                false
+            }
+            Tok::Close => {
+                depth = depth.saturating_sub(1);
+                false
+            }
+            Tok::Punct(';', _) => depth == 0,
+            _ => false,
+        })
+        .unwrap_or(rest.len());
+    let stmt = &rest[..end];
+    let method = |name: &str| {
+        stmt.windows(2)
+            .any(|w| matches!(w, [Tok::Punct('.', _), Tok::Ident(m)] if m == name))
+    };
+    method("zip") && method("collect") && stmt.iter().any(|t| matches!(t, Tok::Ident(i) if i == a))
+}
+
+/// Whether the tokens hold a rayon source (`.par_iter(`, `.par_iter_mut(`,
+/// `.par_chunks(`, `.into_par_iter(`), as `#[scramble]` rewrites them.
+fn rayon_source(flat: &[Tok]) -> bool {
+    flat.windows(3).any(|w| {
+        matches!(w, [Tok::Punct('.', _), Tok::Ident(m), Tok::Open(Delimiter::Parenthesis)]
+            if matches!(m.as_str(), "par_iter" | "par_iter_mut" | "par_chunks" | "into_par_iter"))
     })
 }
 
@@ -466,6 +513,11 @@ fn fold_it(v: &[f64]) -> f64 { v.iter().fold(0.0, |a, b| a + b) }
 fn rebind(v: &[f64]) -> f64 { let mut t = 0.0; for x in v { t = t + x; } t }
 fn turbofish(v: &[f64]) -> f64 { v.iter().sum::<f64>() }
 const fn never(x: u32) -> u32 { let mut y = x; y += 1; y }
+fn par_sum(v: &[f64]) -> f64 { v.par_iter().map(|x| x * x).sum() }
+fn par_reduce(v: &[f64]) -> f64 { v.par_iter().map(|x| x * x).reduce(|| 0.0, |a, b| a + b) }
+fn not_rayon(v: Option<u8>) -> u8 { v.reduce(1) }
+fn rebuilt(x: &[Vec<f64>]) -> Vec<f64> { let mut m = vec![0.0; 2]; for r in x { m = r.iter().zip(m.iter()).map(|(&e, &s)| e + s).collect(); } m }
+fn copied(x: &[f64]) -> Vec<f64> { let m: Vec<f64> = x.iter().zip(x).map(|(a, b)| a * b).collect(); m }
 ";
         let (text, list) = run(src);
         assert_eq!(
@@ -476,6 +528,9 @@ const fn never(x: u32) -> u32 { let mut y = x; y += 1; y }
                 (15, "fold_it".to_string()),
                 (16, "rebind".to_string()),
                 (17, "turbofish".to_string()),
+                (19, "par_sum".to_string()),
+                (20, "par_reduce".to_string()),
+                (22, "rebuilt".to_string()),
             ]
         );
         assert_eq!(text.lines().count(), src.lines().count(), "no line moved");

@@ -56,13 +56,14 @@ impl<'ast> Visit<'ast> for Carried {
     fn visit_item(&mut self, _: &'ast syn::Item) {}
     fn visit_expr(&mut self, e: &'ast Expr) {
         let claimed: HashSet<String> = self.claimed.iter().cloned().collect();
-        let Some(plan) = plan_of(e, &claimed) else {
+        let Some(plan) = plan_of(e, &claimed, &Default::default()) else {
             visit::visit_expr(self, e);
             return;
         };
+        let owned = plan.owned_keys();
         self.found.extend(plan.order_carrying);
         let depth = self.claimed.len();
-        self.claimed.extend(plan.reductions.into_keys());
+        self.claimed.extend(owned);
         visit::visit_expr(self, e);
         self.claimed.truncate(depth);
     }
@@ -217,8 +218,19 @@ mod tests {
     #[test]
     fn places_read_in_their_loop_are_running_values() {
         use quote::quote;
-        // An SMO-style gradient update: every `g[j]` is an order-free sum, but the loop
-        // also reads `g` (through `iter_mut`) besides adding to `g[p]`.
+        // A gradient update: every `g[j]` is an order-free sum over `i`, the element
+        // loop's `iter_mut` reads no element, so nothing here is a running value (a
+        // keyed reduction of `#[scramble]`).
+        assert!(found(quote!({
+            for i in 0..n {
+                for (j, g_j) in g.iter_mut().enumerate() {
+                    *g_j -= d * x[j];
+                }
+                g[p] -= d;
+            }
+        }))
+        .is_empty());
+        // Read besides its updates (`g.iter()`): running values.
         assert_eq!(
             found(quote!({
                 for i in 0..n {
@@ -226,9 +238,10 @@ mod tests {
                         *g_j -= d * x[j];
                     }
                     g[p] -= d;
+                    best = g.iter().sum::<f64>();
                 }
             })),
-            ["g[p]"]
+            ["*g_j", "g[p]"]
         );
         assert_eq!(
             found(quote!({

@@ -20,6 +20,7 @@ use super::super::rng;
 use super::super::session;
 use super::super::state::{self, LOOPS, SHAPES, VARY_CALL};
 use super::stream::{SiteStream, Stream};
+use super::tuple::ReduceTuples;
 use super::{CombineShape, Combiner, CHUNK, PER_SITE};
 use crate::wrap::Wrap;
 
@@ -139,24 +140,24 @@ impl Engine {
     /// runs as written.
     #[cold]
     #[inline(never)]
-    fn start(site: &'static CallSite, kind: Kind) -> Option<Box<On>> {
+    fn start(site: &'static CallSite, kind: Kind, small: bool) -> Option<Box<On>> {
         let st = session::state();
         if st & LOOPS == 0 {
             return None;
         }
         if st & VARY_CALL != 0 {
-            return Self::per_call(site, kind, st);
+            return Self::per_call(site, kind, st, small);
         }
         let (shape, stream) = Self::per_site(site, st)?;
         site.mark_reached();
         if entropy::is_recording() {
             entropy::record(site.describe(), &[shape.code()]);
         }
-        Some(On::start(kind, shape, Some(stream)))
+        Some(On::start(kind, shape, Some(stream), small))
     }
 
     /// [`start`](Self::start) when every call draws its own shape ([`VARY_CALL`]).
-    fn per_call(site: &'static CallSite, kind: Kind, st: u8) -> Option<Box<On>> {
+    fn per_call(site: &'static CallSite, kind: Kind, st: u8, small: bool) -> Option<Box<On>> {
         if !site.enabled() {
             return None;
         }
@@ -168,7 +169,7 @@ impl Engine {
         if entropy::is_recording() {
             entropy::record(site.describe(), &[shape.code()]);
         }
-        let mut on = On::start(kind, shape, None);
+        let mut on = On::start(kind, shape, None, small);
         on.engine.stream.set(rng);
         Some(on)
     }
@@ -266,17 +267,26 @@ thread_local! {
     static SPARE: RefCell<Vec<Box<On>>> = const { RefCell::new(Vec::new()) };
 }
 
+/// Words a [`small`](On::start) state starts with.
+const SMALL_WORDS: usize = 4;
+
 /// Spare states kept per thread: enough for reductions nested a few deep (a reduction
 /// whose terms call scrambled functions), each a few KiB.
 const SPARES: usize = 4;
 
 impl On {
-    /// A state for a new reduction, reused from this thread's spares if there is one.
-    fn start(kind: Kind, shape: CombineShape, stream: Option<SiteStream>) -> Box<On> {
-        let spare = SPARE
-            .try_with(|s| s.try_borrow_mut().ok()?.pop())
-            .ok()
-            .flatten();
+    /// A state for a new reduction, reused from this thread's spares if there is one;
+    /// `small`: one of many alive at once (a keyed reduction's elements), which takes no
+    /// spare and starts with room for a few terms, growing as they come.
+    fn start(kind: Kind, shape: CombineShape, stream: Option<SiteStream>, small: bool) -> Box<On> {
+        let spare = if small {
+            None
+        } else {
+            SPARE
+                .try_with(|s| s.try_borrow_mut().ok()?.pop())
+                .ok()
+                .flatten()
+        };
         let mut on = match spare {
             Some(mut on) => {
                 on.engine.active.restart(kind, shape);
@@ -287,7 +297,7 @@ impl On {
                     active: Active::new(kind, shape),
                     stream: Stream::none(),
                 },
-                words: vec![0; CHUNK],
+                words: vec![0; if small { SMALL_WORDS } else { CHUNK }],
                 len: 0,
                 room: 0,
                 cap: 0,
@@ -481,7 +491,37 @@ impl<T> RunningReduction<T> {
     }
 
     fn start(site: &'static CallSite) -> Option<Box<On>> {
-        Engine::start(site, kind_of::<T>()?)
+        Engine::start(site, kind_of::<T>()?, false)
+    }
+
+    /// A reduction at `site` that is one of many alive at once (an element of a
+    /// [`KeyedReduction`](super::KeyedReduction)), with `init` its first term; off when
+    /// reductions are not scrambled or `T` is not a float.
+    pub(in crate::scramble) fn begin_element(site: &'static CallSite, init: &T) -> Self {
+        let on = match kind_of::<T>() {
+            Some(kind) if state::fast_state() & LOOPS != 0 => Engine::start(site, kind, true),
+            _ => None,
+        };
+        let mut r = RunningReduction {
+            on: std::mem::ManuallyDrop::new(on),
+            terms: PhantomData,
+        };
+        if r.on() {
+            // SAFETY: a float `T` (on), copied bit for bit.
+            r.push(unsafe { std::ptr::read(init) });
+        }
+        r
+    }
+
+    /// Whether a reduction of `T` would be on now: reductions are scrambled and `T` is a
+    /// float.
+    pub(in crate::scramble) fn would_be_on() -> bool {
+        state::fast_state() & LOOPS != 0 && kind_of::<T>().is_some()
+    }
+
+    /// Combines the terms and gives the state back; `None` when off or no term came.
+    pub(in crate::scramble) fn take_value(&mut self) -> Option<T> {
+        self.finish_in_place()
     }
 
     // The methods called per term are written for unoptimized builds too (plain
@@ -516,7 +556,7 @@ impl<T> RunningReduction<T> {
     /// `-0.0` in `T` (the additive identity that keeps every term's sign); only called
     /// while on.
     #[inline(always)]
-    fn neg_zero(&self) -> T {
+    pub(in crate::scramble) fn neg_zero(&self) -> T {
         match &*self.on {
             // SAFETY: on, so `T` is the float type whose `-0.0` `start` stored there.
             Some(on) if !UNOPTIMIZED => unsafe {
@@ -841,6 +881,16 @@ impl<I: Iterator> Wrap<I> {
             site: &sites[index],
         }
     }
+
+    /// Not public API. The receiver of a tuple fold ([`ReduceTuples`]).
+    #[inline(always)]
+    pub fn __fprev_reduce_tuple<const N: usize>(
+        self,
+        sites: &'static [CallSite; N],
+        index: usize,
+    ) -> ReduceTuples<I> {
+        ReduceTuples::new(self.0, &sites[index])
+    }
 }
 
 /// Not public API. The fallback case of [`Wrap`]: not an iterator, returned as is.
@@ -853,12 +903,22 @@ pub trait ViaValue {
         sites: &'static [CallSite; N],
         index: usize,
     ) -> Self::Out;
+    /// Not public API.
+    fn __fprev_reduce_tuple<const N: usize>(
+        self,
+        sites: &'static [CallSite; N],
+        index: usize,
+    ) -> Self::Out;
 }
 
 impl<T> ViaValue for Wrap<T> {
     type Out = T;
     #[inline(always)]
     fn __fprev_reduce<const N: usize>(self, _: &'static [CallSite; N], _: usize) -> T {
+        self.0
+    }
+    #[inline(always)]
+    fn __fprev_reduce_tuple<const N: usize>(self, _: &'static [CallSite; N], _: usize) -> T {
         self.0
     }
 }
