@@ -149,32 +149,6 @@ pub struct Summary {
     pub processes: Vec<Value>,
 }
 
-/// The current time as `YYYY-MM-DDTHH:MM:SSZ` (UTC), without a date crate: days to a
-/// civil date by Howard Hinnant's algorithm.
-#[allow(dead_code)] // `fprev` only merges: cargo-fprev's runs are dated
-pub fn utc_now() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let days = i64::try_from(secs / 86_400).unwrap_or(0);
-    let rem = secs % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
 /// An id for a new run: its time, process and a hash of what it ran.
 #[allow(dead_code)] // `fprev` only merges: cargo-fprev's runs get ids
 pub fn new_id(what: &str) -> String {

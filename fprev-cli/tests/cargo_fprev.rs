@@ -10,13 +10,9 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
-use common::assert_findings_schema;
-
-fn cargo_fprev() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_cargo-fprev"))
-}
+use common::{assert_findings_schema, cargo_fprev, show};
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/orderdep")
@@ -26,13 +22,12 @@ fn scratch() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("cargo-fprev-orderdep")
 }
 
-fn show(out: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
+/// The findings.json of a run's `--out` folder, checked against the published schema.
+fn findings_of(out_dir: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(out_dir.join("findings.json")).expect("findings.json");
+    let json = serde_json::from_str(&text).expect("valid JSON");
+    assert_findings_schema(&json);
+    json
 }
 
 #[test]
@@ -58,11 +53,7 @@ fn findings_replay_and_are_blamed_on_their_sites() {
         before,
         "the user's tree is only read"
     );
-    let json: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(out_dir.join("findings.json")).expect("findings.json"),
-    )
-    .expect("valid JSON");
-    assert_findings_schema(&json);
+    let json = findings_of(&out_dir);
     let findings = json["findings"].as_array().expect("findings");
     let tests: Vec<&str> = findings.iter().filter_map(|f| f["test"].as_str()).collect();
     assert!(
@@ -130,11 +121,7 @@ fn findings_replay_and_are_blamed_on_their_sites() {
         .arg(scratch())
         .output()
         .expect("shard");
-    let seeds: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(shard_dir.join("findings.json")).expect("shard findings"),
-    )
-    .expect("json");
-    assert_findings_schema(&seeds);
+    let seeds = findings_of(&shard_dir);
     assert_eq!(
         seeds["seed_ranges"],
         serde_json::json!([{"base": 0, "shard": {"index": 2, "count": 2}, "count": 1}]),
@@ -169,10 +156,7 @@ fn findings_replay_and_are_blamed_on_their_sites() {
         .arg(scratch())
         .output()
         .expect("serial");
-    let serial_json: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(serial_dir.join("findings.json")).expect("serial findings"),
-    )
-    .expect("json");
+    let serial_json = findings_of(&serial_dir);
     let keys = |j: &serde_json::Value| -> Vec<String> {
         j["findings"]
             .as_array()
@@ -187,7 +171,6 @@ fn findings_replay_and_are_blamed_on_their_sites() {
             .collect()
     };
     assert_eq!(keys(&serial_json), keys(&json), "{}", show(&serial));
-    assert_findings_schema(&serial_json);
     assert_eq!(serial_json["seed_ranges"], json["seed_ranges"]);
     assert_eq!(serial_json["runs"], json["runs"]);
 
@@ -239,11 +222,7 @@ fn findings_replay_and_are_blamed_on_their_sites() {
         .expect("night 2");
     let night2_text = show(&night2);
     assert_eq!(night2.status.code(), Some(2), "{night2_text}");
-    let night2_json: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(night2_dir.join("findings.json")).expect("night 2 findings"),
-    )
-    .expect("json");
-    assert_findings_schema(&night2_json);
+    let night2_json = findings_of(&night2_dir);
     let still = night2_json["findings"]
         .as_array()
         .expect("findings")
@@ -696,11 +675,7 @@ fn a_workspace_as_published_crates_make_them() {
         .expect("test");
     let text = show(&out);
     assert_eq!(out.status.code(), Some(2), "{text}");
-    let json: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(out_dir.join("findings.json")).expect("findings.json"),
-    )
-    .expect("valid JSON");
-    assert_findings_schema(&json);
+    let json = findings_of(&out_dir);
     let mut tests: Vec<&str> = json["findings"]
         .as_array()
         .expect("findings")
@@ -814,11 +789,7 @@ fn a_monorepo_member_with_fprev_a_custom_harness_and_a_child_process() {
     let out = test.output().expect("test");
     let text = show(&out);
     assert_eq!(out.status.code(), Some(2), "{text}");
-    let json: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(out_dir.join("findings.json")).expect("findings.json"),
-    )
-    .expect("valid JSON");
-    assert_findings_schema(&json);
+    let json = findings_of(&out_dir);
     let found = |test: &str| -> Vec<&serde_json::Value> {
         json["findings"]
             .as_array()

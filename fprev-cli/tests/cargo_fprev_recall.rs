@@ -7,25 +7,16 @@
 //! One test for the whole fixture: the first run builds fprev into the copy's own target
 //! folder (minutes on two cores), the later commands reuse that build.
 
+mod common;
+
+use common::{cargo_fprev, show};
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn cargo_fprev() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_cargo-fprev"))
-}
+use std::process::Command;
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recall")
-}
-
-fn show(out: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 #[test]
@@ -53,6 +44,7 @@ fn each_form_is_a_finding_blamed_on_its_site_and_scan_agrees_with_the_runtime() 
         &std::fs::read_to_string(out_dir.join("findings.json")).expect("findings.json"),
     )
     .expect("valid JSON");
+    common::assert_findings_schema(&json);
     let findings = json["findings"].as_array().expect("findings");
     // Each form's golden test fails under some seed, blamed on its own site alone.
     for (test, site, line) in [
@@ -132,8 +124,14 @@ fn each_form_is_a_finding_blamed_on_its_site_and_scan_agrees_with_the_runtime() 
     }
     // What the runtime reaches: the annotated copy's test binary (built by the run
     // above), run scrambled with its reached sites written out.
+    // the copy sits under `tree` at the workspace's absolute path (what lies beside the
+    // workspace is linked around it)
+    let root = std::fs::canonicalize(fixture()).expect("the fixture");
+    let copy: PathBuf = scratch
+        .join("tree")
+        .join(root.strip_prefix("/").expect("an absolute path"));
     let build = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .current_dir(scratch.join("tree"))
+        .current_dir(&copy)
         .env("CARGO_TARGET_DIR", scratch.join("target"))
         .args(["test", "--no-run", "--message-format=json"])
         .output()

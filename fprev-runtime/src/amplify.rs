@@ -48,6 +48,7 @@ mod threads;
 #[doc(hidden)]
 pub use assert::{check, AssertSite};
 pub use budget::{parse_duration, DurationError};
+pub use campaign::utc_now;
 pub use config::{AmplifyConfig, ConfigError};
 pub use output::Floats;
 pub use report::{AmplifyReport, RunRecord, StageEnd, StageReport};

@@ -14,6 +14,21 @@ pub fn fprev(args: &[&str]) -> Output {
         .expect("run fprev")
 }
 
+/// The built `cargo-fprev`, to be given its arguments and folder.
+pub fn cargo_fprev() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_cargo-fprev"))
+}
+
+/// A run's status and both of its outputs, for assertion messages.
+pub fn show(out: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status.code(),
+        stdout(out),
+        stderr(out)
+    )
+}
+
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }

@@ -443,8 +443,15 @@ impl Drop for FileLock {
     }
 }
 
-/// The current UTC time, `2026-11-24T01:15:00Z`.
-pub(crate) fn utc_now() -> String {
+/// The current UTC time as campaign reports and persisted findings write it
+/// (`finished`, `date=`): `YYYY-MM-DDTHH:MM:SSZ`, which sorts as the times do.
+///
+/// ```
+/// let t = fprev_runtime::amplify::utc_now();
+/// assert_eq!(t.len(), "2026-11-24T01:15:00Z".len());
+/// assert!(t.ends_with('Z'));
+/// ```
+pub fn utc_now() -> String {
     let secs = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());

@@ -172,7 +172,7 @@ pub fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
     summary.interrupted = interrupted();
     summary.build_s = build_s;
     summary.wall_s = start.elapsed().as_secs_f64();
-    summary.finished = crate::findings::utc_now();
+    summary.finished = fprev::amplify::utc_now();
     summary.unscrambled_failures.sort();
     summary.unscrambled_failures.dedup();
     report(a, &summary)
