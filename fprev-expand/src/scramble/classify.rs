@@ -378,16 +378,20 @@ fn order_carried(
             ReasonKind::OrderCarrying,
             format!("order-carrying: reads `{root}` besides adding to `{key}`"),
         ))
-    } else if let Some(e) = p.element.as_ref().filter(|e| {
-        scan.mentions.get(*e).copied().unwrap_or(0)
-            > scan.element_update_mentions.get(*e).copied().unwrap_or(0)
-    }) {
-        Some((
-            ReasonKind::OrderCarrying,
-            format!("order-carrying: reads `{e}` besides adding to `{key}`"),
-        ))
     } else {
-        None
+        // An element loop's element read besides its own updates (`y[j] = *g_j`).
+        p.element
+            .as_ref()
+            .filter(|e| {
+                scan.mentions.get(*e).copied().unwrap_or(0)
+                    > scan.element_update_mentions.get(*e).copied().unwrap_or(0)
+            })
+            .map(|e| {
+                (
+                    ReasonKind::OrderCarrying,
+                    format!("order-carrying: reads `{e}` besides adding to `{key}`"),
+                )
+            })
     }
 }
 

@@ -72,6 +72,11 @@ pub(crate) fn rewrite_runs(
     Ok((prelude, rewritten))
 }
 
+/// The immutable local that says whether the keyed reduction `r` is on.
+fn keyed_on(r: &Ident) -> Ident {
+    Ident::new(&format!("{r}_on"), Span::mixed_site())
+}
+
 fn sites_ident() -> Ident {
     Ident::new("__FPREV_SCRAMBLE_SITES", Span::call_site())
 }
@@ -420,8 +425,13 @@ impl Rewriter<'_> {
             self.next_reducer += 1;
             let label = classify::key_of(&k.place);
             let site = self.site_in(k.span, "reduction", "Reduction", construct, Some(&label));
+            // Whether it is on, in an immutable local: a loop-invariant branch the
+            // optimizer can take out of the loop, so that the loop as written (often
+            // vectorised across elements) runs when scrambling is off.
+            let on = keyed_on(&r);
             setup.push(quote_spanned! {span=>
                 let mut #r = #krate::__private::scramble::keyed_reduction(#site);
+                let #on = #r.on();
             });
             // The write-back indexes the place again with each element's key.
             let (key, value) = (
@@ -640,24 +650,33 @@ impl Rewriter<'_> {
         while let Expr::Paren(p) = arg {
             arg = &p.expr;
         }
-        *e = match form {
+        let on = keyed_on(&r);
+        let original = match form {
+            Form::AddAssign => quote_spanned!(span=> #place += #term),
+            Form::SubAssign => quote_spanned!(span=> #place -= #term),
+            Form::AddRight => quote_spanned!(span=> #place = #place + #term),
+            Form::AddLeft => quote_spanned!(span=> #place = #term + #place),
+            Form::SubRight => quote_spanned!(span=> #place = #place - #term),
+        };
+        let call = match form {
             Form::AddAssign => {
-                Expr::Verbatim(quote_spanned! {span=> #r.add_assign_at(#key, &mut #place, #arg) })
+                quote_spanned! {span=> #r.add_assign_at(#key, &mut #place, #arg) }
             }
             Form::SubAssign => {
-                Expr::Verbatim(quote_spanned! {span=> #r.sub_assign_at(#key, &mut #place, #arg) })
+                quote_spanned! {span=> #r.sub_assign_at(#key, &mut #place, #arg) }
             }
             // `P = P + e` becomes `P = r.add_right_to(key, P, e)`, as for one place.
-            Form::AddRight => Expr::Verbatim(
-                quote_spanned! {span=> #place = #r.add_right_to(#key, #place, #arg) },
-            ),
-            Form::AddLeft => {
-                Expr::Verbatim(quote_spanned! {span=> #place = #r.add_left_to(#key, #arg, #place) })
+            Form::AddRight => {
+                quote_spanned! {span=> #place = #r.add_right_to(#key, #place, #arg) }
             }
-            Form::SubRight => Expr::Verbatim(
-                quote_spanned! {span=> #place = #r.sub_right_to(#key, #place, #arg) },
-            ),
+            Form::AddLeft => {
+                quote_spanned! {span=> #place = #r.add_left_to(#key, #arg, #place) }
+            }
+            Form::SubRight => {
+                quote_spanned! {span=> #place = #r.sub_right_to(#key, #place, #arg) }
+            }
         };
+        *e = Expr::Verbatim(quote_spanned! {span=> if #on { #call } else { #original } });
         true
     }
 

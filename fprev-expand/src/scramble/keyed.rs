@@ -128,7 +128,7 @@ pub(crate) fn element_loop(f: &syn::ExprForLoop) -> Option<ElementLoop> {
 }
 
 /// Whether `e` is `*name` (the update of an element loop's element).
-pub(crate) fn deref_of<'a>(e: &'a Expr) -> Option<&'a syn::Ident> {
+pub(crate) fn deref_of(e: &Expr) -> Option<&syn::Ident> {
     let Expr::Unary(u) = e else { return None };
     if !matches!(u.op, syn::UnOp::Deref(_)) {
         return None;

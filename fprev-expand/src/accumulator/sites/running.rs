@@ -230,6 +230,19 @@ mod tests {
             }
         }))
         .is_empty());
+        // SMO-style: a `while` whose condition reads the gradient it updates: the order
+        // of the updates decides when the loop stops, so it is their meaning.
+        assert_eq!(
+            found(quote!({
+                while g[p] < limit {
+                    for (j, g_j) in g.iter_mut().enumerate() {
+                        *g_j -= d * x[j];
+                    }
+                    g[p] -= d;
+                }
+            })),
+            ["*g_j", "g[p]"]
+        );
         // Read besides its updates (`g.iter()`): running values.
         assert_eq!(
             found(quote!({
