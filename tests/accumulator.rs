@@ -987,3 +987,41 @@ fn both_attributes_agree_on_what_carries_its_order() {
         .count();
     assert_eq!(reductions, 2, "`s` and the lanes are reassociated");
 }
+
+/// Column sums over 40 interleaved places: more than a place site tracks at once.
+#[fprev::accumulator]
+fn wide_column_sums(x: &[f64], p: usize) -> Vec<f64> {
+    let mut acc = vec![0.0; p];
+    for (k, v) in x.iter().enumerate() {
+        acc[k % p] += v;
+    }
+    acc
+}
+
+/// Eight interleaved places: tracked, each its own chain.
+#[fprev::accumulator]
+fn narrow_column_sums(x: &[f64], p: usize) -> Vec<f64> {
+    let mut acc = vec![0.0; p];
+    for (k, v) in x.iter().enumerate() {
+        acc[k % p] += v;
+    }
+    acc
+}
+
+#[test]
+fn more_interleaved_places_than_tracked_say_that_tracking_overflowed() {
+    let x: Vec<f64> = (0..4000).map(|i| 0.5 + (i % 7) as f64).collect();
+    wide_column_sums(&x, 40);
+    narrow_column_sums(&x, 8);
+    let r = report();
+    let wide = site_of(&r, "wide_column_sums", "acc[k % p] += v");
+    assert!(wide.evicted > 0, "{r}");
+    assert!(
+        r.to_string().contains("tracking overflowed: ")
+            && r.to_string()
+                .contains("cut by more than 16 interleaved places"),
+        "{r}"
+    );
+    let narrow = site_of(&r, "narrow_column_sums", "acc[k % p] += v");
+    assert_eq!((narrow.evicted, narrow.max_chain), (0, 500), "{r}");
+}

@@ -73,17 +73,29 @@ fn strip(e: &Expr) -> &Expr {
     }
 }
 
-/// The root variable of a place: `s`, `c` of `c[i]`, `self` of `self.acc`, `out` of
-/// `*out`; `None` for anything else (calls, method calls, paths with `::`).
+/// The root variable of a place: `s`, `c` of `c[i]`, `out` of `*out`; a field of `self`
+/// is a root of its own (`self.gradient` of `self.gradient[j]`: the borrow checker
+/// keeps `self`'s fields apart, and a bare `self` in the loop counts as a read of every
+/// one of them); `None` for anything else (calls, method calls, paths with `::`).
 pub(crate) fn root_of(place: &Expr) -> Option<String> {
     match strip(place) {
         Expr::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {
             let seg = &p.path.segments[0];
             seg.arguments.is_none().then(|| seg.ident.to_string())
         }
-        Expr::Field(f) => root_of(&f.base),
+        Expr::Field(f) => self_field(f).or_else(|| root_of(&f.base)),
         Expr::Index(i) => root_of(&i.expr),
         Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => root_of(&u.expr),
+        _ => None,
+    }
+}
+
+/// `self.name` for a field access whose base is `self` itself.
+fn self_field(f: &syn::ExprField) -> Option<String> {
+    match (strip(&f.base), &f.member) {
+        (Expr::Path(p), syn::Member::Named(name)) if p.path.is_ident("self") => {
+            Some(format!("self.{name}"))
+        }
         _ => None,
     }
 }
@@ -378,6 +390,13 @@ fn order_carried(
             ReasonKind::OrderCarrying,
             format!("order-carrying: reads `{root}` besides adding to `{key}`"),
         ))
+    } else if root.starts_with("self.") && scan.mentions.get("self").is_some_and(|&n| n > 0) {
+        // `self` as a whole (a method call on it, `&mut self` passed on) may read or
+        // write any of its fields.
+        Some((
+            ReasonKind::OrderCarrying,
+            format!("order-carrying: reads `self` besides adding to `{key}`"),
+        ))
     } else {
         // An element loop's element read besides its own updates (`y[j] = *g_j`).
         p.element
@@ -496,6 +515,15 @@ fn tokens_mention(tokens: TokenStream, out: &mut BTreeMap<String, usize>) {
 }
 
 impl Scan {
+    /// `root` is written in the loop; a field of `self` writes `self` too (an index that
+    /// reads `self.k` reads `self`).
+    fn write(&mut self, root: String) {
+        if root.starts_with("self.") {
+            self.written.insert("self".to_string());
+        }
+        self.written.insert(root);
+    }
+
     /// An update `*e op= t` of the element `e` of an element loop being visited, as an
     /// update of the array's place (`g[j]`), its mentions of `e` counted apart.
     fn element_update(&mut self, e: &Expr) -> Option<Found> {
@@ -524,6 +552,14 @@ impl Scan {
 
 impl<'ast> Visit<'ast> for Scan {
     fn visit_item(&mut self, _: &'ast syn::Item) {}
+
+    fn visit_expr_field(&mut self, f: &'ast syn::ExprField) {
+        // `self.gradient`: a mention of that field, not of `self` as a whole.
+        match self_field(f) {
+            Some(name) => *self.mentions.entry(name).or_default() += 1,
+            None => visit::visit_expr_field(self, f),
+        }
+    }
 
     fn visit_expr_path(&mut self, p: &'ast syn::ExprPath) {
         if let Some(id) = p.path.get_ident() {
@@ -556,7 +592,7 @@ impl<'ast> Visit<'ast> for Scan {
     fn visit_expr_reference(&mut self, r: &'ast syn::ExprReference) {
         if r.mutability.is_some() {
             if let Some(root) = root_of(&r.expr) {
-                self.written.insert(root);
+                self.write(root);
             }
         }
         visit::visit_expr_reference(self, r);
@@ -564,7 +600,7 @@ impl<'ast> Visit<'ast> for Scan {
 
     fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
         if let Some(root) = root_of(&m.receiver) {
-            self.written.insert(root);
+            self.write(root);
         }
         visit::visit_expr_method_call(self, m);
     }
@@ -576,7 +612,7 @@ impl<'ast> Visit<'ast> for Scan {
             _ => None,
         };
         if let Some(root) = lhs.and_then(root_of) {
-            self.written.insert(root);
+            self.write(root);
         }
         if self.opaque == 0 {
             if let Expr::ForLoop(f) = e {
@@ -618,7 +654,10 @@ impl<'ast> Visit<'ast> for Scan {
                 let before = self.mentions.get(&u.root).copied().unwrap_or(0);
                 visit::visit_expr(self, e);
                 let after = self.mentions.get(&u.root).copied().unwrap_or(0);
-                let in_term = mentions_in(u.term, &u.root);
+                let mut in_term = mentions_in(u.term, &u.root);
+                if u.root.starts_with("self.") {
+                    in_term += mentions_in(u.term, "self");
+                }
                 self.updates.push(Found {
                     key: u.key.clone(),
                     root: u.root.clone(),
@@ -957,6 +996,43 @@ mod tests {
             );
             assert!(p.keyed.is_empty() && p.reductions.is_empty());
             assert!(!p.order_carrying.is_empty(), "{:?}", p.left_alone);
+        }
+    }
+
+    #[test]
+    fn fields_of_self_are_roots_of_their_own() {
+        // An SMO gradient: `self.gradient[i]` over `j`, the term reads `self.alpha`.
+        let (o, why) = owned(parse_quote!({
+            if self.alpha[i].free_floating() {
+                self.gradient[k] += self.alpha[i].val() * dist[i];
+            }
+        }));
+        assert_eq!((o, why.len()), (vec!["self.gradient[k]".to_string()], 0));
+        let (o, _) = owned(parse_quote!({
+            self.acc += x[i];
+            self.count += 1;
+        }));
+        assert_eq!(o, ["self.acc"]);
+        // `self` as a whole, or the field itself, read in the loop: left alone.
+        for body in [
+            parse_quote!({
+                self.gradient[k] += x[i] * self.scale();
+            }),
+            parse_quote!({
+                self.gradient[k] += x[i];
+                self.report(i);
+            }),
+            parse_quote!({
+                self.gradient[k] += x[i];
+                y[i] = self.gradient[k];
+            }),
+            parse_quote!({
+                self.gradient[self.k] += x[i];
+                self.k += 1;
+            }),
+        ] {
+            let (o, why) = owned(body);
+            assert!(o.is_empty(), "{why:?}");
         }
     }
 

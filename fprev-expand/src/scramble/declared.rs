@@ -7,7 +7,9 @@
 //! Read from tokens, not syntax trees: the macro passes most statements through
 //! unparsed. Only what the declaration says for sure counts: a float literal or a float
 //! type makes a float; a type, struct literal or constructor whose name is capitalized
-//! and is neither a generic parameter of the function nor `Self` makes a non-float; an
+//! and is neither a generic parameter of the function nor `Self`, nor named as type
+//! parameters usually are (`F`, `T`, `Ix`, `Float`: an impl's parameters are not in the
+//! function's signature), makes a non-float; an
 //! alias (`type Real = f64`) named in a type is taken for a non-float unless the value is
 //! a float literal. Anything else is unknown and decided by the runtime per type.
 
@@ -107,12 +109,36 @@ fn named_type(ty: &[TokenTree], generics: &HashSet<String>) -> Says {
     }
 }
 
+/// Names a type parameter usually has (`F`, `T`, `Ix`, `Float`, `Scalar`): the impl's
+/// parameters are not in the function's signature, so such a name may be a float.
+fn looks_generic(name: &str) -> bool {
+    name.len() < 3
+        || name
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+        || matches!(
+            name,
+            "Float"
+                | "Real"
+                | "Scalar"
+                | "Elem"
+                | "Element"
+                | "Num"
+                | "Field"
+                | "Value"
+                | "Item"
+                | "Output"
+                | "Target"
+        )
+}
+
 fn by_name(name: &str, generics: &HashSet<String>) -> Says {
     if matches!(name, "f32" | "f64" | "f16" | "bf16") {
         Says::Float
     } else if name.starts_with(|c: char| c.is_ascii_uppercase())
         && !generics.contains(name)
         && !NOT_TYPES.contains(&name)
+        && !looks_generic(name)
     {
         Says::NotFloat(name.to_string())
     } else {

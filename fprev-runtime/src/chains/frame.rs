@@ -46,6 +46,10 @@ impl PlaceChains {
         let a = p as usize;
         let slot = slot_of::<T>(a);
         if self.addr[slot] != a || !continues {
+            if self.addr[slot] != a && self.run[slot] > 0 {
+                // Another place's chain loses its slot: it is cut, not ended.
+                stats.evicted += 1;
+            }
             stats.end(&mut self.run[slot]);
             self.addr[slot] = a;
         }

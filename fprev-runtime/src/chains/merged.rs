@@ -139,6 +139,7 @@ fn add(m: &mut SiteChains, s: &SiteChains) {
     m.adds += s.adds;
     m.chains += s.chains;
     m.executions += s.executions;
+    m.evicted += s.evicted;
     for (a, b) in m.histogram.iter_mut().zip(&s.histogram) {
         *a += b;
     }
@@ -159,7 +160,7 @@ fn clean(s: &str) -> String {
 fn record(s: &SiteChains) -> String {
     let hist: Vec<String> = s.histogram.iter().map(u64::to_string).collect();
     format!(
-        "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n",
+        "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n",
         clean(s.source.function),
         clean(s.source.file),
         s.source.line,
@@ -175,15 +176,20 @@ fn record(s: &SiteChains) -> String {
             Order::ExactInteger => "exact",
             Order::RunningValue => "running",
         },
-        hist.join(",")
+        hist.join(","),
+        s.evicted
     )
 }
 
 /// A record written by [`record`]; the strings live until the process exits.
 fn parse(line: &str) -> Option<SiteChains> {
     let f: Vec<&str> = line.split('\t').collect();
-    let [function, file, line, column, expr, kind, max, adds, chains, execs, order, hist] =
-        f.as_slice()
+    // Records written before `evicted` was counted have one field less.
+    let (f, evicted) = match f.as_slice() {
+        [rest @ .., evicted] if rest.len() == 12 => (rest, evicted.parse().ok()?),
+        rest => (rest, 0),
+    };
+    let [function, file, line, column, expr, kind, max, adds, chains, execs, order, hist] = f
     else {
         return None;
     };
@@ -217,6 +223,7 @@ fn parse(line: &str) -> Option<SiteChains> {
         chains,
         executions,
         histogram,
+        evicted,
         shape: ChainShape::Short,
         order: match *order {
             "exact" => Order::ExactInteger,
@@ -292,6 +299,7 @@ mod tests {
             chains: 1,
             executions: 1,
             histogram: [0; HISTOGRAM_BUCKETS],
+            evicted: 0,
             shape: ChainShape::Sequential,
             order,
         };

@@ -101,6 +101,9 @@ pub struct SiteChains {
     pub executions: u64,
     /// Chains by length (see [`HISTOGRAM_BUCKETS`]).
     pub histogram: [u64; HISTOGRAM_BUCKETS],
+    /// Chains cut because more places were interleaved than a place site tracks at once
+    /// (16): the chain counts are then lower bounds, and the report says so.
+    pub evicted: u64,
     /// The guessed shape.
     pub shape: ChainShape,
     /// Whether the order can change the result (the report's first sort key).
@@ -229,6 +232,13 @@ impl fmt::Display for ChainReport {
                 },
                 histogram_text(&s.histogram)
             )?;
+            if s.evicted > 0 {
+                writeln!(
+                    f,
+                    "{:>10} tracking overflowed: {} chain(s) cut by more than 16 interleaved places; the chains above are lower bounds",
+                    "", s.evicted
+                )?;
+            }
         }
         Ok(())
     }

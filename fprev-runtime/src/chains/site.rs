@@ -24,6 +24,7 @@ pub struct Site {
     pub(super) adds: AtomicU64,
     pub(super) chains: AtomicU64,
     pub(super) invocations: AtomicU64,
+    pub(super) evicted: AtomicU64,
     pub(super) hist: [AtomicU64; HISTOGRAM_BUCKETS],
     registered: AtomicBool,
 }
@@ -54,6 +55,7 @@ impl Site {
             adds: AtomicU64::new(0),
             chains: AtomicU64::new(0),
             invocations: AtomicU64::new(0),
+            evicted: AtomicU64::new(0),
             hist: [const { AtomicU64::new(0) }; HISTOGRAM_BUCKETS],
             registered: AtomicBool::new(false),
         }
@@ -91,6 +93,9 @@ impl Site {
         self.adds.fetch_add(s.adds, Relaxed);
         self.chains.fetch_add(s.chains, Relaxed);
         self.invocations.fetch_add(1, Relaxed);
+        if s.evicted != 0 {
+            self.evicted.fetch_add(s.evicted, Relaxed);
+        }
         if s.checked {
             self.checked.store(true, Relaxed);
         }
@@ -105,7 +110,13 @@ impl Site {
     }
 
     pub(super) fn clear(&self) {
-        for a in [&self.max, &self.adds, &self.chains, &self.invocations] {
+        for a in [
+            &self.max,
+            &self.adds,
+            &self.chains,
+            &self.invocations,
+            &self.evicted,
+        ] {
             a.store(0, Relaxed);
         }
         self.checked.store(false, Relaxed);
@@ -147,6 +158,7 @@ pub fn report() -> ChainReport {
                 chains,
                 executions,
                 histogram: std::array::from_fn(|b| s.hist[b].load(Relaxed)),
+                evicted: s.evicted.load(Relaxed),
                 shape: classify(adds, chains, executions, max),
                 order: if s.running {
                     Order::RunningValue
@@ -185,6 +197,9 @@ pub struct ChainStats {
     pub inexact: bool,
     /// Sum of the magnitudes of the terms looked at.
     pub magnitude: f64,
+    /// Chains cut because another place took their slot: more interleaved places than
+    /// a place site tracks at once (the longest chain is then a lower bound).
+    pub evicted: u64,
 }
 
 impl ChainStats {
@@ -197,6 +212,7 @@ impl ChainStats {
         checked: false,
         inexact: false,
         magnitude: 0.0,
+        evicted: 0,
     };
 
     /// End the chain `cur` (if any) and start over at 0.
