@@ -435,12 +435,19 @@ fn prepare(a: &CopyArgs, write: bool, attribute: annotate::Attribute) -> Result<
         annotate::Attribute::Accumulator => "tree-chains",
     });
     let tree = workspace::copy_root(&base, &sel.root);
+    // The copy is prepared in `staging`, then only the files whose bytes changed are
+    // written into `tree`: cargo keeps every build of an unchanged copy (it compares
+    // times), so a second call builds nothing.
+    let staging = scratch.join(match attribute {
+        annotate::Attribute::Scramble => "staging",
+        annotate::Attribute::Accumulator => "staging-chains",
+    });
     let fprev = workspace::fprev_path(a.fprev_path.as_deref())?;
     if write {
         let files = workspace::files(&sel.root)?;
         workspace::mirror_surroundings(&base, &sel.root)?;
-        workspace::copy(&sel.root, &files, &tree)?;
-        workspace::point_outside_paths(&sel.root, &files, &tree, &fprev)?;
+        workspace::copy(&sel.root, &files, &staging)?;
+        workspace::point_outside_paths(&sel.root, &files, &staging, &fprev)?;
     }
     let mut annotated = Vec::new();
     let mut packages = Vec::new();
@@ -454,7 +461,7 @@ fn prepare(a: &CopyArgs, write: bool, attribute: annotate::Attribute) -> Result<
                         note_partial(&rel, e);
                     }
                     if let (true, Some(text)) = (write, &r.text) {
-                        std::fs::write(tree.join(&rel), text).map_err(|e| {
+                        std::fs::write(staging.join(&rel), text).map_err(|e| {
                             Failure(format!("cannot write the copy of {}: {e}", rel.display()))
                         })?;
                     }
@@ -467,11 +474,12 @@ fn prepare(a: &CopyArgs, write: bool, attribute: annotate::Attribute) -> Result<
             }
         }
         if write && found > 0 {
-            workspace::add_dependency(&tree.join(&p.dir).join("Cargo.toml"), &fprev)?;
+            workspace::add_dependency(&staging.join(&p.dir).join("Cargo.toml"), &fprev)?;
         }
     }
     if write {
-        workspace::optimize_runtime(&tree.join("Cargo.toml"))?;
+        workspace::optimize_runtime(&staging.join("Cargo.toml"))?;
+        workspace::sync(&staging, &tree)?;
     }
     if annotated.is_empty() {
         return Err(sel.nothing_found());

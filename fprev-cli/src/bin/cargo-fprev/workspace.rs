@@ -279,6 +279,53 @@ pub fn copy(root: &Path, files: &[PathBuf], dest: &Path) -> Result<(), Failure> 
     Ok(())
 }
 
+/// Every file below `dir`, relative to it (links are not followed).
+fn files_below(dir: &Path, rel: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir.join(rel)) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let path = rel.join(e.file_name());
+        match e.file_type() {
+            Ok(t) if t.is_dir() => files_below(dir, &path, out),
+            Ok(_) => out.push(path),
+            Err(_) => {}
+        }
+    }
+}
+
+/// Makes `to` hold what `from` holds, writing only the files whose bytes differ and
+/// removing those `from` lacks (but a `Cargo.lock` cargo wrote in the copy's root when
+/// the workspace has none): an unchanged file keeps its modification time, so cargo
+/// rebuilds only what changed.
+pub fn sync(from: &Path, to: &Path) -> Result<(), Failure> {
+    let mut wanted = Vec::new();
+    files_below(from, Path::new(""), &mut wanted);
+    for rel in &wanted {
+        let (src, dst) = (from.join(rel), to.join(rel));
+        let bytes = std::fs::read(&src)
+            .map_err(|e| Failure(format!("cannot read {}: {e}", src.display())))?;
+        if std::fs::read(&dst).is_ok_and(|old| old == bytes) {
+            continue;
+        }
+        if let Some(parent) = dst.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| Failure(format!("cannot create {}: {e}", parent.display())))?;
+        }
+        std::fs::write(&dst, bytes)
+            .map_err(|e| Failure(format!("cannot write {}: {e}", dst.display())))?;
+    }
+    let wanted: std::collections::HashSet<&PathBuf> = wanted.iter().collect();
+    let mut present = Vec::new();
+    files_below(to, Path::new(""), &mut present);
+    for rel in present {
+        if !wanted.contains(&rel) && rel != Path::new("Cargo.lock") {
+            let _ = std::fs::remove_file(to.join(&rel));
+        }
+    }
+    Ok(())
+}
+
 /// Adds `fprev = { path = FPREV, default-features = false }` to a package manifest's
 /// `[dependencies]`. A dependency on fprev the package has already (a published version,
 /// a git checkout, under `[dev-dependencies]` too) is pointed at the same checkout, its
@@ -655,6 +702,39 @@ mod tests {
         );
         let e = add_dependency(&m, fprev).expect_err("a clash");
         assert!(e.0.contains("is the package `fprevious`"), "{}", e.0);
+    }
+
+    #[test]
+    fn a_sync_writes_only_what_changed() {
+        let top = std::env::temp_dir().join(format!("fprev-sync-{}", std::process::id()));
+        let (from, to) = (top.join("from"), top.join("to"));
+        for (rel, text) in [("a.rs", "a"), ("src/b.rs", "b")] {
+            std::fs::create_dir_all(from.join(rel).parent().expect("parent")).expect("dir");
+            std::fs::write(from.join(rel), text).expect("write");
+        }
+        sync(&from, &to).expect("first");
+        let mtime = |p: &Path| {
+            std::fs::metadata(p)
+                .and_then(|m| m.modified())
+                .expect("mtime")
+        };
+        let before = mtime(&to.join("src/b.rs"));
+        std::fs::write(to.join("stale.rs"), "x").expect("stale");
+        std::fs::write(to.join("Cargo.lock"), "lock").expect("lock");
+        std::fs::write(from.join("a.rs"), "a2").expect("change");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        sync(&from, &to).expect("second");
+        assert_eq!(
+            std::fs::read_to_string(to.join("a.rs")).ok().as_deref(),
+            Some("a2")
+        );
+        assert_eq!(
+            mtime(&to.join("src/b.rs")),
+            before,
+            "an unchanged file is not written"
+        );
+        assert!(!to.join("stale.rs").exists());
+        assert!(to.join("Cargo.lock").exists(), "cargo's lock file stays");
     }
 
     #[test]
