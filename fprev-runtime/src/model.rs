@@ -29,9 +29,11 @@ mod emit;
 mod family;
 mod fit;
 mod spec;
+mod sweep;
 
 pub use emit::Lang;
 pub use fit::{fit, fit_sizes, fit_trees, fit_with, FitConfig};
+pub use sweep::{fit_sweep, ModelPiece, SweepModel, MAX_PIECES};
 
 use crate::float::ProbeFloat;
 use crate::reveal::RevealError;
@@ -356,12 +358,18 @@ impl OrderModel {
         );
         if let Some(e) = &self.evidence {
             s.push_str(&format!(
-                "; fitted at {} sizes ({}), proved at {} sizes it did not see ({})",
+                "; fitted at {} sizes ({})",
                 e.fitted.len(),
-                sizes_text(&e.fitted),
-                e.proved.len(),
-                sizes_text(&e.proved)
+                sizes_text(&e.fitted)
             ));
+            // a run of a sweep is fitted at all its lengths: nothing was left to prove
+            if !e.proved.is_empty() {
+                s.push_str(&format!(
+                    ", proved at {} sizes it did not see ({})",
+                    e.proved.len(),
+                    sizes_text(&e.proved)
+                ));
+            }
         }
         s
     }

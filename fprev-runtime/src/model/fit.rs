@@ -23,16 +23,22 @@ pub struct FitConfig {
     reach: usize,
     seed: u64,
     rounds: usize,
+    /// Trees a sweep over lengths revealed, by length (sorted): used instead of revealing.
+    known: Vec<(usize, SumTree)>,
+    /// A sweep's breakpoints and the lengths before them: fitted besides the chosen sizes.
+    breakpoints: Vec<usize>,
 }
 
 impl Default for FitConfig {
-    /// 8 proofs, up to 10 times the largest fitted size, seed 49, 3 rounds.
+    /// 8 proofs, up to 10 times the largest fitted size, seed 49, 3 rounds, no sweep.
     fn default() -> FitConfig {
         FitConfig {
             proofs: 8,
             reach: 10,
             seed: 49,
             rounds: 3,
+            known: Vec::new(),
+            breakpoints: Vec::new(),
         }
     }
 }
@@ -107,6 +113,57 @@ impl FitConfig {
         out
     }
 
+    /// The trees a sweep over lengths ([`crate::sweep_lengths`]) revealed: the fit adds
+    /// the sweep's breakpoints and the swept lengths just before them to the sizes it
+    /// fits (where an order changes is where families part ways), and takes every tree
+    /// the sweep holds instead of revealing that length again (fitted or proved). A sweep
+    /// over another parameter than the length adds nothing.
+    ///
+    /// ```
+    /// use fprev::model::{self, FitConfig};
+    /// use fprev::target::FnTarget;
+    /// // 4 lanes below 100 values, 8 from 100 on: 100 is no size a fit picks by itself
+    /// let lanes = |n: usize| if n < 100 { 4 } else { 8 };
+    /// let kernel = |n: usize| {
+    ///     FnTarget(move |x: &[f32]| {
+    ///         let mut acc = vec![0f32; lanes(n)];
+    ///         for (i, v) in x.iter().enumerate() {
+    ///             acc[i % lanes(n)] += v;
+    ///         }
+    ///         acc.iter().fold(0f32, |s, a| s + a)
+    ///     })
+    /// };
+    /// let sweep = fprev::sweep_lengths(90..=110, kernel)?;
+    /// assert_eq!(sweep.breakpoints(), vec![100]);
+    /// let e = model::fit_with(&FitConfig::default().with_sweep(&sweep), kernel, 1..=200);
+    /// // no one model: the error lists the lengths fitted, the breakpoint among them
+    /// let Err(model::ModelError::NoFit { fitted, .. }) = e else { panic!("{e:?}") };
+    /// assert!(fitted.contains(&99) && fitted.contains(&100));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_sweep(mut self, sweep: &crate::sweep::Sweep) -> FitConfig {
+        if !sweep.over_lengths() {
+            return self;
+        }
+        let points = sweep.points();
+        self.known = points.iter().map(|p| (p.size, p.tree.clone())).collect();
+        for b in sweep.breakpoints() {
+            if let Ok(i) = points.binary_search_by_key(&b, |p| p.size) {
+                self.breakpoints
+                    .extend(points[i.saturating_sub(1)..=i].iter().map(|p| p.size));
+            }
+        }
+        self
+    }
+
+    /// The tree a sweep revealed at `n`, if it did.
+    fn known_tree(&self, n: usize) -> Option<SumTree> {
+        self.known
+            .binary_search_by_key(&n, |(m, _)| *m)
+            .ok()
+            .map(|i| self.known[i].1.clone())
+    }
+
     /// How many times a model that fails its proof may be replaced by the next one that
     /// also fits the failed sizes (default 3).
     pub fn rounds(mut self, rounds: usize) -> FitConfig {
@@ -171,6 +228,9 @@ where
 {
     let given = collect_sizes(sizes)?;
     let mut reveal = |n: usize, hint: Option<SumTree>| -> Result<SumTree, ModelError> {
+        if let Some(t) = config.known_tree(n) {
+            return Ok(t);
+        }
         let mut r = Reveal::new(n);
         if let Some(h) = hint {
             r = r.hint(h);
@@ -180,7 +240,16 @@ where
             .map_err(|error| ModelError::Reveal { n, error })
     };
     let mut seen: Vec<(usize, SumTree)> = Vec::new();
-    for n in chosen_sizes(&given) {
+    let mut fit_at = chosen_sizes(&given);
+    fit_at.extend(
+        config
+            .breakpoints
+            .iter()
+            .filter(|n| given.binary_search(n).is_ok()),
+    );
+    fit_at.sort_unstable();
+    fit_at.dedup();
+    for n in fit_at {
         seen.push((n, reveal(n, None)?));
     }
     let mut last_failure = None;
@@ -345,7 +414,7 @@ pub(crate) fn candidates() -> Vec<ModelShape> {
 
 /// The error when no candidate fits: per family, the candidate that disagrees at the
 /// fewest sizes, closest first.
-fn no_fit(candidates: &[ModelShape], seen: &[&(usize, SumTree)]) -> ModelError {
+pub(crate) fn no_fit(candidates: &[ModelShape], seen: &[&(usize, SumTree)]) -> ModelError {
     let family = |s: &ModelShape| std::mem::discriminant(s);
     let mut best: Vec<(ModelShape, Vec<usize>)> = Vec::new();
     for s in candidates {

@@ -1,0 +1,203 @@
+//! A sweep over lengths read as order models: the families tried at every swept length,
+//! one model when one holds at all of them, else a handful of runs of lengths, each with
+//! its model.
+//!
+//! A sweep lists ranges of lengths whose order only grew; a library whose split points
+//! move with the length (PyTorch's cascade, NumPy's halving) then has one range per
+//! breakpoint (`torch.sum` over 1..2048: 257). The same trees read as one algorithm with
+//! its parameters say what the ranges cannot: the order at every length.
+
+use super::fit::{candidates, chosen_sizes, no_fit};
+use super::{Evidence, ModelError, ModelShape, OrderModel};
+use crate::sweep::Sweep;
+use crate::tree::SumTree;
+
+/// The most runs of lengths a sweep is read as ([`SweepModel::Pieces`]); more, and the
+/// sweep is left as its ranges.
+pub const MAX_PIECES: usize = 8;
+
+/// A sweep over lengths as order models ([`fit_sweep`], [`Sweep::model`]).
+///
+/// ```
+/// use fprev::model::SweepModel;
+/// use fprev::target::FnTarget;
+/// let sweep = fprev::sweep_lengths(1..=300, |_| FnTarget(fprev::orders::numpy_pairwise::<f32>))?;
+/// let SweepModel::One(m) = sweep.model()? else { panic!("one model") };
+/// assert_eq!(m.to_string(), "fprev-model/1 numpy-pairwise lanes=8 block=128 type=f32");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SweepModel {
+    /// One model gives the tree at every swept length. Its [`Evidence`]: fitted at the
+    /// lengths [`fit`](super::fit) would reveal, the breakpoints and the lengths before
+    /// them; proved at every other swept length.
+    One(OrderModel),
+    /// Consecutive runs of swept lengths, each given by one model (at most
+    /// [`MAX_PIECES`]), in length order.
+    Pieces(Vec<ModelPiece>),
+}
+
+/// A run of consecutive swept lengths that one model gives.
+///
+/// ```
+/// let m = fprev::model::OrderModel::parse("fprev-model/1 sequential type=f32")?;
+/// let p = fprev::model::ModelPiece { first: 1, last: 63, sizes: 63, model: m };
+/// assert_eq!(p.to_string(), "1..63: fprev-model/1 sequential type=f32");
+/// # Ok::<(), fprev::model::ModelError>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelPiece {
+    /// The first length of the run.
+    pub first: usize,
+    /// The last length of the run.
+    pub last: usize,
+    /// How many swept lengths the run holds.
+    pub sizes: usize,
+    /// The model whose tree is the revealed one at every length of the run.
+    pub model: OrderModel,
+}
+
+impl std::fmt::Display for ModelPiece {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.first == self.last {
+            write!(f, "{}: {}", self.first, self.model)
+        } else {
+            write!(f, "{}..{}: {}", self.first, self.last, self.model)
+        }
+    }
+}
+
+/// The model families over a sweep's lengths: [`SweepModel::One`] when one model's tree
+/// is the revealed one at every swept length, else [`SweepModel::Pieces`] when at most
+/// [`MAX_PIECES`] runs of lengths each have one; else [`ModelError::NoFit`] with each
+/// family's closest model and the lengths it disagrees at. A sweep over another
+/// parameter than the length ([`fprev::sweep`](crate::sweep())) is a
+/// [`ModelError::Sizes`]. Nothing is revealed: the sweep's trees are the evidence.
+///
+/// ```
+/// use fprev::model::{self, SweepModel};
+/// use fprev::target::FnTarget;
+/// // 4 lanes below 64 values, an in-order loop from 64 on
+/// let kernel = |n: usize| {
+///     FnTarget(move |x: &[f64]| {
+///         if n < 64 {
+///             let mut acc = [0f64; 4];
+///             for (i, v) in x.iter().enumerate() {
+///                 acc[i % 4] += v;
+///             }
+///             acc.iter().sum::<f64>()
+///         } else {
+///             x.iter().sum::<f64>()
+///         }
+///     })
+/// };
+/// let sweep = fprev::sweep_lengths(1..=100, kernel)?;
+/// let SweepModel::Pieces(p) = model::fit_sweep(&sweep)? else { panic!("two pieces") };
+/// assert_eq!(p.len(), 2);
+/// assert_eq!((p[1].first, p[1].last), (64, 100));
+/// assert_eq!(p[1].model.to_string(), "fprev-model/1 sequential type=f64");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn fit_sweep(sweep: &Sweep) -> Result<SweepModel, ModelError> {
+    if !sweep.over_lengths() {
+        return Err(ModelError::Sizes(format!(
+            "this sweep keeps n = {} and changes another parameter: order models are \
+             functions of the length (sweep lengths with fprev::sweep_lengths)",
+            sweep.n()
+        )));
+    }
+    let points: Vec<(usize, &SumTree)> = sweep.points().iter().map(|p| (p.size, &p.tree)).collect();
+    let sizes: Vec<usize> = points.iter().map(|(n, _)| *n).collect();
+    let tree_at = |n: usize| points[sizes.binary_search(&n).unwrap_or_default()].1;
+    // the lengths a fit reveals, and on both sides of every breakpoint
+    let mut fit_at = chosen_sizes(&sizes);
+    for b in sweep.breakpoints() {
+        let i = sizes.binary_search(&b).unwrap_or_default();
+        fit_at.extend(&sizes[i.saturating_sub(1)..=i]);
+    }
+    let shapes = candidates();
+    loop {
+        fit_at.sort_unstable();
+        fit_at.dedup();
+        let Some(shape) = shapes
+            .iter()
+            .find(|s| fit_at.iter().all(|&n| s.tree(n) == *tree_at(n)))
+        else {
+            break;
+        };
+        // a failure joins the fitted lengths and the next model is tried: the first
+        // model (simplest first) whose tree is the revealed one everywhere
+        let failed: Vec<usize> = sizes
+            .iter()
+            .copied()
+            .filter(|n| fit_at.binary_search(n).is_err())
+            .filter(|&n| shape.tree(n) != *tree_at(n))
+            .take(4)
+            .collect();
+        if failed.is_empty() {
+            let proved = sizes
+                .iter()
+                .copied()
+                .filter(|n| fit_at.binary_search(n).is_err())
+                .collect();
+            let model = OrderModel::new(*shape, sweep.sum_type());
+            return Ok(SweepModel::One(model.with_evidence(Evidence {
+                fitted: fit_at,
+                proved,
+            })));
+        }
+        fit_at.extend(failed);
+    }
+    match pieces(&shapes, &points, sweep) {
+        Some(p) => Ok(SweepModel::Pieces(p)),
+        None => {
+            let seen: Vec<(usize, SumTree)> =
+                fit_at.iter().map(|&n| (n, tree_at(n).clone())).collect();
+            Err(no_fit(&shapes, &seen.iter().collect::<Vec<_>>()))
+        }
+    }
+}
+
+/// The swept lengths cut into runs, each the longest run from its first length that one
+/// model gives (the simplest such model); `None` when a length has no model or more
+/// than [`MAX_PIECES`] runs are needed.
+fn pieces(
+    shapes: &[ModelShape],
+    points: &[(usize, &SumTree)],
+    sweep: &Sweep,
+) -> Option<Vec<ModelPiece>> {
+    let mut out: Vec<ModelPiece> = Vec::new();
+    let mut i = 0;
+    while i < points.len() {
+        if out.len() == MAX_PIECES {
+            return None;
+        }
+        let mut best: Option<(ModelShape, usize)> = None;
+        for s in shapes {
+            let end = points[i..]
+                .iter()
+                .position(|(n, t)| s.tree(*n) != **t)
+                .map_or(points.len(), |k| i + k);
+            if end > best.map_or(i, |(_, e)| e) {
+                best = Some((*s, end));
+            }
+        }
+        let (shape, end) = best?;
+        let run: Vec<usize> = points[i..end].iter().map(|(n, _)| *n).collect();
+        out.push(ModelPiece {
+            first: run[0],
+            last: run[run.len() - 1],
+            sizes: run.len(),
+            model: OrderModel::new(shape, sweep.sum_type()).with_evidence(Evidence {
+                fitted: run,
+                proved: Vec::new(),
+            }),
+        });
+        i = end;
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests;
