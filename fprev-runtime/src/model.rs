@@ -33,7 +33,7 @@ mod sweep;
 
 pub use emit::Lang;
 pub use fit::{fit, fit_sizes, fit_trees, fit_with, FitConfig};
-pub use sweep::{fit_sweep, ModelPiece, SweepModel, MAX_PIECES};
+pub use sweep::{describe_sweep, fit_sweep, ModelPiece, SweepModel, MAX_PIECES};
 
 use crate::float::ProbeFloat;
 use crate::reveal::RevealError;
@@ -454,6 +454,13 @@ pub enum ModelError {
         /// Sizes where the target's tree is not the model's.
         sizes: Vec<usize>,
     },
+    /// The target summed one input to different bits on different calls at these sizes
+    /// (threads that race: rayon's work stealing, a multi-threaded reduction): its order
+    /// is no one tree, so no model holds.
+    Nondeterministic {
+        /// Sizes where one input gave different sums.
+        sizes: Vec<usize>,
+    },
     /// A spec could not be read.
     Spec(String),
 }
@@ -478,6 +485,13 @@ impl std::fmt::Display for ModelError {
             ModelError::Disproved { model, sizes } => write!(
                 f,
                 "{model} fits every revealed size but is not the target's order at n = {}",
+                sizes_text(sizes)
+            ),
+            ModelError::Nondeterministic { sizes } => write!(
+                f,
+                "the target's order changes from call to call at n = {}: one input summed \
+                 again gave other bits (threads that race, as rayon's work stealing or a \
+                 multi-threaded reduction); no order model holds",
                 sizes_text(sizes)
             ),
             ModelError::Spec(s) => write!(f, "order model spec: {s}"),
