@@ -194,3 +194,54 @@ def test_emitted_c_sums_like_the_model(t):
             for n in EMIT_SIZES:
                 x = values(rng, n, np_dt)
                 assert fn(x.ctypes.data, n) == m.sum(x), f"{m} n={n} seed=22"
+
+
+def test_np_sum_swept_over_lengths_reads_as_numpys_pairwise_model():
+    s = fprev.sweep_lengths(lambda n: np.sum, range(1, 2049))
+    assert len(s.range_trees()) > 200  # a range at every breakpoint
+    m = s.model()
+    assert str(m) == NUMPY_SPEC % "f32"
+    assert sorted(m.fitted + m.proved) == list(range(1, 2049))
+    assert len(m.proved) > len(m.fitted)
+    for n in (1, 7, 8, 100, 128, 129, 1000, 2048):
+        assert m.tree(n) == s.trees[n], n
+    assert str(s).splitlines()[0] == "n = 1..2048: one order model, " + NUMPY_SPEC % "f32"
+    assert "NumPy's pairwise sum" in str(s).splitlines()[1]
+    assert s.model_pieces() == [(1, 2048, m)]
+
+
+def test_a_sweep_that_switches_algorithm_reads_as_pieces():
+    def make(n):
+        return (lambda x: np.cumsum(x)[-1]) if n < 50 else np.sum
+
+    s = fprev.sweep_lengths(make, range(1, 200))
+    with pytest.raises(fprev.ModelError, match="2 runs of lengths"):
+        s.model()
+    (a, b, first), (c, d, second) = s.model_pieces()
+    assert (a, b, c, d) == (1, 49, 50, 199)
+    assert str(first) == "fprev-model/1 sequential type=f32"
+    assert str(second) == NUMPY_SPEC % "f32"
+    assert str(s).splitlines()[0] == "n = 1..49: fprev-model/1 sequential type=f32"
+
+
+def test_a_sweep_no_family_explains_keeps_its_ranges_and_says_why():
+    s = fprev.sweep_lengths(
+        lambda n: first_half_in_order_second_reversed, range(1, 40), dtype="float64"
+    )
+    with pytest.raises(fprev.ModelError) as e:
+        s.model()
+    assert e.value.disagreeing and all(e.value.disagreeing.values())
+    with pytest.raises(fprev.ModelError):
+        s.model_pieces()
+    text = str(s)
+    assert text.startswith("no order model gives every length, nor 8 or fewer runs"), text
+    # then the ranges, one a line (each starts with "n = ")
+    first, *rest = s.ranges().split("; n = ")
+    assert text.splitlines()[1:] == [first] + ["n = " + r for r in rest], text
+
+
+def test_a_sweep_over_another_parameter_has_no_order_model():
+    s = fprev.sweep(lambda size: np.sum, [1, 2], 64)
+    with pytest.raises(fprev.ModelError, match="functions of the length"):
+        s.model()
+    assert str(s) == s.ranges()

@@ -38,6 +38,90 @@ pub enum SweepModel {
     Pieces(Vec<ModelPiece>),
 }
 
+impl SweepModel {
+    /// In words, one line per model and an indented line with its algorithm, each length
+    /// named `label`: the one model with its evidence (`n = 1..300: one order model,
+    /// SPEC`), or each run of lengths with its model.
+    ///
+    /// ```
+    /// use fprev::target::FnTarget;
+    /// let sweep = fprev::sweep_lengths(1..=40, |_| FnTarget(|x: &[f64]| x.iter().sum::<f64>()))?;
+    /// let text = sweep.model()?.describe("n");
+    /// assert!(text.starts_with("n = 1..40: one order model, fprev-model/1 sequential type=f64\n  one accumulator"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn describe(&self, label: &str) -> String {
+        match self {
+            SweepModel::One(m) => {
+                let e = m.evidence().cloned().unwrap_or_default();
+                let all = e.fitted.iter().chain(&e.proved);
+                let first = all.clone().min().copied().unwrap_or(0);
+                let last = all.max().copied().unwrap_or(0);
+                format!(
+                    "{label} = {first}..{last}: one order model, {m}\n  {}\n",
+                    m.describe()
+                )
+            }
+            SweepModel::Pieces(pieces) => pieces
+                .iter()
+                .map(|p| format!("{label} = {p}\n  {}\n", p.model.shape().describe()))
+                .collect(),
+        }
+    }
+}
+
+/// A sweep over lengths in words, each length named `label`: its order model or
+/// handful of runs with their models ([`SweepModel::describe`]); without one, why (the
+/// closest model and the lengths it disagrees at) and the ranges, one a line.
+///
+/// ```
+/// use fprev::target::FnTarget;
+/// // the first half in order, the second reversed: no family has it
+/// let odd = |x: &[f64]| {
+///     let (a, b) = x.split_at(x.len() / 2);
+///     fprev::orders::sequential(a) + fprev::orders::reverse(b)
+/// };
+/// let sweep = fprev::sweep_lengths(1..=40, |_| FnTarget(odd))?;
+/// let text = fprev::model::describe_sweep(&sweep, "n");
+/// assert!(text.starts_with("no order model gives every length, nor 8 or fewer runs of them; closest: "));
+/// assert!(text.ends_with(&format!("{}\n", sweep.ranges().last().unwrap())));
+/// # Ok::<(), fprev::SweepError>(())
+/// ```
+pub fn describe_sweep(sweep: &Sweep, label: &str) -> String {
+    match fit_sweep(sweep) {
+        Ok(m) => m.describe(label),
+        Err(e) => {
+            let mut text = format!("{}; the ranges:\n", unmodelled(&e));
+            for r in sweep.ranges() {
+                text.push_str(&format!("{label} = {r}\n"));
+            }
+            text
+        }
+    }
+}
+
+/// Why a sweep is left as its ranges, in one line: the closest model and the first
+/// lengths it disagrees at.
+fn unmodelled(e: &ModelError) -> String {
+    match e {
+        ModelError::NoFit { closest, .. } => {
+            let closest = closest
+                .first()
+                .map(|(m, bad)| {
+                    let shown: Vec<String> = bad.iter().take(8).map(|n| n.to_string()).collect();
+                    let more = if bad.len() > 8 { ", ..." } else { "" };
+                    format!(
+                        "; closest: {m}, which disagrees at {}{more}",
+                        shown.join(", ")
+                    )
+                })
+                .unwrap_or_default();
+            format!("no order model gives every length, nor {MAX_PIECES} or fewer runs of them{closest}")
+        }
+        other => format!("no order model: {other}"),
+    }
+}
+
 /// A run of consecutive swept lengths that one model gives.
 ///
 /// ```
