@@ -146,7 +146,10 @@ impl Sweep {
                     "no one order model gives every length; {} runs of lengths do, each with \
                      its model (Sweep.model_pieces()): {}",
                     p.len(),
-                    p.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("; ")
+                    p.iter()
+                        .map(|p| p.to_string())
+                        .collect::<Vec<_>>()
+                        .join("; ")
                 ),
             )),
             Ok(_) => Err(model_error(py, "no order model")),
