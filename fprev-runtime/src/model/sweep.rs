@@ -160,21 +160,12 @@ impl std::fmt::Display for ModelPiece {
 /// [`ModelError::Sizes`]. Nothing is revealed: the sweep's trees are the evidence.
 ///
 /// ```
-/// use fprev::model::{self, SweepModel};
+/// use fprev::model::{self, Combine, ModelShape, SweepModel};
 /// use fprev::target::FnTarget;
-/// // 4 lanes below 64 values, an in-order loop from 64 on
+/// // a 4-lane loop below 64 values, one accumulator from 64 on
+/// let four = ModelShape::Unrolled { lanes: 4, combine: Combine::InOrder };
 /// let kernel = |n: usize| {
-///     FnTarget(move |x: &[f64]| {
-///         if n < 64 {
-///             let mut acc = [0f64; 4];
-///             for (i, v) in x.iter().enumerate() {
-///                 acc[i % 4] += v;
-///             }
-///             acc.iter().sum::<f64>()
-///         } else {
-///             x.iter().sum::<f64>()
-///         }
-///     })
+///     FnTarget(move |x: &[f64]| if n < 64 { four.sum(x) } else { x.iter().sum::<f64>() })
 /// };
 /// let sweep = fprev::sweep_lengths(1..=100, kernel)?;
 /// let SweepModel::Pieces(p) = model::fit_sweep(&sweep)? else { panic!("two pieces") };
