@@ -497,11 +497,15 @@ fn reveal_scaled(cmd: &str, args: &RevealArgs, start: Instant) -> Result<ExitCod
             "--op scaled-dot: the instructions accumulate in f32 (--acc-dtype f32)".into(),
         ));
     }
-    if args.protocol != exec::Protocol::Text {
-        return Err(Failure::Message(
-            "--op scaled-dot speaks the text protocol only (--protocol text)".into(),
-        ));
-    }
+    let wire =
+        match args.protocol {
+            exec::Protocol::Text => scaled::ScaledWire::Text,
+            exec::Protocol::Binary => scaled::ScaledWire::Binary(shape),
+            _ => return Err(Failure::Message(
+                "--op scaled-dot speaks the text or the binary protocol (--protocol text|binary)"
+                    .into(),
+            )),
+        };
     limits::vector(shape.line_len(), 8, args.max_memory).map_err(Failure::Message)?;
     let timeout = limits::seconds("--timeout", args.timeout, false).map_err(Failure::Message)?;
     let grace = limits::seconds("--grace", args.grace, true).map_err(Failure::Message)?;
@@ -509,8 +513,8 @@ fn reveal_scaled(cmd: &str, args: &RevealArgs, start: Instant) -> Result<ExitCod
         Some(s) => limits::seconds("--startup-timeout", s, false).map_err(Failure::Message)?,
         None => timeout,
     };
-    let mut program =
-        scaled::ScaledProgram::spawn(cmd, timeout, startup, grace).map_err(Failure::Message)?;
+    let mut program = scaled::ScaledProgram::spawn(cmd, wire, timeout, startup, grace)
+        .map_err(Failure::Message)?;
     let report = scaled::reveal(&mut program, shape, args.seed).map_err(Failure::Message)?;
     drop(program);
     errln!(

@@ -46,7 +46,8 @@ pub struct ModelArgs {
     /// Seed of the proof lengths.
     #[arg(long, default_value_t = 49)]
     seed: u64,
-    /// rayon-sum's thread count (its order is only fixed when no job is stolen: 1).
+    /// rayon-sum's thread count (its order is only fixed when no job is stolen: 1; from
+    /// 2 on the fit is refused with the lengths where one input gave two sums).
     #[arg(long)]
     threads: Option<usize>,
     /// Encoding of probes (see `fprev reveal --help`).
@@ -155,7 +156,17 @@ fn fit_builtin<T: crate::builtins::Real>(
                 .num_threads(t)
                 .build()
                 .map_err(|e| Failure::Message(format!("cannot start {t} rayon threads: {e}")))?;
-            fit(&|x| pool.install(|| x.par_iter().copied().sum::<T>()))
+            fit(&|x| pool.install(|| x.par_iter().copied().sum::<T>())).map_err(|e| match e {
+                // the refusal says what does have a model
+                Failure::Message(m) if m.contains("changes from call to call") => {
+                    Failure::Message(format!(
+                        "{m}\n(rayon splits a stolen job again, and which jobs are stolen \
+                         depends on the threads' timing; with --threads 1 nothing is stolen \
+                         and rayon-sum fits rayon-halving threads=1)"
+                    ))
+                }
+                other => other,
+            })
         }
         other => Err(Failure::Message(format!(
             "no built-in sum named {other:?} ({BUILTINS})"

@@ -1,13 +1,18 @@
 //! `fprev reveal --exec CMD --op scaled-dot`: a block-scaled dot program, probed through
 //! its scales ([`fprev::ops::reveal_scaled_dot`]).
 //!
-//! The contract (text protocol, the only one): each probe is one line of
+//! The contract, text protocol (the default): each probe is one line of
 //! `2K + 2K/B` numbers separated by single spaces: `a[0..K)`, then `b[0..K)`, then the
 //! `K/B` scales of `a`'s blocks, then the `K/B` scales of `b`'s blocks, each the
 //! shortest decimal of a value exact in its type (`--dtype` for the elements,
 //! `--scale-dtype` for the scales). The program answers each line with one number, the
-//! scaled dot in f32 (`--acc-dtype`), on a line of its own, flushed. Lines are sent one
-//! at a time: each waits for its answer.
+//! scaled dot in f32 (`--acc-dtype`), on a line of its own, flushed.
+//!
+//! Binary protocol (`--protocol binary`): each probe is `2K + 2K/B` bytes in the same
+//! order, one byte per value holding its code (an FP4 or FP6 element in the low bits,
+//! the sign bit highest; an FP8 element or a UE8M0/UE4M3 scale as its 8 bits), with no
+//! separator; the program answers each probe with the 4 bytes of the f32 result,
+//! little-endian, flushed. Probes are sent one at a time: each waits for its answer.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -16,6 +21,15 @@ use std::time::Duration;
 
 use fprev::float::{ElementType, ScaleType};
 use fprev::ops::{ScaledDot, ScaledDotReport, ScaledDotShape, ScaledOperands};
+
+/// What a probe looks like on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScaledWire {
+    /// A line of decimals; a decimal line back.
+    Text,
+    /// One code byte per value (the shape names the types); 4 bytes of f32 back.
+    Binary(ScaledDotShape),
+}
 use fprev::target::TargetError;
 
 /// A running program answering scaled-dot lines.
@@ -24,6 +38,7 @@ pub struct ScaledProgram {
     child: Child,
     stdin: Option<ChildStdin>,
     answers: Receiver<Result<String, String>>,
+    wire: ScaledWire,
     timeout: Duration,
     startup: Duration,
     grace: Duration,
@@ -34,6 +49,7 @@ impl ScaledProgram {
     /// Start `command` under `sh -c`.
     pub fn spawn(
         command: &str,
+        wire: ScaledWire,
         timeout: Duration,
         startup: Duration,
         grace: Duration,
@@ -53,13 +69,28 @@ impl ScaledProgram {
         std::thread::spawn(move || {
             let mut r = BufReader::new(stdout);
             loop {
-                let mut line = String::new();
-                // an answer line is short: read at most 4 KiB of one
-                let read = (&mut r).take(4096).read_line(&mut line);
-                let msg = match read {
-                    Ok(0) => Err("closed its output".to_string()),
-                    Ok(_) => Ok(line),
-                    Err(e) => Err(e.to_string()),
+                let msg = match wire {
+                    ScaledWire::Text => {
+                        let mut line = String::new();
+                        // an answer line is short: read at most 4 KiB of one
+                        match (&mut r).take(4096).read_line(&mut line) {
+                            Ok(0) => Err("closed its output".to_string()),
+                            Ok(_) => Ok(line),
+                            Err(e) => Err(e.to_string()),
+                        }
+                    }
+                    ScaledWire::Binary(_) => {
+                        let mut four = [0u8; 4];
+                        match r.read_exact(&mut four) {
+                            // as the text protocol's answers: the f32's shortest decimal,
+                            // which parses back to the same f32
+                            Ok(()) => Ok(f32::from_le_bytes(four).to_string()),
+                            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                                Err("closed its output".to_string())
+                            }
+                            Err(e) => Err(e.to_string()),
+                        }
+                    }
                 };
                 let end = msg.is_err();
                 if tx.send(msg).is_err() || end {
@@ -72,6 +103,7 @@ impl ScaledProgram {
             child,
             stdin: Some(stdin),
             answers,
+            wire,
             timeout,
             startup: startup.max(timeout),
             grace,
@@ -82,12 +114,24 @@ impl ScaledProgram {
     /// Send one line of operands and read its answer.
     pub fn ask(&mut self, o: &ScaledOperands) -> Result<f32, TargetError> {
         let cmd = &self.command;
-        let mut line = o.line();
-        line.push('\n');
+        let probe = match self.wire {
+            ScaledWire::Text => {
+                let mut line = o.line();
+                line.push('\n');
+                line.into_bytes()
+            }
+            ScaledWire::Binary(shape) => o.bytes(&shape).ok_or_else(|| {
+                TargetError::new(format!(
+                    "a probe value is not exact in its type ({} elements, {} scales)",
+                    shape.element.name(),
+                    shape.scale.name()
+                ))
+            })?,
+        };
         let sent = self
             .stdin
             .as_mut()
-            .map(|s| s.write_all(line.as_bytes()).and_then(|()| s.flush()));
+            .map(|s| s.write_all(&probe).and_then(|()| s.flush()));
         if !matches!(sent, Some(Ok(()))) {
             return Err(TargetError::new(format!(
                 "{cmd:?} stopped reading its input"

@@ -9,6 +9,7 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
+use fprev::model::SweepModel;
 use fprev::target::TargetError;
 use fprev::{ProbeFloat, Reveal, Sweep, SweepError};
 
@@ -58,10 +59,16 @@ pub struct SweepArgs {
     /// Type of the answer and of the accumulation, when wider than --dtype.
     #[arg(long, value_enum)]
     acc_dtype: Option<Dtype>,
-    /// Output: `summary` (each range's tree in words), `text` (each range's canonical
-    /// tree), `json` (breakpoints and ranges with their trees).
+    /// Output: `summary` (each range's tree in words; with --lengths, the order model
+    /// that gives every length, or a handful of runs each with its model, when there is
+    /// one), `text` (each range's canonical tree), `json` (breakpoints and ranges with
+    /// their trees; with --lengths, also `model` and `pieces`).
     #[arg(long, value_enum, default_value = "summary")]
     format: SweepFormat,
+    /// With --lengths and the summary format: print the ranges as well as the order
+    /// model (without a model, the ranges are printed anyway).
+    #[arg(long, requires = "lengths")]
+    ranges: bool,
     /// Also write a picture of the ranges to FILE (SVG): the values as a strip of cells
     /// coloured by their tree, breakpoints in red, the values searched rather than proved
     /// marked, one band per range with its tree in words.
@@ -186,7 +193,17 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode, Failure> {
         std::fs::write(path, sweep.picture(&label, &picture))
             .map_err(|e| Failure::Message(format!("--svg {}: {e}", path.display())))?;
     }
-    write_out(&render(&sweep, args.format, &label))?;
+    let text = if args.lengths && args.format == SweepFormat::Summary {
+        // the order model, or why none and the ranges
+        let mut text = fprev::model::describe_sweep(&sweep, &label);
+        if args.ranges && sweep.model().is_ok() {
+            text.push_str(&render(&sweep, args.format, &label));
+        }
+        text
+    } else {
+        render(&sweep, args.format, &label)
+    };
+    write_out(&text)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -295,6 +312,28 @@ fn sweep_exec<T: ProbeFloat>(
     sweep.map_err(|e| failure(e, label))
 }
 
+/// The JSON of a sweep over lengths as order models: `"model"` (the spec of the model
+/// that gives every length, or null) and `"pieces"` (runs of lengths with their models;
+/// empty without).
+fn model_json(sweep: &Sweep) -> String {
+    match sweep.model() {
+        Ok(SweepModel::One(m)) => format!(",\"model\":\"{m}\",\"pieces\":[]"),
+        Ok(SweepModel::Pieces(pieces)) => {
+            let pieces: Vec<String> = pieces
+                .iter()
+                .map(|p| {
+                    format!(
+                        "{{\"first\":{},\"last\":{},\"sizes\":{},\"model\":\"{}\"}}",
+                        p.first, p.last, p.sizes, p.model
+                    )
+                })
+                .collect();
+            format!(",\"model\":null,\"pieces\":[{}]", pieces.join(","))
+        }
+        Ok(_) | Err(_) => ",\"model\":null,\"pieces\":[]".into(),
+    }
+}
+
 fn render(sweep: &Sweep, format: SweepFormat, label: &str) -> String {
     let span = |first: usize, last: usize| {
         if first == last {
@@ -330,8 +369,13 @@ fn render(sweep: &Sweep, format: SweepFormat, label: &str) -> String {
                     )
                 })
                 .collect();
+            let model = if sweep.over_lengths() {
+                model_json(sweep)
+            } else {
+                String::new()
+            };
             format!(
-                "{{\"n\":{},\"breakpoints\":[{}],\"ranges\":[{}]}}\n",
+                "{{\"n\":{},\"breakpoints\":[{}],\"ranges\":[{}]{model}}}\n",
                 sweep.n(),
                 breakpoints.join(","),
                 ranges.join(",")

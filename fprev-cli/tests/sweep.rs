@@ -401,3 +401,125 @@ fn lengths_sweep_n_of_a_program_and_k_of_a_product() {
         assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
     }
 }
+
+/// A text-protocol peer in sh and awk that sums its n values in f64 in two halves, the
+/// first in order, the second from its last value back: no order model has it. (`{}`,
+/// the length, is a comment: a sweep needs it.)
+const HALF_REVERSED: &str = "while read -r l; do echo \"$l\" | awk '{ \
+    h = int(NF / 2); a = 0; for (i = 1; i <= h; i++) a += $i; \
+    b = 0; for (i = NF; i > h; i--) b += $i; \
+    printf \"%.17g\\n\", (h == 0) ? b : a + b }'; done # n = {}";
+
+#[test]
+fn a_sweep_over_lengths_reads_as_order_models() {
+    // in order below 4 values, two halves from 4 on: rayon's halving on one thread
+    // from 5 values on, one run before it
+    let o = fprev(&[
+        "sweep",
+        "--exec",
+        BATCHED,
+        "--values",
+        "1..12",
+        "--lengths",
+        "--dtype",
+        "f64",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 4, "{out}");
+    assert!(lines[0].starts_with("n = 1..4: fprev-model/1 "), "{out}");
+    assert_eq!(
+        lines[2],
+        "n = 5..12: fprev-model/1 rayon-halving threads=1 type=f64"
+    );
+    assert!(
+        lines[3].starts_with("  rayon's par_iter().sum() on 1 thread"),
+        "{out}"
+    );
+
+    // one model over every length, the ranges too with --ranges
+    let o = fprev(&[
+        "sweep",
+        "--exec",
+        BATCHED,
+        "--values",
+        "4..12",
+        "--lengths",
+        "--dtype",
+        "f64",
+        "--ranges",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.starts_with(
+            "n = 4..12: one order model, fprev-model/1 rayon-halving threads=1 type=f64\n  "
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("\nn = 4..5: pairwise over 5\nn = 6..7: "),
+        "{out}"
+    );
+    let o = fprev(&[
+        "sweep",
+        "--exec",
+        BATCHED,
+        "--values",
+        "4..12",
+        "--lengths",
+        "--dtype",
+        "f64",
+        "--format",
+        "json",
+    ]);
+    assert!(
+        stdout(&o).contains(
+            ",\"model\":\"fprev-model/1 rayon-halving threads=1 type=f64\",\"pieces\":[]}"
+        ),
+        "{}",
+        stdout(&o)
+    );
+
+    // no model: why, then the ranges as before
+    let o = fprev(&[
+        "sweep",
+        "--exec",
+        HALF_REVERSED,
+        "--values",
+        "1..12",
+        "--lengths",
+        "--dtype",
+        "f64",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.starts_with(
+            "no order model gives every length, nor 8 or fewer runs of them; closest: "
+        ),
+        "{out}"
+    );
+    assert!(
+        out.lines().nth(1).is_some_and(|l| l.starts_with("n = 1..")),
+        "{out}"
+    );
+    let o = fprev(&[
+        "sweep",
+        "--exec",
+        HALF_REVERSED,
+        "--values",
+        "1..12",
+        "--lengths",
+        "--dtype",
+        "f64",
+        "--format",
+        "json",
+    ]);
+    assert!(
+        stdout(&o).contains(",\"model\":null,\"pieces\":[]}"),
+        "{}",
+        stdout(&o)
+    );
+}

@@ -29,9 +29,11 @@ mod emit;
 mod family;
 mod fit;
 mod spec;
+mod sweep;
 
 pub use emit::Lang;
 pub use fit::{fit, fit_sizes, fit_trees, fit_with, FitConfig};
+pub use sweep::{describe_sweep, fit_sweep, ModelPiece, SweepModel, MAX_PIECES};
 
 use crate::float::ProbeFloat;
 use crate::reveal::RevealError;
@@ -356,12 +358,18 @@ impl OrderModel {
         );
         if let Some(e) = &self.evidence {
             s.push_str(&format!(
-                "; fitted at {} sizes ({}), proved at {} sizes it did not see ({})",
+                "; fitted at {} sizes ({})",
                 e.fitted.len(),
-                sizes_text(&e.fitted),
-                e.proved.len(),
-                sizes_text(&e.proved)
+                sizes_text(&e.fitted)
             ));
+            // a run of a sweep is fitted at all its lengths: nothing was left to prove
+            if !e.proved.is_empty() {
+                s.push_str(&format!(
+                    ", proved at {} sizes it did not see ({})",
+                    e.proved.len(),
+                    sizes_text(&e.proved)
+                ));
+            }
         }
         s
     }
@@ -446,6 +454,13 @@ pub enum ModelError {
         /// Sizes where the target's tree is not the model's.
         sizes: Vec<usize>,
     },
+    /// The target summed one input to different bits on different calls at these sizes
+    /// (threads that race: rayon's work stealing, a multi-threaded reduction): its order
+    /// is no one tree, so no model holds.
+    Nondeterministic {
+        /// Sizes where one input gave different sums.
+        sizes: Vec<usize>,
+    },
     /// A spec could not be read.
     Spec(String),
 }
@@ -470,6 +485,13 @@ impl std::fmt::Display for ModelError {
             ModelError::Disproved { model, sizes } => write!(
                 f,
                 "{model} fits every revealed size but is not the target's order at n = {}",
+                sizes_text(sizes)
+            ),
+            ModelError::Nondeterministic { sizes } => write!(
+                f,
+                "the target's order changes from call to call at n = {}: one input summed \
+                 again gave other bits (threads that race, as rayon's work stealing or a \
+                 multi-threaded reduction); no order model holds",
                 sizes_text(sizes)
             ),
             ModelError::Spec(s) => write!(f, "order model spec: {s}"),

@@ -197,4 +197,22 @@ mod tests {
         assert!(svg.contains("+ fused 4") && svg.contains("a &lt;b&gt;"));
         assert_eq!(svg.matches("<circle").count(), 2);
     }
+
+    /// A small tree with a long title: the picture is as wide as the title, so the title
+    /// is not cut off at its edge.
+    #[test]
+    fn a_long_title_widens_a_small_picture() {
+        let t: SumTree = "(((0+1)+2)+3)".parse().unwrap();
+        let title = "mxf8-b200, k = 256, blocks of 32, and more words";
+        let svg = Picture::new().title(title).render(&t);
+        let width: f64 = svg
+            .split("width=\"")
+            .nth(1)
+            .and_then(|w| w.split('"').next())
+            .and_then(|w| w.parse().ok())
+            .unwrap();
+        assert!(width >= 60.0 + 10.0 * title.len() as f64, "{width}");
+        let plain = Picture::new().render(&t);
+        assert!(plain.contains("width=\"168\""), "{}", &plain[..200]);
+    }
 }

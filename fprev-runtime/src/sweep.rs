@@ -40,6 +40,7 @@
 //! ```
 
 use crate::float::ProbeFloat;
+use crate::model::{ModelError, SumType, SweepModel};
 use crate::reveal::{Reveal, RevealError};
 use crate::target::{Target, TargetError};
 use crate::tree::SumTree;
@@ -197,6 +198,7 @@ impl Reveal {
             n,
             points,
             over_lengths: false,
+            sum_type: SumType::of::<T>(),
         })
     }
 }
@@ -259,6 +261,7 @@ impl Reveal {
             n,
             points,
             over_lengths: true,
+            sum_type: SumType::of::<T>(),
         })
     }
 }
@@ -280,6 +283,8 @@ pub struct Sweep {
     points: Vec<SweepPoint>,
     /// Each size is the number of values summed ([`sweep_lengths`]).
     over_lengths: bool,
+    /// The type the target's sums were revealed in: an order model's type.
+    sum_type: SumType,
 }
 
 /// One size of a [`Sweep`]: its tree and how it was found.
@@ -359,6 +364,34 @@ impl Sweep {
         } else {
             previous == next
         }
+    }
+
+    /// Whether each size is the number of values summed ([`sweep_lengths`]), not a
+    /// parameter at a fixed `n` ([`sweep`]).
+    pub fn over_lengths(&self) -> bool {
+        self.over_lengths
+    }
+
+    /// The type an order model of this sweep adds in ([`SumType::of`] the revealed type).
+    pub fn sum_type(&self) -> SumType {
+        self.sum_type
+    }
+
+    /// A sweep over lengths as order models ([`crate::model::fit_sweep`]): one model
+    /// when one gives the tree at every swept length, else a handful of runs of lengths
+    /// each with its model, else [`ModelError::NoFit`] (then [`Sweep::ranges`] is what
+    /// is known).
+    ///
+    /// ```
+    /// use fprev::model::SweepModel;
+    /// use fprev::target::FnTarget;
+    /// let sweep = fprev::sweep_lengths(1..=200, |_| FnTarget(|x: &[f32]| x.iter().sum::<f32>()))?;
+    /// let SweepModel::One(m) = sweep.model()? else { panic!("one model") };
+    /// assert_eq!(m.to_string(), "fprev-model/1 sequential type=f32");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn model(&self) -> Result<SweepModel, ModelError> {
+        crate::model::fit_sweep(self)
     }
 
     /// Every swept size, in order, with its tree and cost.

@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+use fprev_runtime::model::{OrderModel, SweepModel};
 use fprev_runtime::sweep::{Sweep as Engine, SweepError};
 use fprev_runtime::target::{ProbeBatch, ProbeSets, Target, TargetError};
 use fprev_runtime::ProbeFloat;
@@ -124,8 +125,82 @@ impl Sweep {
         self.sweep.picture(label.unwrap_or(&self.label), &picture)
     }
 
+    /// The order model that gives the tree at every swept length (a sweep over lengths,
+    /// :func:`fprev.sweep_lengths`): an :class:`fprev.OrderModel`, fitted at the lengths
+    /// :func:`fprev.model` would reveal and around each breakpoint, proved at the rest.
+    ///
+    /// Raises :class:`fprev.ModelError` when no one model does (the message names the
+    /// closest, or says the lengths read as a handful of runs: :meth:`model_pieces`), or
+    /// for a sweep over another parameter than the length.
+    ///
+    /// >>> import fprev, numpy as np
+    /// >>> s = fprev.sweep_lengths(lambda n: np.sum, range(1, 300))
+    /// >>> str(s.model())
+    /// 'fprev-model/1 numpy-pairwise lanes=8 block=128 type=f32'
+    fn model(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        match self.sweep.model() {
+            Ok(SweepModel::One(m)) => order_model(py, &m),
+            Ok(SweepModel::Pieces(p)) => Err(model_error(
+                py,
+                &format!(
+                    "no one order model gives every length; {} runs of lengths do, each with \
+                     its model (Sweep.model_pieces()): {}",
+                    p.len(),
+                    p.iter()
+                        .map(|p| p.to_string())
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ),
+            )),
+            Ok(_) => Err(model_error(py, "no order model")),
+            Err(e) => Err(model_error(py, &e.to_string())),
+        }
+    }
+
+    /// ``[(first, last, OrderModel), ...]``: the runs of swept lengths each given by one
+    /// order model, in length order (one run when one model gives every length, at most
+    /// 8). Raises :class:`fprev.ModelError` as :meth:`model` does when there is no such
+    /// handful.
+    fn model_pieces(&self, py: Python<'_>) -> PyResult<Vec<(usize, usize, Py<PyAny>)>> {
+        match self.sweep.model() {
+            Ok(SweepModel::One(m)) => {
+                let e = m.evidence().cloned().unwrap_or_default();
+                let all = e.fitted.iter().chain(&e.proved);
+                let first = all.clone().min().copied().unwrap_or(0);
+                let last = all.max().copied().unwrap_or(0);
+                Ok(vec![(first, last, order_model(py, &m)?)])
+            }
+            Ok(SweepModel::Pieces(p)) => p
+                .iter()
+                .map(|p| Ok((p.first, p.last, order_model(py, &p.model)?)))
+                .collect(),
+            Ok(_) => Err(model_error(py, "no order model")),
+            Err(e) => Err(model_error(py, &e.to_string())),
+        }
+    }
+
+    /// In words: for a sweep over lengths, its order model (spec and algorithm) or its
+    /// handful of runs with their models, else why none and the ranges, one a line; for
+    /// another sweep, :meth:`ranges`. ``label`` names the size (default: the sweep's
+    /// own). ``str(sweep)`` is this.
+    ///
+    /// >>> import fprev, numpy as np
+    /// >>> print(fprev.sweep_lengths(lambda n: np.sum, range(1, 300)).summary().splitlines()[0])
+    /// n = 1..299: one order model, fprev-model/1 numpy-pairwise lanes=8 block=128 type=f32
+    #[pyo3(signature = (label=None))]
+    fn summary(&self, label: Option<&str>) -> String {
+        let label = label.unwrap_or(&self.label);
+        if self.sweep.over_lengths() {
+            fprev_runtime::model::describe_sweep(&self.sweep, label)
+                .trim_end()
+                .to_string()
+        } else {
+            self.sweep.describe(label)
+        }
+    }
+
     fn __str__(&self) -> String {
-        self.ranges(None)
+        self.summary(None)
     }
 
     fn __repr__(&self) -> String {
@@ -138,6 +213,29 @@ impl Sweep {
             self.sweep.n(),
             self.sweep.ranges().len()
         )
+    }
+}
+
+/// `fprev.OrderModel(spec, fitted, proved)` of an engine model.
+fn order_model(py: Python<'_>, m: &OrderModel) -> PyResult<Py<PyAny>> {
+    let e = m.evidence().cloned().unwrap_or_default();
+    Ok(py
+        .import("fprev._model")?
+        .getattr("OrderModel")?
+        .call1((m.to_string(), e.fitted, e.proved))?
+        .unbind())
+}
+
+/// `fprev.ModelError(message, disagreeing)`, the closest models read from the message as
+/// `fprev.model`'s errors are.
+fn model_error(py: Python<'_>, message: &str) -> PyErr {
+    let made = py.import("fprev._model").and_then(|m| {
+        let disagreeing = m.call_method1("_disagreeing", (message,))?;
+        m.getattr("ModelError")?.call1((message, disagreeing))
+    });
+    match made {
+        Ok(e) => PyErr::from_value(e),
+        Err(e) => e,
     }
 }
 

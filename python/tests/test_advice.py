@@ -73,15 +73,30 @@ def test_a_bfloat16_model_of_torch_sum_is_the_cascade_with_paired_loads():
         assert got.item() == want.item(), f"n={n} seed=8"
 
 
-def test_jnp_sum_under_a_non_plain_ynnpack_fusion_is_refused_before_a_reveal():
+@pytest.mark.parametrize("n", [4096, 65536])
+def test_jnp_sum_under_a_non_plain_ynnpack_fusion_is_refused_before_a_reveal(n):
     jax = pytest.importorskip("jax", reason="JAX is not installed")
     import jax.numpy as jnp
 
-    n = 4096
     text = jax.jit(jnp.sum).lower(jax.ShapeDtypeStruct((n,), "float32")).compile().as_text()
     if "ynn" not in text.lower():
-        pytest.skip("XLA does not hand jnp.sum of 4096 values to YNNPACK on this machine")
+        pytest.skip(f"XLA does not hand jnp.sum of {n} values to YNNPACK on this machine")
     with pytest.raises(fprev.NotPlainSummationError) as e:
         fprev.jax.reveal(jnp.sum, n)
     message = str(e.value)
     assert "YNNPACK" in message and "XLA_FLAGS" in message, message
+    # the check before the reveal refused (three values among zeros), not the reveal
+    assert "among zeros" in message, message
+
+
+def test_the_ynnpack_check_places_values_where_it_constructs_them():
+    from fprev.jax import _placements
+
+    for n in (20, 4096, 65536, 100_003):
+        places = _placements(n)
+        assert places, n
+        for i, j, k in places:
+            assert i == 0 < j < k < n, (n, (i, j, k))
+            lanes = next(w for w in (16, 8, 32) if j % w == w - 1 and k % w == w - 1)
+            assert j % lanes == k % lanes != 0, (n, lanes, (i, j, k))
+    assert _placements(3) == []

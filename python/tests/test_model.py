@@ -1,6 +1,7 @@
 """fprev.model and fprev.OrderModel: NumPy's sum fitted over lengths, proved where the
 fit never looked, replayed and emitted as code that gives NumPy's bits."""
 
+import math
 import os
 import shutil
 import subprocess
@@ -75,11 +76,8 @@ fn main() {
             out = subprocess.run([exe], input=x.astype("<f4").tobytes(), capture_output=True,
                                  check=True)
             want = np.float32(np.sum(x)).view(np.uint32)
-            got = int(out.stdout)
-            if n == 0:  # the emitted sum of nothing is -0.0, NumPy's +0.0: the same value
-                assert np.uint32(got).view(np.float32) == 0
-            else:
-                assert got == int(want), f"n={n} seed=11"
+            # n = 0 included: the sum of nothing is NumPy's +0.0, bit for bit
+            assert int(out.stdout) == int(want), f"n={n} seed=11"
 
 
 def test_a_model_reads_back_from_its_json_and_spec():
@@ -161,6 +159,17 @@ def test_emitted_python_sums_like_the_model(spec, t):
         assert ns["sum"](x.tolist()) == m.sum(x), f"{m} n={n} seed=21"
 
 
+@pytest.mark.parametrize("spec", SPECS)
+@pytest.mark.parametrize("t", ["f32", "f64"])
+def test_emitted_python_sums_nothing_to_plus_zero_as_numpy(spec, t):
+    m = fprev.OrderModel.from_spec(spec % t)
+    ns = {}
+    exec(m.emit("python"), ns)
+    got = ns["sum"]([])
+    want = float(np.sum(np.zeros(0, np.float32 if t == "f32" else np.float64)))
+    assert got == 0.0 and math.copysign(1.0, got) == math.copysign(1.0, want) == 1.0, spec
+
+
 @pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler (cc)")
 @pytest.mark.parametrize("t", ["f32", "f64"])
 def test_emitted_c_sums_like_the_model(t):
@@ -178,7 +187,61 @@ def test_emitted_c_sums_like_the_model(t):
             fn = ctypes.CDLL(lib).sum
             fn.restype = c_t
             fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+            # the sum of nothing: +0.0, as NumPy's (the accumulators start at -0.0)
+            empty = fn(None, 0)
+            assert empty == 0.0 and math.copysign(1.0, empty) == 1.0, m
             rng = np.random.default_rng(22)
             for n in EMIT_SIZES:
                 x = values(rng, n, np_dt)
                 assert fn(x.ctypes.data, n) == m.sum(x), f"{m} n={n} seed=22"
+
+
+def test_np_sum_swept_over_lengths_reads_as_numpys_pairwise_model():
+    s = fprev.sweep_lengths(lambda n: np.sum, range(1, 2049))
+    assert len(s.range_trees()) > 200  # a range at every breakpoint
+    m = s.model()
+    assert str(m) == NUMPY_SPEC % "f32"
+    assert sorted(m.fitted + m.proved) == list(range(1, 2049))
+    assert len(m.proved) > len(m.fitted)
+    for n in (1, 7, 8, 100, 128, 129, 1000, 2048):
+        assert m.tree(n) == s.trees[n], n
+    assert str(s).splitlines()[0] == "n = 1..2048: one order model, " + NUMPY_SPEC % "f32"
+    assert "NumPy's pairwise sum" in str(s).splitlines()[1]
+    assert s.model_pieces() == [(1, 2048, m)]
+
+
+def test_a_sweep_that_switches_algorithm_reads_as_pieces():
+    def make(n):
+        return (lambda x: np.cumsum(x)[-1]) if n < 50 else np.sum
+
+    s = fprev.sweep_lengths(make, range(1, 200))
+    with pytest.raises(fprev.ModelError, match="2 runs of lengths"):
+        s.model()
+    (a, b, first), (c, d, second) = s.model_pieces()
+    assert (a, b, c, d) == (1, 49, 50, 199)
+    assert str(first) == "fprev-model/1 sequential type=f32"
+    assert str(second) == NUMPY_SPEC % "f32"
+    assert str(s).splitlines()[0] == "n = 1..49: fprev-model/1 sequential type=f32"
+
+
+def test_a_sweep_no_family_explains_keeps_its_ranges_and_says_why():
+    s = fprev.sweep_lengths(
+        lambda n: first_half_in_order_second_reversed, range(1, 40), dtype="float64"
+    )
+    with pytest.raises(fprev.ModelError) as e:
+        s.model()
+    assert e.value.disagreeing and all(e.value.disagreeing.values())
+    with pytest.raises(fprev.ModelError):
+        s.model_pieces()
+    text = str(s)
+    assert text.startswith("no order model gives every length, nor 8 or fewer runs"), text
+    # then the ranges, one a line (each starts with "n = ")
+    first, *rest = s.ranges().split("; n = ")
+    assert text.splitlines()[1:] == [first] + ["n = " + r for r in rest], text
+
+
+def test_a_sweep_over_another_parameter_has_no_order_model():
+    s = fprev.sweep(lambda size: np.sum, [1, 2], 64)
+    with pytest.raises(fprev.ModelError, match="functions of the length"):
+        s.model()
+    assert str(s) == s.ranges()

@@ -257,7 +257,7 @@ def test_sweep_lengths_finds_where_the_order_of_the_first_values_changes():
     assert s.trees[80] == fprev.reveal(lanes(16), 80)
     assert s.trees[63].prefix(40) == s.trees[40]
     assert s.proved == []
-    assert str(s).startswith("n = 16..63: 8 parts of 8"), str(s)
+    assert s.ranges().startswith("n = 16..63: 8 parts of 8"), s.ranges()
     # numpy's pairwise sum: 9 values add the 9th to 8's tree; 128 are 8 lanes of 16
     # (the first 9 values no longer in 9's order), and 129 and 300 split where 128 and
     # 129 did not

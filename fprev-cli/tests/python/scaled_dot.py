@@ -19,14 +19,47 @@ Written from the published descriptions:
 
 Each input line holds 2K + 2K/B numbers: a[0..K), b[0..K), the K/B scales of a's blocks,
 then the K/B scales of b's; the answer is one number per line (the f32 result), flushed.
+With --binary K: each probe is 2K + 2K/B bytes in the same order, each value's code (an
+FP4/FP6 element in the low bits, sign bit highest; FP8 and scales their 8 bits); the
+answer is the f32 result's 4 bytes, little-endian, flushed.
 
   --fmt e2m1|e3m2|e2m3|e4m3|e5m2  --scale ue8m0|ue4m3  --block B  --k K_INSTRUCTION
   --group G  --align term|scales|operands  --frac F  --out trunc|rn  --c aligned|late
+  [--binary K]
 """
 
 import argparse
 import sys
 from fractions import Fraction
+
+# (exponent bits, fraction bits, bias) of each element format (OCP MX v1.0 tables)
+LAYOUT = {"e2m1": (2, 1, 1), "e3m2": (3, 2, 3), "e2m3": (2, 3, 1), "e4m3": (4, 3, 7),
+          "e5m2": (5, 2, 15)}
+
+
+def decode(code, e_bits, m_bits, bias, signed=True):
+    """The value of a sign/exponent/fraction code, as a Fraction (subnormals at
+    exponent field 0)."""
+    e = (code >> m_bits) & ((1 << e_bits) - 1)
+    m = code & ((1 << m_bits) - 1)
+    if e == 0:
+        v = Fraction(m, 1 << m_bits) * Fraction(2) ** (1 - bias)
+    else:
+        v = (1 + Fraction(m, 1 << m_bits)) * Fraction(2) ** (e - bias)
+    return -v if signed and code >> (e_bits + m_bits) & 1 else v
+
+
+def decode_probe(args, raw, k):
+    """The values of one binary probe of k elements per operand."""
+    e_bits, m_bits, bias = LAYOUT[args.fmt]
+    values = [decode(c, e_bits, m_bits, bias) for c in raw[: 2 * k]]
+    for c in raw[2 * k :]:
+        if args.scale == "ue8m0":
+            values.append(Fraction(2) ** (c - 127))
+        else:  # UE4M3: E4M3 without its sign
+            values.append(decode(c, 4, 3, 7, signed=False))
+    return values
+
 
 # smallest normal exponent of each element format (OCP MX v1.0 tables)
 ELEMENT_MIN_EXP = {"e2m1": 0, "e3m2": -2, "e2m3": 0, "e4m3": -6, "e5m2": -14}
@@ -87,6 +120,7 @@ def parser():
     p.add_argument("--frac", type=int, required=True)
     p.add_argument("--out", default="trunc", choices=["trunc", "rn"])
     p.add_argument("--c", default="aligned", choices=["aligned", "late"])
+    p.add_argument("--binary", type=int, metavar="K", help="binary probes of K elements")
     return p
 
 
@@ -138,6 +172,19 @@ def answer(args, v):
 def main():
     args = parser().parse_args()
     out = sys.stdout
+    if args.binary:
+        import struct
+
+        k = args.binary
+        size = 2 * k + 2 * (k // args.block)
+        while True:
+            raw = sys.stdin.buffer.read(size)
+            if len(raw) < size:
+                return
+            c = answer(args, decode_probe(args, raw, k))
+            # an f32 value: packing its exact float loses nothing
+            out.buffer.write(struct.pack("<f", float(c)))
+            out.buffer.flush()
     for line in sys.stdin:
         # each number is the shortest decimal of a binary value: read it as that value
         c = answer(args, [Fraction(float(t)) for t in line.split()])

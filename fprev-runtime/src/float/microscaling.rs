@@ -273,6 +273,26 @@ impl ElementType {
         (x.is_finite() && self.round(x) == x).then_some(x)
     }
 
+    /// The code of the value exactly `x` (in the low bits of a byte: 4 bits for FP4, 6
+    /// for FP6, 8 for FP8), or `None` when `x` is no value of this type.
+    ///
+    /// ```
+    /// use fprev::float::ElementType;
+    /// assert_eq!(ElementType::E2M1.code(-6.0), Some(0b1111));
+    /// assert_eq!(ElementType::E4M3.code(1.0), Some(0x38));
+    /// assert_eq!(ElementType::E2M1.code(2.5), None);
+    /// ```
+    pub fn code(self, x: f64) -> Option<u8> {
+        let x = self.value(x)?;
+        Some(match self {
+            ElementType::E2M1 => F4E2M1::from_f64_round(x).to_bits(),
+            ElementType::E3M2 => F6E3M2::from_f64_round(x).to_bits(),
+            ElementType::E2M3 => F6E2M3::from_f64_round(x).to_bits(),
+            ElementType::E4M3 => super::F8E4M3::from_f64_round(x).to_bits(),
+            ElementType::E5M2 => super::F8E5M2::from_f64_round(x).to_bits(),
+        })
+    }
+
     /// The largest finite value.
     pub fn max(self) -> f64 {
         match self {

@@ -4,8 +4,9 @@
 //! The code follows the algorithm (its loops, lanes and levels), not an unrolled tree,
 //! so it is readable and runs at a library's speed. Accumulators start at `-0.0`, the
 //! identity of IEEE addition (`-0.0 + v` is `v` for every `v`), so an accumulator that
-//! received nothing yet adds nothing, as in the model's tree; the one visible
-//! consequence is that an empty slice sums to `-0.0`.
+//! received nothing yet adds nothing, as in the model's tree. An empty slice returns
+//! `+0.0` before any accumulator is read, as NumPy's and PyTorch's sums of nothing do
+//! (the accumulators alone would give `-0.0`).
 
 mod c;
 mod python;
@@ -76,6 +77,8 @@ pub(crate) fn emit(model: &OrderModel, lang: Lang) -> String {
         SumType::F32 => "_round(",
         SumType::F64 => "(",
     };
+    let (signature, empty) = empty_guard(lang);
+    let template = template.replacen(signature, &format!("{signature}{empty}"), 1);
     let mut code = template
         .replace("{HEADER}", &header)
         .replace("{T}", t)
@@ -88,6 +91,26 @@ pub(crate) fn emit(model: &OrderModel, lang: Lang) -> String {
         code = code.replace(&format!("{{{key}}}"), &value.to_string());
     }
     code
+}
+
+/// Per language, the first line of `sum` in every template and the guard inserted after
+/// it: the sum of nothing is `+0.0`, NumPy's and PyTorch's (the `-0.0` the accumulators
+/// start at would otherwise come back).
+fn empty_guard(lang: Lang) -> (&'static str, &'static str) {
+    match lang {
+        Lang::Rust => (
+            "pub fn sum(x: &[{T}]) -> {T} {\n",
+            "    if x.is_empty() {\n        return 0.0; // +0.0, as NumPy and PyTorch sum nothing\n    }\n",
+        ),
+        Lang::C => (
+            "{T} sum(const {T} *x, size_t n) {\n",
+            "    if (n == 0) return 0.0; /* +0.0, as NumPy and PyTorch sum nothing */\n",
+        ),
+        Lang::Python => (
+            "def sum(x):\n",
+            "    if len(x) == 0:\n        return 0.0  # +0.0, as NumPy and PyTorch sum nothing\n",
+        ),
+    }
 }
 
 /// The header: what the function computes and the model it came from.

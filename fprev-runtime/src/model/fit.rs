@@ -4,7 +4,7 @@
 
 use super::{Combine, Evidence, ModelError, ModelShape, OrderModel, SumType};
 use crate::float::ProbeFloat;
-use crate::reveal::Reveal;
+use crate::reveal::{Reveal, RevealError};
 use crate::target::Target;
 use crate::tree::SumTree;
 use rand_chacha::ChaCha8Rng;
@@ -23,16 +23,22 @@ pub struct FitConfig {
     reach: usize,
     seed: u64,
     rounds: usize,
+    /// Trees a sweep over lengths revealed, by length (sorted): used instead of revealing.
+    known: Vec<(usize, SumTree)>,
+    /// A sweep's breakpoints and the lengths before them: fitted besides the chosen sizes.
+    breakpoints: Vec<usize>,
 }
 
 impl Default for FitConfig {
-    /// 8 proofs, up to 10 times the largest fitted size, seed 49, 3 rounds.
+    /// 8 proofs, up to 10 times the largest fitted size, seed 49, 3 rounds, no sweep.
     fn default() -> FitConfig {
         FitConfig {
             proofs: 8,
             reach: 10,
             seed: 49,
             rounds: 3,
+            known: Vec::new(),
+            breakpoints: Vec::new(),
         }
     }
 }
@@ -107,6 +113,57 @@ impl FitConfig {
         out
     }
 
+    /// The trees a sweep over lengths ([`crate::sweep_lengths`]) revealed: the fit adds
+    /// the sweep's breakpoints and the swept lengths just before them to the sizes it
+    /// fits (where an order changes is where families part ways), and takes every tree
+    /// the sweep holds instead of revealing that length again (fitted or proved). A sweep
+    /// over another parameter than the length adds nothing.
+    ///
+    /// ```
+    /// use fprev::model::{self, FitConfig};
+    /// use fprev::target::FnTarget;
+    /// // 4 lanes below 100 values, 8 from 100 on: 100 is no size a fit picks by itself
+    /// let lanes = |n: usize| if n < 100 { 4 } else { 8 };
+    /// let kernel = |n: usize| {
+    ///     FnTarget(move |x: &[f32]| {
+    ///         let mut acc = vec![0f32; lanes(n)];
+    ///         for (i, v) in x.iter().enumerate() {
+    ///             acc[i % lanes(n)] += v;
+    ///         }
+    ///         acc.iter().fold(0f32, |s, a| s + a)
+    ///     })
+    /// };
+    /// let sweep = fprev::sweep_lengths(90..=110, kernel)?;
+    /// assert_eq!(sweep.breakpoints(), vec![100]);
+    /// let e = model::fit_with(&FitConfig::default().with_sweep(&sweep), kernel, 1..=200);
+    /// // no one model: the error lists the lengths fitted, the breakpoint among them
+    /// let Err(model::ModelError::NoFit { fitted, .. }) = e else { panic!("{e:?}") };
+    /// assert!(fitted.contains(&99) && fitted.contains(&100));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_sweep(mut self, sweep: &crate::sweep::Sweep) -> FitConfig {
+        if !sweep.over_lengths() {
+            return self;
+        }
+        let points = sweep.points();
+        self.known = points.iter().map(|p| (p.size, p.tree.clone())).collect();
+        for b in sweep.breakpoints() {
+            if let Ok(i) = points.binary_search_by_key(&b, |p| p.size) {
+                self.breakpoints
+                    .extend(points[i.saturating_sub(1)..=i].iter().map(|p| p.size));
+            }
+        }
+        self
+    }
+
+    /// The tree a sweep revealed at `n`, if it did.
+    fn known_tree(&self, n: usize) -> Option<SumTree> {
+        self.known
+            .binary_search_by_key(&n, |(m, _)| *m)
+            .ok()
+            .map(|i| self.known[i].1.clone())
+    }
+
     /// How many times a model that fails its proof may be replaced by the next one that
     /// also fits the failed sizes (default 3).
     pub fn rounds(mut self, rounds: usize) -> FitConfig {
@@ -170,7 +227,10 @@ where
     I: IntoIterator<Item = usize>,
 {
     let given = collect_sizes(sizes)?;
-    let mut reveal = |n: usize, hint: Option<SumTree>| -> Result<SumTree, ModelError> {
+    let reveal = |make: &mut F, n: usize, hint: Option<SumTree>| -> Result<SumTree, ModelError> {
+        if let Some(t) = config.known_tree(n) {
+            return Ok(t);
+        }
         let mut r = Reveal::new(n);
         if let Some(h) = hint {
             r = r.hint(h);
@@ -180,24 +240,87 @@ where
             .map_err(|error| ModelError::Reveal { n, error })
     };
     let mut seen: Vec<(usize, SumTree)> = Vec::new();
-    for n in chosen_sizes(&given) {
-        seen.push((n, reveal(n, None)?));
+    let mut fit_at = chosen_sizes(&given);
+    fit_at.extend(
+        config
+            .breakpoints
+            .iter()
+            .filter(|n| given.binary_search(n).is_ok()),
+    );
+    fit_at.sort_unstable();
+    fit_at.dedup();
+    // sizes whose order changed from call to call (threads that race): no model holds
+    let mut changing: Vec<usize> = Vec::new();
+    for n in fit_at {
+        match reveal(&mut make, n, None) {
+            Ok(tree) => seen.push((n, tree)),
+            Err(e) => {
+                if !order_changes(&e, &mut make, n, config.seed) {
+                    return Err(e);
+                }
+                changing.push(n);
+                if changing.len() == MAX_CHANGING {
+                    break;
+                }
+            }
+        }
+    }
+    if !changing.is_empty() {
+        return Err(ModelError::Nondeterministic { sizes: changing });
     }
     let mut last_failure = None;
     for round in 0..config.rounds {
         seen.sort_by_key(|(n, _)| *n);
-        let shape = fit_trees(&seen)?;
+        let shape = match fit_trees(&seen) {
+            Ok(shape) => shape,
+            Err(e) => {
+                // trees no family has may be one call's trees of an order that changes:
+                // the sizes the closest model disagrees at, largest first, say which
+                let bad = match &e {
+                    ModelError::NoFit { closest, .. } => closest
+                        .first()
+                        .map(|(_, bad)| bad.clone())
+                        .unwrap_or_default(),
+                    _ => Vec::new(),
+                };
+                let mut changing: Vec<usize> = bad
+                    .iter()
+                    .rev()
+                    .take(2 * MAX_CHANGING)
+                    .copied()
+                    .filter(|&n| answers_change(&mut make(n), n, config.seed))
+                    .collect();
+                if changing.is_empty() {
+                    return Err(e);
+                }
+                changing.sort_unstable();
+                return Err(ModelError::Nondeterministic { sizes: changing });
+            }
+        };
         let fitted: Vec<usize> = seen.iter().map(|(n, _)| *n).collect();
         let mut proved = Vec::new();
         let mut failed = Vec::new();
         for n in config.proof_sizes(&given, &fitted, round) {
             let expected = shape.tree(n);
-            let tree = reveal(n, Some(expected.clone()))?;
+            let tree = match reveal(&mut make, n, Some(expected.clone())) {
+                Err(e) if order_changes(&e, &mut make, n, config.seed) => {
+                    changing.push(n);
+                    continue;
+                }
+                other => other?,
+            };
             if tree == expected {
                 proved.push(n);
+            } else if answers_change(&mut make(n), n, config.seed) {
+                // a tree of one call, not the target's order
+                changing.push(n);
             } else {
                 failed.push((n, tree));
             }
+        }
+        if !changing.is_empty() {
+            changing.sort_unstable();
+            return Err(ModelError::Nondeterministic { sizes: changing });
         }
         if failed.is_empty() {
             proved.sort_unstable();
@@ -214,6 +337,67 @@ where
     Err(ModelError::Disproved {
         model: OrderModel::new(shape, SumType::of::<T>()).to_string(),
         sizes,
+    })
+}
+
+/// The most sizes a fit looks at once it has seen a target's order change between calls.
+const MAX_CHANGING: usize = 3;
+
+/// Values [`answers_change`] sums at most, over all its calls of one input: a race that
+/// shows once in thousands of calls (a rayon worker that wakes in time to steal) needs
+/// many calls, and short sums are cheap.
+const SAME_INPUT_VALUES: usize = 1 << 26;
+
+/// Whether a failed revelation shows that the target's order changes between calls: the
+/// same probe answered twice differently, or probe answers no tree explains (which a
+/// compensated sum also gives) and one input summed again to other bits.
+fn order_changes<T, X, F>(e: &ModelError, make: &mut F, n: usize, seed: u64) -> bool
+where
+    T: ProbeFloat,
+    X: Target<T>,
+    F: FnMut(usize) -> X,
+{
+    match e {
+        ModelError::Reveal {
+            error: RevealError::Nondeterministic { .. },
+            ..
+        } => true,
+        ModelError::Reveal {
+            error: RevealError::Inconsistent { .. },
+            ..
+        } => answers_change(&mut make(n), n, seed),
+        _ => false,
+    }
+}
+
+/// Whether `target` sums one seeded input of `n` values to different bits on different
+/// calls (256 to 65,536 calls, [`SAME_INPUT_VALUES`] values in all): proof that its
+/// order is not one tree.
+fn answers_change<T: ProbeFloat, X: Target<T>>(target: &mut X, n: usize, seed: u64) -> bool {
+    let mut x = vec![T::ZERO; n];
+    if !target.random_input(seed, &mut x) {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ n as u64);
+        for v in x.iter_mut() {
+            // mixed magnitudes and signs: two orders give two sums
+            let m = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
+            let e = (rng.next_u64() % 24) as i32 - 12;
+            *v = T::from_f64_round(m * 2f64.powi(e));
+        }
+    }
+    let Ok(first) = target.call(&x) else {
+        return false;
+    };
+    let calls = (SAME_INPUT_VALUES / n.max(1)).clamp(256, 1 << 16);
+    (1..calls).any(|k| {
+        // every 8th call after a pause of 0 to 1.5 ms: whether a pool's idle workers
+        // are asleep or spinning decides who steals, so back-to-back calls alone can
+        // repeat one schedule (nothing is asserted about time)
+        if k % 8 == 0 {
+            std::thread::sleep(std::time::Duration::from_micros((k as u64 * 37) % 1500));
+        }
+        target
+            .call(&x)
+            .is_ok_and(|v| v.to_bits_u64() != first.to_bits_u64())
     })
 }
 
@@ -345,7 +529,7 @@ pub(crate) fn candidates() -> Vec<ModelShape> {
 
 /// The error when no candidate fits: per family, the candidate that disagrees at the
 /// fewest sizes, closest first.
-fn no_fit(candidates: &[ModelShape], seen: &[&(usize, SumTree)]) -> ModelError {
+pub(crate) fn no_fit(candidates: &[ModelShape], seen: &[&(usize, SumTree)]) -> ModelError {
     let family = |s: &ModelShape| std::mem::discriminant(s);
     let mut best: Vec<(ModelShape, Vec<usize>)> = Vec::new();
     for s in candidates {

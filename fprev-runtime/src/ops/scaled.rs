@@ -124,6 +124,24 @@ impl ScaledOperands {
         acc.round_to_format(53, -1022, 1023)
     }
 
+    /// The bytes the `--exec` binary protocol sends for these operands: one byte per
+    /// value, its code in `shape`'s types (an FP4 or FP6 element in the low bits), in
+    /// the text line's order (`a`, `b`, `a`'s scales, `b`'s scales): `2k + 2k/block`
+    /// bytes. `None` when a value is not exact in its type.
+    ///
+    /// ```
+    /// use fprev::float::{ElementType, ScaleType};
+    /// use fprev::ops::{ScaledDotShape, ScaledOperands};
+    /// let shape = ScaledDotShape { k: 2, block: 2, element: ElementType::E2M1, scale: ScaleType::Ue8m0 };
+    /// let o = ScaledOperands { a: vec![1.5, 0.0], b: vec![-2.0, 6.0], sa: vec![0.25], sb: vec![1024.0] };
+    /// assert_eq!(o.bytes(&shape), Some(vec![0b0011, 0, 0b1100, 0b0111, 125, 137]));
+    /// ```
+    pub fn bytes(&self, shape: &ScaledDotShape) -> Option<Vec<u8>> {
+        let elements = self.a.iter().chain(&self.b).map(|&x| shape.element.code(x));
+        let scales = self.sa.iter().chain(&self.sb).map(|&s| shape.scale.code(s));
+        elements.chain(scales).collect()
+    }
+
     /// The line of numbers the `--exec` text protocol sends for these operands.
     ///
     /// ```

@@ -130,7 +130,7 @@ struct TreeCanvas<'l> {
 type ChainLabel = (f64, f64, f64, usize);
 
 impl<'l> TreeCanvas<'l> {
-    fn new(layout: &'l PictureLayout, n: usize, titled: bool) -> TreeCanvas<'l> {
+    fn new(layout: &'l PictureLayout, n: usize, title: Option<&str>) -> TreeCanvas<'l> {
         let dx = if n <= 16 {
             36.0
         } else if n <= 64 {
@@ -148,8 +148,11 @@ impl<'l> TreeCanvas<'l> {
         let dy = tree_h / levels;
         let big = dx >= 18.0;
         let r = if big { 8.0 } else { (dx * 0.4).clamp(1.5, 4.0) };
-        let (left, top) = (30.0, if titled { 56.0 } else { 24.0 });
-        let width = left * 2.0 + span;
+        let (left, top) = (30.0, if title.is_some() { 56.0 } else { 24.0 });
+        // wide enough for the title too (18 px sans-serif: about 10 px a character), so
+        // that a small tree's title is not cut off at the picture's edge
+        let title_w = title.map_or(0.0, |t| t.chars().count() as f64 * 10.0);
+        let width = left * 2.0 + span.max(title_w);
         let base = top + levels * dy;
         let height = base + 44.0;
         TreeCanvas {
@@ -392,7 +395,7 @@ impl<'l> TreeCanvas<'l> {
 impl PictureLayout {
     /// The SVG document: edges, then nodes, then leaves, then the chains' labels on top.
     pub(super) fn svg(&self, t: &SumTree, title: Option<&str>) -> String {
-        let canvas = TreeCanvas::new(self, t.leaf_count(), title.is_some());
+        let canvas = TreeCanvas::new(self, t.leaf_count(), title);
         let mut s = String::new();
         canvas.header(&mut s, t, title);
         let labels = canvas.edges(&mut s, t);
