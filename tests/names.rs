@@ -63,12 +63,15 @@ impl<'ast> Visit<'ast> for Definitions {
     }
 }
 
-#[test]
-fn every_type_name_of_the_runtime_and_facade_is_defined_once() {
+/// Every type definition in the Rust files below `dirs` (relative to the repository), by
+/// name, each as `file:line`. The definitions of `cuda/stub.rs` are left out: they stand
+/// in for those of the real backend when the `cuda` feature is off.
+fn definitions_in(dirs: &[&str]) -> BTreeMap<String, Vec<String>> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    rust_files(&root.join("src"), &mut files);
-    rust_files(&root.join("fprev-runtime/src"), &mut files);
+    for dir in dirs {
+        rust_files(&root.join(dir), &mut files);
+    }
     let mut by_name: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for path in &files {
         let shown = path
@@ -90,6 +93,12 @@ fn every_type_name_of_the_runtime_and_facade_is_defined_once() {
             by_name.entry(name).or_default().push(place);
         }
     }
+    by_name
+}
+
+#[test]
+fn every_type_name_of_the_runtime_and_facade_is_defined_once() {
+    let by_name = definitions_in(&["src", "fprev-runtime/src"]);
     assert!(
         by_name.len() > 100,
         "found only {} type names: the walk missed the sources",
@@ -108,51 +117,27 @@ fn every_type_name_of_the_runtime_and_facade_is_defined_once() {
     );
 }
 
-/// The definitions of `name` in every crate of the workspace (the facade, runtime,
-/// macros, expand, CLI with cargo-fprev, Python bindings), as `file:line`.
-fn definitions_everywhere(name: &str) -> Vec<String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = Vec::new();
-    for dir in [
+#[test]
+fn one_finding_type_across_the_workspace() {
+    // One campaign system: `cargo fprev test`, `cargo fprev merge` and `fprev campaign
+    // merge` write, merge and render one findings report (docs/findings.schema.json).
+    let every_crate = definitions_in(&[
         "src",
         "fprev-runtime/src",
         "fprev-macros/src",
         "fprev-expand/src",
         "fprev-cli/src",
         "python/src",
-    ] {
-        rust_files(&root.join(dir), &mut files);
-    }
-    let mut found = Vec::new();
-    for path in &files {
-        let shown = path
-            .strip_prefix(root)
-            .unwrap_or(path)
-            .display()
-            .to_string();
-        let text = std::fs::read_to_string(path).expect("a source file is readable");
-        let file = syn::parse_file(&text).unwrap_or_else(|e| panic!("{shown}: {e}"));
-        let mut defs = Definitions {
-            file: shown,
-            ..Definitions::default()
-        };
-        defs.visit_file(&file);
-        found.extend(
-            defs.found
-                .into_iter()
-                .filter(|(n, _)| n == name)
-                .map(|(_, place)| place),
-        );
-    }
-    found
-}
-
-#[test]
-fn one_finding_type_across_the_workspace() {
-    // One campaign system: `cargo fprev test`, `cargo fprev merge` and `fprev campaign
-    // merge` write, merge and render one findings report (docs/findings.schema.json).
-    let files: Vec<String> = definitions_everywhere("Finding")
+    ]);
+    assert!(
+        every_crate.len() > 300,
+        "found only {} type names: the walk missed the sources",
+        every_crate.len()
+    );
+    let files: Vec<String> = every_crate
+        .get("Finding")
         .into_iter()
+        .flatten()
         .map(|place| place.split(':').next().unwrap_or("").to_string())
         .collect();
     assert_eq!(
