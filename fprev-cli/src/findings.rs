@@ -1,17 +1,17 @@
 //! Findings: the one report every fprev campaign writes, reads and merges. `cargo fprev
 //! test` writes it (`findings.json`), `cargo fprev merge` and `fprev campaign merge` (the
 //! same code) join such reports and the process reports of `assert_reproducible!`
-//! campaigns (`FPREV_REPORT`) into one, and one set of renderers prints it as a console
-//! table, Markdown and JUnit XML. Schema `fprev-findings`, version 1, written down as a
-//! JSON Schema in `docs/findings.schema.json`, field by field in `docs/cargo-fprev.md`.
+//! campaigns (`FPREV_REPORT`) into one, and one set of renderers (`findings_render.rs`)
+//! prints it as a console table, Markdown and JUnit XML. Schema `fprev-findings`,
+//! version 1, written down as a JSON Schema in `docs/findings.schema.json`, field by
+//! field in `docs/cargo-fprev.md`.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Map, Value};
 
-use crate::escape::{cell, xml};
+use crate::reports::{Reader, SchemaError};
 use crate::{reports, stage_stats};
 
 /// The report's schema name and version. A field that changes meaning or goes away bumps
@@ -40,7 +40,7 @@ pub enum Status {
 }
 
 impl Status {
-    fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Status::New => "new",
             Status::StillFailing => "still_failing",
@@ -238,7 +238,7 @@ impl Summary {
     }
 
     /// The campaign statistics of the process reports joined (`None` without any).
-    fn campaigns(&self) -> Result<Option<Value>, String> {
+    pub(crate) fn campaigns(&self) -> Result<Option<Value>, String> {
         if self.processes.is_empty() {
             return Ok(None);
         }
@@ -271,68 +271,13 @@ impl Summary {
             }
             None => return Err(format!("{place}: no `schema`: not a findings report")),
         }
-        let version = r.count(obj, "version")?;
+        let version = r.u64(obj, "", "version").map_err(|e| e.to_string())?;
         if version != VERSION {
             return Err(format!(
                 "{place}: version {version} of {SCHEMA}: this fprev reads version {VERSION}"
             ));
         }
-        let mut s = Summary {
-            ids: r.strings(obj, "ids")?,
-            finished: r.string(obj, "finished")?,
-            runs: r.count(obj, "runs")?,
-            tests: r.count(obj, "tests")?,
-            functions_annotated: r.count(obj, "functions_annotated")?,
-            modes: r.strings(obj, "modes")?,
-            unscrambled_failures: r.strings(obj, "unscrambled_failures")?,
-            not_reproduced: r.strings(obj, "not_reproduced")?,
-            wall_s: r.seconds(obj, "wall_s")?,
-            build_s: r.seconds(obj, "build_s")?,
-            unscrambled_s: r.seconds(obj, "unscrambled_s")?,
-            scrambled_s: r.seconds(obj, "scrambled_s")?,
-            interrupted: r.flag(obj, "interrupted")?,
-            ..Summary::default()
-        };
-        for (i, f) in r.array(obj, "findings")?.iter().enumerate() {
-            s.findings.push(r.finding(f, &format!("findings[{i}]"))?);
-        }
-        for (i, f) in r.array(obj, "fixed")?.iter().enumerate() {
-            s.fixed.push(r.finding(f, &format!("fixed[{i}]"))?);
-        }
-        for (i, x) in r.array(obj, "seed_ranges")?.iter().enumerate() {
-            let field = format!("seed_ranges[{i}]");
-            let o = r.object(x, &field)?;
-            let shard = r.object(
-                o.get("shard").unwrap_or(&Value::Null),
-                &format!("{field}.shard"),
-            )?;
-            let index = r.count(shard, "index")?;
-            let count = r.count(shard, "count")?;
-            let (Ok(index), Ok(count)) = (u32::try_from(index), u32::try_from(count)) else {
-                return Err(format!("{place}: field {field}.shard: not a shard"));
-            };
-            if index == 0 || index > count {
-                return Err(format!(
-                    "{place}: field {field}.shard: shard {index}/{count} does not exist"
-                ));
-            }
-            s.seed_ranges.push(SeedRange {
-                base: r.count(o, "base")?,
-                shard: (index, count),
-                count: r.count(o, "count")?,
-            });
-        }
-        for (i, c) in r.array(obj, "coverage")?.iter().enumerate() {
-            let o = r.object(c, &format!("coverage[{i}]"))?;
-            s.coverage
-                .push((r.string(o, "target")?, r.string(o, "coverage")?));
-        }
-        for (i, p) in r.array(obj, "processes")?.iter().enumerate() {
-            reports::parse(&format!("{place}: processes[{i}]"), &p.to_string())
-                .map_err(|e| e.to_string())?;
-            s.processes.push(p.clone());
-        }
-        Ok(s)
+        read_summary(&r, obj).map_err(|e| e.to_string())
     }
 
     /// The report of one process of an `assert_reproducible!` campaign (a line of an
@@ -359,122 +304,127 @@ impl Summary {
     }
 }
 
-/// Reads the fields of one report, naming `place` and the field in errors.
-struct Reader<'a> {
-    place: &'a str,
+/// The fields of a findings report (its schema and version checked by the caller).
+fn read_summary(r: &Reader, obj: &Map<String, Value>) -> Result<Summary, SchemaError> {
+    let mut s = Summary {
+        ids: r.strings(obj, "", "ids")?,
+        finished: r.string(obj, "", "finished")?,
+        runs: r.u64(obj, "", "runs")?,
+        tests: r.u64(obj, "", "tests")?,
+        functions_annotated: r.u64(obj, "", "functions_annotated")?,
+        modes: r.strings(obj, "", "modes")?,
+        unscrambled_failures: r.strings(obj, "", "unscrambled_failures")?,
+        not_reproduced: r.strings(obj, "", "not_reproduced")?,
+        wall_s: seconds(r, obj, "wall_s")?,
+        build_s: seconds(r, obj, "build_s")?,
+        unscrambled_s: seconds(r, obj, "unscrambled_s")?,
+        scrambled_s: seconds(r, obj, "scrambled_s")?,
+        interrupted: r.bool(obj, "", "interrupted")?,
+        ..Summary::default()
+    };
+    for (i, f) in r.array(obj, "", "findings")?.iter().enumerate() {
+        s.findings.push(finding(r, f, &format!("findings[{i}]"))?);
+    }
+    for (i, f) in r.array(obj, "", "fixed")?.iter().enumerate() {
+        s.fixed.push(finding(r, f, &format!("fixed[{i}]"))?);
+    }
+    for (i, x) in r.array(obj, "", "seed_ranges")?.iter().enumerate() {
+        let at = format!("seed_ranges[{i}]");
+        let o = r.object(x, &at)?;
+        let shard_at = format!("{at}.shard");
+        let shard = r.object(r.get(o, &at, "shard")?, &shard_at)?;
+        let (index, count) = (
+            r.u64(shard, &shard_at, "index")?,
+            r.u64(shard, &shard_at, "count")?,
+        );
+        let (Ok(index), Ok(count)) = (u32::try_from(index), u32::try_from(count)) else {
+            return Err(r.err(&shard_at, "not a shard"));
+        };
+        if index == 0 || index > count {
+            return Err(r.err(&shard_at, format!("shard {index}/{count} does not exist")));
+        }
+        s.seed_ranges.push(SeedRange {
+            base: r.u64(o, &at, "base")?,
+            shard: (index, count),
+            count: r.u64(o, &at, "count")?,
+        });
+    }
+    for (i, c) in r.array(obj, "", "coverage")?.iter().enumerate() {
+        let at = format!("coverage[{i}]");
+        let o = r.object(c, &at)?;
+        s.coverage
+            .push((r.string(o, &at, "target")?, r.string(o, &at, "coverage")?));
+    }
+    for (i, p) in r.array(obj, "", "processes")?.iter().enumerate() {
+        reports::parse(&format!("{}: processes[{i}]", r.place), &p.to_string())?;
+        s.processes.push(p.clone());
+    }
+    Ok(s)
 }
 
-impl Reader<'_> {
-    fn err(&self, field: &str, problem: &str) -> String {
-        format!("{}: field {field}: {problem}", self.place)
+/// Seconds in a findings report: a number at least 0, or `"inf"`/`"NaN"` (kept by merges).
+fn seconds(r: &Reader, o: &Map<String, Value>, key: &str) -> Result<f64, SchemaError> {
+    match r.get(o, "", key)? {
+        Value::Number(n) => n
+            .as_f64()
+            .filter(|x| *x >= 0.0)
+            .ok_or_else(|| r.err(key, "expected seconds, at least 0")),
+        Value::String(s) if s == "inf" => Ok(f64::INFINITY),
+        Value::String(s) if s == "NaN" => Ok(f64::NAN),
+        _ => Err(r.err(key, "expected seconds (a number, \"inf\" or \"NaN\")")),
     }
-    fn get<'v>(&self, o: &'v Map<String, Value>, field: &str) -> Result<&'v Value, String> {
-        o.get(field).ok_or_else(|| self.err(field, "missing"))
+}
+
+fn sites(r: &Reader, v: &Value, path: &str) -> Result<Vec<Site>, SchemaError> {
+    let list = v
+        .as_array()
+        .ok_or_else(|| r.err(path, "expected a list of sites"))?;
+    let mut out = Vec::new();
+    for (i, s) in list.iter().enumerate() {
+        let at = format!("{path}[{i}]");
+        let o = r.object(s, &at)?;
+        out.push(Site {
+            label: r.string(o, &at, "site")?,
+            file: r.string(o, &at, "file")?,
+            line: u32::try_from(r.u64(o, &at, "line")?)
+                .map_err(|_| r.err(&format!("{at}.line"), "line out of range"))?,
+        });
     }
-    fn object<'v>(&self, v: &'v Value, field: &str) -> Result<&'v Map<String, Value>, String> {
-        v.as_object()
-            .ok_or_else(|| self.err(field, "expected an object"))
+    Ok(out)
+}
+
+fn finding(r: &Reader, v: &Value, path: &str) -> Result<Finding, SchemaError> {
+    let o = r.object(v, path)?;
+    let kind = r.string(o, path, "kind")?;
+    if !["fail", "timeout", "differs"].contains(&kind.as_str()) {
+        return Err(r.err(&format!("{path}.kind"), format!("unknown kind {kind:?}")));
     }
-    fn array<'v>(&self, o: &'v Map<String, Value>, field: &str) -> Result<&'v Vec<Value>, String> {
-        self.get(o, field)?
-            .as_array()
-            .ok_or_else(|| self.err(field, "expected a list"))
-    }
-    fn count(&self, o: &Map<String, Value>, field: &str) -> Result<u64, String> {
-        self.get(o, field)?.as_u64().ok_or_else(|| {
-            self.err(
-                field,
-                &format!("expected a whole number from 0 to {}", u64::MAX),
-            )
-        })
-    }
-    fn string(&self, o: &Map<String, Value>, field: &str) -> Result<String, String> {
-        self.get(o, field)?
-            .as_str()
-            .map(str::to_string)
-            .ok_or_else(|| self.err(field, "expected a string"))
-    }
-    fn opt_string(&self, o: &Map<String, Value>, field: &str) -> Result<Option<String>, String> {
-        match self.get(o, field)? {
-            Value::Null => Ok(None),
-            Value::String(s) => Ok(Some(s.clone())),
-            _ => Err(self.err(field, "expected a string or null")),
-        }
-    }
-    fn strings(&self, o: &Map<String, Value>, field: &str) -> Result<Vec<String>, String> {
-        self.array(o, field)?
-            .iter()
-            .map(|v| {
-                v.as_str()
-                    .map(str::to_string)
-                    .ok_or_else(|| self.err(field, "expected a list of strings"))
-            })
-            .collect()
-    }
-    fn flag(&self, o: &Map<String, Value>, field: &str) -> Result<bool, String> {
-        self.get(o, field)?
-            .as_bool()
-            .ok_or_else(|| self.err(field, "expected true or false"))
-    }
-    /// Seconds: a number at least 0, or `"inf"`/`"NaN"` (kept by merges).
-    fn seconds(&self, o: &Map<String, Value>, field: &str) -> Result<f64, String> {
-        match self.get(o, field)? {
-            Value::Number(n) => n
-                .as_f64()
-                .filter(|x| *x >= 0.0)
-                .ok_or_else(|| self.err(field, "expected seconds, at least 0")),
-            Value::String(s) if s == "inf" => Ok(f64::INFINITY),
-            Value::String(s) if s == "NaN" => Ok(f64::NAN),
-            _ => Err(self.err(field, "expected seconds (a number, \"inf\" or \"NaN\")")),
-        }
-    }
-    fn sites(&self, v: &Value, field: &str) -> Result<Vec<Site>, String> {
-        let list = v
-            .as_array()
-            .ok_or_else(|| self.err(field, "expected a list of sites"))?;
-        let mut out = Vec::new();
-        for (i, s) in list.iter().enumerate() {
-            let f = format!("{field}[{i}]");
-            let o = self.object(s, &f)?;
-            let line = self.count(o, "line")?;
-            out.push(Site {
-                label: self.string(o, "site")?,
-                file: self.string(o, "file")?,
-                line: u32::try_from(line).map_err(|_| self.err(&f, "line out of range"))?,
-            });
-        }
-        Ok(out)
-    }
-    fn finding(&self, v: &Value, field: &str) -> Result<Finding, String> {
-        let o = self.object(v, field)?;
-        let sub = |name: &str| format!("{field}.{name}");
-        let kind = self.string(o, "kind")?;
-        if !["fail", "timeout", "differs"].contains(&kind.as_str()) {
-            return Err(self.err(&sub("kind"), &format!("unknown kind {kind:?}")));
-        }
-        let status = self.string(o, "status")?;
-        let status = Status::parse(&status)
-            .ok_or_else(|| self.err(&sub("status"), &format!("unknown status {status:?}")))?;
-        Ok(Finding {
-            test: self.string(o, "test")?,
-            package: self.string(o, "package")?,
-            target: self.string(o, "target")?,
-            kind,
-            mode: self.string(o, "mode")?,
-            token: self.string(o, "token")?,
-            replay: self.opt_string(o, "replay")?,
-            message: self.string(o, "message")?,
-            at: self.opt_string(o, "at")?,
-            coverage: self.opt_string(o, "coverage")?,
-            sites: self.sites(self.get(o, "sites")?, &sub("sites"))?,
-            blame: match self.get(o, "blame")? {
-                Value::Null => None,
-                b => Some(self.sites(b, &sub("blame"))?),
-            },
-            status,
-            seen: self.count(o, "seen")?,
-        })
-    }
+    let status = r.string(o, path, "status")?;
+    let status = Status::parse(&status).ok_or_else(|| {
+        r.err(
+            &format!("{path}.status"),
+            format!("unknown status {status:?}"),
+        )
+    })?;
+    Ok(Finding {
+        test: r.string(o, path, "test")?,
+        package: r.string(o, path, "package")?,
+        target: r.string(o, path, "target")?,
+        kind,
+        mode: r.string(o, path, "mode")?,
+        token: r.string(o, path, "token")?,
+        replay: r.opt_string(o, path, "replay")?,
+        message: r.string(o, path, "message")?,
+        at: r.opt_string(o, path, "at")?,
+        coverage: r.opt_string(o, path, "coverage")?,
+        sites: sites(r, r.get(o, path, "sites")?, &format!("{path}.sites"))?,
+        blame: match r.get(o, path, "blame")? {
+            Value::Null => None,
+            b => Some(sites(r, b, &format!("{path}.blame"))?),
+        },
+        status,
+        seen: r.u64(o, path, "seen")?,
+    })
 }
 
 /// Joins reports: the result is the same for any order of `docs`. A run held by two of
@@ -751,254 +701,6 @@ pub fn merge_files(
         std::fs::write(out, merged.to_junit()).map_err(|e| format!("{}: {e}", out.display()))?;
     }
     Ok(merged)
-}
-
-/// A site as the table shows it.
-fn site_text(s: &Site) -> String {
-    format!("{}:{} {}", s.file, s.line, s.label)
-}
-
-/// The seeds of the report, in words.
-fn seeds_text(s: &Summary) -> String {
-    let n: u64 = s.seed_ranges.iter().map(|r| r.count).sum();
-    let shards: std::collections::BTreeSet<(u32, u32)> = s
-        .seed_ranges
-        .iter()
-        .filter(|r| r.shard.1 > 1)
-        .map(|r| r.shard)
-        .collect();
-    let shards: Vec<String> = shards.iter().map(|(k, n)| format!("{k}/{n}")).collect();
-    match shards.len() {
-        0 => format!("{n} seeds"),
-        1 => format!("{n} seeds (shard {})", shards[0]),
-        _ => format!("{n} seeds (shards {})", shards.join(",")),
-    }
-}
-
-impl Summary {
-    /// What ran, for the first line of a table: tests, seeds, modes and time, when
-    /// `cargo fprev test` ran them (a merge of campaign reports has none of these).
-    fn run_details(&self, markdown: bool) -> String {
-        if self.seed_ranges.is_empty() && self.modes.is_empty() {
-            return String::new();
-        }
-        let annotated = if markdown {
-            format!(", {} functions annotated", self.functions_annotated)
-        } else {
-            String::new()
-        };
-        format!(
-            " of {} tests, {} x {} mode(s){annotated}, {:.0} s",
-            self.tests,
-            seeds_text(self),
-            self.modes.len(),
-            self.wall_s
-        )
-    }
-
-    /// The console table: one block per finding (a long test name takes its own line),
-    /// with its blame, then what is not a finding, then the campaigns' statistics.
-    pub fn to_console(&self) -> String {
-        let mut s = String::new();
-        let _ = writeln!(
-            s,
-            "fprev: {} finding(s){}; {} runs{}",
-            self.findings.len(),
-            if self.fixed.is_empty() {
-                String::new()
-            } else {
-                format!(", {} fixed", self.fixed.len())
-            },
-            self.runs,
-            self.run_details(false)
-        );
-        const NAME: usize = 44;
-        if !self.findings.is_empty() {
-            let _ = writeln!(
-                s,
-                "{:<NAME$} {:<7} {:<12} {:<13} {:<19} first assertion",
-                "test", "kind", "mode", "status", "token"
-            );
-        }
-        for f in &self.findings {
-            let name = cell(&f.test, false);
-            if name.chars().count() > NAME {
-                let _ = writeln!(s, "{name}");
-                let _ = write!(s, "{:<NAME$} ", "");
-            } else {
-                let _ = write!(s, "{name:<NAME$} ");
-            }
-            let _ = writeln!(
-                s,
-                "{:<7} {:<12} {:<13} {:<19} {}",
-                f.kind,
-                cell(&f.mode, false),
-                f.status.as_str(),
-                cell(&f.token, false),
-                cell(f.at.as_deref().unwrap_or("-"), false)
-            );
-            if let Some(blame) = &f.blame {
-                for site in blame {
-                    let _ = writeln!(s, "    blame: {}", cell(&site_text(site), false));
-                }
-            }
-            if f.replay.is_none() {
-                let _ = writeln!(
-                    s,
-                    "    not replayable by name: {} is built with harness = false (it runs whole)",
-                    cell(&f.target, false)
-                );
-            }
-        }
-        if let Some(f) = self.findings.iter().find(|f| f.replay.is_some()) {
-            let _ = writeln!(s, "replay one: {}", f.replay.as_deref().unwrap_or(""));
-        }
-        for f in &self.fixed {
-            let _ = writeln!(
-                s,
-                "fixed: {} ({} {}) passes now",
-                cell(&f.test, false),
-                cell(&f.mode, false),
-                cell(&f.token, false)
-            );
-        }
-        if !self.unscrambled_failures.is_empty() {
-            let _ = writeln!(
-                s,
-                "failing unscrambled (not findings): {}",
-                cell(&self.unscrambled_failures.join(", "), false)
-            );
-        }
-        if !self.not_reproduced.is_empty() {
-            let _ = writeln!(
-                s,
-                "failed scrambled, passed alone with the same token (not findings): {}",
-                cell(&self.not_reproduced.join(", "), false)
-            );
-        }
-        if let Ok(Some(view)) = self.campaigns() {
-            s.push('\n');
-            s.push_str(&stage_stats::table(&view, false));
-        }
-        s
-    }
-
-    /// The report as Markdown.
-    pub fn to_markdown(&self) -> String {
-        let mut s = String::new();
-        let _ = writeln!(
-            s,
-            "# fprev findings\n\n{} finding(s), {} fixed, in {} runs{}.\n",
-            self.findings.len(),
-            self.fixed.len(),
-            self.runs,
-            self.run_details(true)
-        );
-        if !self.findings.is_empty() || !self.fixed.is_empty() {
-            s.push_str(
-                "| test | kind | mode | status | token | first assertion | blame | replay |\n",
-            );
-            s.push_str("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
-            for f in self.findings.iter().chain(&self.fixed) {
-                let blame = f.blame.as_deref().map_or("-".to_string(), |b| {
-                    b.iter().map(site_text).collect::<Vec<_>>().join("; ")
-                });
-                let _ = writeln!(
-                    s,
-                    "| {} | {} | {} | {} | `{}` | {} | {} | {} |",
-                    cell(&f.test, true),
-                    f.kind,
-                    cell(&f.mode, true),
-                    f.status.as_str(),
-                    cell(&f.token, true),
-                    cell(f.at.as_deref().unwrap_or("-"), true),
-                    cell(&blame, true),
-                    f.replay.as_deref().map_or_else(
-                        || "not replayable by name (harness = false)".to_string(),
-                        |r| format!("`{}`", cell(r, true))
-                    )
-                );
-            }
-        }
-        if !self.unscrambled_failures.is_empty() {
-            let _ = writeln!(
-                s,
-                "\nFailing unscrambled (not findings): {}",
-                cell(&self.unscrambled_failures.join(", "), true)
-            );
-        }
-        if !self.not_reproduced.is_empty() {
-            let _ = writeln!(
-                s,
-                "\nFailed scrambled but passed alone with the same token (not findings): {}",
-                cell(&self.not_reproduced.join(", "), true)
-            );
-        }
-        if let Ok(Some(view)) = self.campaigns() {
-            s.push_str("\n## Campaigns\n\n");
-            s.push_str(&stage_stats::table(&view, true));
-        }
-        s
-    }
-
-    /// The report as JUnit XML: a failing test case per finding, a passing one per fixed
-    /// finding, and the campaigns' test cases.
-    pub fn to_junit(&self) -> String {
-        let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n");
-        let _ = writeln!(
-            s,
-            "  <testsuite name=\"fprev findings\" tests=\"{}\" failures=\"{}\">",
-            self.findings.len() + self.fixed.len(),
-            self.findings.len()
-        );
-        for f in self.findings.iter().chain(&self.fixed) {
-            let _ = write!(
-                s,
-                "    <testcase classname=\"{}\" name=\"{} [{} {}]\"",
-                xml(
-                    if f.package.is_empty() {
-                        &f.target
-                    } else {
-                        &f.package
-                    },
-                    true
-                ),
-                xml(&f.test, true),
-                xml(&f.mode, true),
-                xml(&f.token, true),
-            );
-            if f.status == Status::Fixed {
-                s.push_str("/>\n");
-                continue;
-            }
-            let mut text = f.message.clone();
-            if let Some(blame) = &f.blame {
-                for site in blame {
-                    let _ = write!(text, "\nblame: {}", site_text(site));
-                }
-            }
-            let _ = write!(
-                text,
-                "\nreplay: {}",
-                f.replay
-                    .as_deref()
-                    .unwrap_or("not replayable by name (harness = false)")
-            );
-            let _ = writeln!(
-                s,
-                ">\n      <failure message=\"{} ({})\">{}</failure>\n    </testcase>",
-                xml(&f.kind, true),
-                f.status.as_str(),
-                xml(&text, false)
-            );
-        }
-        s.push_str("  </testsuite>\n");
-        if let Ok(Some(view)) = self.campaigns() {
-            s.push_str(&stage_stats::junit_suite(&view));
-        }
-        s.push_str("</testsuites>\n");
-        s
-    }
 }
 
 #[cfg(test)]

@@ -32,6 +32,7 @@ mod demo;
 mod escape;
 mod exec;
 mod findings;
+mod findings_render;
 mod limits;
 mod model;
 mod reports;

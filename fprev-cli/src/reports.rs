@@ -48,7 +48,7 @@ pub(crate) struct Report {
     pub seed: Option<String>,
     pub binary: String,
     pub tests: Vec<TestRecord>,
-    pub sites: Vec<Site>,
+    pub sites: Vec<ReportedSite>,
 }
 
 pub(crate) struct TestRecord {
@@ -95,7 +95,7 @@ pub(crate) struct DifferingRun {
     pub replay: String,
 }
 
-pub(crate) struct Site {
+pub(crate) struct ReportedSite {
     /// The site as written (merged with its `reached` summed).
     pub json: Value,
     pub compiled: bool,
@@ -129,15 +129,16 @@ fn shown(v: &Value) -> String {
     }
 }
 
-/// Reads the fields of one document, naming `place` and the field path in errors.
-struct Reader<'a> {
-    place: &'a str,
+/// Reads the fields of one document, naming `place` and the field path in errors: the
+/// reader of process reports here, and of findings reports (`findings.rs`).
+pub(crate) struct Reader<'a> {
+    pub place: &'a str,
 }
 
 type Res<T> = Result<T, SchemaError>;
 
 impl Reader<'_> {
-    fn err(&self, field: &str, problem: impl Into<String>) -> SchemaError {
+    pub(crate) fn err(&self, field: &str, problem: impl Into<String>) -> SchemaError {
         SchemaError {
             place: self.place.to_string(),
             field: field.to_string(),
@@ -145,7 +146,7 @@ impl Reader<'_> {
         }
     }
 
-    fn join(path: &str, key: &str) -> String {
+    pub(crate) fn join(path: &str, key: &str) -> String {
         if path.is_empty() {
             key.to_string()
         } else {
@@ -154,18 +155,23 @@ impl Reader<'_> {
     }
 
     /// `obj` as an object (`path` names it).
-    fn object<'v>(&self, v: &'v Value, path: &str) -> Res<&'v Map<String, Value>> {
+    pub(crate) fn object<'v>(&self, v: &'v Value, path: &str) -> Res<&'v Map<String, Value>> {
         v.as_object()
             .ok_or_else(|| self.err(path, format!("expected an object, found {}", shown(v))))
     }
 
     /// A required field (null counts as present).
-    fn get<'v>(&self, obj: &'v Map<String, Value>, path: &str, key: &str) -> Res<&'v Value> {
+    pub(crate) fn get<'v>(
+        &self,
+        obj: &'v Map<String, Value>,
+        path: &str,
+        key: &str,
+    ) -> Res<&'v Value> {
         obj.get(key)
             .ok_or_else(|| self.err(&Self::join(path, key), "missing"))
     }
 
-    fn u64_of(&self, v: &Value, field: &str) -> Res<u64> {
+    pub(crate) fn u64_of(&self, v: &Value, field: &str) -> Res<u64> {
         v.as_u64().ok_or_else(|| {
             self.err(
                 field,
@@ -178,29 +184,34 @@ impl Reader<'_> {
         })
     }
 
-    fn u64(&self, obj: &Map<String, Value>, path: &str, key: &str) -> Res<u64> {
+    pub(crate) fn u64(&self, obj: &Map<String, Value>, path: &str, key: &str) -> Res<u64> {
         self.u64_of(self.get(obj, path, key)?, &Self::join(path, key))
     }
 
-    fn string_of(&self, v: &Value, field: &str) -> Res<String> {
+    pub(crate) fn string_of(&self, v: &Value, field: &str) -> Res<String> {
         v.as_str()
             .map(str::to_string)
             .ok_or_else(|| self.err(field, format!("expected a string, found {}", shown(v))))
     }
 
-    fn string(&self, obj: &Map<String, Value>, path: &str, key: &str) -> Res<String> {
+    pub(crate) fn string(&self, obj: &Map<String, Value>, path: &str, key: &str) -> Res<String> {
         self.string_of(self.get(obj, path, key)?, &Self::join(path, key))
     }
 
     /// A string or null.
-    fn opt_string(&self, obj: &Map<String, Value>, path: &str, key: &str) -> Res<Option<String>> {
+    pub(crate) fn opt_string(
+        &self,
+        obj: &Map<String, Value>,
+        path: &str,
+        key: &str,
+    ) -> Res<Option<String>> {
         match self.get(obj, path, key)? {
             Value::Null => Ok(None),
             v => self.string_of(v, &Self::join(path, key)).map(Some),
         }
     }
 
-    fn bool(&self, obj: &Map<String, Value>, path: &str, key: &str) -> Res<bool> {
+    pub(crate) fn bool(&self, obj: &Map<String, Value>, path: &str, key: &str) -> Res<bool> {
         let v = self.get(obj, path, key)?;
         v.as_bool().ok_or_else(|| {
             self.err(
@@ -210,7 +221,12 @@ impl Reader<'_> {
         })
     }
 
-    fn array<'v>(&self, obj: &'v Map<String, Value>, path: &str, key: &str) -> Res<&'v [Value]> {
+    pub(crate) fn array<'v>(
+        &self,
+        obj: &'v Map<String, Value>,
+        path: &str,
+        key: &str,
+    ) -> Res<&'v [Value]> {
         let v = self.get(obj, path, key)?;
         v.as_array().map(Vec::as_slice).ok_or_else(|| {
             self.err(
@@ -220,7 +236,12 @@ impl Reader<'_> {
         })
     }
 
-    fn strings(&self, obj: &Map<String, Value>, path: &str, key: &str) -> Res<Vec<String>> {
+    pub(crate) fn strings(
+        &self,
+        obj: &Map<String, Value>,
+        path: &str,
+        key: &str,
+    ) -> Res<Vec<String>> {
         let field = Self::join(path, key);
         self.array(obj, path, key)?
             .iter()
@@ -572,14 +593,14 @@ impl Reader<'_> {
         })
     }
 
-    fn site(&self, v: &Value, path: &str) -> Res<Site> {
+    fn site(&self, v: &Value, path: &str) -> Res<ReportedSite> {
         let o = self.object(v, path)?;
         let kind = self.opt_string(o, path, "kind")?;
         self.if_present(o, path, "reason", |v, f| match v {
             Value::Null => Ok(()),
             v => self.string_of(v, f).map(drop),
         })?;
-        Ok(Site {
+        Ok(ReportedSite {
             json: v.clone(),
             compiled: kind.is_some(),
             label: self.string(o, path, "label")?,

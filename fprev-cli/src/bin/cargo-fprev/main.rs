@@ -24,6 +24,8 @@ mod diff;
 mod escape;
 #[path = "../../findings.rs"]
 mod findings;
+#[path = "../../findings_render.rs"]
+mod findings_render;
 #[path = "../../reports.rs"]
 mod reports;
 #[path = "../../stage_stats.rs"]
