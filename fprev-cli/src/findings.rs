@@ -445,14 +445,15 @@ pub fn merge(mut docs: Vec<Summary>) -> Result<Summary, String> {
             }
         }
     }
-    // the campaigns' statistics first: their errors name the process report and field
-    if docs.iter().any(|d| !d.processes.is_empty()) {
+    // the campaigns' statistics first, once: their errors name the process report and
+    // field (a sum of runs past 2^64 - 1, say), before the totals below would fail vaguely
+    let view = {
         let mut all = Summary::default();
         for d in &docs {
             all.processes.extend(d.processes.iter().cloned());
         }
-        all.campaigns()?;
-    }
+        all.campaigns()?
+    };
     // the latest report last: its status of a finding wins
     docs.sort_by(|a, b| (&a.finished, &a.ids).cmp(&(&b.finished, &b.ids)));
     let mut out = Summary::default();
@@ -518,16 +519,15 @@ pub fn merge(mut docs: Vec<Summary>) -> Result<Summary, String> {
     out.coverage.dedup();
     out.processes
         .sort_by_cached_key(|p| serde_json::to_string(p).unwrap_or_default());
-    out.findings.extend(campaign_findings(&out)?);
+    if let Some(view) = &view {
+        out.findings.extend(campaign_findings(view));
+    }
     Ok(out)
 }
 
 /// The differing runs of the campaigns' process reports as findings (kind `differs`),
 /// one per test, stage, element and value, with the smallest token that found it.
-fn campaign_findings(s: &Summary) -> Result<Vec<Finding>, String> {
-    let Some(view) = s.campaigns()? else {
-        return Ok(Vec::new());
-    };
+fn campaign_findings(view: &Value) -> Vec<Finding> {
     let empty = Vec::new();
     let binaries: Vec<&str> = view["binaries"]
         .as_array()
@@ -576,7 +576,7 @@ fn campaign_findings(s: &Summary) -> Result<Vec<Finding>, String> {
             });
         }
     }
-    Ok(out)
+    out
 }
 
 /// A file's device and inode: two paths name the same file when these are equal.
