@@ -457,11 +457,12 @@ pub fn merge(mut docs: Vec<Summary>) -> Result<Summary, String> {
     // the latest report last: its status of a finding wins
     docs.sort_by(|a, b| (&a.finished, &a.ids).cmp(&(&b.finished, &b.ids)));
     let mut out = Summary::default();
-    // key -> (finding, failing: true, fixed: false)
-    let mut all: BTreeMap<(String, String, String, String), (Finding, bool)> = BTreeMap::new();
+    // key -> (finding, failing: true, fixed: false, when its status was reported)
+    let mut all: BTreeMap<(String, String, String, String), (Finding, bool, String)> =
+        BTreeMap::new();
     for d in docs {
         out.ids.extend(d.ids);
-        out.finished = out.finished.max(d.finished);
+        out.finished = out.finished.max(d.finished.clone());
         for (f, failing) in d
             .findings
             .into_iter()
@@ -470,13 +471,20 @@ pub fn merge(mut docs: Vec<Summary>) -> Result<Summary, String> {
             .chain(d.fixed.into_iter().map(|f| (f, false)))
         {
             match all.get_mut(&f.key()) {
-                Some((kept, was)) => {
+                Some((kept, was, when)) => {
                     kept.seen = kept.seen.saturating_add(f.seen);
-                    kept.status = f.status;
-                    *was = failing;
+                    // Times are whole seconds: a report finished in the same second as
+                    // one that replayed its finding (a quick shard after a merge) is the
+                    // earlier one, since a replay follows what it replays.
+                    let replayed_then = *when == d.finished && kept.status != Status::New;
+                    if !(replayed_then && f.status == Status::New) {
+                        kept.status = f.status;
+                        *was = failing;
+                        when.clone_from(&d.finished);
+                    }
                 }
                 None => {
-                    all.insert(f.key(), (f, failing));
+                    all.insert(f.key(), (f, failing, d.finished.clone()));
                 }
             }
         }
@@ -498,7 +506,7 @@ pub fn merge(mut docs: Vec<Summary>) -> Result<Summary, String> {
         out.interrupted |= d.interrupted;
         out.processes.extend(d.processes);
     }
-    for (f, failing) in all.into_values() {
+    for (f, failing, _) in all.into_values() {
         if failing {
             out.findings.push(f);
         } else {
@@ -813,6 +821,32 @@ mod tests {
             assert_eq!(m.fixed.len(), 1);
             assert_eq!(m.fixed[0].seen, 2);
             assert_eq!(m.runs, 6);
+        }
+    }
+
+    #[test]
+    fn a_replay_in_the_same_second_outranks_the_report_it_replayed() {
+        // a quick shard after a merge: both finished at the same second, and the earlier
+        // report's run id sorts after the replaying one's (CI saw this as `new`)
+        let mut again = finding("t", "v3-1");
+        again.status = Status::StillFailing;
+        for order in [false, true] {
+            let mut docs = vec![
+                report(
+                    "zz-night1",
+                    "2026-01-01T00:00:07Z",
+                    vec![finding("t", "v3-1")],
+                    vec![],
+                ),
+                report("aa-night2", "2026-01-01T00:00:07Z", vec![again.clone()], vec![]),
+            ];
+            if order {
+                docs.reverse();
+            }
+            let m = merge(docs).expect("merges");
+            assert_eq!(m.findings.len(), 1);
+            assert_eq!(m.findings[0].status, Status::StillFailing);
+            assert_eq!(m.findings[0].seen, 2);
         }
     }
 
