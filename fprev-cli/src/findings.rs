@@ -838,7 +838,12 @@ mod tests {
                     vec![finding("t", "v3-1")],
                     vec![],
                 ),
-                report("aa-night2", "2026-01-01T00:00:07Z", vec![again.clone()], vec![]),
+                report(
+                    "aa-night2",
+                    "2026-01-01T00:00:07Z",
+                    vec![again.clone()],
+                    vec![],
+                ),
             ];
             if order {
                 docs.reverse();
