@@ -1,5 +1,5 @@
 //! `#[accumulator]`: parse the arguments ([`args`]), check them against the function
-//! ([`validate`]), then rewrite its accumulation sites ([`sites`]) and generate the frame
+//! ([`registration`]), then rewrite its accumulation sites ([`sites`]) and generate the frame
 //! and the registration ([`expand`]).
 //!
 //! [`accumulator`] is where the two ways of reading the body part: statement by statement
@@ -11,8 +11,8 @@ mod args;
 mod exits;
 mod expand;
 mod prefilter;
+mod registration;
 mod sites;
-mod validate;
 
 #[cfg(test)]
 mod properties;
@@ -51,10 +51,10 @@ fn by_statements(
 ) -> Option<(TokenStream, Option<syn::Error>)> {
     let Body { head, body, func } = Body::split(item)?;
     let plan = args::parse(args)
-        .and_then(|a| validate::validate(a, &func))
+        .and_then(|a| registration::validate(a, &func))
         .ok()?;
     // `func` has no body: a registration whose body names `Self` has an error to report.
-    if plan.registration.is_some() && validate::names_self(body.stream()).is_some() {
+    if plan.registration.is_some() && registration::names_self(body.stream()).is_some() {
         return None;
     }
     let (inner, statements) = split_inner_attributes(body.stream());
@@ -96,7 +96,7 @@ fn whole(args: TokenStream, item: TokenStream) -> TokenStream {
     if cfg!(feature = "off") {
         return off(item, func);
     }
-    let parsed = args::parse(args).and_then(|a| validate::validate(a, &func));
+    let parsed = args::parse(args).and_then(|a| registration::validate(a, &func));
     match parsed {
         Ok(plan) => {
             let (code, errors) = expand::expand(&plan, func);
@@ -129,15 +129,15 @@ fn off(item: TokenStream, func: syn::ItemFn) -> TokenStream {
 }
 
 fn strip_acc(mut func: syn::ItemFn) -> syn::ItemFn {
-    struct Strip;
-    impl VisitMut for Strip {
+    struct StripAcc;
+    impl VisitMut for StripAcc {
         fn visit_local_mut(&mut self, l: &mut syn::Local) {
             l.attrs.retain(|a| !a.path().is_ident("acc"));
             syn::visit_mut::visit_local_mut(self, l);
         }
         fn visit_item_mut(&mut self, _: &mut syn::Item) {}
     }
-    Strip.visit_block_mut(&mut func.block);
+    StripAcc.visit_block_mut(&mut func.block);
     func
 }
 

@@ -2,9 +2,9 @@
 //! seed, and `FPREV_SEED=<seed> FPREV_PROPTEST_CASES=1` reruns it alone.
 
 /// SplitMix64: a few lines, no dependency, enough to draw statements.
-pub(crate) struct Draw(pub u64);
+pub(crate) struct SplitMix(pub u64);
 
-impl Draw {
+impl SplitMix {
     pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;

@@ -3,7 +3,7 @@
 //!
 //! Stages: [`args`] parses the options and the per-loop markers, [`classify`] decides
 //! which accumulations are float reductions whose terms may be reassociated,
-//! [`validate`] which loops and chains keep their meaning when reordered, [`plan`] runs
+//! [`reorderable`] which loops and chains keep their meaning when reordered, [`plan`] runs
 //! both on one loop (for both attributes), and [`expand`] generates code and records
 //! each decision ([`decision`]).
 //!
@@ -20,7 +20,7 @@ mod expand;
 pub(crate) mod keyed;
 pub(crate) mod plan;
 mod prefilter;
-mod validate;
+mod reorderable;
 
 pub use decision::{Construct, Decision, Outcome, ReasonKind};
 
@@ -30,7 +30,7 @@ use syn::visit_mut::{self, VisitMut};
 use syn::{Ident, Item};
 
 use crate::runs::{pieces, split_inner_attributes, Body};
-use args::Args;
+use args::ScrambleArgs;
 
 /// `#[scramble(args)] item`: the rewritten function, or the errors to show beside the
 /// user's item. With the `off` feature the item comes back token for token (only the
@@ -49,7 +49,7 @@ pub(crate) fn recorded(
     item: TokenStream,
     record: &mut Vec<Decision>,
 ) -> syn::Result<TokenStream> {
-    let parsed_args = Args::parse(args);
+    let parsed_args = ScrambleArgs::parse(args);
     if let Ok(args) = &parsed_args {
         if let Some(out) = by_statements(args, &item, record) {
             return out;
@@ -63,7 +63,7 @@ pub(crate) fn recorded(
 /// parsed instead (nothing recorded then): anything unexpected (a run that does not
 /// parse, a signature that is not a plain function's) declines.
 fn by_statements(
-    args: &Args,
+    args: &ScrambleArgs,
     item: &TokenStream,
     record: &mut Vec<Decision>,
 ) -> Option<syn::Result<TokenStream>> {
@@ -90,7 +90,7 @@ fn by_statements(
 /// statement-by-statement path declines (argument errors, items that are not functions,
 /// bodies it cannot split).
 fn whole(
-    parsed_args: syn::Result<Args>,
+    parsed_args: syn::Result<ScrambleArgs>,
     item: TokenStream,
     record: &mut Vec<Decision>,
 ) -> syn::Result<TokenStream> {
@@ -141,8 +141,8 @@ pub(crate) fn strip_markers(item: TokenStream) -> TokenStream {
     let Ok(mut func) = syn::parse2::<syn::ItemFn>(item.clone()) else {
         return item;
     };
-    struct Strip(bool);
-    impl VisitMut for Strip {
+    struct StripMarkers(bool);
+    impl VisitMut for StripMarkers {
         fn visit_expr_for_loop_mut(&mut self, f: &mut syn::ExprForLoop) {
             let before = f.attrs.len();
             f.attrs.retain(|a| !args::is_marker(a));
@@ -151,7 +151,7 @@ pub(crate) fn strip_markers(item: TokenStream) -> TokenStream {
         }
         fn visit_item_mut(&mut self, _: &mut syn::Item) {}
     }
-    let mut strip = Strip(false);
+    let mut strip = StripMarkers(false);
     strip.visit_block_mut(&mut func.block);
     if strip.0 {
         func.into_token_stream()

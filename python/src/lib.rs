@@ -327,7 +327,7 @@ fn sweep_sizes(
     seed: u64,
     accept_flat: bool,
     label: String,
-) -> PyResult<sweep::Sweep> {
+) -> PyResult<sweep::PySweep> {
     let (input, acc) = (Dtype::parse(dtype)?, Dtype::parse(acc)?);
     // the buffer's shape and dtype are checked here, before any size runs
     Flat::writable(buffer.bind(py), &[n], input)?;
@@ -353,7 +353,7 @@ fn sweep_lengths(
     seed: u64,
     accept_flat: bool,
     label: String,
-) -> PyResult<sweep::Sweep> {
+) -> PyResult<sweep::PySweep> {
     let (input, acc) = (Dtype::parse(dtype)?, Dtype::parse(acc)?);
     let config = engine(1, algorithm_name, None, verify, seed, accept_flat)?;
     dispatch!(input, acc, |I, T| {
@@ -552,7 +552,7 @@ fn _fprev(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Tree>()?;
     m.add_class::<tree::Diff>()?;
     m.add_class::<Orders>()?;
-    m.add_class::<sweep::Sweep>()?;
+    m.add_class::<sweep::PySweep>()?;
     m.add_class::<model::OrderModelCore>()?;
     m.add_function(wrap_pyfunction!(model::model_fit_sizes, m)?)?;
     m.add_function(wrap_pyfunction!(model::model_fit_trees, m)?)?;

@@ -30,13 +30,13 @@ use crate::tree::Tree;
 /// >>> s.breakpoints
 /// []
 #[pyclass(module = "fprev", name = "Sweep", frozen)]
-pub struct Sweep {
+pub struct PySweep {
     sweep: Engine,
     label: String,
 }
 
 #[pymethods]
-impl Sweep {
+impl PySweep {
     /// ``{size: Tree}`` for every swept size.
     #[getter]
     fn trees(&self) -> BTreeMap<usize, Tree> {
@@ -240,20 +240,20 @@ fn model_error(py: Python<'_>, message: &str) -> PyErr {
 }
 
 /// A size's target, handing what went wrong in Python to the sweep when it is done.
-struct Kept<I, T> {
+struct SizeTarget<I, T> {
     target: PyTarget<I, T>,
-    outcome: Arc<Mutex<Outcome>>,
+    outcome: Arc<Mutex<FirstFailure>>,
 }
 
 /// What the sizes' targets left behind: the first Python exception and its size (the
 /// size being revealed is kept here as the sweep goes).
 #[derive(Default)]
-struct Outcome {
+struct FirstFailure {
     failure: Option<(usize, Failure)>,
     size: usize,
 }
 
-impl<I, T> Drop for Kept<I, T> {
+impl<I, T> Drop for SizeTarget<I, T> {
     fn drop(&mut self) {
         // a poisoned lock means a panic elsewhere already ended the sweep
         if let Ok(mut out) = self.outcome.lock() {
@@ -265,7 +265,7 @@ impl<I, T> Drop for Kept<I, T> {
     }
 }
 
-impl<I: ProbeFloat, T: ProbeFloat> Target<T> for Kept<I, T> {
+impl<I: ProbeFloat, T: ProbeFloat> Target<T> for SizeTarget<I, T> {
     fn call(&mut self, x: &[T]) -> Result<T, TargetError> {
         self.target.call(x)
     }
@@ -310,8 +310,8 @@ pub fn run<I: ProbeFloat, T: ProbeFloat>(
     input: crate::dtype::Dtype,
     config: fprev_runtime::Reveal,
     label: String,
-) -> PyResult<Sweep> {
-    let outcome = Arc::new(Mutex::new(Outcome::default()));
+) -> PyResult<PySweep> {
+    let outcome = Arc::new(Mutex::new(FirstFailure::default()));
     let make_error: Arc<Mutex<Option<(usize, PyErr)>>> = Arc::default();
     let target = |size: usize| {
         if let Ok(mut out) = outcome.lock() {
@@ -337,7 +337,7 @@ pub fn run<I: ProbeFloat, T: ProbeFloat>(
                 Ok((call, flat, view)) => {
                     let args =
                         PyTuple::new(py, [view]).map_err(|e| TargetError::new(e.to_string()))?;
-                    Ok(Kept {
+                    Ok(SizeTarget {
                         target: PyTarget::<I, T>::new(call, args.unbind(), flat),
                         outcome: outcome.clone(),
                     })
@@ -366,7 +366,7 @@ pub fn run<I: ProbeFloat, T: ProbeFloat>(
         }
     }
     match result {
-        Ok(sweep) => Ok(Sweep { sweep, label }),
+        Ok(sweep) => Ok(PySweep { sweep, label }),
         Err(SweepError::At { size, error }) => Err(errors::to_py_at(error, size)),
         Err(SweepError::Size(error)) => Err(errors::to_py(error)),
         Err(other) => Err(PyValueError::new_err(other.to_string())),

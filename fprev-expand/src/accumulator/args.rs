@@ -16,22 +16,22 @@ mod kw {
 
 /// The operation a registration probes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Op {
+pub enum ProbedOp {
     Sum,
     Dot,
     Gemv,
     Gemm,
 }
 
-impl Op {
+impl ProbedOp {
     pub const NAMES: &'static str = "\"sum\", \"dot\", \"gemv\" or \"gemm\"";
 
-    fn parse(s: &str) -> Option<Op> {
+    fn parse(s: &str) -> Option<ProbedOp> {
         Some(match s {
-            "sum" => Op::Sum,
-            "dot" => Op::Dot,
-            "gemv" => Op::Gemv,
-            "gemm" => Op::Gemm,
+            "sum" => ProbedOp::Sum,
+            "dot" => ProbedOp::Dot,
+            "gemv" => ProbedOp::Gemv,
+            "gemm" => ProbedOp::Gemm,
             _ => return None,
         })
     }
@@ -39,38 +39,38 @@ impl Op {
     /// Number of parameters the registered function takes.
     pub fn arity(self) -> usize {
         match self {
-            Op::Sum => 1,
-            Op::Dot => 2,
-            Op::Gemv => 4,
-            Op::Gemm => 5,
+            ProbedOp::Sum => 1,
+            ProbedOp::Dot => 2,
+            ProbedOp::Gemv => 4,
+            ProbedOp::Gemm => 5,
         }
     }
 
     /// The signature it needs, for error messages.
     pub fn signature(self) -> &'static str {
         match self {
-            Op::Sum => "fn(&[T]) -> T",
-            Op::Dot => "fn(&[T], &[T]) -> T",
-            Op::Gemv => "fn(m: usize, n: usize, a: &[T], x: &[T]) -> Vec<T>",
-            Op::Gemm => "fn(m: usize, n: usize, k: usize, a: &[T], b: &[T]) -> Vec<T>",
+            ProbedOp::Sum => "fn(&[T]) -> T",
+            ProbedOp::Dot => "fn(&[T], &[T]) -> T",
+            ProbedOp::Gemv => "fn(m: usize, n: usize, a: &[T], x: &[T]) -> Vec<T>",
+            ProbedOp::Gemm => "fn(m: usize, n: usize, k: usize, a: &[T], b: &[T]) -> Vec<T>",
         }
     }
 
     pub fn name(self) -> &'static str {
         match self {
-            Op::Sum => "sum",
-            Op::Dot => "dot",
-            Op::Gemv => "gemv",
-            Op::Gemm => "gemm",
+            ProbedOp::Sum => "sum",
+            ProbedOp::Dot => "dot",
+            ProbedOp::Gemv => "gemv",
+            ProbedOp::Gemm => "gemm",
         }
     }
 }
 
 /// `reveal(...)`.
 #[derive(Debug)]
-pub struct RevealArgs {
+pub struct RevealClause {
     pub span: Span,
-    pub op: Option<(Op, Span)>,
+    pub op: Option<(ProbedOp, Span)>,
     pub sizes: Option<(Vec<syn::LitInt>, Span)>,
     pub dtype: Option<syn::Ident>,
     /// `path = "Type::method"`: the function as named from its module (an associated
@@ -80,14 +80,14 @@ pub struct RevealArgs {
 
 /// Everything between the attribute's parentheses.
 #[derive(Debug, Default)]
-pub struct Args {
+pub struct AccumulatorArgs {
     pub krate: Option<syn::Path>,
-    pub reveal: Option<RevealArgs>,
+    pub reveal: Option<RevealClause>,
 }
 
 /// Parse the arguments; every problem found is reported, combined.
-pub fn parse(tokens: TokenStream) -> syn::Result<Args> {
-    let mut args = Args::default();
+pub fn parse(tokens: TokenStream) -> syn::Result<AccumulatorArgs> {
+    let mut args = AccumulatorArgs::default();
     let mut errors: Option<syn::Error> = None;
     let mut push = |e: syn::Error| match &mut errors {
         Some(all) => all.combine(e),
@@ -101,7 +101,7 @@ pub fn parse(tokens: TokenStream) -> syn::Result<Args> {
             })?);
             Ok(())
         } else if meta.path.is_ident("reveal") {
-            let mut r = RevealArgs {
+            let mut r = RevealClause {
                 span: meta.path.span(),
                 op: None,
                 sizes: None,
@@ -111,11 +111,11 @@ pub fn parse(tokens: TokenStream) -> syn::Result<Args> {
             meta.parse_nested_meta(|inner| {
                 if inner.path.is_ident("op") {
                     let s: syn::LitStr = inner.value()?.parse()?;
-                    match Op::parse(&s.value()) {
+                    match ProbedOp::parse(&s.value()) {
                         Some(op) => r.op = Some((op, s.span())),
                         None => push(syn::Error::new(
                             s.span(),
-                            format!("unknown op `{}`: use {}", s.value(), Op::NAMES),
+                            format!("unknown op `{}`: use {}", s.value(), ProbedOp::NAMES),
                         )),
                     }
                     Ok(())
@@ -182,7 +182,7 @@ mod tests {
     fn parses_reveal() {
         let a = parse(quote!(reveal(op = "dot", sizes = [4, 8], dtype = f32))).unwrap();
         let r = a.reveal.unwrap();
-        assert_eq!(r.op.unwrap().0, Op::Dot);
+        assert_eq!(r.op.unwrap().0, ProbedOp::Dot);
         assert_eq!(r.sizes.unwrap().0.len(), 2);
         assert_eq!(r.dtype.unwrap().to_string(), "f32");
     }

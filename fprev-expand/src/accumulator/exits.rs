@@ -73,7 +73,7 @@ pub fn visible<'a>(
             t
         }
     };
-    let mut scan = Scan { visible: true };
+    let mut scan = ExitScan { visible: true };
     for s in body {
         scan.visit_stmt(s);
     }
@@ -92,11 +92,11 @@ fn names(tokens: &TokenStream, idents: &[&str]) -> bool {
 
 /// Looks for what hides an exit, outside closures, `async` blocks and nested items
 /// (whose `return` and `?` leave them, not the function).
-struct Scan {
+struct ExitScan {
     visible: bool,
 }
 
-impl<'a> Visit<'a> for Scan {
+impl<'a> Visit<'a> for ExitScan {
     fn visit_expr_try(&mut self, _: &'a syn::ExprTry) {
         self.visible = false;
     }

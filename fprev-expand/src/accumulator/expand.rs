@@ -8,9 +8,11 @@ use quote::{quote, quote_spanned, ToTokens};
 use syn::visit_mut::VisitMut;
 use syn::Stmt;
 
-use super::args::Op;
-use super::sites::{exit_with, frame_decl, Collector, Kind, Rewriter, Scope, Site};
-use super::validate::{Plan, Registration};
+use super::args::ProbedOp;
+use super::registration::{RegistrationPlan, ValidRegistration};
+use super::sites::{
+    exit_with, frame_decl, ChainSite, ChainSiteKind, Collector, Scope, SiteRewriter,
+};
 use crate::runs::{parse_run, Piece};
 
 /// A rewritten body: what goes before the statements (the sites' table, the frame, the
@@ -23,7 +25,7 @@ pub struct Rewritten {
 
 /// Rewrite `item` according to `plan`. Returns the errors found in the body (`#[acc]`
 /// misuse) beside the code, so the item is always emitted.
-pub fn expand(plan: &Plan, item: syn::ItemFn) -> (TokenStream, Option<syn::Error>) {
+pub fn expand(plan: &RegistrationPlan, item: syn::ItemFn) -> (TokenStream, Option<syn::Error>) {
     let syn::ItemFn {
         attrs,
         vis,
@@ -62,7 +64,7 @@ pub fn expand(plan: &Plan, item: syn::ItemFn) -> (TokenStream, Option<syn::Error
 /// an accumulator are parsed here, once the accumulators are known (a `let` that
 /// declares one restarts its chain, a closure that reads one captures its counter).
 pub fn rewrite_body(
-    plan: &Plan,
+    plan: &RegistrationPlan,
     sig: &syn::Signature,
     mut pieces: Vec<Piece>,
 ) -> Option<Rewritten> {
@@ -80,7 +82,7 @@ pub fn rewrite_body(
     });
     let statics = syn::Ident::new("__FPREV_SITES", Span::call_site());
     let exits = super::exits::visible(sig, parsed(&pieces));
-    let mut rw = Rewriter {
+    let mut rw = SiteRewriter {
         krate,
         sites: collector.sites,
         vars: collector.vars,
@@ -180,7 +182,7 @@ fn collect(pieces: &mut [Piece]) -> Option<Collector> {
 fn site_table(
     krate: &TokenStream,
     fn_ident: &syn::Ident,
-    sites: &[Site],
+    sites: &[ChainSite],
     statics: &syn::Ident,
 ) -> TokenStream {
     let mut table = TokenStream::new();
@@ -191,12 +193,12 @@ fn site_table(
     let n = sites.len();
     let entries = sites.iter().map(|s| {
         let kind = match s.kind {
-            Kind::Variable => quote!(Variable),
-            Kind::Place => quote!(Place),
-            Kind::Iterator => quote!(Iterator),
+            ChainSiteKind::Variable => quote!(Variable),
+            ChainSiteKind::Place => quote!(Place),
+            ChainSiteKind::Iterator => quote!(Iterator),
         };
         let text = &s.text;
-        // `Site::here` takes its file, line and column from where it is called: the
+        // `Site::here` (the runtime's) takes its file, line and column from where it is called: the
         // whole call is spanned at the site (a path from the user's code, see
         // [`crate::respan`]).
         let at = crate::respan::respan(krate, s.span);
@@ -214,7 +216,7 @@ fn site_table(
         #[allow(non_upper_case_globals)]
         static #statics: [#krate::__private::chains::Site; #n] = [#(#entries),*];
     });
-    if sites.iter().any(|s| s.kind == Kind::Iterator) {
+    if sites.iter().any(|s| s.kind == ChainSiteKind::Iterator) {
         table.extend(quote! {
             #[allow(unused_imports)]
             use #krate::__private::chains::ViaOther as _;
@@ -223,12 +225,12 @@ fn site_table(
     table
 }
 
-fn register(krate: &TokenStream, ident: &syn::Ident, r: &Registration) -> TokenStream {
+fn register(krate: &TokenStream, ident: &syn::Ident, r: &ValidRegistration) -> TokenStream {
     let (adapter, op) = match r.op {
-        Op::Sum => (quote!(sum), quote!(Sum)),
-        Op::Dot => (quote!(dot), quote!(Dot)),
-        Op::Gemv => (quote!(gemv), quote!(Gemv)),
-        Op::Gemm => (quote!(gemm), quote!(Gemm)),
+        ProbedOp::Sum => (quote!(sum), quote!(Sum)),
+        ProbedOp::Dot => (quote!(dot), quote!(Dot)),
+        ProbedOp::Gemv => (quote!(gemv), quote!(Gemv)),
+        ProbedOp::Gemm => (quote!(gemm), quote!(Gemm)),
     };
     let f = &r.function;
     let name = ident.to_string();

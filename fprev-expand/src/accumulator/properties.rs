@@ -5,12 +5,12 @@
 
 use proc_macro2::TokenStream;
 
-use crate::cases::{cases, Draw};
+use crate::cases::{cases, SplitMix};
 
 /// One statement of a generated function: declarations, updates of every form
 /// (variables, places, iterators), restarts, reads in closures and loops, exits,
 /// macros, and neutral statements the statement-by-statement path passes through.
-fn statement(d: &mut Draw) -> String {
+fn statement(d: &mut SplitMix) -> String {
     let v = d.pick(&["s", "t", "u"]);
     match d.below(29) {
         25 => "out[k % 4] = out[k % 4] + a;".to_string(),
@@ -50,7 +50,7 @@ fn statement_by_statement_equals_the_whole_rewrite_on_generated_functions() {
     let (first, cases) = cases();
     let mut taken = 0;
     for seed in first..first + cases {
-        let mut d = Draw(seed);
+        let mut d = SplitMix(seed);
         let stmts: Vec<String> = (0..2 + d.below(8)).map(|_| statement(&mut d)).collect();
         let text = format!(
             "fn f(x: &[f64], y: &[f64], out: &mut [f64], n: usize, a: f64) -> f64 {{ \

@@ -37,13 +37,13 @@ macro_rules! skip_constant_contexts {
 mod collect;
 mod frame;
 mod rewrite;
-mod running;
+mod running_values;
 
 pub use collect::Collector;
 pub use frame::{exit_with, frame_decl, Scope};
-pub use rewrite::Rewriter;
+pub use rewrite::SiteRewriter;
 
-pub use running::running;
+pub use running_values::running;
 use std::collections::HashSet;
 
 use proc_macro2::Span;
@@ -55,15 +55,15 @@ use crate::syntax::pure_value;
 
 /// What kind of site.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub enum ChainSiteKind {
     Variable,
     Place,
     Iterator,
 }
 
 /// One site found in the body.
-pub struct Site {
-    pub kind: Kind,
+pub struct ChainSite {
+    pub kind: ChainSiteKind,
     pub span: Span,
     pub text: String,
     /// A variable or place whose order is its meaning (see [`running`](fn@running)).

@@ -15,7 +15,7 @@ pub(crate) mod kw {
 
 /// Which `for` loops the function declares order-free (whole-loop scrambling).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Loops {
+pub(crate) enum OrderFreeLoops {
     /// `outer`: only loops not nested in another `for` loop.
     Outer,
     /// `loops` (or `all`): every loop of a supported form.
@@ -23,10 +23,10 @@ pub(crate) enum Loops {
 }
 
 /// The options of `#[scramble(...)]` on a function.
-pub(crate) struct Args {
+pub(crate) struct ScrambleArgs {
     /// Whole-loop scrambling declared on the function; `None` (the default): only
     /// reductions are reassociated, loops keep their order.
-    pub loops: Option<Loops>,
+    pub loops: Option<OrderFreeLoops>,
     /// A shuffle name checked against [`SHUFFLES`], with its span.
     pub shuffle: Option<(String, Span)>,
     /// Rewrite loops with early exits too.
@@ -44,9 +44,9 @@ pub(crate) const SHUFFLES: &[(&str, &str)] = &[
 
 const FN_OPTIONS: &str = "`loops`, `outer`, `force`, `shuffle = \"fisher-yates\" | \"sattolo\" | \"identity\"`, `crate = \"path\"`";
 
-impl Args {
-    pub(crate) fn parse(tokens: TokenStream) -> syn::Result<Args> {
-        let mut args = Args {
+impl ScrambleArgs {
+    pub(crate) fn parse(tokens: TokenStream) -> syn::Result<ScrambleArgs> {
+        let mut args = ScrambleArgs {
             loops: None,
             shuffle: None,
             force: false,
@@ -63,9 +63,9 @@ impl Args {
                     return Err(meta.error("`loops` / `outer` / `all` given twice: keep one"));
                 }
                 args.loops = Some(if meta.path.is_ident("outer") {
-                    Loops::Outer
+                    OrderFreeLoops::Outer
                 } else {
-                    Loops::All
+                    OrderFreeLoops::All
                 });
                 Ok(())
             } else if meta.path.is_ident("force") {

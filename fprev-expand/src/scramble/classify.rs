@@ -216,7 +216,7 @@ pub(crate) fn plan(
     claimed: &HashSet<String>,
     not_floats: &BTreeMap<String, String>,
 ) -> LoopPlan {
-    let mut scan = Scan::default();
+    let mut scan = LoopScan::default();
     if let Some(p) = pat {
         scan.visit_pat(p);
     }
@@ -351,7 +351,7 @@ struct PlaceUpdates {
 }
 
 /// The scanned updates gathered per place (key).
-fn places(scan: &Scan) -> BTreeMap<String, PlaceUpdates> {
+fn places(scan: &LoopScan) -> BTreeMap<String, PlaceUpdates> {
     let mut by_key: BTreeMap<String, PlaceUpdates> = BTreeMap::new();
     for u in &scan.updates {
         let entry = by_key.entry(u.key.clone()).or_insert_with(|| PlaceUpdates {
@@ -379,7 +379,7 @@ fn places(scan: &Scan) -> BTreeMap<String, PlaceUpdates> {
 fn order_carried(
     key: &str,
     p: &PlaceUpdates,
-    scan: &Scan,
+    scan: &LoopScan,
     root_updates: usize,
 ) -> Option<(ReasonKind, String)> {
     let root = &p.root;
@@ -465,7 +465,7 @@ pub(crate) fn not_a_float(key: &str, ty: &str) -> String {
 }
 
 /// A variable the index of `p`'s place reads that is bound or written in the loop.
-fn changing_index(p: &PlaceUpdates, scan: &Scan) -> Option<String> {
+fn changing_index(p: &PlaceUpdates, scan: &LoopScan) -> Option<String> {
     let mut idents = Vec::new();
     index_idents(&p.place, &mut idents);
     idents
@@ -473,7 +473,7 @@ fn changing_index(p: &PlaceUpdates, scan: &Scan) -> Option<String> {
         .find(|i| scan.bound.contains(i) || scan.written.contains(i))
 }
 
-struct Found {
+struct ClassifiedLoop {
     key: String,
     root: String,
     place: Expr,
@@ -487,8 +487,8 @@ struct Found {
 
 /// Mentions, bindings, writes and updates inside one loop.
 #[derive(Default)]
-struct Scan {
-    updates: Vec<Found>,
+struct LoopScan {
+    updates: Vec<ClassifiedLoop>,
     mentions: BTreeMap<String, usize>,
     bound: HashSet<String>,
     written: HashSet<String>,
@@ -505,7 +505,7 @@ struct Scan {
 
 /// How often `e` mentions the variable `root` (paths and macro tokens).
 pub(crate) fn mentions_in(e: &Expr, root: &str) -> usize {
-    let mut s = Scan::default();
+    let mut s = LoopScan::default();
     s.visit_expr(e);
     s.mentions.get(root).copied().unwrap_or(0)
 }
@@ -514,7 +514,7 @@ fn tokens_mention(tokens: TokenStream, out: &mut BTreeMap<String, usize>) {
     crate::syntax::token_mentions(tokens, &mut |name| *out.entry(name).or_default() += 1);
 }
 
-impl Scan {
+impl LoopScan {
     /// `root` is written in the loop; a field of `self` writes `self` too (an index that
     /// reads `self.k` reads `self`).
     fn write(&mut self, root: String) {
@@ -526,7 +526,7 @@ impl Scan {
 
     /// An update `*e op= t` of the element `e` of an element loop being visited, as an
     /// update of the array's place (`g[j]`), its mentions of `e` counted apart.
-    fn element_update(&mut self, e: &Expr) -> Option<Found> {
+    fn element_update(&mut self, e: &Expr) -> Option<ClassifiedLoop> {
         let u = update_of(e)?;
         let id = super::keyed::deref_of(u.place)?.to_string();
         let (_, root, place) = self.elements.iter().rev().find(|(el, ..)| *el == id)?;
@@ -536,7 +536,7 @@ impl Scan {
         let after = self.mentions.get(&id).copied().unwrap_or(0);
         let in_term = mentions_in(u.term, &id) + mentions_in(u.term, &root);
         *self.element_update_mentions.entry(id.clone()).or_default() += after - before;
-        Some(Found {
+        Some(ClassifiedLoop {
             key: u.key.clone(),
             root,
             place,
@@ -550,7 +550,7 @@ impl Scan {
     }
 }
 
-impl<'ast> Visit<'ast> for Scan {
+impl<'ast> Visit<'ast> for LoopScan {
     fn visit_item(&mut self, _: &'ast syn::Item) {}
 
     fn visit_expr_field(&mut self, f: &'ast syn::ExprField) {
@@ -636,7 +636,7 @@ impl<'ast> Visit<'ast> for Scan {
                     let before = self.mentions.get(&root).copied().unwrap_or(0);
                     visit::visit_expr(self, e);
                     let after = self.mentions.get(&root).copied().unwrap_or(0);
-                    self.updates.push(Found {
+                    self.updates.push(ClassifiedLoop {
                         key: key_of(&rb.place),
                         root,
                         place: rb.place.clone(),
@@ -658,7 +658,7 @@ impl<'ast> Visit<'ast> for Scan {
                 if u.root.starts_with("self.") {
                     in_term += mentions_in(u.term, "self");
                 }
-                self.updates.push(Found {
+                self.updates.push(ClassifiedLoop {
                     key: u.key.clone(),
                     root: u.root.clone(),
                     place: u.place.clone(),
@@ -682,7 +682,7 @@ mod tests {
     use syn::parse_quote;
 
     fn owned(body: syn::Block) -> (Vec<String>, Vec<String>) {
-        let exits = super::super::validate::exits_early(None, &body);
+        let exits = super::super::reorderable::exits_early(None, &body);
         let pat: Pat = parse_quote!(i);
         let p = plan(
             Some(&pat),

@@ -10,22 +10,22 @@ use syn::spanned::Spanned;
 use syn::visit_mut::{self, VisitMut};
 use syn::{Expr, Ident, Item, ItemFn};
 
-use super::args::{self, Args, Loops, Marker};
+use super::args::{self, Marker, OrderFreeLoops, ScrambleArgs};
 use super::classify::{self, Form};
 use super::decision::{Construct, Decision, Outcome, ReasonKind};
 use super::keyed;
-use super::validate::{self, ParSource};
+use super::reorderable::{self, ParSource};
 use crate::respan::respan;
 use crate::runs::Piece;
 
 /// Rewrites `func`'s body in place, its decisions appended to `record`; marker errors
 /// are combined and returned.
 pub(crate) fn rewrite_fn(
-    args: &Args,
+    args: &ScrambleArgs,
     func: &mut ItemFn,
     record: &mut Vec<Decision>,
 ) -> syn::Result<()> {
-    let mut rewriter = Rewriter::new(args, &func.sig.ident);
+    let mut rewriter = LoopRewriter::new(args, &func.sig.ident);
     rewriter.declarations(&func.sig, func.block.to_token_stream());
     rewriter.visit_block_mut(&mut func.block);
     let mut stmts = rewriter.finish(func.sig.ident.span(), record)?;
@@ -35,17 +35,17 @@ pub(crate) fn rewrite_fn(
 }
 
 /// The body of function `name` given as runs of statements in order (see [`Piece`]):
-/// the statements that go before it (see [`Rewriter::finish`]) and the body, its parsed
+/// the statements that go before it (see [`LoopRewriter::finish`]) and the body, its parsed
 /// runs rewritten as [`rewrite_fn`] rewrites them, with one rewriter for the whole
 /// function so that sites are numbered as there; the decisions appended to `record`.
 pub(crate) fn rewrite_runs(
-    args: &Args,
+    args: &ScrambleArgs,
     sig: &syn::Signature,
     pieces: Vec<Piece>,
     record: &mut Vec<Decision>,
 ) -> syn::Result<(Vec<syn::Stmt>, TokenStream)> {
     let name = &sig.ident;
-    let mut rewriter = Rewriter::new(args, name);
+    let mut rewriter = LoopRewriter::new(args, name);
     let mut body = TokenStream::new();
     for piece in &pieces {
         match piece {
@@ -93,8 +93,8 @@ enum Reducer {
     Keyed(Ident, Option<Ident>),
 }
 
-struct Rewriter<'a> {
-    args: &'a Args,
+struct LoopRewriter<'a> {
+    args: &'a ScrambleArgs,
     fn_name: String,
     /// Number of enclosing `for` loops.
     depth: usize,
@@ -122,10 +122,10 @@ struct Rewriter<'a> {
     errors: syn::Result<()>,
 }
 
-impl<'a> Rewriter<'a> {
+impl<'a> LoopRewriter<'a> {
     /// A rewriter for the body of function `name`.
-    fn new(args: &'a Args, name: &Ident) -> Self {
-        Rewriter {
+    fn new(args: &'a ScrambleArgs, name: &Ident) -> Self {
+        LoopRewriter {
             args,
             fn_name: name.to_string(),
             depth: 0,
@@ -214,7 +214,7 @@ impl<'a> Rewriter<'a> {
     }
 }
 
-impl Rewriter<'_> {
+impl LoopRewriter<'_> {
     /// Reads what the function `sig` with body tokens `body` declares: its type
     /// parameters, and the variables it declares with a non-float type.
     fn declarations(&mut self, sig: &syn::Signature, body: TokenStream) {
@@ -498,28 +498,28 @@ impl Rewriter<'_> {
     /// loop visits its items in a scrambled order (collected first, so only finite
     /// iterables of the supported forms).
     fn declared_loop(&mut self, f: &mut syn::ExprForLoop, marker: Option<Marker>) {
-        let supported = validate::supported_iterable(&f.expr);
+        let supported = reorderable::supported_iterable(&f.expr);
         let marked = marker == Some(Marker::Loop);
         if marked && !supported {
             self.error(syn::Error::new_spanned(
                 &f.expr,
                 format!(
                     "#[scramble(loop)]: cannot scramble a loop over this iterable (it is collected first, so it must be finite and of a known form); supported: {}. Collect it into a Vec and loop over `&v`, or remove the marker",
-                    validate::SUPPORTED
+                    reorderable::SUPPORTED
                 ),
             ));
             return;
         }
         let by_fn = match self.args.loops {
-            Some(Loops::All) => true,
-            Some(Loops::Outer) => self.depth == 0,
+            Some(OrderFreeLoops::All) => true,
+            Some(OrderFreeLoops::Outer) => self.depth == 0,
             None => false,
         };
         let forced = marked || self.args.force;
         let eligible = marked
             || (by_fn
                 && supported
-                && (forced || !validate::exits_early(f.label.as_ref(), &f.body)));
+                && (forced || !reorderable::exits_early(f.label.as_ref(), &f.body)));
         if !eligible {
             return;
         }
@@ -725,8 +725,8 @@ impl Rewriter<'_> {
     /// `.sum()` / `.fold(init, additive closure)` on a temporary iterator.
     fn iterator_reduction(&mut self, e: &mut Expr) {
         let Expr::MethodCall(m) = e else { return };
-        if validate::non_additive_fold(m) {
-            if validate::max_min_fold(m) {
+        if reorderable::non_additive_fold(m) {
+            if reorderable::max_min_fold(m) {
                 self.left_alone(
                     m.method.span(),
                     "fold",
@@ -744,8 +744,8 @@ impl Rewriter<'_> {
                 );
             }
         }
-        let tuple = validate::tuple_fold(m);
-        if !tuple && !validate::iterator_reduction(m) {
+        let tuple = reorderable::tuple_fold(m);
+        if !tuple && !reorderable::iterator_reduction(m) {
             return;
         }
         if let Some(ty) = self.iterator_not_a_float(m) {
@@ -804,7 +804,7 @@ impl Rewriter<'_> {
     /// as written, the sum's terms are reassociated.
     fn par_sum(&mut self, e: &mut Expr) {
         let Expr::MethodCall(m) = e else { return };
-        if !validate::par_sum(m) {
+        if !reorderable::par_sum(m) {
             return;
         }
         let span = m.method.span();
@@ -823,7 +823,7 @@ impl Rewriter<'_> {
         let Expr::MethodCall(call) = e else {
             return false;
         };
-        let Some((source, kind)) = validate::par_chain_source(call) else {
+        let Some((source, kind)) = reorderable::par_chain_source(call) else {
             return false;
         };
         let span = source.method.span();
@@ -841,7 +841,7 @@ impl Rewriter<'_> {
     }
 }
 
-impl VisitMut for Rewriter<'_> {
+impl VisitMut for LoopRewriter<'_> {
     fn visit_expr_mut(&mut self, e: &mut Expr) {
         match e {
             Expr::ForLoop(_) | Expr::While(_) | Expr::Loop(_) => self.a_loop(e),

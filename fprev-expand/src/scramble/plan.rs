@@ -1,12 +1,12 @@
 //! The analysis of one loop as both attributes run it: the loop's early exits
-//! ([`validate`]) and then its accumulations ([`classify::plan`]).
+//! ([`reorderable`]) and then its accumulations ([`classify::plan`]).
 
 use std::collections::{BTreeMap, HashSet};
 
 use syn::Expr;
 
 use super::classify::{self, LoopPlan};
-use super::validate;
+use super::reorderable;
 
 /// [`classify::plan`] for the loop `e`; `not_floats`: the variables the function declares
 /// with a non-float type ([`declared`](super::declared)) (`for`, `while` or `loop`; `None` for anything else), with
@@ -20,7 +20,7 @@ pub(crate) fn plan_of(
 ) -> Option<LoopPlan> {
     Some(match e {
         Expr::ForLoop(f) => {
-            let exits = validate::exits_early(f.label.as_ref(), &f.body);
+            let exits = reorderable::exits_early(f.label.as_ref(), &f.body);
             classify::plan(
                 Some(&f.pat),
                 Some(&f.expr),
@@ -32,7 +32,7 @@ pub(crate) fn plan_of(
             )
         }
         Expr::While(w) => {
-            let exits = validate::exits_early(w.label.as_ref(), &w.body);
+            let exits = reorderable::exits_early(w.label.as_ref(), &w.body);
             classify::plan(
                 None,
                 None,
@@ -46,7 +46,7 @@ pub(crate) fn plan_of(
         Expr::Loop(l) => {
             // A `loop` owns reductions only when it ends by plain `break`s: its value
             // is then `()`, and the write-back after it always runs.
-            let exits = !validate::loop_ends_by_plain_breaks(l.label.as_ref(), &l.body);
+            let exits = !reorderable::loop_ends_by_plain_breaks(l.label.as_ref(), &l.body);
             classify::plan(None, None, None, &l.body, exits, claimed, not_floats)
         }
         _ => return None,

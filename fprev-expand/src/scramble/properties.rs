@@ -12,11 +12,11 @@ use std::collections::HashSet;
 use proc_macro2::TokenStream;
 
 use super::snapshot_tests::both_ways;
-use super::{classify, validate};
-use crate::cases::{cases, Draw};
+use super::{classify, reorderable};
+use crate::cases::{cases, SplitMix};
 
 /// A term that does not read `s`.
-fn term(d: &mut Draw) -> &'static str {
+fn term(d: &mut SplitMix) -> &'static str {
     d.pick(&[
         "x[i]",
         "x[i] * y[i]",
@@ -29,7 +29,7 @@ fn term(d: &mut Draw) -> &'static str {
 }
 
 /// A statement that adds a term to `s`.
-fn update(d: &mut Draw) -> String {
+fn update(d: &mut SplitMix) -> String {
     let e = term(d);
     match d.below(9) {
         0 => format!("s += {e};"),
@@ -45,7 +45,7 @@ fn update(d: &mut Draw) -> String {
 }
 
 /// A statement that does not mention `s`.
-fn neutral(d: &mut Draw) -> String {
+fn neutral(d: &mut SplitMix) -> String {
     d.pick(&[
         "let t = x[i] * 2.0 + 1.0;",
         "out[i] = x[i].abs();",
@@ -60,7 +60,7 @@ fn neutral(d: &mut Draw) -> String {
 }
 
 /// A statement that makes the loop's order part of what `s` means.
-fn poison(d: &mut Draw) -> String {
+fn poison(d: &mut SplitMix) -> String {
     d.pick(&[
         "out[i] = s;",
         "let t2 = s * 2.0;",
@@ -80,7 +80,7 @@ fn poison(d: &mut Draw) -> String {
 
 /// A loop body: one to three updates of `s` and up to three neutral statements in a
 /// random order, and a poisoning statement when `poisoned`.
-fn body(d: &mut Draw, poisoned: bool) -> String {
+fn body(d: &mut SplitMix, poisoned: bool) -> String {
     let mut stmts: Vec<String> = (0..1 + d.below(3)).map(|_| update(d)).collect();
     for _ in 0..d.below(4) {
         stmts.push(neutral(d));
@@ -101,13 +101,13 @@ fn pure_reductions_are_owned_and_poisoned_ones_never() {
     let (first, cases) = cases();
     let (mut owned, mut refused) = (0, 0);
     for seed in first..first + cases {
-        let mut d = Draw(seed);
+        let mut d = SplitMix(seed);
         let poisoned = d.below(2) == 0;
         let text = format!("{{ {} }}", body(&mut d, poisoned));
         let block: syn::Block = syn::parse_str(&text)
             .unwrap_or_else(|e| panic!("seed {seed}: generated body does not parse: {e}\n{text}"));
         let pat: syn::Pat = syn::parse_quote!(i);
-        let exits = validate::exits_early(None, &block);
+        let exits = reorderable::exits_early(None, &block);
         let plan = classify::plan(
             Some(&pat),
             None,
@@ -139,7 +139,7 @@ fn statement_by_statement_equals_the_whole_rewrite_on_generated_functions() {
     let (first, cases) = cases();
     let mut taken = 0;
     for seed in first..first + cases {
-        let mut d = Draw(seed);
+        let mut d = SplitMix(seed);
         let mut stmts = Vec::new();
         for _ in 0..1 + d.below(4) {
             stmts.push(match d.below(9) {

@@ -29,12 +29,12 @@ pub(super) fn both_ways(
     item: &TokenStream,
     context: &str,
 ) -> Option<TokenStream> {
-    let parsed = super::args::Args::parse(args.clone()).expect("valid arguments");
+    let parsed = super::args::ScrambleArgs::parse(args.clone()).expect("valid arguments");
     let (mut statements_record, mut whole_record) = (Vec::new(), Vec::new());
     let statements = super::by_statements(&parsed, item, &mut statements_record)?
         .unwrap_or_else(|e| panic!("{context}: {e}\n{item}"));
     let whole = super::whole(
-        super::args::Args::parse(args.clone()),
+        super::args::ScrambleArgs::parse(args.clone()),
         item.clone(),
         &mut whole_record,
     )

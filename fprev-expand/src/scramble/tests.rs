@@ -4,15 +4,15 @@
 use proc_macro2::TokenStream;
 use quote::quote;
 
-use super::args::Args;
+use super::args::ScrambleArgs;
 use super::snapshot_tests;
 
 fn both_ways(item: &TokenStream, context: &str) -> Option<TokenStream> {
     snapshot_tests::both_ways(&TokenStream::new(), item, context)
 }
 
-fn args() -> Args {
-    Args::parse(TokenStream::new()).expect("no arguments")
+fn args() -> ScrambleArgs {
+    ScrambleArgs::parse(TokenStream::new()).expect("no arguments")
 }
 
 #[test]

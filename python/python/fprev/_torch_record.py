@@ -24,6 +24,8 @@ import hashlib
 
 import numpy as np
 
+from ._torch_errors import TraceDeviceError
+
 
 class TensorMeta:
     """What a replay needs of one tensor argument: shape, strides, dtype, device."""
@@ -201,8 +203,6 @@ class Recorder:
                 self.on_inplace(name, module, arg, t)
         for t in _tensors(torch, args, kwargs):
             if t.device.type == "meta":
-                from .torch_trace import TraceDeviceError
-
                 raise TraceDeviceError(
                     f"{name} (module {module or '(none)'}) runs on the meta device: its "
                     "tensors hold no values to compare or replay; run the model on the CPU "

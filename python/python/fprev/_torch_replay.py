@@ -23,6 +23,7 @@ import numpy as np
 
 from . import _dtypes
 from ._torch_record import TensorMeta
+from ._torch_reveal import reveal as torch_reveal
 
 MATMULS = {
     "aten.mm.default": (0, 1, None),
@@ -334,15 +335,13 @@ class Replay:
                     return tree
             raise _Unfit(f"fprev.reveal_matmul left element {(i, j)} unresolved")
         if self.kind == "sum":
-            from .torch import reveal
-
             torch = _torch()
             t_dtype = getattr(torch, self.operands)
             device = self.call.args[0].device
             fn = self._sum_fn(numpy_input=False)
             if device.type == "cpu":
-                return reveal(fn, self.n, dtype=t_dtype)
-            return reveal(fn, self.n, dtype=t_dtype, device=device)
+                return torch_reveal(fn, self.n, dtype=t_dtype)
+            return torch_reveal(fn, self.n, dtype=t_dtype, device=device)
         raise _Unfit(self.reason)
 
     def probe_fn(self, row_check=None):

@@ -7,12 +7,14 @@ use syn::spanned::Spanned;
 use syn::visit_mut::{self, VisitMut};
 use syn::{BinOp, Expr, Pat, Stmt};
 
-use super::{expr_attrs_mut, extends, ident_of, is_acc_attr, text_of, ClosureNames, Kind, Site};
+use super::{
+    expr_attrs_mut, extends, ident_of, is_acc_attr, text_of, ChainSite, ChainSiteKind, ClosureNames,
+};
 use crate::syntax::integer_term;
 
 /// First pass: the accumulator variables, in source order, each with its site.
 pub struct Collector {
-    pub sites: Vec<Site>,
+    pub sites: Vec<ChainSite>,
     pub vars: HashMap<String, usize>,
     pub errors: Vec<syn::Error>,
     /// Variables some update of which adds a term that is not an integer by its syntax,
@@ -65,7 +67,7 @@ impl Collector {
             }
             by_site
         };
-        let mut kept: Vec<(usize, Site)> = std::mem::take(&mut self.sites)
+        let mut kept: Vec<(usize, ChainSite)> = std::mem::take(&mut self.sites)
             .into_iter()
             .enumerate()
             .filter(|&(k, _)| keep[k])
@@ -84,8 +86,8 @@ impl Collector {
 
     fn add_var(&mut self, name: String, node: &impl ToTokens) {
         self.position.1 += 1;
-        let site = || Site {
-            kind: Kind::Variable,
+        let site = || ChainSite {
+            kind: ChainSiteKind::Variable,
             span: node.span(),
             text: text_of(node),
             running: false,

@@ -7,7 +7,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
 
-use super::Kind;
+use super::ChainSiteKind;
 
 /// The counters of one frame: the function's, or a closure's own (so that a closure
 /// keeps its `Fn`/`Sync`-ness: it never captures the function's counters for variables
@@ -60,9 +60,9 @@ impl Scope {
     }
 
     /// Site `k`'s counter in this frame, given a slot when first used.
-    pub(super) fn member(&mut self, k: usize, kind: Kind) -> Counter {
+    pub(super) fn member(&mut self, k: usize, kind: ChainSiteKind) -> Counter {
         let list = match kind {
-            Kind::Place => &mut self.places,
+            ChainSiteKind::Place => &mut self.places,
             _ => &mut self.vars,
         };
         let slot = *self.slots.entry(k).or_insert_with(|| {

@@ -12,8 +12,8 @@ use crate::syntax::integer_term;
 
 use super::frame::{exit_with, frame_decl, var_counter, Counter, Scope};
 use super::{
-    bound_names, extends, ident_of, is_assign_op, iterator_site, pure_place, text_of, ClosureNames,
-    Kind, Site,
+    bound_names, extends, ident_of, is_assign_op, iterator_site, pure_place, text_of, ChainSite,
+    ChainSiteKind, ClosureNames,
 };
 
 /// Defour's rule for an expression, as a constant plus the chain counters of the
@@ -31,9 +31,9 @@ impl Chain {
 }
 
 /// Second pass: rewrite every site.
-pub struct Rewriter<'a> {
+pub struct SiteRewriter<'a> {
     pub krate: &'a TokenStream,
-    pub sites: Vec<Site>,
+    pub sites: Vec<ChainSite>,
     pub vars: HashMap<String, usize>,
     pub statics: syn::Ident,
     /// The function's frame first, then the closures being visited.
@@ -54,7 +54,7 @@ pub struct Rewriter<'a> {
     pub running: HashSet<String>,
 }
 
-impl Rewriter<'_> {
+impl SiteRewriter<'_> {
     /// The counter of variable `name` (site `k`) in the frame that owns it, recording
     /// that it is used.
     fn var_frame(&mut self, k: usize, name: &str) -> Counter {
@@ -80,7 +80,7 @@ impl Rewriter<'_> {
                 owner: Some(k),
             };
         }
-        self.scopes[i].member(k, Kind::Variable)
+        self.scopes[i].member(k, ChainSiteKind::Variable)
     }
 
     fn chain(&self, e: &Expr) -> Chain {
@@ -172,8 +172,8 @@ impl Rewriter<'_> {
         quote!(&raw const #var)
     }
 
-    fn new_site(&mut self, kind: Kind, node: &impl ToTokens) -> usize {
-        self.sites.push(Site {
+    fn new_site(&mut self, kind: ChainSiteKind, node: &impl ToTokens) -> usize {
+        self.sites.push(ChainSite {
             kind,
             span: node.span(),
             text: text_of(node),
@@ -232,12 +232,12 @@ impl Rewriter<'_> {
     /// right side first, then the place once, through `IndexMut` where it is indexed (never
     /// an extra `Index::index`), then the update (`add_to`: in the frame, after it looks).
     fn rewrite_place(&mut self, e: &Expr, place: &Expr) -> Expr {
-        let k = self.new_site(Kind::Place, e);
+        let k = self.new_site(ChainSiteKind::Place, e);
         self.sites[k].running = self
             .running
             .contains(&crate::scramble::classify::key_of(place));
         let scope = self.scopes.last_mut().expect("the function's frame");
-        let Counter { frame, slot, .. } = scope.member(k, Kind::Place);
+        let Counter { frame, slot, .. } = scope.member(k, ChainSiteKind::Place);
         let r = quote_spanned!(Span::mixed_site()=> __fprev_rhs);
         let rhs_and_update = match e {
             // The frame looks at the term and the place's value, then adds: the place is
@@ -313,7 +313,7 @@ impl Rewriter<'_> {
     }
 
     fn rewrite_iterator(&mut self, m: &mut syn::ExprMethodCall) {
-        let k = self.new_site(Kind::Iterator, &*m);
+        let k = self.new_site(ChainSiteKind::Iterator, &*m);
         let krate = self.krate;
         let statics = &self.statics;
         let recv = &m.receiver;
@@ -324,7 +324,7 @@ impl Rewriter<'_> {
     }
 }
 
-impl VisitMut for Rewriter<'_> {
+impl VisitMut for SiteRewriter<'_> {
     fn visit_item_mut(&mut self, _: &mut syn::Item) {}
     skip_constant_contexts!();
     fn visit_expr_closure_mut(&mut self, c: &mut syn::ExprClosure) {

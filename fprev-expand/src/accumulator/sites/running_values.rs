@@ -34,7 +34,7 @@ pub fn running<'a>(
     for s in stmts.clone() {
         carried.visit_stmt(s);
     }
-    let mut loops = Loops {
+    let mut loops = RunningLoops {
         vars,
         found: carried.found,
     };
@@ -69,12 +69,12 @@ impl<'ast> Visit<'ast> for Carried {
     }
 }
 
-struct Loops<'a> {
+struct RunningLoops<'a> {
     vars: &'a HashMap<String, usize>,
     found: HashSet<String>,
 }
 
-impl Loops<'_> {
+impl RunningLoops<'_> {
     fn check(&mut self, parts: &[&dyn Fn(&mut Uses)]) {
         let mut uses = Uses::default();
         for p in parts {
@@ -92,7 +92,7 @@ impl Loops<'_> {
     }
 }
 
-impl<'ast> Visit<'ast> for Loops<'_> {
+impl<'ast> Visit<'ast> for RunningLoops<'_> {
     fn visit_item(&mut self, _: &'ast syn::Item) {}
     fn visit_expr_for_loop(&mut self, f: &'ast syn::ExprForLoop) {
         self.check(&[&|u: &mut Uses| u.visit_block(&f.body)]);

@@ -4,11 +4,11 @@ use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 
-use super::args::{Args, Op, RevealArgs};
+use super::args::{AccumulatorArgs, ProbedOp, RevealClause};
 
 /// A validated registration.
-pub struct Registration {
-    pub op: Op,
+pub struct ValidRegistration {
+    pub op: ProbedOp,
     pub sizes: Vec<usize>,
     /// The element type, when given (`f32`, `::fprev::half::f16`, ...).
     pub dtype: Option<TokenStream>,
@@ -17,10 +17,10 @@ pub struct Registration {
 }
 
 /// What to generate.
-pub struct Plan {
+pub struct RegistrationPlan {
     /// Path of the facade (`::fprev` unless `crate = "..."`).
     pub krate: TokenStream,
-    pub registration: Option<Registration>,
+    pub registration: Option<ValidRegistration>,
 }
 
 /// Where `Self` first appears in `tokens`, if it does (then the function is an
@@ -45,7 +45,7 @@ fn dtype_tokens(krate: &TokenStream, d: &syn::Ident) -> Option<TokenStream> {
 }
 
 /// Check everything; all problems are reported together.
-pub fn validate(args: Args, item: &syn::ItemFn) -> syn::Result<Plan> {
+pub fn validate(args: AccumulatorArgs, item: &syn::ItemFn) -> syn::Result<RegistrationPlan> {
     let mut errors: Vec<syn::Error> = Vec::new();
     let krate = match &args.krate {
         Some(p) => quote!(#p),
@@ -62,7 +62,7 @@ pub fn validate(args: Args, item: &syn::ItemFn) -> syn::Result<Plan> {
         .and_then(|r| registration(r, item, &krate, &mut errors));
     let mut it = errors.into_iter();
     match it.next() {
-        None => Ok(Plan {
+        None => Ok(RegistrationPlan {
             krate,
             registration,
         }),
@@ -78,11 +78,11 @@ pub fn validate(args: Args, item: &syn::ItemFn) -> syn::Result<Plan> {
 /// `reveal(..)` checked against the function: the registration, or `None` with the
 /// problems pushed to `errors` (in the order the arguments and the signature read).
 fn registration(
-    r: RevealArgs,
+    r: RevealClause,
     item: &syn::ItemFn,
     krate: &TokenStream,
     errors: &mut Vec<syn::Error>,
-) -> Option<Registration> {
+) -> Option<ValidRegistration> {
     let sig = &item.sig;
     let op = match r.op {
         Some((op, _)) => Some(op),
@@ -91,7 +91,7 @@ fn registration(
                 r.span,
                 format!(
                     "reveal(..) needs an operation: add `op = ...` with {}",
-                    Op::NAMES
+                    ProbedOp::NAMES
                 ),
             ));
             None
@@ -151,7 +151,7 @@ fn registration(
         (None, Some(d), 1) => quote_spanned!(ident.span()=> #ident::<#d>),
         (None, _, _) => quote!(#ident),
     };
-    Some(Registration {
+    Some(ValidRegistration {
         op: op?,
         sizes,
         dtype,
@@ -160,7 +160,7 @@ fn registration(
 }
 
 /// The sizes to pin, each at least 1; the problems pushed to `errors`.
-fn sizes(r: &RevealArgs, errors: &mut Vec<syn::Error>) -> Vec<usize> {
+fn sizes(r: &RevealClause, errors: &mut Vec<syn::Error>) -> Vec<usize> {
     let mut sizes = Vec::new();
     match &r.sizes {
         None => errors.push(syn::Error::new(
@@ -189,7 +189,7 @@ fn sizes(r: &RevealArgs, errors: &mut Vec<syn::Error>) -> Vec<usize> {
 /// Whether the registry can call the function by itself: not `async`, no `self`, and a
 /// path to name it by when it sits in an `impl` or a `trait`; the problems pushed to
 /// `errors`.
-fn callable(r: &RevealArgs, item: &syn::ItemFn, errors: &mut Vec<syn::Error>) {
+fn callable(r: &RevealClause, item: &syn::ItemFn, errors: &mut Vec<syn::Error>) {
     let sig = &item.sig;
     if let Some(a) = &sig.asyncness {
         errors.push(syn::Error::new_spanned(
