@@ -18,6 +18,7 @@ pub(crate) mod decision;
 pub(crate) mod declared;
 mod expand;
 pub(crate) mod keyed;
+pub(crate) mod places;
 pub(crate) mod plan;
 mod prefilter;
 mod reorderable;

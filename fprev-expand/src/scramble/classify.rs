@@ -16,154 +16,18 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
-use proc_macro2::{Span, TokenStream};
-use quote::ToTokens;
+use proc_macro2::Span;
 use syn::spanned::Spanned;
 use syn::visit::{self, Visit};
-use syn::{BinOp, Expr, Pat};
+use syn::{Expr, Pat};
 
 use super::decision::ReasonKind;
-use crate::syntax::{integer_term, is_assign_op, pure_value};
+use super::places::{
+    count_path, count_self_field, count_tokens, index_idents, key_of, mentions_in, root_of,
+    update_of,
+};
+use crate::syntax::{integer_term, is_assign_op};
 
-/// How an update adds its term.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Form {
-    /// `P += e`
-    AddAssign,
-    /// `P -= e`
-    SubAssign,
-    /// `P = P + e`
-    AddRight,
-    /// `P = e + P`
-    AddLeft,
-    /// `P = P - e`
-    SubRight,
-}
-
-/// An update expression: its place's key, root and form, and the term.
-pub(crate) struct Update<'a> {
-    pub key: String,
-    pub root: String,
-    pub form: Form,
-    pub place: &'a Expr,
-    pub term: &'a Expr,
-}
-
-/// The key of a place expression: its tokens without spaces (a variable's name without
-/// printing tokens: this runs for every assignment of every loop).
-pub(crate) fn key_of(place: &Expr) -> String {
-    if let Expr::Path(p) = place {
-        if let (None, Some(id)) = (&p.qself, p.path.get_ident()) {
-            return id.to_string();
-        }
-    }
-    place
-        .to_token_stream()
-        .to_string()
-        .chars()
-        .filter(|c| !c.is_whitespace())
-        .collect()
-}
-
-fn strip(e: &Expr) -> &Expr {
-    match e {
-        Expr::Paren(p) => strip(&p.expr),
-        Expr::Group(g) => strip(&g.expr),
-        _ => e,
-    }
-}
-
-/// The root variable of a place: `s`, `c` of `c[i]`, `out` of `*out`; a field of `self`
-/// is a root of its own (`self.gradient` of `self.gradient[j]`: the borrow checker
-/// keeps `self`'s fields apart, and a bare `self` in the loop counts as a read of every
-/// one of them); `None` for anything else (calls, method calls, paths with `::`).
-pub(crate) fn root_of(place: &Expr) -> Option<String> {
-    match strip(place) {
-        Expr::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {
-            let seg = &p.path.segments[0];
-            seg.arguments.is_none().then(|| seg.ident.to_string())
-        }
-        Expr::Field(f) => self_field(f).or_else(|| root_of(&f.base)),
-        Expr::Index(i) => root_of(&i.expr),
-        Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => root_of(&u.expr),
-        _ => None,
-    }
-}
-
-/// `self.name` for a field access whose base is `self` itself.
-fn self_field(f: &syn::ExprField) -> Option<String> {
-    match (strip(&f.base), &f.member) {
-        (Expr::Path(p), syn::Member::Named(name)) if p.path.is_ident("self") => {
-            Some(format!("self.{name}"))
-        }
-        _ => None,
-    }
-}
-
-/// Whether `&mut place` runs no code of the user's: a variable or a field of one
-/// (`s`, `self.acc`, `acc.sum.0`), no index, no explicit deref.
-pub(crate) fn borrows_without_code(place: &Expr) -> bool {
-    match strip(place) {
-        Expr::Path(p) => p.qself.is_none() && p.path.get_ident().is_some(),
-        Expr::Field(f) => borrows_without_code(&f.base),
-        _ => false,
-    }
-}
-
-/// Identifiers an index expression reads, or `None` when it calls anything.
-fn index_idents(place: &Expr, out: &mut Vec<String>) -> bool {
-    match strip(place) {
-        Expr::Path(_) => true,
-        Expr::Field(f) => index_idents(&f.base, out),
-        Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => index_idents(&u.expr, out),
-        Expr::Index(i) => index_idents(&i.expr, out) && pure_value(&i.index, out),
-        _ => false,
-    }
-}
-
-/// If `e` is an update of a place, the update.
-pub(crate) fn update_of(e: &Expr) -> Option<Update<'_>> {
-    let (place, form, term) = match e {
-        Expr::Binary(b) => match b.op {
-            BinOp::AddAssign(_) => (&*b.left, Form::AddAssign, &*b.right),
-            BinOp::SubAssign(_) => (&*b.left, Form::SubAssign, &*b.right),
-            _ => return None,
-        },
-        Expr::Assign(a) => {
-            let Expr::Binary(b) = strip(&a.right) else {
-                return None;
-            };
-            if !matches!(b.op, BinOp::Add(_) | BinOp::Sub(_)) {
-                return None;
-            }
-            // Printing places to compare them is the slow part: only when the roots
-            // match.
-            let root = root_of(&a.left)?;
-            let same_root = |e: &Expr| root_of(e).as_deref() == Some(root.as_str());
-            if !same_root(&b.left) && !same_root(&b.right) {
-                return None;
-            }
-            let key = key_of(&a.left);
-            match b.op {
-                BinOp::Add(_) if key_of(&b.left) == key => (&*a.left, Form::AddRight, &*b.right),
-                BinOp::Add(_) if key_of(&b.right) == key => (&*a.left, Form::AddLeft, &*b.left),
-                BinOp::Sub(_) if key_of(&b.left) == key => (&*a.left, Form::SubRight, &*b.right),
-                _ => return None,
-            }
-        }
-        _ => return None,
-    };
-    let root = root_of(place)?;
-    Some(Update {
-        key: key_of(place),
-        root,
-        form,
-        place,
-        term,
-    })
-}
-
-/// What one loop's analysis found.
 #[derive(Default)]
 pub(crate) struct LoopPlan {
     /// Places whose updates this loop owns (keys), with their place expressions.
@@ -503,17 +367,6 @@ struct LoopScan {
     element_update_mentions: BTreeMap<String, usize>,
 }
 
-/// How often `e` mentions the variable `root` (paths and macro tokens).
-pub(crate) fn mentions_in(e: &Expr, root: &str) -> usize {
-    let mut s = LoopScan::default();
-    s.visit_expr(e);
-    s.mentions.get(root).copied().unwrap_or(0)
-}
-
-fn tokens_mention(tokens: TokenStream, out: &mut BTreeMap<String, usize>) {
-    crate::syntax::token_mentions(tokens, &mut |name| *out.entry(name).or_default() += 1);
-}
-
 impl LoopScan {
     /// `root` is written in the loop; a field of `self` writes `self` too (an index that
     /// reads `self.k` reads `self`).
@@ -554,22 +407,18 @@ impl<'ast> Visit<'ast> for LoopScan {
     fn visit_item(&mut self, _: &'ast syn::Item) {}
 
     fn visit_expr_field(&mut self, f: &'ast syn::ExprField) {
-        // `self.gradient`: a mention of that field, not of `self` as a whole.
-        match self_field(f) {
-            Some(name) => *self.mentions.entry(name).or_default() += 1,
-            None => visit::visit_expr_field(self, f),
+        if !count_self_field(f, &mut self.mentions) {
+            visit::visit_expr_field(self, f);
         }
     }
 
     fn visit_expr_path(&mut self, p: &'ast syn::ExprPath) {
-        if let Some(id) = p.path.get_ident() {
-            *self.mentions.entry(id.to_string()).or_default() += 1;
-        }
+        count_path(p, &mut self.mentions);
         visit::visit_expr_path(self, p);
     }
 
     fn visit_macro(&mut self, m: &'ast syn::Macro) {
-        tokens_mention(m.tokens.clone(), &mut self.mentions);
+        count_tokens(m.tokens.clone(), &mut self.mentions);
     }
 
     fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {

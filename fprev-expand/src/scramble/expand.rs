@@ -11,9 +11,10 @@ use syn::visit_mut::{self, VisitMut};
 use syn::{Expr, Ident, Item, ItemFn};
 
 use super::args::{self, Marker, OrderFreeLoops, ScrambleArgs};
-use super::classify::{self, Form};
+use super::classify;
 use super::decision::{Construct, Decision, Outcome, ReasonKind};
 use super::keyed;
+use super::places::{self, Form};
 use super::reorderable::{self, ParSource};
 use crate::respan::respan;
 use crate::runs::Piece;
@@ -395,7 +396,7 @@ impl LoopRewriter<'_> {
                 construct,
                 Some(key.as_str()),
             );
-            let simple = classify::borrows_without_code(place);
+            let simple = places::borrows_without_code(place);
             if simple {
                 // One call per loop entry and exit, no branch: the place can be
                 // borrowed without running any code.
@@ -423,7 +424,7 @@ impl LoopRewriter<'_> {
                 Span::mixed_site(),
             );
             self.next_reducer += 1;
-            let label = classify::key_of(&k.place);
+            let label = places::key_of(&k.place);
             let site = self.site_in(k.span, "reduction", "Reduction", construct, Some(&label));
             // Whether it is on, in an immutable local: a loop-invariant branch the
             // optimizer can take out of the loop, so that the loop as written (often
@@ -540,7 +541,7 @@ impl LoopRewriter<'_> {
         if self.active.is_empty() {
             return false;
         }
-        let Some(u) = classify::update_of(e) else {
+        let Some(u) = places::update_of(e) else {
             return false;
         };
         let (r, simple) = match self.active.get(&u.key).cloned() {
@@ -632,7 +633,7 @@ impl LoopRewriter<'_> {
     /// (`acc[j] += t` becomes `r.add_assign_at((j,), &mut acc[j], t)`); `index`: the
     /// element loop's index for `*g_j` (the key), else the key is the place's indices.
     fn keyed_update(&mut self, e: &mut Expr, r: Ident, index: Option<Ident>) -> bool {
-        let Some(u) = classify::update_of(e) else {
+        let Some(u) = places::update_of(e) else {
             return false;
         };
         let (form, place) = (u.form, u.place.clone());
@@ -689,7 +690,7 @@ impl LoopRewriter<'_> {
         let Some(rb) = keyed::rebuild_of(e) else {
             return false;
         };
-        let Some(Reducer::Keyed(r, _)) = self.active.get(&classify::key_of(&rb.place)).cloned()
+        let Some(Reducer::Keyed(r, _)) = self.active.get(&places::key_of(&rb.place)).cloned()
         else {
             return false;
         };

@@ -13,7 +13,7 @@
 use quote::quote;
 use syn::{Expr, Pat};
 
-use super::classify::key_of;
+use super::places::{borrows_without_code, key_of, mentions_in, root_of, strip, Form};
 
 /// The index expressions of a place, outermost first: `(label[i], j)` of
 /// `centroids[label[i]][j]`; empty for a place without an index.
@@ -115,7 +115,7 @@ pub(crate) fn element_loop(f: &syn::ExprForLoop) -> Option<ElementLoop> {
         }
         e = &m.receiver;
     };
-    if !super::classify::borrows_without_code(array) {
+    if !borrows_without_code(array) {
         return None;
     }
     let place: Expr = syn::parse_quote!(#array[#index]);
@@ -270,7 +270,7 @@ pub(crate) struct Rebuild<'a> {
     /// The vector's element as a place (`mean[j]`), keyed by its position.
     pub place: Expr,
     /// How the closure adds its term.
-    pub form: super::classify::Form,
+    pub form: Form,
     /// The accumulator as the closure reads it (`s`, `*s`).
     pub acc: &'a Expr,
     /// The term (`e * w`).
@@ -287,7 +287,7 @@ pub(crate) struct Rebuild<'a> {
 pub(crate) fn rebuild_of(e: &Expr) -> Option<Rebuild<'_>> {
     let Expr::Assign(a) = e else { return None };
     let target = &*a.left;
-    if !super::classify::borrows_without_code(target) {
+    if !borrows_without_code(target) {
         return None;
     }
     let key = key_of(target);
@@ -367,11 +367,8 @@ pub(crate) fn rebuild_of(e: &Expr) -> Option<Rebuild<'_>> {
         }
         _ => false,
     };
-    let root = super::classify::root_of(target)?;
-    let free = |e: &Expr| {
-        super::classify::mentions_in(e, &name) == 0 && super::classify::mentions_in(e, &root) == 0
-    };
-    use super::classify::Form;
+    let root = root_of(target)?;
+    let free = |e: &Expr| mentions_in(e, &name) == 0 && mentions_in(e, &root) == 0;
     let (form, acc, term) = match b.op {
         syn::BinOp::Add(_) if is_acc(&b.left) && free(&b.right) => {
             (Form::AddRight, &*b.left, &*b.right)
@@ -395,12 +392,4 @@ pub(crate) fn rebuild_of(e: &Expr) -> Option<Rebuild<'_>> {
         closure,
         collect,
     })
-}
-
-fn strip(e: &Expr) -> &Expr {
-    match e {
-        Expr::Paren(p) => strip(&p.expr),
-        Expr::Group(g) => strip(&g.expr),
-        _ => e,
-    }
 }

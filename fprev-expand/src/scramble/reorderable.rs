@@ -248,7 +248,7 @@ fn additive_update(e: &Expr, acc: &str, accs: &[String]) -> bool {
         return false;
     };
     let is_acc = |e: &Expr| matches!(strip_parens(e), Expr::Path(p) if p.path.is_ident(acc));
-    let free = |e: &Expr| accs.iter().all(|a| super::classify::mentions_in(e, a) == 0);
+    let free = |e: &Expr| accs.iter().all(|a| super::places::mentions_in(e, a) == 0);
     match b.op {
         syn::BinOp::Add(_) => {
             (is_acc(&b.left) && free(&b.right)) || (is_acc(&b.right) && free(&b.left))
@@ -370,10 +370,10 @@ fn additive(f: &Expr) -> bool {
             }
             let Expr::Binary(b) = body else { return false };
             let is_acc = |e: &Expr| {
-                super::classify::root_of(e).as_deref() == Some(acc.as_str())
+                super::places::root_of(e).as_deref() == Some(acc.as_str())
                     && matches!(e, Expr::Path(_))
             };
-            let mentions = |e: &Expr| super::classify::mentions_in(e, &acc) > 0;
+            let mentions = |e: &Expr| super::places::mentions_in(e, &acc) > 0;
             match b.op {
                 syn::BinOp::Add(_) => {
                     (is_acc(&b.left) && !mentions(&b.right))

@@ -235,7 +235,7 @@ impl SiteRewriter<'_> {
         let k = self.new_site(ChainSiteKind::Place, e);
         self.sites[k].running = self
             .running
-            .contains(&crate::scramble::classify::key_of(place));
+            .contains(&crate::scramble::places::key_of(place));
         let scope = self.scopes.last_mut().expect("the function's frame");
         let Counter { frame, slot, .. } = scope.member(k, ChainSiteKind::Place);
         let r = quote_spanned!(Span::mixed_site()=> __fprev_rhs);

@@ -22,7 +22,7 @@ use syn::Expr;
 use super::{extends, ident_of};
 use crate::scramble::plan::plan_of;
 
-/// The keys ([`key_of`](crate::scramble::classify::key_of): a variable's name, a place's tokens without spaces,
+/// The keys ([`key_of`](crate::scramble::places::key_of): a variable's name, a place's tokens without spaces,
 /// `g[p]`) of the accumulations of `stmts` whose order is their meaning: those some loop
 /// leaves alone as order-carrying, and the recurrences among the counted variables
 /// `vars`.
