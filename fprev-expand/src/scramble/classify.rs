@@ -28,6 +28,7 @@ use super::places::{
 };
 use crate::syntax::{integer_term, is_assign_op};
 
+/// What one loop's analysis found.
 #[derive(Default)]
 pub(crate) struct LoopPlan {
     /// Places whose updates this loop owns (keys), with their place expressions.
@@ -123,65 +124,88 @@ pub(crate) fn plan(
         if free.is_empty() {
             continue;
         }
-        let ps: Vec<&PlaceUpdates> = free.iter().map(|k| &by_key[*k]).collect();
-        let reasons: Vec<Option<(ReasonKind, String)>> = free
-            .iter()
-            .zip(&ps)
-            .map(|(k, p)| left_alone_reason(k, p, exits, not_floats))
-            .collect();
-        let template = super::keyed::template(&ps[0].place);
-        let one_array = ps.iter().all(|p| {
-            !super::keyed::indices(&p.place).is_empty()
-                && super::keyed::template(&p.place) == template
-        });
-        if free.len() > 1 && !one_array {
-            // `acc[0] += x; acc.sum += y`: places of one root that are not elements of
-            // one array; which may be one place is not known here.
-            for key in &free {
-                plan.left_alone.push((
-                    ReasonKind::SeveralPlaces,
-                    format!(
-                        "several places of `{root}` are added to (`{}`), which may be one place: `{key}` keeps its order",
-                        free.join("`, `")
-                    ),
-                ));
-            }
-            continue;
-        }
-        if reasons.iter().any(Option::is_some) {
-            for (key, r) in free.iter().zip(reasons) {
-                let r = r.unwrap_or_else(|| several_with_reason(root, key, &free));
-                plan.left_alone.push(r);
-            }
-            continue;
-        }
-        let p = ps[0];
-        let changes = changing_index(p, &scan);
-        let rebuilt = ps.iter().any(|p| p.rebuilt);
-        if free.len() == 1 && changes.is_none() && !rebuilt {
-            plan.reductions.insert(free[0].to_string(), p.place.clone());
-        } else if free.len() == 1
-            && !rebuilt
-            && super::keyed::one_term_per_element(&p.place, range_var.as_deref())
-        {
-            let id = changes.unwrap_or_default();
-            plan.left_alone.push((
-                ReasonKind::IndexChanges,
-                format!(
-                    "the index of `{}` changes in the loop (`{id}`): each element takes one term",
-                    free[0]
-                ),
-            ));
-        } else {
-            plan.keyed.push(KeyedPlan {
-                keys: free.iter().map(|k| k.to_string()).collect(),
-                place: p.place.clone(),
-                template,
-                span: p.span,
-            });
-        }
+        decide(
+            &mut plan,
+            root,
+            &free,
+            &by_key,
+            &scan,
+            exits,
+            not_floats,
+            range_var.as_deref(),
+        );
     }
     plan
+}
+
+/// What the loop does with the places of `root` that no enclosing loop claims and that
+/// carry no order (`free`): one reduction, a keyed reduction over one array, or left
+/// alone with the reason; pushed to `plan`.
+#[allow(clippy::too_many_arguments)]
+fn decide(
+    plan: &mut LoopPlan,
+    root: &str,
+    free: &[&str],
+    by_key: &BTreeMap<String, PlaceUpdates>,
+    scan: &LoopScan,
+    exits: bool,
+    not_floats: &BTreeMap<String, String>,
+    range_var: Option<&str>,
+) {
+    let ps: Vec<&PlaceUpdates> = free.iter().map(|k| &by_key[*k]).collect();
+    let reasons: Vec<Option<(ReasonKind, String)>> = free
+        .iter()
+        .zip(&ps)
+        .map(|(k, p)| left_alone_reason(k, p, exits, not_floats))
+        .collect();
+    let template = super::keyed::template(&ps[0].place);
+    let one_array = ps.iter().all(|p| {
+        !super::keyed::indices(&p.place).is_empty() && super::keyed::template(&p.place) == template
+    });
+    if free.len() > 1 && !one_array {
+        // `acc[0] += x; acc.sum += y`: places of one root that are not elements of
+        // one array; which may be one place is not known here.
+        for key in free {
+            plan.left_alone.push((
+                ReasonKind::SeveralPlaces,
+                format!(
+                    "several places of `{root}` are added to (`{}`), which may be one place: `{key}` keeps its order",
+                    free.join("`, `")
+                ),
+            ));
+        }
+        return;
+    }
+    if reasons.iter().any(Option::is_some) {
+        for (key, r) in free.iter().zip(reasons) {
+            let r = r.unwrap_or_else(|| several_with_reason(root, key, free));
+            plan.left_alone.push(r);
+        }
+        return;
+    }
+    let p = ps[0];
+    let changes = changing_index(p, scan);
+    let rebuilt = ps.iter().any(|p| p.rebuilt);
+    if free.len() == 1 && changes.is_none() && !rebuilt {
+        plan.reductions.insert(free[0].to_string(), p.place.clone());
+    } else if free.len() == 1 && !rebuilt && super::keyed::one_term_per_element(&p.place, range_var)
+    {
+        let id = changes.unwrap_or_default();
+        plan.left_alone.push((
+            ReasonKind::IndexChanges,
+            format!(
+                "the index of `{}` changes in the loop (`{id}`): each element takes one term",
+                free[0]
+            ),
+        ));
+    } else {
+        plan.keyed.push(KeyedPlan {
+            keys: free.iter().map(|k| k.to_string()).collect(),
+            place: p.place.clone(),
+            template,
+            span: p.span,
+        });
+    }
 }
 
 /// The reason of a place that passes every check but shares its root with one that

@@ -156,6 +156,167 @@ pub(crate) fn range_var(pat: Option<&Pat>, iterable: Option<&Expr>) -> Option<St
     Some(p.ident.to_string())
 }
 
+/// A vector rebuilt from itself in a loop, each element a sum over the loop:
+/// `mean = x.iter().zip(mean.iter()).map(|(&e, &s)| e * w + s).collect()` (either side
+/// of the `zip`; `&s` with `s` in the closure, or `s` with `*s`).
+pub(crate) struct Rebuild<'a> {
+    /// The vector (`mean`).
+    pub target: &'a Expr,
+    /// The vector's element as a place (`mean[j]`), keyed by its position.
+    pub place: Expr,
+    /// How the closure adds its term.
+    pub form: Form,
+    /// The accumulator as the closure reads it (`s`, `*s`).
+    pub acc: &'a Expr,
+    /// The term (`e * w`).
+    pub term: &'a Expr,
+    /// The `zip` call (its receiver and argument keep their order).
+    pub zip: &'a syn::ExprMethodCall,
+    /// The closure's parameter pattern and the statements before its result.
+    pub closure: &'a syn::ExprClosure,
+    /// The `collect` call (its turbofish is kept).
+    pub collect: &'a syn::ExprMethodCall,
+}
+
+/// If `e` is a vector rebuilt from itself by an additive closure, the rebuild.
+pub(crate) fn rebuild_of(e: &Expr) -> Option<Rebuild<'_>> {
+    let Expr::Assign(a) = e else { return None };
+    let target = &*a.left;
+    if !borrows_without_code(target) {
+        return None;
+    }
+    let key = key_of(target);
+    let (collect, closure, zip) = zip_map_collect(&a.right)?;
+    // Which side of the zip is the vector itself.
+    let is_self = |e: &Expr| match strip(e) {
+        Expr::MethodCall(m) => {
+            m.method == "iter" && m.args.is_empty() && key_of(&m.receiver) == key
+        }
+        Expr::Reference(r) => r.mutability.is_none() && key_of(&r.expr) == key,
+        _ => false,
+    };
+    let side = match (is_self(&zip.receiver), is_self(&zip.args[0])) {
+        (false, true) => 1,
+        (true, false) => 0,
+        _ => return None,
+    };
+    let (name, by_ref) = element_param(closure, side)?;
+    let body = closure_result(closure, &name)?;
+    let Expr::Binary(b) = strip(body) else {
+        return None;
+    };
+    let is_acc = |e: &Expr| match strip(e) {
+        Expr::Path(p) => by_ref && p.path.is_ident(&name),
+        Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => {
+            !by_ref && matches!(&*u.expr, Expr::Path(p) if p.path.is_ident(&name))
+        }
+        _ => false,
+    };
+    let root = root_of(target)?;
+    let free = |e: &Expr| mentions_in(e, &name) == 0 && mentions_in(e, &root) == 0;
+    let (form, acc, term) = match b.op {
+        syn::BinOp::Add(_) if is_acc(&b.left) && free(&b.right) => {
+            (Form::AddRight, &*b.left, &*b.right)
+        }
+        syn::BinOp::Add(_) if is_acc(&b.right) && free(&b.left) => {
+            (Form::AddLeft, &*b.right, &*b.left)
+        }
+        syn::BinOp::Sub(_) if is_acc(&b.left) && free(&b.right) => {
+            (Form::SubRight, &*b.left, &*b.right)
+        }
+        _ => return None,
+    };
+    let place: Expr = syn::parse_quote!(#target[j]);
+    Some(Rebuild {
+        target,
+        place,
+        form,
+        acc,
+        term,
+        zip,
+        closure,
+        collect,
+    })
+}
+
+/// `x.iter().zip(y).map(|(..)| ..).collect()`, as its `collect` call, the closure and the
+/// `zip` call.
+fn zip_map_collect(
+    e: &Expr,
+) -> Option<(
+    &syn::ExprMethodCall,
+    &syn::ExprClosure,
+    &syn::ExprMethodCall,
+)> {
+    let Expr::MethodCall(collect) = strip(e) else {
+        return None;
+    };
+    if collect.method != "collect" || !collect.args.is_empty() {
+        return None;
+    }
+    let Expr::MethodCall(map) = strip(&collect.receiver) else {
+        return None;
+    };
+    let (Some(Expr::Closure(closure)), 1) = (map.args.first(), map.args.len()) else {
+        return None;
+    };
+    if map.method != "map" || closure.inputs.len() != 1 {
+        return None;
+    }
+    let Expr::MethodCall(zip) = strip(&map.receiver) else {
+        return None;
+    };
+    if zip.method != "zip" || zip.args.len() != 1 {
+        return None;
+    }
+    Some((collect, closure, zip))
+}
+
+/// The name of the closure's parameter for the vector's own element (`side` of the
+/// zipped pair), and whether it is bound by reference (`&s`, read as `s`) or not (`s`,
+/// read as `*s`).
+fn element_param(closure: &syn::ExprClosure, side: usize) -> Option<(String, bool)> {
+    let Pat::Tuple(t) = &closure.inputs[0] else {
+        return None;
+    };
+    if t.elems.len() != 2 {
+        return None;
+    }
+    // `&s` read as `s`, or `s` read as `*s`.
+    let param = match &t.elems[side] {
+        Pat::Reference(r) => match &*r.pat {
+            Pat::Ident(i) if i.by_ref.is_none() && i.subpat.is_none() => {
+                (i.ident.to_string(), true)
+            }
+            _ => return None,
+        },
+        Pat::Ident(i) if i.by_ref.is_none() && i.subpat.is_none() => (i.ident.to_string(), false),
+        _ => return None,
+    };
+    Some(param)
+}
+
+/// The closure's result expression, through blocks whose statements before it do not
+/// name `name`; `None` for a labelled block or one whose statements do.
+fn closure_result<'a>(closure: &'a syn::ExprClosure, name: &str) -> Option<&'a Expr> {
+    let mut body = &*closure.body;
+    while let Expr::Block(b) = body {
+        let (syn::Stmt::Expr(last, None), lets) = b.block.stmts.split_last()? else {
+            return None;
+        };
+        let named = lets.iter().any(|st| {
+            let mut n = false;
+            crate::syntax::token_mentions(quote!(#st), &mut |m| n |= m == name);
+            n
+        });
+        if b.label.is_some() || named {
+            return None;
+        }
+        body = last;
+    }
+    Some(body)
+}
+
 #[cfg(test)]
 mod rebuild_tests {
     use super::*;
@@ -259,137 +420,4 @@ mod tests {
             assert!(element_loop(&f).is_none());
         }
     }
-}
-
-/// A vector rebuilt from itself in a loop, each element a sum over the loop:
-/// `mean = x.iter().zip(mean.iter()).map(|(&e, &s)| e * w + s).collect()` (either side
-/// of the `zip`; `&s` with `s` in the closure, or `s` with `*s`).
-pub(crate) struct Rebuild<'a> {
-    /// The vector (`mean`).
-    pub target: &'a Expr,
-    /// The vector's element as a place (`mean[j]`), keyed by its position.
-    pub place: Expr,
-    /// How the closure adds its term.
-    pub form: Form,
-    /// The accumulator as the closure reads it (`s`, `*s`).
-    pub acc: &'a Expr,
-    /// The term (`e * w`).
-    pub term: &'a Expr,
-    /// The `zip` call (its receiver and argument keep their order).
-    pub zip: &'a syn::ExprMethodCall,
-    /// The closure's parameter pattern and the statements before its result.
-    pub closure: &'a syn::ExprClosure,
-    /// The `collect` call (its turbofish is kept).
-    pub collect: &'a syn::ExprMethodCall,
-}
-
-/// If `e` is a vector rebuilt from itself by an additive closure, the rebuild.
-pub(crate) fn rebuild_of(e: &Expr) -> Option<Rebuild<'_>> {
-    let Expr::Assign(a) = e else { return None };
-    let target = &*a.left;
-    if !borrows_without_code(target) {
-        return None;
-    }
-    let key = key_of(target);
-    let Expr::MethodCall(collect) = strip(&a.right) else {
-        return None;
-    };
-    if collect.method != "collect" || !collect.args.is_empty() {
-        return None;
-    }
-    let Expr::MethodCall(map) = strip(&collect.receiver) else {
-        return None;
-    };
-    let (Some(Expr::Closure(closure)), 1) = (map.args.first(), map.args.len()) else {
-        return None;
-    };
-    if map.method != "map" || closure.inputs.len() != 1 {
-        return None;
-    }
-    let Expr::MethodCall(zip) = strip(&map.receiver) else {
-        return None;
-    };
-    if zip.method != "zip" || zip.args.len() != 1 {
-        return None;
-    }
-    // Which side of the zip is the vector itself.
-    let is_self = |e: &Expr| match strip(e) {
-        Expr::MethodCall(m) => {
-            m.method == "iter" && m.args.is_empty() && key_of(&m.receiver) == key
-        }
-        Expr::Reference(r) => r.mutability.is_none() && key_of(&r.expr) == key,
-        _ => false,
-    };
-    let side = match (is_self(&zip.receiver), is_self(&zip.args[0])) {
-        (false, true) => 1,
-        (true, false) => 0,
-        _ => return None,
-    };
-    let Pat::Tuple(t) = &closure.inputs[0] else {
-        return None;
-    };
-    if t.elems.len() != 2 {
-        return None;
-    }
-    // `&s` read as `s`, or `s` read as `*s`.
-    let (name, by_ref) = match &t.elems[side] {
-        Pat::Reference(r) => match &*r.pat {
-            Pat::Ident(i) if i.by_ref.is_none() && i.subpat.is_none() => {
-                (i.ident.to_string(), true)
-            }
-            _ => return None,
-        },
-        Pat::Ident(i) if i.by_ref.is_none() && i.subpat.is_none() => (i.ident.to_string(), false),
-        _ => return None,
-    };
-    let mut body = &*closure.body;
-    while let Expr::Block(b) = body {
-        let (syn::Stmt::Expr(last, None), lets) = b.block.stmts.split_last()? else {
-            return None;
-        };
-        let named = lets.iter().any(|st| {
-            let mut n = false;
-            crate::syntax::token_mentions(quote!(#st), &mut |m| n |= m == name);
-            n
-        });
-        if b.label.is_some() || named {
-            return None;
-        }
-        body = last;
-    }
-    let Expr::Binary(b) = strip(body) else {
-        return None;
-    };
-    let is_acc = |e: &Expr| match strip(e) {
-        Expr::Path(p) => by_ref && p.path.is_ident(&name),
-        Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => {
-            !by_ref && matches!(&*u.expr, Expr::Path(p) if p.path.is_ident(&name))
-        }
-        _ => false,
-    };
-    let root = root_of(target)?;
-    let free = |e: &Expr| mentions_in(e, &name) == 0 && mentions_in(e, &root) == 0;
-    let (form, acc, term) = match b.op {
-        syn::BinOp::Add(_) if is_acc(&b.left) && free(&b.right) => {
-            (Form::AddRight, &*b.left, &*b.right)
-        }
-        syn::BinOp::Add(_) if is_acc(&b.right) && free(&b.left) => {
-            (Form::AddLeft, &*b.right, &*b.left)
-        }
-        syn::BinOp::Sub(_) if is_acc(&b.left) && free(&b.right) => {
-            (Form::SubRight, &*b.left, &*b.right)
-        }
-        _ => return None,
-    };
-    let place: Expr = syn::parse_quote!(#target[j]);
-    Some(Rebuild {
-        target,
-        place,
-        form,
-        acc,
-        term,
-        zip,
-        closure,
-        collect,
-    })
 }

@@ -153,8 +153,6 @@ pub(crate) fn update_of(e: &Expr) -> Option<Update<'_>> {
     })
 }
 
-/// What one loop's analysis found.
-
 /// Counts a mention of `f` when it is a field of `self` (`self.gradient`: a mention of
 /// that field, not of `self` as a whole); whether it was one.
 pub(crate) fn count_self_field(f: &syn::ExprField, out: &mut BTreeMap<String, usize>) -> bool {
