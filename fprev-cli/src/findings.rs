@@ -21,7 +21,7 @@ pub const VERSION: u64 = 1;
 
 /// A scramble site, as `FPREV_SITES_OUT` lists it and findings name it.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Site {
+pub struct ScrambleSite {
     /// `module::function#kindN`.
     pub label: String,
     pub file: String,
@@ -82,9 +82,9 @@ pub struct Finding {
     /// The coverage line of the failing run.
     pub coverage: Option<String>,
     /// The scramble sites the failing run reached.
-    pub sites: Vec<Site>,
+    pub sites: Vec<ScrambleSite>,
     /// The smallest set of them whose scrambling alone fails the test (`--blame`).
-    pub blame: Option<Vec<Site>>,
+    pub blame: Option<Vec<ScrambleSite>>,
     pub status: Status,
     /// How many runs (or merged reports) found it.
     pub seen: u64,
@@ -163,7 +163,7 @@ pub fn new_id(what: &str) -> String {
     format!("run-{:016x}", h.finish())
 }
 
-fn sites_json(sites: &[Site]) -> Value {
+fn sites_json(sites: &[ScrambleSite]) -> Value {
     sites
         .iter()
         .map(|s| json!({"site": s.label, "file": s.file, "line": s.line}))
@@ -375,7 +375,7 @@ fn seconds(r: &Reader, o: &Map<String, Value>, key: &str) -> Result<f64, SchemaE
     }
 }
 
-fn sites(r: &Reader, v: &Value, path: &str) -> Result<Vec<Site>, SchemaError> {
+fn sites(r: &Reader, v: &Value, path: &str) -> Result<Vec<ScrambleSite>, SchemaError> {
     let list = v
         .as_array()
         .ok_or_else(|| r.err(path, "expected a list of sites"))?;
@@ -383,7 +383,7 @@ fn sites(r: &Reader, v: &Value, path: &str) -> Result<Vec<Site>, SchemaError> {
     for (i, s) in list.iter().enumerate() {
         let at = format!("{path}[{i}]");
         let o = r.object(s, &at)?;
-        out.push(Site {
+        out.push(ScrambleSite {
             label: r.string(o, &at, "site")?,
             file: r.string(o, &at, "file")?,
             line: u32::try_from(r.u64(o, &at, "line")?)
@@ -729,7 +729,7 @@ mod tests {
             message: "a <b> & \u{0}".into(),
             at: Some("src/lib.rs:3:5".into()),
             coverage: None,
-            sites: vec![Site {
+            sites: vec![ScrambleSite {
                 label: "p::f#reduction0".into(),
                 file: "src/lib.rs".into(),
                 line: 3,

@@ -47,11 +47,11 @@ use clap::{Args, Parser, Subcommand};
 use fprev::scramble::ReplayToken;
 
 use confirm::{blame_search, run_alone};
-use runner::{Outcome, TestBinary};
+use runner::{TestBinary, TestOutcome};
 
 /// An error for the user: printed as `cargo fprev: <text>`, exit status 1.
 #[derive(Debug)]
-pub struct Failure(pub String);
+pub struct CargoFprevError(pub String);
 
 #[derive(Parser)]
 #[command(
@@ -272,11 +272,11 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         // an interrupt makes the build or a run fail: say what happened, not the failure
-        Err(Failure(_)) if interrupted() => {
+        Err(CargoFprevError(_)) if interrupted() => {
             eprintln!("cargo fprev: interrupted");
             ExitCode::from(130)
         }
-        Err(Failure(msg)) => {
+        Err(CargoFprevError(msg)) => {
             eprintln!("cargo fprev: {msg}");
             ExitCode::from(1)
         }
@@ -284,8 +284,8 @@ fn main() -> ExitCode {
 }
 
 /// `path` against the current directory (an absolute path stays as it is).
-fn absolute(path: &Path) -> Result<PathBuf, Failure> {
-    std::path::absolute(path).map_err(|e| Failure(format!("{}: {e}", path.display())))
+fn absolute(path: &Path) -> Result<PathBuf, CargoFprevError> {
+    std::path::absolute(path).map_err(|e| CargoFprevError(format!("{}: {e}", path.display())))
 }
 
 /// The annotated copy, ready to build.
@@ -307,12 +307,12 @@ struct Selection {
     changed: Option<diff::Changed>,
 }
 
-fn select(a: &SourceArgs) -> Result<Selection, Failure> {
+fn select(a: &SourceArgs) -> Result<Selection, CargoFprevError> {
     let ws = workspace::locate(a.manifest_path.as_deref())?;
     for p in &a.packages {
         if !ws.members.iter().any(|m| &m.name == p) {
             let names: Vec<&str> = ws.members.iter().map(|m| m.name.as_str()).collect();
-            return Err(Failure(format!(
+            return Err(CargoFprevError(format!(
                 "no package `{p}` in the workspace (members: {})",
                 names.join(", ")
             )));
@@ -321,10 +321,10 @@ fn select(a: &SourceArgs) -> Result<Selection, Failure> {
     let changed = match &a.in_diff {
         Some(path) => {
             let text = limits::read_capped_text(path, a.max_input_bytes, "--max-input-bytes")
-                .map_err(|e| Failure(format!("--in-diff {e}")))?;
+                .map_err(|e| CargoFprevError(format!("--in-diff {e}")))?;
             Some(
                 diff::Changed::parse(&text)
-                    .map_err(|e| Failure(format!("--in-diff {}: {e}", path.display())))?,
+                    .map_err(|e| CargoFprevError(format!("--in-diff {}: {e}", path.display())))?,
             )
         }
         None => None,
@@ -385,8 +385,8 @@ impl Selection {
     }
 
     /// The error for a selection in which no function accumulates.
-    fn nothing_found(&self) -> Failure {
-        Failure(if self.changed.is_some() {
+    fn nothing_found(&self) -> CargoFprevError {
+        CargoFprevError(if self.changed.is_some() {
             "the diff touches no function that accumulates floats: nothing to scramble".into()
         } else {
             "no function that accumulates floats was found in the selected packages \
@@ -423,7 +423,11 @@ fn note_unparsed(rel: &Path, e: &syn::Error) {
 /// cargo names a workspace member's artifacts from its path relative to its workspace
 /// root, which is the same in both copies, so each build would overwrite the other's
 /// test binaries.
-fn prepare(a: &CopyArgs, write: bool, attribute: annotate::Attribute) -> Result<Prepared, Failure> {
+fn prepare(
+    a: &CopyArgs,
+    write: bool,
+    attribute: annotate::Attribute,
+) -> Result<Prepared, CargoFprevError> {
     runner::set_log_cap(a.max_log_bytes);
     let sel = select(&a.source)?;
     let scratch = workspace::scratch_dir(&sel.root, a.scratch.as_deref());
@@ -464,7 +468,10 @@ fn prepare(a: &CopyArgs, write: bool, attribute: annotate::Attribute) -> Result<
                     }
                     if let (true, Some(text)) = (write, &r.text) {
                         std::fs::write(staging.join(&rel), text).map_err(|e| {
-                            Failure(format!("cannot write the copy of {}: {e}", rel.display()))
+                            CargoFprevError(format!(
+                                "cannot write the copy of {}: {e}",
+                                rel.display()
+                            ))
                         })?;
                     }
                     for f in r.annotated {
@@ -529,7 +536,7 @@ fn cargo_args(a: &CopyArgs) -> Vec<String> {
 
 /// `cargo fprev scan`: reads the sources of the selected packages, writes nothing and
 /// builds nothing.
-fn scan(a: &ScanArgs) -> Result<ExitCode, Failure> {
+fn scan(a: &ScanArgs) -> Result<ExitCode, CargoFprevError> {
     let sel = select(&a.source)?;
     let mut functions = Vec::new();
     for p in sel.annotated_packages() {
@@ -563,13 +570,13 @@ fn scan(a: &ScanArgs) -> Result<ExitCode, Failure> {
 
 /// Writes `text` to standard output; a reader that closed the pipe early (`| head`) is
 /// no error.
-fn write_stdout(text: &str) -> Result<(), Failure> {
+fn write_stdout(text: &str) -> Result<(), CargoFprevError> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            Err(Failure(format!("cannot write to standard output: {e}")))
-        }
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(CargoFprevError(format!(
+            "cannot write to standard output: {e}"
+        ))),
         _ => Ok(()),
     }
 }
@@ -614,23 +621,24 @@ fn write_log(dir: &Path, name: &str, text: &str) {
     let _ = std::fs::write(dir.join(format!("{}.log", sanitize(name))), text);
 }
 
-fn write_file(path: &Path, text: &str) -> Result<(), Failure> {
-    std::fs::write(path, text).map_err(|e| Failure(format!("cannot write {}: {e}", path.display())))
+fn write_file(path: &Path, text: &str) -> Result<(), CargoFprevError> {
+    std::fs::write(path, text)
+        .map_err(|e| CargoFprevError(format!("cannot write {}: {e}", path.display())))
 }
 
-fn replay(a: &ReplayArgs) -> Result<ExitCode, Failure> {
+fn replay(a: &ReplayArgs) -> Result<ExitCode, CargoFprevError> {
     check_mode(&a.mode)?;
     let token: ReplayToken = a
         .token
         .parse()
-        .map_err(|e| Failure(format!("TOKEN: {e}")))?;
+        .map_err(|e| CargoFprevError(format!("TOKEN: {e}")))?;
     let p = prepare(&a.copy, true, annotate::Attribute::Scramble)?;
     let bins = runner::build(&p.tree, &p.target_dir, &p.packages, &cargo_args(&a.copy))?;
     if let Some(bin) = find_binary(&bins, &a.test, a.target.as_deref())? {
         let args = vec![a.test.clone(), "--exact".into(), "--nocapture".into()];
         let run = runner::run(bin, &args, &env_for(&a.mode, &token.to_string()), None)?;
         print!("{}", run.log);
-        let failed = run.tests.get(&a.test) == Some(&Outcome::Failed) || run.crashed;
+        let failed = run.tests.get(&a.test) == Some(&TestOutcome::Failed) || run.crashed;
         println!(
             "cargo fprev replay: {} {} under FPREV_SCRAMBLE={} FPREV_SEED={token}",
             a.test,
@@ -643,7 +651,7 @@ fn replay(a: &ReplayArgs) -> Result<ExitCode, Failure> {
             ExitCode::SUCCESS
         });
     }
-    Err(Failure(format!(
+    Err(CargoFprevError(format!(
         "no test named `{}` in the built tests of {}",
         a.test,
         p.packages.join(", ")
@@ -656,11 +664,11 @@ fn find_binary<'a>(
     bins: &'a [TestBinary],
     test: &str,
     target: Option<&str>,
-) -> Result<Option<&'a TestBinary>, Failure> {
+) -> Result<Option<&'a TestBinary>, CargoFprevError> {
     if let Some(t) = target {
         return match bins.iter().find(|b| b.target == t) {
             Some(b) => Ok(Some(b)),
-            None => Err(Failure(format!(
+            None => Err(CargoFprevError(format!(
                 "no test target `{t}` was built (targets: {})",
                 bins.iter()
                     .map(|b| b.target.as_str())
@@ -677,33 +685,33 @@ fn find_binary<'a>(
     Ok(None)
 }
 
-fn blame_cmd(a: &ReplayArgs) -> Result<ExitCode, Failure> {
+fn blame_cmd(a: &ReplayArgs) -> Result<ExitCode, CargoFprevError> {
     check_mode(&a.mode)?;
     let token: ReplayToken = a
         .token
         .parse()
-        .map_err(|e| Failure(format!("TOKEN: {e}")))?;
+        .map_err(|e| CargoFprevError(format!("TOKEN: {e}")))?;
     let token = token.to_string();
     let p = prepare(&a.copy, true, annotate::Attribute::Scramble)?;
     let bins = runner::build(&p.tree, &p.target_dir, &p.packages, &cargo_args(&a.copy))?;
     let Some(bin) = find_binary(&bins, &a.test, a.target.as_deref())? else {
-        return Err(Failure(format!(
+        return Err(CargoFprevError(format!(
             "no test named `{}` in the built tests",
             a.test
         )));
     };
     let logs = p.target_dir.join("fprev-blame");
     std::fs::create_dir_all(&logs)
-        .map_err(|e| Failure(format!("cannot create {}: {e}", logs.display())))?;
+        .map_err(|e| CargoFprevError(format!("cannot create {}: {e}", logs.display())))?;
     let (run, sites) = run_alone(bin, &a.test, &a.mode, &token, None, &logs, "blame-full")?;
-    if run.tests.get(&a.test) != Some(&Outcome::Failed) && !run.crashed {
-        return Err(Failure(format!(
+    if run.tests.get(&a.test) != Some(&TestOutcome::Failed) && !run.crashed {
+        return Err(CargoFprevError(format!(
             "{} passes under FPREV_SCRAMBLE={} FPREV_SEED={token}: nothing to blame",
             a.test, a.mode
         )));
     }
     if sites.is_empty() {
-        return Err(Failure(format!(
+        return Err(CargoFprevError(format!(
             "{} fails, but its run reached no scramble site: the failure is not fprev's",
             a.test
         )));
@@ -731,11 +739,11 @@ fn blame_cmd(a: &ReplayArgs) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn check_mode(mode: &str) -> Result<(), Failure> {
+fn check_mode(mode: &str) -> Result<(), CargoFprevError> {
     if MODES.contains(&mode) {
         Ok(())
     } else {
-        Err(Failure(format!(
+        Err(CargoFprevError(format!(
             "unknown mode `{mode}` (expected {})",
             MODES.join(", ")
         )))
@@ -744,14 +752,14 @@ fn check_mode(mode: &str) -> Result<(), Failure> {
 
 /// Joins findings reports (shards, nights) and campaign process reports into one, and
 /// prints its table: exit 2 when it holds findings.
-fn merge(a: &MergeArgs) -> Result<ExitCode, Failure> {
+fn merge(a: &MergeArgs) -> Result<ExitCode, CargoFprevError> {
     let merged = findings::merge_files(
         &a.inputs,
         a.output.as_deref(),
         a.junit.as_deref(),
         a.max_input_bytes,
     )
-    .map_err(Failure)?;
+    .map_err(CargoFprevError)?;
     write_stdout(&if a.markdown {
         merged.to_markdown()
     } else {

@@ -9,37 +9,37 @@ use fprev::scramble::ReplayToken;
 
 use crate::confirm::Confirm;
 use crate::findings::Summary;
-use crate::runner::{self, Outcome, TestBinary};
+use crate::runner::{self, TestBinary, TestOutcome};
 use crate::{
     annotate, cargo_args, catch_interrupts, env_for, finding_env, interrupted, prepare, write_file,
-    write_log, Failure, TestArgs, MODES,
+    write_log, CargoFprevError, TestArgs, MODES,
 };
 
 /// What the arguments ask for, checked before anything is copied or built.
-struct Plan {
+struct SeedPlan {
     /// Seeds per mode (`u64::MAX`: until the time budget runs out).
     seeds: u64,
     budget: Option<Duration>,
     shard: fprev::amplify::Shard,
 }
 
-impl Plan {
-    fn new(a: &TestArgs) -> Result<Plan, Failure> {
+impl SeedPlan {
+    fn new(a: &TestArgs) -> Result<SeedPlan, CargoFprevError> {
         for m in &a.modes {
             if !MODES.contains(&m.as_str()) {
-                return Err(Failure(format!(
+                return Err(CargoFprevError(format!(
                     "unknown mode `{m}` (expected {})",
                     MODES.join(", ")
                 )));
             }
         }
         if a.seeds == Some(0) {
-            return Err(Failure("--seeds 0 runs nothing".into()));
+            return Err(CargoFprevError("--seeds 0 runs nothing".into()));
         }
         let budget = match &a.time {
             Some(t) => Some(
                 fprev::amplify::parse_duration(t)
-                    .map_err(|e| Failure(format!("--time {t}: {e}")))?,
+                    .map_err(|e| CargoFprevError(format!("--time {t}: {e}")))?,
             ),
             None => None,
         };
@@ -49,35 +49,37 @@ impl Plan {
         // the seeds run are --seed + 1, --seed + 2, ...: none may pass the largest
         let room = u64::MAX - a.seed;
         if room == 0 {
-            return Err(Failure(format!(
+            return Err(CargoFprevError(format!(
                 "--seed {} leaves no seed: the seeds run are --seed + 1, + 2, ... (give a smaller one)",
                 a.seed
             )));
         }
         if a.seeds.is_some_and(|n| n > room) {
-            return Err(Failure(format!(
+            return Err(CargoFprevError(format!(
                 "--seed {} with --seeds {seeds} goes past the largest seed, 2^64 - 1 (give a smaller --seed or fewer --seeds)",
                 a.seed
             )));
         }
         let seeds = seeds.min(room);
         if a.jobs == Some(0) {
-            return Err(Failure("--jobs 0 runs nothing: give 1 or more".into()));
+            return Err(CargoFprevError(
+                "--jobs 0 runs nothing: give 1 or more".into(),
+            ));
         }
         let shard = match &a.shard {
             Some(s) => s
                 .parse::<fprev::amplify::Shard>()
-                .map_err(|e| Failure(format!("--shard {s}: {e}")))?,
+                .map_err(|e| CargoFprevError(format!("--shard {s}: {e}")))?,
             None => fprev::amplify::Shard::WHOLE,
         };
         if !(a.timeout_factor.is_finite() && (1.0..=MAX_TIMEOUT_FACTOR).contains(&a.timeout_factor))
         {
-            return Err(Failure(format!(
+            return Err(CargoFprevError(format!(
                 "--timeout-factor {} must be a number from 1 to {MAX_TIMEOUT_FACTOR}",
                 a.timeout_factor
             )));
         }
-        Ok(Plan {
+        Ok(SeedPlan {
             seeds,
             budget,
             shard,
@@ -98,9 +100,9 @@ impl Plan {
     }
 }
 
-pub fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
+pub fn test(a: &TestArgs) -> Result<ExitCode, CargoFprevError> {
     let start = Instant::now();
-    let plan = Plan::new(a)?;
+    let plan = SeedPlan::new(a)?;
     let previous = previous_report(a)?;
     let p = prepare(&a.copy, true, annotate::Attribute::Scramble)?;
     catch_interrupts();
@@ -181,7 +183,7 @@ pub fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
 /// The report whose findings are replayed first: `--previous FILE`, or the findings.json
 /// an earlier run left in `--out`; read before anything is built, so that a bad file is
 /// refused at once.
-fn previous_report(a: &TestArgs) -> Result<Option<(std::path::PathBuf, Summary)>, Failure> {
+fn previous_report(a: &TestArgs) -> Result<Option<(std::path::PathBuf, Summary)>, CargoFprevError> {
     let (path, implicit) = match &a.previous {
         Some(p) if p.as_os_str() == "none" => return Ok(None),
         Some(p) => (p.clone(), false),
@@ -201,7 +203,7 @@ fn previous_report(a: &TestArgs) -> Result<Option<(std::path::PathBuf, Summary)>
             eprintln!("cargo fprev: note: the earlier findings are not replayed: {e}");
             Ok(None)
         }
-        Err(e) => Err(Failure(format!("--previous {e}"))),
+        Err(e) => Err(CargoFprevError(format!("--previous {e}"))),
     }
 }
 
@@ -275,7 +277,7 @@ impl Pool {
     }
 }
 
-fn progress_bar(plan: &Plan, a: &TestArgs, binaries: usize) -> indicatif::ProgressBar {
+fn progress_bar(plan: &SeedPlan, a: &TestArgs, binaries: usize) -> indicatif::ProgressBar {
     let bar = if plan.budget.is_some() {
         indicatif::ProgressBar::no_length()
     } else {
@@ -299,14 +301,14 @@ fn unscrambled(
     logs: &Path,
     bar: &indicatif::ProgressBar,
     summary: &mut Summary,
-) -> Result<Vec<runner::Run>, Failure> {
+) -> Result<Vec<runner::Run>, CargoFprevError> {
     let mut baseline = Vec::new();
     for (k, bin) in bins.iter().enumerate() {
         bar.set_message(format!("unscrambled {}", bin.target));
         let run = runner::run(bin, &a.test_args, &env_for("off", "0"), None)?;
         write_log(logs, &format!("unscrambled-{k}-{}", bin.target), &run.log);
         for (t, o) in &run.tests {
-            if *o == Outcome::Failed {
+            if *o == TestOutcome::Failed {
                 summary.unscrambled_failures.push(t.clone());
             }
         }
@@ -318,7 +320,12 @@ fn unscrambled(
     }
     let passing: usize = baseline
         .iter()
-        .map(|r| r.tests.values().filter(|o| **o == Outcome::Passed).count())
+        .map(|r| {
+            r.tests
+                .values()
+                .filter(|o| **o == TestOutcome::Passed)
+                .count()
+        })
         .sum();
     if passing == 0 {
         bar.finish_and_clear();
@@ -327,7 +334,7 @@ fn unscrambled(
             .iter()
             .zip(bins)
             .find(|(r, _)| r.crashed && r.tests.is_empty());
-        return Err(Failure(if let Some((run, bin)) = refused {
+        return Err(CargoFprevError(if let Some((run, bin)) = refused {
             let said = run
                 .log
                 .split_once("\n--- stderr ---\n")
@@ -372,7 +379,12 @@ struct Launched {
 
 impl Rounds<'_> {
     /// Every binary once under `mode` and `token`, each failure confirmed alone.
-    fn round(&mut self, mode: &str, token: &str, summary: &mut Summary) -> Result<(), Failure> {
+    fn round(
+        &mut self,
+        mode: &str,
+        token: &str,
+        summary: &mut Summary,
+    ) -> Result<(), CargoFprevError> {
         for k in 0..self.bins.len() {
             if interrupted() {
                 break;
@@ -400,7 +412,7 @@ impl Rounds<'_> {
         seeds: &(dyn Fn(u64) -> Option<u64> + Sync),
         over: &(dyn Fn() -> bool + Sync),
         summary: &mut Summary,
-    ) -> Result<(), Failure> {
+    ) -> Result<(), CargoFprevError> {
         // Run `i` is (seed, mode, binary) in that nesting, computed from `i` (never
         // listed: a `--time` campaign's seeds have no end).
         let (modes, bins) = (self.a.modes.len(), self.bins.len());
@@ -448,7 +460,7 @@ impl Rounds<'_> {
             let mut ready = std::collections::BTreeMap::new();
             let mut turn = 0;
             let mut last_token: Option<String> = None;
-            let mut settle = |turn: usize, launched: Result<Option<Launched>, Failure>| {
+            let mut settle = |turn: usize, launched: Result<Option<Launched>, CargoFprevError>| {
                 // every run settled was launched: its index has a seed
                 let Some((token, mode, k)) = work(turn) else {
                     return Ok(());
@@ -463,7 +475,7 @@ impl Rounds<'_> {
                     confirming += t.elapsed();
                 }
                 this.bar.inc(1);
-                Ok::<(), Failure>(())
+                Ok::<(), CargoFprevError>(())
             };
             for (i, launched) in rx {
                 ready.insert(i, launched);
@@ -489,7 +501,7 @@ impl Rounds<'_> {
         mode: &str,
         token: &str,
         pool: &Pool,
-    ) -> Result<Option<Launched>, Failure> {
+    ) -> Result<Option<Launched>, CargoFprevError> {
         let bin = &self.bins[k];
         let limit = times(self.limit(k), pool.stretch);
         let mut env = finding_env(mode, token);
@@ -528,7 +540,7 @@ impl Rounds<'_> {
         previous: &Summary,
         shard: fprev::amplify::Shard,
         summary: &mut Summary,
-    ) -> Result<(), Failure> {
+    ) -> Result<(), CargoFprevError> {
         let (k, n) = (shard.index() as usize, shard.count() as usize);
         let mine: Vec<&crate::findings::Finding> =
             previous.findings.iter().skip(k - 1).step_by(n).collect();
@@ -566,7 +578,7 @@ impl Rounds<'_> {
                 );
                 continue;
             };
-            if self.baseline[k].tests.get(&f.test) != Some(&Outcome::Passed) {
+            if self.baseline[k].tests.get(&f.test) != Some(&TestOutcome::Passed) {
                 eprintln!(
                     "cargo fprev: note: {} ({} {}) not replayed: it fails unscrambled now",
                     f.test, f.mode, f.token
@@ -623,7 +635,7 @@ impl Rounds<'_> {
         token: &str,
         launched: Launched,
         summary: &mut Summary,
-    ) -> Result<(), Failure> {
+    ) -> Result<(), CargoFprevError> {
         let (bin, base) = (&self.bins[k], &self.baseline[k]);
         let Launched { run, narrowed } = launched;
         if interrupted() {
@@ -679,18 +691,20 @@ fn to_confirm(
     narrowed: Option<&[String]>,
 ) -> (Vec<String>, Vec<String>) {
     let ran = |t: &String| narrowed.is_none_or(|n| n.binary_search(t).is_ok());
-    let passed_before = |t: &String| base.tests.get(t) == Some(&Outcome::Passed);
+    let passed_before = |t: &String| base.tests.get(t) == Some(&TestOutcome::Passed);
     let failed = if run.crashed {
         // A crash names no test.
         base.tests
             .keys()
-            .filter(|t| passed_before(t) && run.tests.get(*t) != Some(&Outcome::Passed) && ran(t))
+            .filter(|t| {
+                passed_before(t) && run.tests.get(*t) != Some(&TestOutcome::Passed) && ran(t)
+            })
             .cloned()
             .collect()
     } else {
         run.tests
             .iter()
-            .filter(|(t, o)| **o == Outcome::Failed && passed_before(t))
+            .filter(|(t, o)| **o == TestOutcome::Failed && passed_before(t))
             .map(|(t, _)| t.clone())
             .collect()
     };
@@ -708,7 +722,7 @@ fn to_confirm(
 
 /// Prints the table, writes findings.json, findings.md and junit.xml; the exit status
 /// says whether anything was found.
-fn report(a: &TestArgs, summary: &Summary) -> Result<ExitCode, Failure> {
+fn report(a: &TestArgs, summary: &Summary) -> Result<ExitCode, CargoFprevError> {
     print!("{}", summary.to_console());
     write_file(&a.out.join("findings.json"), &summary.to_json())?;
     write_file(&a.out.join("findings.md"), &summary.to_markdown())?;
@@ -775,7 +789,7 @@ impl Reach {
             if name == "main" || !base.tests.contains_key(name) {
                 return Reach::Every;
             }
-            if base.tests.get(name) == Some(&Outcome::Passed) {
+            if base.tests.get(name) == Some(&TestOutcome::Passed) {
                 tests.push(name.to_string());
             }
         }
@@ -791,19 +805,19 @@ mod tests {
     use super::*;
     use clap::Parser;
 
-    fn plan(args: &[&str]) -> Result<Plan, Failure> {
+    fn plan(args: &[&str]) -> Result<SeedPlan, CargoFprevError> {
         let argv = ["cargo-fprev", "test"].iter().chain(args);
         let cli = crate::Cli::try_parse_from(argv).expect("arguments clap accepts");
         let crate::Cmd::Test(a) = cli.command else {
             panic!("not `test`")
         };
-        Plan::new(&a)
+        SeedPlan::new(&a)
     }
 
     fn refusal(args: &[&str]) -> String {
         match plan(args) {
             Ok(_) => panic!("{args:?} accepted"),
-            Err(Failure(message)) => message,
+            Err(CargoFprevError(message)) => message,
         }
     }
 

@@ -17,11 +17,11 @@ pub struct Function {
     /// Its name (`Type::method` inside an impl).
     pub name: String,
     /// The macro's decisions in source order, or the error it would report instead.
-    pub decisions: Result<Vec<Row>, String>,
+    pub decisions: Result<Vec<LocatedDecision>, String>,
 }
 
 /// One decision, located.
-pub struct Row {
+pub struct LocatedDecision {
     pub line: usize,
     /// 1-based, in characters, as rustc's messages count.
     pub column: usize,
@@ -40,11 +40,11 @@ impl Function {
     ) -> Function {
         let decisions = decided
             .map(|list| {
-                let mut rows: Vec<Row> = list
+                let mut rows: Vec<LocatedDecision> = list
                     .into_iter()
                     .map(|d| {
                         let at = d.span.start();
-                        Row {
+                        LocatedDecision {
                             line: at.line,
                             column: at.column + 1,
                             construct: d.construct,
@@ -96,7 +96,7 @@ fn totals(functions: &[Function]) -> Totals {
 }
 
 /// What a row says after its outcome: the construct, and the place or the reason.
-fn what(r: &Row) -> String {
+fn what(r: &LocatedDecision) -> String {
     match &r.outcome {
         Outcome::Scrambled { place, site } => match place {
             Some(p) => format!("{}: reduction into `{p}` ({site})", r.construct),
@@ -127,7 +127,8 @@ fn outcome_word(o: &Outcome) -> &'static str {
 /// (locations aligned within a file: a long path elsewhere does not push them right),
 /// then the totals.
 pub fn to_text(functions: &[Function]) -> String {
-    let location = |f: &Function, r: &Row| format!("{}:{}:{}", f.file, r.line, r.column);
+    let location =
+        |f: &Function, r: &LocatedDecision| format!("{}:{}:{}", f.file, r.line, r.column);
     let mut widths: BTreeMap<&str, usize> = BTreeMap::new();
     for f in functions {
         for r in f.decisions.iter().flatten() {
@@ -218,7 +219,7 @@ pub fn to_json(functions: &[Function]) -> Value {
     })
 }
 
-fn row_json(r: &Row) -> Value {
+fn row_json(r: &LocatedDecision) -> Value {
     let mut v = json!({
         "line": r.line,
         "column": r.column,

@@ -6,7 +6,7 @@ use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::Failure;
+use crate::CargoFprevError;
 
 /// A package of the workspace that is annotated.
 #[derive(Clone, Debug)]
@@ -22,13 +22,13 @@ pub struct Package {
 
 /// What `cargo metadata` says of the workspace the command runs in.
 #[derive(Debug)]
-pub struct Workspace {
+pub struct CargoWorkspace {
     pub root: PathBuf,
     pub members: Vec<Package>,
 }
 
 /// Reads the workspace of the current directory (`cargo metadata --no-deps`).
-pub fn locate(manifest_path: Option<&Path>) -> Result<Workspace, Failure> {
+pub fn locate(manifest_path: Option<&Path>) -> Result<CargoWorkspace, CargoFprevError> {
     let mut cmd = Command::new(cargo());
     cmd.args(["metadata", "--format-version", "1", "--no-deps"]);
     if let Some(m) = manifest_path {
@@ -36,19 +36,19 @@ pub fn locate(manifest_path: Option<&Path>) -> Result<Workspace, Failure> {
     }
     let out = cmd
         .output()
-        .map_err(|e| Failure(format!("cannot run cargo: {e}")))?;
+        .map_err(|e| CargoFprevError(format!("cannot run cargo: {e}")))?;
     if !out.status.success() {
-        return Err(Failure(format!(
+        return Err(CargoFprevError(format!(
             "not a cargo project here (cargo metadata failed):\n{}",
             String::from_utf8_lossy(&out.stderr).trim_end()
         )));
     }
     let meta: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .map_err(|e| Failure(format!("cargo metadata printed no JSON: {e}")))?;
+        .map_err(|e| CargoFprevError(format!("cargo metadata printed no JSON: {e}")))?;
     let root = PathBuf::from(
         meta["workspace_root"]
             .as_str()
-            .ok_or_else(|| Failure("cargo metadata: no workspace_root".into()))?,
+            .ok_or_else(|| CargoFprevError("cargo metadata: no workspace_root".into()))?,
     );
     let ids: Vec<&str> = meta["workspace_members"]
         .as_array()
@@ -97,7 +97,7 @@ pub fn locate(manifest_path: Option<&Path>) -> Result<Workspace, Failure> {
             proc_macro,
         });
     }
-    Ok(Workspace { root, members })
+    Ok(CargoWorkspace { root, members })
 }
 
 /// `$CARGO` when cargo runs us as a subcommand, else `cargo`.
@@ -123,7 +123,7 @@ pub fn scratch_dir(root: &Path, over: Option<&Path>) -> PathBuf {
 /// The files of the workspace to copy: git's view (tracked, and untracked but not
 /// ignored) when the root is in a git work tree, else every file outside `target/` and
 /// `.git/`. `Cargo.lock` always comes along, so the copy builds the same versions.
-pub fn files(root: &Path) -> Result<Vec<PathBuf>, Failure> {
+pub fn files(root: &Path) -> Result<Vec<PathBuf>, CargoFprevError> {
     let git = Command::new("git")
         .arg("-C")
         .arg(root)
@@ -169,10 +169,10 @@ const CACHEDIR_TAG: &str = "CACHEDIR.TAG";
 
 /// Creates the output folder `out` with its `logs/` folder, tagged so that no later
 /// copy of the workspace takes it along; returns the `logs/` folder.
-pub fn create_out(out: &Path) -> Result<PathBuf, Failure> {
+pub fn create_out(out: &Path) -> Result<PathBuf, CargoFprevError> {
     let logs = out.join("logs");
     std::fs::create_dir_all(&logs)
-        .map_err(|e| Failure(format!("cannot create {}: {e}", logs.display())))?;
+        .map_err(|e| CargoFprevError(format!("cannot create {}: {e}", logs.display())))?;
     let tag = out.join(CACHEDIR_TAG);
     if !tag.is_file() {
         std::fs::write(
@@ -180,17 +180,17 @@ pub fn create_out(out: &Path) -> Result<PathBuf, Failure> {
             "Signature: 8a477f597d28d172789f06886806bc55\n\
              # This folder holds cargo fprev's output: copies of the workspace leave it out.\n",
         )
-        .map_err(|e| Failure(format!("cannot write {}: {e}", tag.display())))?;
+        .map_err(|e| CargoFprevError(format!("cannot write {}: {e}", tag.display())))?;
     }
     Ok(logs)
 }
 
-fn walk(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> Result<(), Failure> {
+fn walk(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> Result<(), CargoFprevError> {
     let dir = root.join(rel);
     let entries =
-        std::fs::read_dir(&dir).map_err(|e| Failure(format!("{}: {e}", dir.display())))?;
+        std::fs::read_dir(&dir).map_err(|e| CargoFprevError(format!("{}: {e}", dir.display())))?;
     for e in entries {
-        let e = e.map_err(|e| Failure(format!("{}: {e}", dir.display())))?;
+        let e = e.map_err(|e| CargoFprevError(format!("{}: {e}", dir.display())))?;
         let name = e.file_name();
         if rel.as_os_str().is_empty() && (name == "target" || name == ".git") {
             continue;
@@ -198,7 +198,7 @@ fn walk(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> Result<(), Failure> 
         let path = rel.join(&name);
         let ty = e
             .file_type()
-            .map_err(|e| Failure(format!("{}: {e}", path.display())))?;
+            .map_err(|e| CargoFprevError(format!("{}: {e}", path.display())))?;
         if ty.is_dir() {
             walk(root, &path, out)?;
         } else if ty.is_file() {
@@ -229,7 +229,7 @@ fn normal_parts(p: &Path) -> PathBuf {
 /// `../../shared` means in the copy what it means in the original: path dependencies and
 /// the files tests read outside the workspace root (`include_str!("../../data/x")`, the
 /// fixtures of a monorepo) are the originals, read where they are.
-pub fn mirror_surroundings(base: &Path, root: &Path) -> Result<(), Failure> {
+pub fn mirror_surroundings(base: &Path, root: &Path) -> Result<(), CargoFprevError> {
     let mut below = root;
     for ancestor in root.ancestors().skip(1).take(MIRRORED_LEVELS) {
         if ancestor.parent().is_none() {
@@ -237,7 +237,7 @@ pub fn mirror_surroundings(base: &Path, root: &Path) -> Result<(), Failure> {
         }
         let here = base.join(normal_parts(ancestor));
         std::fs::create_dir_all(&here)
-            .map_err(|e| Failure(format!("cannot create {}: {e}", here.display())))?;
+            .map_err(|e| CargoFprevError(format!("cannot create {}: {e}", here.display())))?;
         let Ok(entries) = std::fs::read_dir(ancestor) else {
             break; // an ancestor we may not list: nothing beside it is mirrored
         };
@@ -248,7 +248,7 @@ pub fn mirror_surroundings(base: &Path, root: &Path) -> Result<(), Failure> {
                 continue;
             }
             std::os::unix::fs::symlink(&original, &link).map_err(|err| {
-                Failure(format!(
+                CargoFprevError(format!(
                     "cannot link {} to {}: {err}",
                     link.display(),
                     original.display()
@@ -262,19 +262,19 @@ pub fn mirror_surroundings(base: &Path, root: &Path) -> Result<(), Failure> {
 
 /// Copies `files` from `root` into `dest`, replacing what an earlier copy left there
 /// (the copy's own `target/` is elsewhere and stays).
-pub fn copy(root: &Path, files: &[PathBuf], dest: &Path) -> Result<(), Failure> {
+pub fn copy(root: &Path, files: &[PathBuf], dest: &Path) -> Result<(), CargoFprevError> {
     if dest.exists() {
         std::fs::remove_dir_all(dest)
-            .map_err(|e| Failure(format!("cannot clear {}: {e}", dest.display())))?;
+            .map_err(|e| CargoFprevError(format!("cannot clear {}: {e}", dest.display())))?;
     }
     for f in files {
         let to = dest.join(f);
         if let Some(parent) = to.parent() {
             std::fs::create_dir_all(parent)
-                .map_err(|e| Failure(format!("cannot create {}: {e}", parent.display())))?;
+                .map_err(|e| CargoFprevError(format!("cannot create {}: {e}", parent.display())))?;
         }
         std::fs::copy(root.join(f), &to)
-            .map_err(|e| Failure(format!("cannot copy {}: {e}", f.display())))?;
+            .map_err(|e| CargoFprevError(format!("cannot copy {}: {e}", f.display())))?;
     }
     Ok(())
 }
@@ -298,22 +298,22 @@ fn files_below(dir: &Path, rel: &Path, out: &mut Vec<PathBuf>) {
 /// removing those `from` lacks (but a `Cargo.lock` cargo wrote in the copy's root when
 /// the workspace has none): an unchanged file keeps its modification time, so cargo
 /// rebuilds only what changed.
-pub fn sync(from: &Path, to: &Path) -> Result<(), Failure> {
+pub fn sync(from: &Path, to: &Path) -> Result<(), CargoFprevError> {
     let mut wanted = Vec::new();
     files_below(from, Path::new(""), &mut wanted);
     for rel in &wanted {
         let (src, dst) = (from.join(rel), to.join(rel));
         let bytes = std::fs::read(&src)
-            .map_err(|e| Failure(format!("cannot read {}: {e}", src.display())))?;
+            .map_err(|e| CargoFprevError(format!("cannot read {}: {e}", src.display())))?;
         if std::fs::read(&dst).is_ok_and(|old| old == bytes) {
             continue;
         }
         if let Some(parent) = dst.parent() {
             std::fs::create_dir_all(parent)
-                .map_err(|e| Failure(format!("cannot create {}: {e}", parent.display())))?;
+                .map_err(|e| CargoFprevError(format!("cannot create {}: {e}", parent.display())))?;
         }
         std::fs::write(&dst, bytes)
-            .map_err(|e| Failure(format!("cannot write {}: {e}", dst.display())))?;
+            .map_err(|e| CargoFprevError(format!("cannot write {}: {e}", dst.display())))?;
     }
     let wanted: std::collections::HashSet<&PathBuf> = wanted.iter().collect();
     let mut present = Vec::new();
@@ -331,7 +331,7 @@ pub fn sync(from: &Path, to: &Path) -> Result<(), Failure> {
 /// a git checkout, under `[dev-dependencies]` too) is pointed at the same checkout, its
 /// features kept; a dependency named `fprev` that is another package is an error that
 /// says so.
-pub fn add_dependency(manifest: &Path, fprev: &Path) -> Result<(), Failure> {
+pub fn add_dependency(manifest: &Path, fprev: &Path) -> Result<(), CargoFprevError> {
     let mut doc = read_manifest(manifest)?;
     let mut normal = false;
     let mut clash = None;
@@ -347,7 +347,7 @@ pub fn add_dependency(manifest: &Path, fprev: &Path) -> Result<(), Failure> {
         normal |= table == "dependencies";
     });
     if let Some(package) = clash {
-        return Err(Failure(format!(
+        return Err(CargoFprevError(format!(
             "{}: the dependency named `fprev` is the package `{package}`: the annotations \
              need that name for fprev itself (`#[fprev::scramble]`); rename the dependency \
              (`{package} = {{ .. }}`) to run cargo fprev on this package",
@@ -360,7 +360,7 @@ pub fn add_dependency(manifest: &Path, fprev: &Path) -> Result<(), Failure> {
             .or_insert_with(toml_edit::table)
             .as_table_like_mut()
             .ok_or_else(|| {
-                Failure(format!(
+                CargoFprevError(format!(
                     "{}: [dependencies] is not a table",
                     manifest.display()
                 ))
@@ -474,16 +474,16 @@ fn visit_dependencies(
     }
 }
 
-fn read_manifest(manifest: &Path) -> Result<toml_edit::DocumentMut, Failure> {
+fn read_manifest(manifest: &Path) -> Result<toml_edit::DocumentMut, CargoFprevError> {
     let text = std::fs::read_to_string(manifest)
-        .map_err(|e| Failure(format!("{}: {e}", manifest.display())))?;
+        .map_err(|e| CargoFprevError(format!("{}: {e}", manifest.display())))?;
     text.parse()
-        .map_err(|e| Failure(format!("{}: not a TOML manifest: {e}", manifest.display())))
+        .map_err(|e| CargoFprevError(format!("{}: not a TOML manifest: {e}", manifest.display())))
 }
 
-fn write_manifest(manifest: &Path, doc: &toml_edit::DocumentMut) -> Result<(), Failure> {
+fn write_manifest(manifest: &Path, doc: &toml_edit::DocumentMut) -> Result<(), CargoFprevError> {
     std::fs::write(manifest, doc.to_string())
-        .map_err(|e| Failure(format!("cannot write {}: {e}", manifest.display())))
+        .map_err(|e| CargoFprevError(format!("cannot write {}: {e}", manifest.display())))
 }
 
 /// `path` with `.` and `..` resolved lexically (symbolic links are left alone, as cargo
@@ -512,7 +512,7 @@ pub fn point_outside_paths(
     files: &[PathBuf],
     tree: &Path,
     fprev: &Path,
-) -> Result<(), Failure> {
+) -> Result<(), CargoFprevError> {
     for rel in files
         .iter()
         .filter(|f| f.file_name().is_some_and(|n| n == "Cargo.toml"))
@@ -558,11 +558,11 @@ const OPTIMIZED: [&str; 3] = ["fprev-runtime", "half", "rand_chacha"];
 
 /// Sets `[profile.dev.package.<name>] opt-level = 2` in the workspace root manifest for
 /// [`OPTIMIZED`] (a setting the user made is kept).
-pub fn optimize_runtime(root_manifest: &Path) -> Result<(), Failure> {
+pub fn optimize_runtime(root_manifest: &Path) -> Result<(), CargoFprevError> {
     let text = std::fs::read_to_string(root_manifest)
-        .map_err(|e| Failure(format!("{}: {e}", root_manifest.display())))?;
+        .map_err(|e| CargoFprevError(format!("{}: {e}", root_manifest.display())))?;
     let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e| {
-        Failure(format!(
+        CargoFprevError(format!(
             "{}: not a TOML manifest: {e}",
             root_manifest.display()
         ))
@@ -593,11 +593,11 @@ pub fn optimize_runtime(root_manifest: &Path) -> Result<(), Failure> {
         }
     }
     std::fs::write(root_manifest, doc.to_string())
-        .map_err(|e| Failure(format!("cannot write {}: {e}", root_manifest.display())))
+        .map_err(|e| CargoFprevError(format!("cannot write {}: {e}", root_manifest.display())))
 }
 
 /// The fprev checkout this tool was built from (its facade crate), or `over`.
-pub fn fprev_path(over: Option<&Path>) -> Result<PathBuf, Failure> {
+pub fn fprev_path(over: Option<&Path>) -> Result<PathBuf, CargoFprevError> {
     let path = match over {
         Some(p) => p.to_path_buf(),
         None => Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -608,14 +608,14 @@ pub fn fprev_path(over: Option<&Path>) -> Result<PathBuf, Failure> {
     let manifest = path.join("Cargo.toml");
     let text = std::fs::read_to_string(&manifest).unwrap_or_default();
     if !text.contains("name = \"fprev\"") {
-        return Err(Failure(format!(
+        return Err(CargoFprevError(format!(
             "{} is not an fprev checkout (no package `fprev` in {}); pass --fprev-path DIR",
             path.display(),
             manifest.display()
         )));
     }
     path.canonicalize()
-        .map_err(|e| Failure(format!("{}: {e}", path.display())))
+        .map_err(|e| CargoFprevError(format!("{}: {e}", path.display())))
 }
 
 /// An exclusive lock on a scratch folder (`flock` on `SCRATCH/.lock`), released when
@@ -628,16 +628,16 @@ pub struct ScratchLock {
 impl ScratchLock {
     /// Takes the lock, waiting (with a note) while another command holds it. Where
     /// there is no `flock` (not Unix) the file is only opened.
-    pub fn take(scratch: &Path) -> Result<ScratchLock, Failure> {
+    pub fn take(scratch: &Path) -> Result<ScratchLock, CargoFprevError> {
         std::fs::create_dir_all(scratch)
-            .map_err(|e| Failure(format!("cannot create {}: {e}", scratch.display())))?;
+            .map_err(|e| CargoFprevError(format!("cannot create {}: {e}", scratch.display())))?;
         let path = scratch.join(".lock");
         let file = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
             .open(&path)
-            .map_err(|e| Failure(format!("cannot open {}: {e}", path.display())))?;
+            .map_err(|e| CargoFprevError(format!("cannot open {}: {e}", path.display())))?;
         #[cfg(unix)]
         {
             use std::os::fd::AsRawFd;
@@ -650,7 +650,7 @@ impl ScratchLock {
                 );
                 // SAFETY: as above.
                 if unsafe { libc::flock(fd, libc::LOCK_EX) } != 0 {
-                    return Err(Failure(format!(
+                    return Err(CargoFprevError(format!(
                         "cannot lock {}: {}",
                         path.display(),
                         std::io::Error::last_os_error()
