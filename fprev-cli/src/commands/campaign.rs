@@ -4,8 +4,8 @@
 
 use std::path::PathBuf;
 
+use crate::console::{write_out, CommandFailure};
 use crate::findings;
-use crate::Failure;
 
 #[derive(clap::Subcommand)]
 pub(crate) enum CampaignCmd {
@@ -31,7 +31,7 @@ pub(crate) enum CampaignCmd {
     },
 }
 
-pub(crate) fn run(cmd: &CampaignCmd) -> Result<(), Failure> {
+pub(crate) fn run(cmd: &CampaignCmd) -> Result<(), CommandFailure> {
     let CampaignCmd::Merge {
         reports,
         output,
@@ -45,8 +45,8 @@ pub(crate) fn run(cmd: &CampaignCmd) -> Result<(), Failure> {
         junit.as_deref(),
         *max_input_bytes,
     )
-    .map_err(Failure::Message)?;
-    crate::write_out(&if *markdown {
+    .map_err(CommandFailure::Message)?;
+    write_out(&if *markdown {
         merged.to_markdown()
     } else {
         merged.to_console()
