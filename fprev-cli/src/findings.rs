@@ -432,19 +432,7 @@ fn finding(r: &Reader, v: &Value, path: &str) -> Result<Finding, SchemaError> {
 /// and token, each with how often it was seen and the status of the latest report that
 /// holds it; the differing runs of campaigns are derived again from the process reports.
 pub fn merge(mut docs: Vec<Summary>) -> Result<Summary, String> {
-    let mut owner: BTreeMap<String, usize> = BTreeMap::new();
-    for (i, d) in docs.iter().enumerate() {
-        for id in &d.ids {
-            if let Some(j) = owner.insert(id.clone(), i) {
-                return Err(format!(
-                    "inputs {} and {} both hold the run {id}: merging it twice would count its \
-                     runs twice",
-                    j + 1,
-                    i + 1
-                ));
-            }
-        }
-    }
+    no_run_twice(&docs)?;
     // the campaigns' statistics first, once: their errors name the process report and
     // field (a sum of runs past 2^64 - 1, say), before the totals below would fail vaguely
     let view = {
@@ -457,37 +445,11 @@ pub fn merge(mut docs: Vec<Summary>) -> Result<Summary, String> {
     // the latest report last: its status of a finding wins
     docs.sort_by(|a, b| (&a.finished, &a.ids).cmp(&(&b.finished, &b.ids)));
     let mut out = Summary::default();
-    // key -> (finding, failing: true, fixed: false, when its status was reported)
-    let mut all: BTreeMap<(String, String, String, String), (Finding, bool, String)> =
-        BTreeMap::new();
+    let mut all = UnitedFindings::new();
     for d in docs {
         out.ids.extend(d.ids);
         out.finished = out.finished.max(d.finished.clone());
-        for (f, failing) in d
-            .findings
-            .into_iter()
-            .filter(|f| f.kind != "differs")
-            .map(|f| (f, true))
-            .chain(d.fixed.into_iter().map(|f| (f, false)))
-        {
-            match all.get_mut(&f.key()) {
-                Some((kept, was, when)) => {
-                    kept.seen = kept.seen.saturating_add(f.seen);
-                    // Times are whole seconds: a report finished in the same second as
-                    // one that replayed its finding (a quick shard after a merge) is the
-                    // earlier one, since a replay follows what it replays.
-                    let replayed_then = *when == d.finished && kept.status != Status::New;
-                    if !(replayed_then && f.status == Status::New) {
-                        kept.status = f.status;
-                        *was = failing;
-                        when.clone_from(&d.finished);
-                    }
-                }
-                None => {
-                    all.insert(f.key(), (f, failing, d.finished.clone()));
-                }
-            }
-        }
+        unite(&mut all, d.findings, d.fixed, &d.finished);
         out.unscrambled_failures.extend(d.unscrambled_failures);
         out.not_reproduced.extend(d.not_reproduced);
         out.runs = out
@@ -513,6 +475,67 @@ pub fn merge(mut docs: Vec<Summary>) -> Result<Summary, String> {
             out.fixed.push(f);
         }
     }
+    sort_and_dedup(&mut out);
+    if let Some(view) = &view {
+        out.findings.extend(campaign_findings(view));
+    }
+    Ok(out)
+}
+
+/// Refuses inputs that hold one run twice (its runs would count twice).
+fn no_run_twice(docs: &[Summary]) -> Result<(), String> {
+    let mut owner: BTreeMap<String, usize> = BTreeMap::new();
+    for (i, d) in docs.iter().enumerate() {
+        for id in &d.ids {
+            if let Some(j) = owner.insert(id.clone(), i) {
+                return Err(format!(
+                    "inputs {} and {} both hold the run {id}: merging it twice would count its \
+                     runs twice",
+                    j + 1,
+                    i + 1
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Findings united by test, kind, mode and token: key -> (the finding, failing: true or
+/// fixed: false, when its status was reported).
+type UnitedFindings = BTreeMap<(String, String, String, String), (Finding, bool, String)>;
+
+/// Adds one report's findings (those that fail, and those `fixed`) to `all`, counting
+/// how often each was seen; the report `finished` later sets the status, reports being
+/// united in the order they finished.
+fn unite(all: &mut UnitedFindings, findings: Vec<Finding>, fixed: Vec<Finding>, finished: &str) {
+    for (f, failing) in findings
+        .into_iter()
+        .filter(|f| f.kind != "differs")
+        .map(|f| (f, true))
+        .chain(fixed.into_iter().map(|f| (f, false)))
+    {
+        match all.get_mut(&f.key()) {
+            Some((kept, was, when)) => {
+                kept.seen = kept.seen.saturating_add(f.seen);
+                // Times are whole seconds: a report finished in the same second as
+                // one that replayed its finding (a quick shard after a merge) is the
+                // earlier one, since a replay follows what it replays.
+                let replayed_then = *when == finished && kept.status != Status::New;
+                if !(replayed_then && f.status == Status::New) {
+                    kept.status = f.status;
+                    *was = failing;
+                    *when = finished.to_string();
+                }
+            }
+            None => {
+                all.insert(f.key(), (f, failing, finished.to_string()));
+            }
+        }
+    }
+}
+
+/// The merged lists in one order whatever the inputs' order, each entry once.
+fn sort_and_dedup(out: &mut Summary) {
     for list in [
         &mut out.unscrambled_failures,
         &mut out.not_reproduced,
@@ -527,10 +550,6 @@ pub fn merge(mut docs: Vec<Summary>) -> Result<Summary, String> {
     out.coverage.dedup();
     out.processes
         .sort_by_cached_key(|p| serde_json::to_string(p).unwrap_or_default());
-    if let Some(view) = &view {
-        out.findings.extend(campaign_findings(view));
-    }
-    Ok(out)
 }
 
 /// The differing runs of the campaigns' process reports as findings (kind `differs`),

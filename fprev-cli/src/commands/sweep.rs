@@ -103,35 +103,10 @@ enum SweepFormat {
     Json,
 }
 
+/// Runs `fprev sweep`: the flags checked, every value revealed, the ranges printed.
 pub fn run(args: &SweepArgs) -> Result<ExitCode, CommandFailure> {
     let start = Instant::now();
-    let (what, label) = match (&args.target, &args.exec) {
-        (Some(name), _) => {
-            let over = builtin::Over::of(name).map_err(CommandFailure::Message)?;
-            let natural = if args.lengths { "k" } else { over.label() };
-            (name.clone(), args.label.clone().unwrap_or(natural.into()))
-        }
-        (None, Some(exec)) => {
-            if !exec.contains("{}") {
-                return Err(CommandFailure::Message(format!(
-                    "--exec {exec:?} has no {{}} for the value to go in (\"my-kernel --rows {{}}\")"
-                )));
-            }
-            if args.cols.is_some() {
-                return Err(CommandFailure::Message(
-                    "--cols applies to the built-in matrix products, not to --exec programs"
-                        .into(),
-                ));
-            }
-            let natural = if args.lengths { "n" } else { "value" };
-            (format!("{exec:?}"), args.label.clone().unwrap_or(natural.into()))
-        }
-        (None, None) => {
-            return Err(CommandFailure::Message(
-                "name a built-in target (matrixmultiply-gemm, ndarray-matmul, nalgebra-matmul, rayon-sum) or pass --exec \"<command with {}>\"".into(),
-            ))
-        }
-    };
+    let (what, label) = subject(args)?;
     let values = parse_values(&args.values)
         .map_err(|e| CommandFailure::Message(format!("--values {:?}: {e}", args.values)))?;
     let acc = accumulator(args.dtype, args.acc_dtype)?;
@@ -140,19 +115,7 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode, CommandFailure> {
         DtypeArg::F32 => 4,
         _ => 2,
     };
-    // the longest sum needs the most memory: refused before anything runs
-    let n = match args.n {
-        Some(n) => n,
-        None => values.last().copied().unwrap_or(0),
-    };
-    if n == 0 {
-        let what = if args.lengths { "--values" } else { "--n" };
-        return Err(CommandFailure::Message(format!(
-            "{what}: a sum of 0 values has nothing to sum"
-        )));
-    }
-    limits::vector(n, elem, args.max_memory).map_err(CommandFailure::Message)?;
-    fprev::reveal::check_memory(n, fprev::Algorithm::FPRev, elem, args.max_memory)?;
+    let n = longest_sum(args, &values, elem)?;
     let sweep = match &args.target {
         Some(name) => sweep_builtin(name, args, &values, acc, elem, &label)?,
         None => match acc {
@@ -203,6 +166,54 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode, CommandFailure> {
     };
     write_out(&text)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What is swept, as the output names it (the target, or the quoted command), and the
+/// word for a value (`--label`, or the natural one: rows, threads, k, n, value).
+fn subject(args: &SweepArgs) -> Result<(String, String), CommandFailure> {
+    match (&args.target, &args.exec) {
+        (Some(name), _) => {
+            let over = builtin::Over::of(name).map_err(CommandFailure::Message)?;
+            let natural = if args.lengths { "k" } else { over.label() };
+            Ok((name.clone(), args.label.clone().unwrap_or(natural.into())))
+        }
+        (None, Some(exec)) => {
+            if !exec.contains("{}") {
+                return Err(CommandFailure::Message(format!(
+                    "--exec {exec:?} has no {{}} for the value to go in (\"my-kernel --rows {{}}\")"
+                )));
+            }
+            if args.cols.is_some() {
+                return Err(CommandFailure::Message(
+                    "--cols applies to the built-in matrix products, not to --exec programs"
+                        .into(),
+                ));
+            }
+            let natural = if args.lengths { "n" } else { "value" };
+            Ok((format!("{exec:?}"), args.label.clone().unwrap_or(natural.into())))
+        }
+        (None, None) => Err(CommandFailure::Message(
+            "name a built-in target (matrixmultiply-gemm, ndarray-matmul, nalgebra-matmul, rayon-sum) or pass --exec \"<command with {}>\"".into(),
+        )),
+    }
+}
+
+/// The length of the longest sum (`-n`, or with `--lengths` the largest value), refused
+/// when empty or when its memory is over `--max-memory`, before anything runs.
+fn longest_sum(args: &SweepArgs, values: &[usize], elem: usize) -> Result<usize, CommandFailure> {
+    let n = match args.n {
+        Some(n) => n,
+        None => values.last().copied().unwrap_or(0),
+    };
+    if n == 0 {
+        let what = if args.lengths { "--values" } else { "--n" };
+        return Err(CommandFailure::Message(format!(
+            "{what}: a sum of 0 values has nothing to sum"
+        )));
+    }
+    limits::vector(n, elem, args.max_memory).map_err(CommandFailure::Message)?;
+    fprev::reveal::check_memory(n, fprev::Algorithm::FPRev, elem, args.max_memory)?;
+    Ok(n)
 }
 
 /// The engine's settings for every value (with --lengths, each value sets `n`).
