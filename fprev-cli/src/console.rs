@@ -3,7 +3,7 @@
 //! effort, and [`CommandFailure`], the one error every command returns.
 //!
 //! Declared first in `main.rs` with `#[macro_use]`, so that every module sees
-//! [`outln!`] and [`errln!`].
+//! `outln!` and `errln!`.
 
 /// `println!` that returns a [`CommandFailure`] from the enclosing function when standard
 /// output cannot be written (`println!` panics).

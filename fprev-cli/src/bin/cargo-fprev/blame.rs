@@ -28,8 +28,8 @@ pub fn parse_sites(text: &str) -> Vec<ScrambleSite> {
 /// test runs it took.
 pub fn ddmin<T: Clone>(
     sites: &[T],
-    mut fails: impl FnMut(&[T]) -> Result<bool, crate::CargoFprevError>,
-) -> Result<(Vec<T>, usize), crate::CargoFprevError> {
+    mut fails: impl FnMut(&[T]) -> Result<bool, crate::cli_output::CargoFprevError>,
+) -> Result<(Vec<T>, usize), crate::cli_output::CargoFprevError> {
     let mut items = sites.to_vec();
     let mut runs = 0;
     let mut n = 2usize;

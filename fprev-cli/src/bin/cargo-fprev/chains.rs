@@ -10,8 +10,10 @@ use std::process::ExitCode;
 use clap::Args;
 
 use crate::annotate::Attribute;
+use crate::annotated_copy::{cargo_args, prepare};
+use crate::cargo_flags::CopyArgs;
+use crate::cli_output::{write_file, CargoFprevError};
 use crate::runner::{self, TestOutcome};
-use crate::{cargo_args, prepare, write_file, CargoFprevError, CopyArgs};
 
 #[derive(Args)]
 pub struct ChainsArgs {

@@ -4,9 +4,11 @@
 use std::path::Path;
 use std::time::Duration;
 
+use crate::blame;
+use crate::cli_output::{sanitize, write_log, CargoFprevError};
 use crate::findings::{Finding, ScrambleSite, Status, Summary};
 use crate::runner::{self, TestBinary, TestOutcome};
-use crate::{blame, env_for, finding_env, sanitize, write_log, CargoFprevError};
+use crate::scramble_env::{env_for, finding_env};
 
 /// One scrambled run's failures, to be confirmed alone.
 pub(crate) struct Confirm<'a> {

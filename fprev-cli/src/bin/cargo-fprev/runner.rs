@@ -8,8 +8,8 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::cli_output::CargoFprevError;
 use crate::workspace::cargo;
-use crate::CargoFprevError;
 
 /// A built test binary.
 #[derive(Clone, Debug)]

@@ -6,7 +6,7 @@ use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::CargoFprevError;
+use crate::cli_output::CargoFprevError;
 
 /// A package of the workspace that is annotated.
 #[derive(Clone, Debug)]
