@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cargo_flags::{CopyArgs, SourceArgs};
 use crate::cli_output::CargoFprevError;
-use crate::{annotate, diff, limits, runner, workspace};
+use crate::{annotate, copy_manifests, diff, limits, runner, workspace};
 
 /// The annotated copy, ready to build.
 pub struct Prepared {
@@ -168,12 +168,12 @@ pub fn prepare(
         annotate::Attribute::Scramble => "staging",
         annotate::Attribute::Accumulator => "staging-chains",
     });
-    let fprev = workspace::fprev_path(a.fprev_path.as_deref())?;
+    let fprev = copy_manifests::fprev_path(a.fprev_path.as_deref())?;
     if write {
         let files = workspace::files(&sel.root)?;
         workspace::mirror_surroundings(&base, &sel.root)?;
         workspace::copy(&sel.root, &files, &staging)?;
-        workspace::point_outside_paths(&sel.root, &files, &staging, &fprev)?;
+        copy_manifests::point_outside_paths(&sel.root, &files, &staging, &fprev)?;
     }
     let mut annotated = Vec::new();
     let mut packages = Vec::new();
@@ -203,11 +203,11 @@ pub fn prepare(
             }
         }
         if write && found > 0 {
-            workspace::add_dependency(&staging.join(&p.dir).join("Cargo.toml"), &fprev)?;
+            copy_manifests::add_dependency(&staging.join(&p.dir).join("Cargo.toml"), &fprev)?;
         }
     }
     if write {
-        workspace::optimize_runtime(&staging.join("Cargo.toml"))?;
+        copy_manifests::optimize_runtime(&staging.join("Cargo.toml"))?;
         workspace::sync(&staging, &tree)?;
     }
     if annotated.is_empty() {

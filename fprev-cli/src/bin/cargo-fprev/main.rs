@@ -22,6 +22,7 @@ mod cargo_flags;
 mod chains;
 mod cli_output;
 mod confirm;
+mod copy_manifests;
 mod diff;
 // The findings report, its merge and renderers, and what they read (the process reports
 // of `assert_reproducible!` campaigns): one campaign system, shared by both binaries of
