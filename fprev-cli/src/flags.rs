@@ -1,10 +1,13 @@
 //! The flags several `fprev` subcommands share, each defined and parsed once: the float
 //! types (`--dtype`, `--acc-dtype`) with the accumulator rule and the wire type they
-//! imply, `--algorithm`, and the value lists of `--values` / `--sizes`.
+//! imply, `--algorithm`, the value lists of `--values` / `--sizes`, and the waits of a
+//! program (`--timeout`, `--startup-timeout`, `--grace`).
+
+use std::time::Duration;
 
 use crate::collectives;
 use crate::console::CommandFailure;
-use crate::exec;
+use crate::{exec, limits};
 
 /// `--dtype` and `--acc-dtype`: the float types fprev sends and accumulates in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -131,6 +134,16 @@ pub fn wire_of(d: DtypeArg) -> exec::Wire {
     }
 }
 
+/// Bytes of one value in the accumulator type `acc` (f16 and bf16: 2), for the memory
+/// checks made before anything is allocated.
+pub fn acc_bytes(acc: DtypeArg) -> usize {
+    match acc {
+        DtypeArg::F64 => 8,
+        DtypeArg::F32 => 4,
+        _ => 2,
+    }
+}
+
 /// `--algorithm`: how fprev builds the tree, or, for `mpi-allreduce` and `mpi-reduce`,
 /// which Open MPI algorithm the collective runs (fprev's own is then FPRev).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -202,6 +215,41 @@ pub fn parse_values(text: &str) -> Result<Vec<usize>, String> {
         }
     }
     Ok(values)
+}
+
+/// The waits of a program's answers (`--timeout`, `--startup-timeout`) and of its exit
+/// (`--grace`), each checked: what every command that starts programs passes to them.
+pub struct ProgramWaits {
+    /// Each answer.
+    pub answer: Duration,
+    /// The first answer, which includes the program's start-up.
+    pub startup: Duration,
+    /// The exit after the input is closed, before the process group is terminated.
+    pub grace: Duration,
+}
+
+impl ProgramWaits {
+    /// The waits the flags give, in seconds; the start-up wait defaults to `timeout`.
+    pub fn checked(
+        timeout: f64,
+        startup_timeout: Option<f64>,
+        grace: f64,
+    ) -> Result<ProgramWaits, CommandFailure> {
+        let answer =
+            limits::seconds("--timeout", timeout, false).map_err(CommandFailure::Message)?;
+        let grace = limits::seconds("--grace", grace, true).map_err(CommandFailure::Message)?;
+        let startup = match startup_timeout {
+            Some(s) => {
+                limits::seconds("--startup-timeout", s, false).map_err(CommandFailure::Message)?
+            }
+            None => answer,
+        };
+        Ok(ProgramWaits {
+            answer,
+            startup,
+            grace,
+        })
+    }
 }
 
 #[cfg(test)]

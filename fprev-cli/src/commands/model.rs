@@ -12,7 +12,7 @@ use fprev::target::{FnTarget, ProbeBatch, Target, TargetError};
 use fprev::ProbeFloat;
 
 use crate::console::{write_out, CommandFailure};
-use crate::flags::{accumulator, dtype_name, parse_values, wire_of, DtypeArg};
+use crate::flags::{accumulator, dtype_name, parse_values, wire_of, DtypeArg, ProgramWaits};
 use crate::{exec, limits};
 
 #[derive(clap::Args)]
@@ -234,13 +234,11 @@ fn fit_exec<T: ProbeFloat>(
     config: &FitConfig,
     sizes: &[usize],
 ) -> Result<OrderModel, CommandFailure> {
-    let timeout =
-        limits::seconds("--timeout", args.timeout, false).map_err(CommandFailure::Message)?;
-    let grace = limits::seconds("--grace", args.grace, true).map_err(CommandFailure::Message)?;
+    let waits = ProgramWaits::checked(args.timeout, None, args.grace)?;
     let exec_cmd = args.exec.as_deref().unwrap_or_default();
     let spawn = |n: usize| {
         let command = exec_cmd.replace("{}", &n.to_string());
-        match exec::Exec::<T>::spawn(&command, args.protocol, timeout, grace) {
+        match exec::Exec::<T>::spawn(&command, args.protocol, waits.answer, waits.grace) {
             Ok(e) => Spawned::Ready(Box::new(
                 e.with_wire(wire_of(args.dtype), exec::ProgramOp::Sum),
             )),

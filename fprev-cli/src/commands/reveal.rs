@@ -253,32 +253,3 @@ fn ignored_options(args: &RevealFlags, matrix: bool) -> Vec<String> {
     }
     w
 }
-
-/// The waits of a program's answers (`--timeout`, `--startup-timeout`) and of its exit
-/// (`--grace`), each checked: what every flow that starts a program passes to it.
-struct ProgramWaits {
-    answer: std::time::Duration,
-    startup: std::time::Duration,
-    grace: std::time::Duration,
-}
-
-impl ProgramWaits {
-    /// The waits the flags give (`--startup-timeout` defaults to `--timeout`).
-    fn of(args: &RevealFlags) -> Result<ProgramWaits, CommandFailure> {
-        let answer =
-            limits::seconds("--timeout", args.timeout, false).map_err(CommandFailure::Message)?;
-        let grace =
-            limits::seconds("--grace", args.grace, true).map_err(CommandFailure::Message)?;
-        let startup = match args.startup_timeout {
-            Some(s) => {
-                limits::seconds("--startup-timeout", s, false).map_err(CommandFailure::Message)?
-            }
-            None => answer,
-        };
-        Ok(ProgramWaits {
-            answer,
-            startup,
-            grace,
-        })
-    }
-}

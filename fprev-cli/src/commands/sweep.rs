@@ -15,7 +15,9 @@ use fprev::{ProbeFloat, Reveal, Sweep, SweepError};
 
 use crate::builtin_sweeps as builtin;
 use crate::console::{write_out, CommandFailure};
-use crate::flags::{accumulator, dtype_name, parse_values, wire_of, DtypeArg};
+use crate::flags::{
+    acc_bytes, accumulator, dtype_name, parse_values, wire_of, DtypeArg, ProgramWaits,
+};
 use crate::{exec, limits};
 
 #[derive(clap::Args)]
@@ -110,11 +112,7 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode, CommandFailure> {
     let values = parse_values(&args.values)
         .map_err(|e| CommandFailure::Message(format!("--values {:?}: {e}", args.values)))?;
     let acc = accumulator(args.dtype, args.acc_dtype)?;
-    let elem = match acc {
-        DtypeArg::F64 => 8,
-        DtypeArg::F32 => 4,
-        _ => 2,
-    };
+    let elem = acc_bytes(acc);
     let n = longest_sum(args, &values, elem)?;
     let sweep = match &args.target {
         Some(name) => sweep_builtin(name, args, &values, acc, elem, &label)?,
@@ -304,13 +302,11 @@ fn sweep_exec<T: ProbeFloat>(
     values: &[usize],
     label: &str,
 ) -> Result<Sweep, CommandFailure> {
-    let timeout =
-        limits::seconds("--timeout", args.timeout, false).map_err(CommandFailure::Message)?;
-    let grace = limits::seconds("--grace", args.grace, true).map_err(CommandFailure::Message)?;
+    let waits = ProgramWaits::checked(args.timeout, None, args.grace)?;
     let exec_cmd = args.exec.as_deref().unwrap_or_default();
     let spawn = |value: usize| {
         let command = exec_cmd.replace("{}", &value.to_string());
-        exec::Exec::<T>::spawn(&command, args.protocol, timeout, grace)
+        exec::Exec::<T>::spawn(&command, args.protocol, waits.answer, waits.grace)
             .map(|e| e.with_wire(wire_of(args.dtype), exec::ProgramOp::Sum))
             .map_err(TargetError::new)
     };

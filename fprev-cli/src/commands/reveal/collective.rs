@@ -12,11 +12,11 @@ use fprev::{ProbeFloat, SumTree};
 
 use super::printing::emit;
 use super::program::reveal_exec;
-use super::{config, ignored_options, ProgramWaits, RevealFlags, RevealFormat};
+use super::{config, ignored_options, RevealFlags, RevealFormat};
 use crate::collectives::{self, CollectiveKind, ElementChoice, Launch};
 use crate::console::{write_to, CommandFailure};
 use crate::exec;
-use crate::flags::{dtype_name, AlgorithmArg, DtypeArg};
+use crate::flags::{dtype_name, AlgorithmArg, DtypeArg, ProgramWaits};
 
 /// Reveals the collective `kind` at each configuration the flags give.
 pub fn run(
@@ -203,7 +203,7 @@ impl RankLauncher {
         launch: &Launch,
         args: &RevealFlags,
     ) -> Result<ElementOrders, CommandFailure> {
-        let waits = ProgramWaits::of(args)?;
+        let waits = ProgramWaits::checked(args.timeout, args.startup_timeout, args.grace)?;
         let cmd = self.command(launch);
         let exec = exec::Exec::<T>::spawn(&cmd, exec::Protocol::Text, waits.answer, waits.grace)
             .map_err(CommandFailure::Message)?

@@ -8,9 +8,9 @@ use fprev::reveal::Pivot;
 use fprev::{ProbeFloat, Reveal, SumTree};
 
 use super::printing::emit;
-use super::{acc_dtype, algorithm_of, ignored_options, ProgramWaits, RevealFlags};
+use super::{acc_dtype, algorithm_of, ignored_options, RevealFlags};
 use crate::console::CommandFailure;
-use crate::flags::{dtype_name, wire_of, DtypeArg};
+use crate::flags::{acc_bytes, dtype_name, wire_of, DtypeArg, ProgramWaits};
 use crate::reveal_cost::{Estimate, RevealProgress};
 use crate::tree_file::read_hint;
 use crate::{exec, limits};
@@ -22,11 +22,7 @@ pub fn run(cmd: &str, args: &RevealFlags, start: Instant) -> Result<ExitCode, Co
     }
     // Memory first: a size that cannot be held is refused whatever --yes says.
     let acc = acc_dtype(args)?;
-    let elem = match acc {
-        DtypeArg::F64 => 8,
-        DtypeArg::F32 => 4,
-        _ => 2,
-    };
+    let elem = acc_bytes(acc);
     limits::vector(args.n(), elem, args.max_memory).map_err(CommandFailure::Message)?;
     fprev::reveal::check_memory(args.n(), algorithm_of(args), elem, args.max_memory)?;
     Estimate::new(args.algorithm, args.n(), 1, args.n() as f64)
@@ -54,7 +50,7 @@ pub(super) fn reveal_exec<T: ProbeFloat>(
     protocol: exec::Protocol,
     args: &RevealFlags,
 ) -> Result<Revealed, CommandFailure> {
-    let waits = ProgramWaits::of(args)?;
+    let waits = ProgramWaits::checked(args.timeout, args.startup_timeout, args.grace)?;
     if args.n() == 0 {
         return Err(CommandFailure::Message(
             "--n 0: there is nothing to sum".into(),

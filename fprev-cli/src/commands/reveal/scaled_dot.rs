@@ -4,9 +4,9 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use super::{ProgramWaits, RevealFlags, RevealFormat};
+use super::{RevealFlags, RevealFormat};
 use crate::console::{write_to, CommandFailure};
-use crate::flags::{dtype_name, DtypeArg};
+use crate::flags::{dtype_name, DtypeArg, ProgramWaits};
 use crate::{exec, limits, scaled};
 
 /// Reveals the scaled dot behind `cmd` and prints its tree in `--format`.
@@ -33,7 +33,7 @@ pub fn run(cmd: &str, args: &RevealFlags, start: Instant) -> Result<ExitCode, Co
             )),
         };
     limits::vector(shape.line_len(), 8, args.max_memory).map_err(CommandFailure::Message)?;
-    let waits = ProgramWaits::of(args)?;
+    let waits = ProgramWaits::checked(args.timeout, args.startup_timeout, args.grace)?;
     let mut program =
         scaled::ScaledProgram::spawn(cmd, wire, waits.answer, waits.startup, waits.grace)
             .map_err(CommandFailure::Message)?;
