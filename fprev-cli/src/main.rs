@@ -16,6 +16,7 @@ mod demo;
 mod escape;
 mod exec;
 mod findings;
+mod findings_merge;
 mod findings_render;
 mod flags;
 mod limits;

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use crate::console::{write_out, CommandFailure};
-use crate::findings;
+use crate::findings_merge;
 
 #[derive(clap::Subcommand)]
 pub(crate) enum CampaignCmd {
@@ -39,7 +39,7 @@ pub(crate) fn run(cmd: &CampaignCmd) -> Result<(), CommandFailure> {
         junit,
         max_input_bytes,
     } = cmd;
-    let merged = findings::merge_files(
+    let merged = findings_merge::merge_files(
         reports,
         output.as_deref(),
         junit.as_deref(),

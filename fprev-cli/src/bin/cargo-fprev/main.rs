@@ -24,6 +24,7 @@ mod cli_output;
 mod confirm;
 mod copy_manifests;
 mod diff;
+mod interrupt;
 // The findings report, its merge and renderers, and what they read (the process reports
 // of `assert_reproducible!` campaigns): one campaign system, shared by both binaries of
 // this package.
@@ -31,9 +32,10 @@ mod diff;
 mod escape;
 #[path = "../../findings.rs"]
 mod findings;
+#[path = "../../findings_merge.rs"]
+mod findings_merge;
 #[path = "../../findings_render.rs"]
 mod findings_render;
-mod interrupt;
 #[path = "../../reports.rs"]
 mod reports;
 #[path = "../../stage_stats.rs"]

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::cli_output::{write_stdout, CargoFprevError};
-use crate::{findings, limits};
+use crate::{findings_merge, limits};
 
 #[derive(clap::Args)]
 pub struct MergeArgs {
@@ -31,7 +31,7 @@ pub struct MergeArgs {
 /// Joins findings reports (shards, nights) and campaign process reports into one, and
 /// prints its table: exit 2 when it holds findings.
 pub fn merge(a: &MergeArgs) -> Result<ExitCode, CargoFprevError> {
-    let merged = findings::merge_files(
+    let merged = findings_merge::merge_files(
         &a.inputs,
         a.output.as_deref(),
         a.junit.as_deref(),
