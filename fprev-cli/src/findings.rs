@@ -2,10 +2,9 @@
 //! test` writes it (`findings.json`), `cargo fprev merge` and `fprev campaign merge` (the
 //! same code) join such reports and the process reports of `assert_reproducible!`
 //! campaigns (`FPREV_REPORT`) into one (`findings_merge.rs`), and one set of renderers
-//! (`findings_render.rs`)
-//! prints it as a console table, Markdown and JUnit XML. Schema `fprev-findings`,
-//! version 1, written down as a JSON Schema in `docs/findings.schema.json`, field by
-//! field in `docs/cargo-fprev.md`.
+//! (`findings_render.rs`) prints it as a console table, Markdown and JUnit XML. Schema
+//! `fprev-findings`, version 1, written down as a JSON Schema in
+//! `docs/findings.schema.json`, field by field in `docs/cargo-fprev.md`.
 
 use serde_json::{json, Map, Value};
 

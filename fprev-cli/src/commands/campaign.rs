@@ -31,6 +31,7 @@ pub(crate) enum CampaignCmd {
     },
 }
 
+/// Runs `fprev campaign merge`: the reports merged, written, and their table printed.
 pub(crate) fn run(cmd: &CampaignCmd) -> Result<(), CommandFailure> {
     let CampaignCmd::Merge {
         reports,

@@ -66,6 +66,7 @@ pub struct ModelArgs {
 /// The built-in sums a model can be fitted to.
 const BUILTINS: &str = "iter-sum, unrolled4, ndarray-sum, rayon-sum";
 
+/// Runs `fprev model`: the lengths fitted and proved, the model printed (and emitted).
 pub fn run(args: &ModelArgs) -> Result<ExitCode, CommandFailure> {
     let start = Instant::now();
     let sizes = parse_values(&args.sizes)

@@ -27,6 +27,8 @@ pub struct Selection {
     pub changed: Option<diff::Changed>,
 }
 
+/// The workspace and the packages `a` selects (an unknown `-p` is an error naming the
+/// members), with the lines `--in-diff` touches.
 pub fn select(a: &SourceArgs) -> Result<Selection, CargoFprevError> {
     let ws = workspace::locate(a.manifest_path.as_deref())?;
     for p in &a.packages {
@@ -242,6 +244,7 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// The feature flags of `a` for cargo (`--features`, `--all-features`).
 pub fn cargo_args(a: &CopyArgs) -> Vec<String> {
     let mut v = Vec::new();
     if let Some(f) = &a.features {

@@ -20,6 +20,8 @@ pub fn write_stdout(text: &str) -> Result<(), CargoFprevError> {
     }
 }
 
+/// `s` as a file name: ASCII letters, digits and `-` kept, the rest `_`, at most 80
+/// characters.
 pub fn sanitize(s: &str) -> String {
     s.chars()
         .map(|c| {
@@ -33,10 +35,13 @@ pub fn sanitize(s: &str) -> String {
         .collect()
 }
 
+/// Writes a run's log to `DIR/NAME.log` (best effort: a log that cannot be written
+/// costs the report nothing).
 pub fn write_log(dir: &Path, name: &str, text: &str) {
     let _ = std::fs::write(dir.join(format!("{}.log", sanitize(name))), text);
 }
 
+/// Writes a report file; an error names the file.
 pub fn write_file(path: &Path, text: &str) -> Result<(), CargoFprevError> {
     std::fs::write(path, text)
         .map_err(|e| CargoFprevError(format!("cannot write {}: {e}", path.display())))

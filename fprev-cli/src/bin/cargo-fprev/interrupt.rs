@@ -10,10 +10,13 @@ extern "C" fn on_interrupt(_: libc::c_int) {
     INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
 }
 
+/// Whether SIGINT or SIGTERM has come since [`catch_interrupts`].
 pub fn interrupted() -> bool {
     INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
 }
 
+/// Notes SIGINT and SIGTERM in [`INTERRUPTED`] from now on, instead of ending the
+/// process.
 pub fn catch_interrupts() {
     let handler = on_interrupt as extern "C" fn(libc::c_int) as libc::sighandler_t;
     // SAFETY: the handler only stores to an atomic, which is async-signal-safe.

@@ -31,12 +31,18 @@ pub struct ReplayArgs {
     pub test: String,
 }
 
-pub fn replay(a: &ReplayArgs) -> Result<ExitCode, CargoFprevError> {
+/// The finding's mode and token, checked before anything is copied or built.
+fn finding_token(a: &ReplayArgs) -> Result<ReplayToken, CargoFprevError> {
     check_mode(&a.mode)?;
-    let token: ReplayToken = a
-        .token
+    a.token
         .parse()
-        .map_err(|e| CargoFprevError(format!("TOKEN: {e}")))?;
+        .map_err(|e| CargoFprevError(format!("TOKEN: {e}")))
+}
+
+/// Runs `cargo fprev replay`: the test alone in the built copy under the finding's mode
+/// and token, its output shown; exit 2 when it fails.
+pub fn replay(a: &ReplayArgs) -> Result<ExitCode, CargoFprevError> {
+    let token = finding_token(a)?;
     let p = prepare(&a.copy, true, annotate::Attribute::Scramble)?;
     let bins = runner::build(&p.tree, &p.target_dir, &p.packages, &cargo_args(&a.copy))?;
     if let Some(bin) = find_binary(&bins, &a.test, a.target.as_deref())? {
@@ -90,13 +96,10 @@ fn find_binary<'a>(
     Ok(None)
 }
 
+/// Runs `cargo fprev blame`: the failing test run under the finding's token with only
+/// some of the sites it reached scrambled, down to the smallest set that still fails it.
 pub fn blame(a: &ReplayArgs) -> Result<ExitCode, CargoFprevError> {
-    check_mode(&a.mode)?;
-    let token: ReplayToken = a
-        .token
-        .parse()
-        .map_err(|e| CargoFprevError(format!("TOKEN: {e}")))?;
-    let token = token.to_string();
+    let token = finding_token(a)?.to_string();
     let p = prepare(&a.copy, true, annotate::Attribute::Scramble)?;
     let bins = runner::build(&p.tree, &p.target_dir, &p.packages, &cargo_args(&a.copy))?;
     let Some(bin) = find_binary(&bins, &a.test, a.target.as_deref())? else {

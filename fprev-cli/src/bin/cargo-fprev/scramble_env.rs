@@ -6,6 +6,7 @@ use crate::cli_output::CargoFprevError;
 /// The scrambling modes, as `FPREV_SCRAMBLE` takes them.
 pub const MODES: [&str; 3] = ["shapes", "fisher-yates", "sattolo"];
 
+/// `mode`, when it is one of [`MODES`]; else an error that lists them.
 pub fn check_mode(mode: &str) -> Result<(), CargoFprevError> {
     if MODES.contains(&mode) {
         Ok(())
