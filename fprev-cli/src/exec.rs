@@ -7,7 +7,7 @@
 //! accumulator type back (`--acc-dtype`). With `--op dot` every probe is `2n` values, the
 //! `n` of `a` then the `n` of `b`, and the answer is their dot product.
 //! Delta protocols (`delta`, `delta-binary`): the vector once, then each probe as its two
-//! changed positions (formats in `delta.rs`; `--op sum` only).
+//! changed positions (formats in `exec/delta.rs`; `--op sum` only).
 //!
 //! A writer thread feeds stdin while the main thread reads answers, so a batch of probes
 //! is pipelined and a program that answers line by line never deadlocks against a full
@@ -31,11 +31,13 @@ use fprev::target::{
 };
 use fprev::ProbeFloat;
 
-// a child of this module, so that the files that include exec.rs by path get it too
-#[path = "peer.rs"]
+// Children of this module, in exec/. The paths are written out so that the files that
+// include exec.rs by path (examples/ops_table.rs) find them too: a path is read from the
+// folder of the file that names it.
+#[path = "exec/peer.rs"]
 mod peer;
 // the delta protocols (their formats are documented there)
-#[path = "delta.rs"]
+#[path = "exec/delta.rs"]
 mod delta;
 
 /// Bytes of encoded probes per piece sent to the writer thread.
