@@ -2,7 +2,7 @@
 //! the ranks' values, revealed by launching the ranks under `mpirun` and driving rank 0
 //! through the `--exec` text protocol.
 //!
-//! The ranks are this same binary's hidden `mpi-rank` subcommand ([`rank`], built with
+//! The ranks are this same binary's hidden `mpi-rank` subcommand (`rank`, built with
 //! the `mpi` feature): rank 0 reads one probe per line (one value per rank), every rank
 //! contributes its value to the real collective, and rank 0 answers with the probed
 //! element of the result. `--algorithm` pins Open MPI's tuned component to one algorithm

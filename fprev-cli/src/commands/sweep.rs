@@ -4,7 +4,7 @@
 //!
 //! `{}` in the command is replaced by each value; every value gets a fresh program. Each
 //! value's tree is first proved to be the previous value's and searched only when the
-//! proof fails ([`fprev::sweep`]).
+//! proof fails ([`fprev::sweep`](mod@fprev::sweep)).
 
 use std::process::ExitCode;
 use std::time::Instant;
