@@ -55,8 +55,8 @@ pub use scaled_fit::{
     SCALED_FIT_DRAWS,
 };
 
+use crate::black_box::TargetError;
 use crate::float::ProbeFloat;
-use crate::target::TargetError;
 
 /// The shape of a k-reduction: `lanes` inputs of `k` values each per call, `outputs`
 /// results per lane.

@@ -62,8 +62,8 @@ pub use naive::NAIVE_MAX_N;
 use arena::Arena;
 use prober::Prober;
 
+use crate::black_box::{FnTarget, SyncFnTarget, Target};
 use crate::float::{ProbeFloat, ProbeScale};
-use crate::target::{FnTarget, SyncFnTarget, Target};
 use crate::tree::SumTree;
 
 /// Which tree-construction algorithm to run.

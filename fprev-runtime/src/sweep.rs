@@ -39,10 +39,10 @@
 //! # Ok::<(), fprev::SweepError>(())
 //! ```
 
+use crate::black_box::{Target, TargetError};
 use crate::float::ProbeFloat;
 use crate::model::{ModelError, SumType, SweepModel};
 use crate::reveal::{Reveal, RevealError};
-use crate::target::{Target, TargetError};
 use crate::tree::SumTree;
 
 /// What [`RevealReport::recognized`](crate::RevealReport::recognized) says at a size whose

@@ -9,7 +9,7 @@ use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 
 use super::super::{CudaError, GemmConfig, GemmOperand, GemvConfig, GemvLayout, MathMode};
 use super::{bl, check_len, check_shape, drv, fill_rows, guarded, present, DeviceContext};
-use crate::target::ProbeBatch;
+use crate::black_box::ProbeBatch;
 
 fn cublas_handle(dev: &DeviceContext, math: MathMode) -> Result<CudaBlas, CudaError> {
     if !present(cudarc::cublas::sys::is_culib_present) {

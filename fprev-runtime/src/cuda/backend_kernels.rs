@@ -13,7 +13,7 @@ use super::super::{
     ReductionKernel as Kind, Variability,
 };
 use super::{check_len, drv, fill_rows, guarded, DeviceContext, Kernels, MAX_BATCH_ELEMS};
-use crate::target::ProbeBatch;
+use crate::black_box::ProbeBatch;
 
 pub(crate) struct ReductionRunner {
     dev: DeviceContext,

@@ -3,9 +3,9 @@
 //! did not see.
 
 use super::{Combine, Evidence, ModelError, ModelShape, OrderModel, SumType};
+use crate::black_box::Target;
 use crate::float::ProbeFloat;
 use crate::reveal::{Reveal, RevealError};
-use crate::target::Target;
 use crate::tree::SumTree;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};

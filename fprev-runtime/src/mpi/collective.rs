@@ -13,8 +13,8 @@ use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::{MpiError, MpiFloat};
+use crate::black_box::{Target, TargetError};
 use crate::ops::{Reduction, ReductionShape};
-use crate::target::{Target, TargetError};
 
 /// Which collective a [`CollectiveTarget`] runs.
 #[non_exhaustive]

@@ -2,12 +2,12 @@
 //! any reduction a [`Target`] answering one probe per lane per call.
 
 use super::{convert, Reduction, ReductionShape};
+use crate::black_box::{OperandSplit, ProbeBatch, ProbeSets, Target, TargetError};
 use crate::float::{FloatFormat, ProbeFloat, ProbeScale};
-use crate::target::{OperandSplit, ProbeBatch, ProbeSets, Target, TargetError};
 use std::marker::PhantomData;
 
 fn guarded<R>(f: impl FnOnce() -> R) -> Result<R, TargetError> {
-    crate::target::caught("the operation", f)
+    crate::black_box::caught("the operation", f)
 }
 
 /// A row-major `m x k` by `k x n` product; see [`gemm`].
@@ -265,7 +265,7 @@ pub(super) fn split_operands<T: ProbeFloat, I: ProbeFloat>(
     x: &[T],
 ) -> Result<Operands<I>, TargetError> {
     let (mut a, mut b) = (Vec::with_capacity(x.len()), Vec::with_capacity(x.len()));
-    crate::target::split_values(x, &mut a, &mut b)?;
+    crate::black_box::split_values(x, &mut a, &mut b)?;
     Ok((a, b))
 }
 
@@ -534,7 +534,7 @@ pub(super) fn replay_format<I: ProbeFloat>(spread: bool) -> Option<FloatFormat> 
 #[cfg(test)]
 mod tests {
     use super::{reduction, Batched};
-    use crate::target::Target;
+    use crate::black_box::Target;
     use crate::{orders, Reveal, SumTree};
 
     #[test]

@@ -14,9 +14,9 @@
 use std::fmt;
 
 use super::scaled::{ScaledDot, ScaledDotShape, ScaledOperands};
+use crate::black_box::TargetError;
 use crate::float::{ElementType, ProbeFloat, ScaleType};
 use crate::fused::{AccumulatorJoin, BlockScaledFma, ScaledAlignment};
-use crate::target::TargetError;
 use crate::{Reveal, RevealError, RevealReport, SumTree};
 
 /// Random full inputs the arithmetic is fitted on.

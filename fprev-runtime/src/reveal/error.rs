@@ -1,6 +1,6 @@
 //! Why a revelation failed: typed, and worded to say what the target probably is.
 
-use crate::target::Probe;
+use crate::black_box::Probe;
 
 /// Why a summation tree could not be revealed.
 ///

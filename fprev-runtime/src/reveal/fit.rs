@@ -9,9 +9,9 @@
 
 use super::error::RevealError;
 use super::prober::Prober;
+use crate::black_box::Target;
 use crate::float::ProbeFloat;
 use crate::fused::{AccumulatorCut, AccumulatorJoin, Alignment, BlockFma, Rounding, MAX_FRAC};
-use crate::target::Target;
 use crate::tree::SumTree;
 use std::cell::RefCell;
 

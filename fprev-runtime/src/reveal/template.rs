@@ -17,8 +17,8 @@ use std::hash::{BuildHasherDefault, Hasher};
 use super::arena::{Arena, LeafHash};
 use super::error::RevealError;
 use super::prober::Prober;
+use crate::black_box::{Probe, Target};
 use crate::float::ProbeFloat;
-use crate::target::{Probe, Target};
 use crate::tree::SumTree;
 
 /// Templates smaller than this are cheaper to build than to look up.
@@ -394,7 +394,7 @@ mod tests {
     use super::super::arena::Arena;
     use super::super::prober::Prober;
     use super::{LeafSetKey, Proof, Sets};
-    use crate::target::FnTarget;
+    use crate::black_box::FnTarget;
     use crate::SumTree;
     use rand::Rng;
     use rand_chacha::ChaCha8Rng;

@@ -8,11 +8,11 @@ use rand_core::SeedableRng;
 
 use super::recorder::{nondeterministic, RecordMode, Recorder, Source};
 use super::{Element, ElementCoverage, ElementOrders, ElementReveal, OrderGroup};
+use crate::black_box::{random_operands, Target, TargetError};
 use crate::float::{FloatFormat, ProbeFloat, ProbeScale};
 use crate::ops::{convert, spreads_operands, Reduction};
 use crate::random;
 use crate::reveal::{fit, FittedFused, RevealError, RevealReport};
-use crate::target::{random_operands, Target, TargetError};
 use crate::tree::SumTree;
 
 impl ElementReveal {
@@ -456,7 +456,7 @@ fn random_input<T: ProbeFloat, I: ProbeFloat>(k: usize, rng: &mut ChaCha8Rng) ->
 /// which a fused model aligns them by; `None` for any other source.
 fn source_exponents<T>(src: &Source<T>, fmt: FloatFormat) -> Option<Vec<i32>> {
     match src {
-        Source::Drawn { a, b } => Some(crate::target::exponent_sums(a, b, fmt)),
+        Source::Drawn { a, b } => Some(crate::black_box::exponent_sums(a, b, fmt)),
         _ => None,
     }
 }

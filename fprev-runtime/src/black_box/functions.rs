@@ -216,7 +216,7 @@ impl<T: ProbeFloat, F: Fn(&[T]) -> T> Target<T> for FnTargetRef<'_, F> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::target::Probe;
+    use crate::black_box::Probe;
 
     #[test]
     fn masks_restored_after_panic() {

@@ -1,10 +1,7 @@
-//! Black-box targets: whatever accumulation fprev probes.
-//!
-//! The revelation engine asks for *batches* of independent probes that share one
-//! background input (a unit or a zero at every position) and differ only in where `+M`
-//! and `-M` go. A plain `f(&[T]) -> T` answers them one call at a time from one reused
-//! buffer; a thread-safe function answers them in parallel; a matrix product can answer
-//! one probe per output row in a single call (see [`crate::ops`]).
+//! The items of the public module [`crate::target`] (black-box targets, their probes and
+//! operands), whose documentation is there: this file and its folder are named for what
+//! they hold, as a folder named `target` is taken for build output by tools and ignore
+//! rules.
 
 mod functions;
 mod operands;
