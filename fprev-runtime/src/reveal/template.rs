@@ -475,10 +475,7 @@ mod tests {
         // refined to binary) asked both ways, all of them: the grid's inputs and one
         // probe per node, against the truth summed plainly (fused nodes rounded once).
         let (mut wrong, mut refuted) = (0, 0);
-        let cases: u64 = std::env::var("FPREV_PROPTEST_CASES")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(200);
+        let cases = crate::scramble::config::proptest_cases(200);
         for case in 0..cases.max(200) {
             let seed = 0x9A1D_0000 + case;
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
