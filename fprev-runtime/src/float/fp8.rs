@@ -144,56 +144,27 @@ fn binade(x: f64) -> i32 {
     ((x.to_bits() >> 52) as i32) - 1023
 }
 
+/// An 8-bit type: its code is the whole byte, and a code can be a NaN.
 macro_rules! fp8 {
     ($name:ident, $layout:ident, $fmt:literal, $precision:literal, $min_exp:literal, $max_exp:literal, $doc:literal) => {
-        #[doc = $doc]
-        #[derive(Clone, Copy, Default)]
-        pub struct $name(u8);
+        byte_coded_float!(
+            $name,
+            $layout,
+            0xFF,
+            "The value with this code.",
+            $fmt,
+            $precision,
+            $min_exp,
+            $max_exp,
+            $doc
+        );
 
         impl $name {
-            /// The value with this code.
-            pub const fn from_bits(bits: u8) -> Self {
-                $name(bits)
-            }
-
-            /// The code.
-            pub const fn to_bits(self) -> u8 {
-                self.0
-            }
-
             /// Whether this is a NaN code.
             pub fn is_nan(self) -> bool {
                 $layout.decode(self.0).is_nan()
             }
         }
-
-        impl ProbeFloat for $name {
-            const FORMAT: FloatFormat = FloatFormat {
-                name: $fmt,
-                precision: $precision,
-                min_exp: $min_exp,
-                max_exp: $max_exp,
-            };
-            const ZERO: Self = $name(0);
-            fn to_f64(self) -> f64 {
-                $layout.decode(self.0)
-            }
-            fn from_f64_round(x: f64) -> Self {
-                $name($layout.encode(x))
-            }
-            fn add(self, other: Self) -> Self {
-                // two 8-bit values add exactly in f64: one rounding
-                Self::from_f64_round(self.to_f64() + other.to_f64())
-            }
-            fn to_bits_u64(self) -> u64 {
-                u64::from(self.0)
-            }
-            fn from_bits_u64(bits: u64) -> Self {
-                $name(bits as u8)
-            }
-        }
-
-        byte_float_by_value!($name);
     };
 }
 

@@ -105,54 +105,25 @@ impl NarrowLayout {
     }
 }
 
+/// A 4- or 6-bit type: its code sits in the low bits of a byte, every code a number.
 macro_rules! narrow {
     ($name:ident, $layout:ident, $fmt:literal, $precision:literal, $min_exp:literal, $max_exp:literal, $doc:literal) => {
-        #[doc = $doc]
-        #[derive(Clone, Copy, Default)]
-        pub struct $name(u8);
+        byte_coded_float!(
+            $name,
+            $layout,
+            ((1u16 << (1 + $layout.exp_bits + $layout.man_bits)) - 1) as u8,
+            "The value with this code (only the format's low bits are read).",
+            $fmt,
+            $precision,
+            $min_exp,
+            $max_exp,
+            $doc
+        );
 
         impl $name {
             /// Codes of the format (16 for FP4, 64 for FP6).
             pub const CODES: u16 = 1 << (1 + $layout.exp_bits + $layout.man_bits);
-
-            /// The value with this code (only the format's low bits are read).
-            pub const fn from_bits(bits: u8) -> Self {
-                $name(bits & ((1u16 << (1 + $layout.exp_bits + $layout.man_bits)) - 1) as u8)
-            }
-
-            /// The code.
-            pub const fn to_bits(self) -> u8 {
-                self.0
-            }
         }
-
-        impl ProbeFloat for $name {
-            const FORMAT: FloatFormat = FloatFormat {
-                name: $fmt,
-                precision: $precision,
-                min_exp: $min_exp,
-                max_exp: $max_exp,
-            };
-            const ZERO: Self = $name(0);
-            fn to_f64(self) -> f64 {
-                $layout.decode(self.0)
-            }
-            fn from_f64_round(x: f64) -> Self {
-                $name($layout.encode(x))
-            }
-            fn add(self, other: Self) -> Self {
-                // two narrow values add exactly in f64: one rounding
-                Self::from_f64_round(self.to_f64() + other.to_f64())
-            }
-            fn to_bits_u64(self) -> u64 {
-                u64::from(self.0)
-            }
-            fn from_bits_u64(bits: u64) -> Self {
-                $name::from_bits(bits as u8)
-            }
-        }
-
-        byte_float_by_value!($name);
     };
 }
 
