@@ -29,11 +29,11 @@ mod emit;
 mod family;
 mod fit;
 mod spec;
-mod sweep;
+mod sweep_model;
 
 pub use emit::Lang;
 pub use fit::{fit, fit_sizes, fit_trees, fit_with, FitConfig};
-pub use sweep::{describe_sweep, fit_sweep, ModelPiece, SweepModel, MAX_PIECES};
+pub use sweep_model::{describe_sweep, fit_sweep, ModelPiece, SweepModel, MAX_PIECES};
 
 use crate::float::ProbeFloat;
 use crate::reveal::RevealError;
