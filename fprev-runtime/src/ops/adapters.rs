@@ -245,7 +245,7 @@ impl<I: ProbeFloat, T: ProbeFloat, F: FnMut(&[I], &mut [T])> Reduction<T> for KR
 }
 
 /// The two operand vectors of a product's probe or replay input.
-pub(super) type Operands<I> = (Vec<I>, Vec<I>);
+pub(super) type OperandPair<I> = (Vec<I>, Vec<I>);
 
 /// Whether probes of a `k`-reduction `R` into `T` must spread masks and units over both
 /// operands: a product whose operand format alone cannot swamp a sum of `k` units but
@@ -263,7 +263,7 @@ pub(super) fn spreads_operands<T: ProbeFloat, R: Reduction<T>>(k: usize) -> bool
 /// that is no product of two operand values).
 pub(super) fn split_operands<T: ProbeFloat, I: ProbeFloat>(
     x: &[T],
-) -> Result<Operands<I>, TargetError> {
+) -> Result<OperandPair<I>, TargetError> {
     let (mut a, mut b) = (Vec::with_capacity(x.len()), Vec::with_capacity(x.len()));
     crate::black_box::split_values(x, &mut a, &mut b)?;
     Ok((a, b))

@@ -5,7 +5,7 @@
 use super::options::OnCall;
 use crate::black_box::{random_operands, DrawnOperands, Probe, ProbeBatch, Target, TargetError};
 use crate::float::{FloatFormat, ProbeFloat};
-use crate::ops::{adapters, convert, split_operands, Operands, Reduction, ReductionShape};
+use crate::ops::{adapters, convert, split_operands, OperandPair, Reduction, ReductionShape};
 use crate::reveal::RevealError;
 
 /// What one lane held in one call.
@@ -219,7 +219,7 @@ impl<'r, T: ProbeFloat, R: Reduction<T>> Recorder<'r, T, R> {
     }
 
     /// The two operands of a source's values.
-    fn operands(&self, src: &Source<T>) -> Result<Operands<R::Input>, TargetError> {
+    fn operands(&self, src: &Source<T>) -> Result<OperandPair<R::Input>, TargetError> {
         match src {
             Source::Drawn { a, b } => Ok((
                 a.iter().map(|&v| R::Input::from_f64_round(v)).collect(),
