@@ -5,7 +5,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use rayon::prelude::*;
 
-use super::{neg, MaskGuard, ProbeBatch, ProbeSets, Target, TargetError};
+use super::probe::{neg, MaskGuard, ProbeBatch, ProbeSets};
+use super::target_trait::{Target, TargetError};
 use crate::float::ProbeFloat;
 
 /// Runs `f`, turning a panic into a [`TargetError`] that carries its message.
