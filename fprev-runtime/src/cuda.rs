@@ -17,8 +17,8 @@
 //! - [`Device::reduction`]: fprev's NVRTC kernels, a shared-memory tree reduction
 //!   (deterministic; [`ReductionConfig::expected_tree`] is its order) and Defour's
 //!   atomicAdd `GlobalSum` (nondeterministic: revealing it fails with
-//!   [`RevealError::Nondeterministic`](crate::RevealError::Nondeterministic) or
-//!   [`Inconsistent`](crate::RevealError::Inconsistent)).
+//!   [`RevealError::Nondeterministic`](crate::reveal::RevealError::Nondeterministic) or
+//!   [`Inconsistent`](crate::reveal::RevealError::Inconsistent)).
 //! - [`Device::amplify`]: run an atomic kernel many times under scrambled launches
 //!   ([`PRELUDE`], [`LaunchScramble`]) and count distinct results ([`variability_table`]).
 //! - [`kernels_ptx`]: check the CUDA sources with NVRTC alone, no GPU needed.

@@ -211,6 +211,7 @@ macro_rules! byte_coded_float {
 mod fp8;
 mod microscaling;
 mod scale;
+pub(crate) mod sum_type;
 mod tf32;
 pub use fp8::{F8E4M3Fnuz, F8E5M2Fnuz, F8E4M3, F8E5M2};
 pub use microscaling::{ElementType, F4E2M1, F6E2M3, F6E3M2};

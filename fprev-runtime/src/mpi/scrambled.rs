@@ -6,7 +6,7 @@ use ::mpi::traits::{Communicator, Root};
 
 use crate::scramble::config::{vars, ReplayToken};
 use crate::scramble::rng::{permutation, stream};
-use crate::Shuffle;
+use crate::scramble::Shuffle;
 
 /// The scramble site of rank permutations: their draws never coincide with a reduction's.
 const SITE: u64 = 0x6d70_695f_7261_6e6b;

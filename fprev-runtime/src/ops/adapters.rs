@@ -535,7 +535,9 @@ pub(super) fn replay_format<I: ProbeFloat>(spread: bool) -> Option<FloatFormat> 
 mod tests {
     use super::{reduction, Batched};
     use crate::black_box::Target;
-    use crate::{orders, Reveal, SumTree};
+    use crate::orders;
+    use crate::reveal::Reveal;
+    use crate::tree::SumTree;
 
     #[test]
     fn batched_rows_answer_the_checks_random_inputs_a_row_each() {

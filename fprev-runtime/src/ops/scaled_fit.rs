@@ -17,7 +17,8 @@ use super::scaled::{ScaledDot, ScaledDotShape, ScaledOperands};
 use crate::black_box::TargetError;
 use crate::float::{ElementType, ProbeFloat, ScaleType};
 use crate::fused::{AccumulatorJoin, BlockScaledFma, ScaledAlignment};
-use crate::{Reveal, RevealError, RevealReport, SumTree};
+use crate::reveal::{Reveal, RevealError, RevealReport};
+use crate::tree::SumTree;
 
 /// Random full inputs the arithmetic is fitted on.
 pub const SCALED_FIT_DRAWS: usize = 96;
