@@ -208,6 +208,7 @@ macro_rules! byte_coded_float {
     };
 }
 
+mod byte_fields;
 mod fp8;
 mod microscaling;
 mod scale;

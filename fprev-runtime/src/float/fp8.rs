@@ -9,6 +9,7 @@
 //! largest finite one after rounding becomes NaN in E4M3 (the specification's
 //! non-saturating mode) and infinity in E5M2.
 
+use super::byte_fields::{binade, field_magnitude, magnitude_fields};
 use super::{FloatFormat, ProbeFloat};
 
 /// The fixed facts of one 8-bit format.
@@ -88,13 +89,7 @@ impl Fp8Layout {
         if top && !self.ieee_top && !self.fnuz && m == (1 << self.man_bits) - 1 {
             return f64::NAN;
         }
-        let scale = f64::from(1u32 << self.man_bits);
-        let v = if e == 0 {
-            f64::from(m) / scale * 2f64.powi(1 - self.bias)
-        } else {
-            (1.0 + f64::from(m) / scale) * 2f64.powi(e as i32 - self.bias)
-        };
-        sign * v
+        sign * field_magnitude(e, m, self.man_bits, self.bias)
     }
 
     fn encode(&self, x: f64) -> u8 {
@@ -128,20 +123,8 @@ impl Fp8Layout {
         if r == 0.0 {
             return zero;
         }
-        let sub = 2f64.powi(min_exp - self.man_bits as i32);
-        if r < 2f64.powi(min_exp) {
-            return sign | (r / sub) as u8;
-        }
-        let e = binade(r);
-        let m = ((r / 2f64.powi(e) - 1.0) * f64::from(1u32 << self.man_bits)) as u32;
-        sign | (((e + self.bias) as u8) << self.man_bits) | m as u8
+        sign | magnitude_fields(r, self.man_bits, self.bias)
     }
-}
-
-/// `floor(log2 x)` for a positive finite `x`, from its bits (f64 subnormals count as
-/// one binade below every format here).
-fn binade(x: f64) -> i32 {
-    ((x.to_bits() >> 52) as i32) - 1023
 }
 
 /// An 8-bit type: its code is the whole byte, and a code can be a NaN.
