@@ -165,6 +165,17 @@ impl LoopRewriter<'_> {
         Some((key, before))
     }
 
+    /// The next reducer variable, `__fprev_reductionN` (hygienic: the user cannot name
+    /// it).
+    fn new_reducer(&mut self) -> Ident {
+        let r = Ident::new(
+            &format!("__fprev_reduction{}", self.next_reducer),
+            Span::mixed_site(),
+        );
+        self.next_reducer += 1;
+        r
+    }
+
     /// A reducer for each single place the loop owns (`s`, `c[i * n + j]`).
     fn single_reducers(
         &mut self,
@@ -175,11 +186,7 @@ impl LoopRewriter<'_> {
     ) {
         let krate = self.args.krate.clone();
         for (key, place) in &plan.reductions {
-            let r = Ident::new(
-                &format!("__fprev_reduction{}", self.next_reducer),
-                Span::mixed_site(),
-            );
-            self.next_reducer += 1;
+            let r = self.new_reducer();
             let site = self.site_in(
                 place.span(),
                 "reduction",
@@ -222,11 +229,7 @@ impl LoopRewriter<'_> {
     ) {
         let krate = self.args.krate.clone();
         for k in &plan.keyed {
-            let r = Ident::new(
-                &format!("__fprev_reduction{}", self.next_reducer),
-                Span::mixed_site(),
-            );
-            self.next_reducer += 1;
+            let r = self.new_reducer();
             let label = places::key_of(&k.place);
             let site = self.site_in(k.span, "reduction", "Reduction", construct, Some(&label));
             // Whether it is on, in an immutable local: a loop-invariant branch the
