@@ -15,13 +15,7 @@ use rand_chacha::ChaCha8Rng;
 
 /// The seed of the random cases (override with `FPREV_SEED`).
 fn base_seed() -> u64 {
-    match std::env::var("FPREV_SEED") {
-        Ok(v) => v.parse().unwrap_or_else(|_| {
-            eprintln!("FPREV_SEED={v:?} is not a number; using 1");
-            1
-        }),
-        Err(_) => 1,
-    }
+    fprev::scramble::property_seed(1)
 }
 
 /// How the random matrices are drawn.

@@ -259,14 +259,8 @@ mod fuzz {
 
     #[test]
     fn tree_readers_never_panic() {
-        let base = std::env::var("FPREV_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0x0019_7EE0_0000_u64);
-        let cases = std::env::var("FPREV_PROPTEST_CASES")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(20_000u64);
+        let base = fprev::scramble::property_seed(0x0019_7EE0_0000_u64);
+        let cases = fprev::scramble::proptest_cases(20_000u64);
         let mut accepted = 0;
         for case in 0..cases {
             let seed = base.wrapping_add(case);
@@ -367,14 +361,8 @@ mod fuzz_states {
 
     #[test]
     fn state_reader_never_panics() {
-        let base = std::env::var("FPREV_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0x00AC_C000_0000_u64);
-        let cases = std::env::var("FPREV_PROPTEST_CASES")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(20_000u64);
+        let base = fprev::scramble::property_seed(0x00AC_C000_0000_u64);
+        let cases = fprev::scramble::proptest_cases(20_000u64);
         let (mut accepted, mut refused) = (0u64, 0u64);
         for case in 0..cases {
             let seed = base.wrapping_add(case);

@@ -59,17 +59,11 @@ fn modes() -> Vec<ScrambleConfig> {
 }
 
 /// Property test cases: `FPREV_PROPTEST_CASES` (default 24), from `FPREV_SEED` (a
-/// number) when set.
+/// number or a replay token) when set.
 fn cases() -> std::ops::Range<u64> {
-    let n = std::env::var("FPREV_PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(24u64);
-    let first = std::env::var("FPREV_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1u64);
-    first..first + n
+    let n = fprev::scramble::proptest_cases(24);
+    let first = fprev::scramble::property_seed(1);
+    first..first.saturating_add(n)
 }
 
 fn bits(v: &[f64]) -> Vec<u64> {

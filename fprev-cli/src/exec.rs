@@ -677,14 +677,8 @@ mod fuzz {
 
     #[test]
     fn answer_reader_never_panics() {
-        let base = std::env::var("FPREV_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0x19A5_0000_u64);
-        let cases = std::env::var("FPREV_PROPTEST_CASES")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(3000u64);
+        let base = fprev::scramble::property_seed(0x19A5_0000_u64);
+        let cases = fprev::scramble::proptest_cases(3000u64);
         for case in 0..cases {
             let seed = base.wrapping_add(case);
             if let Err(e) = std::panic::catch_unwind(|| one_case(seed)) {

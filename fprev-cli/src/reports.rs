@@ -815,14 +815,8 @@ mod fuzz {
 
     #[test]
     fn report_reader_and_merge_never_panic() {
-        let base = std::env::var("FPREV_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0x3E9_0000_u64);
-        let cases = std::env::var("FPREV_PROPTEST_CASES")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(1000u64);
+        let base = fprev::scramble::property_seed(0x3E9_0000_u64);
+        let cases = fprev::scramble::proptest_cases(1000u64);
         for case in 0..cases {
             let seed = base.wrapping_add(case);
             if let Err(e) = std::panic::catch_unwind(|| one_case(seed)) {

@@ -23,15 +23,9 @@ impl SplitMix {
 }
 
 /// The first seed and the number of cases: `FPREV_SEED` (default 1) and
-/// `FPREV_PROPTEST_CASES` (default 400).
+/// `FPREV_PROPTEST_CASES` (default 400), read by the runtime's readers of both.
 pub(crate) fn cases() -> (u64, u64) {
-    let cases = std::env::var("FPREV_PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(400);
-    let first = std::env::var("FPREV_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1);
+    let cases = fprev_runtime::scramble::proptest_cases(400);
+    let first = fprev_runtime::scramble::property_seed(1);
     (first, cases)
 }

@@ -86,12 +86,16 @@ pub fn truncating_replay<T: ProbeFloat>(tree: &SumTree, x: &[T], bits: i32) -> T
     }
 }
 
-/// Number of property cases: `FPREV_PROPTEST_CASES` or `default`.
+/// Number of property cases: `FPREV_PROPTEST_CASES` or `default` (the runtime's reader).
 pub fn cases(default: u32) -> u32 {
-    std::env::var("FPREV_PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
+    u32::try_from(fprev::scramble::proptest_cases(u64::from(default))).unwrap_or(u32::MAX)
+}
+
+/// The first seed of seeded cases: `FPREV_SEED` (a number or a replay token) or
+/// `default` (the runtime's reader).
+#[allow(dead_code)]
+pub fn first_seed(default: u64) -> u64 {
+    fprev::scramble::property_seed(default)
 }
 
 /// Largest n for the property tests: `FPREV_MAX_N` or `default`.

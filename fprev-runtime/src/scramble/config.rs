@@ -366,15 +366,42 @@ pub(crate) fn seed_from_env() -> Option<ReplayToken> {
         .ok()
 }
 
-/// Property cases per test of the runtime's own test modules: `FPREV_PROPTEST_CASES`
-/// (nightly runs raise it), else `default`. The one reader of that variable in the
-/// runtime; a value that is no number reads as unset.
-#[cfg(test)]
-pub(crate) fn proptest_cases(default: u64) -> u64 {
+/// Property cases per seeded test of fprev's own suites (the runtime's test modules, the
+/// facade's and the tools' tests): `FPREV_PROPTEST_CASES` (nightly runs raise it), else
+/// `default`. The one reader of that variable; a value that is no number reads as unset.
+///
+/// ```
+/// assert!(fprev::scramble::proptest_cases(24) > 0 || std::env::var("FPREV_PROPTEST_CASES").is_ok());
+/// ```
+#[doc(hidden)]
+pub fn proptest_cases(default: u64) -> u64 {
     std::env::var(vars::FPREV_PROPTEST_CASES)
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
+}
+
+/// The first seed of a seeded test of fprev's own suites: `FPREV_SEED` read by its one
+/// parser (a number, `0x` and hex, or a replay token, whose seed it is), else `default`;
+/// the failing case's message names the seed to set.
+///
+/// # Panics
+/// When `FPREV_SEED` is set to something that is no seed: a nightly run that meant other
+/// seeds must not rerun the default ones without a word.
+///
+/// ```
+/// // unset in doctests unless the caller set it
+/// if std::env::var("FPREV_SEED").is_err() {
+///     assert_eq!(fprev::scramble::property_seed(7), 7);
+/// }
+/// ```
+#[doc(hidden)]
+pub fn property_seed(default: u64) -> u64 {
+    match seed_var() {
+        None => default,
+        Some((_, Ok(token))) => token.seed,
+        Some((text, Err(e))) => panic!("FPREV_SEED={text:?} is no seed: {e}"),
+    }
 }
 
 pub(crate) fn random_seed() -> u64 {
