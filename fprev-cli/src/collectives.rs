@@ -2,7 +2,7 @@
 //! the ranks' values, revealed by launching the ranks under `mpirun` and driving rank 0
 //! through the `--exec` text protocol.
 //!
-//! The ranks are this same binary's hidden `mpi-rank` subcommand ([`rank`], built with
+//! The ranks are this same binary's hidden `mpi-rank` subcommand (`rank`, built with
 //! the `mpi` feature): rank 0 reads one probe per line (one value per rank), every rank
 //! contributes its value to the real collective, and rank 0 answers with the probed
 //! element of the result. `--algorithm` pins Open MPI's tuned component to one algorithm
@@ -12,25 +12,25 @@
 pub mod elements;
 #[cfg(feature = "mpi")]
 pub mod rank;
-pub mod sweep;
+pub mod sweep_table;
 
 use std::path::{Path, PathBuf};
 
 /// The collectives `fprev reveal` knows, by target name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub enum CollectiveKind {
     /// `mpi-allreduce`: `MPI_Allreduce(MPI_SUM)`, rank 0's result.
     Allreduce,
     /// `mpi-reduce`: `MPI_Reduce(MPI_SUM)` to rank 0.
     Reduce,
 }
 
-impl Kind {
+impl CollectiveKind {
     /// The collective a target name runs, if it names one.
-    pub fn of_target(name: &str) -> Option<Kind> {
+    pub fn of_target(name: &str) -> Option<CollectiveKind> {
         match name {
-            "mpi-allreduce" => Some(Kind::Allreduce),
-            "mpi-reduce" => Some(Kind::Reduce),
+            "mpi-allreduce" => Some(CollectiveKind::Allreduce),
+            "mpi-reduce" => Some(CollectiveKind::Reduce),
             _ => None,
         }
     }
@@ -38,8 +38,8 @@ impl Kind {
     /// The word `mpi-rank --collective` takes.
     pub fn word(self) -> &'static str {
         match self {
-            Kind::Allreduce => "allreduce",
-            Kind::Reduce => "reduce",
+            CollectiveKind::Allreduce => "allreduce",
+            CollectiveKind::Reduce => "reduce",
         }
     }
 
@@ -47,16 +47,16 @@ impl Kind {
     /// and the value of the MCA parameter (`ompi_info --param coll tuned --level 9`).
     pub fn algorithms(self) -> &'static [(&'static str, u32)] {
         match self {
-            Kind::Allreduce => ALLREDUCE,
-            Kind::Reduce => REDUCE,
+            CollectiveKind::Allreduce => ALLREDUCE,
+            CollectiveKind::Reduce => REDUCE,
         }
     }
 
     /// The MCA parameter that selects this collective's algorithm.
     fn mca_parameter(self) -> &'static str {
         match self {
-            Kind::Allreduce => "coll_tuned_allreduce_algorithm",
-            Kind::Reduce => "coll_tuned_reduce_algorithm",
+            CollectiveKind::Allreduce => "coll_tuned_allreduce_algorithm",
+            CollectiveKind::Reduce => "coll_tuned_reduce_algorithm",
         }
     }
 }
@@ -122,7 +122,7 @@ const PROBE_BYTES_PER_VALUE: u64 = 34;
 #[derive(Clone, Debug)]
 pub struct Launch {
     /// The collective.
-    pub kind: Kind,
+    pub kind: CollectiveKind,
     /// Ranks (`--ranks`): the leaves of the tree.
     pub ranks: usize,
     /// The algorithm's name (`--algorithm`), `default` for the library's own choice.
@@ -273,8 +273,8 @@ impl Launch {
         format!(
             "MPI_{} ({}), {} ranks, {} x {}, {element}",
             match self.kind {
-                Kind::Allreduce => "Allreduce",
-                Kind::Reduce => "Reduce",
+                CollectiveKind::Allreduce => "Allreduce",
+                CollectiveKind::Reduce => "Reduce",
             },
             self.algorithm,
             self.ranks,
@@ -333,7 +333,7 @@ mod tests {
 
     fn launch() -> Launch {
         Launch {
-            kind: Kind::Allreduce,
+            kind: CollectiveKind::Allreduce,
             ranks: 8,
             algorithm: "ring",
             count: 64,
@@ -406,7 +406,7 @@ mod tests {
             ),
             (
                 Launch {
-                    kind: Kind::Reduce,
+                    kind: CollectiveKind::Reduce,
                     algorithm: "ring",
                     ..launch()
                 },
@@ -436,7 +436,7 @@ mod tests {
 
     #[test]
     fn every_algorithm_name_is_known_to_the_parser() {
-        for kind in [Kind::Allreduce, Kind::Reduce] {
+        for kind in [CollectiveKind::Allreduce, CollectiveKind::Reduce] {
             for &(name, _) in kind.algorithms() {
                 assert_eq!(known_name(name), Some(name));
             }

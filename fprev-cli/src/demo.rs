@@ -11,7 +11,7 @@ use fprev::picture::Picture;
 use fprev::SumTree;
 
 use crate::builtins::{self, Size};
-use crate::Failure;
+use crate::console::CommandFailure;
 
 /// One part of the demo.
 pub struct Section {
@@ -20,7 +20,7 @@ pub struct Section {
     /// Heading.
     pub title: &'static str,
     /// Runs the section, writing pictures under the given folder.
-    pub run: fn(&Path) -> Result<(), Failure>,
+    pub run: fn(&Path) -> Result<(), CommandFailure>,
 }
 
 /// The demo's sections, in order.
@@ -131,7 +131,7 @@ fn rerun_command(key: &str) -> String {
 
 /// The amplifier's report with its replay commands pointing at this demo section (the
 /// report's own commands re-run a `cargo test` of that name, which the demo is not).
-fn print_report(report: &fprev::AmplifyReport, key: &str) -> Result<(), Failure> {
+fn print_report(report: &fprev::AmplifyReport, key: &str) -> Result<(), CommandFailure> {
     let text = report
         .to_string()
         .replace(&format!("cargo test {}", report.name), &rerun_command(key));
@@ -139,7 +139,7 @@ fn print_report(report: &fprev::AmplifyReport, key: &str) -> Result<(), Failure>
     Ok(())
 }
 
-fn scramble_catches(_out: &Path) -> Result<(), Failure> {
+fn scramble_catches(_out: &Path) -> Result<(), CommandFailure> {
     let v = demo_values();
     let report =
         fprev::amplify::amplify_named(&amplify_config(), "demo::plain_total", || plain_total(&v));
@@ -155,7 +155,7 @@ fn scramble_catches(_out: &Path) -> Result<(), Failure> {
     Ok(())
 }
 
-fn exact_fixes(_out: &Path) -> Result<(), Failure> {
+fn exact_fixes(_out: &Path) -> Result<(), CommandFailure> {
     let v = demo_values();
     let report =
         fprev::amplify::amplify_named(&amplify_config(), "demo::exact_total", || exact_total(&v));
@@ -180,7 +180,7 @@ fn exact_fixes(_out: &Path) -> Result<(), Failure> {
 /// A line-by-line responder (the same as tests/python/numpy_sum.py).
 const NUMPY_SUM: &str = "import sys, numpy as np\nfor line in sys.stdin:\n    x = np.array(line.split(), dtype=np.float64).astype(np.float32)\n    print(repr(float(np.sum(x))), flush=True)\n";
 
-fn numpy_exec(out: &Path) -> Result<(), Failure> {
+fn numpy_exec(out: &Path) -> Result<(), CommandFailure> {
     let have_numpy = std::process::Command::new("python3")
         .args(["-c", "import numpy"])
         .output()
@@ -201,7 +201,7 @@ fn numpy_exec(out: &Path) -> Result<(), Failure> {
             std::time::Duration::from_secs(30),
             std::time::Duration::from_secs(2),
         )
-        .map_err(Failure::Message)?;
+        .map_err(CommandFailure::Message)?;
         let start = Instant::now();
         let r = fprev::Reveal::new(n)
             .known_orders(guess)
@@ -227,18 +227,18 @@ fn numpy_exec(out: &Path) -> Result<(), Failure> {
 }
 
 /// Run every section, or only the one named `only`.
-pub fn run(out: &Path, only: Option<&str>) -> Result<(), Failure> {
+pub fn run(out: &Path, only: Option<&str>) -> Result<(), CommandFailure> {
     if let Some(key) = only {
         if !SECTIONS.iter().any(|s| s.key == key) {
             let keys: Vec<&str> = SECTIONS.iter().map(|s| s.key).collect();
-            return Err(Failure::Message(format!(
+            return Err(CommandFailure::Message(format!(
                 "no demo section {key:?}; sections: {}",
                 keys.join(", ")
             )));
         }
     }
     std::fs::create_dir_all(out)
-        .map_err(|e| Failure::Message(format!("{}: {e}", out.display())))?;
+        .map_err(|e| CommandFailure::Message(format!("{}: {e}", out.display())))?;
     let start = Instant::now();
     for (i, s) in SECTIONS.iter().enumerate() {
         if only.is_some_and(|k| k != s.key) {
@@ -289,20 +289,20 @@ fn clip(t: &SumTree) -> String {
     }
 }
 
-fn picture(out: &Path, file: &str, title: &str, t: &SumTree) -> Result<(), Failure> {
+fn picture(out: &Path, file: &str, title: &str, t: &SumTree) -> Result<(), CommandFailure> {
     let path = out.join(file);
     std::fs::write(&path, Picture::new().title(title).render(t))
-        .map_err(|e| Failure::Message(format!("{}: {e}", path.display())))?;
+        .map_err(|e| CommandFailure::Message(format!("{}: {e}", path.display())))?;
     outln!("   picture: {}", path.display());
     Ok(())
 }
 
-fn one(name: &str, n: usize) -> Result<SumTree, Failure> {
+fn one(name: &str, n: usize) -> Result<SumTree, CommandFailure> {
     let o = builtins::reveal::<f32>(name, Size::square(n), &ElementReveal::new(), None)?;
     Ok(o.groups[0].tree.clone())
 }
 
-fn plain_loops(out: &Path) -> Result<(), Failure> {
+fn plain_loops(out: &Path) -> Result<(), CommandFailure> {
     let t = one("iter-sum", 16)?;
     outln!(
         "Iterator::sum, f32, n = 16 (sequential: {}):",
@@ -320,7 +320,7 @@ fn plain_loops(out: &Path) -> Result<(), Failure> {
     )
 }
 
-fn ndarray_lanes(out: &Path) -> Result<(), Failure> {
+fn ndarray_lanes(out: &Path) -> Result<(), CommandFailure> {
     let t = one("ndarray-sum", 32)?;
     outln!("ndarray sum, f32, n = 32:");
     outln!("   {}", clip(&t));
@@ -336,7 +336,7 @@ fn ndarray_lanes(out: &Path) -> Result<(), Failure> {
     Ok(())
 }
 
-fn matrix_products(out: &Path) -> Result<(), Failure> {
+fn matrix_products(out: &Path) -> Result<(), CommandFailure> {
     for (name, size) in [
         (
             "matrixmultiply-gemm",
@@ -424,7 +424,7 @@ fn matrix_products(out: &Path) -> Result<(), Failure> {
     Ok(())
 }
 
-fn rayon_threads(out: &Path) -> Result<(), Failure> {
+fn rayon_threads(out: &Path) -> Result<(), CommandFailure> {
     let n = 64;
     let mut seen: Vec<(SumTree, Vec<String>)> = Vec::new();
     for threads in [1, 2, 4] {

@@ -7,7 +7,7 @@
 //! accumulator type back (`--acc-dtype`). With `--op dot` every probe is `2n` values, the
 //! `n` of `a` then the `n` of `b`, and the answer is their dot product.
 //! Delta protocols (`delta`, `delta-binary`): the vector once, then each probe as its two
-//! changed positions (formats in `delta.rs`; `--op sum` only).
+//! changed positions (formats in `exec/delta.rs`; `--op sum` only).
 //!
 //! A writer thread feeds stdin while the main thread reads answers, so a batch of probes
 //! is pipelined and a program that answers line by line never deadlocks against a full
@@ -31,11 +31,13 @@ use fprev::target::{
 };
 use fprev::ProbeFloat;
 
-// a child of this module, so that the files that include exec.rs by path get it too
-#[path = "peer.rs"]
+// Children of this module, in exec/. The paths are written out so that the files that
+// include exec.rs by path (examples/ops_table.rs) find them too: a path is read from the
+// folder of the file that names it.
+#[path = "exec/peer.rs"]
 mod peer;
 // the delta protocols (their formats are documented there)
-#[path = "delta.rs"]
+#[path = "exec/delta.rs"]
 mod delta;
 
 /// Bytes of encoded probes per piece sent to the writer thread.
@@ -71,11 +73,11 @@ pub struct Wire {
     bits: fn(f64) -> u64,
     split: fn(f64) -> Option<(f64, f64)>,
     /// Random operand vectors (seed, n, accumulator) for the replay checks of a dot.
-    operands: fn(u64, usize, FloatFormat) -> Operands,
+    operands: fn(u64, usize, FloatFormat) -> DotOperands,
 }
 
 /// Two operand vectors of a dot product, as exact `f64` values.
-type Operands = (Vec<f64>, Vec<f64>);
+type DotOperands = (Vec<f64>, Vec<f64>);
 
 impl Wire {
     /// Values sent as `I`.
@@ -99,7 +101,7 @@ impl Wire {
 
 /// What the program computes from a probe.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Op {
+pub enum ProgramOp {
     /// The sum of the `n` values.
     Sum,
     /// The dot product of the first `n` values with the next `n`.
@@ -136,10 +138,10 @@ pub struct Exec<T> {
     pub answered: u64,
     on_answer: Option<Box<dyn FnMut(u64)>>,
     wire: Wire,
-    op: Op,
+    op: ProgramOp,
     /// The last random dot input drawn, and its operands while it is being sent.
     drawn: DrawnOperands<f64>,
-    sending: Option<Operands>,
+    sending: Option<DotOperands>,
     /// What the delta protocols have sent.
     delta: delta::State<T>,
     _t: PhantomData<T>,
@@ -238,7 +240,7 @@ impl<T: ProbeFloat> Exec<T> {
             answered: 0,
             on_answer: None,
             wire: Wire::of::<T>(),
-            op: Op::Sum,
+            op: ProgramOp::Sum,
             drawn: DrawnOperands::default(),
             sending: None,
             delta: delta::State::default(),
@@ -248,7 +250,7 @@ impl<T: ProbeFloat> Exec<T> {
 
     /// Send values as `wire` (narrower than `T`, which answers come back in), and ask
     /// for `op` of them.
-    pub fn with_wire(mut self, wire: Wire, op: Op) -> Exec<T> {
+    pub fn with_wire(mut self, wire: Wire, op: ProgramOp) -> Exec<T> {
         self.wire = wire;
         self.op = op;
         self
@@ -311,12 +313,14 @@ impl<T: ProbeFloat> Exec<T> {
     ) -> Result<(), (usize, String)> {
         // a dot product sends each logical value as two operands
         let per_line = match self.op {
-            Op::Sum => n,
-            Op::Dot | Op::ScaledDot => 2 * n,
+            ProgramOp::Sum => n,
+            ProgramOp::Dot | ProgramOp::ScaledDot => 2 * n,
         };
         let sent = |this: &Self, line: usize, i: usize| match this.op {
-            Op::Sum => value(line, i).to_f64(),
-            Op::Dot | Op::ScaledDot => this.operand(n, i, value(line, i % n).to_f64()),
+            ProgramOp::Sum => value(line, i).to_f64(),
+            ProgramOp::Dot | ProgramOp::ScaledDot => {
+                this.operand(n, i, value(line, i % n).to_f64())
+            }
         };
         let n = per_line;
         let text = matches!(self.protocol, Protocol::Text);
@@ -478,18 +482,18 @@ impl<T: ProbeFloat> Exec<T> {
 impl<T: ProbeFloat> Target<T> for Exec<T> {
     fn input_format(&self) -> Option<FloatFormat> {
         match self.op {
-            Op::Sum if self.wire.format != T::FORMAT => Some(self.wire.format),
-            Op::Sum => None,
-            Op::Dot | Op::ScaledDot => Some(self.wire.format.product()),
+            ProgramOp::Sum if self.wire.format != T::FORMAT => Some(self.wire.format),
+            ProgramOp::Sum => None,
+            ProgramOp::Dot | ProgramOp::ScaledDot => Some(self.wire.format.product()),
         }
     }
 
     fn replay_format(&self) -> Option<FloatFormat> {
-        (self.op == Op::Dot).then_some(self.wire.format)
+        (self.op == ProgramOp::Dot).then_some(self.wire.format)
     }
 
     fn random_input(&mut self, seed: u64, x: &mut [T]) -> bool {
-        if self.op != Op::Dot {
+        if self.op != ProgramOp::Dot {
             return false;
         }
         let (a, b) = (self.wire.operands)(seed, x.len(), T::FORMAT);
@@ -506,7 +510,7 @@ impl<T: ProbeFloat> Target<T> for Exec<T> {
             return self.delta_call(x).map_err(TargetError::new);
         }
         self.sending = self.drawn.take(x);
-        if self.sending.is_none() && self.op == Op::Dot {
+        if self.sending.is_none() && self.op == ProgramOp::Dot {
             if let Some(v) = x.iter().find(|v| (self.wire.split)(v.to_f64()).is_none()) {
                 return Err(TargetError::new(format!(
                     "{v} is not a product of two {} values",

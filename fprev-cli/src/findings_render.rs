@@ -5,11 +5,11 @@
 use std::fmt::Write as _;
 
 use crate::escape::{cell, xml};
-use crate::findings::{Site, Status, Summary};
+use crate::findings::{ScrambleSite, Status, Summary};
 use crate::stage_stats;
 
 /// A site as the table shows it.
-fn site_text(s: &Site) -> String {
+fn site_text(s: &ScrambleSite) -> String {
     format!("{}:{} {}", s.file, s.line, s.label)
 }
 

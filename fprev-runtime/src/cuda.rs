@@ -17,8 +17,8 @@
 //! - [`Device::reduction`]: fprev's NVRTC kernels, a shared-memory tree reduction
 //!   (deterministic; [`ReductionConfig::expected_tree`] is its order) and Defour's
 //!   atomicAdd `GlobalSum` (nondeterministic: revealing it fails with
-//!   [`RevealError::Nondeterministic`](crate::RevealError::Nondeterministic) or
-//!   [`Inconsistent`](crate::RevealError::Inconsistent)).
+//!   [`RevealError::Nondeterministic`](crate::reveal::RevealError::Nondeterministic) or
+//!   [`Inconsistent`](crate::reveal::RevealError::Inconsistent)).
 //! - [`Device::amplify`]: run an atomic kernel many times under scrambled launches
 //!   ([`PRELUDE`], [`LaunchScramble`]) and count distinct results ([`variability_table`]).
 //! - [`kernels_ptx`]: check the CUDA sources with NVRTC alone, no GPU needed.
@@ -132,7 +132,7 @@ mod tests {
         let s = ProbeScale::for_formats(half::f16::FORMAT.product(), f32::FORMAT, 1 << 20)
             .expect("the product's range holds a mask");
         for v in [s.mask, -s.mask, s.unit] {
-            let (a, b) = crate::target::split_product::<half::f16>(v).expect("splits");
+            let (a, b) = crate::black_box::split_product::<half::f16>(v).expect("splits");
             assert_eq!(a.to_f64() * b.to_f64(), v);
         }
     }

@@ -155,9 +155,64 @@ macro_rules! byte_float_by_value {
     };
 }
 
+/// A float type whose value is its code in one byte: the struct, `from_bits` and
+/// `to_bits`, its [`ProbeFloat`] implementation and the by-value traits, shared by the
+/// FP8 and the MX FP6/FP4 types. `$layout` decodes and encodes the codes; `$mask` keeps
+/// the format's bits of a code (all 8 for FP8). Two such values add exactly in `f64`, so
+/// a sum of two rounds once.
+macro_rules! byte_coded_float {
+    ($name:ident, $layout:ident, $mask:expr, $from_bits_doc:literal, $fmt:literal, $precision:literal, $min_exp:literal, $max_exp:literal, $doc:literal) => {
+        #[doc = $doc]
+        #[derive(Clone, Copy, Default)]
+        pub struct $name(u8);
+
+        impl $name {
+            #[doc = $from_bits_doc]
+            pub const fn from_bits(bits: u8) -> Self {
+                $name(bits & $mask)
+            }
+
+            /// The code.
+            pub const fn to_bits(self) -> u8 {
+                self.0
+            }
+        }
+
+        impl ProbeFloat for $name {
+            const FORMAT: FloatFormat = FloatFormat {
+                name: $fmt,
+                precision: $precision,
+                min_exp: $min_exp,
+                max_exp: $max_exp,
+            };
+            const ZERO: Self = $name(0);
+            fn to_f64(self) -> f64 {
+                $layout.decode(self.0)
+            }
+            fn from_f64_round(x: f64) -> Self {
+                $name($layout.encode(x))
+            }
+            fn add(self, other: Self) -> Self {
+                // two byte-coded values add exactly in f64: one rounding
+                Self::from_f64_round(self.to_f64() + other.to_f64())
+            }
+            fn to_bits_u64(self) -> u64 {
+                u64::from(self.0)
+            }
+            fn from_bits_u64(bits: u64) -> Self {
+                $name::from_bits(bits as u8)
+            }
+        }
+
+        byte_float_by_value!($name);
+    };
+}
+
+mod byte_fields;
 mod fp8;
 mod microscaling;
 mod scale;
+pub(crate) mod sum_type;
 mod tf32;
 pub use fp8::{F8E4M3Fnuz, F8E5M2Fnuz, F8E4M3, F8E5M2};
 pub use microscaling::{ElementType, F4E2M1, F6E2M3, F6E3M2};

@@ -25,7 +25,21 @@ pub mod registry;
 pub mod reveal;
 pub mod scramble;
 pub mod sweep;
-pub mod target;
+// The code of `target` lives in `black_box.rs` and `black_box/`, named for what they hold:
+// tools and ignore rules take a folder named `target` for build output. The public path
+// stays `fprev::target`, which users and issues name.
+mod black_box;
+pub mod target {
+    //! Black-box targets: whatever accumulation fprev probes.
+    //!
+    //! The revelation engine asks for *batches* of independent probes that share one
+    //! background input (a unit or a zero at every position) and differ only in where `+M`
+    //! and `-M` go. A plain `f(&[T]) -> T` answers them one call at a time from one reused
+    //! buffer; a thread-safe function answers them in parallel; a matrix product can answer
+    //! one probe per output row in a single call (see [`crate::ops`]).
+
+    pub use crate::black_box::*;
+}
 pub mod tree;
 mod wrap;
 

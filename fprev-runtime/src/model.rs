@@ -29,11 +29,14 @@ mod emit;
 mod family;
 mod fit;
 mod spec;
-mod sweep;
+mod sweep_model;
 
 pub use emit::Lang;
 pub use fit::{fit, fit_sizes, fit_trees, fit_with, FitConfig};
-pub use sweep::{describe_sweep, fit_sweep, ModelPiece, SweepModel, MAX_PIECES};
+pub use sweep_model::{describe_sweep, fit_sweep, ModelPiece, SweepModel, MAX_PIECES};
+// Defined beside the float types, so that a sweep can name the type its model adds in
+// without importing the model module, which reads sweeps.
+pub use crate::float::sum_type::SumType;
 
 use crate::float::ProbeFloat;
 use crate::reveal::RevealError;
@@ -216,37 +219,6 @@ fn combine_words(c: Combine) -> &'static str {
 /// Halvings of rayon's splitter from `threads`: the count halves to zero.
 fn halvings(threads: usize) -> u32 {
     usize::BITS - threads.leading_zeros()
-}
-
-/// The floating-point type emitted code adds in: the input type, or the wider
-/// accumulator a library converts float16/bfloat16 inputs to.
-#[non_exhaustive]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum SumType {
-    /// IEEE binary32.
-    F32,
-    /// IEEE binary64.
-    F64,
-}
-
-impl SumType {
-    /// The type that adds values of `T`: `f64` for `f64`, `f32` for every narrower type
-    /// (float16, bfloat16 and FP8 sums accumulate in float32 in the libraries modelled).
-    pub fn of<T: ProbeFloat>() -> SumType {
-        if T::FORMAT == f64::FORMAT {
-            SumType::F64
-        } else {
-            SumType::F32
-        }
-    }
-
-    /// `f32` or `f64`.
-    pub fn name(self) -> &'static str {
-        match self {
-            SumType::F32 => "f32",
-            SumType::F64 => "f64",
-        }
-    }
 }
 
 /// Where a fitted model was checked: the sizes whose revealed trees chose it, and the

@@ -5,8 +5,8 @@
 //! size, the rank count and the topology, so the same program can add its ranks'
 //! contributions in different orders (and give different bits) from one run to the next.
 //!
-//! - [`allreduce_target`] and [`reduce_target`]: a [`Target`](crate::Target) whose
-//!   leaves are the ranks. Rank 0 drives [`Reveal`](crate::Reveal) with it; every other
+//! - [`allreduce_target`] and [`reduce_target`]: a [`Target`](crate::target::Target) whose
+//!   leaves are the ranks. Rank 0 drives [`Reveal`](crate::reveal::Reveal) with it; every other
 //!   rank calls [`CollectiveTarget::serve`], contributing its value of each probe to the
 //!   real collective. `fprev reveal mpi-allreduce` (the `fprev-cli` package, built with
 //!   its `mpi` feature) launches the ranks under `mpirun` and does this for you.
@@ -35,7 +35,7 @@ pub use scrambled::{scrambled, scrambled_from_env, ScrambledComm};
 ///
 /// Sealed: these are the two types MPI's built-in `MPI_SUM` adds natively, and the two
 /// that the exact accumulators round to.
-pub trait MpiFloat: crate::ProbeFloat + rsmpi::traits::Equivalence + sealed::Sealed {}
+pub trait MpiFloat: crate::float::ProbeFloat + rsmpi::traits::Equivalence + sealed::Sealed {}
 
 impl MpiFloat for f32 {}
 impl MpiFloat for f64 {}

@@ -47,7 +47,7 @@ mod scaled_fit;
 pub use adapters::{
     dot, gemm, gemv, reduction, Batched, DotReduction, GemmReduction, GemvReduction, KReduction,
 };
-use adapters::{split_operands, spreads_operands, Operands};
+use adapters::{split_operands, spreads_operands, OperandPair};
 pub use elements::{Element, ElementCoverage, ElementOrders, ElementReveal, OrderGroup};
 pub use scaled::{ScaledDot, ScaledDotShape, ScaledOperands};
 pub use scaled_fit::{
@@ -55,8 +55,8 @@ pub use scaled_fit::{
     ScaledTreeSource, SCALED_FIT_DRAWS,
 };
 
+use crate::black_box::TargetError;
 use crate::float::ProbeFloat;
-use crate::target::TargetError;
 
 /// The shape of a k-reduction: `lanes` inputs of `k` values each per call, `outputs`
 /// results per lane.

@@ -82,7 +82,8 @@ impl fmt::Display for Op {
 }
 
 /// Reveals the registered function's tree at one size with one seed.
-pub type RevealFn = fn(n: usize, seed: u64) -> Result<crate::SumTree, crate::RevealError>;
+pub type RevealFn =
+    fn(n: usize, seed: u64) -> Result<crate::tree::SumTree, crate::reveal::RevealError>;
 
 /// The signature of a registered `sum`.
 pub type SumFn<T> = fn(&[T]) -> T;
@@ -141,7 +142,11 @@ impl Registration {
     }
 
     /// Reveal the function's tree over `n` inputs (seeded pivots and verification).
-    pub fn reveal(&self, n: usize, seed: u64) -> Result<crate::SumTree, crate::RevealError> {
+    pub fn reveal(
+        &self,
+        n: usize,
+        seed: u64,
+    ) -> Result<crate::tree::SumTree, crate::reveal::RevealError> {
         (self.reveal)(n, seed)
     }
 }
@@ -200,7 +205,8 @@ pub mod private {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Mutex;
 
-    use crate::{Reveal, RevealError, SumTree};
+    use crate::reveal::{Reveal, RevealError};
+    use crate::tree::SumTree;
 
     pub use super::{DotFn, GemmFn, GemvFn, Op, Registration, SumFn};
 

@@ -39,10 +39,10 @@
 //! # Ok::<(), fprev::SweepError>(())
 //! ```
 
+use crate::black_box::{Target, TargetError};
+use crate::float::sum_type::SumType;
 use crate::float::ProbeFloat;
-use crate::model::{ModelError, SumType, SweepModel};
 use crate::reveal::{Reveal, RevealError};
-use crate::target::{Target, TargetError};
 use crate::tree::SumTree;
 
 /// What [`RevealReport::recognized`](crate::RevealReport::recognized) says at a size whose
@@ -375,23 +375,6 @@ impl Sweep {
     /// The type an order model of this sweep adds in ([`SumType::of`] the revealed type).
     pub fn sum_type(&self) -> SumType {
         self.sum_type
-    }
-
-    /// A sweep over lengths as order models ([`crate::model::fit_sweep`]): one model
-    /// when one gives the tree at every swept length, else a handful of runs of lengths
-    /// each with its model, else [`ModelError::NoFit`] (then [`Sweep::ranges`] is what
-    /// is known).
-    ///
-    /// ```
-    /// use fprev::model::SweepModel;
-    /// use fprev::target::FnTarget;
-    /// let sweep = fprev::sweep_lengths(1..=200, |_| FnTarget(|x: &[f32]| x.iter().sum::<f32>()))?;
-    /// let SweepModel::One(m) = sweep.model()? else { panic!("one model") };
-    /// assert_eq!(m.to_string(), "fprev-model/1 sequential type=f32");
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn model(&self) -> Result<SweepModel, ModelError> {
-        crate::model::fit_sweep(self)
     }
 
     /// Every swept size, in order, with its tree and cost.

@@ -14,7 +14,7 @@ use fprev::mpi::{CollectiveTarget, MpiFloat};
 use fprev::ops::Reduction;
 use fprev::target::Target;
 
-use crate::Failure;
+use crate::console::CommandFailure;
 
 /// The options `fprev reveal mpi-*` passes to each rank.
 #[derive(clap::Args)]
@@ -44,10 +44,10 @@ pub struct RankArgs {
 }
 
 /// Run one rank.
-pub fn run(args: &RankArgs) -> Result<ExitCode, Failure> {
+pub fn run(args: &RankArgs) -> Result<ExitCode, CommandFailure> {
     die_with_mpirun();
     let Some(universe) = fprev::mpi::rsmpi::initialize() else {
-        return Err(Failure::Message(
+        return Err(CommandFailure::Message(
             "mpi-rank: MPI is already initialized".into(),
         ));
     };
@@ -55,7 +55,7 @@ pub fn run(args: &RankArgs) -> Result<ExitCode, Failure> {
     match args.dtype.as_str() {
         "f64" => serve::<f64>(&world, args),
         "f32" => serve::<f32>(&world, args),
-        other => Err(Failure::Message(format!(
+        other => Err(CommandFailure::Message(format!(
             "mpi-rank --dtype {other}: f64 or f32"
         ))),
     }
@@ -79,12 +79,15 @@ fn die_with_mpirun() {
     }
 }
 
-fn serve<T: MpiFloat>(world: &impl Communicator, args: &RankArgs) -> Result<ExitCode, Failure> {
+fn serve<T: MpiFloat>(
+    world: &impl Communicator,
+    args: &RankArgs,
+) -> Result<ExitCode, CommandFailure> {
     let target: CollectiveTarget<'_, _, T> = match args.collective.as_str() {
         "allreduce" => fprev::mpi::allreduce_target(world, args.count, args.element, args.seed)?,
         "reduce" => fprev::mpi::reduce_target(world, args.count, args.element, args.seed)?,
         other => {
-            return Err(Failure::Message(format!(
+            return Err(CommandFailure::Message(format!(
                 "mpi-rank --collective {other}: allreduce or reduce"
             )))
         }
@@ -111,7 +114,7 @@ fn drive<C: Communicator, T: MpiFloat>(
     mut target: CollectiveTarget<'_, C, T>,
     ranks: usize,
     all_elements: bool,
-) -> Result<ExitCode, Failure> {
+) -> Result<ExitCode, CommandFailure> {
     let stdin = std::io::stdin().lock();
     let mut stdout = std::io::stdout().lock();
     let mut probe = Vec::with_capacity(ranks);

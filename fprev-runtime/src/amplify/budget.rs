@@ -109,7 +109,7 @@ pub(crate) fn human(d: Duration) -> String {
 /// is a terminal and the campaign has a budget or has run for 2 seconds. It writes to the
 /// stderr handle directly, past libtest's output capture, which would otherwise hold it
 /// back until the test ends.
-pub(crate) struct Progress {
+pub(crate) struct ProgressLine {
     name: String,
     budget: Option<Duration>,
     start: Instant,
@@ -120,9 +120,9 @@ pub(crate) struct Progress {
 
 static TERMINAL: Mutex<()> = Mutex::new(());
 
-impl Progress {
-    pub(crate) fn new(name: &str, budget: Option<Duration>, start: Instant) -> Progress {
-        Progress {
+impl ProgressLine {
+    pub(crate) fn new(name: &str, budget: Option<Duration>, start: Instant) -> ProgressLine {
+        ProgressLine {
             name: name.to_string(),
             budget,
             start,
@@ -165,7 +165,7 @@ impl Progress {
     }
 }
 
-impl Drop for Progress {
+impl Drop for ProgressLine {
     fn drop(&mut self) {
         if self.shown {
             let _lock = TERMINAL.lock().unwrap_or_else(|e| e.into_inner());

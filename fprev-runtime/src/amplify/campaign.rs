@@ -264,10 +264,8 @@ fn process_json(entries: &[Entry]) -> String {
     j.key("pid").u64(u64::from(std::process::id()));
     j.key("finished").str(&utc_now());
     j.key("seed");
-    match std::env::var(vars::FPREV_SEED)
-        .ok()
-        .and_then(|s| s.parse::<ReplayToken>().ok())
-    {
+    // Silent here: a bad value is reported where the settings are read (the report says none).
+    match crate::scramble::config::seed_var().and_then(|(_, token)| token.ok()) {
         Some(t) => j.str(&t.to_string()),
         None => j.null(),
     };

@@ -7,9 +7,9 @@ use std::time::Duration;
 use super::stage::{parse_stages, Stage};
 use super::{parse_duration, threads, Shard};
 use crate::scramble::config::{
-    env_parse, parse_mode, vars, warn_unknown_vars, MODES, MODE_DEFAULT, SEEDS,
+    env_parse, parse_mode, seed_from_env, vars, warn_unknown_vars, MODES, MODE_DEFAULT,
 };
-use crate::scramble::{ReplayToken, Shuffle};
+use crate::scramble::Shuffle;
 
 /// Amplifier settings.
 ///
@@ -200,10 +200,7 @@ impl AmplifyConfig {
             Some((None, _)) => cfg.stages = vec![Stage::Repeat],
             None => {}
         }
-        cfg.seed = env_parse(vars::FPREV_SEED, SEEDS, "a random seed", |s| {
-            s.parse::<ReplayToken>().ok()
-        })
-        .map(|t| t.seed);
+        cfg.seed = seed_from_env().map(|t| t.seed);
         if cfg.shard != Shard::WHOLE && cfg.seed.is_none() {
             static WARNED: std::sync::Once = std::sync::Once::new();
             // Past libtest's capture: a passing test's eprintln! is never shown.

@@ -441,10 +441,7 @@ mod tests {
     #[test]
     fn fuzz_the_findings_reader() {
         use rand::{Rng, SeedableRng};
-        let cases: u64 = std::env::var("FPREV_PROPTEST_CASES")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(300);
+        let cases = crate::scramble::config::proptest_cases(300);
         let v = crate::scramble::ALGORITHM_VERSION;
         let pieces: &[&[u8]] = &[
             b" ",

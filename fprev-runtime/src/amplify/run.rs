@@ -154,13 +154,13 @@ where
     let _session = Session::enter();
     let mut pools = Pools(Vec::new());
     let campaign = config.seed.unwrap_or_else(random_seed);
-    let mut progress = budget::Progress::new(name, config.time, start);
+    let mut progress = budget::ProgressLine::new(name, config.time, start);
     let reference = run_once(RunSetup::Reference, &mut pools, f);
     let replay = Stage::from_number(campaign >> 60);
     let mut stages = Vec::new();
     match replay {
         Some(stage) => {
-            let plan = Plan {
+            let plan = StagePlan {
                 stage,
                 seeds: Box::new(std::iter::once(campaign)),
                 deadline: None,
@@ -186,7 +186,7 @@ where
                 let seeds = (0..config.runs as u64)
                     .map_while(move |j| shard.run_number(j))
                     .map(move |r| run_seed(campaign, stage, r));
-                let plan = Plan {
+                let plan = StagePlan {
                     stage,
                     seeds: Box::new(seeds),
                     deadline,
@@ -217,7 +217,7 @@ where
 }
 
 /// What one stage runs.
-struct Plan<'a> {
+struct StagePlan<'a> {
     stage: Stage,
     seeds: Box<dyn Iterator<Item = u64> + 'a>,
     /// When the stage's share of the time budget is spent.
@@ -227,11 +227,11 @@ struct Plan<'a> {
 
 fn run_stage<R: Floats, F: Fn() -> R + Sync>(
     config: &AmplifyConfig,
-    plan: Plan<'_>,
+    plan: StagePlan<'_>,
     reference: &[f64],
     pools: &mut Pools,
     f: &F,
-    progress: &mut budget::Progress,
+    progress: &mut budget::ProgressLine,
 ) -> StageReport {
     let start = Instant::now();
     let mut report = StageReport {

@@ -16,7 +16,7 @@ use cudarc::driver::{CudaContext, CudaFunction, CudaStream, DriverError};
 use cudarc::nvrtc;
 
 use super::{CudaError, DeviceInfo, KERNELS, PRELUDE};
-use crate::target::{Probe, ProbeBatch};
+use crate::black_box::{Probe, ProbeBatch};
 
 #[path = "backend_blas.rs"]
 mod blas;

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use cudarc::cublas::{result as blas, sys as blas_sys, CudaBlas};
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 
-use super::super::{CudaError, GemmConfig, GemmOperand, GemvConfig, GemvLayout, MathMode};
 use super::{bl, check_len, check_shape, drv, fill_rows, guarded, present, DeviceContext};
-use crate::target::ProbeBatch;
+use crate::black_box::ProbeBatch;
+use crate::cuda::{CudaError, GemmConfig, GemmOperand, GemvConfig, GemvLayout, MathMode};
 
 fn cublas_handle(dev: &DeviceContext, math: MathMode) -> Result<CudaBlas, CudaError> {
     if !present(cudarc::cublas::sys::is_culib_present) {

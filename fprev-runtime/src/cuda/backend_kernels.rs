@@ -8,12 +8,12 @@ use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 
-use super::super::{
+use super::{check_len, drv, fill_rows, guarded, DeviceContext, Kernels, MAX_BATCH_ELEMS};
+use crate::black_box::ProbeBatch;
+use crate::cuda::{
     AtomicKernel, CudaError, GpuAmplifyConfig, LaunchPlan, LaunchScramble, ReductionConfig,
     ReductionKernel as Kind, Variability,
 };
-use super::{check_len, drv, fill_rows, guarded, DeviceContext, Kernels, MAX_BATCH_ELEMS};
-use crate::target::ProbeBatch;
 
 pub(crate) struct ReductionRunner {
     dev: DeviceContext,

@@ -13,7 +13,7 @@ pub enum GemmOperand {
 }
 
 /// Element types a gemm target takes as inputs; it always accumulates and answers in f32.
-pub trait GemmInput: crate::ProbeFloat + sealed::Sealed {
+pub trait GemmInput: crate::float::ProbeFloat + sealed::Sealed {
     /// The cuBLAS operand type.
     const OPERAND: GemmOperand;
 }

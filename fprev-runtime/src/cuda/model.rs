@@ -159,7 +159,7 @@ mod tests {
             let cfg = ReductionConfig::new(n, ReductionKernel::SharedTree)
                 .threads(threads)
                 .blocks(blocks);
-            let revealed = crate::Reveal::new(n)
+            let revealed = crate::reveal::Reveal::new(n)
                 .run(|x: &[f32]| emulate(&cfg, x))
                 .unwrap();
             assert_eq!(Some(revealed), shared_tree(&cfg));

@@ -5,7 +5,7 @@ use super::{
     CudaError, DeviceInfo, GemmConfig, GemmOperand, GemvConfig, GpuAmplifyConfig, LaunchPlan,
 };
 use super::{ReductionConfig, Variability};
-use crate::target::ProbeBatch;
+use crate::black_box::ProbeBatch;
 
 /// Uninhabited: no device can be opened without the feature.
 #[derive(Clone)]

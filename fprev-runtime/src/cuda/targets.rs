@@ -5,8 +5,8 @@ use super::imp;
 use super::{
     CudaError, GemmConfig, GemmInput, GemmOperand, GemvConfig, MathMode, ReductionConfig, TF32,
 };
+use crate::black_box::{OperandSplit, ProbeBatch, Target, TargetError};
 use crate::float::{FloatFormat, ProbeFloat, ProbeScale};
-use crate::target::{OperandSplit, ProbeBatch, Target, TargetError};
 
 fn target_error(e: CudaError) -> TargetError {
     TargetError::new(e.to_string())

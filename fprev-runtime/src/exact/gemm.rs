@@ -322,7 +322,7 @@ impl GemmKernel for Matrixmultiply {
 pub struct Gemm<K = Matrixmultiply> {
     kernel: K,
     /// Buffers reused from one product to the next.
-    work: product::Workspace,
+    work: product::ProductBuffers,
 }
 
 impl Gemm {
@@ -336,7 +336,7 @@ impl Gemm {
     pub fn new() -> Self {
         Gemm {
             kernel: Matrixmultiply,
-            work: product::Workspace::default(),
+            work: product::ProductBuffers::default(),
         }
     }
 }

@@ -9,6 +9,7 @@
 //! largest finite one after rounding becomes NaN in E4M3 (the specification's
 //! non-saturating mode) and infinity in E5M2.
 
+use super::byte_fields::{binade, field_magnitude, magnitude_fields};
 use super::{FloatFormat, ProbeFloat};
 
 /// The fixed facts of one 8-bit format.
@@ -88,13 +89,7 @@ impl Fp8Layout {
         if top && !self.ieee_top && !self.fnuz && m == (1 << self.man_bits) - 1 {
             return f64::NAN;
         }
-        let scale = f64::from(1u32 << self.man_bits);
-        let v = if e == 0 {
-            f64::from(m) / scale * 2f64.powi(1 - self.bias)
-        } else {
-            (1.0 + f64::from(m) / scale) * 2f64.powi(e as i32 - self.bias)
-        };
-        sign * v
+        sign * field_magnitude(e, m, self.man_bits, self.bias)
     }
 
     fn encode(&self, x: f64) -> u8 {
@@ -128,72 +123,31 @@ impl Fp8Layout {
         if r == 0.0 {
             return zero;
         }
-        let sub = 2f64.powi(min_exp - self.man_bits as i32);
-        if r < 2f64.powi(min_exp) {
-            return sign | (r / sub) as u8;
-        }
-        let e = binade(r);
-        let m = ((r / 2f64.powi(e) - 1.0) * f64::from(1u32 << self.man_bits)) as u32;
-        sign | (((e + self.bias) as u8) << self.man_bits) | m as u8
+        sign | magnitude_fields(r, self.man_bits, self.bias)
     }
 }
 
-/// `floor(log2 x)` for a positive finite `x`, from its bits (f64 subnormals count as
-/// one binade below every format here).
-fn binade(x: f64) -> i32 {
-    ((x.to_bits() >> 52) as i32) - 1023
-}
-
+/// An 8-bit type: its code is the whole byte, and a code can be a NaN.
 macro_rules! fp8 {
     ($name:ident, $layout:ident, $fmt:literal, $precision:literal, $min_exp:literal, $max_exp:literal, $doc:literal) => {
-        #[doc = $doc]
-        #[derive(Clone, Copy, Default)]
-        pub struct $name(u8);
+        byte_coded_float!(
+            $name,
+            $layout,
+            0xFF,
+            "The value with this code.",
+            $fmt,
+            $precision,
+            $min_exp,
+            $max_exp,
+            $doc
+        );
 
         impl $name {
-            /// The value with this code.
-            pub const fn from_bits(bits: u8) -> Self {
-                $name(bits)
-            }
-
-            /// The code.
-            pub const fn to_bits(self) -> u8 {
-                self.0
-            }
-
             /// Whether this is a NaN code.
             pub fn is_nan(self) -> bool {
                 $layout.decode(self.0).is_nan()
             }
         }
-
-        impl ProbeFloat for $name {
-            const FORMAT: FloatFormat = FloatFormat {
-                name: $fmt,
-                precision: $precision,
-                min_exp: $min_exp,
-                max_exp: $max_exp,
-            };
-            const ZERO: Self = $name(0);
-            fn to_f64(self) -> f64 {
-                $layout.decode(self.0)
-            }
-            fn from_f64_round(x: f64) -> Self {
-                $name($layout.encode(x))
-            }
-            fn add(self, other: Self) -> Self {
-                // two 8-bit values add exactly in f64: one rounding
-                Self::from_f64_round(self.to_f64() + other.to_f64())
-            }
-            fn to_bits_u64(self) -> u64 {
-                u64::from(self.0)
-            }
-            fn from_bits_u64(bits: u64) -> Self {
-                $name(bits as u8)
-            }
-        }
-
-        byte_float_by_value!($name);
     };
 }
 

@@ -8,6 +8,7 @@
 //! `float6_e3m2fn` and `float6_e2m3fn` do); a NaN becomes `-0`, as in ml_dtypes. Each
 //! value is stored as its code in the low bits of a byte.
 
+use super::byte_fields::{binade, field_magnitude, magnitude_fields};
 use super::{FloatFormat, ProbeFloat};
 
 /// The fixed facts of one narrow format with no special codes.
@@ -62,13 +63,7 @@ impl NarrowLayout {
         };
         let e = (code >> self.man_bits) & ((1 << self.exp_bits) - 1);
         let m = code & ((1 << self.man_bits) - 1);
-        let scale = f64::from(1u32 << self.man_bits);
-        let v = if e == 0 {
-            f64::from(m) / scale * 2f64.powi(1 - self.bias)
-        } else {
-            (1.0 + f64::from(m) / scale) * 2f64.powi(e as i32 - self.bias)
-        };
-        sign * v
+        sign * field_magnitude(e, m, self.man_bits, self.bias)
     }
 
     fn encode(&self, x: f64) -> u8 {
@@ -87,7 +82,7 @@ impl NarrowLayout {
             let e = if ax == 0.0 {
                 min_exp
             } else {
-                (((ax.to_bits() >> 52) as i32) - 1023).max(min_exp)
+                binade(ax).max(min_exp)
             };
             let q = 2f64.powi(e - self.man_bits as i32);
             ((ax / q).round_ties_even() * q).min(max)
@@ -95,64 +90,29 @@ impl NarrowLayout {
         if r == 0.0 {
             return sign;
         }
-        let sub = 2f64.powi(min_exp - self.man_bits as i32);
-        if r < 2f64.powi(min_exp) {
-            return sign | (r / sub) as u8;
-        }
-        let e = ((r.to_bits() >> 52) as i32) - 1023;
-        let m = ((r / 2f64.powi(e) - 1.0) * f64::from(1u32 << self.man_bits)) as u8;
-        sign | (((e + self.bias) as u8) << self.man_bits) | m
+        sign | magnitude_fields(r, self.man_bits, self.bias)
     }
 }
 
+/// A 4- or 6-bit type: its code sits in the low bits of a byte, every code a number.
 macro_rules! narrow {
     ($name:ident, $layout:ident, $fmt:literal, $precision:literal, $min_exp:literal, $max_exp:literal, $doc:literal) => {
-        #[doc = $doc]
-        #[derive(Clone, Copy, Default)]
-        pub struct $name(u8);
+        byte_coded_float!(
+            $name,
+            $layout,
+            ((1u16 << (1 + $layout.exp_bits + $layout.man_bits)) - 1) as u8,
+            "The value with this code (only the format's low bits are read).",
+            $fmt,
+            $precision,
+            $min_exp,
+            $max_exp,
+            $doc
+        );
 
         impl $name {
             /// Codes of the format (16 for FP4, 64 for FP6).
             pub const CODES: u16 = 1 << (1 + $layout.exp_bits + $layout.man_bits);
-
-            /// The value with this code (only the format's low bits are read).
-            pub const fn from_bits(bits: u8) -> Self {
-                $name(bits & ((1u16 << (1 + $layout.exp_bits + $layout.man_bits)) - 1) as u8)
-            }
-
-            /// The code.
-            pub const fn to_bits(self) -> u8 {
-                self.0
-            }
         }
-
-        impl ProbeFloat for $name {
-            const FORMAT: FloatFormat = FloatFormat {
-                name: $fmt,
-                precision: $precision,
-                min_exp: $min_exp,
-                max_exp: $max_exp,
-            };
-            const ZERO: Self = $name(0);
-            fn to_f64(self) -> f64 {
-                $layout.decode(self.0)
-            }
-            fn from_f64_round(x: f64) -> Self {
-                $name($layout.encode(x))
-            }
-            fn add(self, other: Self) -> Self {
-                // two narrow values add exactly in f64: one rounding
-                Self::from_f64_round(self.to_f64() + other.to_f64())
-            }
-            fn to_bits_u64(self) -> u64 {
-                u64::from(self.0)
-            }
-            fn from_bits_u64(bits: u64) -> Self {
-                $name::from_bits(bits as u8)
-            }
-        }
-
-        byte_float_by_value!($name);
     };
 }
 

@@ -84,7 +84,7 @@ impl PairwiseGroups {
     /// assert_eq!(PairwiseGroups::preset("CDNA2-F16"), Some(PairwiseGroups::CDNA2_F16));
     /// ```
     pub fn preset(name: &str) -> Option<PairwiseGroups> {
-        super::by_name(Self::PRESETS, name)
+        super::presets::by_name(Self::PRESETS, name)
     }
 
     /// The dot product of `a` and `b` (operands of any format whose products are exact in

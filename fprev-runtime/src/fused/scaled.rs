@@ -154,7 +154,7 @@ impl BlockScaledFma {
     /// assert_eq!(BlockScaledFma::preset("B200-NVFP4"), Some(BlockScaledFma::B200_NVFP4));
     /// ```
     pub fn preset(name: &str) -> Option<BlockScaledFma> {
-        super::by_name(Self::PRESETS, name)
+        super::presets::by_name(Self::PRESETS, name)
     }
 
     /// Bits a group's exact sum may reach above its scales' exponent sum: the largest

@@ -3,9 +3,9 @@
 //! did not see.
 
 use super::{Combine, Evidence, ModelError, ModelShape, OrderModel, SumType};
+use crate::black_box::Target;
 use crate::float::ProbeFloat;
 use crate::reveal::{Reveal, RevealError};
-use crate::target::Target;
 use crate::tree::SumTree;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
@@ -227,82 +227,21 @@ where
     I: IntoIterator<Item = usize>,
 {
     let given = collect_sizes(sizes)?;
-    let reveal = |make: &mut F, n: usize, hint: Option<SumTree>| -> Result<SumTree, ModelError> {
-        if let Some(t) = config.known_tree(n) {
-            return Ok(t);
-        }
-        let mut r = Reveal::new(n);
-        if let Some(h) = hint {
-            r = r.hint(h);
-        }
-        r.run_target(make(n))
-            .map(|report| report.tree)
-            .map_err(|error| ModelError::Reveal { n, error })
-    };
-    let mut seen: Vec<(usize, SumTree)> = Vec::new();
-    let mut fit_at = chosen_sizes(&given);
-    fit_at.extend(
-        config
-            .breakpoints
-            .iter()
-            .filter(|n| given.binary_search(n).is_ok()),
-    );
-    fit_at.sort_unstable();
-    fit_at.dedup();
-    // sizes whose order changed from call to call (threads that race): no model holds
-    let mut changing: Vec<usize> = Vec::new();
-    for n in fit_at {
-        match reveal(&mut make, n, None) {
-            Ok(tree) => seen.push((n, tree)),
-            Err(e) => {
-                if !order_changes(&e, &mut make, n, config.seed) {
-                    return Err(e);
-                }
-                changing.push(n);
-                if changing.len() == MAX_CHANGING {
-                    break;
-                }
-            }
-        }
-    }
-    if !changing.is_empty() {
-        return Err(ModelError::Nondeterministic { sizes: changing });
-    }
+    let mut seen = first_trees(config, &mut make, &given)?;
     let mut last_failure = None;
     for round in 0..config.rounds {
         seen.sort_by_key(|(n, _)| *n);
         let shape = match fit_trees(&seen) {
             Ok(shape) => shape,
-            Err(e) => {
-                // trees no family has may be one call's trees of an order that changes:
-                // the sizes the closest model disagrees at, largest first, say which
-                let bad = match &e {
-                    ModelError::NoFit { closest, .. } => closest
-                        .first()
-                        .map(|(_, bad)| bad.clone())
-                        .unwrap_or_default(),
-                    _ => Vec::new(),
-                };
-                let mut changing: Vec<usize> = bad
-                    .iter()
-                    .rev()
-                    .take(MAX_CHANGING)
-                    .copied()
-                    .filter(|&n| answers_change(&mut make(n), n, config.seed))
-                    .collect();
-                if changing.is_empty() {
-                    return Err(e);
-                }
-                changing.sort_unstable();
-                return Err(ModelError::Nondeterministic { sizes: changing });
-            }
+            Err(e) => return Err(unfitted(e, &mut make, config.seed)),
         };
         let fitted: Vec<usize> = seen.iter().map(|(n, _)| *n).collect();
         let mut proved = Vec::new();
         let mut failed = Vec::new();
+        let mut changing: Vec<usize> = Vec::new();
         for n in config.proof_sizes(&given, &fitted, round) {
             let expected = shape.tree(n);
-            let tree = match reveal(&mut make, n, Some(expected.clone())) {
+            let tree = match reveal_at(config, &mut make, n, Some(expected.clone())) {
                 Err(e) if order_changes(&e, &mut make, n, config.seed) => {
                     changing.push(n);
                     continue;
@@ -338,6 +277,105 @@ where
         model: OrderModel::new(shape, SumType::of::<T>()).to_string(),
         sizes,
     })
+}
+
+/// The tree of `make(n)`: the configuration's known tree for `n`, else a revelation
+/// (with `hint` tried first).
+fn reveal_at<T, X, F>(
+    config: &FitConfig,
+    make: &mut F,
+    n: usize,
+    hint: Option<SumTree>,
+) -> Result<SumTree, ModelError>
+where
+    T: ProbeFloat,
+    X: Target<T>,
+    F: FnMut(usize) -> X,
+{
+    if let Some(t) = config.known_tree(n) {
+        return Ok(t);
+    }
+    let mut r = Reveal::new(n);
+    if let Some(h) = hint {
+        r = r.hint(h);
+    }
+    r.run_target(make(n))
+        .map(|report| report.tree)
+        .map_err(|error| ModelError::Reveal { n, error })
+}
+
+/// The trees a fit starts from: those at the chosen sizes of `given` and at the
+/// configuration's breakpoints among them; [`ModelError::Nondeterministic`] when the
+/// order changes from call to call at some of them (threads that race: no model holds).
+fn first_trees<T, X, F>(
+    config: &FitConfig,
+    make: &mut F,
+    given: &[usize],
+) -> Result<Vec<(usize, SumTree)>, ModelError>
+where
+    T: ProbeFloat,
+    X: Target<T>,
+    F: FnMut(usize) -> X,
+{
+    let mut seen: Vec<(usize, SumTree)> = Vec::new();
+    let mut fit_at = chosen_sizes(given);
+    fit_at.extend(
+        config
+            .breakpoints
+            .iter()
+            .filter(|n| given.binary_search(n).is_ok()),
+    );
+    fit_at.sort_unstable();
+    fit_at.dedup();
+    let mut changing: Vec<usize> = Vec::new();
+    for n in fit_at {
+        match reveal_at(config, make, n, None) {
+            Ok(tree) => seen.push((n, tree)),
+            Err(e) => {
+                if !order_changes(&e, make, n, config.seed) {
+                    return Err(e);
+                }
+                changing.push(n);
+                if changing.len() == MAX_CHANGING {
+                    break;
+                }
+            }
+        }
+    }
+    if !changing.is_empty() {
+        return Err(ModelError::Nondeterministic { sizes: changing });
+    }
+    Ok(seen)
+}
+
+/// The error of trees no family fits: [`ModelError::Nondeterministic`] when they may be
+/// one call's trees of an order that changes (the sizes the closest model disagrees at,
+/// largest first, answer one input differently), else `e` itself.
+fn unfitted<T, X, F>(e: ModelError, make: &mut F, seed: u64) -> ModelError
+where
+    T: ProbeFloat,
+    X: Target<T>,
+    F: FnMut(usize) -> X,
+{
+    let bad = match &e {
+        ModelError::NoFit { closest, .. } => closest
+            .first()
+            .map(|(_, bad)| bad.clone())
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    let mut changing: Vec<usize> = bad
+        .iter()
+        .rev()
+        .take(MAX_CHANGING)
+        .copied()
+        .filter(|&n| answers_change(&mut make(n), n, seed))
+        .collect();
+    if changing.is_empty() {
+        return e;
+    }
+    changing.sort_unstable();
+    ModelError::Nondeterministic { sizes: changing }
 }
 
 /// The most sizes a fit looks at once it has seen a target's order change between calls.

@@ -3,7 +3,7 @@
 
 use super::fit::candidates;
 use super::*;
-use crate::target::FnTarget;
+use crate::black_box::FnTarget;
 use rand::{Rng, SeedableRng};
 
 fn seeded(seed: u64) -> rand_chacha::ChaCha8Rng {

@@ -13,8 +13,8 @@ use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::{MpiError, MpiFloat};
+use crate::black_box::{Target, TargetError};
 use crate::ops::{Reduction, ReductionShape};
-use crate::target::{Target, TargetError};
 
 /// Which collective a [`CollectiveTarget`] runs.
 #[non_exhaustive]
@@ -36,7 +36,7 @@ const RUN_ALL: u64 = 2;
 ///
 /// Made by [`allreduce_target`] or [`reduce_target`] on every rank (it is collective:
 /// every rank must make it, with the same arguments). Rank 0 is the driver: it passes
-/// the target to [`Reveal::run_target`](crate::Reveal::run_target) (or calls it
+/// the target to [`Reveal::run_target`](crate::reveal::Reveal::run_target) (or calls it
 /// directly) and then calls [`finish`](Self::finish); every other rank calls
 /// [`serve`](Self::serve), which returns once rank 0 has finished. Dropping the driver
 /// without `finish` finishes too, so the other ranks are never left waiting.
@@ -64,7 +64,7 @@ pub struct CollectiveTarget<'c, C: Communicator, T: MpiFloat> {
 ///
 /// Collective: call it on every rank of `comm`, with the same arguments. `seed` draws
 /// each rank's other elements. Revealing a library's order needs nothing else than
-/// [`Reveal`](crate::Reveal) on rank 0:
+/// [`Reveal`](crate::reveal::Reveal) on rank 0:
 ///
 /// ```no_run
 /// use fprev::mpi::rsmpi::traits::Communicator;

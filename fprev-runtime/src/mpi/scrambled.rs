@@ -6,7 +6,7 @@ use ::mpi::traits::{Communicator, Root};
 
 use crate::scramble::config::{vars, ReplayToken};
 use crate::scramble::rng::{permutation, stream};
-use crate::Shuffle;
+use crate::scramble::Shuffle;
 
 /// The scramble site of rank permutations: their draws never coincide with a reduction's.
 const SITE: u64 = 0x6d70_695f_7261_6e6b;
@@ -81,9 +81,9 @@ pub fn scrambled<C: Communicator>(comm: &C, seed: u64) -> ScrambledComm {
 pub fn scrambled_from_env<C: Communicator>(
     comm: &C,
 ) -> Result<ScrambledComm, crate::scramble::TokenError> {
-    let mut seed = match std::env::var(vars::FPREV_SEED) {
-        Ok(text) => text.parse::<ReplayToken>()?.seed,
-        Err(_) => crate::scramble::config::random_seed(),
+    let mut seed = match crate::scramble::config::seed_var() {
+        Some((_, token)) => token?.seed,
+        None => crate::scramble::config::random_seed(),
     };
     // every rank must draw the same permutation: rank 0's seed wins
     comm.process_at_rank(0).broadcast_into(&mut seed);

@@ -2,12 +2,12 @@
 //! any reduction a [`Target`] answering one probe per lane per call.
 
 use super::{convert, Reduction, ReductionShape};
+use crate::black_box::{OperandSplit, ProbeBatch, ProbeSets, Target, TargetError};
 use crate::float::{FloatFormat, ProbeFloat, ProbeScale};
-use crate::target::{OperandSplit, ProbeBatch, ProbeSets, Target, TargetError};
 use std::marker::PhantomData;
 
 fn guarded<R>(f: impl FnOnce() -> R) -> Result<R, TargetError> {
-    crate::target::caught("the operation", f)
+    crate::black_box::caught("the operation", f)
 }
 
 /// A row-major `m x k` by `k x n` product; see [`gemm`].
@@ -245,7 +245,7 @@ impl<I: ProbeFloat, T: ProbeFloat, F: FnMut(&[I], &mut [T])> Reduction<T> for KR
 }
 
 /// The two operand vectors of a product's probe or replay input.
-pub(super) type Operands<I> = (Vec<I>, Vec<I>);
+pub(super) type OperandPair<I> = (Vec<I>, Vec<I>);
 
 /// Whether probes of a `k`-reduction `R` into `T` must spread masks and units over both
 /// operands: a product whose operand format alone cannot swamp a sum of `k` units but
@@ -263,9 +263,9 @@ pub(super) fn spreads_operands<T: ProbeFloat, R: Reduction<T>>(k: usize) -> bool
 /// that is no product of two operand values).
 pub(super) fn split_operands<T: ProbeFloat, I: ProbeFloat>(
     x: &[T],
-) -> Result<Operands<I>, TargetError> {
+) -> Result<OperandPair<I>, TargetError> {
     let (mut a, mut b) = (Vec::with_capacity(x.len()), Vec::with_capacity(x.len()));
-    crate::target::split_values(x, &mut a, &mut b)?;
+    crate::black_box::split_values(x, &mut a, &mut b)?;
     Ok((a, b))
 }
 
@@ -534,8 +534,10 @@ pub(super) fn replay_format<I: ProbeFloat>(spread: bool) -> Option<FloatFormat> 
 #[cfg(test)]
 mod tests {
     use super::{reduction, Batched};
-    use crate::target::Target;
-    use crate::{orders, Reveal, SumTree};
+    use crate::black_box::Target;
+    use crate::orders;
+    use crate::reveal::Reveal;
+    use crate::tree::SumTree;
 
     #[test]
     fn batched_rows_answer_the_checks_random_inputs_a_row_each() {

@@ -13,10 +13,9 @@
 //! inside (how many products are summed exactly, what the terms are aligned by, the bits
 //! kept) is then fitted on random full blocks ([`reveal_scaled_dot`](super::reveal_scaled_dot)).
 
+use crate::black_box::{OperandSplit, Target, TargetError};
 use crate::float::{ElementType, FloatFormat, ProbeFloat, ScaleType};
 use crate::fused::scaled_leaf_format;
-use crate::target::OperandSplit;
-use crate::target::{Target, TargetError};
 
 /// The shape of a block-scaled dot: `k` elements per operand of `element`, one
 /// `scale` per `block` consecutive elements.

@@ -14,10 +14,11 @@
 use std::fmt;
 
 use super::scaled::{ScaledDot, ScaledDotShape, ScaledOperands, UnitScaled};
+use crate::black_box::TargetError;
 use crate::float::{ElementType, ProbeFloat, ScaleType, F8E4M3, F8E5M2};
 use crate::fused::{AccumulatorJoin, BlockScaledFma, ScaledAlignment};
-use crate::target::TargetError;
-use crate::{Reveal, RevealError, RevealReport, SumTree};
+use crate::reveal::{Reveal, RevealError, RevealReport};
+use crate::tree::SumTree;
 
 /// Random full inputs the arithmetic is fitted on.
 pub const SCALED_FIT_DRAWS: usize = 96;
@@ -591,7 +592,7 @@ fn contract_blocks(tree: &SumTree, block: usize) -> Option<SumTree> {
 }
 
 /// A random input with the answer it got.
-struct Draw {
+struct AnsweredDraw {
     o: ScaledOperands,
     c: f32,
     answer: f32,
@@ -631,7 +632,7 @@ where
         // with C = 0 (the --exec contract has no C), so only C = 0 is drawn here
         let c = 0.0f32;
         let answer = dot.call_operands(&o).map_err(ScaledDotError::Target)?;
-        draws.push(Draw { o, c, answer });
+        draws.push(AnsweredDraw { o, c, answer });
     }
     let mut consistent = Vec::new();
     let mut tried = 0;
@@ -698,7 +699,7 @@ fn base(shape: ScaledDotShape) -> BlockScaledFma {
     }
 }
 
-fn reproduces(m: &BlockScaledFma, d: &Draw) -> bool {
+fn reproduces(m: &BlockScaledFma, d: &AnsweredDraw) -> bool {
     match m.dot_add(&d.o.a, &d.o.b, &d.o.sa, &d.o.sb, d.c) {
         Ok(v) => v == d.answer || v.to_bits() == d.answer.to_bits(),
         Err(_) => false,

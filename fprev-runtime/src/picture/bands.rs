@@ -92,6 +92,41 @@ impl Canvas {
     }
 }
 
+/// The distinct trees of the swept values and the runs of values that share one.
+struct TreeRuns<'p> {
+    /// The distinct trees, numbered in order of first appearance.
+    trees: Vec<&'p SumTree>,
+    /// Each value's tree number.
+    id: Vec<usize>,
+    /// The runs of values with one tree: (first index, last index).
+    runs: Vec<(usize, usize)>,
+}
+
+impl<'p> TreeRuns<'p> {
+    fn of(points: &[(usize, &'p SumTree, bool)]) -> TreeRuns<'p> {
+        let mut trees: Vec<&SumTree> = Vec::new();
+        let mut id = Vec::with_capacity(points.len());
+        for &(_, t, _) in points {
+            let k = match trees.iter().position(|u| *u == t) {
+                Some(k) => k,
+                None => {
+                    trees.push(t);
+                    trees.len() - 1
+                }
+            };
+            id.push(k);
+        }
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        for i in 0..points.len() {
+            match runs.last_mut() {
+                Some(r) if id[r.1] == id[i] => r.1 = i,
+                _ => runs.push((i, i)),
+            }
+        }
+        TreeRuns { trees, id, runs }
+    }
+}
+
 /// The SVG document: `points` are `(value, tree, searched)` in value order.
 pub(super) fn render(
     label: &str,
@@ -101,6 +136,7 @@ pub(super) fn render(
     let mut c = Canvas {
         body: String::new(),
     };
+    let r = TreeRuns::of(points);
     let mut y = 8.0;
     if let Some(title) = title {
         for line in wrap(title, ((WIDTH - 2.0 * MARGIN) / (20.0 * 0.56)) as usize) {
@@ -108,35 +144,34 @@ pub(super) fn render(
             c.text(MARGIN, y, 20.0, "#222", "start", false, &line);
         }
     }
-    // the distinct trees, numbered in order of first appearance; the runs of values
-    let mut trees: Vec<&SumTree> = Vec::new();
-    let mut id = Vec::with_capacity(points.len());
-    for &(_, t, _) in points {
-        let k = match trees.iter().position(|u| *u == t) {
-            Some(k) => k,
-            None => {
-                trees.push(t);
-                trees.len() - 1
-            }
-        };
-        id.push(k);
-    }
-    let mut runs: Vec<(usize, usize)> = Vec::new(); // (first index, last index)
-    for i in 0..points.len() {
-        match runs.last_mut() {
-            Some(r) if id[r.1] == id[i] => r.1 = i,
-            _ => runs.push((i, i)),
-        }
-    }
-    let breakpoints: Vec<usize> = runs.iter().skip(1).map(|r| points[r.0].0).collect();
+    y = summary(&mut c, y, label, points, &r);
+    let (strip_top, searched) = strip(&mut c, y, points, &r);
+    y = value_labels(&mut c, strip_top, label, points, &r, searched);
+    y = bands(&mut c, y, label, points, &r);
+    let height = y + 20.0;
+    format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH:.0}\" height=\"{height:.0}\" viewBox=\"0 0 {WIDTH:.0} {height:.0}\" font-family=\"sans-serif\">\n<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n{}</svg>\n",
+        c.body
+    )
+}
+
+/// The line under the title: how many values, trees and breakpoints; the next `y`.
+fn summary(
+    c: &mut Canvas,
+    mut y: f64,
+    label: &str,
+    points: &[(usize, &SumTree, bool)],
+    r: &TreeRuns,
+) -> f64 {
+    let breakpoints: Vec<usize> = r.runs.iter().skip(1).map(|r| points[r.0].0).collect();
     let summary = format!(
         "{} values of {label}, {} to {}; n = {} values summed at each; {} distinct tree{}, {}",
         points.len(),
         points.first().map_or(0, |p| p.0),
         points.last().map_or(0, |p| p.0),
         points.first().map_or(0, |p| p.1.leaf_count()),
-        trees.len(),
-        if trees.len() == 1 { "" } else { "s" },
+        r.trees.len(),
+        if r.trees.len() == 1 { "" } else { "s" },
         match breakpoints.len() {
             0 => "no breakpoint".to_string(),
             _ => format!(
@@ -154,16 +189,25 @@ pub(super) fn render(
         y += 18.0;
         c.text(MARGIN, y, 13.0, "#555", "start", false, &line);
     }
+    y
+}
 
-    // the strip: one cell per swept value, the searched ones marked above it
+/// The strip: one cell per swept value coloured by its tree, breakpoints as heavy lines,
+/// the searched values marked above it; its top and the number of searched values.
+fn strip(
+    c: &mut Canvas,
+    mut y: f64,
+    points: &[(usize, &SumTree, bool)],
+    r: &TreeRuns,
+) -> (f64, usize) {
     let cell = (WIDTH - 2.0 * MARGIN) / points.len().max(1) as f64;
     let x_of = |i: usize| MARGIN + i as f64 * cell;
     y += 22.0;
     let marks = y;
     y += 10.0;
     let strip = y;
-    for (r, &(a, b)) in runs.iter().enumerate() {
-        let color = PALETTE[id[a] % PALETTE.len()];
+    for (k, &(a, b)) in r.runs.iter().enumerate() {
+        let color = PALETTE[r.id[a] % PALETTE.len()];
         c.rect(
             (x_of(a), strip),
             (cell * (b - a + 1) as f64, STRIP),
@@ -182,7 +226,7 @@ pub(super) fn render(
             }
         }
         let span = cell * (b - a + 1) as f64;
-        let number = (id[a] + 1).to_string();
+        let number = (r.id[a] + 1).to_string();
         if span >= text_width(&number, 14.0) + 4.0 {
             let mid = x_of(a) + span / 2.0;
             c.text(
@@ -195,7 +239,7 @@ pub(super) fn render(
                 &number,
             );
         }
-        if r > 0 {
+        if k > 0 {
             // the breakpoint: a heavy line where the tree changes
             let x = x_of(a);
             let _ = writeln!(
@@ -223,12 +267,26 @@ pub(super) fn render(
             );
         }
     }
+    (strip, searched)
+}
+
+/// The values under the strip at `strip` and the legend line; the next `y`.
+fn value_labels(
+    c: &mut Canvas,
+    strip: f64,
+    label: &str,
+    points: &[(usize, &SumTree, bool)],
+    r: &TreeRuns,
+    searched: usize,
+) -> f64 {
+    let cell = (WIDTH - 2.0 * MARGIN) / points.len().max(1) as f64;
+    let x_of = |i: usize| MARGIN + i as f64 * cell;
     // value labels under the strip: every run's first value, then its last and the
     // values between, wherever they fit beside the labels already placed
-    y = strip + STRIP + 16.0;
+    let mut y = strip + STRIP + 16.0;
     let mut placed: Vec<(f64, f64)> = Vec::new();
-    let mut order: Vec<usize> = runs.iter().map(|r| r.0).collect();
-    order.extend(runs.iter().map(|r| r.1));
+    let mut order: Vec<usize> = r.runs.iter().map(|r| r.0).collect();
+    order.extend(r.runs.iter().map(|r| r.1));
     order.extend(0..points.len());
     for i in order {
         let text = points[i].0.to_string();
@@ -254,15 +312,25 @@ pub(super) fn render(
             points.len()
         ),
     );
+    y
+}
 
-    // one band per run: its colour and number, its values, its tree in words
+/// One band per run of values: its colour and number, its values, its tree in words;
+/// the next `y`.
+fn bands(
+    c: &mut Canvas,
+    mut y: f64,
+    label: &str,
+    points: &[(usize, &SumTree, bool)],
+    r: &TreeRuns,
+) -> f64 {
     y += 14.0;
     let indent = MARGIN + 34.0;
     let chars = ((WIDTH - indent - MARGIN) / (13.0 * 0.56)) as usize;
-    for &(a, b) in &runs {
+    for &(a, b) in &r.runs {
         y += 12.0;
         let top = y;
-        let color = PALETTE[id[a] % PALETTE.len()];
+        let color = PALETTE[r.id[a] % PALETTE.len()];
         let values = if a == b {
             format!("{label} = {}", points[a].0)
         } else {
@@ -275,7 +343,7 @@ pub(super) fn render(
         };
         y += 16.0;
         c.text(indent, y, 14.0, "#222", "start", true, &values);
-        let mut lines = wrap(&trees[id[a]].describe(), chars);
+        let mut lines = wrap(&r.trees[r.id[a]].describe(), chars);
         if lines.len() > MAX_LINES {
             lines.truncate(MAX_LINES);
             lines[MAX_LINES - 1].push_str(" ...");
@@ -293,15 +361,11 @@ pub(super) fn render(
             "#000",
             "middle",
             true,
-            &(id[a] + 1).to_string(),
+            &(r.id[a] + 1).to_string(),
         );
         y += 6.0;
     }
-    let height = y + 20.0;
-    format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH:.0}\" height=\"{height:.0}\" viewBox=\"0 0 {WIDTH:.0} {height:.0}\" font-family=\"sans-serif\">\n<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n{}</svg>\n",
-        c.body
-    )
+    y
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::{registered, Registration, FPREV_BLESS, FPREV_ORDERS_DIR};
-use crate::SumTree;
+use crate::tree::SumTree;
 
 /// How [`Check::run`] treats pinned orders. Defaults come from the environment
 /// ([`Check::from_env`]).

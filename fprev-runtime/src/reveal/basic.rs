@@ -11,8 +11,8 @@ use std::collections::HashMap;
 use super::arena::Arena;
 use super::error::RevealError;
 use super::prober::Prober;
+use crate::black_box::Target;
 use crate::float::ProbeFloat;
-use crate::target::Target;
 
 struct Components {
     parent: Vec<u32>,
@@ -176,7 +176,7 @@ fn merge_exact_fused<T: ProbeFloat, X: Target<T>>(
             .into_iter()
             .filter(|v| !keep.contains(v))
             .collect();
-        let probe = crate::target::Probe {
+        let probe = crate::black_box::Probe {
             plus: i as usize,
             minus: j as usize,
         };

@@ -1,6 +1,6 @@
 //! Why a revelation failed: typed, and worded to say what the target probably is.
 
-use crate::target::Probe;
+use crate::black_box::Probe;
 
 /// Why a summation tree could not be revealed.
 ///
@@ -209,8 +209,9 @@ pub enum RevealError {
 }
 
 impl std::fmt::Display for RevealError {
-    // One arm per variant, each its message and the fix it suggests: the messages read
-    // best side by side, so the match stays whole rather than split across helpers.
+    // Over 100 lines because it is one arm per variant, each its message and the fix it
+    // suggests: the messages read best side by side, so the match stays whole rather
+    // than split across helpers.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             RevealError::InvalidSize { n, reason } => {

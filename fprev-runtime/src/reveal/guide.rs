@@ -24,8 +24,8 @@
 use super::naive::fill_random_input;
 use super::prober::Prober;
 use super::Reveal;
+use crate::black_box::{Probe, ProbeBatch, ProbeSets, Target, TargetError};
 use crate::float::{FloatFormat, ProbeFloat};
-use crate::target::{Probe, ProbeBatch, ProbeSets, Target, TargetError};
 use crate::tree::describe::Analysis;
 use crate::tree::SumTree;
 
@@ -612,7 +612,7 @@ impl<T: ProbeFloat> Target<T> for Restricted<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::{Copies, Pattern};
-    use crate::target::FnTarget;
+    use crate::black_box::FnTarget;
     use crate::{Reveal, SumTree};
     use rand::Rng;
     use rand_chacha::ChaCha8Rng;

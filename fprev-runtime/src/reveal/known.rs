@@ -19,9 +19,9 @@ use super::error::RevealError;
 use super::prober::Prober;
 use super::template::Proof;
 use super::verify::{answer_random, Answered};
+use crate::black_box::Target;
 use crate::float::ProbeFloat;
 use crate::orders;
-use crate::target::Target;
 use crate::tree::SumTree;
 
 /// Below this many inputs a search costs about as little as a proof.
@@ -155,14 +155,14 @@ fn prove<T: ProbeFloat, X: Target<T>>(
 
 #[cfg(test)]
 mod tests {
-    use crate::target::Target;
+    use crate::black_box::Target;
     use crate::{orders, Reveal, SumTree};
 
     /// A target that answers one probe per input (no [`Target::probe_sets`]).
     struct Single<F>(F);
 
     impl<F: FnMut(&[f32]) -> f32> Target<f32> for Single<F> {
-        fn call(&mut self, x: &[f32]) -> Result<f32, crate::target::TargetError> {
+        fn call(&mut self, x: &[f32]) -> Result<f32, crate::black_box::TargetError> {
             Ok((self.0)(x))
         }
     }
@@ -180,7 +180,7 @@ mod tests {
         // several probes per input where the tree has nodes side by side
         let sets = Reveal::new(1000)
             .verify(false)
-            .run_target(crate::target::FnTarget(f))
+            .run_target(crate::black_box::FnTarget(f))
             .unwrap();
         assert_eq!(sets.tree, single.tree);
         assert_eq!(sets.recognized.as_deref(), Some("numpy-pairwise"));
@@ -188,7 +188,7 @@ mod tests {
         // a chain has no two nodes side by side: one probe per node
         let chain = Reveal::new(1000)
             .verify(false)
-            .run_target(crate::target::FnTarget(orders::sequential::<f32>))
+            .run_target(crate::black_box::FnTarget(orders::sequential::<f32>))
             .unwrap();
         assert_eq!(chain.recognized.as_deref(), Some("sequential"));
         assert_eq!(chain.probes, 999);
@@ -200,7 +200,9 @@ mod tests {
         for n in [33, 100, 1024, 3000, 40_000] {
             let r = Reveal::new(n)
                 .verify(false)
-                .run_target(crate::target::FnTarget(orders::xla_tree_reduction::<f32>))
+                .run_target(crate::black_box::FnTarget(
+                    orders::xla_tree_reduction::<f32>,
+                ))
                 .unwrap();
             assert_eq!(r.tree, SumTree::xla_tree_reduction(n), "n={n}");
             assert_eq!(r.recognized.as_deref(), Some("xla-tree-reduction"));
@@ -218,7 +220,7 @@ mod tests {
         let r = Reveal::new(64)
             .hint(SumTree::pairwise(64))
             .known_orders(false)
-            .run_target(crate::target::FnTarget(orders::sequential::<f64>))
+            .run_target(crate::black_box::FnTarget(orders::sequential::<f64>))
             .unwrap();
         assert_eq!(r.tree, SumTree::sequential(64));
         assert_eq!(r.recognized, None);
@@ -246,7 +248,7 @@ mod tests {
             .hint(SumTree::sequential(n))
             .known_orders(false)
             .verify(false)
-            .run_target(crate::target::FnTarget(deceptive(n)))
+            .run_target(crate::black_box::FnTarget(deceptive(n)))
             .unwrap();
         assert_eq!(r.tree, SumTree::pairwise(n));
         assert_eq!(r.recognized, None);
@@ -259,7 +261,7 @@ mod tests {
         let n = 32;
         let e = Reveal::new(n)
             .hint(SumTree::sequential(n))
-            .run_target(crate::target::FnTarget(deceptive(n)))
+            .run_target(crate::black_box::FnTarget(deceptive(n)))
             .unwrap_err();
         assert!(
             matches!(e, crate::RevealError::NotPlainSummation { .. }),

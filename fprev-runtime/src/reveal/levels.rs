@@ -22,8 +22,8 @@ use super::error::RevealError;
 use super::prober::Prober;
 use super::template::Templates;
 use super::Pivot;
+use crate::black_box::{Probe, Target};
 use crate::float::ProbeFloat;
-use crate::target::{Probe, Target};
 
 /// `(l, leaf)` in one word: sorting plain integers is much cheaper than sorting
 /// indices through a key, and for a cheap target the sorts are much of a reveal (indices

@@ -4,6 +4,10 @@
 //! compared with the budget ([`Reveal::max_memory`](super::Reveal::max_memory)); the
 //! buffers themselves are reserved fallibly, so a size the allocator refuses is a
 //! [`RevealError::OutOfMemory`] naming what needed the memory, never an abort.
+//!
+//! [`check_memory`] is the one budget check: a [`Reveal`](super::Reveal) calls it when it
+//! starts (and an [`ElementReveal`](crate::ops::ElementReveal) through the `Reveal` of each
+//! tree), and callers that must refuse before building inputs (the CLI) call the same.
 
 use super::error::RevealError;
 use super::Algorithm;
@@ -33,14 +37,24 @@ pub(crate) fn needed(n: usize, algorithm: Algorithm, elem: usize) -> u64 {
     }
 }
 
-/// Refuse `n` when it needs more than `budget` bytes.
-pub(crate) fn check(
+/// Checks, before anything is allocated, that revealing `n` values of `elem_bytes` bytes
+/// each with `algorithm` fits in `budget` bytes (what
+/// [`Reveal::max_memory`](super::Reveal::max_memory) enforces when
+/// the revelation starts): callers that must refuse early, before building inputs or
+/// starting a program, ask here.
+///
+/// ```
+/// use fprev::reveal::{check_memory, Algorithm, DEFAULT_MAX_MEMORY};
+/// assert!(check_memory(1 << 16, Algorithm::FPRev, 4, DEFAULT_MAX_MEMORY).is_ok());
+/// assert!(check_memory(100_000_000, Algorithm::FPRev, 4, DEFAULT_MAX_MEMORY).is_err());
+/// ```
+pub fn check_memory(
     n: usize,
     algorithm: Algorithm,
-    elem: usize,
+    elem_bytes: usize,
     budget: u64,
 ) -> Result<(), RevealError> {
-    let bytes = needed(n, algorithm, elem);
+    let bytes = needed(n, algorithm, elem_bytes);
     if bytes > budget {
         return Err(RevealError::OutOfMemory {
             n,
@@ -81,11 +95,11 @@ mod tests {
     #[test]
     fn sizes_saturate_and_refuse() {
         assert_eq!(needed(usize::MAX, Algorithm::Basic, 8), u64::MAX);
-        let e = check(100_000_000, Algorithm::FPRev, 4, DEFAULT_MAX_MEMORY).unwrap_err();
+        let e = check_memory(100_000_000, Algorithm::FPRev, 4, DEFAULT_MAX_MEMORY).unwrap_err();
         assert!(e.to_string().contains("--max-memory"), "{e}");
-        assert!(check(1 << 16, Algorithm::FPRev, 4, DEFAULT_MAX_MEMORY).is_ok());
+        assert!(check_memory(1 << 16, Algorithm::FPRev, 4, DEFAULT_MAX_MEMORY).is_ok());
         // Basic keeps every pair: n = 100 000 is 120 GB of pairs
-        assert!(check(100_000, Algorithm::Basic, 4, DEFAULT_MAX_MEMORY).is_err());
+        assert!(check_memory(100_000, Algorithm::Basic, 4, DEFAULT_MAX_MEMORY).is_err());
     }
 
     #[test]

@@ -7,9 +7,9 @@
 
 use super::arena::Arena;
 use super::error::RevealError;
+use crate::black_box::Target;
 use crate::float::{exact_sum_rounded, FloatFormat, ProbeFloat};
 use crate::random::splitmix64;
-use crate::target::Target;
 
 /// Largest `n` the naive search accepts.
 pub const NAIVE_MAX_N: usize = 8;

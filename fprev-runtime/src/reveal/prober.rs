@@ -12,9 +12,9 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 
 use super::error::RevealError;
+use crate::black_box::{Probe, ProbeBatch, ProbeSets, Target};
 use crate::float::{FloatFormat, ProbeFloat, ProbeScale};
 use crate::random::splitmix64;
-use crate::target::{Probe, ProbeBatch, ProbeSets, Target};
 
 /// A recorded full-window answer, kept for the determinism and consistency checks.
 #[derive(Clone, Copy, Debug)]

@@ -34,10 +34,10 @@ use super::error::{clip, RevealError};
 use super::known::Recognized;
 use super::prober::Prober;
 use super::Reveal;
+use crate::black_box::{Probe, ProbeBatch, Target, TargetError};
 use crate::float::{FloatFormat, ProbeFloat};
 use crate::fused::{AccumulatorJoin, BlockFma};
 use crate::reveal::fit::ChainStructure;
-use crate::target::{Probe, ProbeBatch, Target, TargetError};
 use crate::tree::SumTree;
 
 /// The name a tree found this way is recognized under.

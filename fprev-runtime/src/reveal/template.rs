@@ -17,8 +17,8 @@ use std::hash::{BuildHasherDefault, Hasher};
 use super::arena::{Arena, LeafHash};
 use super::error::RevealError;
 use super::prober::Prober;
+use crate::black_box::{Probe, Target};
 use crate::float::ProbeFloat;
-use crate::target::{Probe, Target};
 use crate::tree::SumTree;
 
 /// Templates smaller than this are cheaper to build than to look up.
@@ -394,7 +394,7 @@ mod tests {
     use super::super::arena::Arena;
     use super::super::prober::Prober;
     use super::{LeafSetKey, Proof, Sets};
-    use crate::target::FnTarget;
+    use crate::black_box::FnTarget;
     use crate::SumTree;
     use rand::Rng;
     use rand_chacha::ChaCha8Rng;
@@ -475,10 +475,7 @@ mod tests {
         // refined to binary) asked both ways, all of them: the grid's inputs and one
         // probe per node, against the truth summed plainly (fused nodes rounded once).
         let (mut wrong, mut refuted) = (0, 0);
-        let cases: u64 = std::env::var("FPREV_PROPTEST_CASES")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(200);
+        let cases = crate::scramble::config::proptest_cases(200);
         for case in 0..cases.max(200) {
             let seed = 0x9A1D_0000 + case;
             let mut rng = ChaCha8Rng::seed_from_u64(seed);

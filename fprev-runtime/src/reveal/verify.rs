@@ -8,8 +8,8 @@ use super::arena::Arena;
 use super::error::RevealError;
 use super::fit::{self, FittedFused};
 use super::prober::Prober;
+use crate::black_box::{Probe, Target};
 use crate::float::ProbeFloat;
-use crate::target::{Probe, Target};
 use crate::tree::SumTree;
 
 /// Replays check at least this many summed values (and at least [`MIN_REPLAYS`] and at

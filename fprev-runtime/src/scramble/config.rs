@@ -63,6 +63,9 @@ pub mod vars {
     /// Where pinned orders live (read by the registry checks).
     pub const FPREV_ORDERS_DIR: &str = "FPREV_ORDERS_DIR";
 
+    /// Property cases per test in fprev's own test suites (one of [`DEVELOPMENT`]).
+    pub(crate) const FPREV_PROPTEST_CASES: &str = "FPREV_PROPTEST_CASES";
+
     /// Every `FPREV_*` variable a user of fprev may set; any other one gets a warning
     /// (unless it is one of [`DEVELOPMENT`]).
     pub const KNOWN: &[&str] = &[
@@ -91,7 +94,7 @@ pub mod vars {
     /// the repository's suites with them must not draw the unknown-variable warning.
     #[doc(hidden)]
     pub const DEVELOPMENT: &[&str] = &[
-        "FPREV_PROPTEST_CASES",
+        FPREV_PROPTEST_CASES,
         "FPREV_MAX_N",
         "FPREV_EXACT_N",
         "FPREV_EXACT_REPS",
@@ -226,10 +229,7 @@ impl ScrambleConfig {
         warn_unknown_vars();
         let (shuffle, shapes) = env_parse(vars::FPREV_SCRAMBLE, MODES, MODE_DEFAULT, parse_mode)
             .unwrap_or((None, false));
-        let seed = env_parse(vars::FPREV_SEED, SEEDS, "a random seed", |s| {
-            s.parse::<ReplayToken>().ok().map(|t| t.seed)
-        })
-        .unwrap_or_else(random_seed);
+        let seed = seed_from_env().map_or_else(random_seed, |t| t.seed);
         ScrambleConfig {
             shuffle,
             seed,
@@ -305,23 +305,29 @@ pub(crate) fn env_parse<T>(
     default: &str,
     parse: impl Fn(&str) -> Option<T>,
 ) -> Option<T> {
-    static WARNED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
     let value = std::env::var(var).ok()?;
     let parsed = parse(&value);
     if parsed.is_none() {
-        let mut warned = WARNED.lock().unwrap_or_else(|e| e.into_inner());
-        if !warned.iter().any(|w| w == var) {
-            warned.push(var.to_string());
-            // Past libtest's capture: a passing test's eprintln! is never shown, and a
-            // setting ignored without a word is what the warning is for.
-            use std::io::Write as _;
-            let _ = writeln!(
-                std::io::stderr(),
-                "fprev: warning: ignoring {var}={value:?}: expected {expected}; using the default ({default})"
-            );
-        }
+        warn_ignored(var, &value, expected, default);
     }
     parsed
+}
+
+/// Reports, once per process and variable, that `var`'s `value` is ignored: what was
+/// expected and the default used instead.
+fn warn_ignored(var: &str, value: &str, expected: &str, default: &str) {
+    static WARNED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut warned = WARNED.lock().unwrap_or_else(|e| e.into_inner());
+    if !warned.iter().any(|w| w == var) {
+        warned.push(var.to_string());
+        // Past libtest's capture: a passing test's eprintln! is never shown, and a
+        // setting ignored without a word is what the warning is for.
+        use std::io::Write as _;
+        let _ = writeln!(
+            std::io::stderr(),
+            "fprev: warning: ignoring {var}={value:?}: expected {expected}; using the default ({default})"
+        );
+    }
 }
 
 /// Warns once per process about `FPREV_*` variables no fprev module reads (typos).
@@ -340,6 +346,35 @@ pub fn warn_unknown_vars() {
             }
         }
     });
+}
+
+/// The one reader of `FPREV_SEED`: `None` when it is unset, else its text and what
+/// [`ReplayToken`]'s parser made of it. Each caller decides what a bad value means for it
+/// ([`seed_from_env`] warns and ignores it; the MPI permutation refuses it).
+pub(crate) fn seed_var() -> Option<(String, Result<ReplayToken, TokenError>)> {
+    let text = std::env::var(vars::FPREV_SEED).ok()?;
+    let token = text.parse::<ReplayToken>();
+    Some((text, token))
+}
+
+/// `FPREV_SEED` as the settings read it: a value that is no token is reported loudly (once
+/// per process, naming the variable, the value and the default used) and reads as unset.
+pub(crate) fn seed_from_env() -> Option<ReplayToken> {
+    let (text, token) = seed_var()?;
+    token
+        .map_err(|_| warn_ignored(vars::FPREV_SEED, &text, SEEDS, "a random seed"))
+        .ok()
+}
+
+/// Property cases per test of the runtime's own test modules: `FPREV_PROPTEST_CASES`
+/// (nightly runs raise it), else `default`. The one reader of that variable in the
+/// runtime; a value that is no number reads as unset.
+#[cfg(test)]
+pub(crate) fn proptest_cases(default: u64) -> u64 {
+    std::env::var(vars::FPREV_PROPTEST_CASES)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 pub(crate) fn random_seed() -> u64 {

@@ -1,7 +1,7 @@
 //! Sweeps over synthetic kernels whose order changes at sizes the tests choose.
 
 use super::*;
-use crate::target::FnTarget;
+use crate::black_box::FnTarget;
 use std::cell::Cell;
 
 /// `lanes` accumulators, lane `l` summing `x[l], x[l + lanes], ...` in order, then the

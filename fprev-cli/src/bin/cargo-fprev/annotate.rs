@@ -151,7 +151,7 @@ pub fn explain_where(
 
 /// The functions of `src` that accumulate, and the first parse error of a file read
 /// item by item. With `explain`, each keeps its item's tokens.
-fn find(src: &str, explain: bool) -> Result<(Vec<Found>, Option<syn::Error>), syn::Error> {
+fn find(src: &str, explain: bool) -> Result<(Vec<FoundFunction>, Option<syn::Error>), syn::Error> {
     let mut finder = Finder {
         at: Vec::new(),
         scope: Vec::new(),
@@ -189,7 +189,7 @@ fn byte_offset(src: &str, line: usize, column: usize) -> Option<usize> {
 }
 
 /// A function to annotate.
-struct Found {
+struct FoundFunction {
     /// Where its first token is (1-based line, 0-based column in characters).
     line: usize,
     column: usize,
@@ -200,7 +200,7 @@ struct Found {
 }
 
 struct Finder {
-    at: Vec<Found>,
+    at: Vec<FoundFunction>,
     /// Names of the enclosing impls, for reports.
     scope: Vec<String>,
     /// Keep each function's tokens.
@@ -230,7 +230,7 @@ impl Finder {
         // The attribute would also receive the function's other attributes and its
         // visibility, which change none of its decisions.
         let item = self.explain.then(|| quote::quote!(#sig #body));
-        self.at.push(Found {
+        self.at.push(FoundFunction {
             line: start.line,
             column: start.column,
             end_line: end,

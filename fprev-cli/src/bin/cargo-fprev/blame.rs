@@ -3,15 +3,15 @@
 //! (`FPREV_SITES`), down to a set whose reordering alone still fails the test and from
 //! which no site can be dropped.
 
-use crate::findings::Site;
+use crate::findings::ScrambleSite;
 
 /// Reads `FPREV_SITES_OUT`'s lines (`label<TAB>file<TAB>line`).
-pub fn parse_sites(text: &str) -> Vec<Site> {
-    let mut out: Vec<Site> = text
+pub fn parse_sites(text: &str) -> Vec<ScrambleSite> {
+    let mut out: Vec<ScrambleSite> = text
         .lines()
         .filter_map(|l| {
             let mut f = l.split('\t');
-            Some(Site {
+            Some(ScrambleSite {
                 label: f.next()?.to_string(),
                 file: f.next()?.to_string(),
                 line: f.next()?.trim().parse().ok()?,
@@ -28,8 +28,8 @@ pub fn parse_sites(text: &str) -> Vec<Site> {
 /// test runs it took.
 pub fn ddmin<T: Clone>(
     sites: &[T],
-    mut fails: impl FnMut(&[T]) -> Result<bool, crate::Failure>,
-) -> Result<(Vec<T>, usize), crate::Failure> {
+    mut fails: impl FnMut(&[T]) -> Result<bool, crate::cli_output::CargoFprevError>,
+) -> Result<(Vec<T>, usize), crate::cli_output::CargoFprevError> {
     let mut items = sites.to_vec();
     let mut runs = 0;
     let mut n = 2usize;

@@ -10,8 +10,10 @@ use std::process::ExitCode;
 use clap::Args;
 
 use crate::annotate::Attribute;
-use crate::runner::{self, Outcome};
-use crate::{cargo_args, prepare, write_file, CopyArgs, Failure};
+use crate::annotated_copy::{cargo_args, prepare};
+use crate::cargo_flags::CopyArgs;
+use crate::cli_output::{write_file, CargoFprevError};
+use crate::runner::{self, TestOutcome};
 
 #[derive(Args)]
 pub struct ChainsArgs {
@@ -25,7 +27,7 @@ pub struct ChainsArgs {
     pub test_args: Vec<String>,
 }
 
-pub fn chains(a: &ChainsArgs) -> Result<ExitCode, Failure> {
+pub fn chains(a: &ChainsArgs) -> Result<ExitCode, CargoFprevError> {
     let p = prepare(&a.copy, true, Attribute::Accumulator)?;
     eprintln!(
         "cargo fprev: annotated {} function(s) in {} package(s) with #[fprev::accumulator]; \
@@ -59,7 +61,7 @@ pub fn chains(a: &ChainsArgs) -> Result<ExitCode, Failure> {
         failed.extend(
             run.tests
                 .iter()
-                .filter(|(_, o)| **o == Outcome::Failed)
+                .filter(|(_, o)| **o == TestOutcome::Failed)
                 .map(|(t, _)| t.clone()),
         );
         if run.crashed {
@@ -67,7 +69,7 @@ pub fn chains(a: &ChainsArgs) -> Result<ExitCode, Failure> {
         }
     }
     let report = std::fs::read_to_string(dir.join("chains.txt")).map_err(|_| {
-        Failure(format!(
+        CargoFprevError(format!(
             "the tests ran ({tests} test(s) in {} binaries) but wrote no chain report: \
              none of them called an annotated function",
             bins.len()
@@ -92,8 +94,8 @@ pub fn chains(a: &ChainsArgs) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn absolute(dir: &Path) -> Result<PathBuf, Failure> {
+fn absolute(dir: &Path) -> Result<PathBuf, CargoFprevError> {
     std::fs::create_dir_all(dir)
         .and_then(|()| dir.canonicalize())
-        .map_err(|e| Failure(format!("{}: {e}", dir.display())))
+        .map_err(|e| CargoFprevError(format!("{}: {e}", dir.display())))
 }

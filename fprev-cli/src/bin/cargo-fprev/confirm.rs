@@ -4,9 +4,11 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::findings::{Finding, Site, Status, Summary};
-use crate::runner::{self, Outcome, TestBinary};
-use crate::{blame, env_for, finding_env, sanitize, write_log, Failure};
+use crate::blame;
+use crate::cli_output::{sanitize, write_log, CargoFprevError};
+use crate::findings::{Finding, ScrambleSite, Status, Summary};
+use crate::runner::{self, TestBinary, TestOutcome};
+use crate::scramble_env::{env_for, finding_env};
 
 /// One scrambled run's failures, to be confirmed alone.
 pub(crate) struct Confirm<'a> {
@@ -20,7 +22,7 @@ pub(crate) struct Confirm<'a> {
 }
 
 /// A confirmation's outcome and the runs it took.
-type CheckResult = Result<(Checked, usize), Failure>;
+type CheckResult = Result<(Checked, usize), CargoFprevError>;
 
 /// What re-running one test alone found.
 enum Checked {
@@ -43,7 +45,7 @@ impl Confirm<'_> {
         tests: Vec<String>,
         timeout: bool,
         summary: &mut Summary,
-    ) -> Result<(), Failure> {
+    ) -> Result<(), CargoFprevError> {
         let (mode, token) = (self.mode, self.token);
         let tests: Vec<String> = tests
             .into_iter()
@@ -83,7 +85,9 @@ impl Confirm<'_> {
                 .into_iter()
                 .map(|slot| {
                     slot.into_inner().ok().flatten().unwrap_or_else(|| {
-                        Err(Failure("a confirming run ended without a result".into()))
+                        Err(CargoFprevError(
+                            "a confirming run ended without a result".into(),
+                        ))
                     })
                 })
                 .collect()
@@ -103,7 +107,7 @@ impl Confirm<'_> {
     /// Replays `previous`, a finding of an earlier report made with this confirmation's
     /// mode and token: failing again it is a finding of this run too (`still_failing`),
     /// passing it is `fixed`.
-    pub fn replay(&self, previous: &Finding, summary: &mut Summary) -> Result<(), Failure> {
+    pub fn replay(&self, previous: &Finding, summary: &mut Summary) -> Result<(), CargoFprevError> {
         let (checked, runs) = self.check(&previous.test, previous.kind == "timeout")?;
         summary.runs += runs as u64;
         match checked {
@@ -134,14 +138,14 @@ impl Confirm<'_> {
             let args = vec![test.to_string(), "--exact".to_string()];
             let plain = runner::run(self.bin, &args, &env_for("off", "0"), Some(self.limit))?;
             runs += 1;
-            if plain.timed_out || plain.tests.get(test) != Some(&Outcome::Passed) {
+            if plain.timed_out || plain.tests.get(test) != Some(&TestOutcome::Passed) {
                 return Ok((Checked::Nothing, runs));
             }
             limit = plain.wall.mul_f64(self.factor) + Duration::from_secs(5);
         }
         let (run, sites) = run_alone(self.bin, test, mode, token, Some(limit), self.logs, &name)?;
         runs += 1;
-        let failed = run.tests.get(test) == Some(&Outcome::Failed) || run.crashed;
+        let failed = run.tests.get(test) == Some(&TestOutcome::Failed) || run.crashed;
         let (kind, message, at) = if timeout && run.timed_out {
             (
                 "timeout",
@@ -203,7 +207,7 @@ pub(crate) fn replay_command(
     mode: &str,
     token: &str,
     test: &str,
-) -> Result<String, Failure> {
+) -> Result<String, CargoFprevError> {
     let target = if runner::lists(bin, test)? {
         String::new()
     } else {
@@ -224,7 +228,7 @@ pub(crate) fn run_alone(
     limit: Option<Duration>,
     logs: &Path,
     name: &str,
-) -> Result<(runner::Run, Vec<Site>), Failure> {
+) -> Result<(runner::Run, Vec<ScrambleSite>), CargoFprevError> {
     let out = logs.join(format!("{}.sites", sanitize(name)));
     let mut env = finding_env(mode, token);
     env.push(("FPREV_SITES_OUT".into(), out.display().to_string()));
@@ -242,14 +246,14 @@ pub(crate) fn blame_search(
     mode: &str,
     token: &str,
     limit: Option<Duration>,
-    sites: &[Site],
-) -> Result<(Vec<Site>, usize), Failure> {
+    sites: &[ScrambleSite],
+) -> Result<(Vec<ScrambleSite>, usize), CargoFprevError> {
     let args = vec![test.to_string(), "--exact".to_string()];
     blame::ddmin(sites, |subset| {
         let mut env = finding_env(mode, token);
         let labels: Vec<&str> = subset.iter().map(|s| s.label.as_str()).collect();
         env.push(("FPREV_SITES".into(), labels.join(",")));
         let run = runner::run(bin, &args, &env, limit)?;
-        Ok(run.tests.get(test) == Some(&Outcome::Failed) || run.crashed)
+        Ok(run.tests.get(test) == Some(&TestOutcome::Failed) || run.crashed)
     })
 }

@@ -8,8 +8,8 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::cli_output::CargoFprevError;
 use crate::workspace::cargo;
-use crate::Failure;
 
 /// A built test binary.
 #[derive(Clone, Debug)]
@@ -29,7 +29,7 @@ pub fn build(
     target_dir: &Path,
     packages: &[String],
     cargo_args: &[String],
-) -> Result<Vec<TestBinary>, Failure> {
+) -> Result<Vec<TestBinary>, CargoFprevError> {
     let mut cmd = Command::new(cargo());
     cmd.current_dir(copy)
         .env("CARGO_TARGET_DIR", target_dir)
@@ -45,7 +45,7 @@ pub fn build(
     cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
     let mut child = cmd
         .spawn()
-        .map_err(|e| Failure(format!("cannot run cargo: {e}")))?;
+        .map_err(|e| CargoFprevError(format!("cannot run cargo: {e}")))?;
     let mut bins = Vec::new();
     if let Some(out) = child.stdout.take() {
         for line in BufReader::new(out).lines().map_while(Result::ok) {
@@ -67,9 +67,11 @@ pub fn build(
             });
         }
     }
-    let status = child.wait().map_err(|e| Failure(format!("cargo: {e}")))?;
+    let status = child
+        .wait()
+        .map_err(|e| CargoFprevError(format!("cargo: {e}")))?;
     if !status.success() {
-        return Err(Failure(
+        return Err(CargoFprevError(
             "the tests of the annotated copy do not build (cargo's errors above); \
              check that `cargo test --no-run` builds them unannotated"
                 .into(),
@@ -98,7 +100,7 @@ fn package_name(id: &str) -> String {
 
 /// The outcome of one test in one run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
+pub enum TestOutcome {
     Passed,
     Failed,
     Ignored,
@@ -107,7 +109,7 @@ pub enum Outcome {
 /// One run of one test binary.
 #[derive(Debug)]
 pub struct Run {
-    pub tests: BTreeMap<String, Outcome>,
+    pub tests: BTreeMap<String, TestOutcome>,
     /// Each failed test's captured output (libtest's `---- name stdout ----` section).
     pub messages: BTreeMap<String, String>,
     pub wall: Duration,
@@ -123,7 +125,7 @@ pub struct Run {
 }
 
 /// Whether `bin` lists `test` by name (`--list`), as libtest binaries do.
-pub fn lists(bin: &TestBinary, test: &str) -> Result<bool, Failure> {
+pub fn lists(bin: &TestBinary, test: &str) -> Result<bool, CargoFprevError> {
     let list = vec![test.to_string(), "--exact".into(), "--list".into()];
     let listed = run(bin, &list, &[], None)?;
     Ok(listed.log.contains(&format!("{test}: test")))
@@ -135,7 +137,7 @@ pub fn run(
     args: &[String],
     env: &[(String, String)],
     limit: Option<Duration>,
-) -> Result<Run, Failure> {
+) -> Result<Run, CargoFprevError> {
     let start = Instant::now();
     let mut cmd = Command::new(&bin.path);
     cmd.args(args)
@@ -152,7 +154,7 @@ pub fn run(
     }
     let mut child = cmd
         .spawn()
-        .map_err(|e| Failure(format!("cannot run {}: {e}", bin.path.display())))?;
+        .map_err(|e| CargoFprevError(format!("cannot run {}: {e}", bin.path.display())))?;
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
     // each stream keeps half the log's bytes; libtest's lines are parsed as they go by
@@ -164,7 +166,7 @@ pub fn run(
         match child.try_wait() {
             Ok(Some(s)) => break Some(s),
             Ok(None) => {}
-            Err(e) => return Err(Failure(format!("{}: {e}", bin.path.display()))),
+            Err(e) => return Err(CargoFprevError(format!("{}: {e}", bin.path.display()))),
         }
         if limit.is_some_and(|l| start.elapsed() > l) {
             timed_out = true;
@@ -182,7 +184,7 @@ pub fn run(
         .clone()
         .or(stderr.scramble_line.clone());
     let (tests, messages) = stdout.libtest.finish();
-    let failed_any = tests.values().any(|o| *o == Outcome::Failed);
+    let failed_any = tests.values().any(|o| *o == TestOutcome::Failed);
     let crashed = !timed_out && status.is_some_and(|s| !s.success()) && !failed_any;
     let mut log = stdout.into_log("standard output");
     log.push_str("\n--- stderr ---\n");
@@ -301,7 +303,7 @@ impl Capture {
 /// test's captured output (its first [`MAX_MESSAGE`] bytes).
 #[derive(Default)]
 struct Libtest {
-    tests: BTreeMap<String, Outcome>,
+    tests: BTreeMap<String, TestOutcome>,
     messages: BTreeMap<String, String>,
     current: Option<(String, String)>,
 }
@@ -317,9 +319,9 @@ impl Libtest {
             if let Some((name, result)) = rest.rsplit_once(" ... ") {
                 let word = result.split(|c: char| c.is_whitespace() || c == ',').next();
                 let outcome = match word {
-                    Some("ok") => Some(Outcome::Passed),
-                    Some("FAILED") => Some(Outcome::Failed),
-                    Some("ignored") => Some(Outcome::Ignored),
+                    Some("ok") => Some(TestOutcome::Passed),
+                    Some("FAILED") => Some(TestOutcome::Failed),
+                    Some("ignored") => Some(TestOutcome::Ignored),
                     _ => None,
                 };
                 // `#[should_panic]` tests are listed as `test NAME - should panic ... ok`;
@@ -366,7 +368,7 @@ impl Libtest {
         }
     }
 
-    fn finish(&mut self) -> (BTreeMap<String, Outcome>, BTreeMap<String, String>) {
+    fn finish(&mut self) -> (BTreeMap<String, TestOutcome>, BTreeMap<String, String>) {
         self.end_message();
         (
             std::mem::take(&mut self.tests),
@@ -378,7 +380,7 @@ impl Libtest {
 /// Test outcomes (`test NAME ... ok|FAILED|ignored`) and failure messages from libtest's
 /// human output, read whole (the runs read it as it comes, through [`Capture`]).
 #[cfg(test)]
-pub fn parse_libtest(stdout: &str) -> (BTreeMap<String, Outcome>, BTreeMap<String, String>) {
+pub fn parse_libtest(stdout: &str) -> (BTreeMap<String, TestOutcome>, BTreeMap<String, String>) {
     let mut libtest = Libtest::default();
     for line in stdout.lines() {
         libtest.line(line);
@@ -439,11 +441,11 @@ failures:
 test result: FAILED. 1 passed; 1 failed; 1 ignored; 0 measured; 0 filtered out
 ";
         let (tests, messages) = parse_libtest(out);
-        assert_eq!(tests["a::ok_one"], Outcome::Passed);
-        assert_eq!(tests["a::bad"], Outcome::Failed);
-        assert_eq!(tests["slow"], Outcome::Ignored);
+        assert_eq!(tests["a::ok_one"], TestOutcome::Passed);
+        assert_eq!(tests["a::bad"], TestOutcome::Failed);
+        assert_eq!(tests["slow"], TestOutcome::Ignored);
         // the name `--exact` and libtest's thread know, without the test's mode
-        assert_eq!(tests["a::bad_input"], Outcome::Passed);
+        assert_eq!(tests["a::bad_input"], TestOutcome::Passed);
         let (at, text) = panic_site(&messages["a::bad"]);
         assert_eq!(at.as_deref(), Some("src/lib.rs:10:5"));
         assert!(
@@ -483,8 +485,8 @@ failures:
 test result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out
 ";
         let (tests, messages) = parse_libtest(out);
-        assert_eq!(tests.get("child"), Some(&Outcome::Passed));
-        assert_eq!(tests.get("parent"), Some(&Outcome::Failed));
+        assert_eq!(tests.get("child"), Some(&TestOutcome::Passed));
+        assert_eq!(tests.get("parent"), Some(&TestOutcome::Failed));
         let (at, _) = panic_site(&messages["parent"]);
         assert_eq!(at.as_deref(), Some("src/lib.rs:9:5"), "{messages:?}");
     }
@@ -527,8 +529,8 @@ mod capture_tests {
             Some("fprev scramble: 3 site(s) reached")
         );
         let (tests, messages) = c.libtest.finish();
-        assert_eq!(tests.get("a"), Some(&Outcome::Passed));
-        assert_eq!(tests.get("b"), Some(&Outcome::Failed));
+        assert_eq!(tests.get("a"), Some(&TestOutcome::Passed));
+        assert_eq!(tests.get("b"), Some(&TestOutcome::Failed));
         let m = &messages["b"];
         assert!(m.len() <= MAX_MESSAGE + 200, "{}", m.len());
         assert!(

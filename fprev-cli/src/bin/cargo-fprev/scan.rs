@@ -1,11 +1,60 @@
-//! `cargo fprev scan`'s report: each function `cargo fprev test` would annotate, with
+//! `cargo fprev scan`: it reads the selected sources and reports each function `cargo fprev test` would annotate, with
 //! what `#[fprev::scramble]` decides for each of its loops and chains, as a table for
 //! people and as one JSON document (its schema is in docs/cargo-fprev.md).
 
 use std::collections::BTreeMap;
+use std::process::ExitCode;
 
 use fprev_expand::{Construct, Decision, Outcome, ReasonKind};
 use serde_json::{json, Value};
+
+use crate::annotate;
+use crate::annotated_copy::{note_partial, note_unparsed, select};
+use crate::cargo_flags::SourceArgs;
+use crate::cli_output::{write_stdout, CargoFprevError};
+
+// `cargo fprev scan`'s flags (no doc comment: clap would read it as the subcommand's
+// about, which the `Scan` variant's doc gives).
+#[derive(clap::Args)]
+pub struct ScanArgs {
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Print one JSON document (schema: docs/cargo-fprev.md) instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `cargo fprev scan`: reads the sources of the selected packages, writes nothing and
+/// builds nothing.
+pub fn scan(a: &ScanArgs) -> Result<ExitCode, CargoFprevError> {
+    let sel = select(&a.source)?;
+    let mut functions = Vec::new();
+    for p in sel.annotated_packages() {
+        for (rel, rel_text, src) in sel.sources(p) {
+            match annotate::explain_where(&src, |f| sel.keeps(&rel_text, f)) {
+                Ok(r) => {
+                    if let Some(e) = &r.partial {
+                        note_partial(&rel, e);
+                    }
+                    for (f, decided) in r.functions {
+                        functions.push(Function::new(&p.name, &rel_text, f.line, &f.name, decided));
+                    }
+                }
+                Err(e) => note_unparsed(&rel, &e),
+            }
+        }
+    }
+    if functions.is_empty() {
+        return Err(sel.nothing_found());
+    }
+    let text = if a.json {
+        serde_json::to_string_pretty(&to_json(&functions)).unwrap_or_default() + "\n"
+    } else {
+        to_text(&functions)
+    };
+    write_stdout(&text)?;
+    Ok(ExitCode::SUCCESS)
+}
 
 /// One function of the report.
 pub struct Function {
@@ -17,11 +66,11 @@ pub struct Function {
     /// Its name (`Type::method` inside an impl).
     pub name: String,
     /// The macro's decisions in source order, or the error it would report instead.
-    pub decisions: Result<Vec<Row>, String>,
+    pub decisions: Result<Vec<LocatedDecision>, String>,
 }
 
 /// One decision, located.
-pub struct Row {
+pub struct LocatedDecision {
     pub line: usize,
     /// 1-based, in characters, as rustc's messages count.
     pub column: usize,
@@ -40,11 +89,11 @@ impl Function {
     ) -> Function {
         let decisions = decided
             .map(|list| {
-                let mut rows: Vec<Row> = list
+                let mut rows: Vec<LocatedDecision> = list
                     .into_iter()
                     .map(|d| {
                         let at = d.span.start();
-                        Row {
+                        LocatedDecision {
                             line: at.line,
                             column: at.column + 1,
                             construct: d.construct,
@@ -96,7 +145,7 @@ fn totals(functions: &[Function]) -> Totals {
 }
 
 /// What a row says after its outcome: the construct, and the place or the reason.
-fn what(r: &Row) -> String {
+fn what(r: &LocatedDecision) -> String {
     match &r.outcome {
         Outcome::Scrambled { place, site } => match place {
             Some(p) => format!("{}: reduction into `{p}` ({site})", r.construct),
@@ -127,7 +176,8 @@ fn outcome_word(o: &Outcome) -> &'static str {
 /// (locations aligned within a file: a long path elsewhere does not push them right),
 /// then the totals.
 pub fn to_text(functions: &[Function]) -> String {
-    let location = |f: &Function, r: &Row| format!("{}:{}:{}", f.file, r.line, r.column);
+    let location =
+        |f: &Function, r: &LocatedDecision| format!("{}:{}:{}", f.file, r.line, r.column);
     let mut widths: BTreeMap<&str, usize> = BTreeMap::new();
     for f in functions {
         for r in f.decisions.iter().flatten() {
@@ -218,7 +268,7 @@ pub fn to_json(functions: &[Function]) -> Value {
     })
 }
 
-fn row_json(r: &Row) -> Value {
+fn row_json(r: &LocatedDecision) -> Value {
     let mut v = json!({
         "line": r.line,
         "column": r.column,

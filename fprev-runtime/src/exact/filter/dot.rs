@@ -249,8 +249,9 @@ mod avx2 {
         }
     }
 
-    // One function: the level sums live in AVX2 registers across the whole loop, which
-    // helpers would have to pass through memory or inline under the same target features.
+    // Over 100 lines because it is the exact dot's hot loop, kept as one function: the
+    // level sums live in AVX2 registers across the whole loop, which helpers would have
+    // to pass through memory or inline under the same target features.
     #[target_feature(enable = "avx2,fma")]
     #[allow(unused_unsafe)]
     unsafe fn run<const P: usize, const E: usize>(

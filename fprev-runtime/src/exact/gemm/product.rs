@@ -65,7 +65,7 @@ fn integral(v: f64) -> bool {
 /// The buffers of one product, kept by a `Gemm` between calls so that repeated products
 /// reuse their memory instead of faulting in fresh pages.
 #[derive(Clone, Default)]
-pub(super) struct Workspace {
+pub(super) struct ProductBuffers {
     slice: Vec<f64>,
     left: Vec<f64>,
     slices: Vec<f64>,
@@ -76,7 +76,7 @@ pub(super) struct Workspace {
     totals: Vec<i64>,
 }
 
-impl std::fmt::Debug for Workspace {
+impl std::fmt::Debug for ProductBuffers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let held = [
             &self.slice,
@@ -91,7 +91,7 @@ impl std::fmt::Debug for Workspace {
         .map(|v| v.capacity())
         .sum::<usize>()
             + self.totals.capacity();
-        write!(f, "Workspace {{ {held} values held }}")
+        write!(f, "ProductBuffers {{ {held} values held }}")
     }
 }
 
@@ -99,7 +99,7 @@ impl std::fmt::Debug for Workspace {
 /// element correctly rounded; `kernel` does the heavy work.
 pub(super) fn product<K: GemmKernel>(
     kernel: &mut K,
-    work: &mut Workspace,
+    work: &mut ProductBuffers,
     (m, n, k): (usize, usize, usize),
     a: &[f64],
     b: &[f64],
@@ -125,7 +125,7 @@ pub(super) fn product<K: GemmKernel>(
 /// by one ordinary product of the tails. Returns the elements left open.
 fn sliced<K: GemmKernel>(
     kernel: &mut K,
-    work: &mut Workspace,
+    work: &mut ProductBuffers,
     (m, n, k): (usize, usize, usize),
     a: &[f64],
     b: &[f64],
@@ -192,7 +192,7 @@ fn sliced<K: GemmKernel>(
 /// chunk's integers summed exactly in `work.totals` (empty for a single chunk).
 fn slice_products<K: GemmKernel>(
     kernel: &mut K,
-    work: &mut Workspace,
+    work: &mut ProductBuffers,
     (m, n, k): (usize, usize, usize),
 ) {
     let slices = zeroed(&mut work.products, m * 2 * n);
@@ -289,7 +289,7 @@ impl Factors {
 /// left open.
 fn direct<K: GemmKernel>(
     kernel: &mut K,
-    work: &mut Workspace,
+    work: &mut ProductBuffers,
     (m, n, k): (usize, usize, usize),
     a: &[f64],
     b: &[f64],
@@ -387,7 +387,7 @@ mod tests {
         let mut out = vec![0.0; m * n];
         let open = sliced(
             &mut Matrixmultiply,
-            &mut Workspace::default(),
+            &mut ProductBuffers::default(),
             (m, n, k),
             &a,
             &b,
@@ -398,7 +398,7 @@ mod tests {
         let mut out = vec![0.0; m * n];
         let open = direct(
             &mut Matrixmultiply,
-            &mut Workspace::default(),
+            &mut ProductBuffers::default(),
             (m, n, k),
             &a,
             &b,

@@ -78,15 +78,15 @@ fn norm_bound(sum_of_squares: f64, count: usize) -> f64 {
 
 /// What a scan of a line found.
 #[derive(Clone, Copy)]
-struct Scan {
+struct LineScan {
     largest: f64,
     finite: bool,
     all_negative: bool,
     all_positive: bool,
 }
 
-impl Scan {
-    const EMPTY: Scan = Scan {
+impl LineScan {
+    const EMPTY: LineScan = LineScan {
         largest: 0.0,
         finite: true,
         all_negative: true,
@@ -143,7 +143,7 @@ pub(super) fn split_rows(
 ) -> Vec<Line> {
     let slice = zeroed(slice, m * k);
     let left = zeroed(left, m * 2 * k);
-    let mut rows = vec![Scan::EMPTY.line(); m];
+    let mut rows = vec![LineScan::EMPTY.line(); m];
     if k == 0 {
         return rows;
     }
@@ -153,7 +153,7 @@ pub(super) fn split_rows(
         .zip(a.par_chunks(k))
         .zip(rows.par_iter_mut())
         .for_each(|(((slice, left), a), line)| {
-            let mut scan = Scan::EMPTY;
+            let mut scan = LineScan::EMPTY;
             a.iter().for_each(|&v| scan.add(v));
             *line = scan.line();
             let LineKind::Sliced { exp } = line.kind else {
@@ -189,13 +189,13 @@ pub(super) fn split_columns(
     slices: &mut Vec<f64>,
     right: &mut Vec<f64>,
 ) -> Vec<Line> {
-    let mut scans = vec![Scan::EMPTY; n];
+    let mut scans = vec![LineScan::EMPTY; n];
     for row in b.chunks_exact(n.max(1)) {
         for (scan, &v) in scans.iter_mut().zip(row) {
             scan.add(v);
         }
     }
-    let mut cols: Vec<Line> = scans.into_iter().map(Scan::line).collect();
+    let mut cols: Vec<Line> = scans.into_iter().map(LineScan::line).collect();
     // Per column: the scales of the first slice, of the second, and of the whole column.
     let scales: Vec<Option<[f64; 5]>> = cols
         .iter()
@@ -262,11 +262,11 @@ pub(super) fn split_columns(
 /// such as widened `f32`).
 pub(super) fn scan_rows(a: &[f64], m: usize, k: usize) -> Vec<Line> {
     if k == 0 {
-        return vec![Scan::EMPTY.line(); m];
+        return vec![LineScan::EMPTY.line(); m];
     }
     a.par_chunks(k)
         .map(|row| {
-            let mut scan = Scan::EMPTY;
+            let mut scan = LineScan::EMPTY;
             row.iter().for_each(|&v| scan.add(v));
             let mut line = scan.line();
             line.slice_norm = norm_bound(row.iter().map(|v| v * v).sum(), k);
@@ -277,7 +277,7 @@ pub(super) fn scan_rows(a: &[f64], m: usize, k: usize) -> Vec<Line> {
 
 /// [`scan_rows`] for the columns of `b` (k x n).
 pub(super) fn scan_columns(b: &[f64], k: usize, n: usize) -> Vec<Line> {
-    let mut scans = vec![Scan::EMPTY; n];
+    let mut scans = vec![LineScan::EMPTY; n];
     let mut squares = vec![0.0; n];
     for row in b.chunks_exact(n.max(1)) {
         for ((scan, sq), &v) in scans.iter_mut().zip(&mut squares).zip(row) {

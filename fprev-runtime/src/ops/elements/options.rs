@@ -45,14 +45,15 @@ pub enum ElementCoverage {
 #[derive(Clone, Debug)]
 pub struct ElementReveal {
     pub(super) coverage: ElementCoverage,
-    pub(super) algorithm: Algorithm,
-    pub(super) pivot: Option<Pivot>,
-    pub(super) seed: u64,
-    pub(super) accept_flat: bool,
-    pub(super) verify: bool,
+    /// The settings an element's revelation shares with [`Reveal`] (algorithm, pivot,
+    /// seed, flat results, verification, memory budget), held as the `Reveal` they
+    /// configure, so each is set and defaulted in one place; its size is set per tree.
+    pub(super) reveal: Reveal,
+    /// Whether [`pivot`](Self::pivot) was called: if not, the pivot follows the lanes
+    /// of a call (see there).
+    pub(super) pivot_chosen: bool,
     pub(super) checks: usize,
     pub(super) max_groups: usize,
-    pub(super) max_memory: u64,
     pub(super) on_call: Option<OnCall>,
 }
 
@@ -77,15 +78,12 @@ impl ElementReveal {
     pub fn new() -> Self {
         ElementReveal {
             coverage: ElementCoverage::Batched,
-            algorithm: Algorithm::FPRev,
-            pivot: None,
-            seed: 0,
-            accept_flat: false,
-            verify: true,
+            // FPRev, seed 0, verification on, flat results refused, the default budget
+            reveal: Reveal::new(0),
+            pivot_chosen: false,
             checks: 2,
             max_groups: 16,
             on_call: None,
-            max_memory: crate::reveal::DEFAULT_MAX_MEMORY,
         }
     }
 
@@ -120,7 +118,7 @@ impl ElementReveal {
 
     /// Tree-construction algorithm (default FPRev).
     pub fn algorithm(mut self, a: Algorithm) -> Self {
-        self.algorithm = a;
+        self.reveal = self.reveal.algorithm(a);
         self
     }
 
@@ -129,19 +127,20 @@ impl ElementReveal {
     /// lane, where probes are calls and random pivots need about `2n` even for
     /// reverse-order sums).
     pub fn pivot(mut self, p: Pivot) -> Self {
-        self.pivot = Some(p);
+        self.reveal = self.reveal.pivot(p);
+        self.pivot_chosen = true;
         self
     }
 
     /// Seed of pivots and check inputs (default 0).
     pub fn seed(mut self, s: u64) -> Self {
-        self.seed = s;
+        self.reveal = self.reveal.seed(s);
         self
     }
 
     /// Accept order-independent (one fused node) results (default off).
     pub fn accept_flat(mut self, on: bool) -> Self {
-        self.accept_flat = on;
+        self.reveal = self.reveal.accept_flat(on);
         self
     }
 
@@ -165,7 +164,7 @@ impl ElementReveal {
     /// assert!(matches!(e, fprev::RevealError::NotPlainSummation { .. }), "{e}");
     /// ```
     pub fn verify(mut self, on: bool) -> Self {
-        self.verify = on;
+        self.reveal = self.reveal.verify(on);
         self
     }
 
@@ -190,7 +189,7 @@ impl ElementReveal {
     /// # let _ = r;
     /// ```
     pub fn max_memory(mut self, bytes: u64) -> Self {
-        self.max_memory = bytes;
+        self.reveal = self.reveal.max_memory(bytes);
         self
     }
 
@@ -201,18 +200,15 @@ impl ElementReveal {
     /// spread, or a fused node that plain replays miss, a tree with truncating fused
     /// nodes needs the block-FMA model the engine fits while verifying.
     pub(super) fn engine(&self, shape: ReductionShape, per_call: usize, verify: bool) -> Reveal {
-        let k = shape.k;
-        let pivot = self.pivot.unwrap_or(if per_call > 1 {
-            Pivot::Smallest
+        let engine = self.reveal.with_size(shape.k);
+        let engine = if self.pivot_chosen {
+            engine
+        } else if per_call > 1 {
+            engine.pivot(Pivot::Smallest)
         } else {
-            Pivot::Random
-        });
-        Reveal::new(k)
-            .algorithm(self.algorithm)
-            .pivot(pivot)
-            .seed(self.seed)
-            .accept_flat(self.accept_flat)
-            .max_memory(self.max_memory)
-            .verify(verify || self.verify)
+            engine.pivot(Pivot::Random)
+        };
+        let verify = verify || engine.verifies();
+        engine.verify(verify)
     }
 }

@@ -3,10 +3,10 @@
 //! probe broadcast to every lane.
 
 use super::options::OnCall;
+use crate::black_box::{random_operands, DrawnOperands, Probe, ProbeBatch, Target, TargetError};
 use crate::float::{FloatFormat, ProbeFloat};
-use crate::ops::{adapters, convert, split_operands, Operands, Reduction, ReductionShape};
+use crate::ops::{adapters, convert, split_operands, OperandPair, Reduction, ReductionShape};
 use crate::reveal::RevealError;
-use crate::target::{random_operands, DrawnOperands, Probe, ProbeBatch, Target, TargetError};
 
 /// What one lane held in one call.
 #[derive(Clone, Debug)]
@@ -219,7 +219,7 @@ impl<'r, T: ProbeFloat, R: Reduction<T>> Recorder<'r, T, R> {
     }
 
     /// The two operands of a source's values.
-    fn operands(&self, src: &Source<T>) -> Result<Operands<R::Input>, TargetError> {
+    fn operands(&self, src: &Source<T>) -> Result<OperandPair<R::Input>, TargetError> {
         match src {
             Source::Drawn { a, b } => Ok((
                 a.iter().map(|&v| R::Input::from_f64_round(v)).collect(),
@@ -441,7 +441,7 @@ impl<T: ProbeFloat, R: Reduction<T>> Target<T> for Recorder<'_, T, R> {
         let (a, b) = self.drawn.peek(x)?;
         let a: Vec<f64> = a.iter().map(|v| v.to_f64()).collect();
         let b: Vec<f64> = b.iter().map(|v| v.to_f64()).collect();
-        Some(crate::target::exponent_sums(&a, &b, R::Input::FORMAT))
+        Some(crate::black_box::exponent_sums(&a, &b, R::Input::FORMAT))
     }
 
     fn probe_batch(&mut self, batch: &ProbeBatch<'_, T>, out: &mut [T]) -> Result<(), TargetError> {

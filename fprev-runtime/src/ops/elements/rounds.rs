@@ -8,11 +8,11 @@ use rand_core::SeedableRng;
 
 use super::recorder::{nondeterministic, RecordMode, Recorder, Source};
 use super::{Element, ElementCoverage, ElementOrders, ElementReveal, OrderGroup};
+use crate::black_box::{random_operands, Target, TargetError};
 use crate::float::{FloatFormat, ProbeFloat, ProbeScale};
 use crate::ops::{convert, spreads_operands, Reduction};
 use crate::random;
 use crate::reveal::{fit, FittedFused, RevealError, RevealReport};
-use crate::target::{random_operands, Target, TargetError};
 use crate::tree::SumTree;
 
 impl ElementReveal {
@@ -182,7 +182,7 @@ impl ElementReveal {
         let tree = self.spread_round(rec, shape.lanes, false)?.tree;
         let first = rec.log.first().map(|l| l.rows.clone());
         // Seeded random inputs, different in every lane.
-        let mut rng = ChaCha8Rng::seed_from_u64(self.seed ^ 0xC4EC_0000);
+        let mut rng = ChaCha8Rng::seed_from_u64(self.reveal.seed_value() ^ 0xC4EC_0000);
         for _ in 0..self.checks {
             let lanes: Vec<u32> = (0..shape.lanes)
                 .map(|_| {
@@ -270,7 +270,7 @@ impl ElementReveal {
         // Seeded random operands, a row of A per lane and a column of B per output:
         // every element sums products of its own.
         for c in 0..self.checks {
-            let seed = self.seed ^ 0xC4EC_0000 ^ ((c as u64) << 40);
+            let seed = self.reveal.seed_value() ^ 0xC4EC_0000 ^ ((c as u64) << 40);
             let rows: Vec<Vec<R::Input>> = (0..shape.lanes)
                 .map(|i| {
                     random_operands::<R::Input>(seed ^ ((i as u64) << 20), shape.k, T::FORMAT).0
@@ -341,7 +341,7 @@ impl ElementReveal {
         verify: bool,
     ) -> Result<Round, RevealError> {
         let shape = rec.shape;
-        let verify = verify || self.verify;
+        let verify = verify || self.reveal.verifies();
         rec.mode = RecordMode::Broadcast {
             reference: pending[0],
         };
@@ -359,10 +359,10 @@ impl ElementReveal {
             tree: &tree,
             fused: report.verification.fused,
         };
-        let mut rng = ChaCha8Rng::seed_from_u64(self.seed ^ 0xB40A_DCA5);
+        let mut rng = ChaCha8Rng::seed_from_u64(self.reveal.seed_value() ^ 0xB40A_DCA5);
         for c in 0..self.checks.max(1) {
             let (got, x, exps) = if rec.spread {
-                let seed = self.seed ^ 0xB40A_DCA5 ^ ((c as u64) << 40);
+                let seed = self.reveal.seed_value() ^ 0xB40A_DCA5 ^ ((c as u64) << 40);
                 let (a, b) = random_operands::<R::Input>(seed, shape.k, T::FORMAT);
                 let src = Source::Drawn {
                     a: a.iter().map(|v| v.to_f64()).collect(),
@@ -384,7 +384,7 @@ impl ElementReveal {
                 let want = model.primary(&x, exps.as_deref());
                 return Err(RevealError::NotPlainSummation {
                     tree: clip(tree.to_string()),
-                    input_seed: self.seed,
+                    input_seed: self.reveal.seed_value(),
                     target_bits: got.to_bits_u64(),
                     tree_bits: want.to_bits_u64(),
                 });
@@ -456,7 +456,7 @@ fn random_input<T: ProbeFloat, I: ProbeFloat>(k: usize, rng: &mut ChaCha8Rng) ->
 /// which a fused model aligns them by; `None` for any other source.
 fn source_exponents<T>(src: &Source<T>, fmt: FloatFormat) -> Option<Vec<i32>> {
     match src {
-        Source::Drawn { a, b } => Some(crate::target::exponent_sums(a, b, fmt)),
+        Source::Drawn { a, b } => Some(crate::black_box::exponent_sums(a, b, fmt)),
         _ => None,
     }
 }

@@ -32,14 +32,14 @@ const KEPT: usize = 8;
 pub(super) const KEPT_ORDER: usize = 256;
 
 /// What a thread keeps, each list in order of last use.
-struct Kept {
+struct KeptStreams {
     streams: Vec<(SiteStream, ScrambleRng)>,
     orders: Vec<(SiteStream, Box<[u16]>)>,
 }
 
 thread_local! {
-    static KEPT_HERE: RefCell<Kept> = const {
-        RefCell::new(Kept {
+    static KEPT_HERE: RefCell<KeptStreams> = const {
+        RefCell::new(KeptStreams {
             streams: Vec::new(),
             orders: Vec::new(),
         })
@@ -50,7 +50,7 @@ thread_local! {
 /// (dropping the least recently used past [`KEPT`]); `None` when the thread's lists are
 /// gone or busy.
 fn kept<T, R>(
-    list: impl FnOnce(&mut Kept) -> &mut Vec<(SiteStream, T)>,
+    list: impl FnOnce(&mut KeptStreams) -> &mut Vec<(SiteStream, T)>,
     is: impl Fn(&(SiteStream, T)) -> bool,
     make: impl FnOnce() -> (SiteStream, T),
     read: impl FnOnce(&T) -> R,

@@ -1,9 +1,9 @@
 //! Sweeps over lengths of targets whose order is known, read back as models.
 
 use super::*;
+use crate::black_box::FnTarget;
 use crate::model::fit::candidates;
 use crate::model::{Combine, SumType};
-use crate::target::FnTarget;
 use rand::{Rng, SeedableRng};
 
 fn sweep_of(shape: ModelShape, lengths: impl IntoIterator<Item = usize>) -> Sweep {

@@ -5,7 +5,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use rayon::prelude::*;
 
-use super::{neg, MaskGuard, ProbeBatch, ProbeSets, Target, TargetError};
+use super::probe::{neg, MaskGuard, ProbeBatch, ProbeSets};
+use super::target_trait::{Target, TargetError};
 use crate::float::ProbeFloat;
 
 /// Runs `f`, turning a panic into a [`TargetError`] that carries its message.
@@ -216,7 +217,7 @@ impl<T: ProbeFloat, F: Fn(&[T]) -> T> Target<T> for FnTargetRef<'_, F> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::target::Probe;
+    use crate::black_box::Probe;
 
     #[test]
     fn masks_restored_after_panic() {

@@ -41,7 +41,7 @@ pub fn parse_sizes(text: &str) -> Result<Sizes, String> {
 }
 
 /// One revealed configuration.
-pub struct Row {
+pub struct RevealedConfiguration {
     /// The algorithm's name.
     pub algorithm: &'static str,
     /// Ranks.
@@ -54,7 +54,7 @@ pub struct Row {
 
 /// The table, then the configurations grouped by tree (trees of up to 16 leaves also
 /// as canonical text).
-pub fn table(rows: &[Row]) -> String {
+pub fn table(rows: &[RevealedConfiguration]) -> String {
     let mut out = format!("{:<20} {:>6} {:>9}  tree\n", "algorithm", "ranks", "count");
     for r in rows {
         out += &format!(
@@ -65,7 +65,7 @@ pub fn table(rows: &[Row]) -> String {
             r.tree.describe()
         );
     }
-    let mut groups: BTreeMap<String, Vec<&Row>> = BTreeMap::new();
+    let mut groups: BTreeMap<String, Vec<&RevealedConfiguration>> = BTreeMap::new();
     for r in rows {
         groups.entry(r.tree.to_string()).or_default().push(r);
     }
@@ -108,7 +108,7 @@ mod tests {
 
     #[test]
     fn configurations_with_one_tree_are_grouped() {
-        let row = |algorithm, ranks, tree| Row {
+        let row = |algorithm, ranks, tree| RevealedConfiguration {
             algorithm,
             ranks,
             count: 1,

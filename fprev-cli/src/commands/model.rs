@@ -11,7 +11,9 @@ use fprev::model::{FitConfig, Lang, OrderModel};
 use fprev::target::{FnTarget, ProbeBatch, Target, TargetError};
 use fprev::ProbeFloat;
 
-use crate::{accumulator, dtype_name, exec, limits, wire_of, write_out, Dtype, Failure};
+use crate::console::{write_out, CommandFailure};
+use crate::flags::{accumulator, dtype_name, parse_values, wire_of, DtypeArg, ProgramWaits};
+use crate::{exec, limits};
 
 #[derive(clap::Args)]
 pub struct ModelArgs {
@@ -27,10 +29,10 @@ pub struct ModelArgs {
     sizes: String,
     /// Float type of the values sent.
     #[arg(long, value_enum, default_value = "f32")]
-    dtype: Dtype,
+    dtype: DtypeArg,
     /// Type of the answer and of the accumulation, when wider than --dtype.
     #[arg(long, value_enum)]
-    acc_dtype: Option<Dtype>,
+    acc_dtype: Option<DtypeArg>,
     /// Also write the model as one self-contained function `sum` in this language.
     #[arg(long, value_parser = ["rust", "c", "python"])]
     emit: Option<String>,
@@ -64,35 +66,36 @@ pub struct ModelArgs {
 /// The built-in sums a model can be fitted to.
 const BUILTINS: &str = "iter-sum, unrolled4, ndarray-sum, rayon-sum";
 
-pub fn run(args: &ModelArgs) -> Result<ExitCode, Failure> {
+/// Runs `fprev model`: the lengths fitted and proved, the model printed (and emitted).
+pub fn run(args: &ModelArgs) -> Result<ExitCode, CommandFailure> {
     let start = Instant::now();
-    let sizes = crate::sweep::parse_values(&args.sizes)
-        .map_err(|e| Failure::Message(format!("--sizes {:?}: {e}", args.sizes)))?;
+    let sizes = parse_values(&args.sizes)
+        .map_err(|e| CommandFailure::Message(format!("--sizes {:?}: {e}", args.sizes)))?;
     let acc = accumulator(args.dtype, args.acc_dtype)?;
     let config = FitConfig::default()
         .proofs(args.proofs)
         .reach(args.reach)
         .seed(args.seed);
     let largest = sizes.last().copied().unwrap_or(0) * args.reach.max(2);
-    limits::vector(largest, 8, 8 << 30).map_err(Failure::Message)?;
+    limits::vector(largest, 8, 8 << 30).map_err(CommandFailure::Message)?;
     let (what, model) = match (&args.target, &args.exec) {
         (Some(name), _) => {
-            if args.dtype != acc || !matches!(acc, Dtype::F32 | Dtype::F64) {
-                return Err(Failure::Message(format!(
+            if args.dtype != acc || !matches!(acc, DtypeArg::F32 | DtypeArg::F64) {
+                return Err(CommandFailure::Message(format!(
                     "{name} sums f32 or f64 in its own type: pass --dtype f32 or f64, without --acc-dtype"
                 )));
             }
             let model = match acc {
-                Dtype::F64 => fit_builtin::<f64>(name, args.threads, &config, &sizes)?,
+                DtypeArg::F64 => fit_builtin::<f64>(name, args.threads, &config, &sizes)?,
                 _ => fit_builtin::<f32>(name, args.threads, &config, &sizes)?,
             };
             (name.clone(), model)
         }
         (None, Some(_)) => {
             let model = match acc {
-                Dtype::F32 => fit_exec::<f32>(args, &config, &sizes)?,
-                Dtype::F64 => fit_exec::<f64>(args, &config, &sizes)?,
-                Dtype::F16 => fit_exec::<fprev::half::f16>(args, &config, &sizes)?,
+                DtypeArg::F32 => fit_exec::<f32>(args, &config, &sizes)?,
+                DtypeArg::F64 => fit_exec::<f64>(args, &config, &sizes)?,
+                DtypeArg::F16 => fit_exec::<fprev::half::f16>(args, &config, &sizes)?,
                 _ => fit_exec::<fprev::half::bf16>(args, &config, &sizes)?,
             };
             (
@@ -101,7 +104,7 @@ pub fn run(args: &ModelArgs) -> Result<ExitCode, Failure> {
             )
         }
         (None, None) => {
-            return Err(Failure::Message(format!(
+            return Err(CommandFailure::Message(format!(
                 "name a built-in sum ({BUILTINS}) or pass --exec \"<command>\""
             )))
         }
@@ -114,11 +117,11 @@ pub fn run(args: &ModelArgs) -> Result<ExitCode, Failure> {
     );
     let mut text = format!("{model}\n{}\n", model.describe());
     if let Some(lang) = &args.emit {
-        let lang: Lang = lang.parse().map_err(Failure::Message)?;
+        let lang: Lang = lang.parse().map_err(CommandFailure::Message)?;
         let code = model.emit(lang);
         match &args.out {
             Some(path) => std::fs::write(path, code)
-                .map_err(|e| Failure::Message(format!("--out {}: {e}", path.display())))?,
+                .map_err(|e| CommandFailure::Message(format!("--out {}: {e}", path.display())))?,
             None => text = format!("{text}\n{code}"),
         }
     }
@@ -126,8 +129,8 @@ pub fn run(args: &ModelArgs) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn failure(e: fprev::model::ModelError) -> Failure {
-    Failure::Message(e.to_string())
+fn failure(e: fprev::model::ModelError) -> CommandFailure {
+    CommandFailure::Message(e.to_string())
 }
 
 fn fit_builtin<T: crate::builtins::Real>(
@@ -135,13 +138,13 @@ fn fit_builtin<T: crate::builtins::Real>(
     threads: Option<usize>,
     config: &FitConfig,
     sizes: &[usize],
-) -> Result<OrderModel, Failure> {
+) -> Result<OrderModel, CommandFailure> {
     let fit = |f: &dyn Fn(&[T]) -> T| {
         fprev::model::fit_with(config, |_n| FnTarget(|x: &[T]| f(x)), sizes.iter().copied())
             .map_err(failure)
     };
     if threads.is_some() && name != "rayon-sum" {
-        return Err(Failure::Message(format!(
+        return Err(CommandFailure::Message(format!(
             "--threads applies to rayon-sum, not {name}"
         )));
     }
@@ -155,11 +158,13 @@ fn fit_builtin<T: crate::builtins::Real>(
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(t)
                 .build()
-                .map_err(|e| Failure::Message(format!("cannot start {t} rayon threads: {e}")))?;
+                .map_err(|e| {
+                    CommandFailure::Message(format!("cannot start {t} rayon threads: {e}"))
+                })?;
             fit(&|x| pool.install(|| x.par_iter().copied().sum::<T>())).map_err(|e| match e {
                 // the refusal says what does have a model
-                Failure::Message(m) if m.contains("changes from call to call") => {
-                    Failure::Message(format!(
+                CommandFailure::Message(m) if m.contains("changes from call to call") => {
+                    CommandFailure::Message(format!(
                         "{m}\n(rayon splits a stolen job again, and which jobs are stolen \
                          depends on the threads' timing; with --threads 1 nothing is stolen \
                          and rayon-sum fits rayon-halving threads=1)"
@@ -168,7 +173,7 @@ fn fit_builtin<T: crate::builtins::Real>(
                 other => other,
             })
         }
-        other => Err(Failure::Message(format!(
+        other => Err(CommandFailure::Message(format!(
             "no built-in sum named {other:?} ({BUILTINS})"
         ))),
     }
@@ -229,14 +234,15 @@ fn fit_exec<T: ProbeFloat>(
     args: &ModelArgs,
     config: &FitConfig,
     sizes: &[usize],
-) -> Result<OrderModel, Failure> {
-    let timeout = limits::seconds("--timeout", args.timeout, false).map_err(Failure::Message)?;
-    let grace = limits::seconds("--grace", args.grace, true).map_err(Failure::Message)?;
+) -> Result<OrderModel, CommandFailure> {
+    let waits = ProgramWaits::checked(args.timeout, None, args.grace)?;
     let exec_cmd = args.exec.as_deref().unwrap_or_default();
     let spawn = |n: usize| {
         let command = exec_cmd.replace("{}", &n.to_string());
-        match exec::Exec::<T>::spawn(&command, args.protocol, timeout, grace) {
-            Ok(e) => Spawned::Ready(Box::new(e.with_wire(wire_of(args.dtype), exec::Op::Sum))),
+        match exec::Exec::<T>::spawn(&command, args.protocol, waits.answer, waits.grace) {
+            Ok(e) => Spawned::Ready(Box::new(
+                e.with_wire(wire_of(args.dtype), exec::ProgramOp::Sum),
+            )),
             Err(e) => Spawned::Failed(e.to_string()),
         }
     };

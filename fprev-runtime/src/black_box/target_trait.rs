@@ -1,24 +1,7 @@
-//! Black-box targets: whatever accumulation fprev probes.
-//!
-//! The revelation engine asks for *batches* of independent probes that share one
-//! background input (a unit or a zero at every position) and differ only in where `+M`
-//! and `-M` go. A plain `f(&[T]) -> T` answers them one call at a time from one reused
-//! buffer; a thread-safe function answers them in parallel; a matrix product can answer
-//! one probe per output row in a single call (see [`crate::ops`]).
+//! The [`Target`] trait every accumulation is revealed through, and [`TargetError`], what
+//! a target reports when it cannot answer.
 
-mod functions;
-mod operands;
-mod probe;
-mod products;
-
-pub(crate) use functions::caught;
-pub use functions::{FnTarget, SyncFnTarget, PARALLEL_MIN_WORK};
-pub use operands::{exponent_sums, random_operands, split_product, DrawnOperands};
-pub(crate) use operands::{split_values, OperandSplit};
-use probe::{neg, MaskGuard};
-pub use probe::{Probe, ProbeBatch, ProbeSets};
-pub use products::Products;
-
+use super::probe::{neg, MaskGuard, Probe, ProbeBatch, ProbeSets};
 use crate::float::ProbeFloat;
 
 /// What a target reports when it cannot answer (a crashed program, a panic, a timeout).
@@ -83,7 +66,7 @@ pub trait Target<T: ProbeFloat> {
     }
 
     /// The format the random inputs of the replay checks are drawn from, when it differs
-    /// from [`input_format`](Target::input_format): a product target ([`Products`]) is
+    /// from [`input_format`](Target::input_format): a product target ([`Products`](super::Products)) is
     /// probed with masks up to the square of its operands' range but can only be given
     /// values that one operand holds. `None` (the default) means the input format.
     fn replay_format(&self) -> Option<crate::float::FloatFormat> {
@@ -93,7 +76,7 @@ pub trait Target<T: ProbeFloat> {
     /// Fill `x` with a random input of seed `seed` that this target can answer, for the
     /// replay checks, and return `true`; `false` (the default) lets the engine draw
     /// values of the [`replay_format`](Target::replay_format). A product target draws
-    /// both operands ([`random_operands`]): products of two narrow values spread over
+    /// both operands ([`random_operands`](super::random_operands)): products of two narrow values spread over
     /// twice their range, which is what makes two trees give different bits; one operand
     /// times one would sum exactly in any order.
     fn random_input(&mut self, seed: u64, x: &mut [T]) -> bool {

@@ -1,6 +1,8 @@
 //! A dot product as a target, masks and units spread over both operands.
 
-use super::{caught, OperandSplit, Target, TargetError};
+use super::functions::caught;
+use super::operands::OperandSplit;
+use super::target_trait::{Target, TargetError};
 use crate::float::ProbeFloat;
 
 /// A dot product `f(a, b)` as a target: each value the engine sends is split into a

@@ -7,100 +7,22 @@ use std::time::{Duration, Instant};
 
 use fprev::scramble::ReplayToken;
 
+use crate::annotate;
+use crate::annotated_copy::{cargo_args, prepare};
+use crate::cargo_flags::TestArgs;
+use crate::cli_output::{write_file, write_log, CargoFprevError};
 use crate::confirm::Confirm;
 use crate::findings::Summary;
-use crate::runner::{self, Outcome, TestBinary};
-use crate::{
-    annotate, cargo_args, catch_interrupts, env_for, finding_env, interrupted, prepare, write_file,
-    write_log, Failure, TestArgs, MODES,
-};
+use crate::interrupt::{catch_interrupts, interrupted};
+use crate::runner::{self, TestBinary, TestOutcome};
+use crate::scramble_env::{env_for, finding_env, MODES};
+use crate::seed_plan::{times, token_of, SeedPlan};
 
-/// What the arguments ask for, checked before anything is copied or built.
-struct Plan {
-    /// Seeds per mode (`u64::MAX`: until the time budget runs out).
-    seeds: u64,
-    budget: Option<Duration>,
-    shard: fprev::amplify::Shard,
-}
-
-impl Plan {
-    fn new(a: &TestArgs) -> Result<Plan, Failure> {
-        for m in &a.modes {
-            if !MODES.contains(&m.as_str()) {
-                return Err(Failure(format!(
-                    "unknown mode `{m}` (expected {})",
-                    MODES.join(", ")
-                )));
-            }
-        }
-        if a.seeds == Some(0) {
-            return Err(Failure("--seeds 0 runs nothing".into()));
-        }
-        let budget = match &a.time {
-            Some(t) => Some(
-                fprev::amplify::parse_duration(t)
-                    .map_err(|e| Failure(format!("--time {t}: {e}")))?,
-            ),
-            None => None,
-        };
-        let seeds = a
-            .seeds
-            .unwrap_or(if budget.is_some() { u64::MAX } else { 8 });
-        // the seeds run are --seed + 1, --seed + 2, ...: none may pass the largest
-        let room = u64::MAX - a.seed;
-        if room == 0 {
-            return Err(Failure(format!(
-                "--seed {} leaves no seed: the seeds run are --seed + 1, + 2, ... (give a smaller one)",
-                a.seed
-            )));
-        }
-        if a.seeds.is_some_and(|n| n > room) {
-            return Err(Failure(format!(
-                "--seed {} with --seeds {seeds} goes past the largest seed, 2^64 - 1 (give a smaller --seed or fewer --seeds)",
-                a.seed
-            )));
-        }
-        let seeds = seeds.min(room);
-        if a.jobs == Some(0) {
-            return Err(Failure("--jobs 0 runs nothing: give 1 or more".into()));
-        }
-        let shard = match &a.shard {
-            Some(s) => s
-                .parse::<fprev::amplify::Shard>()
-                .map_err(|e| Failure(format!("--shard {s}: {e}")))?,
-            None => fprev::amplify::Shard::WHOLE,
-        };
-        if !(a.timeout_factor.is_finite() && (1.0..=MAX_TIMEOUT_FACTOR).contains(&a.timeout_factor))
-        {
-            return Err(Failure(format!(
-                "--timeout-factor {} must be a number from 1 to {MAX_TIMEOUT_FACTOR}",
-                a.timeout_factor
-            )));
-        }
-        Ok(Plan {
-            seeds,
-            budget,
-            shard,
-        })
-    }
-
-    /// This shard's seed indices, in order; with a time budget the rounds stop early.
-    fn shard_seeds(&self) -> impl Iterator<Item = u64> + Clone + '_ {
-        (0..).map_while(|j| self.nth_shard_seed(j))
-    }
-
-    /// This shard's `j`-th seed index (from 0), computed rather than listed, so that a
-    /// campaign's memory does not grow with its seeds.
-    fn nth_shard_seed(&self, j: u64) -> Option<u64> {
-        let count = u64::from(self.shard.count());
-        let i = u64::from(self.shard.index() - 1).checked_add(j.checked_mul(count)?)?;
-        (i < self.seeds).then_some(i)
-    }
-}
-
-pub fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
+/// Runs `cargo fprev test`: the copy annotated and built, the unscrambled runs, the
+/// findings of the previous report replayed, the rounds, the report written.
+pub fn test(a: &TestArgs) -> Result<ExitCode, CargoFprevError> {
     let start = Instant::now();
-    let plan = Plan::new(a)?;
+    let plan = SeedPlan::new(a)?;
     let previous = previous_report(a)?;
     let p = prepare(&a.copy, true, annotate::Attribute::Scramble)?;
     catch_interrupts();
@@ -181,7 +103,7 @@ pub fn test(a: &TestArgs) -> Result<ExitCode, Failure> {
 /// The report whose findings are replayed first: `--previous FILE`, or the findings.json
 /// an earlier run left in `--out`; read before anything is built, so that a bad file is
 /// refused at once.
-fn previous_report(a: &TestArgs) -> Result<Option<(std::path::PathBuf, Summary)>, Failure> {
+fn previous_report(a: &TestArgs) -> Result<Option<(std::path::PathBuf, Summary)>, CargoFprevError> {
     let (path, implicit) = match &a.previous {
         Some(p) if p.as_os_str() == "none" => return Ok(None),
         Some(p) => (p.clone(), false),
@@ -201,7 +123,7 @@ fn previous_report(a: &TestArgs) -> Result<Option<(std::path::PathBuf, Summary)>
             eprintln!("cargo fprev: note: the earlier findings are not replayed: {e}");
             Ok(None)
         }
-        Err(e) => Err(Failure(format!("--previous {e}"))),
+        Err(e) => Err(CargoFprevError(format!("--previous {e}"))),
     }
 }
 
@@ -212,18 +134,6 @@ fn read_report(path: &Path, max_bytes: u64) -> Result<Summary, String> {
     let value: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| format!("{name}: not JSON: {e}"))?;
     Summary::from_value(&name, &value)
-}
-
-/// The largest `--timeout-factor`: past it a limit is no limit.
-const MAX_TIMEOUT_FACTOR: f64 = 10_000.0;
-
-/// `d` times `factor` (finite, at least 0), saturating: no product panics.
-fn times(d: Duration, factor: f64) -> Duration {
-    Duration::try_from_secs_f64(d.as_secs_f64() * factor).unwrap_or(Duration::MAX)
-}
-
-fn token_of(a: &TestArgs, seed_index: u64) -> String {
-    ReplayToken::new(a.seed.wrapping_add(seed_index + 1)).to_string()
 }
 
 /// How the rounds after the first run: `jobs` test-binary processes at once, each with
@@ -275,7 +185,7 @@ impl Pool {
     }
 }
 
-fn progress_bar(plan: &Plan, a: &TestArgs, binaries: usize) -> indicatif::ProgressBar {
+fn progress_bar(plan: &SeedPlan, a: &TestArgs, binaries: usize) -> indicatif::ProgressBar {
     let bar = if plan.budget.is_some() {
         indicatif::ProgressBar::no_length()
     } else {
@@ -299,14 +209,14 @@ fn unscrambled(
     logs: &Path,
     bar: &indicatif::ProgressBar,
     summary: &mut Summary,
-) -> Result<Vec<runner::Run>, Failure> {
+) -> Result<Vec<runner::Run>, CargoFprevError> {
     let mut baseline = Vec::new();
     for (k, bin) in bins.iter().enumerate() {
         bar.set_message(format!("unscrambled {}", bin.target));
         let run = runner::run(bin, &a.test_args, &env_for("off", "0"), None)?;
         write_log(logs, &format!("unscrambled-{k}-{}", bin.target), &run.log);
         for (t, o) in &run.tests {
-            if *o == Outcome::Failed {
+            if *o == TestOutcome::Failed {
                 summary.unscrambled_failures.push(t.clone());
             }
         }
@@ -318,7 +228,12 @@ fn unscrambled(
     }
     let passing: usize = baseline
         .iter()
-        .map(|r| r.tests.values().filter(|o| **o == Outcome::Passed).count())
+        .map(|r| {
+            r.tests
+                .values()
+                .filter(|o| **o == TestOutcome::Passed)
+                .count()
+        })
         .sum();
     if passing == 0 {
         bar.finish_and_clear();
@@ -327,7 +242,7 @@ fn unscrambled(
             .iter()
             .zip(bins)
             .find(|(r, _)| r.crashed && r.tests.is_empty());
-        return Err(Failure(if let Some((run, bin)) = refused {
+        return Err(CargoFprevError(if let Some((run, bin)) = refused {
             let said = run
                 .log
                 .split_once("\n--- stderr ---\n")
@@ -372,7 +287,12 @@ struct Launched {
 
 impl Rounds<'_> {
     /// Every binary once under `mode` and `token`, each failure confirmed alone.
-    fn round(&mut self, mode: &str, token: &str, summary: &mut Summary) -> Result<(), Failure> {
+    fn round(
+        &mut self,
+        mode: &str,
+        token: &str,
+        summary: &mut Summary,
+    ) -> Result<(), CargoFprevError> {
         for k in 0..self.bins.len() {
             if interrupted() {
                 break;
@@ -400,7 +320,7 @@ impl Rounds<'_> {
         seeds: &(dyn Fn(u64) -> Option<u64> + Sync),
         over: &(dyn Fn() -> bool + Sync),
         summary: &mut Summary,
-    ) -> Result<(), Failure> {
+    ) -> Result<(), CargoFprevError> {
         // Run `i` is (seed, mode, binary) in that nesting, computed from `i` (never
         // listed: a `--time` campaign's seeds have no end).
         let (modes, bins) = (self.a.modes.len(), self.bins.len());
@@ -448,7 +368,7 @@ impl Rounds<'_> {
             let mut ready = std::collections::BTreeMap::new();
             let mut turn = 0;
             let mut last_token: Option<String> = None;
-            let mut settle = |turn: usize, launched: Result<Option<Launched>, Failure>| {
+            let mut settle = |turn: usize, launched: Result<Option<Launched>, CargoFprevError>| {
                 // every run settled was launched: its index has a seed
                 let Some((token, mode, k)) = work(turn) else {
                     return Ok(());
@@ -463,7 +383,7 @@ impl Rounds<'_> {
                     confirming += t.elapsed();
                 }
                 this.bar.inc(1);
-                Ok::<(), Failure>(())
+                Ok::<(), CargoFprevError>(())
             };
             for (i, launched) in rx {
                 ready.insert(i, launched);
@@ -489,7 +409,7 @@ impl Rounds<'_> {
         mode: &str,
         token: &str,
         pool: &Pool,
-    ) -> Result<Option<Launched>, Failure> {
+    ) -> Result<Option<Launched>, CargoFprevError> {
         let bin = &self.bins[k];
         let limit = times(self.limit(k), pool.stretch);
         let mut env = finding_env(mode, token);
@@ -528,7 +448,7 @@ impl Rounds<'_> {
         previous: &Summary,
         shard: fprev::amplify::Shard,
         summary: &mut Summary,
-    ) -> Result<(), Failure> {
+    ) -> Result<(), CargoFprevError> {
         let (k, n) = (shard.index() as usize, shard.count() as usize);
         let mine: Vec<&crate::findings::Finding> =
             previous.findings.iter().skip(k - 1).step_by(n).collect();
@@ -566,7 +486,7 @@ impl Rounds<'_> {
                 );
                 continue;
             };
-            if self.baseline[k].tests.get(&f.test) != Some(&Outcome::Passed) {
+            if self.baseline[k].tests.get(&f.test) != Some(&TestOutcome::Passed) {
                 eprintln!(
                     "cargo fprev: note: {} ({} {}) not replayed: it fails unscrambled now",
                     f.test, f.mode, f.token
@@ -623,7 +543,7 @@ impl Rounds<'_> {
         token: &str,
         launched: Launched,
         summary: &mut Summary,
-    ) -> Result<(), Failure> {
+    ) -> Result<(), CargoFprevError> {
         let (bin, base) = (&self.bins[k], &self.baseline[k]);
         let Launched { run, narrowed } = launched;
         if interrupted() {
@@ -679,18 +599,20 @@ fn to_confirm(
     narrowed: Option<&[String]>,
 ) -> (Vec<String>, Vec<String>) {
     let ran = |t: &String| narrowed.is_none_or(|n| n.binary_search(t).is_ok());
-    let passed_before = |t: &String| base.tests.get(t) == Some(&Outcome::Passed);
+    let passed_before = |t: &String| base.tests.get(t) == Some(&TestOutcome::Passed);
     let failed = if run.crashed {
         // A crash names no test.
         base.tests
             .keys()
-            .filter(|t| passed_before(t) && run.tests.get(*t) != Some(&Outcome::Passed) && ran(t))
+            .filter(|t| {
+                passed_before(t) && run.tests.get(*t) != Some(&TestOutcome::Passed) && ran(t)
+            })
             .cloned()
             .collect()
     } else {
         run.tests
             .iter()
-            .filter(|(t, o)| **o == Outcome::Failed && passed_before(t))
+            .filter(|(t, o)| **o == TestOutcome::Failed && passed_before(t))
             .map(|(t, _)| t.clone())
             .collect()
     };
@@ -708,7 +630,7 @@ fn to_confirm(
 
 /// Prints the table, writes findings.json, findings.md and junit.xml; the exit status
 /// says whether anything was found.
-fn report(a: &TestArgs, summary: &Summary) -> Result<ExitCode, Failure> {
+fn report(a: &TestArgs, summary: &Summary) -> Result<ExitCode, CargoFprevError> {
     print!("{}", summary.to_console());
     write_file(&a.out.join("findings.json"), &summary.to_json())?;
     write_file(&a.out.join("findings.md"), &summary.to_markdown())?;
@@ -775,7 +697,7 @@ impl Reach {
             if name == "main" || !base.tests.contains_key(name) {
                 return Reach::Every;
             }
-            if base.tests.get(name) == Some(&Outcome::Passed) {
+            if base.tests.get(name) == Some(&TestOutcome::Passed) {
                 tests.push(name.to_string());
             }
         }
@@ -783,71 +705,5 @@ impl Reach {
         tests.sort();
         tests.dedup();
         Reach::Only(tests)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::Parser;
-
-    fn plan(args: &[&str]) -> Result<Plan, Failure> {
-        let argv = ["cargo-fprev", "test"].iter().chain(args);
-        let cli = crate::Cli::try_parse_from(argv).expect("arguments clap accepts");
-        let crate::Cmd::Test(a) = cli.command else {
-            panic!("not `test`")
-        };
-        Plan::new(&a)
-    }
-
-    fn refusal(args: &[&str]) -> String {
-        match plan(args) {
-            Ok(_) => panic!("{args:?} accepted"),
-            Err(Failure(message)) => message,
-        }
-    }
-
-    #[test]
-    fn seeds_never_wrap_past_the_largest() {
-        let max = u64::MAX.to_string();
-        assert!(refusal(&["--seed", &max]).contains("leaves no seed"));
-        let near = (u64::MAX - 5).to_string();
-        assert!(refusal(&["--seed", &near, "--seeds", "6"]).contains("goes past the largest seed"));
-        let p = plan(&["--seed", &near, "--seeds", "5"]).expect("five seeds fit");
-        assert_eq!(p.shard_seeds().count(), 5);
-        // with --time, the seeds stop at the largest rather than wrap to 0
-        let p = plan(&["--seed", &near, "--time", "1h"]).expect("a time budget");
-        assert_eq!(p.shard_seeds().last(), Some(4));
-    }
-
-    #[test]
-    fn arguments_out_of_range_are_refused_by_name() {
-        assert!(refusal(&["--jobs", "0"]).contains("--jobs 0 runs nothing"));
-        for f in ["1e308", "0.5", "NaN", "inf", "10001"] {
-            let message = refusal(&["--timeout-factor", f]);
-            assert!(
-                message.contains("must be a number from 1 to 10000"),
-                "{f}: {message}"
-            );
-        }
-        assert!(plan(&["--timeout-factor", "10000"]).is_ok());
-        // the largest factor on the longest run: no panic, a saturated limit
-        assert_eq!(times(Duration::MAX, MAX_TIMEOUT_FACTOR), Duration::MAX);
-        assert_eq!(times(Duration::from_secs(2), 2.5), Duration::from_secs(5));
-    }
-
-    #[test]
-    fn a_time_budget_computes_its_seeds_without_listing_them() {
-        // `--time` with no `--seeds`: no end to the seeds, each computed from its index
-        let p = plan(&["--time", "8h", "--shard", "2/3"]).expect("a nightly plan");
-        assert_eq!(p.seeds, u64::MAX);
-        assert_eq!(p.nth_shard_seed(0), Some(1));
-        assert_eq!(p.nth_shard_seed(1), Some(4));
-        assert_eq!(p.nth_shard_seed(1 << 40), Some(1 + 3 * (1 << 40)));
-        assert_eq!(p.nth_shard_seed(u64::MAX / 2), None); // past u64: none, never a wrap
-        let p = plan(&["--seeds", "7", "--shard", "3/3"]).expect("a plan");
-        let seeds: Vec<u64> = p.shard_seeds().collect();
-        assert_eq!(seeds, [2, 5]);
-        assert_eq!(p.nth_shard_seed(2), None);
     }
 }

@@ -4,7 +4,7 @@
 //!
 //! `{}` in the command is replaced by each value; every value gets a fresh program. Each
 //! value's tree is first proved to be the previous value's and searched only when the
-//! proof fails ([`fprev::sweep`]).
+//! proof fails ([`fprev::sweep`](mod@fprev::sweep)).
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -13,12 +13,12 @@ use fprev::model::SweepModel;
 use fprev::target::TargetError;
 use fprev::{ProbeFloat, Reveal, Sweep, SweepError};
 
-use crate::{accumulator, dtype_name, exec, limits, wire_of, write_out, Dtype, Failure};
-
-mod builtin;
-
-/// The most values one sweep takes: each starts a program and reveals a tree.
-const MAX_VALUES: usize = 4096;
+use crate::builtin_sweeps as builtin;
+use crate::console::{write_out, CommandFailure};
+use crate::flags::{
+    acc_bytes, accumulator, dtype_name, parse_values, wire_of, DtypeArg, ProgramWaits,
+};
+use crate::{exec, limits};
 
 #[derive(clap::Args)]
 pub struct SweepArgs {
@@ -55,10 +55,10 @@ pub struct SweepArgs {
     cols: Option<usize>,
     /// Float type of the values sent.
     #[arg(long, value_enum, default_value = "f32")]
-    dtype: Dtype,
+    dtype: DtypeArg,
     /// Type of the answer and of the accumulation, when wider than --dtype.
     #[arg(long, value_enum)]
-    acc_dtype: Option<Dtype>,
+    acc_dtype: Option<DtypeArg>,
     /// Output: `summary` (each range's tree in words; with --lengths, the order model
     /// that gives every length, or a handful of runs each with its model, when there is
     /// one), `text` (each range's canonical tree), `json` (breakpoints and ranges with
@@ -105,62 +105,21 @@ enum SweepFormat {
     Json,
 }
 
-pub fn run(args: &SweepArgs) -> Result<ExitCode, Failure> {
+/// Runs `fprev sweep`: the flags checked, every value revealed, the ranges printed.
+pub fn run(args: &SweepArgs) -> Result<ExitCode, CommandFailure> {
     let start = Instant::now();
-    let (what, label) = match (&args.target, &args.exec) {
-        (Some(name), _) => {
-            let over = builtin::Over::of(name).map_err(Failure::Message)?;
-            let natural = if args.lengths { "k" } else { over.label() };
-            (name.clone(), args.label.clone().unwrap_or(natural.into()))
-        }
-        (None, Some(exec)) => {
-            if !exec.contains("{}") {
-                return Err(Failure::Message(format!(
-                    "--exec {exec:?} has no {{}} for the value to go in (\"my-kernel --rows {{}}\")"
-                )));
-            }
-            if args.cols.is_some() {
-                return Err(Failure::Message(
-                    "--cols applies to the built-in matrix products, not to --exec programs"
-                        .into(),
-                ));
-            }
-            let natural = if args.lengths { "n" } else { "value" };
-            (format!("{exec:?}"), args.label.clone().unwrap_or(natural.into()))
-        }
-        (None, None) => {
-            return Err(Failure::Message(
-                "name a built-in target (matrixmultiply-gemm, ndarray-matmul, nalgebra-matmul, rayon-sum) or pass --exec \"<command with {}>\"".into(),
-            ))
-        }
-    };
+    let (what, label) = subject(args)?;
     let values = parse_values(&args.values)
-        .map_err(|e| Failure::Message(format!("--values {:?}: {e}", args.values)))?;
+        .map_err(|e| CommandFailure::Message(format!("--values {:?}: {e}", args.values)))?;
     let acc = accumulator(args.dtype, args.acc_dtype)?;
-    let elem = match acc {
-        Dtype::F64 => 8,
-        Dtype::F32 => 4,
-        _ => 2,
-    };
-    // the longest sum needs the most memory: refused before anything runs
-    let n = match args.n {
-        Some(n) => n,
-        None => values.last().copied().unwrap_or(0),
-    };
-    if n == 0 {
-        let what = if args.lengths { "--values" } else { "--n" };
-        return Err(Failure::Message(format!(
-            "{what}: a sum of 0 values has nothing to sum"
-        )));
-    }
-    limits::vector(n, elem, args.max_memory).map_err(Failure::Message)?;
-    fprev::reveal::check_memory(n, fprev::Algorithm::FPRev, elem, args.max_memory)?;
+    let elem = acc_bytes(acc);
+    let n = longest_sum(args, &values, elem)?;
     let sweep = match &args.target {
         Some(name) => sweep_builtin(name, args, &values, acc, elem, &label)?,
         None => match acc {
-            Dtype::F32 => sweep_exec::<f32>(args, &values, &label)?,
-            Dtype::F64 => sweep_exec::<f64>(args, &values, &label)?,
-            Dtype::F16 => sweep_exec::<fprev::half::f16>(args, &values, &label)?,
+            DtypeArg::F32 => sweep_exec::<f32>(args, &values, &label)?,
+            DtypeArg::F64 => sweep_exec::<f64>(args, &values, &label)?,
+            DtypeArg::F16 => sweep_exec::<fprev::half::f16>(args, &values, &label)?,
             _ => sweep_exec::<fprev::half::bf16>(args, &values, &label)?,
         },
     };
@@ -191,7 +150,7 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode, Failure> {
         let title = format!("{what}: {}, {length}", dtype_name(args.dtype));
         let picture = fprev::picture::Picture::new().title(title);
         std::fs::write(path, sweep.picture(&label, &picture))
-            .map_err(|e| Failure::Message(format!("--svg {}: {e}", path.display())))?;
+            .map_err(|e| CommandFailure::Message(format!("--svg {}: {e}", path.display())))?;
     }
     let text = if args.lengths && args.format == SweepFormat::Summary {
         // the order model, or why none and the ranges
@@ -207,6 +166,54 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// What is swept, as the output names it (the target, or the quoted command), and the
+/// word for a value (`--label`, or the natural one: rows, threads, k, n, value).
+fn subject(args: &SweepArgs) -> Result<(String, String), CommandFailure> {
+    match (&args.target, &args.exec) {
+        (Some(name), _) => {
+            let over = builtin::Over::of(name).map_err(CommandFailure::Message)?;
+            let natural = if args.lengths { "k" } else { over.label() };
+            Ok((name.clone(), args.label.clone().unwrap_or(natural.into())))
+        }
+        (None, Some(exec)) => {
+            if !exec.contains("{}") {
+                return Err(CommandFailure::Message(format!(
+                    "--exec {exec:?} has no {{}} for the value to go in (\"my-kernel --rows {{}}\")"
+                )));
+            }
+            if args.cols.is_some() {
+                return Err(CommandFailure::Message(
+                    "--cols applies to the built-in matrix products, not to --exec programs"
+                        .into(),
+                ));
+            }
+            let natural = if args.lengths { "n" } else { "value" };
+            Ok((format!("{exec:?}"), args.label.clone().unwrap_or(natural.into())))
+        }
+        (None, None) => Err(CommandFailure::Message(
+            "name a built-in target (matrixmultiply-gemm, ndarray-matmul, nalgebra-matmul, rayon-sum) or pass --exec \"<command with {}>\"".into(),
+        )),
+    }
+}
+
+/// The length of the longest sum (`-n`, or with `--lengths` the largest value), refused
+/// when empty or when its memory is over `--max-memory`, before anything runs.
+fn longest_sum(args: &SweepArgs, values: &[usize], elem: usize) -> Result<usize, CommandFailure> {
+    let n = match args.n {
+        Some(n) => n,
+        None => values.last().copied().unwrap_or(0),
+    };
+    if n == 0 {
+        let what = if args.lengths { "--values" } else { "--n" };
+        return Err(CommandFailure::Message(format!(
+            "{what}: a sum of 0 values has nothing to sum"
+        )));
+    }
+    limits::vector(n, elem, args.max_memory).map_err(CommandFailure::Message)?;
+    fprev::reveal::check_memory(n, fprev::Algorithm::FPRev, elem, args.max_memory)?;
+    Ok(n)
+}
+
 /// The engine's settings for every value (with --lengths, each value sets `n`).
 fn engine(args: &SweepArgs) -> Reveal {
     Reveal::new(args.n.unwrap_or(1))
@@ -217,13 +224,13 @@ fn engine(args: &SweepArgs) -> Reveal {
 }
 
 /// A failed sweep, the value named as the output names it.
-fn failure(e: SweepError, label: &str) -> Failure {
+fn failure(e: SweepError, label: &str) -> CommandFailure {
     match e.size() {
         Some(value) => {
             let inner = e.reveal_error().map(|r| r.to_string()).unwrap_or_default();
-            Failure::Message(format!("at {label} = {value}: {inner}"))
+            CommandFailure::Message(format!("at {label} = {value}: {inner}"))
         }
-        None => Failure::Message(e.to_string()),
+        None => CommandFailure::Message(e.to_string()),
     }
 }
 
@@ -231,23 +238,23 @@ fn sweep_builtin(
     name: &str,
     args: &SweepArgs,
     values: &[usize],
-    acc: Dtype,
+    acc: DtypeArg,
     elem: usize,
     label: &str,
-) -> Result<Sweep, Failure> {
-    let over = builtin::Over::of(name).map_err(Failure::Message)?;
-    if args.dtype != acc || !matches!(acc, Dtype::F32 | Dtype::F64) {
-        return Err(Failure::Message(format!(
+) -> Result<Sweep, CommandFailure> {
+    let over = builtin::Over::of(name).map_err(CommandFailure::Message)?;
+    if args.dtype != acc || !matches!(acc, DtypeArg::F32 | DtypeArg::F64) {
+        return Err(CommandFailure::Message(format!(
             "{name} sums f32 or f64 in its own type: pass --dtype f32 or f64, without --acc-dtype"
         )));
     }
     if args.protocol != exec::Protocol::Text {
-        return Err(Failure::Message(
+        return Err(CommandFailure::Message(
             "--protocol applies to --exec programs".into(),
         ));
     }
     if args.lengths && over != builtin::Over::Rows {
-        return Err(Failure::Message(format!(
+        return Err(CommandFailure::Message(format!(
             "--lengths sweeps k of the matrix products (matrixmultiply-gemm, ndarray-matmul, nalgebra-matmul) or n of an --exec program, not {name}"
         )));
     }
@@ -256,12 +263,12 @@ fn sweep_builtin(
         .unwrap_or(if args.lengths { 1 } else { args.n.unwrap_or(1) });
     if over == builtin::Over::Rows {
         if cols == 0 {
-            return Err(Failure::Message(
+            return Err(CommandFailure::Message(
                 "--cols 0: the product has no row 0".into(),
             ));
         }
         if args.rows == Some(0) {
-            return Err(Failure::Message(
+            return Err(CommandFailure::Message(
                 "--rows 0: the product has no row 0".into(),
             ));
         }
@@ -272,17 +279,17 @@ fn sweep_builtin(
             (false, Some(rows)) => (args.n.unwrap_or(1), rows),
             (_, None) => (0, 0),
         };
-        limits::matrix(k, rows, cols, elem, args.max_memory).map_err(Failure::Message)?;
+        limits::matrix(k, rows, cols, elem, args.max_memory).map_err(CommandFailure::Message)?;
     } else if args.cols.is_some() {
-        return Err(Failure::Message(format!(
+        return Err(CommandFailure::Message(format!(
             "--cols applies to the matrix products, not to {name}"
         )));
     }
     let reveal = engine(args);
     let sweep = match (acc, args.n) {
-        (Dtype::F64, Some(n)) => builtin::sweep::<f64>(name, over, &reveal, values, n, cols),
+        (DtypeArg::F64, Some(n)) => builtin::sweep::<f64>(name, over, &reveal, values, n, cols),
         (_, Some(n)) => builtin::sweep::<f32>(name, over, &reveal, values, n, cols),
-        (Dtype::F64, None) => {
+        (DtypeArg::F64, None) => {
             builtin::sweep_k::<f64>(name, &reveal, values, args.rows.unwrap_or(1), cols)
         }
         (_, None) => builtin::sweep_k::<f32>(name, &reveal, values, args.rows.unwrap_or(1), cols),
@@ -294,14 +301,13 @@ fn sweep_exec<T: ProbeFloat>(
     args: &SweepArgs,
     values: &[usize],
     label: &str,
-) -> Result<Sweep, Failure> {
-    let timeout = limits::seconds("--timeout", args.timeout, false).map_err(Failure::Message)?;
-    let grace = limits::seconds("--grace", args.grace, true).map_err(Failure::Message)?;
+) -> Result<Sweep, CommandFailure> {
+    let waits = ProgramWaits::checked(args.timeout, None, args.grace)?;
     let exec_cmd = args.exec.as_deref().unwrap_or_default();
     let spawn = |value: usize| {
         let command = exec_cmd.replace("{}", &value.to_string());
-        exec::Exec::<T>::spawn(&command, args.protocol, timeout, grace)
-            .map(|e| e.with_wire(wire_of(args.dtype), exec::Op::Sum))
+        exec::Exec::<T>::spawn(&command, args.protocol, waits.answer, waits.grace)
+            .map(|e| e.with_wire(wire_of(args.dtype), exec::ProgramOp::Sum))
             .map_err(TargetError::new)
     };
     let sweep = if args.lengths {
@@ -380,70 +386,6 @@ fn render(sweep: &Sweep, format: SweepFormat, label: &str) -> String {
                 breakpoints.join(","),
                 ranges.join(",")
             )
-        }
-    }
-}
-
-/// `1..64`, `1,2,4,8`, `1..4,8,16`: strictly increasing, at most [`MAX_VALUES`].
-pub(crate) fn parse_values(text: &str) -> Result<Vec<usize>, String> {
-    let mut values: Vec<usize> = Vec::new();
-    let number = |s: &str| {
-        s.trim()
-            .parse::<usize>()
-            .map_err(|_| format!("{:?} is not a whole number", s.trim()))
-    };
-    for item in text.split(',') {
-        let (first, last) = match item.split_once("..") {
-            Some((a, b)) => (number(a)?, number(b.trim_start_matches('='))?),
-            None => {
-                let v = number(item)?;
-                (v, v)
-            }
-        };
-        if last < first {
-            return Err(format!("{first}..{last} is empty (ranges go upwards)"));
-        }
-        if last - first >= MAX_VALUES || values.len() + (last - first) >= MAX_VALUES {
-            return Err(format!(
-                "more than {MAX_VALUES} values; sweep fewer (every value starts a program)"
-            ));
-        }
-        for v in first..=last {
-            if let Some(&before) = values.last() {
-                if v <= before {
-                    return Err(format!("values must increase, but {v} follows {before}"));
-                }
-            }
-            values.push(v);
-        }
-    }
-    Ok(values)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_values;
-
-    #[test]
-    fn values_are_ranges_and_lists() {
-        assert_eq!(parse_values("1..4").unwrap(), vec![1, 2, 3, 4]);
-        assert_eq!(parse_values("1..=3").unwrap(), vec![1, 2, 3]);
-        assert_eq!(parse_values("1,2,4, 8").unwrap(), vec![1, 2, 4, 8]);
-        assert_eq!(parse_values("1..3,8,16").unwrap(), vec![1, 2, 3, 8, 16]);
-        assert_eq!(parse_values("5").unwrap(), vec![5]);
-        for (bad, says) in [
-            ("", "not a whole number"),
-            ("1,,2", "not a whole number"),
-            ("a..3", "\"a\" is not a whole number"),
-            ("4..1", "is empty"),
-            ("1,3,2", "2 follows 3"),
-            ("1..3,3", "3 follows 3"),
-            ("0..100000", "more than 4096 values"),
-            ("0..18446744073709551615", "more than 4096 values"),
-            ("-1", "not a whole number"),
-        ] {
-            let e = parse_values(bad).unwrap_err();
-            assert!(e.contains(says), "{bad}: {e}");
         }
     }
 }

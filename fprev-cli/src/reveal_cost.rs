@@ -1,5 +1,5 @@
-//! Bounds on `fprev reveal`: the work estimate checked before probing, the progress bar
-//! shown while probing, and warnings for options the chosen target ignores.
+//! What a reveal costs: the work estimate `fprev reveal` checks before probing, and the
+//! progress bar it shows while probing.
 //!
 //! Revealing costs (calls) x (summands per call): FPRev needs about `2n` probes for the
 //! usual orders, so a plain sum costs about `2n^2` additions (103 s at n = 100,000 on a
@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::{AlgorithmArg, Failure, RevealArgs};
+use crate::console::CommandFailure;
+use crate::flags::AlgorithmArg;
 
 /// Summands visited (calls x summands per call) that `fprev reveal` starts without
 /// `--yes`: about five minutes at [`RATE`].
@@ -54,11 +55,11 @@ impl Estimate {
     }
 
     /// Refuse when over [`WORK_LIMIT`] and `yes` is not set.
-    pub fn check(&self, what: &str, yes: bool) -> Result<(), Failure> {
+    pub fn check(&self, what: &str, yes: bool) -> Result<(), CommandFailure> {
         if yes || self.work() <= WORK_LIMIT {
             return Ok(());
         }
-        Err(Failure::Message(format!(
+        Err(CommandFailure::Message(format!(
             "refusing to start: revealing {what} takes about {} calls of {} summands \
              ({} additions, roughly {} at {RATE:.0e} per second), over the limit of \
              {WORK_LIMIT:.0e} (about {}); use a smaller -n, or pass --yes to run it anyway",
@@ -98,15 +99,15 @@ pub fn human(secs: f64) -> String {
 /// A progress bar over the estimated calls, drawn on stderr when it is a terminal and
 /// only once the reveal has run for a second (short reveals stay quiet).
 #[derive(Clone)]
-pub struct Progress {
+pub struct RevealProgress {
     bar: ProgressBar,
     shown: std::sync::Arc<AtomicBool>,
     terminal: bool,
 }
 
-impl Progress {
+impl RevealProgress {
     /// A bar of `len` estimated steps (`unit`: "calls" or "probes").
-    pub fn new(len: f64, unit: &str) -> Progress {
+    pub fn new(len: f64, unit: &str) -> RevealProgress {
         let bar = ProgressBar::with_draw_target(Some(len as u64), ProgressDrawTarget::hidden());
         let template =
             format!("{{elapsed_precise}} [{{wide_bar}}] {{pos}}/~{{len}} {unit}, ETA {{eta}}");
@@ -114,7 +115,7 @@ impl Progress {
             ProgressStyle::with_template(&template)
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
-        Progress {
+        RevealProgress {
             bar,
             shown: Default::default(),
             terminal: std::io::stderr().is_terminal(),
@@ -139,46 +140,6 @@ impl Progress {
     }
 }
 
-/// Warnings for options given that the chosen target does not use.
-pub fn ignored_options(args: &RevealArgs, matrix: bool) -> Vec<String> {
-    let mut w = Vec::new();
-    let target = args.target.as_deref().unwrap_or("--exec");
-    let mut unused = |flag: &str, why: &str| {
-        w.push(format!(
-            "warning: {flag} does not apply to {target} ({why}); ignored"
-        ))
-    };
-    if args.threads.is_some() && args.target.as_deref() != Some("rayon-sum") {
-        unused("--threads", "only rayon-sum runs on a thread pool");
-    }
-    if (args.rows.is_some() || args.cols.is_some()) && !matrix {
-        unused(
-            "--rows/--cols",
-            "only matrix products have rows and columns",
-        );
-    }
-    let collective = args
-        .target
-        .as_deref()
-        .and_then(crate::collectives::Kind::of_target)
-        .is_some();
-    if !collective
-        && (args.count.0 != [1] || args.element != crate::collectives::ElementChoice::One(0))
-    {
-        unused("--count/--element", "only MPI collectives have messages");
-    }
-    // fprev's own ranks answer as --exec programs do: --timeout and --grace apply
-    if args.exec.is_none() && !collective {
-        if args.protocol != crate::exec::Protocol::Text {
-            unused("--protocol", "it is for --exec programs");
-        }
-        if args.timeout != 10.0 {
-            unused("--timeout", "it is for --exec programs");
-        }
-    }
-    w
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -186,7 +147,7 @@ mod tests {
     #[test]
     fn huge_sums_are_refused_small_ones_start() {
         let e = Estimate::new(AlgorithmArg::Fprev, 10_000_000, 1, 1e7);
-        let Err(crate::Failure::Message(msg)) = e.check("iter-sum at n = 10000000", false) else {
+        let Err(CommandFailure::Message(msg)) = e.check("iter-sum at n = 10000000", false) else {
             panic!("not refused with a message");
         };
         assert!(msg.contains("--yes") && msg.contains("days"), "{msg}");

@@ -12,6 +12,27 @@ use super::{Evidence, ModelError, ModelShape, OrderModel};
 use crate::sweep::Sweep;
 use crate::tree::SumTree;
 
+// `Sweep::model` is defined here rather than in sweep.rs: the model reads sweeps, and a
+// sweep that called into the model would make the two modules import each other.
+impl Sweep {
+    /// A sweep over lengths as order models ([`fit_sweep`]): one model
+    /// when one gives the tree at every swept length, else a handful of runs of lengths
+    /// each with its model, else [`ModelError::NoFit`] (then [`Sweep::ranges`] is what
+    /// is known).
+    ///
+    /// ```
+    /// use fprev::model::SweepModel;
+    /// use fprev::target::FnTarget;
+    /// let sweep = fprev::sweep_lengths(1..=200, |_| FnTarget(|x: &[f32]| x.iter().sum::<f32>()))?;
+    /// let SweepModel::One(m) = sweep.model()? else { panic!("one model") };
+    /// assert_eq!(m.to_string(), "fprev-model/1 sequential type=f32");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn model(&self) -> Result<SweepModel, ModelError> {
+        fit_sweep(self)
+    }
+}
+
 /// The most runs of lengths a sweep is read as ([`SweepModel::Pieces`]); more, and the
 /// sweep is left as its ranges.
 pub const MAX_PIECES: usize = 8;

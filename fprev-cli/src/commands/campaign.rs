@@ -4,8 +4,8 @@
 
 use std::path::PathBuf;
 
-use crate::findings;
-use crate::Failure;
+use crate::console::{write_out, CommandFailure};
+use crate::findings_merge;
 
 #[derive(clap::Subcommand)]
 pub(crate) enum CampaignCmd {
@@ -31,7 +31,8 @@ pub(crate) enum CampaignCmd {
     },
 }
 
-pub(crate) fn run(cmd: &CampaignCmd) -> Result<(), Failure> {
+/// Runs `fprev campaign merge`: the reports merged, written, and their table printed.
+pub(crate) fn run(cmd: &CampaignCmd) -> Result<(), CommandFailure> {
     let CampaignCmd::Merge {
         reports,
         output,
@@ -39,14 +40,14 @@ pub(crate) fn run(cmd: &CampaignCmd) -> Result<(), Failure> {
         junit,
         max_input_bytes,
     } = cmd;
-    let merged = findings::merge_files(
+    let merged = findings_merge::merge_files(
         reports,
         output.as_deref(),
         junit.as_deref(),
         *max_input_bytes,
     )
-    .map_err(Failure::Message)?;
-    crate::write_out(&if *markdown {
+    .map_err(CommandFailure::Message)?;
+    write_out(&if *markdown {
         merged.to_markdown()
     } else {
         merged.to_console()

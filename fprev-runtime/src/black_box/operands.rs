@@ -1,7 +1,7 @@
 //! The two operands of a product target: drawn at random for replay checks, or split
 //! from the engine's values for probes.
 
-use super::TargetError;
+use super::target_trait::TargetError;
 use crate::float::ProbeFloat;
 
 /// The operands of a product target's last random input: a product's value alone does
