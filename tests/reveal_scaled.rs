@@ -10,7 +10,9 @@ mod common;
 use common::{cases, rng};
 use fprev::float::{ElementType, ScaleType};
 use fprev::fused::{AccumulatorJoin, BlockScaledFma, ScaledAlignment};
-use fprev::ops::{reveal_scaled_dot, ScaledDot, ScaledDotError, ScaledDotShape, ScaledOperands};
+use fprev::ops::{
+    reveal_scaled_dot, ProductOrder, ScaledDot, ScaledDotError, ScaledDotShape, ScaledOperands,
+};
 use fprev::target::TargetError;
 use rand::Rng;
 
@@ -53,6 +55,31 @@ fn check(m: BlockScaledFma, k: usize, seed: u64) -> Result<(), ScaledDotError> {
     );
     let (lo, hi) = a.frac_range();
     assert!(lo <= m.frac && m.frac <= hi);
+    // below the blocks: FP8 products in the model's order, or the engine's refusal
+    match (&r.products, m.element) {
+        (ProductOrder::Revealed { tree, .. }, ElementType::E4M3 | ElementType::E5M2) => {
+            // groups summed exactly show as nodes, or not at all where the adder keeps
+            // every bit of them; the instructions' shape is the model's either way
+            let flat = BlockScaledFma { group: 1, ..m };
+            assert!(
+                *tree == m.product_tree(k) || *tree == flat.product_tree(k),
+                "{} k = {k} seed {seed}: the products' tree {tree}",
+                m.describe()
+            )
+        }
+        (ProductOrder::Refused(why), ElementType::E4M3 | ElementType::E5M2) => {
+            eprintln!(
+                "seed {seed}: {}: products not revealed: {why}",
+                m.describe()
+            )
+        }
+        (ProductOrder::NotProbed(_), e) => assert!(
+            !matches!(e, ElementType::E4M3 | ElementType::E5M2),
+            "{} k = {k}: FP8 products not probed",
+            m.describe()
+        ),
+        (p, e) => panic!("{} k = {k}: {e:?} products: {p:?}", m.describe()),
+    }
     Ok(())
 }
 
@@ -175,5 +202,70 @@ fn a_dot_no_block_scaled_model_explains_is_refused() {
             | ScaledDotError::Ambiguous { .. },
         ) => {}
         other => panic!("expected a refusal, got {:?}", other.map(|r| r.tree)),
+    }
+}
+
+#[test]
+fn mxfp8_products_are_revealed_inside_the_blocks() {
+    // the B200 MXFP8 preset at one and two instructions: 32-way fused nodes of products,
+    // each block's node the block's leaf of the tree over the blocks
+    for k in [32, 64, 128] {
+        let m = BlockScaledFma::B200_MXF8;
+        let r = reveal_scaled_dot(target(m, k), 11).unwrap_or_else(|e| panic!("k = {k}: {e}"));
+        let ProductOrder::Revealed { tree, probes } = &r.products else {
+            panic!("k = {k}: {:?}", r.products)
+        };
+        assert_eq!(*tree, m.product_tree(k), "k = {k}");
+        assert!(*probes > 0);
+        let s = r.summary();
+        assert!(s.contains("products (every scale 1): "), "{s}");
+        assert!(s.contains(&format!("over {k} products")), "{s}");
+    }
+    // FP4 products are not probed, and the summary says nothing of them
+    let r = reveal_scaled_dot(target(BlockScaledFma::B200_MXF4, 64), 1).unwrap();
+    assert!(matches!(r.products, ProductOrder::NotProbed(_)));
+    assert!(!r.summary().contains("products (every scale 1)"));
+}
+
+#[test]
+fn fp8_products_summed_exactly_in_groups_are_revealed_or_refused() {
+    // groups of 2, 4 and 8 products summed exactly before alignment: a group's products
+    // cancel a mask inside it exactly, so the groups show as nodes, or the engine refuses
+    for (group, seed) in [(2, 21), (4, 22), (8, 23)] {
+        let m = BlockScaledFma {
+            group,
+            alignment: ScaledAlignment::TermExponent,
+            ..BlockScaledFma::B200_MXF8
+        };
+        check(m, 64, seed).unwrap_or_else(|e| panic!("group {group} seed {seed}: {e}"));
+    }
+}
+
+#[test]
+fn products_whose_tree_does_not_contract_to_the_blocks_are_refused() {
+    // a target that answers inputs with every scale 1 and no zero element (the products'
+    // probes and checks) with one unit (two blocks per instruction) and all others (the
+    // blocks' probes and the fit's draws, a quarter of whose elements are zero) with
+    // another (one block per instruction): each reading is consistent alone, together
+    // they cannot both hold
+    let wide = BlockScaledFma {
+        k: 64,
+        ..BlockScaledFma::B200_MXF8
+    };
+    let narrow = BlockScaledFma::B200_MXF8;
+    let shape = shape_of(&narrow, 128);
+    let dot = ScaledDot::new(shape, move |o: &ScaledOperands| {
+        let unit = o.sa.iter().chain(&o.sb).all(|&s| s == 1.0)
+            && o.a.iter().chain(&o.b).all(|&x| x != 0.0);
+        let m = if unit { wide } else { narrow };
+        m.dot_add(&o.a, &o.b, &o.sa, &o.sb, 0.0)
+            .map_err(|e| TargetError::new(e.to_string()))
+    });
+    match reveal_scaled_dot(dot, 5) {
+        Err(ScaledDotError::Disagree { blocks, products }) => {
+            assert_eq!(blocks, narrow.tree(4));
+            assert_eq!(products, wide.product_tree(128));
+        }
+        other => panic!("{:?}", other.map(|r| r.tree)),
     }
 }

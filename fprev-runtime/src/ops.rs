@@ -51,8 +51,8 @@ use adapters::{split_operands, spreads_operands, OperandPair};
 pub use elements::{Element, ElementCoverage, ElementOrders, ElementReveal, OrderGroup};
 pub use scaled::{ScaledDot, ScaledDotShape, ScaledOperands};
 pub use scaled_fit::{
-    reveal_scaled_dot, ScaledArithmetic, ScaledDotError, ScaledDotReport, ScaledTreeSource,
-    SCALED_FIT_DRAWS,
+    reveal_scaled_dot, ProductOrder, ScaledArithmetic, ScaledDotError, ScaledDotReport,
+    ScaledTreeSource, SCALED_FIT_DRAWS,
 };
 
 use crate::black_box::TargetError;

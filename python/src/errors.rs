@@ -97,9 +97,12 @@ pub fn scaled_to_py(e: fprev_runtime::ops::ScaledDotError) -> PyErr {
     let message = e.to_string();
     match e {
         S::Reveal(e) => to_py(e),
-        S::Unexplained { .. } => FusedUnverifiedError::new_err(message),
+        S::Unexplained { .. } | S::ProductsUnexplained { .. } => {
+            FusedUnverifiedError::new_err(message)
+        }
         S::Ambiguous { .. } => IndistinguishableError::new_err(message),
         S::Target(_) => TargetError::new_err(message),
+        S::Disagree { .. } => InconsistentError::new_err(message),
         _ => pyo3::exceptions::PyValueError::new_err(message),
     }
 }

@@ -5,7 +5,7 @@ use fprev_runtime::float::{
     ElementType, ProbeFloat, ScaleType, F4E2M1, F6E2M3, F6E3M2, F8E4M3, F8E5M2,
 };
 use fprev_runtime::fused::{AccumulatorJoin, ScaledAlignment};
-use fprev_runtime::ops::{ScaledDot, ScaledDotError, ScaledDotShape};
+use fprev_runtime::ops::{ProductOrder, ScaledDot, ScaledDotError, ScaledDotShape};
 use fprev_runtime::target::TargetError;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -155,5 +155,23 @@ pub fn reveal_scaled_dot<'py>(
     arith.set_item("draws", a.draws)?;
     arith.set_item("why_blocks", a.why_blocks())?;
     report.set_item("arithmetic", arith)?;
+    let products = PyDict::new(py);
+    match r.products {
+        ProductOrder::Revealed { tree, probes } => {
+            products.set_item("status", "revealed")?;
+            products.set_item("tree", Tree { tree })?;
+            products.set_item("probes", probes)?;
+        }
+        ProductOrder::Refused(why) => {
+            products.set_item("status", "refused")?;
+            products.set_item("why", why)?;
+        }
+        ProductOrder::NotProbed(why) => {
+            products.set_item("status", "not_probed")?;
+            products.set_item("why", why)?;
+        }
+        _ => products.set_item("status", "unknown")?,
+    }
+    report.set_item("products", products)?;
     Ok((Tree { tree: r.tree }, report))
 }

@@ -59,23 +59,25 @@ def test_ue4m3_codes_are_unsigned_e4m3():
     assert all((math.isnan(g) and math.isnan(w)) or g == w for g, w in zip(got, e4m3))
 
 
+def floor_log2(x):
+    x = abs(x)
+    e = x.numerator.bit_length() - x.denominator.bit_length()
+    if Fraction(2) ** e > x:
+        e -= 1
+    elif Fraction(2) ** (e + 1) <= x:
+        e += 1
+    return e
+
+
+def cut(x, q):
+    n = x / q
+    return (n.numerator // n.denominator if n >= 0 else -((-n.numerator) // n.denominator)) * q
+
+
 def _model(block, k_instr, frac):
     """One fused node per instruction over block sums aligned by the scales' exponents,
     truncated toward zero frac bits below the largest, the result truncated to 23 bits,
     C aligned (Fractions; the docs' B200 NVFP4 assumption)."""
-
-    def floor_log2(x):
-        x = abs(x)
-        e = x.numerator.bit_length() - x.denominator.bit_length()
-        if Fraction(2) ** e > x:
-            e -= 1
-        elif Fraction(2) ** (e + 1) <= x:
-            e += 1
-        return e
-
-    def cut(x, q):
-        n = x / q
-        return (n.numerator // n.denominator if n >= 0 else -((-n.numerator) // n.denominator)) * q
 
     def f(a, b, sa, sb):
         a, b = [Fraction(x) for x in a], [Fraction(x) for x in b]
@@ -117,3 +119,48 @@ def test_nvfp4_dot_reveals_its_blocks_and_arithmetic():
 def test_a_bad_shape_is_a_value_error():
     with pytest.raises(ValueError, match="multiple"):
         fprev.reveal_scaled_dot(lambda *a: 0.0, 40, "float4_e2m1fn", 16, "ue4m3")
+
+
+def _mxfp8_model(frac=25):
+    """One instruction per block of 32 FP8 products: each product aligned by its own
+    exponent, cut toward zero frac bits below the largest, the sum cut to f32's 23
+    bits, and added to the running value in f32, rounded to nearest (Fractions)."""
+
+    def f(a, b, sa, sb):
+        c = np.float32(0)
+        for j in range(len(sa)):
+            s = Fraction(sa[j]) * Fraction(sb[j])
+            terms = [Fraction(a[i]) * Fraction(b[i]) * s for i in range(32 * j, 32 * j + 32)]
+            terms = [t for t in terms if t]
+            r = Fraction(0)
+            if terms:
+                top = max(floor_log2(t) for t in terms)
+                tot = sum(cut(t, Fraction(2) ** (top - frac)) for t in terms)
+                if tot:
+                    r = cut(tot, Fraction(2) ** (max(floor_log2(tot), -126) - 23))
+            c = np.float32(c + np.float32(float(r)))
+        return float(c)
+
+    return f
+
+
+def test_mxfp8_products_are_revealed_inside_the_blocks():
+    tree, rep = fprev.reveal_scaled_dot(
+        _mxfp8_model(), 64, ml_dtypes.float8_e4m3fn, 32, "float8_e8m0fnu", report=True
+    )
+    assert str(tree) == "(0+1)"
+    p = rep["products"]
+    assert p["status"] == "revealed", p
+    inside = "+".join(str(i) for i in range(32))
+    second = "+".join(str(i) for i in range(32, 64))
+    assert str(p["tree"]) == f"(({inside})+({second}))"
+    assert p["probes"] > 0
+    assert "products (every scale 1)" in rep["summary"]
+
+
+def test_fp4_products_are_not_probed():
+    _, rep = fprev.reveal_scaled_dot(
+        _model(16, 64, 35), 64, ml_dtypes.float4_e2m1fn, 16, "ue4m3", report=True
+    )
+    assert rep["products"]["status"] == "not_probed"
+    assert "e2m1" in rep["products"]["why"]

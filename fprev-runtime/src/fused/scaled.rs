@@ -317,6 +317,48 @@ impl BlockScaledFma {
         .tree(blocks)
     }
 
+    /// The tree over `k` products (a multiple of [`group`](Self::group)): each group's
+    /// products one node (summed exactly), the groups in the instructions' fused nodes,
+    /// the instructions chained; what a reveal with every scale 1 sees.
+    ///
+    /// ```
+    /// use fprev::fused::BlockScaledFma;
+    /// let m = BlockScaledFma { k: 8, block: 4, group: 2, ..BlockScaledFma::B200_MXF4 };
+    /// assert_eq!(m.product_tree(8).to_string(), "((0+1)+(2+3)+(4+5)+(6+7))");
+    /// assert_eq!(BlockScaledFma::B200_MXF8.product_tree(4).to_string(), "(0+1+2+3)");
+    /// ```
+    pub fn product_tree(&self, k: usize) -> SumTree {
+        let g = self.group.max(1);
+        let terms = self.chain().tree(k.div_ceil(g));
+        if g == 1 {
+            return terms;
+        }
+        fn text(t: &SumTree, node: usize, g: usize, k: usize) -> String {
+            if t.is_leaf(node) {
+                let first = node * g;
+                let leaves: Vec<String> =
+                    (first..(first + g).min(k)).map(|i| i.to_string()).collect();
+                return if leaves.len() == 1 {
+                    leaves[0].clone()
+                } else {
+                    format!("({})", leaves.join("+"))
+                };
+            }
+            let parts: Vec<String> = t
+                .children(node)
+                .iter()
+                .map(|&c| text(t, c as usize, g, k))
+                .collect();
+            format!("({})", parts.join("+"))
+        }
+        if k == 0 {
+            return terms;
+        }
+        text(&terms, terms.root(), g, k)
+            .parse()
+            .expect("a tree built from a tree's nodes parses")
+    }
+
     /// The model in words, for reports and tables.
     ///
     /// ```

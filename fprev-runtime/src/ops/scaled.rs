@@ -7,13 +7,13 @@
 //! scales, the rest of the block zero. The products inside a block share its scales and
 //! span at most `2^8` (FP4) to `2^18` (FP6) between them, less than the `2^26` a mask
 //! needs above a unit in f32, so no input tells their order apart: each block is one leaf
-//! of the tree, a multi-way group of its products, and the report says so. (FP8 products
-//! span `2^36` and more, which could separate them; their order is not probed, and the
-//! report says that instead.) The arithmetic
+//! of the tree, a multi-way group of its products, and the report says so. FP8 products
+//! span `2^36` and more, which separates them: their order inside the blocks is revealed
+//! apart, every scale 1, as a plain dot of the elements (`UnitScaled`). The arithmetic
 //! inside (how many products are summed exactly, what the terms are aligned by, the bits
 //! kept) is then fitted on random full blocks ([`reveal_scaled_dot`](super::reveal_scaled_dot)).
 
-use crate::black_box::{Target, TargetError};
+use crate::black_box::{OperandSplit, Target, TargetError};
 use crate::float::{ElementType, FloatFormat, ProbeFloat, ScaleType};
 use crate::fused::scaled_leaf_format;
 
@@ -348,6 +348,70 @@ impl<F: FnMut(&ScaledOperands) -> Result<f32, TargetError>> Target<f32> for Scal
                 .map(|(s, u)| t.exponent(*s) + t.exponent(*u))
                 .collect(),
         )
+    }
+}
+
+/// A [`ScaledDot`] with FP8 elements (`I`: [`F8E4M3`](crate::float::F8E4M3) or
+/// [`F8E5M2`](crate::float::F8E5M2)) seen as a plain dot product of its `k` element
+/// pairs, every scale 1: the engine's masks and units spread over both operands as
+/// [`Products`](crate::target::Products) spreads them, so the order of the products
+/// inside the blocks (and across them) is revealed, not only the blocks'.
+pub(crate) struct UnitScaled<'a, I, F> {
+    dot: &'a mut ScaledDot<F>,
+    split: OperandSplit<I>,
+    a: Vec<I>,
+    b: Vec<I>,
+}
+
+impl<'a, I: ProbeFloat, F> UnitScaled<'a, I, F> {
+    pub(crate) fn new(dot: &'a mut ScaledDot<F>) -> Self {
+        UnitScaled {
+            dot,
+            split: OperandSplit::default(),
+            a: Vec::new(),
+            b: Vec::new(),
+        }
+    }
+}
+
+impl<I: ProbeFloat, F: FnMut(&ScaledOperands) -> Result<f32, TargetError>> Target<f32>
+    for UnitScaled<'_, I, F>
+{
+    fn call(&mut self, x: &[f32]) -> Result<f32, TargetError> {
+        self.split.operands(x, &mut self.a, &mut self.b)?;
+        let o = &mut self.dot.buf;
+        if self.a.len() != o.a.len() {
+            return Err(TargetError::new(format!(
+                "{} values for {} products",
+                self.a.len(),
+                o.a.len()
+            )));
+        }
+        for (slot, v) in o.a.iter_mut().zip(&self.a) {
+            *slot = v.to_f64();
+        }
+        for (slot, v) in o.b.iter_mut().zip(&self.b) {
+            *slot = v.to_f64();
+        }
+        o.sa.fill(1.0);
+        o.sb.fill(1.0);
+        (self.dot.f)(&self.dot.buf)
+    }
+
+    fn input_format(&self) -> Option<FloatFormat> {
+        Some(I::FORMAT.product())
+    }
+
+    fn replay_format(&self) -> Option<FloatFormat> {
+        Some(I::FORMAT)
+    }
+
+    fn random_input(&mut self, seed: u64, x: &mut [f32]) -> bool {
+        self.split.random_input(seed, x)
+    }
+
+    fn operand_exponents(&self, x: &[f32]) -> Option<Vec<i32>> {
+        self.split.operand_exponents(x)
     }
 }
 

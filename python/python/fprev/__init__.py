@@ -881,11 +881,15 @@ def reveal_scaled_dot(f, k, dtype, block, scale_dtype, *, report=False, seed=0):
     ``k / block`` scales of their blocks (``float8_e8m0fnu`` or ``ue4m3``), all as lists
     of floats; ``f`` returns the scaled dot in f32 (any float; it is read as f32).
 
-    Returns the tree over the ``k / block`` blocks (a block's products cannot be told
-    apart: they share its scales), and with ``report=True`` also a dict: ``probes``,
-    ``fit_calls``, ``summary`` (the lines ``fprev reveal --op scaled-dot --format
-    summary`` prints) and ``arithmetic`` (``k``, ``groups``, ``alignment``, ``frac``,
-    ``frac_max``, ``frac_out``, ``accumulator``, each the values still consistent).
+    Returns the tree over the ``k / block`` blocks (the probes go through the blocks'
+    scales), and with ``report=True`` also a dict: ``probes``, ``fit_calls``,
+    ``summary`` (the lines ``fprev reveal --op scaled-dot --format summary`` prints),
+    ``arithmetic`` (``k``, ``groups``, ``alignment``, ``frac``, ``frac_max``,
+    ``frac_out``, ``accumulator``, each the values still consistent) and ``products``:
+    the order of the ``k`` products inside the blocks, revealed with every scale 1 for
+    FP8 elements (``status`` ``"revealed"`` with ``tree`` and ``probes``; ``"refused"``
+    with ``why``), or ``"not_probed"`` with ``why`` for FP4 and FP6, whose products no
+    mask separates.
 
     >>> import fprev
     >>> def nvfp4(a, b, sa, sb):  # exact products, one f32 addition per block
