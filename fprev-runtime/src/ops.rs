@@ -43,6 +43,7 @@ mod adapters;
 mod elements;
 mod scaled;
 mod scaled_fit;
+mod scaled_products;
 
 pub use adapters::{
     dot, gemm, gemv, reduction, Batched, DotReduction, GemmReduction, GemvReduction, KReduction,
@@ -51,9 +52,10 @@ use adapters::{split_operands, spreads_operands, OperandPair};
 pub use elements::{Element, ElementCoverage, ElementOrders, ElementReveal, OrderGroup};
 pub use scaled::{ScaledDot, ScaledDotShape, ScaledOperands};
 pub use scaled_fit::{
-    reveal_scaled_dot, ProductOrder, ScaledArithmetic, ScaledDotError, ScaledDotReport,
-    ScaledTreeSource, SCALED_FIT_DRAWS,
+    reveal_scaled_dot, ScaledArithmetic, ScaledDotError, ScaledDotReport, ScaledTreeSource,
+    SCALED_FIT_DRAWS,
 };
+pub use scaled_products::ProductOrder;
 
 use crate::black_box::TargetError;
 use crate::float::ProbeFloat;

@@ -120,6 +120,16 @@ pub fn reveal_scaled_dot<'py>(
         Err(ScaledDotError::Reveal(e)) => return Err(errors::to_py(e)),
         Err(e) => return Err(errors::scaled_to_py(e)),
     };
+    let report = report_dict(py, &r)?;
+    Ok((Tree { tree: r.tree }, report))
+}
+
+/// The report dict of a revealed block-scaled dot: probes, calls, the summary, the
+/// arithmetic's consistent values and the products' order.
+fn report_dict<'py>(
+    py: Python<'py>,
+    r: &fprev_runtime::ops::ScaledDotReport,
+) -> PyResult<Bound<'py, PyDict>> {
     let report = PyDict::new(py);
     report.set_item("probes", r.probes)?;
     report.set_item("fit_calls", r.fit_calls)?;
@@ -156,11 +166,11 @@ pub fn reveal_scaled_dot<'py>(
     arith.set_item("why_blocks", a.why_blocks())?;
     report.set_item("arithmetic", arith)?;
     let products = PyDict::new(py);
-    match r.products {
+    match &r.products {
         ProductOrder::Revealed { tree, probes } => {
             products.set_item("status", "revealed")?;
-            products.set_item("tree", Tree { tree })?;
-            products.set_item("probes", probes)?;
+            products.set_item("tree", Tree { tree: tree.clone() })?;
+            products.set_item("probes", *probes)?;
         }
         ProductOrder::Refused(why) => {
             products.set_item("status", "refused")?;
@@ -173,5 +183,5 @@ pub fn reveal_scaled_dot<'py>(
         _ => products.set_item("status", "unknown")?,
     }
     report.set_item("products", products)?;
-    Ok((Tree { tree: r.tree }, report))
+    Ok(report)
 }
