@@ -6,10 +6,10 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use fprev::reveal::Pivot;
 use fprev::{orders, Algorithm, Reveal};
 
-type Order = (&'static str, fn(&[f32]) -> f32);
+type NamedOrder = (&'static str, fn(&[f32]) -> f32);
 
 fn bench(c: &mut Criterion) {
-    let orders: [Order; 4] = [
+    let orders: [NamedOrder; 4] = [
         ("sequential", orders::sequential::<f32>),
         ("reverse", orders::reverse::<f32>),
         ("numpy-pairwise", orders::numpy_pairwise::<f32>),

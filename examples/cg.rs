@@ -179,13 +179,13 @@ fn spmv(a: &Sparse, x: &[f64], out: &mut [f64], s: &Schedule, arith: Arith) {
 }
 
 /// What one CG run produced.
-struct Run {
+struct CgRun {
     history: Vec<f64>,
     x_bits: u64,
 }
 
 /// Unpreconditioned CG from x = 0 until ||r|| <= tol ||b|| or `max_iter` iterations.
-fn cg(a: &Sparse, b: &[f64], s: &Schedule, arith: Arith, tol: f64, max_iter: usize) -> Run {
+fn cg(a: &Sparse, b: &[f64], s: &Schedule, arith: Arith, tol: f64, max_iter: usize) -> CgRun {
     let n = a.n;
     let (mut x, mut r, mut p, mut ap) = (vec![0.0; n], b.to_vec(), b.to_vec(), vec![0.0; n]);
     let b_norm = dot(b, b, s, arith).sqrt();
@@ -212,7 +212,7 @@ fn cg(a: &Sparse, b: &[f64], s: &Schedule, arith: Arith, tol: f64, max_iter: usi
     let x_bits = x
         .iter()
         .fold(0u64, |h, v| (h ^ v.to_bits()).wrapping_mul(0x100_0000_01b3));
-    Run { history, x_bits }
+    CgRun { history, x_bits }
 }
 
 struct Problem {

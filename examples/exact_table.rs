@@ -28,14 +28,14 @@ fn time_ms<R>(f: &mut impl FnMut() -> R) -> f64 {
 
 /// Minimum and median of some timings.
 #[derive(Clone, Copy)]
-struct Stats {
+struct Timings {
     min: f64,
     median: f64,
 }
 
-fn stats(mut v: Vec<f64>) -> Stats {
+fn stats(mut v: Vec<f64>) -> Timings {
     v.sort_by(f64::total_cmp);
-    Stats {
+    Timings {
         min: v[0],
         median: v[v.len() / 2],
     }
@@ -46,7 +46,7 @@ fn duel<A, B>(
     reps: usize,
     mut ours: impl FnMut() -> A,
     mut base: impl FnMut() -> B,
-) -> (Stats, Stats) {
+) -> (Timings, Timings) {
     black_box(ours());
     black_box(base());
     let (mut a, mut b) = (Vec::new(), Vec::new());
@@ -62,7 +62,7 @@ fn duel<A, B>(
     (stats(a), stats(b))
 }
 
-fn row(name: &str, baseline: &str, (ours, base): (Stats, Stats)) {
+fn row(name: &str, baseline: &str, (ours, base): (Timings, Timings)) {
     println!(
         "| {name:<34} | {:>8.2} | {baseline:<33} | {:>8.2} | {:>5.2}x | {:>5.2}x |",
         ours.min,
@@ -73,9 +73,9 @@ fn row(name: &str, baseline: &str, (ours, base): (Stats, Stats)) {
 }
 
 /// Runs `ours` and `base` once each (for sizes too slow to repeat).
-fn once<A, B>(mut ours: impl FnMut() -> A, mut base: impl FnMut() -> B) -> (Stats, Stats) {
+fn once<A, B>(mut ours: impl FnMut() -> A, mut base: impl FnMut() -> B) -> (Timings, Timings) {
     let (b, a) = (time_ms(&mut base), time_ms(&mut ours));
-    (Stats { min: a, median: a }, Stats { min: b, median: b })
+    (Timings { min: a, median: a }, Timings { min: b, median: b })
 }
 
 /// The plain product the exact one is compared with: the same kernel, same threads.

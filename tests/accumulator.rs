@@ -119,22 +119,22 @@ fn non_float_sites_behave_as_written() {
 
 /// A `Sum` of float items that pulls them with `next()` (not `fold`): the chain is
 /// recorded when the iterator runs dry, and once.
-struct Total(f64);
-impl std::iter::Sum<f64> for Total {
-    fn sum<I: Iterator<Item = f64>>(mut iter: I) -> Total {
+struct PullSum(f64);
+impl std::iter::Sum<f64> for PullSum {
+    fn sum<I: Iterator<Item = f64>>(mut iter: I) -> PullSum {
         let mut t = 0.0;
         for x in iter.by_ref() {
             t += x;
         }
         // Asking again after the end must not record a second (empty) chain.
         assert!(iter.next().is_none());
-        Total(t)
+        PullSum(t)
     }
 }
 
 #[fprev::accumulator]
 fn pulled(x: &[f64]) -> f64 {
-    let t: Total = x.iter().map(|v| v * 2.0).sum();
+    let t: PullSum = x.iter().map(|v| v * 2.0).sum();
     t.0
 }
 
@@ -645,9 +645,9 @@ fn inherent_sum_on_a_parenthesised_place() {
 
 /// A collection whose `IndexMut` grows it (and whose `Index` panics past the end): the
 /// plain `c[i] += e` calls `index_mut` once and never `index`.
-struct Growing(Vec<f64>, std::cell::Cell<usize>);
+struct GrowingOnIndex(Vec<f64>, std::cell::Cell<usize>);
 
-impl std::ops::Index<usize> for Growing {
+impl std::ops::Index<usize> for GrowingOnIndex {
     type Output = f64;
     fn index(&self, i: usize) -> &f64 {
         self.1.set(self.1.get() + 1);
@@ -655,7 +655,7 @@ impl std::ops::Index<usize> for Growing {
     }
 }
 
-impl std::ops::IndexMut<usize> for Growing {
+impl std::ops::IndexMut<usize> for GrowingOnIndex {
     fn index_mut(&mut self, i: usize) -> &mut f64 {
         if i >= self.0.len() {
             self.0.resize(i + 1, 0.0);
@@ -665,7 +665,7 @@ impl std::ops::IndexMut<usize> for Growing {
 }
 
 #[fprev::accumulator]
-fn grow(c: &mut Growing, x: &[f64]) {
+fn grow(c: &mut GrowingOnIndex, x: &[f64]) {
     for (i, v) in x.iter().enumerate() {
         c[i] += v;
         c[i] -= 0.5;
@@ -675,9 +675,9 @@ fn grow(c: &mut Growing, x: &[f64]) {
 
 #[test]
 fn place_sites_go_through_index_mut_once() {
-    let mut c = Growing(Vec::new(), std::cell::Cell::new(0));
+    let mut c = GrowingOnIndex(Vec::new(), std::cell::Cell::new(0));
     grow(&mut c, &[1.0, 2.0, 3.0]);
-    let mut plain = Growing(Vec::new(), std::cell::Cell::new(0));
+    let mut plain = GrowingOnIndex(Vec::new(), std::cell::Cell::new(0));
     for (i, v) in [1.0, 2.0, 3.0].iter().enumerate() {
         plain[i] += v;
         plain[i] -= 0.5;

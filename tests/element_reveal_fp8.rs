@@ -18,25 +18,25 @@ use fprev::{RevealError, SumTree};
 
 /// How one output element sums its `k` products.
 #[derive(Clone, Copy, Debug)]
-enum Order {
+enum ElementSumOrder {
     Sequential,
     Pairwise,
     Fused(BlockFma),
 }
 
-impl Order {
+impl ElementSumOrder {
     fn tree(self, k: usize) -> SumTree {
         match self {
-            Order::Sequential => SumTree::sequential(k),
-            Order::Pairwise => SumTree::pairwise(k),
-            Order::Fused(m) => m.tree(k),
+            ElementSumOrder::Sequential => SumTree::sequential(k),
+            ElementSumOrder::Pairwise => SumTree::pairwise(k),
+            ElementSumOrder::Fused(m) => m.tree(k),
         }
     }
 
     /// Row `a` dotted with column `b` (products exact in f32).
     fn dot<I: ProbeFloat>(self, a: &[I], b: &[I]) -> f32 {
         match self {
-            Order::Fused(m) => m.dot(a, b),
+            ElementSumOrder::Fused(m) => m.dot(a, b),
             _ => {
                 let x: Vec<f32> = a
                     .iter()
@@ -49,10 +49,10 @@ impl Order {
     }
 }
 
-const ORDERS: [Order; 3] = [
-    Order::Sequential,
-    Order::Pairwise,
-    Order::Fused(BlockFma::H100_FP8),
+const ORDERS: [ElementSumOrder; 3] = [
+    ElementSumOrder::Sequential,
+    ElementSumOrder::Pairwise,
+    ElementSumOrder::Fused(BlockFma::H100_FP8),
 ];
 
 /// An `m x k` by `k x n` FP8 gemm whose element `(i, j)` sums in `order(i, j)`.
@@ -60,7 +60,7 @@ fn gemm<I: ProbeFloat>(
     m: usize,
     k: usize,
     n: usize,
-    order: impl Fn(usize, usize) -> Order,
+    order: impl Fn(usize, usize) -> ElementSumOrder,
 ) -> impl ops::Reduction<f32, Input = I> {
     ops::gemm(m, k, n, move |a: &[I], b: &[I], c: &mut [f32]| {
         let mut col = Vec::with_capacity(k);
@@ -101,8 +101,8 @@ fn uniform(seed: u64, what: &str, o: &ElementOrders, truth: &SumTree, spread: bo
 /// The arithmetic an element reveal reports for its one group: none for plain
 /// additions, and for a block-FMA chain the model's own widths within the consistent
 /// ranges, products aligned by their operands' exponent sum, and its block size.
-fn arithmetic_matches(seed: u64, what: &str, got: Option<FittedFused>, order: Order) {
-    let Order::Fused(m) = order else {
+fn arithmetic_matches(seed: u64, what: &str, got: Option<FittedFused>, order: ElementSumOrder) {
+    let ElementSumOrder::Fused(m) = order else {
         assert!(
             got.is_none(),
             "seed {seed}: {what}: arithmetic {got:?} for plain additions"
@@ -127,7 +127,7 @@ fn arithmetic_matches(seed: u64, what: &str, got: Option<FittedFused>, order: Or
     );
 }
 
-fn gemm_case<I: ProbeFloat>(seed: u64, order: Order, (m, k, n): (usize, usize, usize)) {
+fn gemm_case<I: ProbeFloat>(seed: u64, order: ElementSumOrder, (m, k, n): (usize, usize, usize)) {
     let what = format!("{} gemm {m} x {k} x {n}, {order:?}", I::FORMAT.name);
     let o = ElementReveal::new()
         .seed(seed)
@@ -135,7 +135,7 @@ fn gemm_case<I: ProbeFloat>(seed: u64, order: Order, (m, k, n): (usize, usize, u
         .unwrap_or_else(|e| panic!("seed {seed}: {what}: {e}"));
     // a fused adder at small k: one operand holds the masks but its random values
     // cannot tell alignment widths apart, so ElementReveal spreads after all
-    let spread = needs_spread::<I>(k) || matches!(order, Order::Fused(_));
+    let spread = needs_spread::<I>(k) || matches!(order, ElementSumOrder::Fused(_));
     uniform(seed, &what, &o, &order.tree(k), spread);
     arithmetic_matches(seed, &what, o.groups[0].arithmetic, order);
     assert_eq!(o.shape.elements(), m * n);
@@ -157,10 +157,10 @@ fn fp8_gemm_4x32x4_in_known_orders() {
 fn fp8_gemm_long_k_in_known_orders() {
     for seed in 0..u64::from(cases(1)) {
         for (order, shape) in [
-            (Order::Sequential, (3, 64, 5)),
-            (Order::Pairwise, (4, 128, 2)),
-            (Order::Fused(BlockFma::H100_FP8), (2, 256, 3)),
-            (Order::Fused(BlockFma::H100_FP8_SLOW), (3, 256, 3)),
+            (ElementSumOrder::Sequential, (3, 64, 5)),
+            (ElementSumOrder::Pairwise, (4, 128, 2)),
+            (ElementSumOrder::Fused(BlockFma::H100_FP8), (2, 256, 3)),
+            (ElementSumOrder::Fused(BlockFma::H100_FP8_SLOW), (3, 256, 3)),
         ] {
             gemm_case::<F8E4M3>(seed, order, shape);
             gemm_case::<F8E5M2>(seed, order, shape);
@@ -168,7 +168,7 @@ fn fp8_gemm_long_k_in_known_orders() {
     }
 }
 
-fn gemv_dot_case<I: ProbeFloat>(seed: u64, order: Order, k: usize) {
+fn gemv_dot_case<I: ProbeFloat>(seed: u64, order: ElementSumOrder, k: usize) {
     let truth = order.tree(k);
     let what = format!("{} gemv 3 x {k}, {order:?}", I::FORMAT.name);
     let g = ops::gemv(3, k, move |a: &[I], x: &[I], y: &mut [f32]| {
@@ -180,7 +180,7 @@ fn gemv_dot_case<I: ProbeFloat>(seed: u64, order: Order, k: usize) {
         .seed(seed)
         .run(g)
         .unwrap_or_else(|e| panic!("seed {seed}: {what}: {e}"));
-    let spread = needs_spread::<I>(k) || matches!(order, Order::Fused(_));
+    let spread = needs_spread::<I>(k) || matches!(order, ElementSumOrder::Fused(_));
     uniform(seed, &what, &o, &truth, spread);
     arithmetic_matches(seed, &what, o.groups[0].arithmetic, order);
     let what = format!("{} dot {k}, {order:?}", I::FORMAT.name);
@@ -189,7 +189,7 @@ fn gemv_dot_case<I: ProbeFloat>(seed: u64, order: Order, k: usize) {
         .seed(seed)
         .run(d)
         .unwrap_or_else(|e| panic!("seed {seed}: {what}: {e}"));
-    let spread = needs_spread::<I>(k) || matches!(order, Order::Fused(_));
+    let spread = needs_spread::<I>(k) || matches!(order, ElementSumOrder::Fused(_));
     uniform(seed, &what, &o, &truth, spread);
     arithmetic_matches(seed, &what, o.groups[0].arithmetic, order);
 }
@@ -214,9 +214,9 @@ fn fp8_gemm_columns_in_two_orders_come_out_as_two_groups() {
     let odd = |j: usize| j % 3 == 1;
     let order = move |_: usize, j: usize| {
         if odd(j) {
-            Order::Pairwise
+            ElementSumOrder::Pairwise
         } else {
-            Order::Fused(BlockFma::H100_FP8)
+            ElementSumOrder::Fused(BlockFma::H100_FP8)
         }
     };
     for seed in 0..u64::from(cases(1)) {
@@ -258,9 +258,9 @@ fn an_fp8_lane_in_another_order_is_its_own_group() {
     let (m, k, n) = (5, 64, 3);
     let order = move |i: usize, _: usize| {
         if i == m - 1 {
-            Order::Sequential
+            ElementSumOrder::Sequential
         } else {
-            Order::Pairwise
+            ElementSumOrder::Pairwise
         }
     };
     let seed = 7;
@@ -287,9 +287,9 @@ fn a_nondeterministic_fp8_op_is_reported() {
         let times = seen.entry(key).or_insert(0);
         *times += 1;
         let order = if *times % 2 == 1 {
-            Order::Sequential
+            ElementSumOrder::Sequential
         } else {
-            Order::Pairwise
+            ElementSumOrder::Pairwise
         };
         order.dot(a, b)
     };
@@ -358,7 +358,7 @@ fn f16_operands_with_a_tensor_core_adder() {
     use fprev::half::f16;
     let model = BlockFma::H100;
     let (m, k, n) = (4, 64, 4);
-    let order = Order::Fused(model);
+    let order = ElementSumOrder::Fused(model);
     let o = ElementReveal::new()
         .run(gemm::<f16>(m, k, n, move |_, _| order))
         .unwrap();
@@ -396,8 +396,8 @@ impl ops::Reduction<f32> for TwoSums {
     ) -> Option<Result<(), fprev::target::TargetError>> {
         for (row, o) in a.chunks(self.k).zip(out.chunks_mut(2)) {
             // output 0 sequential, output 1 pairwise
-            o[0] = Order::Sequential.dot(row, b);
-            o[1] = Order::Pairwise.dot(row, b);
+            o[0] = ElementSumOrder::Sequential.dot(row, b);
+            o[1] = ElementSumOrder::Pairwise.dot(row, b);
         }
         Some(Ok(()))
     }

@@ -124,7 +124,7 @@ fn reference_dot(x: &[f64], y: &[f64]) -> f64 {
 
 /// The kinds of vectors the random tests draw.
 #[derive(Clone, Copy, Debug)]
-enum Kind {
+enum VectorKind {
     /// Uniform in [-1, 1].
     Unit,
     /// Random sign and mantissa, exponents in [-30, 30].
@@ -141,14 +141,14 @@ enum Kind {
     Wide,
 }
 
-const KINDS: [Kind; 7] = [
-    Kind::Unit,
-    Kind::Moderate,
-    Kind::AnyFinite,
-    Kind::Cancelling,
-    Kind::Subnormal,
-    Kind::Huge,
-    Kind::Wide,
+const KINDS: [VectorKind; 7] = [
+    VectorKind::Unit,
+    VectorKind::Moderate,
+    VectorKind::AnyFinite,
+    VectorKind::Cancelling,
+    VectorKind::Subnormal,
+    VectorKind::Huge,
+    VectorKind::Wide,
 ];
 
 fn with_exponent(rng: &mut ChaCha8Rng, lo: i32, hi: i32) -> f64 {
@@ -159,11 +159,11 @@ fn with_exponent(rng: &mut ChaCha8Rng, lo: i32, hi: i32) -> f64 {
     sign * mantissa * 2f64.powi(half) * 2f64.powi(e - half)
 }
 
-fn draw(kind: Kind, n: usize, rng: &mut ChaCha8Rng) -> Vec<f64> {
+fn draw(kind: VectorKind, n: usize, rng: &mut ChaCha8Rng) -> Vec<f64> {
     match kind {
-        Kind::Unit => (0..n).map(|_| rng.random_range(-1.0..=1.0)).collect(),
-        Kind::Moderate => (0..n).map(|_| with_exponent(rng, -30, 30)).collect(),
-        Kind::AnyFinite => (0..n)
+        VectorKind::Unit => (0..n).map(|_| rng.random_range(-1.0..=1.0)).collect(),
+        VectorKind::Moderate => (0..n).map(|_| with_exponent(rng, -30, 30)).collect(),
+        VectorKind::AnyFinite => (0..n)
             .map(|_| loop {
                 let v = f64::from_bits(rng.random());
                 if v.is_finite() {
@@ -171,7 +171,7 @@ fn draw(kind: Kind, n: usize, rng: &mut ChaCha8Rng) -> Vec<f64> {
                 }
             })
             .collect(),
-        Kind::Cancelling => {
+        VectorKind::Cancelling => {
             let half: Vec<f64> = (0..n / 2).map(|_| with_exponent(rng, -60, 60)).collect();
             let mut v: Vec<f64> = half.iter().flat_map(|&x| [x, -x]).collect();
             for _ in 0..(n % 2 + 3) {
@@ -181,7 +181,7 @@ fn draw(kind: Kind, n: usize, rng: &mut ChaCha8Rng) -> Vec<f64> {
             shuffle(&mut v, rng);
             v
         }
-        Kind::Subnormal => (0..n)
+        VectorKind::Subnormal => (0..n)
             .map(|_| {
                 let v = f64::from_bits(rng.random_range(0..(1u64 << 53)));
                 if rng.random::<bool>() {
@@ -191,8 +191,8 @@ fn draw(kind: Kind, n: usize, rng: &mut ChaCha8Rng) -> Vec<f64> {
                 }
             })
             .collect(),
-        Kind::Huge => (0..n).map(|_| with_exponent(rng, 1015, 1023)).collect(),
-        Kind::Wide => (0..n).map(|_| with_exponent(rng, -1000, 1000)).collect(),
+        VectorKind::Huge => (0..n).map(|_| with_exponent(rng, 1015, 1023)).collect(),
+        VectorKind::Wide => (0..n).map(|_| with_exponent(rng, -1000, 1000)).collect(),
     }
 }
 
@@ -374,7 +374,7 @@ fn ozaki_dot_ignores_the_inner_order() {
     for kind in KINDS {
         let n = max_n().min(2000);
         let x = draw(kind, n, &mut rng);
-        let y = draw(Kind::Moderate, x.len(), &mut rng);
+        let y = draw(VectorKind::Moderate, x.len(), &mut rng);
         let want = exact::dot(&x, &y).unwrap_or(f64::NAN);
         let forward =
             exact::ozaki_dot_with(&x, &y, |a, b| a.iter().zip(b).map(|(p, q)| p * q).sum());
@@ -455,7 +455,7 @@ fn ieee_special_values() {
 fn special_values_inside_long_vectors() {
     // Long wide-range vectors run in direct mode, long moderate ones through the filter:
     // specials must be honoured on both paths and at block boundaries.
-    for kind in [Kind::Wide, Kind::Moderate] {
+    for kind in [VectorKind::Wide, VectorKind::Moderate] {
         for pos in [0, 7, 8, 1023, 1024, 2047, 2500, 4999] {
             let mut rng = ChaCha8Rng::seed_from_u64(pos as u64);
             let base = draw(kind, 5000, &mut rng);
@@ -492,14 +492,14 @@ fn special_values_inside_long_vectors() {
     }
     // A wide-range stretch (direct mode) followed by a moderate one (back to the filter).
     let mut rng = ChaCha8Rng::seed_from_u64(5);
-    let mut xs = draw(Kind::Wide, 20_000, &mut rng);
-    xs.extend(draw(Kind::Moderate, 20_000, &mut rng));
-    xs.extend(draw(Kind::Subnormal, 3_000, &mut rng));
+    let mut xs = draw(VectorKind::Wide, 20_000, &mut rng);
+    xs.extend(draw(VectorKind::Moderate, 20_000, &mut rng));
+    xs.extend(draw(VectorKind::Subnormal, 3_000, &mut rng));
     assert!(same(
         exact::sum(&xs),
         reference_sum(&xs, RoundingFormat::F64)
     ));
-    let ys = draw(Kind::AnyFinite, xs.len(), &mut rng);
+    let ys = draw(VectorKind::AnyFinite, xs.len(), &mut rng);
     assert!(same(
         exact::dot(&xs, &ys).unwrap_or(f64::NAN),
         reference_dot(&xs, &ys)
@@ -522,8 +522,8 @@ fn dot_blocks_of_changing_scale() {
     let n = 3000;
     let seed = 17;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let base = draw(Kind::Moderate, n, &mut rng);
-    let other = draw(Kind::Unit, n, &mut rng);
+    let base = draw(VectorKind::Moderate, n, &mut rng);
+    let other = draw(VectorKind::Unit, n, &mut rng);
     let scaled = |f: &dyn Fn(usize) -> f64| -> Vec<f64> {
         base.iter().enumerate().map(|(i, v)| v * f(i)).collect()
     };
@@ -650,11 +650,15 @@ fn format_validation() {
 #[test]
 fn bit_identical_across_threads_chunks_and_orders() {
     let n = (max_n() * 10).max(20_000);
-    for kind in [Kind::Moderate, Kind::Wide, Kind::Cancelling] {
+    for kind in [
+        VectorKind::Moderate,
+        VectorKind::Wide,
+        VectorKind::Cancelling,
+    ] {
         let seed = 99;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let xs = draw(kind, n, &mut rng);
-        let ys = draw(Kind::Unit, xs.len(), &mut rng);
+        let ys = draw(VectorKind::Unit, xs.len(), &mut rng);
         let want = exact::sum(&xs);
         let want_dot = exact::dot(&xs, &ys).unwrap_or(f64::NAN);
         let reversed_inner = exact::ozaki_dot_with(&xs, &ys, |a, b| {
@@ -713,10 +717,10 @@ fn parallel_tasks_merge_to_the_same_bits() {
     let seed = 1_234;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let n = (1 << 19) + 12_345;
-    for kind in [Kind::Wide, Kind::Moderate] {
+    for kind in [VectorKind::Wide, VectorKind::Moderate] {
         let mut xs = draw(kind, n, &mut rng);
         // Specials in a late task, and a block of narrow values between wide ones.
-        let ys = draw(Kind::Unit, n, &mut rng);
+        let ys = draw(VectorKind::Unit, n, &mut rng);
         xs[200_000..210_000]
             .iter_mut()
             .for_each(|v| *v = 1.0 + *v * 1e-300);

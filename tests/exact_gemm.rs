@@ -20,7 +20,7 @@ fn base_seed() -> u64 {
 
 /// How the random matrices are drawn.
 #[derive(Clone, Copy, Debug)]
-enum Kind {
+enum MatrixKind {
     /// Uniform in [-1, 1].
     Unit,
     /// Random sign and mantissa, binary exponents in [-30, 30].
@@ -34,12 +34,12 @@ enum Kind {
     Integers,
 }
 
-const KINDS: [Kind; 5] = [
-    Kind::Unit,
-    Kind::Moderate,
-    Kind::Wide,
-    Kind::Cancelling,
-    Kind::Integers,
+const KINDS: [MatrixKind; 5] = [
+    MatrixKind::Unit,
+    MatrixKind::Moderate,
+    MatrixKind::Wide,
+    MatrixKind::Cancelling,
+    MatrixKind::Integers,
 ];
 
 fn with_exponent(rng: &mut ChaCha8Rng, lo: i32, hi: i32) -> f64 {
@@ -51,20 +51,20 @@ fn with_exponent(rng: &mut ChaCha8Rng, lo: i32, hi: i32) -> f64 {
 
 /// An `m x k` matrix `a` and a `k x n` matrix `b` of the given kind.
 fn draw(
-    kind: Kind,
+    kind: MatrixKind,
     (m, n, k): (usize, usize, usize),
     rng: &mut ChaCha8Rng,
 ) -> (Vec<f64>, Vec<f64>) {
     let value = |rng: &mut ChaCha8Rng| match kind {
-        Kind::Unit => rng.random_range(-1.0..=1.0),
-        Kind::Moderate => with_exponent(rng, -30, 30),
-        Kind::Wide => with_exponent(rng, -1000, 1000),
-        Kind::Integers => rng.random_range(-3i32..=3) as f64,
-        Kind::Cancelling => with_exponent(rng, -2, 2),
+        MatrixKind::Unit => rng.random_range(-1.0..=1.0),
+        MatrixKind::Moderate => with_exponent(rng, -30, 30),
+        MatrixKind::Wide => with_exponent(rng, -1000, 1000),
+        MatrixKind::Integers => rng.random_range(-3i32..=3) as f64,
+        MatrixKind::Cancelling => with_exponent(rng, -2, 2),
     };
     let mut a: Vec<f64> = (0..m * k).map(|_| value(rng)).collect();
     let b: Vec<f64> = (0..k * n).map(|_| value(rng)).collect();
-    if let (Kind::Cancelling, true) = (kind, n > 0) {
+    if let (MatrixKind::Cancelling, true) = (kind, n > 0) {
         // Each row's second half mirrors its first against the first column's halves, so
         // that element (i, 0) cancels down to a tiny remainder and its neighbours nearly do.
         let half = k / 2;
@@ -174,9 +174,9 @@ fn long_inner_dimensions_sum_their_chunks_exactly() {
     // k beyond one exact slice product of 4096 terms.
     let seed = base_seed();
     for (kind, k) in [
-        (Kind::Unit, 4099),
-        (Kind::Moderate, 8200),
-        (Kind::Cancelling, 4500),
+        (MatrixKind::Unit, 4099),
+        (MatrixKind::Moderate, 8200),
+        (MatrixKind::Cancelling, 4500),
     ] {
         let mut rng = ChaCha8Rng::seed_from_u64(seed + k as u64);
         let shape = (3, 5, k);
@@ -197,7 +197,7 @@ fn rows_and_columns_of_different_scales() {
     let seed = base_seed() + 77;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let (m, n, k) = (23, 19, 41);
-    let (mut a, mut b) = draw(Kind::Unit, (m, n, k), &mut rng);
+    let (mut a, mut b) = draw(MatrixKind::Unit, (m, n, k), &mut rng);
     for i in 0..m {
         let s = 2f64.powi(rng.random_range(-400..=400));
         a[i * k..(i + 1) * k].iter_mut().for_each(|v| *v *= s);
@@ -215,7 +215,12 @@ fn same_bits_for_every_thread_count_and_kernel() {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let shape = (97, 89, 300);
     let (m, n, k) = shape;
-    for kind in [Kind::Unit, Kind::Moderate, Kind::Cancelling, Kind::Wide] {
+    for kind in [
+        MatrixKind::Unit,
+        MatrixKind::Moderate,
+        MatrixKind::Cancelling,
+        MatrixKind::Wide,
+    ] {
         let (a, b) = draw(kind, shape, &mut rng);
         let want = check_f64(&a, &b, shape, &format!("{kind:?}, seed {seed}"));
         for threads in 1..=8 {
@@ -273,7 +278,7 @@ fn same_bits_for_every_thread_count_and_kernel() {
 fn ieee_special_values_follow_the_dot_product() {
     let (m, n, k) = (4, 5, 6);
     let mut rng = ChaCha8Rng::seed_from_u64(base_seed() + 9);
-    let (mut a, mut b) = draw(Kind::Unit, (m, n, k), &mut rng);
+    let (mut a, mut b) = draw(MatrixKind::Unit, (m, n, k), &mut rng);
     a[0] = f64::NAN; // row 0: NaN everywhere
     a[k + 1] = f64::INFINITY; // row 1: inf times column values, NaN against a zero
     b[n + 2] = 0.0; // column 2 meets the infinity with a zero
@@ -301,7 +306,12 @@ fn f32_products_round_once() {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     for shape in [(1, 1, 3), (17, 13, 64), (33, 40, 300)] {
         let (m, n, k) = shape;
-        for kind in [Kind::Unit, Kind::Moderate, Kind::Cancelling, Kind::Integers] {
+        for kind in [
+            MatrixKind::Unit,
+            MatrixKind::Moderate,
+            MatrixKind::Cancelling,
+            MatrixKind::Integers,
+        ] {
             let (a, b) = draw(kind, shape, &mut rng);
             let a: Vec<f32> = a.iter().map(|&v| v as f32).collect();
             let b: Vec<f32> = b.iter().map(|&v| v as f32).collect();
@@ -402,7 +412,7 @@ fn the_default_kernel_is_a_plain_product() {
 fn ndarray_views_of_any_layout() {
     use ndarray::Array2;
     let mut rng = ChaCha8Rng::seed_from_u64(base_seed() + 17);
-    let (a, b) = draw(Kind::Moderate, (9, 7, 11), &mut rng);
+    let (a, b) = draw(MatrixKind::Moderate, (9, 7, 11), &mut rng);
     let a = Array2::from_shape_vec((9, 11), a).unwrap_or_default();
     let b = Array2::from_shape_vec((11, 7), b).unwrap_or_default();
     let want = exact::gemm(

@@ -137,9 +137,9 @@ mod twins {
         x.iter().rev().sum()
     }
 
-    pub struct Data;
+    pub struct Twin;
 
-    impl Data {
+    impl Twin {
         #[fprev::accumulator(reveal(op = "sum", sizes = [4]))]
         pub fn total(x: &[f32]) -> f32 {
             let mut s = 0.0;
@@ -153,7 +153,7 @@ mod twins {
 
 #[test]
 fn a_registration_that_finds_a_twin_is_an_error() {
-    assert_eq!(twins::Data::total(&[1.0, 2.0]), twins::total(&[1.0, 2.0]));
+    assert_eq!(twins::Twin::total(&[1.0, 2.0]), twins::total(&[1.0, 2.0]));
     let regs = fprev::registered();
     let r = regs
         .iter()

@@ -296,9 +296,9 @@ fn loops_left_alone_are_listed_with_their_reason() {
 
 // ---- Pure reductions in every idiom: these must be reassociated. ----
 
-struct Sample(Vec<f64>);
+struct Samples(Vec<f64>);
 
-impl<'a> IntoIterator for &'a Sample {
+impl<'a> IntoIterator for &'a Samples {
     type Item = f64;
     type IntoIter = std::iter::Copied<std::slice::Iter<'a, f64>>;
     fn into_iter(self) -> Self::IntoIter {
@@ -475,7 +475,7 @@ fn pure_reductions_are_reassociated_in_every_idiom() {
     let v = data(3000);
     let w: Vec<f64> = data(3000).iter().rev().copied().collect();
     let m = mass(&v);
-    let sample = Sample(v.clone());
+    let sample = Samples(v.clone());
     reassociated("generic IntoIterator", || generic_total(&sample), 3000, m);
     reassociated(
         "generic f32 items",
@@ -627,31 +627,31 @@ fn item_in_loop(v: &[f64]) -> f64 {
 }
 
 #[fprev::scramble]
-fn inherent_sum_receiver(n: Counter) -> u32 {
+fn inherent_sum_receiver(n: CallCounter) -> u32 {
     // A place receiver with an inherent `sum(&self)`: left alone, still usable after.
     let a = n.sum();
     a + n.sum()
 }
 
-struct Counter(u32);
+struct CallCounter(u32);
 
-impl Counter {
+impl CallCounter {
     fn sum(&self) -> u32 {
         self.0
     }
 }
 
 /// A collection whose `IndexMut` grows: the place is evaluated exactly as written.
-struct Growing(Vec<f64>);
+struct GrowingVec(Vec<f64>);
 
-impl std::ops::Index<usize> for Growing {
+impl std::ops::Index<usize> for GrowingVec {
     type Output = f64;
     fn index(&self, i: usize) -> &f64 {
         &self.0[i]
     }
 }
 
-impl std::ops::IndexMut<usize> for Growing {
+impl std::ops::IndexMut<usize> for GrowingVec {
     fn index_mut(&mut self, i: usize) -> &mut f64 {
         if i >= self.0.len() {
             self.0.resize(i + 1, 0.0);
@@ -661,7 +661,7 @@ impl std::ops::IndexMut<usize> for Growing {
 }
 
 #[fprev::scramble]
-fn grow(g: &mut Growing, v: &[f64]) {
+fn grow(g: &mut GrowingVec, v: &[f64]) {
     for x in v {
         g[3] += x;
     }
@@ -670,12 +670,12 @@ fn grow(g: &mut Growing, v: &[f64]) {
 #[test]
 fn valid_forms_compile_and_behave_as_written() {
     assert_eq!(item_in_loop(&[1.0, 2.0]), 6.0);
-    assert_eq!(inherent_sum_receiver(Counter(4)), 8);
-    let mut g = Growing(Vec::new());
+    assert_eq!(inherent_sum_receiver(CallCounter(4)), 8);
+    let mut g = GrowingVec(Vec::new());
     grow(&mut g, &[1.0, 2.0]);
     assert_eq!(g.0, [0.0, 0.0, 0.0, 3.0]);
     // On, the place is read and written once each around the loop.
-    let mut g = Growing(Vec::new());
+    let mut g = GrowingVec(Vec::new());
     let on = ScrambleConfig::off()
         .shuffle(Some(Shuffle::FisherYates))
         .seed(1);

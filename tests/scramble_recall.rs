@@ -326,9 +326,9 @@ fn rows(d: &mut Draw, n: usize, p: usize, term: fn(&mut Draw) -> f64) -> Vec<Vec
 }
 
 /// The three forms on one input: (name, scrambled, plain, each element's terms).
-type Case = (&'static str, Vec<f64>, Vec<f64>, Vec<Vec<f64>>);
+type RecallCase = (&'static str, Vec<f64>, Vec<f64>, Vec<Vec<f64>>);
 
-fn forms(seed: u64, term: fn(&mut Draw) -> f64, cfg: &ScrambleConfig) -> Vec<Case> {
+fn forms(seed: u64, term: fn(&mut Draw) -> f64, cfg: &ScrambleConfig) -> Vec<RecallCase> {
     let mut d = Draw(seed);
     let (n, p, k) = (
         2 + d.below(200) as usize,

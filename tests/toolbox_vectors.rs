@@ -14,13 +14,13 @@ use fprev::half::{bf16, f16};
 
 /// One file of vectors: which GPU measured it, in which formats.
 #[derive(Clone, Copy, Debug)]
-struct Case {
+struct VectorFile {
     gpu: &'static str,
     input: &'static str,
     output: &'static str,
 }
 
-impl Case {
+impl VectorFile {
     fn file(&self) -> String {
         format!("{}_{}_{}.txt", self.gpu, self.input, self.output).to_lowercase()
     }
@@ -30,7 +30,7 @@ const GPUS: [&str; 8] = ["V100", "A100", "A2", "Ada", "L40S", "H100", "H200", "B
 
 /// Every case the toolbox measured (the formats each GPU's Tensor Cores take; f16 results
 /// where it wrote them).
-fn all_cases() -> Vec<Case> {
+fn all_cases() -> Vec<VectorFile> {
     let mut v = Vec::new();
     for gpu in GPUS {
         let inputs: &[&str] = match gpu {
@@ -45,13 +45,13 @@ fn all_cases() -> Vec<Case> {
                 "e5m2" | "e4m3" => gpu != "L40S",
                 _ => false,
             };
-            v.push(Case {
+            v.push(VectorFile {
                 gpu,
                 input,
                 output: "fp32",
             });
             if f16_out {
-                v.push(Case {
+                v.push(VectorFile {
                     gpu,
                     input,
                     output: "fp16",
@@ -67,7 +67,7 @@ fn all_cases() -> Vec<Case> {
 /// (`L40STC.m` and `AdaTC.m` set the same parameters), H200 an H100 (`H200TC.m` calls
 /// `H100TC.m`); Ada's fp16, bf16 and tf32 units are A100's (`AdaTC.m`: 8 products, 24
 /// bits, 4 for tf32, as `A100TC.m`).
-fn preset(case: Case) -> &'static str {
+fn preset(case: VectorFile) -> &'static str {
     let arch = match case.gpu {
         "A2" | "Ada" | "L40S" => "A100",
         "H200" => "H100",
@@ -98,7 +98,7 @@ fn preset(case: Case) -> &'static str {
 }
 
 /// What one case came to.
-struct Outcome {
+struct VectorOutcome {
     rows: usize,
     mismatches: usize,
     /// The first few mismatches, described.
@@ -115,14 +115,14 @@ fn hex_codes(s: &str, width: usize) -> Vec<u32> {
 /// Every row of `text`: the inputs decoded by `input`, `c` (an f32) by `acc`, the GPU's
 /// `d` compared with `model.dot_add` bit for bit.
 fn run<I: ProbeFloat, T: ProbeFloat>(
-    case: Case,
+    case: VectorFile,
     model: BlockFma,
     text: &str,
     width: usize,
     input: fn(u32) -> I,
     acc: impl Fn(f32) -> T,
-) -> Outcome {
-    let mut out = Outcome {
+) -> VectorOutcome {
+    let mut out = VectorOutcome {
         rows: 0,
         mismatches: 0,
         first: String::new(),
@@ -174,7 +174,7 @@ fn run<I: ProbeFloat, T: ProbeFloat>(
 }
 
 /// `case` from the file in `dir`.
-fn check_case(dir: &Path, case: Case) -> Outcome {
+fn check_case(dir: &Path, case: VectorFile) -> VectorOutcome {
     let path = dir.join(case.file());
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("{}: {e} (scripts/toolbox_vectors.py)", path.display()));

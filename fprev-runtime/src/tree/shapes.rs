@@ -184,9 +184,9 @@ mod tests {
     use rand::{Rng, SeedableRng};
 
     /// A shape's name, its tree and the order as code it must equal.
-    type Shape<T> = (&'static str, fn(usize) -> SumTree, fn(&[T]) -> T);
+    type NamedShape<T> = (&'static str, fn(usize) -> SumTree, fn(&[T]) -> T);
 
-    fn shapes<T: ProbeFloat>() -> [Shape<T>; 3] {
+    fn shapes<T: ProbeFloat>() -> [NamedShape<T>; 3] {
         [
             ("numpy", SumTree::numpy_pairwise, orders::numpy_pairwise),
             ("reverse", SumTree::reverse, orders::reverse),
