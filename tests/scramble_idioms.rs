@@ -8,6 +8,8 @@
 use std::fmt::Write as _;
 use std::ops::Add;
 
+mod common;
+
 use fprev::scramble::{with_config, ScrambleConfig, Shuffle};
 use rayon::prelude::*;
 
@@ -22,22 +24,7 @@ fn data(n: usize) -> Vec<f64> {
 
 /// Every scrambling mode, over a few seeds.
 fn modes() -> Vec<ScrambleConfig> {
-    let mut out = Vec::new();
-    for seed in [1u64, 2, 7, 99] {
-        for (shuffle, shapes) in [
-            (Shuffle::FisherYates, false),
-            (Shuffle::Sattolo, false),
-            (Shuffle::FisherYates, true),
-        ] {
-            out.push(
-                ScrambleConfig::off()
-                    .shuffle(Some(shuffle))
-                    .shapes(shapes)
-                    .seed(seed),
-            );
-        }
-    }
-    out
+    common::scramble_modes(&[1, 2, 7, 99])
 }
 
 /// `f` gives the same bits with scrambling off and under every mode.

@@ -10,7 +10,9 @@
 #![cfg(not(feature = "off"))] // needs scrambling compiled in; see scramble_off.rs
 #![allow(clippy::needless_range_loop)] // the forms under test
 
-use fprev::scramble::{with_config, ScrambleConfig, Shuffle};
+mod common;
+
+use fprev::scramble::{with_config, ScrambleConfig};
 
 /// A seeded generator (splitmix64): a failing case prints its seed.
 struct Draw(u64);
@@ -40,22 +42,7 @@ impl Draw {
 
 /// Every scrambling mode, over a few seeds.
 fn modes() -> Vec<ScrambleConfig> {
-    let mut out = Vec::new();
-    for seed in [1u64, 2, 7, 99, 1234] {
-        for (shuffle, shapes) in [
-            (Shuffle::FisherYates, false),
-            (Shuffle::Sattolo, false),
-            (Shuffle::FisherYates, true),
-        ] {
-            out.push(
-                ScrambleConfig::off()
-                    .shuffle(Some(shuffle))
-                    .shapes(shapes)
-                    .seed(seed),
-            );
-        }
-    }
-    out
+    common::scramble_modes(&[1, 2, 7, 99, 1234])
 }
 
 /// Property test cases: `FPREV_PROPTEST_CASES` (default 24), from `FPREV_SEED` (a

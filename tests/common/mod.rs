@@ -93,7 +93,6 @@ pub fn cases(default: u32) -> u32 {
 
 /// The first seed of seeded cases: `FPREV_SEED` (a number or a replay token) or
 /// `default` (the runtime's reader).
-#[allow(dead_code)]
 pub fn first_seed(default: u64) -> u64 {
     fprev::scramble::property_seed(default)
 }
@@ -143,4 +142,26 @@ pub fn reveal_dot<I: ProbeFloat>(
     fprev::Reveal::new(n)
         .seed(seed)
         .run_target(fprev::target::Products::new(dot))
+}
+
+/// Every scrambling mode (Fisher-Yates and Sattolo permutations, drawn shapes) at each
+/// of `seeds`.
+pub fn scramble_modes(seeds: &[u64]) -> Vec<fprev::scramble::ScrambleConfig> {
+    use fprev::scramble::{ScrambleConfig, Shuffle};
+    let mut out = Vec::new();
+    for &seed in seeds {
+        for (shuffle, shapes) in [
+            (Shuffle::FisherYates, false),
+            (Shuffle::Sattolo, false),
+            (Shuffle::FisherYates, true),
+        ] {
+            out.push(
+                ScrambleConfig::off()
+                    .shuffle(Some(shuffle))
+                    .shapes(shapes)
+                    .seed(seed),
+            );
+        }
+    }
+    out
 }
