@@ -237,7 +237,11 @@ pub fn point_outside_paths(
 const OPTIMIZED: [&str; 3] = ["fprev-runtime", "half", "rand_chacha"];
 
 /// Sets `[profile.dev.package.<name>] opt-level = 2` in the workspace root manifest for
-/// [`OPTIMIZED`] (a setting the user made is kept).
+/// [`OPTIMIZED`] (a setting the user made is kept). When the tests are built optimized
+/// ([`tests_optimized`]), the runtime's debug assertions are turned off as well: they are
+/// how the runtime tells that the code storing a scrambled term is unoptimized, where one
+/// call per term into the runtime is cheaper than inlined code; optimized, that call
+/// doubled the scrambled time of smartcore's suite (`[profile.test] opt-level = 3`).
 pub fn optimize_runtime(root_manifest: &Path) -> Result<(), CargoFprevError> {
     let text = std::fs::read_to_string(root_manifest)
         .map_err(|e| CargoFprevError(format!("{}: {e}", root_manifest.display())))?;
@@ -247,6 +251,7 @@ pub fn optimize_runtime(root_manifest: &Path) -> Result<(), CargoFprevError> {
             root_manifest.display()
         ))
     })?;
+    let optimized = tests_optimized(&doc);
     let profile = doc.entry("profile").or_insert_with(toml_edit::table);
     let Some(profile) = profile.as_table_like_mut() else {
         return Ok(());
@@ -272,8 +277,39 @@ pub fn optimize_runtime(root_manifest: &Path) -> Result<(), CargoFprevError> {
             package.insert(name, toml_edit::Item::Table(t));
         }
     }
+    if optimized {
+        if let Some(runtime) = package
+            .get_mut("fprev-runtime")
+            .and_then(toml_edit::Item::as_table_like_mut)
+        {
+            if runtime.get("debug-assertions").is_none() {
+                runtime.insert("debug-assertions", toml_edit::value(false));
+            }
+        }
+    }
     std::fs::write(root_manifest, doc.to_string())
         .map_err(|e| CargoFprevError(format!("cannot write {}: {e}", root_manifest.display())))
+}
+
+/// Whether `cargo test` builds optimized code by the root manifest `doc`: the test
+/// profile's `opt-level`, else the dev profile's, which it inherits; cargo's
+/// `CARGO_PROFILE_TEST_OPT_LEVEL` and `CARGO_PROFILE_DEV_OPT_LEVEL` override each. (Profiles
+/// set in `.cargo/config.toml` files are not read: there the runtime keeps its debug
+/// assertions, which costs time, not correctness.)
+fn tests_optimized(doc: &toml_edit::DocumentMut) -> bool {
+    let level = |profile: &str| -> Option<String> {
+        let var = format!("CARGO_PROFILE_{}_OPT_LEVEL", profile.to_ascii_uppercase());
+        if let Ok(v) = std::env::var(var) {
+            return Some(v);
+        }
+        let item = doc.get("profile")?.get(profile)?.get("opt-level")?;
+        item.as_integer()
+            .map(|i| i.to_string())
+            .or_else(|| item.as_str().map(str::to_string))
+    };
+    level("test")
+        .or_else(|| level("dev"))
+        .is_some_and(|l| l.trim() != "0")
 }
 
 /// The fprev checkout this tool was built from (its facade crate), or `over`.
@@ -394,5 +430,41 @@ mod tests {
             "the user's own"
         );
         assert_eq!(doc["package"]["name"].as_str(), Some("x"));
+        assert!(
+            pkg["fprev-runtime"].get("debug-assertions").is_none(),
+            "unoptimized tests keep the runtime's debug assertions: {doc}"
+        );
+    }
+
+    #[test]
+    fn optimized_tests_turn_off_the_runtimes_debug_assertions_alone() {
+        let dir = std::env::temp_dir().join(format!("fprev-profile-opt-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let m = dir.join("Cargo.toml");
+        for (manifest, off) in [
+            ("[profile.test]\nopt-level = 3\ndebug = 1\n", true),
+            ("[profile.dev]\nopt-level = 1\n", true),
+            (
+                "[profile.dev]\nopt-level = 2\n[profile.test]\nopt-level = 0\n",
+                false,
+            ),
+            ("[profile.release]\nopt-level = 3\n", false),
+            ("[profile.test]\nopt-level = \"s\"\n", true),
+        ] {
+            std::fs::write(&m, format!("[package]\nname = \"x\"\n\n{manifest}")).expect("write");
+            optimize_runtime(&m).expect("edit");
+            let doc: toml_edit::DocumentMut = std::fs::read_to_string(&m)
+                .expect("read")
+                .parse()
+                .expect("toml");
+            let runtime = &doc["profile"]["dev"]["package"]["fprev-runtime"];
+            let got = runtime.get("debug-assertions").and_then(|v| v.as_bool());
+            assert_eq!(got, off.then_some(false), "{manifest}: {doc}");
+            assert!(
+                doc["profile"]["dev"].get("debug-assertions").is_none(),
+                "the user's code keeps its debug assertions: {doc}"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -58,7 +58,7 @@ impl Hasher for IndexHasher {
 ///
 /// ```
 /// use fprev_runtime::scramble::private::KeyedReduction;
-/// use fprev_runtime::scramble::{with_config, CallSite, ScrambleConfig, SiteKind};
+/// use fprev_runtime::scramble::{with_config, CallSite, ScrambleConfig, Shuffle, SiteKind};
 ///
 /// static SITES: [CallSite; 1] = [CallSite::with_kind(
 ///     "doc::column_sums#reduction0", file!(), line!(), 0, None, SiteKind::Reduction,
@@ -79,7 +79,8 @@ impl Hasher for IndexHasher {
 /// assert_eq!(with_config(&ScrambleConfig::off(), column_sums), [3.5, 0.0]);
 /// // On, each column is a reordering of its own terms: `1e16 + 1.0 - 1e16` is 0 or 1
 /// // depending on the order, `1 + 0.5 + 2` is 3.5 in every order.
-/// let on = with_config(&ScrambleConfig::off().shapes(true).seed(7), column_sums);
+/// let scrambled = ScrambleConfig::off().shuffle(Some(Shuffle::FisherYates)).shapes(true);
+/// let on = with_config(&scrambled.seed(7), column_sums);
 /// assert!(on[0] == 3.5 && (on[1] == 0.0 || on[1] == 1.0));
 /// ```
 pub struct KeyedReduction<K, T> {
@@ -89,6 +90,10 @@ pub struct KeyedReduction<K, T> {
     index: HashMap<K, usize, BuildHasherDefault<IndexHasher>>,
     /// The elements in the order they were first added to.
     elements: Vec<(K, RunningReduction<T>)>,
+    /// Where the next term most likely goes: the element after the last one added to.
+    /// Loops such as `acc[j] += x[i][j]` visit the elements in the same order on every
+    /// pass, so one comparison of keys replaces the hash lookup for nearly every term.
+    next: usize,
 }
 
 impl<K: Copy + Eq + Hash, T> KeyedReduction<K, T> {
@@ -105,6 +110,7 @@ impl<K: Copy + Eq + Hash, T> KeyedReduction<K, T> {
             site,
             index: HashMap::default(),
             elements: Vec::new(),
+            next: 0,
         }
     }
 
@@ -118,9 +124,33 @@ impl<K: Copy + Eq + Hash, T> KeyedReduction<K, T> {
     /// The reduction of element `key`, started with `init` (the element's value before
     /// the loop) when the key is new; `None` when that reduction is off (its site is left
     /// out by `FPREV_SITES`), so the term goes to the place as written.
+    #[inline]
     fn element(&mut self, key: K, init: &T) -> Option<&mut RunningReduction<T>> {
         let site = self.site?;
-        let at = match self.index.get(&key) {
+        let guess = if self.next < self.elements.len() {
+            self.next
+        } else {
+            0
+        };
+        let at = match self.elements.get(guess) {
+            Some((k, _)) if *k == key => guess,
+            _ => self.look_up(site, key, init),
+        };
+        self.next = at + 1;
+        let r = &mut self.elements[at].1;
+        if r.on() {
+            Some(r)
+        } else {
+            None
+        }
+    }
+
+    /// Where element `key` is, started with `init` when the key is new: the path of a
+    /// term that does not go to the element after the last one (out of line, so the
+    /// guess stays small enough to inline; a scatter sum takes it for most terms).
+    #[inline(never)]
+    fn look_up(&mut self, site: &'static CallSite, key: K, init: &T) -> usize {
+        match self.index.get(&key) {
             Some(&at) => at,
             None => {
                 let at = self.elements.len();
@@ -129,12 +159,6 @@ impl<K: Copy + Eq + Hash, T> KeyedReduction<K, T> {
                 self.index.insert(key, at);
                 at
             }
-        };
-        let r = &mut self.elements[at].1;
-        if r.on() {
-            Some(r)
-        } else {
-            None
         }
     }
 
@@ -219,9 +243,84 @@ impl<K: Copy + Eq + Hash, T> KeyedReduction<K, T> {
     /// (generated code writes `acc[k.0] = v`). Nothing when off.
     pub fn write(&mut self, mut put: impl FnMut(K, T)) {
         self.index.clear();
+        self.next = 0;
         for (key, mut r) in self.elements.drain(..) {
             if let Some(v) = r.take_value() {
                 put(key, v);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::super::call_site::SiteKind;
+    use super::super::super::config::ScrambleConfig;
+    use super::super::super::rng::{below, stream};
+    use super::super::super::session::with_config;
+    use super::super::super::Shuffle;
+    use super::*;
+
+    static SITES: [CallSite; 1] = [CallSite::with_kind(
+        "keyed::tests#reduction0",
+        file!(),
+        line!(),
+        0,
+        None,
+        SiteKind::Reduction,
+    )];
+
+    /// Column sums then a scatter sum into the same keys: the guessed element and the
+    /// looked-up one must be the same element, whatever order the keys come in.
+    fn sums(keys: &[usize], terms: &[f64], bins: usize) -> Vec<f64> {
+        let mut acc = vec![0.0f64; bins];
+        let mut r = KeyedReduction::begin_in(&SITES, 0);
+        for (&k, &t) in keys.iter().zip(terms) {
+            r.add_assign_at((k,), &mut acc[k], t);
+        }
+        r.write(|(k,), v| acc[k] = v);
+        acc
+    }
+
+    #[test]
+    fn every_term_reaches_its_own_element_in_any_key_order() {
+        let seed = crate::scramble::property_seed(3);
+        let mut rng = stream(seed, 11, 0);
+        for round in 0..100 {
+            let bins = 1 + below(&mut rng, 40);
+            let sweeps = 1 + below(&mut rng, 30);
+            // Sweeps over the keys in order (the guess's case), broken by random keys.
+            let mut keys = Vec::new();
+            for _ in 0..sweeps {
+                for k in 0..bins {
+                    keys.push(if below(&mut rng, 8) == 0 {
+                        below(&mut rng, bins)
+                    } else {
+                        k
+                    });
+                }
+            }
+            // Small integers: every order sums them exactly.
+            let terms: Vec<f64> = keys.iter().map(|_| below(&mut rng, 1000) as f64).collect();
+            let off = with_config(&ScrambleConfig::off(), || sums(&keys, &terms, bins));
+            let mut want = vec![0.0; bins];
+            for (&k, &t) in keys.iter().zip(&terms) {
+                want[k] += t;
+            }
+            assert_eq!(off, want, "seed {seed} (FPREV_SEED), round {round}: off");
+            for s in 0..6 {
+                let cfg = ScrambleConfig::off()
+                    .shuffle(Some(Shuffle::FisherYates))
+                    .shapes(true)
+                    .seed(s);
+                assert!(with_config(&cfg, || {
+                    KeyedReduction::<(usize,), f64>::begin_in(&SITES, 0).on()
+                }));
+                let on = with_config(&cfg, || sums(&keys, &terms, bins));
+                assert_eq!(
+                    on, want,
+                    "seed {seed} (FPREV_SEED), round {round}, shapes seed {s}"
+                );
             }
         }
     }

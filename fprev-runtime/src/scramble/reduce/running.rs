@@ -18,10 +18,14 @@ use crate::wrap::Wrap;
 mod engine;
 use engine::{kind_of, Engine, On};
 
-/// Whether this is most likely an unoptimized build (debug assertions go with it in
-/// cargo's profiles): there the per-term work goes through one call into this crate,
-/// which its profile optimizes, rather than through inlined standard-library calls that
-/// stay calls. Optimized, the term is stored inline.
+/// Whether the code that calls the runtime is most likely unoptimized, told by this
+/// crate's debug assertions (which go with `opt-level = 0` in cargo's default profiles;
+/// no `cfg` tells the opt-level itself): there the per-term work goes through one call
+/// into this crate rather than through inlined standard-library calls that stay calls.
+/// Optimized, the term is stored inline. A test profile that optimizes and keeps debug
+/// assertions (`[profile.test] opt-level = 3`) should turn them off for this crate alone
+/// (`[profile.test.package.fprev-runtime] debug-assertions = false`), as `cargo fprev`
+/// does: with a call per term its scrambled tests took twice as long.
 const UNOPTIMIZED: bool = cfg!(debug_assertions);
 
 /// Not public API. One execution of a reduction site: off (the code runs as written)
@@ -117,10 +121,7 @@ impl<T> RunningReduction<T> {
             on: std::mem::ManuallyDrop::new(on),
             terms: PhantomData,
         };
-        if r.on() {
-            // SAFETY: a float `T` (on), copied bit for bit.
-            r.push(unsafe { std::ptr::read(init) });
-        }
+        r.init_from(init);
         r
     }
 
@@ -185,11 +186,21 @@ impl<T> RunningReduction<T> {
 
     /// The accumulator's value before the loop: the first term. The place is taken as
     /// `&mut`, through the same `IndexMut` the update itself would call.
+    ///
+    /// Stored through the runtime's out-of-line call even when optimized: it is one term
+    /// per loop, and the inlined store would make every annotated loop larger, which
+    /// kept optimizers from inlining small annotated functions into their callers.
     #[inline]
     pub fn init(&mut self, place: &mut T) {
-        if self.on() {
-            // SAFETY: a float `T` (on), copied bit for bit.
-            self.push(unsafe { std::ptr::read(&*place) });
+        self.init_from(place);
+    }
+
+    /// [`init`](Self::init) from a shared reference.
+    #[inline]
+    fn init_from(&mut self, value: &T) {
+        if let Some(on) = &mut *self.on {
+            // On, so `T` is the engine's float type; the value is only read.
+            on.push_raw(value as *const T as *const u8);
         }
     }
 

@@ -25,11 +25,16 @@ pub(in crate::scramble) struct SiteStream {
     pub(in crate::scramble) shuffle: Shuffle,
 }
 
-/// Streams kept per thread, and permutations: a few sites' worth, each a few hundred bytes.
+/// Streams kept per thread, and permutations: a few sites' worth, a stream a few hundred
+/// bytes, an order at most 128 KiB (so at most 1 MiB of orders per thread).
 const KEPT: usize = 8;
 
-/// Permuted reductions of at most this many terms keep their order.
-pub(super) const KEPT_ORDER: usize = 256;
+/// Permuted reductions of at most this many terms keep their order: every reduction a
+/// permuted combiner takes whole (fewer terms than [`PERMUTE_CAP`](super::PERMUTE_CAP)),
+/// so the indices fit in `u16`. The elements of a keyed reduction share their site's
+/// stream, hence its order for their length: `g[j] -= d[i] * x[i][j]` over 52,181 rows and
+/// 95 columns shuffles once per call instead of 95 times.
+pub(super) const KEPT_ORDER: usize = super::PERMUTE_CAP - 1;
 
 /// What a thread keeps, each list in order of last use.
 struct KeptStreams {

@@ -261,7 +261,16 @@ thread_local! {
     /// the boxes that `RunningReduction` holds, so taking one moves a pointer.
     #[allow(clippy::vec_box)]
     static SPARE: RefCell<Vec<Box<On>>> = const { RefCell::new(Vec::new()) };
+    /// More finished states, for the elements of keyed reductions, which start many at
+    /// once, call after call (`g[j] -= ..` over 95 columns): reused, their words are
+    /// already grown and touched, where new ones grew from a few words each time.
+    #[allow(clippy::vec_box)]
+    static SMALL_SPARE: RefCell<Vec<Box<On>>> = const { RefCell::new(Vec::new()) };
 }
+
+/// States kept per thread for keyed reductions' elements: each holds at most [`CHUNK`]
+/// words (8 KiB), so at most 2 MiB per thread.
+pub(super) const SMALL_SPARES: usize = 256;
 
 /// Words a [`small`](On::start) state starts with.
 pub(super) const SMALL_WORDS: usize = 4;
@@ -272,22 +281,20 @@ pub(super) const SPARES: usize = 4;
 
 impl On {
     /// A state for a new reduction, reused from this thread's spares if there is one;
-    /// `small`: one of many alive at once (a keyed reduction's elements), which takes no
-    /// spare and starts with room for a few terms, growing as they come.
+    /// `small`: one of many alive at once (a keyed reduction's elements), which takes
+    /// its spare from [`SMALL_SPARE`] and otherwise starts with room for a few terms,
+    /// growing as they come (a keyed reduction may have millions of elements).
     pub(super) fn start(
         kind: FloatKind,
         shape: CombineShape,
         stream: Option<SiteStream>,
         small: bool,
     ) -> Box<On> {
-        let spare = if small {
-            None
-        } else {
-            SPARE
-                .try_with(|s| s.try_borrow_mut().ok()?.pop())
-                .ok()
-                .flatten()
-        };
+        let pool = if small { &SMALL_SPARE } else { &SPARE };
+        let spare = pool
+            .try_with(|s| s.try_borrow_mut().ok()?.pop())
+            .ok()
+            .flatten();
         let mut on = match spare {
             Some(mut on) => {
                 on.engine.active.restart(kind, shape);
@@ -367,13 +374,19 @@ impl On {
         self.len = 0;
     }
 
-    /// Writes `-0.0` of the engine's float type at `dst`.
+    /// Writes `-0.0` of the engine's float type at `dst`. One typed copy per kind, as in
+    /// [`push_raw`](On::push_raw): a copy of a run-time size would be a `memcpy` call.
     pub(super) fn write_zero(&self, dst: *mut u8) {
-        let size = self.engine.active.term_size();
-        // SAFETY: `dst` has room for a value of the engine's type (per the caller).
+        let zero = std::ptr::addr_of!(self.zero);
+        // SAFETY: `dst` has room for a value of the engine's type (per the caller), whose
+        // `-0.0` is stored at the start of `zero`.
         unsafe {
-            std::ptr::copy_nonoverlapping(std::ptr::addr_of!(self.zero).cast::<u8>(), dst, size)
-        };
+            match self.size {
+                8 => dst.cast::<u64>().write_unaligned(zero.read()),
+                4 => dst.cast::<u32>().write_unaligned(zero.cast::<u32>().read()),
+                _ => dst.cast::<u16>().write_unaligned(zero.cast::<u16>().read()),
+            }
+        }
     }
 
     /// Combines the terms, writes the value (of the engine's float type) at `dst` if
@@ -398,11 +411,20 @@ impl On {
             self.words.shrink_to_fit();
         }
         let _ = SPARE.try_with(move |s| {
-            if let Ok(mut s) = s.try_borrow_mut() {
-                if s.len() < SPARES {
-                    s.push(self);
-                }
+            let Ok(mut s) = s.try_borrow_mut() else {
+                return;
+            };
+            if s.len() < SPARES {
+                s.push(self);
+                return;
             }
+            let _ = SMALL_SPARE.try_with(move |small| {
+                if let Ok(mut small) = small.try_borrow_mut() {
+                    if small.len() < SMALL_SPARES {
+                        small.push(self);
+                    }
+                }
+            });
         });
         written
     }
