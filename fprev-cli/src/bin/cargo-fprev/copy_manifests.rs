@@ -291,6 +291,15 @@ pub fn optimize_runtime(root_manifest: &Path) -> Result<(), CargoFprevError> {
         .map_err(|e| CargoFprevError(format!("cannot write {}: {e}", root_manifest.display())))
 }
 
+/// Whether the workspace of `root_manifest` builds its tests optimized
+/// ([`tests_optimized`]); false when it cannot be read.
+pub fn builds_tests_optimized(root_manifest: &Path) -> bool {
+    std::fs::read_to_string(root_manifest)
+        .ok()
+        .and_then(|text| text.parse::<toml_edit::DocumentMut>().ok())
+        .is_some_and(|doc| tests_optimized(&doc))
+}
+
 /// Whether `cargo test` builds optimized code by the root manifest `doc`: the test
 /// profile's `opt-level`, else the dev profile's, which it inherits; cargo's
 /// `CARGO_PROFILE_TEST_OPT_LEVEL` and `CARGO_PROFILE_DEV_OPT_LEVEL` override each. (Profiles
@@ -460,6 +469,7 @@ mod tests {
             let runtime = &doc["profile"]["dev"]["package"]["fprev-runtime"];
             let got = runtime.get("debug-assertions").and_then(|v| v.as_bool());
             assert_eq!(got, off.then_some(false), "{manifest}: {doc}");
+            assert_eq!(builds_tests_optimized(&m), off, "{manifest}");
             assert!(
                 doc["profile"]["dev"].get("debug-assertions").is_none(),
                 "the user's code keeps its debug assertions: {doc}"
