@@ -112,3 +112,27 @@ pub fn dot8_scrambled(a: &[f64; 8], b: &[f64; 8]) -> f64 {
     }
     s
 }
+
+/// Column sums of a matrix given by rows: one sum per column over the rows, a keyed
+/// reduction when annotated (`acc[j]` is its element).
+pub fn column_sums_plain(x: &[Vec<f64>], p: usize) -> Vec<f64> {
+    let mut acc = vec![0.0; p];
+    for row in x {
+        for j in 0..p {
+            acc[j] += row[j];
+        }
+    }
+    acc
+}
+
+/// [`column_sums_plain`] under `#[scramble]`.
+#[fprev::scramble]
+pub fn column_sums_scrambled(x: &[Vec<f64>], p: usize) -> Vec<f64> {
+    let mut acc = vec![0.0; p];
+    for row in x {
+        for j in 0..p {
+            acc[j] += row[j];
+        }
+    }
+    acc
+}

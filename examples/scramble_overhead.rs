@@ -217,7 +217,59 @@ fn main() {
             on_t.as_secs_f64() / memory.plain_median()
         );
         reduction();
+        keyed();
     });
+}
+
+/// A keyed reduction: column sums of a 4000 x 32 matrix (`acc[j] += row[j]`, a reduction
+/// per column), plain vs compiled in but off, and on under 8 seeds (each its own shape
+/// for the site).
+fn keyed() {
+    let (n, p) = (4000, 32);
+    let mut x: Vec<Vec<f64>> = (0..n)
+        .map(|i| {
+            (0..p)
+                .map(|j| ((i * 31 + j * 7) % 1013) as f64 * 1e-3)
+                .collect()
+        })
+        .collect();
+    let paired = paired(
+        30,
+        40,
+        &mut x,
+        |x| {
+            black_box(kernels::column_sums_plain(black_box(x), p));
+        },
+        |x| {
+            black_box(kernels::column_sums_scrambled(black_box(x), p));
+        },
+    );
+    let plain = paired.plain_median();
+    println!(
+        "keyed reduction (column sums, 4000 x 32 f64, `acc[j] += row[j]`): {}",
+        paired.report()
+    );
+    let mut on: Vec<f64> = (1..=8)
+        .map(|seed| {
+            let shapes = ScrambleConfig::off()
+                .shuffle(Some(Shuffle::FisherYates))
+                .shapes(true)
+                .seed(seed);
+            with_config(&shapes, || {
+                best(15, || {
+                    black_box(kernels::column_sums_scrambled(black_box(&x), p));
+                })
+            })
+            .as_secs_f64()
+        })
+        .collect();
+    on.sort_by(f64::total_cmp);
+    println!(
+        "  on, default shapes (8 seeds, best of 15 calls each): median x{:.2}, fastest x{:.2}, slowest x{:.2} of plain",
+        median(&on) / plain,
+        on[0] / plain,
+        on[on.len() - 1] / plain
+    );
 }
 
 /// The anchor: a memory-bound 1e6-term f64 reduction, plain vs compiled in but
