@@ -447,10 +447,7 @@ mod tests {
 
     #[test]
     fn optimized_tests_turn_off_the_runtimes_debug_assertions_alone() {
-        let dir = std::env::temp_dir().join(format!("fprev-profile-opt-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
-        let m = dir.join("Cargo.toml");
-        for (manifest, off) in [
+        for (case, (manifest, off)) in [
             ("[profile.test]\nopt-level = 3\ndebug = 1\n", true),
             ("[profile.dev]\nopt-level = 1\n", true),
             (
@@ -459,8 +456,14 @@ mod tests {
             ),
             ("[profile.release]\nopt-level = 3\n", false),
             ("[profile.test]\nopt-level = \"s\"\n", true),
-        ] {
-            std::fs::write(&m, format!("[package]\nname = \"x\"\n\n{manifest}")).expect("write");
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let m = manifest(
+                &format!("optimized-{case}"),
+                &format!("[package]\nname = \"x\"\n\n{manifest}"),
+            );
             optimize_runtime(&m).expect("edit");
             let doc: toml_edit::DocumentMut = std::fs::read_to_string(&m)
                 .expect("read")
@@ -474,7 +477,9 @@ mod tests {
                 doc["profile"]["dev"].get("debug-assertions").is_none(),
                 "the user's code keeps its debug assertions: {doc}"
             );
+            if let Some(dir) = m.parent() {
+                let _ = std::fs::remove_dir_all(dir);
+            }
         }
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

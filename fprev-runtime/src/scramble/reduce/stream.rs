@@ -25,21 +25,33 @@ pub(in crate::scramble) struct SiteStream {
     pub(in crate::scramble) shuffle: Shuffle,
 }
 
-/// Streams kept per thread, and permutations: a few sites' worth, a stream a few hundred
-/// bytes, an order at most 128 KiB (so at most 1 MiB of orders per thread).
+/// Streams kept per thread, and permutations: a few sites' worth, each a few hundred bytes.
 const KEPT: usize = 8;
 
-/// Permuted reductions of at most this many terms keep their order: every reduction a
-/// permuted combiner takes whole (fewer terms than [`PERMUTE_CAP`](super::PERMUTE_CAP)),
-/// so the indices fit in `u16`. The elements of a keyed reduction share their site's
-/// stream, hence its order for their length: `g[j] -= d[i] * x[i][j]` over 52,181 rows and
-/// 95 columns shuffles once per call instead of 95 times.
-pub(super) const KEPT_ORDER: usize = super::PERMUTE_CAP - 1;
+/// Permuted reductions of at most this many terms keep their order.
+pub(super) const KEPT_ORDER: usize = 256;
+
+/// Longer orders kept per thread, each at most 128 KiB, apart from the short ones so that
+/// they never push out a short order that a series evaluated millions of times uses.
+const KEPT_LONG: usize = 2;
+
+/// Permuted reductions of more than [`KEPT_ORDER`] terms keep their order up to this many
+/// (every reduction a permuted combiner takes whole: fewer terms than
+/// [`PERMUTE_CAP`](super::PERMUTE_CAP), so the indices fit in `u16`) once the same site
+/// and length come twice in a row. That is the elements of a keyed reduction, which share
+/// their site's stream, hence its order for their length: `g[j] -= d[i] * x[i][j]` over
+/// 52,181 rows and 95 columns shuffles once per call instead of 95 times. A site whose
+/// lengths vary shuffles its terms in place, as before, never paying for an order it
+/// would not use again.
+const LONG_ORDER: usize = super::PERMUTE_CAP - 1;
 
 /// What a thread keeps, each list in order of last use.
 struct KeptStreams {
     streams: Vec<(SiteStream, ScrambleRng)>,
     orders: Vec<(SiteStream, Box<[u16]>)>,
+    long_orders: Vec<(SiteStream, Box<[u16]>)>,
+    /// The site and length of the last long reduction whose order was not kept.
+    long_missed: Option<(SiteStream, usize)>,
 }
 
 thread_local! {
@@ -47,6 +59,8 @@ thread_local! {
         RefCell::new(KeptStreams {
             streams: Vec::new(),
             orders: Vec::new(),
+            long_orders: Vec::new(),
+            long_missed: None,
         })
     };
 }
@@ -60,6 +74,17 @@ fn kept<T, R>(
     make: impl FnOnce() -> (SiteStream, T),
     read: impl FnOnce(&T) -> R,
 ) -> Option<R> {
+    kept_up_to(KEPT, list, is, make, read)
+}
+
+/// [`kept`] with room for `room` entries.
+fn kept_up_to<T, R>(
+    room: usize,
+    list: impl FnOnce(&mut KeptStreams) -> &mut Vec<(SiteStream, T)>,
+    is: impl Fn(&(SiteStream, T)) -> bool,
+    make: impl FnOnce() -> (SiteStream, T),
+    read: impl FnOnce(&T) -> R,
+) -> Option<R> {
     KEPT_HERE
         .try_with(|k| {
             let mut k = k.try_borrow_mut().ok()?;
@@ -68,7 +93,7 @@ fn kept<T, R>(
                 Some(0) => {}
                 Some(i) => list[..=i].rotate_right(1),
                 None => {
-                    list.truncate(KEPT - 1);
+                    list.truncate(room - 1);
                     list.insert(0, make());
                 }
             }
@@ -146,8 +171,8 @@ impl Stream {
 
     /// `shuffle`'s order of the first `n` terms of a site's reduction (`p[k]`: the index
     /// of the term combined `k`-th), passed to `f`; `None` unless this stream is a site's
-    /// and has not drawn yet, `n` is at most [`KEPT_ORDER`], and this thread still keeps
-    /// its lists.
+    /// and has not drawn yet, `n` is at most [`KEPT_ORDER`] (or at most [`LONG_ORDER`],
+    /// met twice in a row), and this thread still keeps its lists.
     pub(super) fn kept_order<R>(
         &mut self,
         shuffle: Shuffle,
@@ -156,17 +181,30 @@ impl Stream {
     ) -> Option<R> {
         let site = self
             .site
-            .filter(|_| self.rng.is_none() && n <= KEPT_ORDER)?;
+            .filter(|_| self.rng.is_none() && n <= LONG_ORDER)?;
         let make = || {
             let mut p: Vec<u16> = (0..n as u16).collect();
             rng::shuffle(shuffle, &mut p, &mut site.create());
             (site, p.into_boxed_slice())
         };
-        kept(
-            |k| &mut k.orders,
-            |(s, p)| *s == site && p.len() == n,
-            make,
-            |p| f(p),
-        )
+        let is = |(s, p): &(SiteStream, Box<[u16]>)| *s == site && p.len() == n;
+        if n <= KEPT_ORDER {
+            return kept(|k| &mut k.orders, is, make, |p| f(p));
+        }
+        let again = KEPT_HERE
+            .try_with(|k| {
+                let mut k = k.try_borrow_mut().ok()?;
+                if k.long_orders.iter().any(is) || k.long_missed == Some((site, n)) {
+                    return Some(true);
+                }
+                k.long_missed = Some((site, n));
+                Some(false)
+            })
+            .ok()
+            .flatten()?;
+        if !again {
+            return None;
+        }
+        kept_up_to(KEPT_LONG, |k| &mut k.long_orders, is, make, |p| f(p))
     }
 }

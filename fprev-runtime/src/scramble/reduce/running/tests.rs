@@ -270,3 +270,34 @@ fn every_call_is_recorded() {
     assert_eq!(calls.len(), 5);
     assert!(calls.iter().all(|&h| h == calls[0]));
 }
+
+#[test]
+fn long_permuted_reductions_give_the_reference_whether_their_order_is_kept_or_not() {
+    // The first call of a length shuffles in place, the second keeps the order, the
+    // later ones read it; another length in between starts over. Every call must give
+    // the site's reference bits.
+    let site = site("running::long-permuted#0");
+    let x: Vec<f64> = (0..60_000)
+        .map(|i| (i as f64 * 1.7).sin() * 10f64.powi(i % 11 - 5))
+        .collect();
+    for shuffle in [Shuffle::FisherYates, Shuffle::Sattolo] {
+        let cfg = ScrambleConfig::off().shuffle(Some(shuffle)).seed(9);
+        for n in [300, 5000, 60_000, 5000, 300] {
+            for call in 0..4 {
+                let got = with_config(&cfg, || {
+                    let mut s = 0.0f64;
+                    let mut r = RunningReduction::begin_at(site, &mut s);
+                    for &v in &x[..n] {
+                        r.add_assign(v);
+                    }
+                    r.write(&mut s);
+                    s
+                });
+                let mut terms = vec![0.0];
+                terms.extend(&x[..n]);
+                let want = per_site_reference(site, &cfg, &terms);
+                assert_eq!(got.to_bits(), want.to_bits(), "{shuffle:?}, n = {n}, call {call}");
+            }
+        }
+    }
+}
