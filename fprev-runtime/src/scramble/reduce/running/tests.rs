@@ -296,7 +296,11 @@ fn long_permuted_reductions_give_the_reference_whether_their_order_is_kept_or_no
                 let mut terms = vec![0.0];
                 terms.extend(&x[..n]);
                 let want = per_site_reference(site, &cfg, &terms);
-                assert_eq!(got.to_bits(), want.to_bits(), "{shuffle:?}, n = {n}, call {call}");
+                assert_eq!(
+                    got.to_bits(),
+                    want.to_bits(),
+                    "{shuffle:?}, n = {n}, call {call}"
+                );
             }
         }
     }
