@@ -447,7 +447,7 @@ mod tests {
 
     #[test]
     fn optimized_tests_turn_off_the_runtimes_debug_assertions_alone() {
-        for (case, (manifest, off)) in [
+        for (case, (profiles, off)) in [
             ("[profile.test]\nopt-level = 3\ndebug = 1\n", true),
             ("[profile.dev]\nopt-level = 1\n", true),
             (
@@ -462,7 +462,7 @@ mod tests {
         {
             let m = manifest(
                 &format!("optimized-{case}"),
-                &format!("[package]\nname = \"x\"\n\n{manifest}"),
+                &format!("[package]\nname = \"x\"\n\n{profiles}"),
             );
             optimize_runtime(&m).expect("edit");
             let doc: toml_edit::DocumentMut = std::fs::read_to_string(&m)
@@ -471,8 +471,8 @@ mod tests {
                 .expect("toml");
             let runtime = &doc["profile"]["dev"]["package"]["fprev-runtime"];
             let got = runtime.get("debug-assertions").and_then(|v| v.as_bool());
-            assert_eq!(got, off.then_some(false), "{manifest}: {doc}");
-            assert_eq!(builds_tests_optimized(&m), off, "{manifest}");
+            assert_eq!(got, off.then_some(false), "{profiles}: {doc}");
+            assert_eq!(builds_tests_optimized(&m), off, "{profiles}");
             assert!(
                 doc["profile"]["dev"].get("debug-assertions").is_none(),
                 "the user's code keeps its debug assertions: {doc}"
