@@ -549,7 +549,7 @@ impl M {
     pub fn norm(&self) -> f64 { let mut s = 0.0; for x in &self.0 { s += x * x; } s.sqrt() }
     fn first(&self) -> f64 { self.0[0] }
 }
-trait Total {
+trait Summed {
     fn items(&self) -> &[f64];
     fn total(&self) -> f64 { self.items().iter().sum() }
 }
@@ -572,7 +572,7 @@ mod inner {
             list,
             vec![
                 (3, "M::norm".to_string()),
-                (8, "Total::total".to_string()),
+                (8, "Summed::total".to_string()),
                 (21, "found".to_string()),
             ]
         );

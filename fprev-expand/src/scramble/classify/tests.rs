@@ -219,16 +219,21 @@ fn order_carrying_loops_are_left_alone() {
     assert_eq!(why, ["order-carrying: reads `s` besides adding to `s`"]);
 }
 
-fn keyed(body: syn::Block) -> Vec<(Vec<String>, String)> {
-    let p = plan(
+/// The plan of a loop body with no pattern, iterable or condition of its own.
+fn bare_plan(body: &syn::Block) -> LoopPlan {
+    plan(
         None,
         None,
         None,
-        &body,
+        body,
         false,
         &HashSet::new(),
         &BTreeMap::new(),
-    );
+    )
+}
+
+fn keyed(body: syn::Block) -> Vec<(Vec<String>, String)> {
+    let p = bare_plan(&body);
     p.keyed.into_iter().map(|k| (k.keys, k.template)).collect()
 }
 
@@ -305,15 +310,7 @@ fn elements_of_one_array_are_a_keyed_reduction() {
             g[p] -= g[0];
         }),
     ] {
-        let p = plan(
-            None,
-            None,
-            None,
-            &body,
-            false,
-            &HashSet::new(),
-            &BTreeMap::new(),
-        );
+        let p = bare_plan(&body);
         assert!(p.keyed.is_empty() && p.reductions.is_empty());
         assert!(!p.order_carrying.is_empty(), "{:?}", p.left_alone);
     }

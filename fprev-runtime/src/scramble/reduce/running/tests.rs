@@ -150,6 +150,28 @@ fn streaming_gives_the_bits_of_the_reference_for_every_shape_and_type() {
     assert_eq!(kinds.len(), 7, "every kind of shape was drawn");
 }
 
+/// `s = init; for v in x { s += v }` as `#[scramble]` rewrites it, under `cfg`, and the
+/// site's reference over the same terms (`init` first).
+fn as_generated_and_reference(
+    site: &'static CallSite,
+    cfg: &ScrambleConfig,
+    init: f64,
+    x: &[f64],
+) -> (f64, f64) {
+    let got = with_config(cfg, || {
+        let mut s = init;
+        let mut r = RunningReduction::begin_at(site, &mut s);
+        for &v in x {
+            r.add_assign(v);
+        }
+        r.write(&mut s);
+        s
+    });
+    let mut terms = vec![init];
+    terms.extend(x);
+    (got, per_site_reference(site, cfg, &terms))
+}
+
 #[test]
 fn generated_code_calls_give_the_bits_of_the_reference() {
     let site = site("running::generated#0");
@@ -159,18 +181,7 @@ fn generated_code_calls_give_the_bits_of_the_reference() {
             .shuffle(Some(Shuffle::FisherYates))
             .shapes(true)
             .seed(seed);
-        let got = with_config(&cfg, || {
-            let mut s = 0.5f64;
-            let mut r = RunningReduction::begin_at(site, &mut s);
-            for &v in &x {
-                r.add_assign(v);
-            }
-            r.write(&mut s);
-            s
-        });
-        let mut terms = vec![0.5];
-        terms.extend(&x);
-        let want = per_site_reference(site, &cfg, &terms);
+        let (got, want) = as_generated_and_reference(site, &cfg, 0.5, &x);
         assert_eq!(got.to_bits(), want.to_bits(), "seed {seed}");
     }
 }
@@ -284,18 +295,7 @@ fn long_permuted_reductions_give_the_reference_whether_their_order_is_kept_or_no
         let cfg = ScrambleConfig::off().shuffle(Some(shuffle)).seed(9);
         for n in [300, 5000, 60_000, 5000, 300] {
             for call in 0..4 {
-                let got = with_config(&cfg, || {
-                    let mut s = 0.0f64;
-                    let mut r = RunningReduction::begin_at(site, &mut s);
-                    for &v in &x[..n] {
-                        r.add_assign(v);
-                    }
-                    r.write(&mut s);
-                    s
-                });
-                let mut terms = vec![0.0];
-                terms.extend(&x[..n]);
-                let want = per_site_reference(site, &cfg, &terms);
+                let (got, want) = as_generated_and_reference(site, &cfg, 0.0, &x[..n]);
                 assert_eq!(
                     got.to_bits(),
                     want.to_bits(),
