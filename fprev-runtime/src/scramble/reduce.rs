@@ -27,11 +27,13 @@ use crate::float::ProbeFloat;
 
 mod keyed;
 mod running;
+mod split;
 mod stream;
 mod tuple;
 
 pub use keyed::KeyedReduction;
 pub use running::{ReduceIter, RunningReduction, ViaValue};
+use split::{sequential_four, split_nested, SplitPlan};
 use stream::Stream;
 pub use tuple::{ReduceTuples, TupleFold};
 
@@ -209,6 +211,8 @@ struct Combiner<F: ProbeFloat> {
     acc: Option<F>,
     lanes: [Option<F>; 32],
     stack: Vec<(u32, F)>,
+    /// The last thread split's pieces, kept for the next reduction of the same length.
+    split: SplitPlan<F>,
 }
 
 impl<F: ProbeFloat> Combiner<F> {
@@ -220,10 +224,12 @@ impl<F: ProbeFloat> Combiner<F> {
             acc: None,
             lanes: [None; 32],
             stack: Vec::new(),
+            split: SplitPlan::default(),
         }
     }
 
-    /// Starts over in `shape`, keeping the allocation of the pairwise stack. Field by
+    /// Starts over in `shape`, keeping the allocation of the pairwise stack and the
+    /// split's pieces. Field by
     /// field, and only the lanes that `shape` reads: a whole new combiner is several
     /// hundred bytes to write.
     fn reset(&mut self, shape: CombineShape) {
@@ -285,7 +291,7 @@ impl<F: ProbeFloat> Combiner<F> {
                     }
                 }
             }
-            CombineShape::Threads { threads } => split(buf, threads as usize),
+            CombineShape::Threads { threads } => self.split.sum(buf, threads as usize),
             _ => random_tree(buf, stream),
         };
         self.acc = Some(opt_add(self.acc, chunk));
@@ -336,9 +342,19 @@ impl<F: ProbeFloat> Combiner<F> {
             CombineShape::Blocked { block } => {
                 // Only the reduction's last call can end inside a block, so each call
                 // starts on a block boundary: `block` divides `CHUNK`.
+                // Four blocks' sums side by side, then added to the total in order.
                 let b = block as usize;
                 let mut acc = self.acc;
-                for blk in buf.chunks(b) {
+                let mut quads = buf.chunks_exact(4 * b);
+                for quad in &mut quads {
+                    let (ab, cd) = quad.split_at(2 * b);
+                    let (a, bb) = ab.split_at(b);
+                    let (c, d) = cd.split_at(b);
+                    for v in sequential_four([a, bb, c, d]) {
+                        acc = Some(opt_add(acc, v));
+                    }
+                }
+                for blk in quads.remainder().chunks(b) {
                     let v = sequential(blk);
                     if blk.len() == b {
                         acc = Some(opt_add(acc, v));
@@ -399,7 +415,7 @@ impl<F: ProbeFloat> Combiner<F> {
                 if used.is_empty() {
                     None
                 } else if pairwise {
-                    Some(split(used, used.len()))
+                    Some(split_nested(used, used.len()))
                 } else {
                     Some(sequential(used))
                 }
@@ -451,17 +467,6 @@ fn sequential<F: ProbeFloat>(x: &[F]) -> F {
     let mut it = x.iter().copied();
     let first = it.next().unwrap_or(F::ZERO);
     it.fold(first, |a, b| a.add(b))
-}
-
-/// The halving split of rayon's join: `parts` contiguous pieces, each summed in order.
-fn split<F: ProbeFloat>(x: &[F], parts: usize) -> F {
-    if parts <= 1 || x.len() <= 1 {
-        return sequential(x);
-    }
-    let mid = x.len() / 2;
-    let (l, r) = x.split_at(mid);
-    let lp = parts / 2;
-    split(l, lp.max(1)).add(split(r, parts - lp))
 }
 
 /// A random binary tree over the terms in order: each range splits at a uniform point
@@ -560,7 +565,7 @@ mod tests {
                 }
                 let used: Vec<f64> = l.into_iter().flatten().collect();
                 if pairwise {
-                    split(&used, used.len())
+                    split_nested(&used, used.len())
                 } else {
                     sequential(&used)
                 }

@@ -136,7 +136,9 @@ impl<K: Copy + Eq + Hash, T> KeyedReduction<K, T> {
             Some((k, _)) if *k == key => guess,
             _ => self.look_up(site, key, init),
         };
-        self.next = at + 1;
+        // `at` indexes `elements`, so `+ 1` never wraps (and has no overflow check in
+        // a caller's profile that checks overflow)
+        self.next = at.wrapping_add(1);
         let r = &mut self.elements[at].1;
         if r.on() {
             Some(r)

@@ -154,11 +154,17 @@ impl<T> RunningReduction<T> {
                 // The term is only read: a float has nothing to drop.
                 on.push_raw(&t as *const T as *const u8);
             } else {
+                // `len` read once: the term's store could alias it for all the
+                // optimizer knows, so a second read would wait for that store. The
+                // count is below `room`, so `+ 1` never wraps, and a wrapping add has no
+                // overflow check (the caller's profile may check overflow).
+                let len = on.len;
                 // SAFETY: `len < room`, so the term fits in the words, which are
                 // aligned for any float type.
-                unsafe { on.words.as_mut_ptr().cast::<T>().add(on.len).write(t) };
-                on.len += 1;
-                if on.len == on.room {
+                unsafe { on.words.as_mut_ptr().cast::<T>().add(len).write(t) };
+                let len = len.wrapping_add(1);
+                on.len = len;
+                if len == on.room {
                     on.full();
                 }
             }

@@ -3,6 +3,8 @@
 //! state ([`On`]) that stores terms a chunk at a time and is kept for reuse on its thread.
 
 use std::cell::RefCell;
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use half::{bf16, f16};
 
@@ -241,8 +243,9 @@ impl Engine {
 pub(super) struct On {
     pub(super) engine: Engine,
     /// Terms not yet handed to the engine, stored as the engine's float type from the
-    /// start of these words (`u64`s, so every kind is aligned); all words initialised.
-    pub(super) words: Vec<u64>,
+    /// start of these words (`u64`s, so every kind is aligned). Only the first `len`
+    /// terms are initialised: growing the words writes nothing.
+    pub(super) words: Vec<MaybeUninit<u64>>,
     /// Terms stored.
     pub(super) len: usize,
     /// When `len` reaches it, [`full`](On::full) runs: the lesser of `cap` and the
@@ -254,6 +257,33 @@ pub(super) struct On {
     pub(super) zero: u64,
     /// Bytes per term (the engine's float type).
     pub(super) size: usize,
+    /// Bytes of the words beyond [`CHUNK`] counted in [`KEPT_BEYOND_CHUNK`].
+    kept: usize,
+}
+
+/// Bytes of words beyond [`CHUNK`] that finished states keep, over every thread: a keyed
+/// reduction's long elements (`g[j] -= ..` over 52,181 rows and 95 columns) then find
+/// their words grown and touched at the next call, instead of growing them again page by
+/// page; past [`KEEP_BEYOND_CHUNK`] a finished state gives its words back.
+static KEPT_BEYOND_CHUNK: AtomicUsize = AtomicUsize::new(0);
+
+/// At most this many bytes are kept beyond [`CHUNK`] words per state, in the whole process.
+pub(super) const KEEP_BEYOND_CHUNK: usize = 64 << 20;
+
+/// `n` words, uninitialised.
+fn uninit_words(n: usize) -> Vec<MaybeUninit<u64>> {
+    let mut words = Vec::with_capacity(n);
+    // SAFETY: the capacity is `n`, and a `MaybeUninit` needs no initialisation.
+    unsafe { words.set_len(n) };
+    words
+}
+
+impl Drop for On {
+    fn drop(&mut self) {
+        if self.kept > 0 {
+            KEPT_BEYOND_CHUNK.fetch_sub(self.kept, Ordering::Relaxed);
+        }
+    }
 }
 
 thread_local! {
@@ -268,8 +298,8 @@ thread_local! {
     static SMALL_SPARE: RefCell<Vec<Box<On>>> = const { RefCell::new(Vec::new()) };
 }
 
-/// States kept per thread for keyed reductions' elements: each holds at most [`CHUNK`]
-/// words (8 KiB), so at most 2 MiB per thread.
+/// States kept per thread for keyed reductions' elements: each holds [`CHUNK`] words
+/// (8 KiB), so 2 MiB per thread, plus what [`KEEP_BEYOND_CHUNK`] lets all threads keep.
 pub(super) const SMALL_SPARES: usize = 256;
 
 /// Words a [`small`](On::start) state starts with.
@@ -305,12 +335,13 @@ impl On {
                     active: Active::new(kind, shape),
                     stream: Stream::none(),
                 },
-                words: vec![0; if small { SMALL_WORDS } else { CHUNK }],
+                words: uninit_words(if small { SMALL_WORDS } else { CHUNK }),
                 len: 0,
                 room: 0,
                 cap: 0,
                 zero: 0,
                 size: 0,
+                kept: 0,
             }),
         };
         on.engine.stream.restart(stream);
@@ -339,7 +370,7 @@ impl On {
         // every float type; `t` points to a value of the engine's type (per the caller).
         // One typed copy per kind: a copy of a run-time size would be a `memcpy` call.
         unsafe {
-            let (words, len) = (self.words.as_mut_ptr(), self.len);
+            let (words, len) = (self.words.as_mut_ptr().cast::<u64>(), self.len);
             match self.size {
                 8 => *words.wrapping_add(len) = t.cast::<u64>().read_unaligned(),
                 4 => *words.cast::<u32>().wrapping_add(len) = t.cast::<u32>().read_unaligned(),
@@ -362,7 +393,10 @@ impl On {
         } else {
             let size = self.engine.active.term_size();
             self.room = (self.room * 2).min(self.cap);
-            self.words.resize((self.room * size).div_ceil(8), 0);
+            let words = (self.room * size).div_ceil(8);
+            self.words.reserve_exact(words - self.words.len());
+            // SAFETY: reserved, and a `MaybeUninit` needs no initialisation.
+            unsafe { self.words.set_len(words) };
         }
     }
 
@@ -389,6 +423,46 @@ impl On {
         }
     }
 
+    /// Keeps the words beyond [`CHUNK`] while the process keeps fewer than
+    /// [`KEEP_BEYOND_CHUNK`] bytes so; otherwise gives them back.
+    fn keep_or_shrink(&mut self) {
+        self.keep_within(&KEPT_BEYOND_CHUNK, KEEP_BEYOND_CHUNK);
+    }
+
+    /// [`keep_or_shrink`](Self::keep_or_shrink) with the count `kept` and its `budget`.
+    pub(super) fn keep_within(&mut self, kept: &AtomicUsize, budget: usize) {
+        let beyond = self.words.len().saturating_sub(CHUNK) * 8;
+        if beyond == self.kept {
+            return;
+        }
+        kept.fetch_sub(self.kept, Ordering::Relaxed);
+        self.kept = 0;
+        if beyond == 0 {
+            return;
+        }
+        let before = kept.fetch_add(beyond, Ordering::Relaxed);
+        if before.saturating_add(beyond) <= budget {
+            self.kept = beyond;
+            return;
+        }
+        kept.fetch_sub(beyond, Ordering::Relaxed);
+        self.words.truncate(CHUNK);
+        self.words.shrink_to_fit();
+    }
+
+    /// Bytes of its words beyond [`CHUNK`] that this state has counted as kept.
+    #[cfg(test)]
+    pub(super) fn kept_bytes(&self) -> usize {
+        self.kept
+    }
+
+    /// Forgets what this state counted, so that dropping it leaves the process count
+    /// alone (a test's state counted in a count of its own).
+    #[cfg(test)]
+    pub(super) fn forget_kept(&mut self) {
+        self.kept = 0;
+    }
+
     /// Combines the terms, writes the value (of the engine's float type) at `dst` if
     /// any term came, and keeps the state for a later reduction on this thread.
     #[inline(never)]
@@ -406,10 +480,7 @@ impl On {
                 None => {}
             }
         }
-        if self.words.len() > CHUNK {
-            self.words.truncate(CHUNK);
-            self.words.shrink_to_fit();
-        }
+        self.keep_or_shrink();
         let _ = SPARE.try_with(move |s| {
             let Ok(mut s) = s.try_borrow_mut() else {
                 return;

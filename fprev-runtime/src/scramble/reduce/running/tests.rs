@@ -305,3 +305,47 @@ fn long_permuted_reductions_give_the_reference_whether_their_order_is_kept_or_no
         }
     }
 }
+
+#[test]
+fn long_states_keep_their_words_within_the_budget() {
+    use super::engine::On;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let grown = |terms: usize| {
+        let mut on = On::start(
+            FloatKind::F64,
+            CombineShape::Threads { threads: 3 },
+            None,
+            true,
+        );
+        for i in 0..terms {
+            on.push_raw((&(i as f64)) as *const f64 as *const u8);
+        }
+        on
+    };
+    let kept = AtomicUsize::new(0);
+    let beyond = |on: &On| on.words.len().saturating_sub(super::super::CHUNK) * 8;
+    // Two states of 3 CHUNKs of f64 terms, their words grown to 4 CHUNKs: 24 KiB each
+    // beyond the chunk; a budget of 30 KiB keeps the first and gives the second's back.
+    let mut a = grown(3 * super::super::CHUNK);
+    let mut b = grown(3 * super::super::CHUNK);
+    let (a_beyond, b_beyond) = (beyond(&a), beyond(&b));
+    assert!(
+        a_beyond == 24 << 10 && b_beyond == a_beyond,
+        "{a_beyond} {b_beyond}"
+    );
+    a.keep_within(&kept, 30 << 10);
+    b.keep_within(&kept, 30 << 10);
+    assert_eq!(beyond(&a), a_beyond, "the first state keeps its words");
+    assert_eq!(a.kept_bytes(), a_beyond);
+    assert_eq!(beyond(&b), 0, "the second is past the budget");
+    assert_eq!(b.kept_bytes(), 0);
+    assert_eq!(kept.load(Ordering::Relaxed), a_beyond);
+    // Kept again, a state counts once; shrunk, it hands its count back.
+    a.keep_within(&kept, 30 << 10);
+    assert_eq!(kept.load(Ordering::Relaxed), a_beyond);
+    a.words.truncate(super::super::CHUNK);
+    a.keep_within(&kept, 30 << 10);
+    assert_eq!((kept.load(Ordering::Relaxed), a.kept_bytes()), (0, 0));
+    a.forget_kept();
+    b.forget_kept();
+}
