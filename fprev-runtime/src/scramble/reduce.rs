@@ -440,18 +440,36 @@ impl<F: ProbeFloat> Combiner<F> {
 }
 
 /// Pairwise over a power-of-two block: the binary counter's complete subtree, each half
-/// summed the same way; blocks of 8 are written out (no scratch array to clear per call,
-/// which cost more than the sums of small blocks).
+/// summed the same way. Blocks of 8 are written out; a longer block's blocks of 8 go
+/// through a binary counter of their own, which builds the same tree without a call per
+/// node (and without a scratch array to clear per call, which cost more than the sums of
+/// small blocks).
 fn halving<F: ProbeFloat>(x: &[F]) -> F {
     debug_assert!(x.len().is_power_of_two() && x.len() <= CHUNK);
+    let eight = |x: &[F]| {
+        let [a, b, c, d, e, f, g, h] = [x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7]];
+        a.add(b).add(c.add(d)).add(e.add(f).add(g.add(h)))
+    };
     match *x {
         [a] => a,
         [a, b] => a.add(b),
         [a, b, c, d] => a.add(b).add(c.add(d)),
-        [a, b, c, d, e, f, g, h] => a.add(b).add(c.add(d)).add(e.add(f).add(g.add(h))),
+        _ if x.len() == 8 => eight(x),
         _ => {
-            let (l, r) = x.split_at(x.len() / 2);
-            halving(l).add(halving(r))
+            // CHUNK / 8 blocks of 8 make at most 8 levels
+            const _: () = assert!(CHUNK <= 8 << 8, "halving's counter holds 8 levels");
+            let mut levels = [(0u32, F::ZERO); 8];
+            let mut depth = 0;
+            for block in x.chunks_exact(8) {
+                let mut node = (0, eight(block));
+                while depth > 0 && levels[depth - 1].0 == node.0 {
+                    depth -= 1;
+                    node = (node.0 + 1, levels[depth].1.add(node.1));
+                }
+                levels[depth] = node;
+                depth += 1;
+            }
+            levels[0].1
         }
     }
 }

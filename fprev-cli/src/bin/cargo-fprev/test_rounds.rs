@@ -3,7 +3,6 @@
 
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use fprev::scramble::ReplayToken;
@@ -55,7 +54,7 @@ pub fn test(a: &TestArgs) -> Result<ExitCode, CargoFprevError> {
         baseline: &baseline,
         logs: &logs,
         bar: &bar,
-        reach: (0..bins.len()).map(|_| OnceLock::new()).collect(),
+        reach: vec![None; bins.len()],
         confirming: Duration::ZERO,
     };
     if let Some((path, prev)) = &previous {
@@ -63,15 +62,23 @@ pub fn test(a: &TestArgs) -> Result<ExitCode, CargoFprevError> {
     }
     let rounds_start = Instant::now();
     let over = || plan.budget.is_some_and(|b| start.elapsed() >= b) || interrupted();
+    let mut seeds = plan.shard_seeds();
+    // The first seed learns which tests reach a scrambled site, one run at a time; the
+    // others run side by side (`Pool`).
+    if let Some(i) = seeds.next().filter(|_| !over()) {
+        let token = token_of(a, i);
+        summary.seed_ranges[0].count += 1;
+        for mode in &a.modes {
+            rounds.round(mode, &token, &mut summary)?;
+        }
+    }
     let pool = Pool::new(a);
     if pool.jobs > 1 {
-        // Every seed in the pool, the first included: a binary's first scrambled run
-        // learns which of its tests reach a scrambled site, and the runs launched before
-        // it settles run every test.
-        let nth = |j: u64| plan.nth_shard_seed(j);
-        rounds.pooled(&pool, &nth, &over, &mut summary)?;
+        // the seeds after the first, by index
+        let rest = |j: u64| plan.nth_shard_seed(j.checked_add(1)?);
+        rounds.pooled(&pool, &rest, &over, &mut summary)?;
     } else {
-        for i in plan.shard_seeds() {
+        for i in seeds {
             if over() {
                 break;
             }
@@ -264,9 +271,9 @@ struct Rounds<'a> {
     baseline: &'a [runner::Run],
     logs: &'a Path,
     bar: &'a indicatif::ProgressBar,
-    /// Which tests each binary's first settled scrambled run saw reach a scrambled site:
-    /// the runs launched after it run only those (unset: not learned yet).
-    reach: Vec<OnceLock<Reach>>,
+    /// Which tests each binary's first scrambled run saw reach a scrambled site: the later
+    /// runs run only those (`None`: not learned yet).
+    reach: Vec<Option<Reach>>,
     /// Time spent confirming failures, not counted as the scrambled runs' time.
     confirming: Duration,
 }
@@ -276,9 +283,6 @@ struct Launched {
     run: runner::Run,
     /// The tests it ran, when not every one (sorted).
     narrowed: Option<Vec<String>>,
-    /// The file it wrote the tests that reached a scrambled site to, when its binary's
-    /// reach was not known at its launch.
-    reached: Option<std::path::PathBuf>,
 }
 
 impl Rounds<'_> {
@@ -296,6 +300,9 @@ impl Rounds<'_> {
             self.bar
                 .set_message(format!("{mode} {token} {}", self.bins[k].target));
             if let Some(launched) = self.launch(k, mode, token, &Pool::ONE)? {
+                if self.reach[k].is_none() {
+                    self.learn(k, &launched.run);
+                }
                 let t = Instant::now();
                 self.settle(k, mode, token, launched, summary)?;
                 self.confirming += t.elapsed();
@@ -408,14 +415,12 @@ impl Rounds<'_> {
         let mut env = finding_env(mode, token);
         let mut args = self.a.test_args.clone();
         let mut narrowed: Option<Vec<String>> = None;
-        let mut reached = None;
-        match self.reach[k].get() {
+        match &self.reach[k] {
             None => {
                 // processes append to it: nothing of an earlier, interrupted call stays
-                let file = self.reached_file(k, mode, token);
+                let file = self.reached_file(k);
                 let _ = std::fs::remove_file(&file);
                 env.push(("FPREV_TESTS_OUT".into(), file.display().to_string()));
-                reached = Some(file);
             }
             Some(Reach::Every) => {}
             Some(Reach::Only(tests)) if tests.is_empty() => return Ok(None),
@@ -429,11 +434,7 @@ impl Rounds<'_> {
             args.push(format!("--test-threads={t}"));
         }
         let run = runner::run(bin, &args, &env, Some(limit))?;
-        Ok(Some(Launched {
-            run,
-            narrowed,
-            reached,
-        }))
+        Ok(Some(Launched { run, narrowed }))
     }
 
     /// Replays the findings of an earlier report, before any new seed: each is still
@@ -511,22 +512,14 @@ impl Rounds<'_> {
         times(self.baseline[k].wall, self.a.timeout_factor).saturating_add(Duration::from_secs(5))
     }
 
-    /// Where a run of binary `k` under `mode` and `token` writes the tests that reached a
-    /// scrambled site: a file per run, as runs of several seeds may learn at once.
-    fn reached_file(&self, k: usize, mode: &str, token: &str) -> std::path::PathBuf {
-        self.logs
-            .join(format!("tests-reached-{k}-{mode}-{token}.txt"))
+    fn reached_file(&self, k: usize) -> std::path::PathBuf {
+        self.logs.join(format!("tests-reached-{k}.txt"))
     }
 
-    /// Files what the first settled scrambled run of binary `k` says of which tests reach
-    /// a site (true); a later run's file is only removed (false).
-    fn learn(&self, k: usize, run: &runner::Run, file: &Path) -> bool {
-        if self.reach[k].get().is_some() || interrupted() {
-            let _ = std::fs::remove_file(file);
-            return false;
-        }
+    /// Files what binary `k`'s first scrambled run says of which tests reach a site.
+    fn learn(&mut self, k: usize, run: &runner::Run) {
         let (bin, base) = (&self.bins[k], &self.baseline[k]);
-        let learned = Reach::learn(file, run, base, &self.a.test_args);
+        let learned = Reach::learn(&self.reached_file(k), run, base, &self.a.test_args);
         if let Reach::Only(tests) = &learned {
             // (a hidden bar's `println` prints nothing)
             self.bar.suspend(|| {
@@ -539,7 +532,7 @@ impl Rounds<'_> {
                 );
             });
         }
-        self.reach[k].set(learned).is_ok()
+        self.reach[k] = Some(learned);
     }
 
     /// Logs a scrambled run and confirms its failures alone.
@@ -552,24 +545,7 @@ impl Rounds<'_> {
         summary: &mut Summary,
     ) -> Result<(), CargoFprevError> {
         let (bin, base) = (&self.bins[k], &self.baseline[k]);
-        let Launched {
-            run,
-            mut narrowed,
-            reached,
-        } = launched;
-        if let Some(file) = reached {
-            if !self.learn(k, &run, &file) {
-                // Launched before its binary's first run settled, it ran every test. The
-                // report is the one runs made one at a time write: only the tests that
-                // run learned count, and a binary none of whose tests reach a site is
-                // not run at all.
-                match self.reach[k].get() {
-                    Some(Reach::Only(tests)) if tests.is_empty() => return Ok(()),
-                    Some(Reach::Only(tests)) => narrowed = Some(tests.clone()),
-                    _ => {}
-                }
-            }
-        }
+        let Launched { run, narrowed } = launched;
         if interrupted() {
             // The binary was interrupted too: its failures are not findings.
             return Ok(());
@@ -616,8 +592,7 @@ impl Rounds<'_> {
 
 /// The tests of a scrambled run to re-run alone: those that failed (every one that did
 /// not report passing, when the binary crashed), and those a timeout stopped before they
-/// ended. Only tests that passed unscrambled, and that the run ran or counts
-/// (`narrowed`, sorted).
+/// ended. Only tests that passed unscrambled, and that the run ran (`narrowed`, sorted).
 fn to_confirm(
     run: &runner::Run,
     base: &runner::Run,
@@ -637,7 +612,7 @@ fn to_confirm(
     } else {
         run.tests
             .iter()
-            .filter(|(t, o)| **o == TestOutcome::Failed && passed_before(t) && ran(t))
+            .filter(|(t, o)| **o == TestOutcome::Failed && passed_before(t))
             .map(|(t, _)| t.clone())
             .collect()
     };
