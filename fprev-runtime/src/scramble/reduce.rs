@@ -502,6 +502,15 @@ fn random_tree<F: ProbeFloat>(x: &[F], stream: &mut Stream) -> F {
     }
 }
 
+/// `n` terms spread over 13 binades, so that every order of adding them rounds
+/// differently (for tests).
+#[cfg(test)]
+fn spread(n: usize) -> Vec<f64> {
+    (0..n)
+        .map(|i| ((i * 7919) % 1009) as f64 * 10f64.powi((i % 13) as i32 - 6) - 3.0)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -548,9 +557,7 @@ mod tests {
 
     #[test]
     fn drawn_shapes_differ_from_plain_by_rounding_only() {
-        let x: Vec<f64> = (0..5000)
-            .map(|i| ((i * 7919) % 1009) as f64 * 10f64.powi((i % 13) - 6) - 3.0)
-            .collect();
+        let x = spread(5000);
         let truth = exact(&x);
         let bound = x.iter().map(|v| v.abs()).sum::<f64>() * x.len() as f64 * f64::EPSILON;
         let mut seen = std::collections::HashSet::new();
@@ -614,9 +621,7 @@ mod tests {
 
     #[test]
     fn chunking_changes_no_shape() {
-        let x: Vec<f64> = (0..70_000)
-            .map(|i| ((i * 7919) % 1009) as f64 * 10f64.powi((i % 13) - 6) - 3.0)
-            .collect();
+        let x = spread(70_000);
         for shape in [
             CombineShape::Sequential,
             CombineShape::Lanes {
@@ -646,9 +651,7 @@ mod tests {
     fn pairwise_takes_terms_in_any_pieces() {
         // The subtree pushes must give the term-by-term counter's tree wherever a piece
         // starts and however long it is.
-        let x: Vec<f64> = (0..5000)
-            .map(|i| ((i * 7919) % 1009) as f64 * 10f64.powi((i % 13) - 6) - 3.0)
-            .collect();
+        let x = spread(5000);
         let seed = crate::scramble::property_seed(1);
         let mut rng = stream(seed, 7, 0);
         for round in 0..200 {

@@ -135,9 +135,7 @@ mod tests {
     fn planned_splits_give_the_nested_splits_sum() {
         // One plan through splits of changing and repeated lengths and parts, so that
         // both a kept plan and a new one are held to the nested sum.
-        let x: Vec<f64> = (0..20_000)
-            .map(|i| ((i * 7919) % 1009) as f64 * 10f64.powi((i % 13) - 6) - 3.0)
-            .collect();
+        let x = super::super::spread(20_000);
         let seed = crate::scramble::property_seed(2);
         let mut rng = stream(seed, 11, 0);
         let mut plan = SplitPlan::default();
