@@ -259,18 +259,11 @@ mod fuzz {
 
     #[test]
     fn tree_readers_never_panic() {
-        let base = fprev::scramble::property_seed(0x0019_7EE0_0000_u64);
-        let cases = fprev::scramble::proptest_cases(20_000u64);
         let mut accepted = 0;
-        for case in 0..cases {
-            let seed = base.wrapping_add(case);
-            match std::panic::catch_unwind(|| one_case(seed)) {
-                Ok(k) => accepted += k,
-                Err(_) => panic!(
-                    "tree reader fuzz case failed: rerun with FPREV_SEED={seed} FPREV_PROPTEST_CASES=1"
-                ),
-            }
-        }
+        let cases =
+            fprev::scramble::fuzz_cases("tree reader fuzz", 0x0019_7EE0_0000, 20_000, |seed| {
+                accepted += one_case(seed)
+            });
         // the mutations must leave enough valid trees for the round trips to be tested
         assert!(
             accepted as u64 * 20 >= cases,
@@ -361,19 +354,15 @@ mod fuzz_states {
 
     #[test]
     fn state_reader_never_panics() {
-        let base = fprev::scramble::property_seed(0x00AC_C000_0000_u64);
-        let cases = fprev::scramble::proptest_cases(20_000u64);
         let (mut accepted, mut refused) = (0u64, 0u64);
-        for case in 0..cases {
-            let seed = base.wrapping_add(case);
-            match std::panic::catch_unwind(|| one_case(seed)) {
-                Ok(true) => accepted += 1,
-                Ok(false) => refused += 1,
-                Err(_) => panic!(
-                    "state reader fuzz case failed: rerun with FPREV_SEED={seed} FPREV_PROPTEST_CASES=1"
-                ),
-            }
-        }
+        let cases =
+            fprev::scramble::fuzz_cases("state reader fuzz", 0x00AC_C000_0000, 20_000, |seed| {
+                if one_case(seed) {
+                    accepted += 1
+                } else {
+                    refused += 1
+                }
+            });
         // both sides of the reader must be exercised
         assert!(
             cases < 100 || (accepted * 50 >= cases && refused * 2 >= cases),

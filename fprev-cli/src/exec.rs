@@ -677,13 +677,6 @@ mod fuzz {
 
     #[test]
     fn answer_reader_never_panics() {
-        let base = fprev::scramble::property_seed(0x19A5_0000_u64);
-        let cases = fprev::scramble::proptest_cases(3000u64);
-        for case in 0..cases {
-            let seed = base.wrapping_add(case);
-            if let Err(e) = std::panic::catch_unwind(|| one_case(seed)) {
-                panic!("answer fuzz case failed: rerun with FPREV_SEED={seed} FPREV_PROPTEST_CASES=1: {e:?}");
-            }
-        }
+        fprev::scramble::fuzz_cases("answer fuzz", 0x19A5_0000, 3000, one_case);
     }
 }

@@ -53,7 +53,7 @@ pub(crate) mod state;
 
 pub use call_site::{CallSite, SiteKind};
 #[doc(hidden)]
-pub use config::{property_seed, proptest_cases};
+pub use config::{fuzz_cases, property_seed, proptest_cases};
 pub use config::{vars, Level, ReplayToken, ScrambleConfig, TokenError, Vary, ALGORITHM_VERSION};
 pub use launch::{launch, Dim3, ThreadCtx};
 pub use reduce::CombineShape;

@@ -175,12 +175,5 @@ fn one_case(seed: u64) {
 
 #[test]
 fn report_reader_and_merge_never_panic() {
-    let base = fprev::scramble::property_seed(0x3E9_0000_u64);
-    let cases = fprev::scramble::proptest_cases(1000u64);
-    for case in 0..cases {
-        let seed = base.wrapping_add(case);
-        if let Err(e) = std::panic::catch_unwind(|| one_case(seed)) {
-            panic!("report fuzz case failed: rerun with FPREV_SEED={seed} FPREV_PROPTEST_CASES=1: {e:?}");
-        }
-    }
+    fprev::scramble::fuzz_cases("report fuzz", 0x3E9_0000, 1000, one_case);
 }

@@ -404,6 +404,42 @@ pub fn property_seed(default: u64) -> u64 {
     }
 }
 
+/// Runs `case` once per seed of a seeded fuzz test of fprev's own suites: from
+/// [`property_seed`]`(default_seed)` on, [`proptest_cases`]`(default_cases)` of them. A case
+/// that panics fails the test with its message and the variables that rerun it alone.
+/// Returns how many cases ran.
+///
+/// ```
+/// let mut sum = 0u64;
+/// let cases = fprev::scramble::fuzz_cases("sum", 1, 10, |seed| sum += seed);
+/// assert!(cases > 0 || std::env::var("FPREV_PROPTEST_CASES").is_ok());
+/// ```
+#[doc(hidden)]
+pub fn fuzz_cases(
+    what: &str,
+    default_seed: u64,
+    default_cases: u64,
+    mut case: impl FnMut(u64),
+) -> u64 {
+    let base = property_seed(default_seed);
+    let cases = proptest_cases(default_cases);
+    for i in 0..cases {
+        let seed = base.wrapping_add(i);
+        // A case that panics ends the test, so what it left half-changed is never read.
+        if let Err(e) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| case(seed))) {
+            let said = e
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| e.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            panic!(
+                "{what} case failed: rerun with FPREV_SEED={seed} FPREV_PROPTEST_CASES=1: {said}"
+            );
+        }
+    }
+    cases
+}
+
 pub(crate) fn random_seed() -> u64 {
     // Seeds with a zero top nibble are campaign seeds (see `amplify`).
     crate::random::fresh_seed() >> 4
@@ -516,6 +552,37 @@ impl FromStr for ReplayToken {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failing_fuzz_case_names_its_seed_and_what_it_said() {
+        // The seeds run from `property_seed(default)`, as many as `proptest_cases(default)`
+        // (a nightly run may set both): the last case of at most three fails.
+        let (first, cases) = (property_seed(100), proptest_cases(5));
+        let mut seen = Vec::new();
+        let failing = cases.min(3);
+        let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            fuzz_cases("probe fuzz", 100, 5, |seed| {
+                seen.push(seed);
+                assert!(seed != first + failing - 1, "bad bits at {seed}");
+            })
+        }));
+        let Some(bad) = failing.checked_sub(1).map(|i| first + i) else {
+            assert_eq!(failed.ok(), Some(0), "no case, no failure");
+            return;
+        };
+        let message = *failed
+            .expect_err("the last case fails")
+            .downcast::<String>()
+            .expect("a message");
+        assert_eq!(
+            message,
+            format!(
+                "probe fuzz case failed: rerun with FPREV_SEED={bad} FPREV_PROPTEST_CASES=1: bad bits at {bad}"
+            )
+        );
+        let want: Vec<u64> = (first..=bad).collect();
+        assert_eq!(seen, want, "every case up to the failing one, none after");
+    }
 
     #[test]
     fn tokens_round_trip() {
