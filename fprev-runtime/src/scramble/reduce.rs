@@ -229,9 +229,8 @@ impl<F: ProbeFloat> Combiner<F> {
     }
 
     /// Starts over in `shape`, keeping the allocation of the pairwise stack and the
-    /// split's pieces. Field by
-    /// field, and only the lanes that `shape` reads: a whole new combiner is several
-    /// hundred bytes to write.
+    /// split's pieces. Field by field, and only the lanes that `shape` reads: a whole new
+    /// combiner is several hundred bytes to write.
     fn reset(&mut self, shape: CombineShape) {
         self.shape = shape;
         self.cap = Self::cap_of(shape);
@@ -341,8 +340,8 @@ impl<F: ProbeFloat> Combiner<F> {
             }
             CombineShape::Blocked { block } => {
                 // Only the reduction's last call can end inside a block, so each call
-                // starts on a block boundary: `block` divides `CHUNK`.
-                // Four blocks' sums side by side, then added to the total in order.
+                // starts on a block boundary: `block` divides `CHUNK`. Four blocks are
+                // summed side by side, their sums then added to the total in order.
                 let b = block as usize;
                 let mut acc = self.acc;
                 let mut quads = buf.chunks_exact(4 * b);
@@ -440,10 +439,10 @@ impl<F: ProbeFloat> Combiner<F> {
 }
 
 /// Pairwise over a power-of-two block: the binary counter's complete subtree, each half
-/// summed the same way. Blocks of 8 are written out; a longer block's blocks of 8 go
-/// through a binary counter of their own, which builds the same tree without a call per
-/// node (and without a scratch array to clear per call, which cost more than the sums of
-/// small blocks).
+/// summed the same way. Blocks of 8 are written out, and from 8 terms on the blocks of 8
+/// go through a binary counter of their own, which builds the same tree without a call
+/// per node (and without a scratch array to clear per call, which cost more than the sums
+/// of small blocks).
 fn halving<F: ProbeFloat>(x: &[F]) -> F {
     debug_assert!(x.len().is_power_of_two() && x.len() <= CHUNK);
     let eight = |x: &[F]| {
@@ -454,7 +453,6 @@ fn halving<F: ProbeFloat>(x: &[F]) -> F {
         [a] => a,
         [a, b] => a.add(b),
         [a, b, c, d] => a.add(b).add(c.add(d)),
-        _ if x.len() == 8 => eight(x),
         _ => {
             // CHUNK / 8 blocks of 8 make at most 8 levels
             const _: () = assert!(CHUNK <= 8 << 8, "halving's counter holds 8 levels");

@@ -258,7 +258,7 @@ pub(super) struct On {
     /// Bytes per term (the engine's float type).
     pub(super) size: usize,
     /// Bytes of the words beyond [`CHUNK`] counted in [`KEPT_BEYOND_CHUNK`].
-    kept: usize,
+    pub(super) kept: usize,
 }
 
 /// Bytes of words beyond [`CHUNK`] that finished states keep, over every thread: a keyed
@@ -267,7 +267,8 @@ pub(super) struct On {
 /// page; past [`KEEP_BEYOND_CHUNK`] a finished state gives its words back.
 static KEPT_BEYOND_CHUNK: AtomicUsize = AtomicUsize::new(0);
 
-/// At most this many bytes are kept beyond [`CHUNK`] words per state, in the whole process.
+/// At most this many bytes of words beyond the first [`CHUNK`] of each state are kept,
+/// summed over the whole process.
 pub(super) const KEEP_BEYOND_CHUNK: usize = 64 << 20;
 
 /// `n` words, uninitialised.
@@ -448,19 +449,6 @@ impl On {
         kept.fetch_sub(beyond, Ordering::Relaxed);
         self.words.truncate(CHUNK);
         self.words.shrink_to_fit();
-    }
-
-    /// Bytes of its words beyond [`CHUNK`] that this state has counted as kept.
-    #[cfg(test)]
-    pub(super) fn kept_bytes(&self) -> usize {
-        self.kept
-    }
-
-    /// Forgets what this state counted, so that dropping it leaves the process count
-    /// alone (a test's state counted in a count of its own).
-    #[cfg(test)]
-    pub(super) fn forget_kept(&mut self) {
-        self.kept = 0;
     }
 
     /// Combines the terms, writes the value (of the engine's float type) at `dst` if
