@@ -1025,3 +1025,145 @@ fn more_interleaved_places_than_tracked_say_that_tracking_overflowed() {
     let narrow = site_of(&r, "narrow_column_sums", "acc[k % p] += v");
     assert_eq!((narrow.evicted, narrow.max_chain), (0, 500), "{r}");
 }
+
+/// A tuple fold: independent sums carried in one accumulator, and a count.
+#[fprev::accumulator]
+fn sums_and_count(x: &[[f64; 2]]) -> (f64, f64, usize) {
+    x.iter()
+        .fold((0.0, 0.0, 0), |(a, b, n), r| (a + r[0], b + r[1], n + 1))
+}
+
+/// A fold over points whose accumulator is the float (the items are not).
+#[fprev::accumulator]
+fn first_coordinates(x: &[[f64; 2]]) -> f64 {
+    x.iter().fold(0.0, |a, r| a + r[0])
+}
+
+/// A tuple fold of integers only, and one whose accumulators are read (smoothing).
+#[fprev::accumulator]
+fn not_float_sums(x: &[[f64; 2]]) -> ((usize, usize), (f64, f64)) {
+    let counts = x
+        .iter()
+        .fold((0, 0), |(a, b), r| (a + 1, b + (r[0] > 0.0) as usize));
+    let smoothed = x
+        .iter()
+        .fold((0.0, 0.0), |(a, b), r| (0.5 * a + r[0], 0.5 * b + r[1]));
+    (counts, smoothed)
+}
+
+#[test]
+fn tuple_folds_are_chains_of_their_items() {
+    let x: Vec<[f64; 2]> = (0..300)
+        .map(|i| [i as f64 * 0.1, 1.0 / (i + 1) as f64])
+        .collect();
+    let (a, b, n) = sums_and_count(&x);
+    let plain = x.iter().fold((0.0, 0.0), |(a, b), r| (a + r[0], b + r[1]));
+    assert_eq!(
+        (a.to_bits(), b.to_bits(), n),
+        (plain.0.to_bits(), plain.1.to_bits(), 300)
+    );
+    assert_eq!(first_coordinates(&x).to_bits(), plain.0.to_bits());
+    let _ = not_float_sums(&x);
+    let r = report();
+    let tuple = site_of(
+        &r,
+        "sums_and_count",
+        "x.iter().fold((0.0, 0.0, 0), |(a, b, n), r| (a + r[0], b + r[1], n + 1))",
+    );
+    assert_eq!(tuple.source.kind, AccumulationKind::Iterator);
+    assert_eq!(tuple.order, fprev::chains::Order::Reorderable, "{r}");
+    assert_eq!((tuple.max_chain, tuple.chains), (300, 1), "{r}");
+    let points = site_of(
+        &r,
+        "first_coordinates",
+        "x.iter().fold(0.0, |a, r| a + r[0])",
+    );
+    assert_eq!(points.max_chain, 300, "{r}");
+    assert!(
+        !r.sites
+            .iter()
+            .any(|s| s.source.function.ends_with("not_float_sums")),
+        "an integer tuple fold and a smoothing are no float chains: {r}"
+    );
+}
+
+/// Accumulation through a rebuilt vector: a weighted sum of rows, one chain per element.
+#[fprev::accumulator]
+fn weighted_rows(x: &[Vec<f64>], w: &[f64]) -> Vec<f64> {
+    let mut mean = vec![0.0; x[0].len()];
+    for (row, &wi) in x.iter().zip(w) {
+        mean = row
+            .iter()
+            .zip(mean.iter())
+            .map(|(&e, &s)| e * wi + s)
+            .collect();
+    }
+    mean
+}
+
+/// The same, started over for each block of rows: each block its own chain.
+#[fprev::accumulator]
+fn block_means(x: &[Vec<f64>], block: usize) -> Vec<Vec<f64>> {
+    let mut out = Vec::new();
+    for rows in x.chunks(block) {
+        let mut mean = vec![0.0; x[0].len()];
+        for row in rows {
+            mean = mean.iter().zip(row.iter()).map(|(s, e)| *s + e).collect();
+        }
+        out.push(mean);
+    }
+    out
+}
+
+/// A vector of integers rebuilt the same way: no float chain.
+#[fprev::accumulator]
+fn rebuilt_counts(x: &[Vec<u32>]) -> Vec<u32> {
+    let mut c = vec![0; x[0].len()];
+    for row in x {
+        c = row.iter().zip(c.iter()).map(|(&e, &s)| e + s).collect();
+    }
+    c
+}
+
+#[test]
+fn rebuilt_vectors_are_chains_of_their_rebuilds() {
+    let x: Vec<Vec<f64>> = (0..40)
+        .map(|i| (0..3).map(|j| (i * 3 + j) as f64 * 0.37).collect())
+        .collect();
+    let w: Vec<f64> = (0..40).map(|i| 1.0 / (i + 1) as f64).collect();
+    let mut plain = vec![0.0; 3];
+    for (row, &wi) in x.iter().zip(&w) {
+        plain = row
+            .iter()
+            .zip(plain.iter())
+            .map(|(&e, &s)| e * wi + s)
+            .collect();
+    }
+    assert_eq!(weighted_rows(&x, &w), plain);
+    assert_eq!(block_means(&x, 16).len(), 3);
+    let counts: Vec<Vec<u32>> = (0..10).map(|i| vec![i, 1]).collect();
+    assert_eq!(rebuilt_counts(&counts), vec![45, 10]);
+    let r = report();
+    let rows = site_of(
+        &r,
+        "weighted_rows",
+        "mean = row.iter().zip(mean.iter()).map(|(&e, &s)| e * wi + s).collect()",
+    );
+    assert_eq!(rows.source.kind, AccumulationKind::Variable);
+    assert_eq!((rows.max_chain, rows.chains), (40, 1), "{r}");
+    // A reduction `#[scramble]` reorders, not a running value.
+    assert_eq!(rows.order, fprev::chains::Order::Reorderable, "{r}");
+    let blocks = site_of(
+        &r,
+        "block_means",
+        "mean = mean.iter().zip(row.iter()).map(|(s, e)| *s + e).collect()",
+    );
+    // 16, 16 and 8 rows: a `let` in the loop starts each block over.
+    assert_eq!((blocks.max_chain, blocks.chains), (16, 3), "{r}");
+    assert!(
+        !r.sites
+            .iter()
+            .any(|s| s.source.function.ends_with("rebuilt_counts")),
+        "{r}"
+    );
+}

@@ -34,6 +34,8 @@ use proc_macro2::TokenStream;
 mod accumulator;
 #[cfg(test)]
 mod cases;
+#[cfg(test)]
+mod classifiers_agree;
 mod respan;
 mod runs;
 mod scramble;

@@ -21,7 +21,7 @@ pub(crate) mod keyed;
 pub(crate) mod places;
 pub(crate) mod plan;
 mod prefilter;
-mod reorderable;
+pub(crate) mod reorderable;
 
 pub use decision::{Construct, Decision, Outcome, ReasonKind};
 

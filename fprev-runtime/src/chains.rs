@@ -86,6 +86,40 @@ pub mod private {
         is_float_name_outlined(core::any::type_name::<I>())
     }
 
+    /// Whether a fold's accumulator of type `B` carries float sums: a counted float type,
+    /// or a tuple with one among its components (`(f64, f64, usize)`).
+    #[inline(always)]
+    pub fn sums_floats<B>() -> bool {
+        sums_floats_name(core::any::type_name::<B>())
+    }
+
+    #[inline(never)]
+    fn sums_floats_name(name: &str) -> bool {
+        if counted(name).is_some() {
+            return true;
+        }
+        let Some(inner) = name.strip_prefix('(').and_then(|n| n.strip_suffix(')')) else {
+            return false;
+        };
+        // The components, split at the commas outside brackets (`(Foo<f64, u8>, i32)`
+        // has two, neither a float).
+        let (mut depth, mut start) = (0usize, 0);
+        for (i, c) in inner.char_indices() {
+            match c {
+                '<' | '(' | '[' => depth += 1,
+                '>' | ')' | ']' => depth = depth.saturating_sub(1),
+                ',' if depth == 0 => {
+                    if counted(inner[start..i].trim()).is_some() {
+                        return true;
+                    }
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        counted(inner[start..].trim()).is_some()
+    }
+
     /// [`is_float_name`] as a call: asked once per iterator, so the string comparisons
     /// are compiled once rather than inlined into every iterator site, which made long
     /// annotated functions markedly slower to build.
@@ -202,6 +236,15 @@ pub mod private {
         }
     }
 
+    impl<T> Wrap<&Vec<T>> {
+        /// The address of a rebuilt vector's first element, which tells its type (see
+        /// [`is_float`]).
+        #[inline]
+        pub fn __fprev_element(self) -> *const T {
+            self.0.as_ptr()
+        }
+    }
+
     /// Not public API. Used by generated code: the fallback of [`Wrap`]'s dispatch.
     pub trait ViaOther {
         /// The receiver itself.
@@ -212,6 +255,15 @@ pub mod private {
             sites: &'static [Site; N],
             index: usize,
         ) -> Self::Out;
+
+        /// Not a `Vec`: no element whose type a chain is counted for.
+        #[inline]
+        fn __fprev_element(self) -> *const ()
+        where
+            Self: Sized,
+        {
+            core::ptr::null()
+        }
     }
 
     impl<T> ViaOther for Wrap<T> {
@@ -236,6 +288,20 @@ mod tests {
         assert!(is_float_type::<&f64>());
         assert!(!is_float(&1i32 as *const i32));
         assert!(!is_float(&String::new() as *const String));
+    }
+
+    #[test]
+    fn fold_accumulators() {
+        assert!(sums_floats::<f64>());
+        assert!(sums_floats::<(f64, f64, f64, usize)>());
+        assert!(sums_floats::<(usize, f32)>());
+        assert!(sums_floats::<(half::bf16,)>());
+        assert!(!sums_floats::<(usize, u8)>());
+        assert!(!sums_floats::<i32>());
+        assert!(!sums_floats::<Vec<f64>>());
+        assert!(!sums_floats::<(Vec<f64>, i32)>());
+        assert!(!sums_floats::<(std::collections::HashMap<u8, f64>, i32)>());
+        assert!(!sums_floats::<((f64, f64), i32)>());
     }
 
     #[test]

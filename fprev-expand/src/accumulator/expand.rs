@@ -94,6 +94,7 @@ pub fn rewrite_body(
         touched: HashSet::new(),
         depth: 0,
         running,
+        vectors: collector.vectors,
     };
     let mut stmts = TokenStream::new();
     for piece in pieces {
@@ -107,7 +108,13 @@ pub fn rewrite_body(
         }
     }
     let root = rw.scopes.pop().expect("the function's frame");
-    let mut prelude = site_table(krate, &sig.ident, &rw.sites, &statics);
+    let mut prelude = site_table(
+        krate,
+        &sig.ident,
+        &rw.sites,
+        &statics,
+        !rw.vectors.is_empty(),
+    );
     // The function's frame: merged at its exits, written out, when they are all visible
     // (and then also when empty, if a `return` was rewritten to merge it), else on drop.
     let merge_at_exits = rw.exits.is_some() && (!root.is_empty() || rw.returns);
@@ -177,13 +184,14 @@ fn collect(pieces: &mut [Piece]) -> Option<Collector> {
 }
 
 /// The function's table of sites, `statics`, and what generated code needs beside it
-/// (the function's path, the fallback trait of iterator sites); nothing when the
-/// function has no site.
+/// (the function's path, the fallback trait of iterator sites and rebuilt vectors);
+/// nothing when the function has no site.
 fn site_table(
     krate: &TokenStream,
     fn_ident: &syn::Ident,
     sites: &[ChainSite],
     statics: &syn::Ident,
+    vectors: bool,
 ) -> TokenStream {
     let mut table = TokenStream::new();
     if sites.is_empty() {
@@ -216,7 +224,7 @@ fn site_table(
         #[allow(non_upper_case_globals)]
         static #statics: [#krate::__private::chains::Site; #n] = [#(#entries),*];
     });
-    if sites.iter().any(|s| s.kind == ChainSiteKind::Iterator) {
+    if vectors || sites.iter().any(|s| s.kind == ChainSiteKind::Iterator) {
         table.extend(quote! {
             #[allow(unused_imports)]
             use #krate::__private::chains::ViaOther as _;

@@ -106,7 +106,9 @@ fn comes_back(left: &[TokenTree], right: &[TokenTree]) -> bool {
         }
         right = g.stream().into_iter().collect();
     }
-    if !has_binary_add_or_sub(&right) {
+    // A vector rebuilt from itself (`m = x.iter().zip(m.iter()).map(..).collect()`)
+    // adds inside its closure, which is a group.
+    if !has_binary_add_or_sub(&right) && !calls_collect(&right) {
         return false;
     }
     let mut names = Vec::new();
@@ -132,6 +134,13 @@ fn has_binary_add_or_sub(trees: &[TokenTree]) -> bool {
             && matches!(trees.get(i + 2), Some(TokenTree::Punct(n)) if matches!(n.as_char(), '=' | '>'));
         matches!(p.as_char(), '+' | '-') && operand_before && !compound
     })
+}
+
+/// Whether `trees` call `collect`, outside any group.
+fn calls_collect(trees: &[TokenTree]) -> bool {
+    trees
+        .iter()
+        .any(|t| matches!(t, TokenTree::Ident(i) if i == "collect"))
 }
 
 fn collect_names(trees: &[TokenTree], out: &mut Vec<String>) {
@@ -196,6 +205,11 @@ mod tests {
             (quote!(s = (e + s);), true),
             (quote!(s = f(x)? - s;), true),
             (quote!(s = t + u;), false),
+            (
+                quote!(m = x.iter().zip(m.iter()).map(|(&e, &s)| e + s).collect();),
+                true,
+            ),
+            (quote!(m = x.iter().map(|e| e + 1.0).collect();), false),
             (quote!(f = |s: f64| -> f64 { s };), false),
             (quote!(self.acc = self.acc + e;), true),
             (quote!(x.iter().for_each(|v| s = s + 2.0);), true),

@@ -12,7 +12,10 @@ use crate::cases::{cases, SplitMix};
 /// macros, and neutral statements the statement-by-statement path passes through.
 fn statement(d: &mut SplitMix) -> String {
     let v = d.pick(&["s", "t", "u"]);
-    match d.below(29) {
+    match d.below(31) {
+        29 => "let tf = y.iter().fold((0.0, 0.0), |(p, q), w| (p + w, q - w * a));".to_string(),
+        30 => "for r in x.chunks(2) { m = r.iter().zip(m.iter()).map(|(&e, &z)| e * a + z).collect(); }"
+            .to_string(),
         25 => "out[k % 4] = out[k % 4] + a;".to_string(),
         26 => "out[0] = -out[0] * 0.5;".to_string(),
         27 => "out[1] = a - -out[1];".to_string(),
@@ -55,7 +58,7 @@ fn statement_by_statement_equals_the_whole_rewrite_on_generated_functions() {
         let text = format!(
             "fn f(x: &[f64], y: &[f64], out: &mut [f64], n: usize, a: f64) -> f64 {{ \
              let mut s = 0.0; let mut t = 0.0; let mut u = 0.0; let mut count = 0usize; \
-             let mut k = 1usize; {} s + t + u }}",
+             let mut k = 1usize; let mut m = vec![0.0; 2]; {} s + t + u + m[0] }}",
             stmts.join(" ")
         );
         let item: TokenStream = text

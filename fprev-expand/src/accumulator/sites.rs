@@ -95,6 +95,7 @@ fn tidy(s: &str) -> String {
                 || (angle > 0 && matches!(next, '<' | '>'))
                 || (params && next == '|');
             let glue_after = matches!(prev, '[' | '(' | '.' | '&' | '!')
+                || (prev == '*' && unary_at_end(&out))
                 || (prev == ':' && out.ends_with("::"))
                 || (angle > 0 && prev == '<')
                 || (params && prev == '|' && !out.ends_with("| |") && closure_opens(&out));
@@ -116,6 +117,17 @@ fn tidy(s: &str) -> String {
         out.push(c);
     }
     out
+}
+
+/// Whether the operator ending `s` (`*`, `-`) is unary: it follows the start, an
+/// opening bracket, a closure's parameters, a comma, `=` or another operator, rather
+/// than an operand.
+fn unary_at_end(s: &str) -> bool {
+    let before = s[..s.len() - 1].trim_end();
+    before.is_empty()
+        || before.ends_with([
+            '(', '[', '{', ',', '=', '|', '+', '-', '*', '/', '%', '<', '>',
+        ])
 }
 
 /// Whether the `|` ending `s` opens a closure's parameters (it follows the start, an
@@ -266,6 +278,10 @@ fn iterator_site(m: &syn::ExprMethodCall) -> bool {
     if m.method != "fold" || m.args.len() != 2 {
         return false;
     }
+    // Independent sums carried in one tuple, as `#[scramble]` reads them.
+    if crate::scramble::reorderable::tuple_fold(m) {
+        return true;
+    }
     let c = match &m.args[1] {
         Expr::Closure(c) => c,
         // `Add::add`, `std::ops::Add::add`, `<f64 as Add>::add`, `f64::add`.
@@ -314,6 +330,11 @@ mod tests {
             "v.iter().collect::<Vec<f64>>().len() as f64"
         );
         assert_eq!(super::tidy("s += a | b"), "s += a | b");
+        assert_eq!(
+            super::tidy("m = m . iter () . map (| (s , e) | * s + e * * w) . collect ()"),
+            "m = m.iter().map(|(s, e)| *s + e * *w).collect()"
+        );
+        assert_eq!(super::tidy("* out += a * b"), "*out += a * b");
         for (text, site) in [
             ("xs.iter().fold(0.0, Add::add)", true),
             ("xs.iter().fold(0.0, std::ops::Add::add)", true),
@@ -321,6 +342,14 @@ mod tests {
             ("xs.iter().copied().fold(0.0, f64::add)", true),
             ("xs.iter().fold(0.0, Mul::mul)", false),
             ("xs.iter().fold(0.0, add)", false),
+            (
+                "xs.iter().fold((0.0, 0.0, 0), |(a, b, n), r| (a + r[0], b + r[1], n + 1))",
+                true,
+            ),
+            (
+                "xs.iter().fold((0.0, 0.0), |(a, b), r| (0.5 * a + r[0], b + r[1]))",
+                false,
+            ),
         ] {
             let m: syn::ExprMethodCall = syn::parse_str(text).unwrap();
             assert_eq!(super::iterator_site(&m), site, "{text}");

@@ -314,13 +314,16 @@ impl<I: Iterator> Iterator for CountingIter<I> {
         // compiler to build, which adds up in functions with many iterator sites.
         // An adaptor whose `fold` beats its `next` (`chain`, `flatten`) runs at its `next`
         // speed while counted.
+        // The accumulator's type tells too: `fold(0.0, |a, p| a + p.x)` over points, or a
+        // tuple fold `fold((0.0, 0.0), ..)` carrying sums side by side.
+        let float = self.float || super::private::sums_floats::<B>();
         let mut acc = init;
         #[allow(clippy::while_let_on_iterator)] // `by_ref` costs an instantiation per site
         while let Some(x) = self.inner.next() {
             self.count += 1;
             acc = f(acc, x);
         }
-        record_iter(self.site, self.count, self.float);
+        record_iter(self.site, self.count, float);
         acc
     }
 }

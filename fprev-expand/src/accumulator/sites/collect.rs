@@ -30,6 +30,10 @@ pub struct Collector {
     pub position: (usize, usize),
     /// The position of each site's update.
     positions: Vec<(usize, usize)>,
+    /// Variables that are vectors rebuilt from themselves, each element a sum
+    /// ([`rebuild_of`](crate::scramble::keyed::rebuild_of)): their chain is their
+    /// elements'.
+    pub vectors: HashSet<String>,
 }
 
 impl Collector {
@@ -42,6 +46,7 @@ impl Collector {
             captured: HashSet::new(),
             position: (0, 0),
             positions: Vec::new(),
+            vectors: HashSet::new(),
         }
     }
 
@@ -171,6 +176,16 @@ impl VisitMut for Collector {
 
     fn visit_expr_mut(&mut self, e: &mut Expr) {
         visit_mut::visit_expr_mut(self, e);
+        if let Expr::Assign(a) = e {
+            if let Some(name) = ident_of(&a.left) {
+                if crate::scramble::keyed::rebuild_of(e).is_some() {
+                    self.maybe_float.insert(name.clone());
+                    self.vectors.insert(name.clone());
+                    self.add_var(name, &*e);
+                    return;
+                }
+            }
+        }
         match e {
             Expr::Binary(b) if matches!(b.op, BinOp::AddAssign(_) | BinOp::SubAssign(_)) => {
                 if let Some(name) = ident_of(&b.left) {

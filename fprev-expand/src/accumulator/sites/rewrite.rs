@@ -52,6 +52,8 @@ pub struct SiteRewriter<'a> {
     /// The keys of the running values (see [`running`](fn@super::running)): a place site
     /// whose place is one of them is marked so.
     pub running: HashSet<String>,
+    /// The variables that are vectors rebuilt from themselves (the collector's).
+    pub vectors: HashSet<String>,
 }
 
 impl SiteRewriter<'_> {
@@ -149,7 +151,7 @@ impl SiteRewriter<'_> {
                 vars: Vec::new(),
             },
         };
-        let var = self.addr_of(var);
+        let var = self.addr_of(name, var);
         if let Some(pos) = chain.vars.iter().position(|v| v.0 == k) {
             // `s = s + e`: the chain grows by the rest.
             let mut rest = chain;
@@ -167,8 +169,14 @@ impl SiteRewriter<'_> {
     }
 
     /// `&raw const name`: the accumulator's address, which tells its type, without a
-    /// borrow (and without the expansion of `addr_of!` per site).
-    fn addr_of(&self, var: &TokenStream) -> TokenStream {
+    /// borrow (and without the expansion of `addr_of!` per site). A rebuilt vector's
+    /// chain is its elements': the address of its first (a `Vec`'s; anything else
+    /// counts as no float).
+    fn addr_of(&self, name: &str, var: &TokenStream) -> TokenStream {
+        if self.vectors.contains(name) {
+            let krate = self.krate;
+            return quote!(#krate::__private::chains::Wrap(&#var).__fprev_element());
+        }
         quote!(&raw const #var)
     }
 
@@ -215,8 +223,17 @@ impl SiteRewriter<'_> {
             }
             Expr::Binary(_) => {
                 // *=, /=, %= ...: Defour's rule resets the chain.
-                let var = self.addr_of(&name_expr.to_token_stream());
+                let var = self.addr_of(&name, &name_expr.to_token_stream());
                 quote!(#frame.restart_at(#slot, #var, 0);)
+            }
+            // `m = x.iter().zip(m.iter()).map(|(&e, &s)| e * w + s).collect()`: each
+            // element's chain grows by its one addition.
+            Expr::Assign(_)
+                if self.vectors.contains(&name)
+                    && crate::scramble::keyed::rebuild_of(e).is_some() =>
+            {
+                let var = self.addr_of(&name, &name_expr.to_token_stream());
+                quote!(#frame.grow(#slot, #var, 1);)
             }
             Expr::Assign(a) => {
                 self.assign_update(k, &name, &name_expr.to_token_stream(), Some(&a.right))

@@ -134,8 +134,11 @@ impl<'ast> Visit<'ast> for Uses {
         let own = match e {
             Expr::Binary(b) if super::is_assign_op(&b.op) => ident_of(&b.left).map(|n| (n, 1)),
             Expr::Assign(a) => ident_of(&a.left).map(|n| {
-                let extra = usize::from(extends(&a.left, &a.right));
-                (n, 1 + extra)
+                // `s = s + e`, and a vector rebuilt from itself (`m = x.iter().zip(m.iter())
+                // ..`), read themselves once for their update.
+                let extra =
+                    extends(&a.left, &a.right) || crate::scramble::keyed::rebuild_of(e).is_some();
+                (n, 1 + usize::from(extra))
             }),
             _ => None,
         };
@@ -213,6 +216,22 @@ mod tests {
             })),
             ["s"]
         );
+        // A vector rebuilt from itself reads itself for its update only; read besides,
+        // it is a running value.
+        assert!(found(quote!({
+            for r in x {
+                s = r.iter().zip(s.iter()).map(|(&e, &a)| e + a).collect();
+            }
+        }))
+        .is_empty());
+        // (`#[scramble]` names its elements, `s[j]`, order-carrying too.)
+        assert!(found(quote!({
+            for r in x {
+                s = r.iter().zip(s.iter()).map(|(&e, &a)| e + a).collect();
+                out.push(s.clone());
+            }
+        }))
+        .contains(&"s".to_string()));
     }
 
     #[test]
