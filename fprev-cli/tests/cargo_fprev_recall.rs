@@ -64,6 +64,11 @@ fn each_form_is_a_finding_blamed_on_its_site_and_scan_agrees_with_the_runtime() 
             "recall::sums_and_count#sum0",
             63,
         ),
+        (
+            "tests::golden_weighted_rows",
+            "recall::weighted_rows#reduction0",
+            83,
+        ),
     ] {
         let f = findings
             .iter()

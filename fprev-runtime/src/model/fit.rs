@@ -387,8 +387,9 @@ const MAX_CHANGING: usize = 3;
 const SAME_INPUT_VALUES: usize = 1 << 26;
 
 /// Whether a failed revelation shows that the target's order changes between calls: the
-/// same probe answered twice differently, or probe answers no tree explains (which a
-/// compensated sum also gives) and one input summed again to other bits.
+/// same probe answered twice differently, or probe answers no tree explains, or a tree
+/// that misses a random input (both of which a compensated sum also gives), and one
+/// input summed again to other bits.
 fn order_changes<T, X, F>(e: &ModelError, make: &mut F, n: usize, seed: u64) -> bool
 where
     T: ProbeFloat,
@@ -401,7 +402,7 @@ where
             ..
         } => true,
         ModelError::Reveal {
-            error: RevealError::Inconsistent { .. },
+            error: RevealError::Inconsistent { .. } | RevealError::NotPlainSummation { .. },
             ..
         } => answers_change(&mut make(n), n, seed),
         _ => false,

@@ -149,6 +149,33 @@ fn rayon_on_a_fixed_pool_of_several_threads_is_refused_as_nondeterministic() {
     );
 }
 
+/// A target whose answers change from call to call on random inputs only (the probes'
+/// inputs, of two or three distinct values, are summed alike every time): its tree
+/// misses a random input, and the fit says the answers change rather than that the
+/// target is no plain summation (what a racing rayon pool on a loaded machine looked
+/// like).
+#[test]
+fn answers_that_change_on_random_inputs_only_are_nondeterministic() {
+    let calls = std::cell::Cell::new(0u64);
+    let sum = |x: &[f64]| -> f64 {
+        calls.set(calls.get() + 1);
+        let mut values: Vec<u64> = x.iter().map(|v| v.to_bits()).collect();
+        values.sort_unstable();
+        values.dedup();
+        let s: f64 = x.iter().sum();
+        if values.len() > 4 && calls.get() % 2 == 0 {
+            f64::from_bits(s.to_bits() ^ 1)
+        } else {
+            s
+        }
+    };
+    let e = fit(|_n| FnTarget(sum), 1..=2000).unwrap_err();
+    assert!(matches!(e, ModelError::Nondeterministic { .. }), "{e}");
+    // Summed in one order always, the same target fits.
+    let one_order = |x: &[f64]| -> f64 { x.iter().sum() };
+    assert!(fit(|_n| FnTarget(one_order), 1..=2000).is_ok());
+}
+
 #[test]
 fn every_spec_reads_back() {
     for s in candidates() {
