@@ -210,6 +210,7 @@ pub fn prepare(
     }
     if write {
         copy_manifests::optimize_runtime(&staging.join("Cargo.toml"))?;
+        copy_manifests::inline_more(&base)?;
         workspace::sync(&staging, &tree)?;
     }
     if annotated.is_empty() {

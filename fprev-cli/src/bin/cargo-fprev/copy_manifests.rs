@@ -291,6 +291,37 @@ pub fn optimize_runtime(root_manifest: &Path) -> Result<(), CargoFprevError> {
         .map_err(|e| CargoFprevError(format!("cannot write {}: {e}", root_manifest.display())))
 }
 
+/// The inlining budget of the copy's builds, in LLVM's cost units (its default is 225).
+const INLINE_THRESHOLD: u32 = 600;
+
+/// Writes `base/.cargo/config.toml`, above the copy: a `build.rustflags` that lets LLVM
+/// inline more. An annotated function is bigger than the one written, so a small one
+/// that the plain build inlines into its loop stops being inlined, and with it what it
+/// calls (smartcore's `partial_dot`, LLVM cost 490, and its `get`): its slowest test ran
+/// 2.8 to 4x the plain time scrambled, 2.5x with this. No float result depends on
+/// inlining. Cargo joins this array to the user's own `build.rustflags`; `RUSTFLAGS`,
+/// `CARGO_ENCODED_RUSTFLAGS` and `target.*.rustflags`, where the user sets them, take
+/// its place (the copy then builds as it did). Not written where `base/.cargo` is not a
+/// folder of the scratch's own (a link to the original's surroundings).
+pub fn inline_more(base: &Path) -> Result<(), CargoFprevError> {
+    let dir = base.join(".cargo");
+    if std::fs::symlink_metadata(&dir).is_ok_and(|m| !m.is_dir()) {
+        return Ok(());
+    }
+    let text = format!(
+        "# Written by cargo fprev for its annotated copy (see docs/cargo-fprev.md).\n\
+         [build]\nrustflags = [\"-Cllvm-args=-inline-threshold={INLINE_THRESHOLD}\"]\n"
+    );
+    let path = dir.join("config.toml");
+    if std::fs::read_to_string(&path).is_ok_and(|t| t == text) {
+        // unchanged: cargo compares times, and a rewrite would rebuild nothing anyway
+        return Ok(());
+    }
+    std::fs::create_dir_all(&dir)
+        .and_then(|()| std::fs::write(&path, text))
+        .map_err(|e| CargoFprevError(format!("cannot write {}: {e}", path.display())))
+}
+
 /// Whether the workspace of `root_manifest` builds its tests optimized
 /// ([`tests_optimized`]); false when it cannot be read.
 pub fn builds_tests_optimized(root_manifest: &Path) -> bool {
@@ -346,6 +377,39 @@ pub fn fprev_path(over: Option<&Path>) -> Result<PathBuf, CargoFprevError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_inlining_budget_is_written_above_the_copy_and_never_through_a_link() {
+        let base = std::env::temp_dir().join(format!("fprev-inline-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(&base).expect("dir");
+        inline_more(&base).expect("written");
+        let config = base.join(".cargo/config.toml");
+        let text = std::fs::read_to_string(&config).expect("config");
+        let doc: toml_edit::DocumentMut = text.parse().expect("TOML");
+        assert_eq!(
+            doc["build"]["rustflags"][0].as_str(),
+            Some("-Cllvm-args=-inline-threshold=600"),
+            "{text}"
+        );
+        let written = std::fs::metadata(&config)
+            .and_then(|m| m.modified())
+            .expect("time");
+        inline_more(&base).expect("again");
+        let again = std::fs::metadata(&config)
+            .and_then(|m| m.modified())
+            .expect("time");
+        assert_eq!(written, again, "an unchanged config is not written again");
+        // `.cargo` a link (the mirrored surroundings): nothing is written through it.
+        let elsewhere = base.join("elsewhere");
+        std::fs::create_dir_all(&elsewhere).expect("dir");
+        let linked = base.join("linked");
+        std::fs::create_dir_all(&linked).expect("dir");
+        std::os::unix::fs::symlink(&elsewhere, linked.join(".cargo")).expect("link");
+        inline_more(&linked).expect("skipped");
+        assert!(!elsewhere.join("config.toml").exists());
+        let _ = std::fs::remove_dir_all(&base);
+    }
 
     fn manifest(name: &str, text: &str) -> PathBuf {
         let dir =
