@@ -119,9 +119,9 @@ fn tidy(s: &str) -> String {
     out
 }
 
-/// Whether the operator ending `s` (`*`, `-`) is unary: it follows the start, an
-/// opening bracket, a closure's parameters, a comma, `=` or another operator, rather
-/// than an operand.
+/// Whether the `*` ending `s` is a dereference: it follows the start, an opening
+/// bracket, a closure's parameters, a comma, `=` or another operator, rather than an
+/// operand.
 fn unary_at_end(s: &str) -> bool {
     let before = s[..s.len() - 1].trim_end();
     before.is_empty()
