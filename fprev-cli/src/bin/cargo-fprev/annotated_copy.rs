@@ -211,6 +211,7 @@ pub fn prepare(
     if write {
         copy_manifests::optimize_runtime(&staging.join("Cargo.toml"))?;
         copy_manifests::inline_more(&base)?;
+        workspace::keep_completed_lock(&staging, &tree, &staging.with_extension("lock-source"))?;
         workspace::sync(&staging, &tree)?;
     }
     if annotated.is_empty() {

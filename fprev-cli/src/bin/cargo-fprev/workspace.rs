@@ -327,6 +327,36 @@ pub fn sync(from: &Path, to: &Path) -> Result<(), CargoFprevError> {
     Ok(())
 }
 
+/// Keeps the `Cargo.lock` cargo completed in the copy `tree` (the workspace's own lock
+/// with fprev's packages added) while the workspace's lock, as copied into `staging`, is
+/// still the one it was completed from (kept in the file `source`): handed the
+/// workspace's lock again, cargo would update the registry's index to add fprev's
+/// packages to it at every call (seconds, and a network round trip). A changed lock in
+/// the workspace goes to the copy as it is, and cargo completes it again.
+pub fn keep_completed_lock(
+    staging: &Path,
+    tree: &Path,
+    source: &Path,
+) -> Result<(), CargoFprevError> {
+    let theirs = staging.join("Cargo.lock");
+    let Ok(bytes) = std::fs::read(&theirs) else {
+        // no lock of the workspace's: `sync` keeps the one cargo writes in the copy
+        return Ok(());
+    };
+    let write = |path: &Path, bytes: &[u8]| {
+        std::fs::write(path, bytes)
+            .map_err(|e| CargoFprevError(format!("cannot write {}: {e}", path.display())))
+    };
+    if std::fs::read(source).is_ok_and(|b| b == bytes) {
+        if let Ok(completed) = std::fs::read(tree.join("Cargo.lock")) {
+            write(&theirs, &completed)?;
+        }
+        Ok(())
+    } else {
+        write(source, &bytes)
+    }
+}
+
 /// An exclusive lock on a scratch folder (`flock` on `SCRATCH/.lock`), released when
 /// dropped: two cargo fprev commands on one copy would rewrite it under each other's
 /// builds and runs.
@@ -406,6 +436,39 @@ mod tests {
         );
         assert!(!to.join("stale.rs").exists());
         assert!(to.join("Cargo.lock").exists(), "cargo's lock file stays");
+    }
+
+    #[test]
+    fn the_lock_cargo_completed_stays_while_the_workspace_lock_is_unchanged() {
+        let top = std::env::temp_dir().join(format!("fprev-lock-{}", std::process::id()));
+        let (staging, tree) = (top.join("staging"), top.join("tree"));
+        let source = top.join("staging.lock-source");
+        std::fs::create_dir_all(&staging).expect("dir");
+        // a call: the workspace's lock goes to the copy, where cargo completes it
+        let call = |theirs: &str| {
+            std::fs::write(staging.join("Cargo.lock"), theirs).expect("copy");
+            keep_completed_lock(&staging, &tree, &source).expect("kept");
+            sync(&staging, &tree).expect("sync");
+            let lock = std::fs::read_to_string(tree.join("Cargo.lock")).expect("lock");
+            std::fs::write(tree.join("Cargo.lock"), format!("{lock}+fprev")).expect("cargo");
+            lock
+        };
+        assert_eq!(call("v1"), "v1");
+        assert_eq!(call("v1"), "v1+fprev", "the completed lock stays");
+        assert_eq!(call("v1"), "v1+fprev+fprev");
+        assert_eq!(call("v2"), "v2", "a changed lock goes to the copy as it is");
+        assert_eq!(call("v2"), "v2+fprev");
+        // no lock in the workspace: the one cargo wrote in the copy stays
+        std::fs::remove_file(staging.join("Cargo.lock")).expect("rm");
+        keep_completed_lock(&staging, &tree, &source).expect("kept");
+        sync(&staging, &tree).expect("sync");
+        assert_eq!(
+            std::fs::read_to_string(tree.join("Cargo.lock"))
+                .ok()
+                .as_deref(),
+            Some("v2+fprev+fprev")
+        );
+        let _ = std::fs::remove_dir_all(&top);
     }
 
     #[test]
