@@ -27,10 +27,15 @@ impl Scrambler {
             return None;
         }
         site.mark_reached();
+        let shuffle = site.shuffle.unwrap_or(decode_shuffle(st));
+        if shuffle == Shuffle::Identity && !super::entropy::is_recording() {
+            // The order as written, without collecting the items.
+            return None;
+        }
         Some(Scrambler {
             seed: seed(),
             key: super::context::next_key(site.id()),
-            shuffle: site.shuffle.unwrap_or(decode_shuffle(st)),
+            shuffle,
             site,
         })
     }

@@ -92,7 +92,7 @@ pub struct TestArgs {
     /// Blame every finding on its smallest set of sites (`cargo fprev blame`'s search).
     #[arg(long)]
     pub blame: bool,
-    /// Scrambled runs at once after the first seed (default: one per core, at most 4,
+    /// Scrambled runs at once (default: one per core, at most 4,
     /// each with an equal share of the cores as test threads; 1 when the test arguments
     /// or RUST_TEST_THREADS set the thread count).
     #[arg(long)]

@@ -1,5 +1,9 @@
 //! `cargo fprev test`: the copy's tests run once unscrambled, then once per seed and mode
 //! (a round), each failure of a round confirmed alone; the findings written out.
+//!
+//! The unscrambled run is the identity order (`FPREV_SCRAMBLE=identity`: every reduction
+//! runs as written, but each site it reaches is counted), so it also tells which tests
+//! reach a scrambled site: the rounds run only those, every seed side by side.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -54,31 +58,23 @@ pub fn test(a: &TestArgs) -> Result<ExitCode, CargoFprevError> {
         baseline: &baseline,
         logs: &logs,
         bar: &bar,
-        reach: vec![None; bins.len()],
+        reach: vec![Reach::Every; bins.len()],
         confirming: Duration::ZERO,
     };
+    for k in 0..bins.len() {
+        rounds.learn(k);
+    }
     if let Some((path, prev)) = &previous {
         rounds.replay_previous(path, prev, plan.shard, &mut summary)?;
     }
     let rounds_start = Instant::now();
     let over = || plan.budget.is_some_and(|b| start.elapsed() >= b) || interrupted();
-    let mut seeds = plan.shard_seeds();
-    // The first seed learns which tests reach a scrambled site, one run at a time; the
-    // others run side by side (`Pool`).
-    if let Some(i) = seeds.next().filter(|_| !over()) {
-        let token = token_of(a, i);
-        summary.seed_ranges[0].count += 1;
-        for mode in &a.modes {
-            rounds.round(mode, &token, &mut summary)?;
-        }
-    }
     let pool = Pool::new(a);
     if pool.jobs > 1 {
-        // the seeds after the first, by index
-        let rest = |j: u64| plan.nth_shard_seed(j.checked_add(1)?);
-        rounds.pooled(&pool, &rest, &over, &mut summary)?;
+        let seeds = |j: u64| plan.nth_shard_seed(j);
+        rounds.pooled(&pool, &seeds, &over, &mut summary)?;
     } else {
-        for i in seeds {
+        for i in plan.shard_seeds() {
             if over() {
                 break;
             }
@@ -201,8 +197,9 @@ fn progress_bar(plan: &SeedPlan, a: &TestArgs, binaries: usize) -> indicatif::Pr
     bar
 }
 
-/// The unscrambled runs: what fails here is the crate's own failure, never a finding.
-/// An error when no test passes (nothing to compare against).
+/// The unscrambled runs, in the identity order (which counts the sites it reaches, in
+/// the file [`reached_file`] names): what fails here is the crate's own failure, never a
+/// finding. An error when no test passes (nothing to compare against).
 fn unscrambled(
     bins: &[TestBinary],
     a: &TestArgs,
@@ -213,7 +210,12 @@ fn unscrambled(
     let mut baseline = Vec::new();
     for (k, bin) in bins.iter().enumerate() {
         bar.set_message(format!("unscrambled {}", bin.target));
-        let run = runner::run(bin, &a.test_args, &env_for("off", "0"), None)?;
+        // processes append to it: nothing of an earlier, interrupted call stays
+        let reached = reached_file(logs, k);
+        let _ = std::fs::remove_file(&reached);
+        let mut env = env_for("identity", "0");
+        env.push(("FPREV_TESTS_OUT".into(), reached.display().to_string()));
+        let run = runner::run(bin, &a.test_args, &env, None)?;
         write_log(logs, &format!("unscrambled-{k}-{}", bin.target), &run.log);
         for (t, o) in &run.tests {
             if *o == TestOutcome::Failed {
@@ -264,6 +266,12 @@ fn unscrambled(
     Ok(baseline)
 }
 
+/// The file where binary `k`'s unscrambled run writes the names of the tests that reached
+/// a scrambled site.
+fn reached_file(logs: &Path, k: usize) -> std::path::PathBuf {
+    logs.join(format!("tests-reached-{k}.txt"))
+}
+
 /// The scrambled rounds: what they share from one seed to the next.
 struct Rounds<'a> {
     a: &'a TestArgs,
@@ -271,9 +279,9 @@ struct Rounds<'a> {
     baseline: &'a [runner::Run],
     logs: &'a Path,
     bar: &'a indicatif::ProgressBar,
-    /// Which tests each binary's first scrambled run saw reach a scrambled site: the later
-    /// runs run only those (`None`: not learned yet).
-    reach: Vec<Option<Reach>>,
+    /// Which tests each binary's unscrambled run saw reach a scrambled site: the rounds
+    /// run only those.
+    reach: Vec<Reach>,
     /// Time spent confirming failures, not counted as the scrambled runs' time.
     confirming: Duration,
 }
@@ -300,9 +308,6 @@ impl Rounds<'_> {
             self.bar
                 .set_message(format!("{mode} {token} {}", self.bins[k].target));
             if let Some(launched) = self.launch(k, mode, token, &Pool::ONE)? {
-                if self.reach[k].is_none() {
-                    self.learn(k, &launched.run);
-                }
                 let t = Instant::now();
                 self.settle(k, mode, token, launched, summary)?;
                 self.confirming += t.elapsed();
@@ -412,19 +417,13 @@ impl Rounds<'_> {
     ) -> Result<Option<Launched>, CargoFprevError> {
         let bin = &self.bins[k];
         let limit = times(self.limit(k), pool.stretch);
-        let mut env = finding_env(mode, token);
+        let env = finding_env(mode, token);
         let mut args = self.a.test_args.clone();
         let mut narrowed: Option<Vec<String>> = None;
         match &self.reach[k] {
-            None => {
-                // processes append to it: nothing of an earlier, interrupted call stays
-                let file = self.reached_file(k);
-                let _ = std::fs::remove_file(&file);
-                env.push(("FPREV_TESTS_OUT".into(), file.display().to_string()));
-            }
-            Some(Reach::Every) => {}
-            Some(Reach::Only(tests)) if tests.is_empty() => return Ok(None),
-            Some(Reach::Only(tests)) => {
+            Reach::Every => {}
+            Reach::Only(tests) if tests.is_empty() => return Ok(None),
+            Reach::Only(tests) => {
                 args = tests.clone();
                 args.push("--exact".into());
                 narrowed = Some(tests.clone());
@@ -512,14 +511,10 @@ impl Rounds<'_> {
         times(self.baseline[k].wall, self.a.timeout_factor).saturating_add(Duration::from_secs(5))
     }
 
-    fn reached_file(&self, k: usize) -> std::path::PathBuf {
-        self.logs.join(format!("tests-reached-{k}.txt"))
-    }
-
-    /// Files what binary `k`'s first scrambled run says of which tests reach a site.
-    fn learn(&mut self, k: usize, run: &runner::Run) {
+    /// Files what binary `k`'s unscrambled run says of which tests reach a site.
+    fn learn(&mut self, k: usize) {
         let (bin, base) = (&self.bins[k], &self.baseline[k]);
-        let learned = Reach::learn(&self.reached_file(k), run, base, &self.a.test_args);
+        let learned = Reach::learn(&reached_file(self.logs, k), base, &self.a.test_args);
         if let Reach::Only(tests) = &learned {
             // (a hidden bar's `println` prints nothing)
             self.bar.suspend(|| {
@@ -532,7 +527,7 @@ impl Rounds<'_> {
                 );
             });
         }
-        self.reach[k] = Some(learned);
+        self.reach[k] = learned;
     }
 
     /// Logs a scrambled run and confirms its failures alone.
@@ -656,28 +651,29 @@ enum Reach {
     /// Every test (the user passed test arguments, or a reach could not be attributed).
     Every,
     /// Only these (passing unscrambled, and reaching a scrambled site on their own
-    /// thread in the first scrambled run).
+    /// thread in the unscrambled run).
     Only(Vec<String>),
 }
 
 impl Reach {
-    /// What the first scrambled run's `FPREV_TESTS_OUT` file says. A test that reached
-    /// no scrambled site ran exactly as written, so no other seed can change it; every
-    /// doubt runs every test: test arguments of the user's (a filter the names would
-    /// widen), a run that did not end normally (the file may be missing), a reach on a
-    /// thread that is no test's (a test's own threads, rayon's workers, `main`).
-    fn learn(file: &Path, run: &runner::Run, base: &runner::Run, user_args: &[String]) -> Reach {
+    /// What the unscrambled run's `FPREV_TESTS_OUT` file says. It ran the identity
+    /// order, which counts every site it reaches as a seed's run would, and up to a
+    /// test's first site every seed runs that test exactly as it did: a test that
+    /// reached no site cannot change under any seed. Every doubt runs every test: test
+    /// arguments of the user's (a filter the names would widen), a run that did not end
+    /// normally (the file may be missing), a reach on a thread that is no test's (a
+    /// test's own threads, rayon's workers, `main`).
+    fn learn(file: &Path, base: &runner::Run, user_args: &[String]) -> Reach {
         let text = std::fs::read_to_string(file);
         let _ = std::fs::remove_file(file);
-        if !user_args.is_empty() || run.timed_out || run.crashed {
+        if !user_args.is_empty() || base.timed_out || base.crashed {
             return Reach::Every;
         }
         let Ok(text) = text else {
             // The runtime writes the file at exit once scrambling has started, which the
-            // first scrambled site of a process does: a run that reported every test and
-            // ended normally without it reached no site at all.
-            let complete = base.tests.keys().all(|t| run.tests.contains_key(t));
-            return if complete && run.scramble_line.is_none() {
+            // first scrambled site of a process does: a run that ended normally without
+            // it reached no site at all.
+            return if base.scramble_line.is_none() {
                 Reach::Only(Vec::new())
             } else {
                 Reach::Every

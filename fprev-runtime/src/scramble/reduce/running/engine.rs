@@ -146,6 +146,12 @@ impl Engine {
         if entropy::is_recording() {
             entropy::record(site.describe(), &[shape.code()]);
         }
+        if shape == CombineShape::Sequential {
+            // The order as written: the loop itself gives it, bit for bit, at its own
+            // speed (`FPREV_SCRAMBLE=identity`, which `cargo fprev test` runs first to
+            // learn which tests reach a site).
+            return None;
+        }
         Some(On::start(kind, shape, Some(stream), small))
     }
 
@@ -166,6 +172,9 @@ impl Engine {
         let shape = CombineShape::draw(st & SHAPES != 0, shuffle, &mut rng);
         if entropy::is_recording() {
             entropy::record(site.describe(), &[shape.code()]);
+        }
+        if shape == CombineShape::Sequential {
+            return None;
         }
         let mut on = On::start(kind, shape, None, small);
         on.engine.stream.set(rng);

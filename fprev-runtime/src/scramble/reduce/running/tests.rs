@@ -50,11 +50,33 @@ fn reference_shape(site: &CallSite, cfg: &ScrambleConfig) -> CombineShape {
 
 fn reduce<F: ProbeFloat>(site: &'static CallSite, terms: &[F]) -> Option<F> {
     let mut r = RunningReduction::<F>::begin(site);
-    assert!(r.on());
+    let mut plain = None;
     for &t in terms {
-        r.push(t);
+        push_or_add(&mut r, &mut plain, t);
     }
-    r.finish()
+    finish_or_plain(r, plain)
+}
+
+/// A term as generated code takes it: to the reduction when on, else added in loop
+/// order (the sequential shape runs as written).
+fn push_or_add<F: ProbeFloat>(r: &mut RunningReduction<F>, plain: &mut Option<F>, t: F) {
+    if r.on() {
+        r.push(t);
+    } else {
+        *plain = Some(plain.map_or(t, |a| a.add(t)));
+    }
+}
+
+fn finish_or_plain<F: ProbeFloat>(r: RunningReduction<F>, plain: Option<F>) -> Option<F> {
+    if r.on() {
+        assert!(
+            plain.is_none(),
+            "a reduction is on or off for its whole loop"
+        );
+        r.finish()
+    } else {
+        plain
+    }
 }
 
 fn terms<F: ProbeFloat>(rng: &mut ScrambleRng, n: usize) -> Vec<F> {
@@ -86,14 +108,15 @@ fn check_case<F: ProbeFloat>(
     for run in 0..2 {
         let (got_outer, got_inner) = with_config(cfg, || {
             let mut r = RunningReduction::<F>::begin(sites[0]);
-            let mut got_inner = None;
+            assert_eq!(r.on(), shape != CombineShape::Sequential, "{shape}");
+            let (mut plain, mut got_inner) = (None, None);
             for (i, &t) in outer.iter().enumerate() {
                 if i == nest_at {
                     got_inner = Some(reduce(sites[1], &inner));
                 }
-                r.push(t);
+                push_or_add(&mut r, &mut plain, t);
             }
-            (r.finish(), got_inner)
+            (finish_or_plain(r, plain), got_inner)
         });
         assert_eq!(
             got_outer.map(F::to_bits_u64),
@@ -259,6 +282,36 @@ fn per_call_draws_are_unchanged() {
     let got: Vec<Option<u32>> = got.into_iter().map(|v| v.map(f32::to_bits)).collect();
     let want: Vec<Option<u32>> = want.into_iter().map(|v| Some(v.to_bits())).collect();
     assert_eq!(got, want);
+}
+
+#[test]
+fn the_identity_order_reaches_its_sites_and_runs_them_as_written() {
+    // What `cargo fprev test` learns reach from: every start counts, and the loop runs
+    // itself (no term is stored), in both ways of drawing.
+    for vary in [Vary::Site, Vary::Call] {
+        let site = site("running::identity#0");
+        let cfg = ScrambleConfig::off()
+            .shuffle(Some(Shuffle::Identity))
+            .seed(5)
+            .vary(vary);
+        let before = site.reached();
+        let ons = with_config(&cfg, || {
+            (0..3)
+                .map(|_| RunningReduction::<f64>::begin(site).on())
+                .collect::<Vec<_>>()
+        });
+        assert_eq!(ons, [false; 3], "{vary:?}");
+        assert_eq!(site.reached() - before, 3, "{vary:?}");
+        // A shuffle that reorders is on, and counted the same way.
+        let fy = cfg.shuffle(Some(Shuffle::FisherYates));
+        assert!(with_config(&fy, || {
+            let mut r = RunningReduction::<f64>::begin(site);
+            let on = r.on();
+            r.finish();
+            on
+        }));
+        assert_eq!(site.reached() - before, 4, "{vary:?}");
+    }
 }
 
 #[test]
