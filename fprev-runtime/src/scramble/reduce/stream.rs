@@ -6,8 +6,9 @@
 //! nothing after the shape itself, and short reductions in the others often draw nothing
 //! either (a random tree over at most 16 terms, a permutation of one term). Where it does
 //! draw, each thread keeps the last streams it created, as they stand after the shape's
-//! draws, and the orders of short permuted reductions: a reduction called millions of
-//! times with the same number of terms pays for its draws once.
+//! draws, and the orders of permuted reductions and the splits of random trees: a
+//! reduction called millions of times with the same number of terms pays for its draws
+//! once.
 
 use std::cell::RefCell;
 
@@ -48,19 +49,37 @@ const LONG_ORDER: usize = super::PERMUTE_CAP - 1;
 /// What a thread keeps, each list in order of last use.
 struct KeptStreams {
     streams: Vec<(SiteStream, ScrambleRng)>,
-    orders: Vec<(SiteStream, Box<[u16]>)>,
-    long_orders: Vec<(SiteStream, Box<[u16]>)>,
-    /// The site and length of the last long reduction whose order was not kept.
+    /// Orders of permuted reductions (`p[k]`: the term combined `k`-th).
+    orders: Plans<u16>,
+    /// Random trees, as [`tree_program`](super::tree_program) writes them.
+    trees: Plans<u8>,
+}
+
+/// What a site drew for reductions of one length: short ones kept at once, long ones
+/// once the same site and length come twice in a row.
+struct Plans<T> {
+    short: Vec<(SiteStream, (usize, Box<[T]>))>,
+    long: Vec<(SiteStream, (usize, Box<[T]>))>,
+    /// The site and length of the last long reduction whose plan was not kept.
     long_missed: Option<(SiteStream, usize)>,
+}
+
+impl<T> Plans<T> {
+    const fn new() -> Self {
+        Plans {
+            short: Vec::new(),
+            long: Vec::new(),
+            long_missed: None,
+        }
+    }
 }
 
 thread_local! {
     static KEPT_HERE: RefCell<KeptStreams> = const {
         RefCell::new(KeptStreams {
             streams: Vec::new(),
-            orders: Vec::new(),
-            long_orders: Vec::new(),
-            long_missed: None,
+            orders: Plans::new(),
+            trees: Plans::new(),
         })
     };
 }
@@ -185,26 +204,67 @@ impl Stream {
         let make = || {
             let mut p: Vec<u16> = (0..n as u16).collect();
             rng::shuffle(shuffle, &mut p, &mut site.create());
-            (site, p.into_boxed_slice())
+            p
         };
-        let is = |(s, p): &(SiteStream, Box<[u16]>)| *s == site && p.len() == n;
-        if n <= KEPT_ORDER {
-            return kept(|k| &mut k.orders, is, make, |p| f(p));
-        }
-        let again = KEPT_HERE
-            .try_with(|k| {
-                let mut k = k.try_borrow_mut().ok()?;
-                if k.long_orders.iter().any(is) || k.long_missed == Some((site, n)) {
-                    return Some(true);
-                }
-                k.long_missed = Some((site, n));
-                Some(false)
-            })
-            .ok()
-            .flatten()?;
-        if !again {
-            return None;
-        }
-        kept_up_to(KEPT_LONG, |k| &mut k.long_orders, is, make, |p| f(p))
+        kept_plan(|k| &mut k.orders, site, n, make, f)
     }
+
+    /// The random tree over the first `n` terms of a site's reduction, as `program(n,
+    /// ..)` writes it from the site's draws, passed to `f`; `None` when
+    /// [`kept_order`](Self::kept_order) would be, with [`LONG_TREE`] for the longest
+    /// reduction kept.
+    pub(super) fn kept_tree<R>(
+        &mut self,
+        n: usize,
+        program: impl FnOnce(usize, &mut ScrambleRng) -> Vec<u8>,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Option<R> {
+        let site = self.site.filter(|_| self.rng.is_none() && n <= LONG_TREE)?;
+        kept_plan(
+            |k| &mut k.trees,
+            site,
+            n,
+            || program(n, &mut site.create()),
+            f,
+        )
+    }
+}
+
+/// Reductions of at most this many terms keep their random tree (a byte per leaf and per
+/// addition of leaves, about one per 5 terms, so at most 200 KiB): every reduction a
+/// random-tree combiner takes whole.
+const LONG_TREE: usize = super::BUFFER_CAP - 1;
+
+/// The plan `make()` gives for `site` and `n` terms, kept in the `list` of this thread:
+/// at once when `n` is at most [`KEPT_ORDER`], else once the same site and length come
+/// twice in a row (a site whose lengths vary draws afresh, never paying for a plan it
+/// would not use again). `None` when not kept, or when this thread's lists are gone.
+fn kept_plan<T, R>(
+    list: fn(&mut KeptStreams) -> &mut Plans<T>,
+    site: SiteStream,
+    n: usize,
+    make: impl FnOnce() -> Vec<T>,
+    f: impl FnOnce(&[T]) -> R,
+) -> Option<R> {
+    let is = |(s, (len, _)): &(SiteStream, (usize, Box<[T]>))| *s == site && *len == n;
+    let make = || (site, (n, make().into_boxed_slice()));
+    if n <= KEPT_ORDER {
+        return kept(|k| &mut list(k).short, is, make, |(_, p)| f(p));
+    }
+    let again = KEPT_HERE
+        .try_with(|k| {
+            let mut k = k.try_borrow_mut().ok()?;
+            let plans = list(&mut k);
+            if plans.long.iter().any(is) || plans.long_missed == Some((site, n)) {
+                return Some(true);
+            }
+            plans.long_missed = Some((site, n));
+            Some(false)
+        })
+        .ok()
+        .flatten()?;
+    if !again {
+        return None;
+    }
+    kept_up_to(KEPT_LONG, |k| &mut list(k).long, is, make, |(_, p)| f(p))
 }

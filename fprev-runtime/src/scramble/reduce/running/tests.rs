@@ -356,6 +356,30 @@ fn long_permuted_reductions_give_the_reference_whether_their_order_is_kept_or_no
 }
 
 #[test]
+fn random_trees_give_the_reference_whether_their_splits_are_kept_or_not() {
+    // Short trees keep their splits at once, long ones from the second call of a length
+    // in a row; another length in between starts over. Every call must give the site's
+    // reference bits.
+    let site = site("running::random-tree#0");
+    let shapes = ScrambleConfig::off()
+        .shuffle(Some(Shuffle::FisherYates))
+        .shapes(true);
+    let Some(cfg) = (0..1000)
+        .map(|seed| shapes.clone().seed(seed))
+        .find(|cfg| reference_shape(site, cfg) == CombineShape::RandomTree)
+    else {
+        panic!("no seed below 1000 draws a random tree at the test's site");
+    };
+    let x = super::super::spread(60_000);
+    for n in [17, 100, 300, 5000, 60_000, 5000, 300, 100, 17] {
+        for call in 0..4 {
+            let (got, want) = as_generated_and_reference(site, &cfg, 0.0, &x[..n]);
+            assert_eq!(got.to_bits(), want.to_bits(), "n = {n}, call {call}");
+        }
+    }
+}
+
+#[test]
 fn long_states_keep_their_words_within_the_budget() {
     use super::engine::On;
     use std::sync::atomic::{AtomicUsize, Ordering};
