@@ -55,11 +55,14 @@ struct KeptStreams {
     trees: Plans<u8>,
 }
 
+/// A plan and the number of terms it is for.
+type Plan<T> = (usize, Box<[T]>);
+
 /// What a site drew for reductions of one length: short ones kept at once, long ones
 /// once the same site and length come twice in a row.
 struct Plans<T> {
-    short: Vec<(SiteStream, (usize, Box<[T]>))>,
-    long: Vec<(SiteStream, (usize, Box<[T]>))>,
+    short: Vec<(SiteStream, Plan<T>)>,
+    long: Vec<(SiteStream, Plan<T>)>,
     /// The site and length of the last long reduction whose plan was not kept.
     long_missed: Option<(SiteStream, usize)>,
 }
@@ -246,7 +249,7 @@ fn kept_plan<T, R>(
     make: impl FnOnce() -> Vec<T>,
     f: impl FnOnce(&[T]) -> R,
 ) -> Option<R> {
-    let is = |(s, (len, _)): &(SiteStream, (usize, Box<[T]>))| *s == site && *len == n;
+    let is = |(s, (len, _)): &(SiteStream, Plan<T>)| *s == site && *len == n;
     let make = || (site, (n, make().into_boxed_slice()));
     if n <= KEPT_ORDER {
         return kept(|k| &mut list(k).short, is, make, |(_, p)| f(p));

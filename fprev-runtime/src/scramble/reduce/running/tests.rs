@@ -305,7 +305,7 @@ fn the_identity_order_reaches_its_sites_and_runs_them_as_written() {
         // A shuffle that reorders is on, and counted the same way.
         let fy = cfg.shuffle(Some(Shuffle::FisherYates));
         assert!(with_config(&fy, || {
-            let mut r = RunningReduction::<f64>::begin(site);
+            let r = RunningReduction::<f64>::begin(site);
             let on = r.on();
             r.finish();
             on
