@@ -134,7 +134,7 @@ impl<K: Copy + Eq + Hash, T> KeyedReduction<K, T> {
         };
         let at = match self.elements.get(guess) {
             Some((k, _)) if *k == key => guess,
-            _ => self.look_up(site, key, init),
+            _ => self.look_up(site, key, init)?,
         };
         // `at` indexes `elements`, so `+ 1` never wraps (and has no overflow check in
         // a caller's profile that checks overflow)
@@ -150,18 +150,25 @@ impl<K: Copy + Eq + Hash, T> KeyedReduction<K, T> {
     /// Where element `key` is, started with `init` when the key is new: the path of a
     /// term that does not go to the element after the last one (out of line, so the
     /// guess stays small enough to inline; a scatter sum takes it for most terms).
+    ///
+    /// `None` when the first element starts off: every element of a site draws the same
+    /// shape, so they would all be off (the identity order, a site `FPREV_SITES` leaves
+    /// out), and the whole reduction turns off rather than look each term's element up
+    /// only to add the term to its place as written.
     #[inline(never)]
-    fn look_up(&mut self, site: &'static CallSite, key: K, init: &T) -> usize {
-        match self.index.get(&key) {
-            Some(&at) => at,
-            None => {
-                let at = self.elements.len();
-                self.elements
-                    .push((key, RunningReduction::begin_element(site, init)));
-                self.index.insert(key, at);
-                at
-            }
+    fn look_up(&mut self, site: &'static CallSite, key: K, init: &T) -> Option<usize> {
+        if let Some(&at) = self.index.get(&key) {
+            return Some(at);
         }
+        let r = RunningReduction::begin_element(site, init);
+        if self.elements.is_empty() && !r.on() {
+            self.site = None;
+            return None;
+        }
+        let at = self.elements.len();
+        self.elements.push((key, r));
+        self.index.insert(key, at);
+        Some(at)
     }
 
     /// `place += e` for the element `key`: the term goes to the element's reduction when
@@ -310,6 +317,25 @@ mod tests {
                 want[k] += t;
             }
             assert_eq!(off, want, "seed {seed} (FPREV_SEED), round {round}: off");
+            // The identity order: reached, then as written (the whole reduction off).
+            let identity = ScrambleConfig::off().shuffle(Some(Shuffle::Identity));
+            let reached = SITES[0].reached();
+            let (got, on_after) = with_config(&identity, || {
+                let mut acc = vec![0.0f64; bins];
+                let mut r = KeyedReduction::begin_in(&SITES, 0);
+                for (&k, &t) in keys.iter().zip(&terms) {
+                    r.add_assign_at((k,), &mut acc[k], t);
+                }
+                let on_after = r.on();
+                r.write(|(k,), v| acc[k] = v);
+                (acc, on_after)
+            });
+            assert_eq!(
+                got, want,
+                "seed {seed} (FPREV_SEED), round {round}: identity"
+            );
+            assert!(!on_after, "round {round}: off after its first element");
+            assert!(SITES[0].reached() > reached, "round {round}: reached");
             for s in 0..6 {
                 let cfg = ScrambleConfig::off()
                     .shuffle(Some(Shuffle::FisherYates))
