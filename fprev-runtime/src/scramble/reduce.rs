@@ -29,6 +29,7 @@ mod keyed;
 mod running;
 mod split;
 mod stream;
+mod tree;
 mod tuple;
 
 pub use keyed::KeyedReduction;
@@ -292,17 +293,9 @@ impl<F: ProbeFloat> Combiner<F> {
             }
             CombineShape::Threads { threads } => self.split.sum(buf, threads as usize),
             _ => {
-                // A whole reduction takes the splits its site keeps for its length.
+                // A whole reduction takes the tree its site keeps for its length.
                 let whole = self.done == 0 && buf.len() < self.cap;
-                let kept = if whole {
-                    stream.kept_tree(buf.len(), tree_program, |p| planned_tree(buf, p))
-                } else {
-                    None
-                };
-                match kept {
-                    Some(sum) => sum,
-                    None => random_tree(buf, stream),
-                }
+                tree::random_tree(buf, stream, whole)
             }
         };
         self.acc = Some(opt_add(self.acc, chunk));
@@ -495,74 +488,6 @@ fn sequential<F: ProbeFloat>(x: &[F]) -> F {
     let mut it = x.iter().copied();
     let first = it.next().unwrap_or(F::ZERO);
     it.fold(first, |a, b| a.add(b))
-}
-
-/// A random binary tree over the terms in order: each range splits at a uniform point
-/// of its middle half (depth O(log n)); ranges of up to [`TREE_LEAF`] terms are summed
-/// in order, so a draw is paid per 8 terms or so, not per term.
-fn random_tree<F: ProbeFloat>(x: &[F], stream: &mut Stream) -> F {
-    match x.len() {
-        0 => F::ZERO,
-        n if n <= TREE_LEAF => sequential(x),
-        n => {
-            let m = n / 4 + below(stream.rng(), n / 2 + 1);
-            let (l, r) = x.split_at(m.clamp(1, n - 1));
-            random_tree(l, stream).add(random_tree(r, stream))
-        }
-    }
-}
-
-/// Ranges a random tree sums in order: at most this many terms.
-const TREE_LEAF: usize = 16;
-
-/// The tree [`random_tree`] draws over `n` terms as a program in postorder: a leaf's
-/// length (1 to [`TREE_LEAF`] terms, summed in order), or 0 to add the last two values.
-/// The draws are those of `random_tree`, in its order (a range's split, then those of its
-/// left part, then those of its right part). Each part is at most three quarters of its
-/// range, so below [`BUFFER_CAP`] terms the tree is less than 40 levels deep.
-fn tree_program(n: usize, rng: &mut ScrambleRng) -> Vec<u8> {
-    fn walk(n: usize, rng: &mut ScrambleRng, out: &mut Vec<u8>) {
-        if n <= TREE_LEAF {
-            // at most 16
-            out.push(n as u8);
-        } else {
-            let m = (n / 4 + below(rng, n / 2 + 1)).clamp(1, n - 1);
-            walk(m, rng, out);
-            walk(n - m, rng, out);
-            out.push(0);
-        }
-    }
-    let mut out = Vec::with_capacity(n / 5 + 1);
-    walk(n, rng, &mut out);
-    out
-}
-
-/// Values a [`planned_tree`] holds at once: more than the depth of any tree over fewer
-/// than [`BUFFER_CAP`] terms.
-const TREE_STACK: usize = 64;
-
-/// The sum of `x` in the tree `tree_program(x.len())` describes, in one pass: each leaf
-/// is summed in order and pushed, each 0 adds the last two values. The leaves' sums do
-/// not wait for one another, so they overlap in the processor, where the recursion of
-/// [`random_tree`] ran them one after another.
-fn planned_tree<F: ProbeFloat>(x: &[F], program: &[u8]) -> F {
-    let mut stack = [F::ZERO; TREE_STACK];
-    let (mut depth, mut at) = (0usize, 0usize);
-    for &op in program {
-        if op == 0 {
-            // a program of `tree_program`'s has two values here
-            let (a, b) = (stack[depth - 2], stack[depth - 1]);
-            depth -= 1;
-            stack[depth - 1] = a.add(b);
-        } else {
-            let len = usize::from(op);
-            stack[depth] = sequential(&x[at..at + len]);
-            depth += 1;
-            at += len;
-        }
-    }
-    debug_assert!(depth == 1 && at == x.len(), "a program over all of x");
-    stack[0]
 }
 
 /// `n` terms spread over 13 binades, so that every order of adding them rounds
@@ -761,44 +686,6 @@ mod tests {
             );
         }
         assert_eq!(CombineShape::from_code(0), None);
-    }
-
-    #[test]
-    fn planned_trees_are_the_drawn_trees() {
-        let x = spread(70_000);
-        let seed = crate::scramble::property_seed(2);
-        let mut lengths = stream(seed, 8, 0);
-        for round in 0..300 {
-            let n = match round {
-                0 => 1,
-                1 => 16,
-                2 => 17,
-                3 => x.len(),
-                _ => 1 + below(&mut lengths, 5000),
-            };
-            let rng = stream(seed, 9, round);
-            let drawn = random_tree(&x[..n], &mut Stream::of(rng.clone()));
-            let program = tree_program(n, &mut rng.clone());
-            assert_eq!(
-                planned_tree(&x[..n], &program).to_bits(),
-                drawn.to_bits(),
-                "seed {seed} (FPREV_SEED), round {round}, n = {n}"
-            );
-        }
-    }
-
-    #[test]
-    fn the_deepest_tree_fits_the_planned_stack() {
-        // Every split leaves at most three quarters of its range, so the deepest tree
-        // over BUFFER_CAP terms is the one that always splits off a quarter.
-        let mut depth = 1;
-        let mut n = BUFFER_CAP;
-        while n > TREE_LEAF {
-            n -= n / 4;
-            depth += 1;
-        }
-        // a postorder stack holds one value per level, plus the one being pushed
-        assert!(depth + 1 < TREE_STACK, "depth {depth}");
     }
 
     #[test]

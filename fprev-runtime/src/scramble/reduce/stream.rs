@@ -51,7 +51,7 @@ struct KeptStreams {
     streams: Vec<(SiteStream, ScrambleRng)>,
     /// Orders of permuted reductions (`p[k]`: the term combined `k`-th).
     orders: Plans<u16>,
-    /// Random trees, as [`tree_program`](super::tree_program) writes them.
+    /// Random trees, as [`tree_program`](super::tree::tree_program) writes them.
     trees: Plans<u8>,
 }
 
