@@ -80,6 +80,25 @@ pub fn accumulator(args: TokenStream, item: TokenStream) -> TokenStream {
     accumulator::accumulator(args, item)
 }
 
+/// Why `#[scramble(chains)]` gives `item` its scrambled body only, without the
+/// chain-counting one beside it; `None` when both bodies fit. A tool that counts chains
+/// through `#[scramble(chains)]` (`cargo fprev chains`) names these functions, since
+/// their chains go uncounted.
+///
+/// ```
+/// use quote::quote;
+///
+/// let counted = quote!(fn total(v: &[f64]) -> f64 { v.iter().sum() });
+/// assert_eq!(fprev_expand::without_chains(&counted), None);
+/// let opaque = quote!(fn evens(v: &[f64]) -> impl Iterator<Item = f64> + '_ {
+///     v.iter().step_by(2).copied()
+/// });
+/// assert!(fprev_expand::without_chains(&opaque).is_some_and(|why| why.contains("impl Trait")));
+/// ```
+pub fn without_chains(item: &TokenStream) -> Option<&'static str> {
+    scramble::with_chains::why_not(item)
+}
+
 /// What `#[scramble(args)]` decides for each loop, iterator reduction and rayon chain of
 /// `item`: the attribute's own rewriter runs (the code is generated, then dropped) and
 /// its record of every site and every loop left alone comes back, in the order the

@@ -5,7 +5,8 @@
 //! which accumulations are float reductions whose terms may be reassociated,
 //! [`reorderable`] which loops and chains keep their meaning when reordered, [`plan`] runs
 //! both on one loop (for both attributes), and [`expand`] generates code and records
-//! each decision ([`decision`]).
+//! each decision ([`decision`]). With `chains`, [`with_chains`] puts `#[accumulator]`'s
+//! counting body beside the scrambled one.
 //!
 //! [`recorded`] is where the two ways of reading the body part: statement by statement
 //! ([`by_statements`]: only the runs of statements that its [`prefilter`] keeps are
@@ -22,6 +23,7 @@ pub(crate) mod places;
 pub(crate) mod plan;
 mod prefilter;
 pub(crate) mod reorderable;
+pub(crate) mod with_chains;
 
 pub use decision::{Construct, Decision, Outcome, ReasonKind};
 
@@ -40,7 +42,15 @@ pub(crate) fn scramble(args: TokenStream, item: TokenStream) -> syn::Result<Toke
     if cfg!(feature = "off") {
         return Ok(strip_markers(item));
     }
-    recorded(args, item, &mut Vec::new())
+    let chains = ScrambleArgs::parse(args.clone())
+        .ok()
+        .filter(|a| a.chains)
+        .map(|a| a.krate);
+    let scrambled = recorded(args, item.clone(), &mut Vec::new())?;
+    Ok(match chains {
+        Some(krate) => with_chains::alongside(scrambled, item, &krate),
+        None => scrambled,
+    })
 }
 
 /// [`scramble`] as if the `off` feature were not set, its decisions appended to

@@ -101,6 +101,11 @@ use proc_macro::TokenStream;
 /// - `#[scramble(shuffle = "sattolo")]`: this function's shuffle (`"fisher-yates"`,
 ///   `"sattolo"`, `"identity"`), when scrambling is on.
 /// - `#[scramble(crate = "my_fprev")]`: path of a renamed `fprev` dependency.
+/// - `#[scramble(chains)]`: also compile the body `#[fprev::accumulator]` would give,
+///   which a process started with `FPREV_CHAINS=1` runs instead (it counts the chains
+///   and runs as written): one build for scrambled runs and chain reports, as
+///   `cargo fprev` uses it. An `async fn`, one returning `impl Trait` or one declaring an
+///   `impl` in its body keeps the scrambled body only.
 /// - On one loop: `#[scramble(skip)]` keeps its order and owns no reduction;
 ///   `#[scramble(loop)]` (or `force`) declares its iterations order-free.
 ///

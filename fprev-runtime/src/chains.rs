@@ -60,6 +60,21 @@ pub fn reset() {
     }
 }
 
+const UNREAD: u8 = 0;
+const OFF: u8 = 1;
+const ON: u8 = 2;
+static COUNTING: core::sync::atomic::AtomicU8 = core::sync::atomic::AtomicU8::new(UNREAD);
+
+#[cold]
+fn read_counting() -> bool {
+    let on = std::env::var(FPREV_CHAINS).is_ok_and(|v| v == "1");
+    COUNTING.store(
+        if on { ON } else { OFF },
+        core::sync::atomic::Ordering::Relaxed,
+    );
+    on
+}
+
 /// Not public API. Used by generated code.
 #[doc(hidden)]
 pub mod private {
@@ -70,6 +85,18 @@ pub mod private {
 
     /// Not public API. Used by generated code.
     pub use super::tracked::Tracked;
+
+    /// Whether this process counts chains (`FPREV_CHAINS=1`): which of its two bodies a
+    /// function under `#[scramble(chains)]` runs. Read once per process, so that every
+    /// call of a run takes the same body.
+    #[inline]
+    pub fn counting() -> bool {
+        match super::COUNTING.load(core::sync::atomic::Ordering::Relaxed) {
+            super::OFF => false,
+            super::ON => true,
+            _ => super::read_counting(),
+        }
+    }
 
     /// Whether a value's type is one of the float types whose chains are counted
     /// (`f32`, `f64`, `half::f16`, `half::bf16`, or a reference to one). Decided per

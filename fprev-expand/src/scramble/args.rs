@@ -33,6 +33,9 @@ pub(crate) struct ScrambleArgs {
     pub force: bool,
     /// Path of the fprev crate (`crate = "..."`), `::fprev` by default.
     pub krate: Path,
+    /// `chains`: the function is also compiled with `#[accumulator]`'s chain counting,
+    /// which runs instead in a process started with `FPREV_CHAINS=1`.
+    pub chains: bool,
 }
 
 /// Shuffle names accepted by `shuffle = "..."` and the runtime variant each names.
@@ -42,7 +45,7 @@ pub(crate) const SHUFFLES: &[(&str, &str)] = &[
     ("identity", "Identity"),
 ];
 
-const FN_OPTIONS: &str = "`loops`, `outer`, `force`, `shuffle = \"fisher-yates\" | \"sattolo\" | \"identity\"`, `crate = \"path\"`";
+const FN_OPTIONS: &str = "`loops`, `outer`, `force`, `chains`, `shuffle = \"fisher-yates\" | \"sattolo\" | \"identity\"`, `crate = \"path\"`";
 
 impl ScrambleArgs {
     pub(crate) fn parse(tokens: TokenStream) -> syn::Result<ScrambleArgs> {
@@ -51,6 +54,7 @@ impl ScrambleArgs {
             shuffle: None,
             force: false,
             krate: syn::parse_quote!(::fprev),
+            chains: false,
         };
         let mut loops_seen: Option<Span> = None;
         let parser = syn::meta::parser(|meta| {
@@ -70,6 +74,9 @@ impl ScrambleArgs {
                 Ok(())
             } else if meta.path.is_ident("force") {
                 args.force = true;
+                Ok(())
+            } else if meta.path.is_ident("chains") {
+                args.chains = true;
                 Ok(())
             } else if meta.path.is_ident("shuffle") {
                 let lit: LitStr = meta.value()?.parse()?;

@@ -159,3 +159,21 @@ fn rebuilt_vector() {
         },
     ));
 }
+
+#[test]
+#[cfg_attr(feature = "off", ignore = "expansions are the identity with `off`")]
+fn with_chains() {
+    insta::assert_snapshot!(expand(
+        quote!(chains),
+        quote! {
+            fn dot(a: &[f32], b: &[f32]) -> f32 {
+                #![allow(clippy::needless_range_loop)]
+                let mut s = 0.0;
+                for i in 0..a.len() {
+                    s += a[i] * b[i];
+                }
+                s
+            }
+        },
+    ));
+}

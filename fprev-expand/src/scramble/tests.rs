@@ -163,3 +163,80 @@ fn unexpected_shapes_decline() {
         );
     }
 }
+
+/// Whether `#[scramble(chains)]` gave `item` the counting body beside the scrambled one.
+fn has_both_bodies(item: TokenStream) -> bool {
+    let out = super::scramble(quote!(chains), item).expect("expands");
+    let text = out.to_string();
+    text.contains("counting ()") && text.contains("__FPREV_SITES")
+}
+
+#[test]
+#[cfg_attr(feature = "off", ignore = "expansions are the identity with `off`")]
+fn chains_go_beside_the_scrambled_body_where_two_bodies_fit() {
+    assert!(has_both_bodies(quote! {
+        fn f(v: &[f32]) -> f32 { let mut s = 0.0; for x in v { s += x; } s }
+    }));
+    // A method, generic, with an early return and a per-loop marker (the counting body
+    // gets the item without it).
+    assert!(has_both_bodies(quote! {
+        fn f<T: Copy>(&self, v: &[f64], _t: T) -> f64 {
+            if v.is_empty() { return 0.0; }
+            let mut s = 0.0;
+            #[scramble(skip)]
+            for x in v { s += x; }
+            s
+        }
+    }));
+    let scrambled_only = [
+        quote!(
+            async fn f(v: &[f32]) -> f32 {
+                v.iter().sum()
+            }
+        ),
+        quote!(
+            fn f(v: &[f32]) -> impl Fn(f32) -> f32 {
+                let s: f32 = v.iter().sum();
+                move |x| x * s
+            }
+        ),
+        quote!(
+            fn f(v: &[f32]) -> f32 {
+                struct A;
+                impl A {
+                    fn g() {}
+                }
+                v.iter().sum()
+            }
+        ),
+        quote!(
+            fn f(v: &[f32]) -> f32 {
+                #[no_mangle]
+                extern "C" fn g() {}
+                v.iter().sum()
+            }
+        ),
+        // Nothing to count.
+        quote!(
+            fn f(v: &[u32]) -> usize {
+                v.len()
+            }
+        ),
+    ];
+    for item in scrambled_only {
+        let why = super::with_chains::why_not(&item);
+        assert!(!has_both_bodies(item.clone()), "{item}");
+        assert_eq!(
+            super::scramble(quote!(chains), item.clone())
+                .unwrap()
+                .to_string(),
+            super::scramble(quote!(), item.clone()).unwrap().to_string(),
+            "{item}: the scrambled expansion, as without `chains`"
+        );
+        if item.to_string().contains("usize") {
+            assert_eq!(why, None, "two bodies would fit: it has nothing to count");
+        } else {
+            assert!(why.is_some(), "{item}");
+        }
+    }
+}

@@ -1,6 +1,6 @@
-//! Puts an fprev attribute (`#[fprev::scramble]`, or `#[fprev::accumulator]` for chain
-//! reports) on every function of a source file whose body accumulates,
-//! as a user would by hand, without moving a line: the attribute goes on the line of the
+//! Puts `#[fprev::scramble(chains)]` (scrambled under `cargo fprev test`, counting its
+//! chains under `cargo fprev chains`) on every function of a source file whose body
+//! accumulates, as a user would by hand, without moving a line: the attribute goes on the line of the
 //! function's first token (its visibility or `fn`), so every file:line a test failure,
 //! a panic or a site report prints is the original file's.
 //!
@@ -19,23 +19,9 @@ use syn::parse::{ParseStream, Parser};
 use syn::spanned::Spanned;
 use syn::visit::Visit;
 
-/// Which attribute goes on the functions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Attribute {
-    /// `#[fprev::scramble]`: reductions run in drawn orders (`cargo fprev test`).
-    Scramble,
-    /// `#[fprev::accumulator]`: accumulation chains are counted (`cargo fprev chains`).
-    Accumulator,
-}
-
-impl Attribute {
-    fn text(self) -> &'static str {
-        match self {
-            Attribute::Scramble => "#[fprev::scramble] ",
-            Attribute::Accumulator => "#[fprev::accumulator] ",
-        }
-    }
-}
+/// The attribute put on the functions: scrambled for `cargo fprev test`, and with the
+/// chain-counting body beside it, so that `cargo fprev chains` runs the same build.
+const ATTRIBUTE: &str = "#[fprev::scramble(chains)] ";
 
 /// One annotated function.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,6 +32,9 @@ pub struct Annotated {
     pub end_line: usize,
     /// The function's name (`Type::method` inside an impl).
     pub name: String,
+    /// Why the function keeps its scrambled body only, its chains uncounted
+    /// (`fprev_expand::without_chains`); `None` when it counts them.
+    pub without_chains: Option<&'static str>,
 }
 
 /// What annotating one file did.
@@ -64,7 +53,7 @@ pub struct FileResult {
 /// caller reports it and leaves the file alone.
 #[cfg(test)]
 pub fn annotate(src: &str) -> Result<FileResult, syn::Error> {
-    annotate_where(src, Attribute::Scramble, |_| true)
+    annotate_where(src, |_| true)
 }
 
 /// Annotates `src`, keeping only the functions `keep` accepts (by their lines). A file
@@ -72,10 +61,9 @@ pub fn annotate(src: &str) -> Result<FileResult, syn::Error> {
 /// item by item ([`FileResult::partial`]).
 pub fn annotate_where(
     src: &str,
-    attribute: Attribute,
     keep: impl Fn(&Annotated) -> bool,
 ) -> Result<FileResult, syn::Error> {
-    let (found, partial) = find(src, false)?;
+    let (found, partial) = find(src, true)?;
     let mut inserts: Vec<(usize, Annotated)> = Vec::new();
     for f in found {
         let Some(offset) = byte_offset(src, f.line, f.column) else {
@@ -85,6 +73,7 @@ pub fn annotate_where(
             line: f.line,
             end_line: f.end_line,
             name: f.name,
+            without_chains: fprev_expand::without_chains(&f.item.unwrap_or_default()),
         };
         if keep(&a) {
             inserts.push((offset, a));
@@ -102,7 +91,7 @@ pub fn annotate_where(
     let mut last = 0;
     for (offset, _) in &inserts {
         text.push_str(&src[last..*offset]);
-        text.push_str(attribute.text());
+        text.push_str(ATTRIBUTE);
         last = *offset;
     }
     text.push_str(&src[last..]);
@@ -135,15 +124,16 @@ pub fn explain_where(
     found.dedup_by_key(|f| (f.line, f.column));
     let mut functions = Vec::new();
     for f in found {
+        let item = f.item.unwrap_or_default();
         let a = Annotated {
             line: f.line,
             end_line: f.end_line,
             name: f.name,
+            without_chains: fprev_expand::without_chains(&item),
         };
         if !keep(&a) {
             continue;
         }
-        let item = f.item.unwrap_or_default();
         functions.push((a, fprev_expand::explain_scramble(TokenStream::new(), item)));
     }
     Ok(Explained { functions, partial })
@@ -493,6 +483,25 @@ mod tests {
     }
 
     #[test]
+    fn functions_that_cannot_count_chains_are_named_with_the_reason() {
+        let src = "\
+fn total(v: &[f64]) -> f64 { v.iter().sum() }
+fn scaler(v: &[f64]) -> impl Fn(f64) -> f64 { let s: f64 = v.iter().sum(); move |x| x * s }
+async fn later(v: &[f64]) -> f64 { v.iter().sum() }
+";
+        let r = annotate(src).expect("parses");
+        let seen: Vec<(&str, bool)> = r
+            .annotated
+            .iter()
+            .map(|a| (a.name.as_str(), a.without_chains.is_some()))
+            .collect();
+        assert_eq!(seen, [("total", false), ("scaler", true), ("later", true)]);
+        assert!(r.annotated[1]
+            .without_chains
+            .is_some_and(|why| why.contains("impl Trait")));
+    }
+
+    #[test]
     fn accumulating_functions_get_the_attribute_on_their_own_line() {
         let src = "\
 /// Docs.
@@ -534,8 +543,8 @@ fn copied(x: &[f64]) -> Vec<f64> { let m: Vec<f64> = x.iter().zip(x).map(|(a, b)
             ]
         );
         assert_eq!(text.lines().count(), src.lines().count(), "no line moved");
-        assert!(text.contains("#[inline]\n#[fprev::scramble] pub fn total"));
-        assert!(text.contains("#[fprev::scramble] pub(crate) unsafe fn dot"));
+        assert!(text.contains("#[inline]\n#[fprev::scramble(chains)] pub fn total"));
+        assert!(text.contains("#[fprev::scramble(chains)] pub(crate) unsafe fn dot"));
         assert!(text.contains("\nfn plain"));
         assert!(text.contains("\nconst fn never"));
         syn::parse_file(&text).expect("the annotated file parses");
@@ -576,9 +585,9 @@ mod inner {
                 (21, "found".to_string()),
             ]
         );
-        assert!(text.contains("    #[fprev::scramble] pub fn norm"));
-        assert!(text.contains("    #[fprev::scramble] fn total(&self)"));
-        assert_eq!(text.matches("#[fprev::scramble]").count(), 4);
+        assert!(text.contains("    #[fprev::scramble(chains)] pub fn norm"));
+        assert!(text.contains("    #[fprev::scramble(chains)] fn total(&self)"));
+        assert_eq!(text.matches("#[fprev::scramble(chains)]").count(), 3);
         syn::parse_file(&text).expect("parses");
     }
 
@@ -592,7 +601,7 @@ mod inner {
         let (text, list) = run(src);
         assert_eq!(list, vec![(1, "f".to_string())]);
         assert!(
-            text.starts_with("/* é */ #[fprev::scramble] fn f"),
+            text.starts_with("/* é */ #[fprev::scramble(chains)] fn f"),
             "{text}"
         );
     }
@@ -630,10 +639,13 @@ mod tests {
         assert_eq!(names, vec![(5, "sum".to_string()), (7, "dot".to_string())]);
         let text = r.text.expect("annotated");
         assert!(
-            text.contains("    #[fprev::scramble] pub fn sum(&self)"),
+            text.contains("    #[fprev::scramble(chains)] pub fn sum(&self)"),
             "{text}"
         );
-        assert!(text.contains("\n#[fprev::scramble] fn dot("), "{text}");
+        assert!(
+            text.contains("\n#[fprev::scramble(chains)] fn dot("),
+            "{text}"
+        );
         assert_eq!(text.lines().count(), src.lines().count());
     }
 }

@@ -15,6 +15,9 @@ pub struct Prepared {
     pub target_dir: PathBuf,
     pub packages: Vec<String>,
     pub annotated: Vec<(String, usize, String)>,
+    /// The annotated functions that keep their scrambled body only, their chains
+    /// uncounted: (file, line, name, why).
+    pub uncounted: Vec<(String, usize, String, &'static str)>,
     /// Held until the command ends: one cargo fprev at a time per scratch folder.
     pub _lock: Option<workspace::ScratchLock>,
 }
@@ -139,17 +142,10 @@ pub fn note_unparsed(rel: &Path, e: &syn::Error) {
     );
 }
 
-/// Copies the workspace (when `write`) and puts `attribute` on its accumulating
-/// functions. Each attribute has a copy and a target folder of its own, so that `test`
-/// and `chains` alternate without rebuilding each other's copy. Not one target folder:
-/// cargo names a workspace member's artifacts from its path relative to its workspace
-/// root, which is the same in both copies, so each build would overwrite the other's
-/// test binaries.
-pub fn prepare(
-    a: &CopyArgs,
-    write: bool,
-    attribute: annotate::Attribute,
-) -> Result<Prepared, CargoFprevError> {
+/// Copies the workspace (when `write`) and puts `#[fprev::scramble(chains)]` on its
+/// accumulating functions: one copy and one build, which `test` and `replay` run
+/// scrambled and `chains` runs counting.
+pub fn prepare(a: &CopyArgs, write: bool) -> Result<Prepared, CargoFprevError> {
     runner::set_log_cap(a.max_log_bytes);
     let sel = select(&a.source)?;
     let scratch = workspace::scratch_dir(&sel.root, a.scratch.as_deref());
@@ -158,18 +154,15 @@ pub fn prepare(
     } else {
         None
     };
-    let base = scratch.join(match attribute {
-        annotate::Attribute::Scramble => "tree",
-        annotate::Attribute::Accumulator => "tree-chains",
-    });
+    if write {
+        forget_the_chains_copy(&scratch);
+    }
+    let base = scratch.join("tree");
     let tree = workspace::copy_root(&base, &sel.root);
     // The copy is prepared in `staging`, then only the files whose bytes changed are
     // written into `tree`: cargo keeps every build of an unchanged copy (it compares
     // times), so a second call builds nothing.
-    let staging = scratch.join(match attribute {
-        annotate::Attribute::Scramble => "staging",
-        annotate::Attribute::Accumulator => "staging-chains",
-    });
+    let staging = scratch.join("staging");
     let fprev = copy_manifests::fprev_path(a.fprev_path.as_deref())?;
     if write {
         let files = workspace::files(&sel.root)?;
@@ -178,12 +171,13 @@ pub fn prepare(
         copy_manifests::point_outside_paths(&sel.root, &files, &staging, &fprev)?;
     }
     let mut annotated = Vec::new();
+    let mut uncounted = Vec::new();
     let mut packages = Vec::new();
     for p in sel.annotated_packages() {
         packages.push(p.name.clone());
         let mut found = 0;
         for (rel, rel_text, src) in sel.sources(p) {
-            match annotate::annotate_where(&src, attribute, |f| sel.keeps(&rel_text, f)) {
+            match annotate::annotate_where(&src, |f| sel.keeps(&rel_text, f)) {
                 Ok(r) => {
                     if let Some(e) = &r.partial {
                         note_partial(&rel, e);
@@ -197,6 +191,14 @@ pub fn prepare(
                         })?;
                     }
                     for f in r.annotated {
+                        if let Some(why) = f.without_chains {
+                            uncounted.push((
+                                rel.display().to_string(),
+                                f.line,
+                                f.name.clone(),
+                                why,
+                            ));
+                        }
                         annotated.push((rel.display().to_string(), f.line, f.name));
                         found += 1;
                     }
@@ -220,16 +222,23 @@ pub fn prepare(
     Ok(Prepared {
         root: sel.root.clone(),
         tree,
-        target_dir: match (attribute, &a.target_dir) {
-            (annotate::Attribute::Scramble, Some(dir)) => dir.clone(),
-            (annotate::Attribute::Scramble, None) => scratch.join("target"),
-            (annotate::Attribute::Accumulator, Some(dir)) => dir.join("fprev-chains"),
-            (annotate::Attribute::Accumulator, None) => scratch.join("target-chains"),
-        },
+        target_dir: a
+            .target_dir
+            .clone()
+            .unwrap_or_else(|| scratch.join("target")),
         packages,
         annotated,
+        uncounted,
         _lock: lock,
     })
+}
+
+/// Removes the second copy and build that `chains` kept before it ran the test build
+/// (`tree-chains`, `staging-chains`, `target-chains`): gigabytes nothing reads now.
+fn forget_the_chains_copy(scratch: &Path) {
+    for dir in ["tree-chains", "staging-chains", "target-chains"] {
+        let _ = std::fs::remove_dir_all(scratch.join(dir));
+    }
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

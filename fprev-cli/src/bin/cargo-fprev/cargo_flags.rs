@@ -37,9 +37,9 @@ pub struct CopyArgs {
     /// the system's temporary directory, reused by later calls).
     #[arg(long)]
     pub scratch: Option<PathBuf>,
-    /// Where the copy is built (default: `target` in the scratch folder; `chains` builds
-    /// in `DIR/fprev-chains`). Copies of several workspaces can share one, and so one
-    /// build of fprev and the common dependencies.
+    /// Where the copy is built (default: `target` in the scratch folder; `test`, `replay`
+    /// and `chains` run the same build). Copies of several workspaces can share one, and
+    /// so one build of fprev and the common dependencies.
     #[arg(long)]
     pub target_dir: Option<PathBuf>,
     /// Bytes of each test run's output kept in its log (bytes, or with K, M, G, T; half

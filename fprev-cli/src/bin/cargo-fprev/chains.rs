@@ -1,7 +1,8 @@
 //! `cargo fprev chains`: the chain report of a crate's own test suite, with nothing
-//! edited. A copy of the workspace gets `#[fprev::accumulator]` on every accumulating
-//! function (on the function's own line, so the report's file:line are the original's),
-//! its tests are built once and run with `FPREV_CHAINS=1`, and the report that the test
+//! edited. It runs the build of `cargo fprev test` (a copy of the workspace with
+//! `#[fprev::scramble(chains)]` on every accumulating function, on the function's own
+//! line, so the report's file:line are the original's): a test process started with
+//! `FPREV_CHAINS=1` runs each function's chain-counting body, and the report that the
 //! processes merge into `<target>/fprev/chains.txt` is printed and kept.
 
 use std::path::{Path, PathBuf};
@@ -9,7 +10,6 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use crate::annotate::Attribute;
 use crate::annotated_copy::{cargo_args, prepare};
 use crate::cargo_flags::CopyArgs;
 use crate::cli_output::{write_file, CargoFprevError};
@@ -28,10 +28,10 @@ pub struct ChainsArgs {
 }
 
 pub fn chains(a: &ChainsArgs) -> Result<ExitCode, CargoFprevError> {
-    let p = prepare(&a.copy, true, Attribute::Accumulator)?;
+    let p = prepare(&a.copy, true)?;
     eprintln!(
-        "cargo fprev: annotated {} function(s) in {} package(s) with #[fprev::accumulator]; \
-         building the tests",
+        "cargo fprev: annotated {} function(s) in {} package(s) with \
+         #[fprev::scramble(chains)]; building the tests (the build `cargo fprev test` runs)",
         p.annotated.len(),
         p.packages.len()
     );
@@ -83,10 +83,20 @@ pub fn chains(a: &ChainsArgs) -> Result<ExitCode, CargoFprevError> {
         p.annotated.len(),
         kept.display()
     );
+    if !p.uncounted.is_empty() {
+        println!(
+            "note: {} annotated function(s) count no chains (they keep the scrambled body \
+             only):",
+            p.uncounted.len()
+        );
+        for (file, line, name, why) in &p.uncounted {
+            println!("  {file}:{line}: {name}: {why}");
+        }
+    }
     if !failed.is_empty() {
         println!(
-            "note: {} test(s) failed; #[fprev::accumulator] changes no value, so they fail \
-             without it too (their counts are in the report up to where they stopped): {}",
+            "note: {} test(s) failed; counting chains changes no value (each function runs \
+             as written), so they fail without fprev too (their counts are in the report up to where they stopped): {}",
             failed.len(),
             failed.join(", ")
         );

@@ -6,7 +6,6 @@ use std::process::ExitCode;
 
 use fprev::scramble::ReplayToken;
 
-use crate::annotate;
 use crate::annotated_copy::{cargo_args, prepare};
 use crate::cargo_flags::CopyArgs;
 use crate::cli_output::CargoFprevError;
@@ -43,7 +42,7 @@ fn finding_token(a: &ReplayArgs) -> Result<ReplayToken, CargoFprevError> {
 /// and token, its output shown; exit 2 when it fails.
 pub fn replay(a: &ReplayArgs) -> Result<ExitCode, CargoFprevError> {
     let token = finding_token(a)?;
-    let p = prepare(&a.copy, true, annotate::Attribute::Scramble)?;
+    let p = prepare(&a.copy, true)?;
     let bins = runner::build(&p.tree, &p.target_dir, &p.packages, &cargo_args(&a.copy))?;
     if let Some(bin) = find_binary(&bins, &a.test, a.target.as_deref())? {
         let args = vec![a.test.clone(), "--exact".into(), "--nocapture".into()];
@@ -100,7 +99,7 @@ fn find_binary<'a>(
 /// some of the sites it reached scrambled, down to the smallest set that still fails it.
 pub fn blame(a: &ReplayArgs) -> Result<ExitCode, CargoFprevError> {
     let token = finding_token(a)?.to_string();
-    let p = prepare(&a.copy, true, annotate::Attribute::Scramble)?;
+    let p = prepare(&a.copy, true)?;
     let bins = runner::build(&p.tree, &p.target_dir, &p.packages, &cargo_args(&a.copy))?;
     let Some(bin) = find_binary(&bins, &a.test, a.target.as_deref())? else {
         return Err(CargoFprevError(format!(

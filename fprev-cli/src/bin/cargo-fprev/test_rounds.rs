@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 
 use fprev::scramble::ReplayToken;
 
-use crate::annotate;
 use crate::annotated_copy::{cargo_args, prepare};
 use crate::cargo_flags::TestArgs;
 use crate::cli_output::{write_file, write_log, CargoFprevError};
@@ -28,7 +27,7 @@ pub fn test(a: &TestArgs) -> Result<ExitCode, CargoFprevError> {
     let start = Instant::now();
     let plan = SeedPlan::new(a)?;
     let previous = previous_report(a)?;
-    let p = prepare(&a.copy, true, annotate::Attribute::Scramble)?;
+    let p = prepare(&a.copy, true)?;
     catch_interrupts();
     let build_start = Instant::now();
     eprintln!(
