@@ -97,6 +97,7 @@ fn each_form_is_a_finding_blamed_on_its_site_and_scan_agrees_with_the_runtime() 
     for test in [
         "tests::running_columns_are_exact_prefixes",
         "tests::gradient_until_stops_where_written",
+        "tests::smo_steps_run_as_written",
         "tests::smoothed_and_largest_are_exact",
         "tests::weighted_sum_runs_as_written",
         "tests::computed_twice",

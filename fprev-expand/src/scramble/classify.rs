@@ -100,7 +100,17 @@ pub(crate) fn plan(
         r.1 += p.update_mentions;
     }
     for (root, r) in roots.iter_mut() {
-        r.1 += scan.element_loop_mentions.get(*root).copied().unwrap_or(0);
+        // An element loop's iterable is an update's mention of the array only when the
+        // loop does nothing else with its elements (`*v *= 2.0` scales them all).
+        let only_updated = scan.element_vars.get(*root).is_none_or(|vars| {
+            vars.iter().all(|v| {
+                scan.mentions.get(v).copied().unwrap_or(0)
+                    <= scan.element_update_mentions.get(v).copied().unwrap_or(0)
+            })
+        });
+        if only_updated {
+            r.1 += scan.element_loop_mentions.get(*root).copied().unwrap_or(0);
+        }
     }
     let mut plan = LoopPlan::default();
     for (root, (keys, root_updates)) in &roots {
@@ -118,6 +128,7 @@ pub(crate) fn plan(
                     plan.order_carrying.insert(key.to_string());
                     plan.left_alone.push(r);
                 }
+                None if p.part => plan.left_alone.push(element_part(key, root, p)),
                 None => free.push(key),
             }
         }
@@ -208,6 +219,18 @@ fn decide(
     }
 }
 
+/// The reason of an update of a part of an element loop's element, which carries no
+/// order here: a sum per element over this loop, not rewritten.
+fn element_part(key: &str, root: &str, p: &PlaceUpdates) -> (ReasonKind, String) {
+    let element = p.element.as_deref().unwrap_or("the element");
+    (
+        ReasonKind::ElementPart,
+        format!(
+            "`{key}` is part of `{element}`, an element of `{root}` bound by an inner loop: a sum per element that #[scramble] does not rewrite; it keeps its order"
+        ),
+    )
+}
+
 /// The reason of a place that passes every check but shares its root with one that
 /// does not.
 fn several_with_reason(root: &str, key: &str, keys: &[&str]) -> (ReasonKind, String) {
@@ -236,6 +259,8 @@ struct PlaceUpdates {
     span: Span,
     /// Some update rebuilds the whole vector ([`keyed::rebuild_of`](super::keyed::rebuild_of)).
     rebuilt: bool,
+    /// A part of an element loop's element (`v.acc` of `for v in xs.iter_mut()`).
+    part: bool,
 }
 
 /// The scanned updates gathered per place (key).
@@ -251,8 +276,10 @@ fn places(scan: &LoopScan) -> BTreeMap<String, PlaceUpdates> {
             element: u.element.clone(),
             span: u.span,
             rebuilt: false,
+            part: false,
         });
         entry.rebuilt |= u.rebuilt;
+        entry.part |= u.part;
         entry.update_mentions += u.mentions;
         if u.term_reads_root && entry.bad_term.is_none() {
             entry.bad_term = Some(format!("a term reads `{}`", u.root));
@@ -371,6 +398,9 @@ struct ClassifiedLoop {
     element: Option<String>,
     span: Span,
     rebuilt: bool,
+    /// An update of a part of an element loop's element (see
+    /// [`element_part_loop`](super::keyed::element_part_loop)).
+    part: bool,
 }
 
 /// Mentions, bindings, writes and updates inside one loop.
@@ -383,10 +413,13 @@ struct LoopScan {
     /// Inside a closure, `async` block: updates there count as plain mentions.
     opaque: usize,
     /// The element loops being visited: element variable, the root of the array and the
-    /// element as a place of it (`g_j`, `g`, `g[j]`).
-    elements: Vec<(String, String, Expr)>,
+    /// element as a place of it (`g_j`, `g`, `g[j]`; no place for a loop that does not
+    /// bind the element's position).
+    elements: Vec<(String, String, Option<Expr>)>,
     /// Mentions of a root by the iterables of element loops over it.
     element_loop_mentions: BTreeMap<String, usize>,
+    /// The element variables of the element loops over each root.
+    element_vars: BTreeMap<String, Vec<String>>,
     /// Mentions of an element variable by its own updates.
     element_update_mentions: BTreeMap<String, usize>,
 }
@@ -405,9 +438,13 @@ impl LoopScan {
     /// update of the array's place (`g[j]`), its mentions of `e` counted apart.
     fn element_update(&mut self, e: &Expr) -> Option<ClassifiedLoop> {
         let u = update_of(e)?;
-        let id = super::keyed::deref_of(u.place)?.to_string();
+        let whole = super::keyed::deref_of(u.place).map(|id| id.to_string());
+        let id = whole.clone().or_else(|| root_of(u.place))?;
         let (_, root, place) = self.elements.iter().rev().find(|(el, ..)| *el == id)?;
-        let (root, place) = (root.clone(), place.clone());
+        let (root, place) = match (whole, place) {
+            (Some(_), Some(place)) => (root.clone(), place.clone()),
+            _ => return Some(self.part_update(e, &u, &id, root.clone())),
+        };
         let before = self.mentions.get(&id).copied().unwrap_or(0);
         visit::visit_expr(self, e);
         let after = self.mentions.get(&id).copied().unwrap_or(0);
@@ -423,7 +460,37 @@ impl LoopScan {
             element: Some(id),
             span: u.place.span(),
             rebuilt: false,
+            part: false,
         })
+    }
+
+    /// The update `e` of a part of element `id` of the array `root` (`v.acc += t`): its
+    /// place's mention of `id` counted as the update's own, any other mention of `id`
+    /// (in the term too) as a read of the element.
+    fn part_update(
+        &mut self,
+        e: &Expr,
+        u: &super::places::Update<'_>,
+        id: &str,
+        root: String,
+    ) -> ClassifiedLoop {
+        visit::visit_expr(self, e);
+        *self
+            .element_update_mentions
+            .entry(id.to_string())
+            .or_default() += 1;
+        ClassifiedLoop {
+            key: u.key.clone(),
+            root: root.clone(),
+            place: u.place.clone(),
+            mentions: 0,
+            term_reads_root: mentions_in(u.term, &root) > 0,
+            integer_term: integer_term(u.term),
+            element: Some(id.to_string()),
+            span: u.place.span(),
+            rebuilt: false,
+            part: true,
+        }
     }
 }
 
@@ -489,15 +556,24 @@ impl<'ast> Visit<'ast> for LoopScan {
         }
         if self.opaque == 0 {
             if let Expr::ForLoop(f) = e {
-                if let Some(el) = super::keyed::element_loop(f) {
-                    if let Some(root) = root_of(&el.place) {
-                        *self.element_loop_mentions.entry(root.clone()).or_default() +=
-                            mentions_in(&el.array, &root);
-                        self.elements.push((el.element.to_string(), root, el.place));
-                        visit::visit_expr(self, e);
-                        self.elements.pop();
-                        return;
-                    }
+                let element = match super::keyed::element_loop(f) {
+                    Some(el) => root_of(&el.place)
+                        .map(|root| (el.element, root, el.array.clone(), Some(el.place))),
+                    None => super::keyed::element_part_loop(f).and_then(|(element, array)| {
+                        root_of(array).map(|root| (element, root, array.clone(), None))
+                    }),
+                };
+                if let Some((element, root, array, place)) = element {
+                    *self.element_loop_mentions.entry(root.clone()).or_default() +=
+                        mentions_in(&array, &root);
+                    self.element_vars
+                        .entry(root.clone())
+                        .or_default()
+                        .push(element.to_string());
+                    self.elements.push((element.to_string(), root, place));
+                    visit::visit_expr(self, e);
+                    self.elements.pop();
+                    return;
                 }
             }
             if let Some(found) = self.element_update(e) {
@@ -519,6 +595,7 @@ impl<'ast> Visit<'ast> for LoopScan {
                         element: None,
                         span: rb.target.span(),
                         rebuilt: true,
+                        part: false,
                     });
                     return;
                 }
@@ -541,6 +618,7 @@ impl<'ast> Visit<'ast> for LoopScan {
                     element: None,
                     span: u.place.span(),
                     rebuilt: false,
+                    part: false,
                 });
                 return;
             }

@@ -165,6 +165,10 @@ pub enum ReasonKind {
     /// Not a float: the accumulator is declared with another type (`Vec2::zero()`,
     /// `.sum::<Vec2>()`), which the runtime never reassociates.
     NotAFloat,
+    /// A part of an element loop's element (`v.acc` of `for v in xs.iter_mut()`): a sum
+    /// per element over the enclosing loop, through a form the attribute does not
+    /// rewrite.
+    ElementPart,
 }
 
 impl ReasonKind {
@@ -186,6 +190,7 @@ impl ReasonKind {
             ReasonKind::NothingFound => "nothing_found",
             ReasonKind::NotASum => "not_a_sum",
             ReasonKind::NotAFloat => "not_a_float",
+            ReasonKind::ElementPart => "element_part",
         }
     }
 }
@@ -204,6 +209,7 @@ impl fmt::Display for ReasonKind {
             ReasonKind::NothingFound => "nothing to scramble",
             ReasonKind::NotASum => "not a sum",
             ReasonKind::NotAFloat => "not a float",
+            ReasonKind::ElementPart => "part of an element",
         })
     }
 }

@@ -127,6 +127,39 @@ pub(crate) fn element_loop(f: &syn::ExprForLoop) -> Option<ElementLoop> {
     })
 }
 
+/// If `f` binds the elements of a place one at a time by mutable reference without
+/// their position (`for v in xs.iter_mut()`, `for v in &mut xs`, `.take(n)`/`.skip(n)`
+/// after `iter_mut`, or an [`element_loop`]), its element variable and the array. An
+/// update of a part of the element (`v.acc += t`, `v.grad[0] -= t`, `*v += t` without
+/// a position) adds to an element of the array, which an enclosing loop must count as an
+/// update of the array.
+pub(crate) fn element_part_loop(f: &syn::ExprForLoop) -> Option<(syn::Ident, &Expr)> {
+    let element = match &*f.pat {
+        Pat::Ident(i) if i.by_ref.is_none() && i.subpat.is_none() => i.ident.clone(),
+        Pat::Tuple(t) if t.elems.len() == 2 => match &t.elems[1] {
+            Pat::Ident(i) if i.by_ref.is_none() && i.subpat.is_none() => i.ident.clone(),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let mut e = &*f.expr;
+    let array = loop {
+        match e {
+            Expr::Reference(r) if r.mutability.is_some() => break &*r.expr,
+            Expr::MethodCall(m) if m.turbofish.is_none() => {
+                match (m.method.to_string().as_str(), m.args.len()) {
+                    ("take" | "skip" | "enumerate", _) => {}
+                    ("iter_mut", 0) => break &*m.receiver,
+                    _ => return None,
+                }
+                e = &m.receiver;
+            }
+            _ => return None,
+        }
+    };
+    borrows_without_code(array).then_some((element, array))
+}
+
 /// Whether `e` is `*name` (the update of an element loop's element).
 pub(crate) fn deref_of(e: &Expr) -> Option<&syn::Ident> {
     let Expr::Unary(u) = e else { return None };

@@ -262,6 +262,21 @@ mod tests {
             })),
             ["*g_j", "g[p]"]
         );
+        // SMO as smartcore's SVR writes it: the element loop updates a field of each
+        // support vector, and the `while` reads them (`self.sv[i].grad[0]`, `self` as a
+        // whole) to choose the next step.
+        assert_eq!(
+            found(quote!({
+                while self.gmax > tol {
+                    let g = self.sv[i].grad[0];
+                    for v in self.sv.iter_mut() {
+                        v.grad[0] -= k[v.index] * g;
+                    }
+                    self.find_min_max_gradient();
+                }
+            })),
+            ["v.grad[0]"]
+        );
         // Read besides its updates (`g.iter()`): running values.
         assert_eq!(
             found(quote!({

@@ -364,3 +364,98 @@ fn variables_declared_inside_belong_to_the_inner_loop() {
     }));
     assert_eq!((o, why.len()), (vec!["s".to_string()], 0));
 }
+
+/// Every key of `body` the loop leaves alone, with its reason kind, and whether it owns
+/// any reduction.
+fn left_alone(body: &syn::Block) -> (Vec<(String, ReasonKind)>, bool) {
+    let p = bare_plan(body);
+    let owns = !p.reductions.is_empty() || !p.keyed.is_empty();
+    let mut kinds: Vec<(String, ReasonKind)> = p
+        .left_alone
+        .into_iter()
+        .map(|(k, r)| (r.split('`').nth(1).unwrap_or_default().to_string(), k))
+        .collect();
+    kinds.sort_by(|a, b| a.0.cmp(&b.0));
+    (kinds, owns)
+}
+
+#[test]
+fn parts_of_an_element_loops_elements_are_updates_of_the_array() {
+    // SMO: the gradients of every vector updated once per outer iteration, which reads
+    // them (`self.sv[i].grad[0]`, and `self` as a whole): their order is the meaning.
+    let smo: syn::Block = parse_quote!({
+        let g = self.sv[i].grad[0] - self.sv[j].grad[1];
+        for v in self.sv.iter_mut() {
+            v.grad[0] -= si * k1[v.index] * g;
+            v.grad[1] += sj * k2[v.index] * g;
+        }
+        self.find_min_max_gradient();
+    });
+    let (kinds, owns) = left_alone(&smo);
+    assert!(!owns);
+    assert_eq!(
+        kinds,
+        [
+            ("self.sv".to_string(), ReasonKind::OrderCarrying),
+            ("self.sv".to_string(), ReasonKind::OrderCarrying)
+        ]
+    );
+    assert_eq!(
+        bare_plan(&smo)
+            .order_carrying
+            .into_iter()
+            .collect::<Vec<_>>(),
+        ["v.grad[0]", "v.grad[1]"]
+    );
+    // A sum per element through a field, read nowhere else: left alone, and said so.
+    let per_element: syn::Block = parse_quote!({
+        for (_, c) in centroids.iter_mut().enumerate() {
+            c.mass += w[i];
+        }
+    });
+    assert_eq!(
+        left_alone(&per_element),
+        (vec![("c.mass".to_string(), ReasonKind::ElementPart)], false)
+    );
+    let by_ref: syn::Block = parse_quote!({
+        for c in &mut centroids {
+            c.mass += w[i];
+        }
+    });
+    assert_eq!(
+        left_alone(&by_ref),
+        (vec![("c.mass".to_string(), ReasonKind::ElementPart)], false)
+    );
+}
+
+#[test]
+fn an_element_loop_that_rescales_its_array_reads_it() {
+    // `xs[0]` is a recurrence here: every round doubles the whole array.
+    let body: syn::Block = parse_quote!({
+        xs[0] += t[i];
+        for v in xs.iter_mut() {
+            *v *= 2.0;
+        }
+    });
+    let (kinds, owns) = left_alone(&body);
+    assert!(!owns, "{kinds:?}");
+    assert_eq!(kinds, [("xs".to_string(), ReasonKind::OrderCarrying)]);
+    let enumerated: syn::Block = parse_quote!({
+        xs[0] += t[i];
+        for (j, v) in xs.iter_mut().enumerate() {
+            *v *= w[j];
+        }
+    });
+    assert_eq!(
+        left_alone(&enumerated),
+        (vec![("xs".to_string(), ReasonKind::OrderCarrying)], false)
+    );
+    // Only updated by the element loop, the array is a keyed reduction as before.
+    let gradient: syn::Block = parse_quote!({
+        for (j, g_j) in g.iter_mut().enumerate() {
+            *g_j -= d[i] * x[j];
+        }
+        g[p] -= d[i];
+    });
+    assert!(bare_plan(&gradient).keyed.len() == 1);
+}
