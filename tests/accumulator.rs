@@ -1167,3 +1167,73 @@ fn rebuilt_vectors_are_chains_of_their_rebuilds() {
         "{r}"
     );
 }
+
+/// A model whose mean is a field rebuilt from itself for every point (a running
+/// weighted mean, as an online k-means centroid is written).
+struct Centroid {
+    mean: Vec<f64>,
+}
+
+impl Centroid {
+    #[fprev::accumulator]
+    fn absorb(&mut self, x: &[Vec<f64>], w: f64) {
+        for row in x {
+            self.mean = row
+                .iter()
+                .zip(self.mean.iter())
+                .map(|(&e, &s)| e * w + s)
+                .collect();
+        }
+    }
+
+    /// The same, each running mean kept: the order is the meaning.
+    #[fprev::accumulator]
+    fn trace(&mut self, x: &[Vec<f64>]) -> Vec<Vec<f64>> {
+        let mut out = Vec::new();
+        for row in x {
+            self.mean = row
+                .iter()
+                .zip(self.mean.iter())
+                .map(|(&e, &s)| e + s)
+                .collect();
+            out.push(self.mean.clone());
+        }
+        out
+    }
+}
+
+#[test]
+fn a_vector_rebuilt_in_a_field_is_a_chain_of_its_rebuilds() {
+    let x: Vec<Vec<f64>> = (0..25)
+        .map(|i| (0..2).map(|j| (i * 2 + j) as f64 * 0.61).collect())
+        .collect();
+    let mut plain = vec![0.0; 2];
+    for row in &x {
+        plain = row
+            .iter()
+            .zip(plain.iter())
+            .map(|(&e, &s)| e * 0.5 + s)
+            .collect();
+    }
+    let mut c = Centroid { mean: vec![0.0; 2] };
+    c.absorb(&x, 0.5);
+    assert_eq!(c.mean, plain);
+    let r = report();
+    let site = site_of(
+        &r,
+        "absorb",
+        "self.mean = row.iter().zip(self.mean.iter()).map(|(&e, &s)| e * w + s).collect()",
+    );
+    assert_eq!(site.source.kind, AccumulationKind::Place);
+    assert_eq!((site.max_chain, site.chains), (25, 1), "{r}");
+    // What `#[scramble]` reorders: a keyed reduction, not a running value.
+    assert_eq!(site.order, fprev::chains::Order::Reorderable, "{r}");
+    assert_eq!(c.trace(&x[..3]).len(), 3);
+    let r = report();
+    let kept = site_of(
+        &r,
+        "trace",
+        "self.mean = row.iter().zip(self.mean.iter()).map(|(&e, &s)| e + s).collect()",
+    );
+    assert_eq!(kept.order, fprev::chains::Order::RunningValue, "{r}");
+}

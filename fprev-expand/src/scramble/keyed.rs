@@ -387,6 +387,16 @@ mod rebuild_tests {
             let r = rebuild_of(&e).expect("a rebuild");
             assert_eq!(key_of(&r.place), "mean[j]");
         }
+        // A vector held in a field (what `#[accumulator]` counts as a place site).
+        let field: Expr = parse_quote!(
+            self.mean = x
+                .iter()
+                .zip(self.mean.iter())
+                .map(|(&e, &s)| e * w + s)
+                .collect()
+        );
+        let r = rebuild_of(&field).expect("a rebuild");
+        assert_eq!(key_of(&r.place), "self.mean[j]");
         for e in [
             // reads its accumulator in the term, multiplies, is not a collect
             parse_quote!(

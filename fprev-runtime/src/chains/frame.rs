@@ -186,6 +186,18 @@ impl PlaceChain {
         }
     }
 
+    /// A vector held at `vector` was rebuilt from itself, each element adding one term
+    /// (`self.mean = x.iter().zip(self.mean.iter()).map(..).collect()`): the chain of the
+    /// place grows by one when its element type `element` is a counted float type. The
+    /// vector's own address keys the chain; its buffer moves at every rebuild.
+    #[inline]
+    pub fn rebuilt<T, C>(&mut self, element: *const T, vector: *const C) {
+        if super::private::is_float(element) {
+            self.places.add(&mut self.stats, vector.cast::<T>(), true);
+            self.stats.inexact = true;
+        }
+    }
+
     /// `*place = *place + e` is about to set the place, its chain going on when
     /// `continues`: the term is not apart from the sum.
     #[inline]
@@ -365,6 +377,15 @@ impl<const V: usize, const P: usize> Frame<V, P> {
             }
             None => *place -= term,
         }
+    }
+
+    /// [`PlaceChain::rebuilt`] on place slot `slot`: `place = x.iter().zip(place.iter())
+    /// .map(..).collect()`, with `element` the old vector's element pointer (null when
+    /// it is no `Vec`), then the new vector `v` written.
+    #[inline]
+    pub fn rebuild<T, C>(&mut self, slot: usize, element: *const T, v: C, place: &mut C) {
+        self.places[slot].rebuilt(element, place as *const C);
+        *place = v;
     }
 
     /// `*place = sum` for `place = place + e` (or `e + place`, `place - e`) on place

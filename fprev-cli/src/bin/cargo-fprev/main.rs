@@ -92,8 +92,8 @@ enum Cmd {
     /// decides for each of their loops and chains (scrambled, or left alone and why).
     /// Reads the sources only: no copy, no build.
     Scan(ScanArgs),
-    /// Count accumulation chains: annotate a copy with `#[fprev::accumulator]`, run its
-    /// tests with `FPREV_CHAINS=1`, print the merged report (original file:line).
+    /// Count accumulation chains: run the tests of `test`'s build (built once for both)
+    /// with `FPREV_CHAINS=1`, print the merged report (original file:line).
     Chains(chains::ChainsArgs),
     /// Join the findings.json of several shards or runs into one.
     Merge(MergeArgs),

@@ -286,6 +286,34 @@ impl SiteRewriter<'_> {
         })
     }
 
+    /// `self.mean = x.iter().zip(self.mean.iter()).map(..).collect()`: a vector held in
+    /// a place (a field: [`rebuild_of`](crate::scramble::keyed::rebuild_of) takes no
+    /// index), rebuilt from itself, whose chain grows by one per rebuild. `key` is its
+    /// element's (`self.mean[j]`), as `#[scramble]` names it.
+    fn rewrite_rebuilt_place(&mut self, e: &Expr, place: &Expr, key: &str) -> Expr {
+        let Expr::Assign(a) = e else {
+            return e.clone();
+        };
+        let k = self.new_site(ChainSiteKind::Place, e);
+        self.sites[k].running = self.running.contains(key);
+        let scope = self.scopes.last_mut().expect("the function's frame");
+        let Counter { frame, slot, .. } = scope.member(k, ChainSiteKind::Place);
+        let krate = self.krate;
+        let r = quote_spanned!(Span::mixed_site()=> __fprev_rhs);
+        let rhs = &a.right;
+        Expr::Verbatim(quote_spanned! {generated(e)=>
+            {
+                let #r = #rhs;
+                #frame.rebuild(
+                    #slot,
+                    #krate::__private::chains::Wrap(&#place).__fprev_element(),
+                    #r,
+                    &mut #place,
+                );
+            }
+        })
+    }
+
     /// A block's statements rewritten: each visited, and each `let` of an accumulator
     /// followed by the update of its counter.
     pub fn rewrite_stmts(&mut self, stmts: Vec<Stmt>) -> Vec<Stmt> {
@@ -404,6 +432,11 @@ impl VisitMut for SiteRewriter<'_> {
                 && !matches!(e, Expr::Binary(b) if integer_term(&b.right))
             {
                 *e = self.rewrite_place(e, &lhs);
+            } else if ident_of(&lhs).is_none() {
+                if let Some(rb) = crate::scramble::keyed::rebuild_of(e) {
+                    let key = crate::scramble::places::key_of(&rb.place);
+                    *e = self.rewrite_rebuilt_place(e, &lhs, &key);
+                }
             }
             return;
         }
