@@ -223,11 +223,14 @@ fn decide(
 /// order here: a sum per element over this loop, not rewritten.
 fn element_part(key: &str, root: &str, p: &PlaceUpdates) -> (ReasonKind, String) {
     let element = p.element.as_deref().unwrap_or("the element");
+    let what = if key == format!("*{element}") {
+        format!("`{key}` is an element of `{root}` bound by an inner loop without its position")
+    } else {
+        format!("`{key}` is part of `{element}`, an element of `{root}` bound by an inner loop")
+    };
     (
         ReasonKind::ElementPart,
-        format!(
-            "`{key}` is part of `{element}`, an element of `{root}` bound by an inner loop: a sum per element that #[scramble] does not rewrite; it keeps its order"
-        ),
+        format!("{what}: a sum per element that #[scramble] does not rewrite; it keeps its order"),
     )
 }
 

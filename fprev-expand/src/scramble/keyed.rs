@@ -129,17 +129,29 @@ pub(crate) fn element_loop(f: &syn::ExprForLoop) -> Option<ElementLoop> {
 
 /// If `f` binds the elements of a place one at a time by mutable reference without
 /// their position (`for v in xs.iter_mut()`, `for v in &mut xs`, `.take(n)`/`.skip(n)`
-/// after `iter_mut`, or an [`element_loop`]), its element variable and the array. An
-/// update of a part of the element (`v.acc += t`, `v.grad[0] -= t`, `*v += t` without
-/// a position) adds to an element of the array, which an enclosing loop must count as an
-/// update of the array.
+/// after `iter_mut`, `for (a, v) in a.iter().zip(xs.iter_mut())` on either side of the
+/// `zip`, or an [`element_loop`]), its element variable and the array. An update of a
+/// part of the element (`v.acc += t`, `v.grad[0] -= t`, `*v += t` without a position)
+/// adds to an element of the array, which an enclosing loop must count as an update of
+/// the array.
 pub(crate) fn element_part_loop(f: &syn::ExprForLoop) -> Option<(syn::Ident, &Expr)> {
+    let plain = |p: &Pat| match p {
+        Pat::Ident(i) if i.by_ref.is_none() && i.subpat.is_none() => Some(i.ident.clone()),
+        _ => None,
+    };
+    if let (Pat::Tuple(t), Expr::MethodCall(m)) = (&*f.pat, &*f.expr) {
+        if m.method == "zip" && m.args.len() == 1 && t.elems.len() == 2 {
+            let (element, array) = match (mut_source(&m.receiver), mut_source(&m.args[0])) {
+                (None, Some(array)) => (plain(&t.elems[1])?, array),
+                (Some(array), None) => (plain(&t.elems[0])?, array),
+                _ => return None,
+            };
+            return borrows_without_code(array).then_some((element, array));
+        }
+    }
     let element = match &*f.pat {
-        Pat::Ident(i) if i.by_ref.is_none() && i.subpat.is_none() => i.ident.clone(),
-        Pat::Tuple(t) if t.elems.len() == 2 => match &t.elems[1] {
-            Pat::Ident(i) if i.by_ref.is_none() && i.subpat.is_none() => i.ident.clone(),
-            _ => return None,
-        },
+        Pat::Ident(_) => plain(&f.pat)?,
+        Pat::Tuple(t) if t.elems.len() == 2 => plain(&t.elems[1])?,
         _ => return None,
     };
     let mut e = &*f.expr;
@@ -158,6 +170,22 @@ pub(crate) fn element_part_loop(f: &syn::ExprForLoop) -> Option<(syn::Ident, &Ex
         }
     };
     borrows_without_code(array).then_some((element, array))
+}
+
+/// The array a side of a `zip` borrows element by element (`xs` of `xs.iter_mut()`,
+/// `&mut xs`, with `.take(n)`/`.skip(n)` after `iter_mut`).
+fn mut_source(e: &Expr) -> Option<&Expr> {
+    match e {
+        Expr::Reference(r) if r.mutability.is_some() => Some(&r.expr),
+        Expr::MethodCall(m) if m.turbofish.is_none() => {
+            match (m.method.to_string().as_str(), m.args.len()) {
+                ("take" | "skip", 1) => mut_source(&m.receiver),
+                ("iter_mut", 0) => Some(&m.receiver),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
 }
 
 /// Whether `e` is `*name` (the update of an element loop's element).

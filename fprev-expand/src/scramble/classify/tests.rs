@@ -426,6 +426,24 @@ fn parts_of_an_element_loops_elements_are_updates_of_the_array() {
         left_alone(&by_ref),
         (vec![("c.mass".to_string(), ReasonKind::ElementPart)], false)
     );
+    // A matrix-vector product by columns (smartcore's lazy normalization): each
+    // `out` element a sum over the columns, its element bound through a `zip`.
+    let by_columns: syn::Block = parse_quote!({
+        let column = a.get_col(i);
+        for (&raw, result) in column.iterator(0).zip(out.iter_mut()) {
+            *result += raw * v[i];
+        }
+    });
+    assert_eq!(
+        left_alone(&by_columns),
+        (
+            vec![("*result".to_string(), ReasonKind::ElementPart)],
+            false
+        )
+    );
+    assert!(bare_plan(&by_columns).left_alone[0]
+        .1
+        .contains("`*result` is an element of `out` bound by an inner loop without its position"));
 }
 
 #[test]
