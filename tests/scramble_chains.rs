@@ -47,6 +47,106 @@ fn scaler(v: &[f64]) -> impl Fn(f64) -> f64 {
     move |x| x * s
 }
 
+/// Signatures and bodies that both bodies must compile with: a method taking `self`
+/// by value, a borrowed result, `?`, labelled loops, a nested item, `Self` in the body,
+/// argument-position `impl Trait`, `unsafe`, a trait's provided method.
+struct Samples {
+    v: Vec<f64>,
+}
+
+impl Samples {
+    const SCALE: f64 = 0.5;
+
+    #[fprev::scramble(chains)]
+    fn into_total(self) -> f64 {
+        let mut s = 0.0;
+        for x in self.v {
+            s += x * Self::SCALE;
+        }
+        s
+    }
+
+    #[fprev::scramble(chains)]
+    fn largest_prefix<'a>(&'a self, limit: f64) -> &'a [f64] {
+        let mut s = 0.0;
+        let mut end = 0;
+        'scan: for (i, x) in self.v.iter().enumerate() {
+            s += x;
+            if s > limit {
+                break 'scan;
+            }
+            end = i + 1;
+        }
+        &self.v[..end]
+    }
+}
+
+#[fprev::scramble(chains)]
+fn parsed_total(items: &[&str]) -> Result<f64, std::num::ParseFloatError> {
+    fn parse(s: &str) -> Result<f64, std::num::ParseFloatError> {
+        s.trim().parse()
+    }
+    let mut s = 0.0;
+    for item in items {
+        s += parse(item)?;
+    }
+    Ok(s)
+}
+
+#[fprev::scramble(chains)]
+fn total_of(values: impl IntoIterator<Item = f64>) -> f64 {
+    let mut s = 0.0;
+    for x in values {
+        s += x;
+    }
+    s
+}
+
+/// # Safety
+/// `p` points to `n` readable `f64`s.
+#[fprev::scramble(chains)]
+unsafe fn raw_total(p: *const f64, n: usize) -> f64 {
+    let mut s = 0.0;
+    for i in 0..n {
+        s += unsafe { *p.add(i) };
+    }
+    s
+}
+
+trait Weighted {
+    fn weights(&self) -> &[f64];
+
+    #[fprev::scramble(chains)]
+    fn weight_sum(&self) -> f64 {
+        self.weights().iter().sum()
+    }
+}
+
+impl Weighted for Samples {
+    fn weights(&self) -> &[f64] {
+        &self.v
+    }
+}
+
+/// The same values, whichever body runs.
+fn check_signatures(x: &[f64]) {
+    let plain: f64 = x.iter().fold(0.0, |s, v| s + v);
+    let halves = x.iter().fold(0.0, |s, v| s + v * 0.5);
+    assert_eq!(Samples { v: x.to_vec() }.into_total(), halves);
+    let kept = Samples {
+        v: vec![1.0, 2.0, 3.0, 4.0],
+    };
+    assert_eq!(kept.largest_prefix(6.5), &[1.0, 2.0, 3.0]);
+    assert_eq!(parsed_total(&["1.5", " 2.5"]), Ok(4.0));
+    assert!(parsed_total(&["1.5", "x"]).is_err());
+    assert_eq!(total_of(x.iter().copied()), plain);
+    assert_eq!(unsafe { raw_total(x.as_ptr(), x.len()) }, plain);
+    assert_eq!(
+        Samples { v: x.to_vec() }.weight_sum(),
+        x.iter().sum::<f64>()
+    );
+}
+
 fn plain_total(x: &[f64]) -> f64 {
     let mut s = 0.0;
     for v in x {
@@ -65,6 +165,7 @@ fn child() {
     assert_eq!(total(&x).to_bits(), plain_total(&x).to_bits());
     assert_eq!(norms(&x).0, x.iter().map(|v| v * v).sum::<f64>());
     assert_eq!(norms(&[]), (0.0, 0.0));
+    check_signatures(&x);
     assert_eq!(scaler(&x)(2.0), 2.0 * x.iter().sum::<f64>());
     // Under a scramble configuration too, the counting body runs as written.
     let cfg = ScrambleConfig::off()
@@ -96,6 +197,7 @@ fn a_process_without_fprev_chains_scrambles_and_one_with_it_counts() {
         differs,
         "no seed reordered total: the scrambled body never ran"
     );
+    check_signatures(&x);
     assert!(
         fprev::chains::report()
             .site("total")
@@ -116,5 +218,16 @@ fn a_process_without_fprev_chains_scrambles_and_one_with_it_counts() {
     assert!(out.status.success(), "{err}");
     assert!(err.contains("scramble_chains::total"), "{err}");
     assert!(err.contains("scramble_chains::norms"), "{err}");
+    // Every signature above counted its chains in the child.
+    for f in [
+        "into_total",
+        "largest_prefix",
+        "parsed_total",
+        "total_of",
+        "raw_total",
+        "weight_sum",
+    ] {
+        assert!(err.contains(&format!("::{f} ")), "{f}: {err}");
+    }
     let _ = std::fs::remove_dir_all(&target);
 }
