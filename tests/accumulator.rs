@@ -1170,11 +1170,11 @@ fn rebuilt_vectors_are_chains_of_their_rebuilds() {
 
 /// A model whose mean is a field rebuilt from itself for every point (a running
 /// weighted mean, as an online k-means centroid is written).
-struct Centroid {
+struct OnlineMean {
     mean: Vec<f64>,
 }
 
-impl Centroid {
+impl OnlineMean {
     #[fprev::accumulator]
     fn absorb(&mut self, x: &[Vec<f64>], w: f64) {
         for row in x {
@@ -1215,7 +1215,7 @@ fn a_vector_rebuilt_in_a_field_is_a_chain_of_its_rebuilds() {
             .map(|(&e, &s)| e * 0.5 + s)
             .collect();
     }
-    let mut c = Centroid { mean: vec![0.0; 2] };
+    let mut c = OnlineMean { mean: vec![0.0; 2] };
     c.absorb(&x, 0.5);
     assert_eq!(c.mean, plain);
     let r = report();

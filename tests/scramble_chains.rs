@@ -50,11 +50,11 @@ fn scaler(v: &[f64]) -> impl Fn(f64) -> f64 {
 /// Signatures and bodies that both bodies must compile with: a method taking `self`
 /// by value, a borrowed result, `?`, labelled loops, a nested item, `Self` in the body,
 /// argument-position `impl Trait`, `unsafe`, a trait's provided method.
-struct Samples {
+struct Readings {
     v: Vec<f64>,
 }
 
-impl Samples {
+impl Readings {
     const SCALE: f64 = 0.5;
 
     #[fprev::scramble(chains)]
@@ -122,7 +122,7 @@ trait Weighted {
     }
 }
 
-impl Weighted for Samples {
+impl Weighted for Readings {
     fn weights(&self) -> &[f64] {
         &self.v
     }
@@ -132,8 +132,8 @@ impl Weighted for Samples {
 fn check_signatures(x: &[f64]) {
     let plain: f64 = x.iter().fold(0.0, |s, v| s + v);
     let halves = x.iter().fold(0.0, |s, v| s + v * 0.5);
-    assert_eq!(Samples { v: x.to_vec() }.into_total(), halves);
-    let kept = Samples {
+    assert_eq!(Readings { v: x.to_vec() }.into_total(), halves);
+    let kept = Readings {
         v: vec![1.0, 2.0, 3.0, 4.0],
     };
     assert_eq!(kept.largest_prefix(6.5), &[1.0, 2.0, 3.0]);
@@ -142,7 +142,7 @@ fn check_signatures(x: &[f64]) {
     assert_eq!(total_of(x.iter().copied()), plain);
     assert_eq!(unsafe { raw_total(x.as_ptr(), x.len()) }, plain);
     assert_eq!(
-        Samples { v: x.to_vec() }.weight_sum(),
+        Readings { v: x.to_vec() }.weight_sum(),
         x.iter().sum::<f64>()
     );
 }
