@@ -301,8 +301,26 @@ fn order_carried(
     root_updates: usize,
 ) -> Option<(ReasonKind, String)> {
     let root = &p.root;
+    // An element loop's element read besides its own updates (`y[j] = *g_j`).
+    let element_read = p
+        .element
+        .as_ref()
+        .filter(|e| {
+            scan.mentions.get(*e).copied().unwrap_or(0)
+                > scan.element_update_mentions.get(*e).copied().unwrap_or(0)
+        })
+        .map(|e| {
+            (
+                ReasonKind::OrderCarrying,
+                format!("order-carrying: reads `{e}` besides adding to `{key}`"),
+            )
+        });
     if let Some(r) = &p.bad_term {
         Some((ReasonKind::OrderCarrying, format!("order-carrying: {r}")))
+    } else if element_read.is_some() && !p.part {
+        // The element itself is read: the most precise reason. (A part's element is
+        // often read for another field, `k[v.index]`: the array's reads say more.)
+        element_read
     } else if scan.mentions.get(root).copied().unwrap_or(0) > root_updates {
         Some((
             ReasonKind::OrderCarrying,
@@ -316,19 +334,7 @@ fn order_carried(
             format!("order-carrying: reads `self` besides adding to `{key}`"),
         ))
     } else {
-        // An element loop's element read besides its own updates (`y[j] = *g_j`).
-        p.element
-            .as_ref()
-            .filter(|e| {
-                scan.mentions.get(*e).copied().unwrap_or(0)
-                    > scan.element_update_mentions.get(*e).copied().unwrap_or(0)
-            })
-            .map(|e| {
-                (
-                    ReasonKind::OrderCarrying,
-                    format!("order-carrying: reads `{e}` besides adding to `{key}`"),
-                )
-            })
+        element_read
     }
 }
 
