@@ -139,47 +139,36 @@ pub(crate) fn element_part_loop(f: &syn::ExprForLoop) -> Option<(syn::Ident, &Ex
         Pat::Ident(i) if i.by_ref.is_none() && i.subpat.is_none() => Some(i.ident.clone()),
         _ => None,
     };
-    if let (Pat::Tuple(t), Expr::MethodCall(m)) = (&*f.pat, &*f.expr) {
-        if m.method == "zip" && m.args.len() == 1 && t.elems.len() == 2 {
-            let (element, array) = match (mut_source(&m.receiver), mut_source(&m.args[0])) {
+    let (element, array) = match (&*f.pat, &*f.expr) {
+        (Pat::Tuple(t), Expr::MethodCall(m))
+            if m.method == "zip" && m.args.len() == 1 && t.elems.len() == 2 =>
+        {
+            match (
+                mut_source(&m.receiver, false),
+                mut_source(&m.args[0], false),
+            ) {
                 (None, Some(array)) => (plain(&t.elems[1])?, array),
                 (Some(array), None) => (plain(&t.elems[0])?, array),
                 _ => return None,
-            };
-            return borrows_without_code(array).then_some((element, array));
-        }
-    }
-    let element = match &*f.pat {
-        Pat::Ident(_) => plain(&f.pat)?,
-        Pat::Tuple(t) if t.elems.len() == 2 => plain(&t.elems[1])?,
-        _ => return None,
-    };
-    let mut e = &*f.expr;
-    let array = loop {
-        match e {
-            Expr::Reference(r) if r.mutability.is_some() => break &*r.expr,
-            Expr::MethodCall(m) if m.turbofish.is_none() => {
-                match (m.method.to_string().as_str(), m.args.len()) {
-                    ("take" | "skip" | "enumerate", _) => {}
-                    ("iter_mut", 0) => break &*m.receiver,
-                    _ => return None,
-                }
-                e = &m.receiver;
             }
-            _ => return None,
         }
+        (Pat::Ident(_), e) => (plain(&f.pat)?, mut_source(e, true)?),
+        (Pat::Tuple(t), e) if t.elems.len() == 2 => (plain(&t.elems[1])?, mut_source(e, true)?),
+        _ => return None,
     };
     borrows_without_code(array).then_some((element, array))
 }
 
-/// The array a side of a `zip` borrows element by element (`xs` of `xs.iter_mut()`,
-/// `&mut xs`, with `.take(n)`/`.skip(n)` after `iter_mut`).
-fn mut_source(e: &Expr) -> Option<&Expr> {
+/// The array `e` borrows element by element (`xs` of `xs.iter_mut()` or `&mut xs`,
+/// through `.take(n)`/`.skip(n)` after `iter_mut`, and `.enumerate()` when
+/// `enumerate`).
+fn mut_source(e: &Expr, enumerate: bool) -> Option<&Expr> {
     match e {
         Expr::Reference(r) if r.mutability.is_some() => Some(&r.expr),
         Expr::MethodCall(m) if m.turbofish.is_none() => {
             match (m.method.to_string().as_str(), m.args.len()) {
-                ("take" | "skip", 1) => mut_source(&m.receiver),
+                ("take" | "skip", 1) => mut_source(&m.receiver, enumerate),
+                ("enumerate", 0) if enumerate => mut_source(&m.receiver, enumerate),
                 ("iter_mut", 0) => Some(&m.receiver),
                 _ => None,
             }
