@@ -158,6 +158,13 @@ fn plain_total(x: &[f64]) -> f64 {
 /// Runs only inside the child process started below, with `FPREV_CHAINS=1`.
 #[test]
 fn child() {
+    if std::env::var_os("FPREV_TEST_BAD_VALUE").is_some() {
+        // FPREV_CHAINS=yes: neither 0 nor 1, so no counting (and a warning).
+        let x = data(100);
+        assert_eq!(total(&x).to_bits(), plain_total(&x).to_bits());
+        assert!(fprev::chains::report().site("total").is_none());
+        return;
+    }
     if std::env::var_os("FPREV_TEST_CHILD").is_none() {
         return;
     }
@@ -230,4 +237,22 @@ fn a_process_without_fprev_chains_scrambles_and_one_with_it_counts() {
         assert!(err.contains(&format!("::{f} ")), "{f}: {err}");
     }
     let _ = std::fs::remove_dir_all(&target);
+}
+
+#[test]
+fn a_value_of_fprev_chains_other_than_0_or_1_counts_nothing_and_says_so() {
+    let out = std::process::Command::new(std::env::current_exe().expect("this test binary"))
+        .args(["--exact", "child", "--test-threads=1", "--nocapture"])
+        .env("FPREV_TEST_BAD_VALUE", "1")
+        .env(fprev::chains::FPREV_CHAINS, "yes")
+        .output()
+        .expect("run the child");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(
+        err.matches("FPREV_CHAINS=\"yes\" is not 0 or 1").count(),
+        1,
+        "{err}"
+    );
+    assert!(!err.contains("fprev chains:"), "{err}");
 }

@@ -65,13 +65,29 @@ const OFF: u8 = 1;
 const ON: u8 = 2;
 static COUNTING: core::sync::atomic::AtomicU8 = core::sync::atomic::AtomicU8::new(UNREAD);
 
+/// `FPREV_CHAINS`, read once per process (its one reader): `1` counts and prints the
+/// report at exit; unset, empty or `0` does not; anything else says so and does not.
 #[cold]
 fn read_counting() -> bool {
-    let on = std::env::var(FPREV_CHAINS).is_ok_and(|v| v == "1");
-    COUNTING.store(
-        if on { ON } else { OFF },
-        core::sync::atomic::Ordering::Relaxed,
-    );
+    use core::sync::atomic::Ordering::Relaxed;
+    let on = match std::env::var(FPREV_CHAINS) {
+        Ok(v) if v == "1" => true,
+        Ok(v) if v.is_empty() || v == "0" => false,
+        Ok(v) => {
+            // Two threads may read at once: the one that stores the value warns.
+            if COUNTING
+                .compare_exchange(UNREAD, OFF, Relaxed, Relaxed)
+                .is_ok()
+            {
+                eprintln!(
+                    "fprev: {FPREV_CHAINS}={v:?} is not 0 or 1; using the default (no chain counting, no report at exit)"
+                );
+            }
+            false
+        }
+        Err(_) => false,
+    };
+    COUNTING.store(if on { ON } else { OFF }, Relaxed);
     on
 }
 

@@ -340,14 +340,10 @@ fn record_iter(site: &'static Site, count: u64, float: bool) {
 static EXIT_HOOK: Once = Once::new();
 
 fn install_exit_report() {
-    EXIT_HOOK.call_once(|| match std::env::var(super::FPREV_CHAINS) {
-        Ok(v) if v == "1" => crate::at_exit::register(print_report_at_exit),
-        Ok(v) if v.is_empty() || v == "0" => {}
-        Ok(v) => eprintln!(
-            "fprev: {}={v:?} is not 0 or 1; using the default (no report at exit)",
-            super::FPREV_CHAINS
-        ),
-        Err(_) => {}
+    EXIT_HOOK.call_once(|| {
+        if super::private::counting() {
+            crate::at_exit::register(print_report_at_exit);
+        }
     });
 }
 
