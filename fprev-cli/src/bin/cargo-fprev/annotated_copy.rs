@@ -14,10 +14,8 @@ pub struct Prepared {
     pub tree: PathBuf,
     pub target_dir: PathBuf,
     pub packages: Vec<String>,
-    pub annotated: Vec<(String, usize, String)>,
-    /// The annotated functions that keep their scrambled body only, their chains
-    /// uncounted: (file, line, name, why).
-    pub uncounted: Vec<(String, usize, String, &'static str)>,
+    /// The annotated functions, each with its file.
+    pub annotated: Vec<(String, annotate::Annotated)>,
     /// Held until the command ends: one cargo fprev at a time per scratch folder.
     pub _lock: Option<workspace::ScratchLock>,
 }
@@ -171,7 +169,6 @@ pub fn prepare(a: &CopyArgs, write: bool) -> Result<Prepared, CargoFprevError> {
         copy_manifests::point_outside_paths(&sel.root, &files, &staging, &fprev)?;
     }
     let mut annotated = Vec::new();
-    let mut uncounted = Vec::new();
     let mut packages = Vec::new();
     for p in sel.annotated_packages() {
         packages.push(p.name.clone());
@@ -191,15 +188,7 @@ pub fn prepare(a: &CopyArgs, write: bool) -> Result<Prepared, CargoFprevError> {
                         })?;
                     }
                     for f in r.annotated {
-                        if let Some(why) = f.without_chains {
-                            uncounted.push((
-                                rel.display().to_string(),
-                                f.line,
-                                f.name.clone(),
-                                why,
-                            ));
-                        }
-                        annotated.push((rel.display().to_string(), f.line, f.name));
+                        annotated.push((rel.display().to_string(), f));
                         found += 1;
                     }
                 }
@@ -228,7 +217,6 @@ pub fn prepare(a: &CopyArgs, write: bool) -> Result<Prepared, CargoFprevError> {
             .unwrap_or_else(|| scratch.join("target")),
         packages,
         annotated,
-        uncounted,
         _lock: lock,
     })
 }

@@ -83,15 +83,21 @@ pub fn chains(a: &ChainsArgs) -> Result<ExitCode, CargoFprevError> {
         p.annotated.len(),
         kept.display()
     );
-    if !p.uncounted.is_empty() {
+    let uncounted: Vec<String> = p
+        .annotated
+        .iter()
+        .filter_map(|(file, f)| {
+            let why = f.without_chains?;
+            Some(format!("  {file}:{}: {}: {why}", f.line, f.name))
+        })
+        .collect();
+    if !uncounted.is_empty() {
         println!(
             "note: {} annotated function(s) count no chains (they keep the scrambled body \
-             only):",
-            p.uncounted.len()
+             only):\n{}",
+            uncounted.len(),
+            uncounted.join("\n")
         );
-        for (file, line, name, why) in &p.uncounted {
-            println!("  {file}:{line}: {name}: {why}");
-        }
     }
     if !failed.is_empty() {
         println!(
