@@ -158,15 +158,16 @@ fn plain_total(x: &[f64]) -> f64 {
 /// Runs only inside the child process started below, with `FPREV_CHAINS=1`.
 #[test]
 fn child() {
-    if std::env::var_os("FPREV_TEST_BAD_VALUE").is_some() {
-        // FPREV_CHAINS=yes: neither 0 nor 1, so no counting (and a warning).
-        let x = data(100);
-        assert_eq!(total(&x).to_bits(), plain_total(&x).to_bits());
-        assert!(fprev::chains::report().site("total").is_none());
-        return;
-    }
-    if std::env::var_os("FPREV_TEST_CHILD").is_none() {
-        return;
+    match std::env::var("FPREV_TEST_CHILD").as_deref() {
+        Ok("count") => {}
+        Ok("bad value") => {
+            // FPREV_CHAINS=yes: neither 0 nor 1, so no counting (and a warning).
+            let x = data(100);
+            assert_eq!(total(&x).to_bits(), plain_total(&x).to_bits());
+            assert!(fprev::chains::report().site("total").is_none());
+            return;
+        }
+        _ => return,
     }
     let x = data(2000);
     assert_eq!(total(&x).to_bits(), plain_total(&x).to_bits());
@@ -212,17 +213,7 @@ fn a_process_without_fprev_chains_scrambles_and_one_with_it_counts() {
         "the scrambled body counted chains"
     );
 
-    let target = std::env::temp_dir().join(format!("fprev-scramble-chains-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&target);
-    let out = std::process::Command::new(std::env::current_exe().expect("this test binary"))
-        .args(["--exact", "child", "--test-threads=1"])
-        .env("FPREV_TEST_CHILD", "1")
-        .env(fprev::chains::FPREV_CHAINS, "1")
-        .env("CARGO_TARGET_DIR", &target)
-        .output()
-        .expect("run the child");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
+    let err = run_child("count", "1");
     assert!(err.contains("scramble_chains::total"), "{err}");
     assert!(err.contains("scramble_chains::norms"), "{err}");
     // Every signature above counted its chains in the child.
@@ -236,19 +227,33 @@ fn a_process_without_fprev_chains_scrambles_and_one_with_it_counts() {
     ] {
         assert!(err.contains(&format!("::{f} ")), "{f}: {err}");
     }
+}
+
+/// Runs `child` in a process of its own as `role`, with `FPREV_CHAINS=chains` and a
+/// target folder of its own for the merged report; its standard error, once it passed.
+fn run_child(role: &str, chains: &str) -> String {
+    let target = std::env::temp_dir().join(format!(
+        "fprev-scramble-chains-{}-{}",
+        std::process::id(),
+        role.replace(' ', "-")
+    ));
     let _ = std::fs::remove_dir_all(&target);
+    let out = std::process::Command::new(std::env::current_exe().expect("this test binary"))
+        .args(["--exact", "child", "--test-threads=1", "--nocapture"])
+        .env("FPREV_TEST_CHILD", role)
+        .env(fprev::chains::FPREV_CHAINS, chains)
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .expect("run the child");
+    let _ = std::fs::remove_dir_all(&target);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    err
 }
 
 #[test]
 fn a_value_of_fprev_chains_other_than_0_or_1_counts_nothing_and_says_so() {
-    let out = std::process::Command::new(std::env::current_exe().expect("this test binary"))
-        .args(["--exact", "child", "--test-threads=1", "--nocapture"])
-        .env("FPREV_TEST_BAD_VALUE", "1")
-        .env(fprev::chains::FPREV_CHAINS, "yes")
-        .output()
-        .expect("run the child");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
+    let err = run_child("bad value", "yes");
     assert_eq!(
         err.matches("FPREV_CHAINS=\"yes\" is not 0 or 1").count(),
         1,
